@@ -1,0 +1,1 @@
+"""Personas: how simulated users behave (data files and their schema)."""

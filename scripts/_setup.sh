@@ -1,0 +1,20 @@
+# Sourced by scripts/demo and scripts/test: create .venv if missing and install tausim with its dev tools.
+# Re-installs only when pyproject.toml changed since the last install.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "creating .venv with $($PY --version 2>&1)" >&2
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.tausim-installed"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! .venv/bin/python -c "import simulator, litellm" 2>/dev/null; then
+  echo "installing tausim and its dependencies into .venv" >&2
+  .venv/bin/python -m pip install --quiet --upgrade pip >&2
+  .venv/bin/python -m pip install --quiet -e ".[dev]" >&2
+  echo "$want" > "$stamp"
+fi
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+export PATH="$ROOT/.venv/bin:$PATH"

@@ -1,0 +1,1 @@
+"""tausim: multi-turn simulation of conversational, tool-using agents (the engine)."""

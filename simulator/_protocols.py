@@ -1,0 +1,83 @@
+"""Extension points for the conversation: the agent under test and the simulated user.
+
+Both are small Protocols with one required method. They are built per trial by factories that receive the
+:class:`TrialContext`, so each trial owns its state and its random generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from simulator._messages import AgentTurn, Message, UserTurn
+from simulator.tasks import Task
+
+__all__ = ["Agent", "AgentFactory", "TrialContext", "UserFactory", "UserSimulator"]
+
+
+@dataclass
+class TrialContext:
+    """Everything a per-trial component may know at construction.
+
+    Attributes:
+        task: the task being run. Agents other than the oracle must not read its gold actions or
+            required outputs; user simulators only read ``task.scenario`` and ``task.user_id``.
+        tools: OpenAI function schemas of the domain's tools.
+        policy: the domain policy text.
+        seed: the trial seed (int), derived from (run seed, task id, trial index).
+        rng: the trial's own generator, ``numpy.random.Generator(PCG64(seed))``; never the global RNG.
+        domain: domain name.
+        trial_index: index of this trial among the task's trials (0-based).
+        extra: free-form run options (e.g. model parameters).
+    """
+
+    task: Task
+    tools: list[dict[str, Any]]
+    policy: str
+    seed: int
+    rng: np.random.Generator
+    domain: str
+    trial_index: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """The agent under test."""
+
+    def step(self, messages: Sequence[Message]) -> AgentTurn:
+        """Return the agent's next message given the conversation so far.
+
+        Args:
+            messages: all messages of the trial in order (user, assistant, tool); no system message.
+
+        Returns:
+            An :class:`AgentTurn`: tool calls continue the agent's turn; text without tool calls ends it.
+        """
+        ...
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    """The simulated user."""
+
+    def reply(self, messages: Sequence[Message]) -> UserTurn:
+        """Return the user's next message.
+
+        Args:
+            messages: the conversation as the user sees it: user and assistant text messages only
+                (empty for the opening message).
+
+        Returns:
+            A :class:`UserTurn` (text, and whether the user stops or abandons).
+        """
+        ...
+
+
+AgentFactory = Callable[[TrialContext], Agent]
+"""Builds one trial's agent."""
+UserFactory = Callable[[TrialContext], UserSimulator]
+"""Builds one trial's simulated user."""

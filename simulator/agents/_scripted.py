@@ -1,0 +1,62 @@
+"""Scripted agents: the oracle (replays gold actions) and the null agent (talks, never writes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from simulator._messages import AgentTurn, Message, ToolCall
+from simulator._protocols import TrialContext
+
+__all__ = ["NullAgent", "OracleAgent"]
+
+
+class OracleAgent:
+    """Performs the task's gold actions, one tool call per step, then states the required outputs.
+
+    It is the upper bound of the task: if the oracle fails, the task or the tools are wrong. It reads the
+    task's gold actions, which no other agent may do.
+
+    Args:
+        ctx: the trial context.
+    """
+
+    def __init__(self, ctx: TrialContext):
+        self._actions = list(ctx.task.gold_actions)
+        self._outputs = list(ctx.task.required_outputs)
+        self._next = 0
+        self._done = False
+
+    def step(self, messages: Sequence[Message]) -> AgentTurn:
+        """Return the next gold action as a tool call, then a closing message with the outputs."""
+        if self._next < len(self._actions):
+            a = self._actions[self._next]
+            self._next += 1
+            call = ToolCall(id=f"oracle_{self._next - 1}", name=a.name, arguments=dict(a.arguments))
+            return AgentTurn(message=Message(role="assistant", tool_calls=[call]))
+        if not self._done:
+            self._done = True
+            text = "Your request has been handled."
+            if self._outputs:
+                text += " The answer: " + ", ".join(self._outputs) + "."
+            return AgentTurn(message=Message(role="assistant", content=text))
+        return AgentTurn(message=Message(role="assistant", content="Is there anything else I can help with?"))
+
+
+class NullAgent:
+    """Talks politely and never calls a tool: the do-nothing baseline.
+
+    A task that this agent passes is one whose goal state equals the initial state and that requires no
+    output; the conformance tests use it to find tasks a do-nothing agent would pass.
+
+    Args:
+        ctx: the trial context (unused).
+    """
+
+    def __init__(self, ctx: TrialContext):
+        del ctx
+
+    def step(self, messages: Sequence[Message]) -> AgentTurn:
+        """Return a polite message that does nothing."""
+        return AgentTurn(message=Message(
+            role="assistant", content="I understand. Unfortunately I cannot make any changes right now."
+        ))

@@ -1,0 +1,158 @@
+"""The Domain interface and the registry of domains (entry point group ``tausim.domains``).
+
+A domain is a business world: schema and seed data, tools, a policy document and tasks. It is a package that
+registers a :class:`Domain` subclass under the entry point group ``tausim.domains``; nothing in
+``simulator/`` names a particular domain.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
+from simulator.tasks import Task, load_tasks
+from simulator.tools import Toolbox
+
+__all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
+
+ENTRY_POINT_GROUP = "tausim.domains"
+
+
+class DomainError(ValueError):
+    """Unknown domain, unknown split, or unreadable domain data."""
+
+
+class Domain(abc.ABC):
+    """A business world the agent works in.
+
+    Subclasses set :attr:`name` and implement the abstract methods. Templates are cached per instance
+    (one per data directory and options), so a process builds each data set once.
+    """
+
+    name: str = ""
+    """Registry name (``retail``)."""
+
+    def __init__(self) -> None:
+        self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
+        self._lock = threading.Lock()
+
+    # --- required -----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def state_spec(self) -> StateSpec:
+        """Return the schema and comparison rules of the domain's state."""
+
+    @abc.abstractmethod
+    def toolbox(self) -> Toolbox:
+        """Return the domain's tools."""
+
+    @abc.abstractmethod
+    def policy(self) -> str:
+        """Return the policy document (markdown) given to the agent."""
+
+    @abc.abstractmethod
+    def populate(self, session: Session, data_dir: Path, options: Mapping[str, Any]) -> None:
+        """Insert the data set found in ``data_dir`` into an empty database.
+
+        Raises:
+            DomainError: a file is missing or malformed (the message names file, record and field).
+        """
+
+    @abc.abstractmethod
+    def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
+        """Return the database as the domain's native nested JSON (``{table: {key: record}}``)."""
+
+    # --- optional hooks with defaults ------------------------------------------------------------------
+    def package_dir(self) -> Path:
+        """Return the domain package's directory (holds data/, tasks/, policy.md)."""
+        import sys
+
+        module = sys.modules[type(self).__module__]
+        assert module.__file__ is not None
+        return Path(module.__file__).parent
+
+    def default_data_dir(self) -> Path:
+        """Return the built-in data set's directory."""
+        return self.package_dir() / "data"
+
+    def default_options(self, data_dir: Path | None) -> dict[str, Any]:
+        """Return tool options for a data set (e.g. compatibility mode for peer data)."""
+        return {}
+
+    def task_splits(self) -> dict[str, Path]:
+        """Return the built-in task files by split name (``{"train": path}``); default: tasks/*.json."""
+        folder = self.package_dir() / "tasks"
+        return {p.stem: p for p in sorted(folder.glob("*.json"))}
+
+    def load_tasks(self, source: str | None = None) -> list[Task]:
+        """Load tasks from a file path or a built-in split name (None: every built-in split, in order).
+
+        Raises:
+            DomainError: an unknown split name.
+            simulator.tasks.TaskFileError: a malformed task file.
+        """
+        splits = self.task_splits()
+        if source is None:
+            tasks: list[Task] = []
+            for path in splits.values():
+                tasks.extend(load_tasks(path))
+            return tasks
+        if source in splits:
+            return load_tasks(splits[source])
+        if Path(source).exists():
+            return load_tasks(source)
+        raise DomainError(
+            f"--tasks {source!r}: neither a file nor a split of domain {self.name!r} "
+            f"(splits: {', '.join(splits) or 'none'})"
+        )
+
+    def template(self, data_dir: Path | None = None, options: Mapping[str, Any] | None = None) -> TemplateDatabase:
+        """Return the template database for a data set, building it on first use (thread-safe).
+
+        Args:
+            data_dir: data directory; None for the built-in data set.
+            options: tool options; None for :meth:`default_options`.
+        """
+        folder = Path(data_dir) if data_dir is not None else self.default_data_dir()
+        opts = dict(options) if options is not None else self.default_options(data_dir)
+        key = (str(folder.resolve()), tuple(sorted(opts.items())))
+        with self._lock:
+            tpl = self._templates.get(key)
+            if tpl is None:
+                if not folder.is_dir():
+                    raise DomainError(f"--data {folder}: not a directory")
+                tpl = TemplateDatabase(
+                    self.state_spec().metadata,
+                    lambda s: self.populate(s, folder, opts),
+                    name=f"{self.name}:{folder}",
+                    options=opts,
+                )
+                self._templates[key] = tpl
+            return tpl
+
+
+def available_domains() -> list[str]:
+    """Return the names of all registered domains, sorted."""
+    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+
+
+def get_domain(name: str) -> Domain:
+    """Return a new instance of the registered domain ``name`` (the caller keeps it: it caches templates).
+
+    Raises:
+        DomainError: no domain of that name is registered.
+    """
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            cls = ep.load()
+            domain = cls()
+            if not isinstance(domain, Domain):
+                raise DomainError(f"entry point {ep.value!r} for domain {name!r} is not a Domain")
+            return domain
+    raise DomainError(f"unknown domain {name!r}; registered: {', '.join(available_domains()) or 'none'}")

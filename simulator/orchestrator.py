@@ -1,0 +1,231 @@
+"""The trial loop: the user speaks, the agent acts (tool calls on the trial database), until termination.
+
+Termination is decided here, not by a simulator's say-so alone:
+- a user stop while the agent's last message awaits a yes/no answer is not a stop: the text is delivered and
+  the conversation goes on;
+- text attached to a stop is delivered before the trial ends;
+- a tool that ends the conversation (transfer to a human agent) ends the trial with ``agent_transfer``;
+- an unexpected exception inside a tool ends it with ``tool_bug`` (never shown as an agent mistake);
+- the caps ``max_turns`` (messages of user or agent) and ``max_steps`` (agent actions: tool calls and
+  messages) end it with their own reasons.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from simulator._messages import AgentTurn, Message, Usage, UserTurn
+from simulator._protocols import Agent, UserSimulator
+from simulator.tools import Toolbox, ToolContext
+
+__all__ = ["Limits", "ToolCallRecord", "TerminationReason", "Trajectory", "awaits_confirmation",
+           "run_conversation"]
+
+
+class TerminationReason(enum.StrEnum):
+    """Why a trial ended."""
+
+    USER_STOP = "user_stop"
+    USER_ABANDON = "user_abandon"
+    AGENT_TRANSFER = "agent_transfer"
+    MAX_TURNS = "max_turns"
+    MAX_STEPS = "max_steps"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    AGENT_ERROR = "agent_error"
+    USER_ERROR = "user_error"
+    TOOL_BUG = "tool_bug"
+    INFRA_ERROR = "infra_error"
+    CONTEXT_OVERFLOW = "context_overflow"
+
+
+ERROR_REASONS = frozenset({
+    TerminationReason.AGENT_ERROR, TerminationReason.USER_ERROR, TerminationReason.TOOL_BUG,
+    TerminationReason.INFRA_ERROR, TerminationReason.CONTEXT_OVERFLOW,
+})
+"""Reasons that mean the trial could not be completed; such a trial always counts as failed."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps of one trial.
+
+    Attributes:
+        max_turns: messages of user and agent together (tool messages excluded).
+        max_steps: agent actions (each tool call and each text message counts one).
+    """
+
+    max_turns: int = 30
+    max_steps: int = 60
+
+
+class ToolCallRecord(BaseModel):
+    """One dispatched tool call."""
+
+    step: int
+    """Agent step index (0-based) at which the call was made."""
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str | None = None
+    kind: str | None
+    """``read``/``write``, or None for an unknown tool."""
+    status: str
+    """``ok``, ``tool_error``, ``unknown_tool``, ``invalid_arguments`` or ``tool_bug``."""
+    content: str
+    duration_s: float
+    bug: str | None = None
+
+
+class Trajectory(BaseModel):
+    """The full record of one trial's conversation."""
+
+    messages: list[Message] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    agent_usage: Usage = Field(default_factory=Usage)
+    user_usage: Usage = Field(default_factory=Usage)
+    turns: int = 0
+    """Messages of user and agent."""
+    steps: int = 0
+    """Agent actions (tool calls and text messages)."""
+    agent_seconds: float = 0.0
+    """Wall time spent inside the agent, in seconds."""
+    user_seconds: float = 0.0
+    """Wall time spent inside the user simulator, in seconds."""
+    tool_seconds: float = 0.0
+    """Wall time spent inside tools, in seconds."""
+    termination_reason: TerminationReason | None = None
+    error: str | None = None
+    """Error text (traceback or API message) when the trial ended on an error reason."""
+
+    def agent_texts(self) -> list[str]:
+        """Return the text of every assistant message, in order."""
+        return [m.content for m in self.messages if m.role == "assistant" and m.content]
+
+
+_CONFIRM_RE = re.compile(
+    r"\b(confirm|proceed|go ahead|shall i|should i|do you want|would you like|is that (correct|right|ok)|"
+    r"(yes|y)\s*/\s*(no|n)|yes or no)\b",
+    re.IGNORECASE,
+)
+
+
+def awaits_confirmation(text: str | None) -> bool:
+    """Return True when an agent message asks the user a yes/no confirmation question.
+
+    A message awaits confirmation when it ends in a question whose last sentence asks to confirm or proceed
+    (e.g. "Shall I cancel it?", "Please confirm (yes/no).").
+
+    Args:
+        text: the agent's message.
+    """
+    if not text:
+        return False
+    tail = text.strip()
+    if not tail.endswith("?") and not re.search(r"\(?\byes\s*/\s*no\b\)?\W*$", tail, re.IGNORECASE):
+        return False
+    last = re.split(r"(?<=[.!?])\s+", tail)[-1]
+    return bool(_CONFIRM_RE.search(last))
+
+
+def _user_view(messages: Sequence[Message]) -> list[Message]:
+    return [m for m in messages if m.role in ("user", "assistant") and m.content and not m.tool_calls]
+
+
+def run_conversation(
+    agent: Agent,
+    user: UserSimulator,
+    toolbox: Toolbox,
+    ctx: ToolContext,
+    limits: Limits = Limits(),  # noqa: B008 - frozen dataclass, immutable
+) -> Trajectory:
+    """Run one trial's conversation to termination.
+
+    Args:
+        agent: the agent under test, built for this trial.
+        user: the simulated user, built for this trial.
+        toolbox: the domain's tools.
+        ctx: tool context bound to the trial's own database.
+        limits: turn and step caps.
+
+    Returns:
+        The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
+        are recorded as ``agent_error`` / ``user_error`` with their traceback, never raised.
+    """
+    traj = Trajectory()
+    awaiting = False
+
+    def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
+        traj.termination_reason = reason
+        traj.error = error
+        return traj
+
+    while True:
+        # --- user turn --------------------------------------------------------------------------------
+        if traj.turns >= limits.max_turns:
+            return end(TerminationReason.MAX_TURNS)
+        t0 = time.perf_counter()
+        try:
+            ut: UserTurn = user.reply(_user_view(traj.messages))
+        except Exception:  # noqa: BLE001 - recorded as the trial's user_error
+            traj.user_seconds += time.perf_counter() - t0
+            return end(TerminationReason.USER_ERROR, traceback.format_exc())
+        traj.user_seconds += time.perf_counter() - t0
+        traj.user_usage = traj.user_usage + ut.usage
+        if ut.error:
+            kind = TerminationReason(ut.error_kind or "user_error")
+            return end(kind, ut.error)
+        if ut.content:
+            traj.messages.append(Message(role="user", content=ut.content))
+            traj.turns += 1
+        if ut.abandon:
+            return end(TerminationReason.USER_ABANDON)
+        if ut.stop and not (awaiting and ut.content):
+            return end(TerminationReason.USER_STOP)
+        # --- agent turn: tool calls until a text message ----------------------------------------------
+        if traj.turns >= limits.max_turns:
+            return end(TerminationReason.MAX_TURNS)
+        while True:
+            if traj.steps >= limits.max_steps:
+                return end(TerminationReason.MAX_STEPS)
+            t0 = time.perf_counter()
+            try:
+                at: AgentTurn = agent.step(list(traj.messages))
+            except Exception:  # noqa: BLE001 - recorded as the trial's agent_error
+                traj.agent_seconds += time.perf_counter() - t0
+                return end(TerminationReason.AGENT_ERROR, traceback.format_exc())
+            traj.agent_seconds += time.perf_counter() - t0
+            traj.agent_usage = traj.agent_usage + at.usage
+            if at.error:
+                return end(TerminationReason(at.error_kind or "agent_error"), at.error)
+            msg = at.message
+            traj.messages.append(msg)
+            if not msg.tool_calls:
+                traj.steps += 1
+                traj.turns += 1
+                awaiting = awaits_confirmation(msg.content)
+                break
+            for call in msg.tool_calls:
+                if traj.steps >= limits.max_steps:
+                    return end(TerminationReason.MAX_STEPS)
+                out = toolbox.dispatch(ctx, call.name, call.arguments)
+                traj.tool_seconds += out.duration_s
+                traj.tool_calls.append(ToolCallRecord(
+                    step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,
+                    raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
+                    status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug,
+                ))
+                traj.steps += 1
+                traj.messages.append(Message(role="tool", content=out.content, tool_call_id=call.id,
+                                             name=call.name))
+                if out.status == "tool_bug":
+                    return end(TerminationReason.TOOL_BUG, out.bug)
+                if out.ends_conversation:
+                    return end(TerminationReason.AGENT_TRANSFER)

@@ -1,0 +1,99 @@
+"""Replay gold actions on a fresh database: goal states and tau-bench-style diffs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.database import Snapshot, TemplateDatabase, TrialDatabase, json_diff, snapshot
+from simulator.domain import Domain
+from simulator.tasks import Action, Task
+from simulator.tools import CallOutcome, Toolbox, ToolContext
+
+__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_snapshot", "replay_tasks"]
+
+
+class GoldToolBug(RuntimeError):
+    """A gold action made a tool raise an unexpected exception (a bug in the tool or the task)."""
+
+
+def apply_actions(
+    toolbox: Toolbox, trial: TrialDatabase, actions: Sequence[Action], *, raise_on_bug: bool = True
+) -> list[CallOutcome]:
+    """Run actions in order on a trial database, stopping after one that ends the conversation.
+
+    Args:
+        toolbox: the domain's tools.
+        trial: the database to change.
+        actions: the calls to make.
+        raise_on_bug: raise :class:`GoldToolBug` on a ``tool_bug`` outcome instead of returning it.
+
+    Returns:
+        One :class:`CallOutcome` per action run.
+
+    Raises:
+        GoldToolBug: a tool raised an unexpected exception and ``raise_on_bug`` is set.
+    """
+    ctx = ToolContext(trial.session, trial.options)
+    outcomes = []
+    for action in actions:
+        out = toolbox.dispatch(ctx, action.name, action.arguments)
+        if out.status == "tool_bug" and raise_on_bug:
+            raise GoldToolBug(f"gold action {action.name}({action.arguments}) raised:\n{out.bug}")
+        outcomes.append(out)
+        if out.ends_conversation:
+            break
+    return outcomes
+
+
+def goal_snapshot(domain: Domain, template: TemplateDatabase, task: Task) -> Snapshot:
+    """Return the goal state of a task: the template with the task's gold actions replayed.
+
+    Raises:
+        GoldToolBug: a gold action hit a bug in a tool.
+    """
+    with template.trial() as trial:
+        apply_actions(domain.toolbox(), trial, task.gold_actions)
+        return snapshot(trial.raw, domain.state_spec())
+
+
+@dataclass
+class ReplayResult:
+    """The outcome of replaying one task's gold actions."""
+
+    task_index: int
+    task_id: str
+    responses: list[str]
+    statuses: list[str]
+    diff: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"task_index", "task_id", "responses", "statuses", "diff"}``."""
+        return {"task_index": self.task_index, "task_id": self.task_id, "responses": self.responses,
+                "statuses": self.statuses, "diff": self.diff}
+
+
+def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task]) -> Iterator[ReplayResult]:
+    """Replay each task's gold actions on a fresh copy of the template and diff the native JSON dumps.
+
+    Args:
+        domain: the domain.
+        template: its template database (the initial state).
+        tasks: tasks to replay.
+
+    Yields:
+        One :class:`ReplayResult` per task, in order.
+
+    Raises:
+        GoldToolBug: a gold action hit a bug in a tool.
+    """
+    toolbox = domain.toolbox()
+    with template.trial() as trial:
+        initial = domain.dump(trial)
+    for i, task in enumerate(tasks):
+        with template.trial() as trial:
+            outcomes = apply_actions(toolbox, trial, task.gold_actions)
+            final = domain.dump(trial)
+        yield ReplayResult(i, task.id, [o.content for o in outcomes], [o.status for o in outcomes],
+                           json_diff(initial, final))

@@ -1,0 +1,38 @@
+"""Simulated users: the UserSimulator protocol, the scripted user, and the registry of user specs.
+
+User specs on the command line: ``scripted`` and ``llm:MODEL``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator._protocols import TrialContext, UserFactory, UserSimulator
+from simulator.users._scripted import STOP_TOKEN, ScriptedUser, scripted_user_factory
+
+__all__ = ["STOP_TOKEN", "ScriptedUser", "TrialContext", "UserFactory", "UserSimulator", "user_factory"]
+
+
+def user_factory(spec: str, **params: Any) -> UserFactory:
+    """Return the user-simulator factory named by a spec string.
+
+    Args:
+        spec: ``scripted`` or ``llm:MODEL``.
+        **params: model parameters for LLM users.
+
+    Returns:
+        A callable building one simulated user per trial.
+
+    Raises:
+        ValueError: unknown spec, or ``llm:`` without a model.
+    """
+    if spec == "scripted":
+        return scripted_user_factory()
+    if spec.startswith("llm:"):
+        model = spec.split(":", 1)[1]
+        if not model:
+            raise ValueError("--user llm:MODEL needs a model, e.g. llm:openai/gpt-4o-mini")
+        from simulator.users.llm_user import llm_user_factory
+
+        return llm_user_factory(model, **params)
+    raise ValueError(f"--user {spec!r}: unknown user; use scripted or llm:MODEL")

@@ -1,0 +1,81 @@
+import threading
+
+from simulator.database import StateSpec, diff_snapshots, json_diff, snapshot, values_equal
+from simulator.tools import ToolContext
+from tests.toy import BankDomain, Base, write_data
+
+
+def test_values_equal_at_cents():
+    assert values_equal(25, 25.0)
+    assert values_equal(0.04999999999999716, 0.05)
+    assert not values_equal(0.05, 0.06)
+    assert not values_equal(10.004, 10.01)
+    assert not values_equal("25", 25)
+    assert not values_equal(True, 1.0)
+
+
+def test_trials_are_isolated_even_concurrently(tmp_path):
+    dom = BankDomain()
+    tpl = dom.template(write_data(tmp_path / "d"))
+    tb = dom.toolbox()
+    barrier = threading.Barrier(2)
+    seen = {}
+
+    def trial(name, amount):
+        with tpl.trial() as t:
+            barrier.wait()
+            out = tb.dispatch(ToolContext(t.session), "transfer", {"src": "A1", "dst": "B2", "amount": amount})
+            assert out.status == "ok"
+            barrier.wait()  # both have written before either reads
+            seen[name] = dict(t.raw.execute("SELECT id, balance FROM accounts").fetchall())
+
+    threads = [threading.Thread(target=trial, args=("x", 10)), threading.Thread(target=trial, args=("y", 30))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert seen == {"x": {"A1": 90.0, "B2": 35.0}, "y": {"A1": 70.0, "B2": 55.0}}
+    with tpl.trial() as t:  # the template itself is untouched
+        assert dict(t.raw.execute("SELECT id, balance FROM accounts").fetchall()) == {"A1": 100.0, "B2": 25.0}
+
+
+def test_snapshot_diff_reports_fields_and_rows(tmp_path):
+    dom = BankDomain()
+    tpl = dom.template(write_data(tmp_path / "d"))
+    spec = StateSpec(Base.metadata)
+    with tpl.trial() as goal_db, tpl.trial() as act_db:
+        tb = dom.toolbox()
+        tb.dispatch(ToolContext(goal_db.session), "transfer", {"src": "A1", "dst": "B2", "amount": 10})
+        tb.dispatch(ToolContext(act_db.session), "transfer", {"src": "A1", "dst": "B2", "amount": 10.001})
+        d = diff_snapshots(snapshot(goal_db.raw, spec), snapshot(act_db.raw, spec), spec)
+        assert d.equal  # 10 vs 10.001: equal at cents
+        tb.dispatch(ToolContext(act_db.session), "transfer", {"src": "B2", "dst": "A1", "amount": 5})
+        d = diff_snapshots(snapshot(goal_db.raw, spec), snapshot(act_db.raw, spec), spec)
+        fields = {(x.table, x.key, x.field): (x.expected, x.actual) for x in d.differences}
+        assert fields == {("accounts", ("A1",), "balance"): (90.0, 95.0),
+                          ("accounts", ("B2",), "balance"): (35.0, 30.0)}
+        assert [(r.table, r.key, r.row["amount"]) for r in d.added] == [("transfers", (2,), 5.0)]
+        assert d.removed == []
+
+
+def test_json_diff_shape():
+    before = {"orders": {"#1": {"status": "pending", "items": [{"id": "a", "price": 1}], "pay": [1]},
+                         "#2": {"status": "x"}},
+              "users": {"u": {"pm": {"g": {"balance": 5}}}}}
+    after = {"orders": {"#1": {"status": "cancelled", "items": [{"id": "b", "price": 1}], "pay": [1, -1],
+                               "reason": "r"},
+                        "#3": {"status": "new"}},
+             "users": {"u": {"pm": {"g": {"balance": 5}}}}}
+    assert json_diff(before, after) == {
+        "orders": {
+            "added": {"#3": {"status": "new"}},
+            "removed": ["#2"],
+            "changed": {"#1": {"status": {"old": "pending", "new": "cancelled"},
+                               "items[0].id": {"old": "a", "new": "b"},
+                               "pay[1]": {"new": -1},
+                               "reason": {"new": "r"}}},
+        }
+    }
+    assert json_diff(after, after) == {}
+    assert json_diff({"t": {"k": {"l": [1, 2, 3]}}}, {"t": {"k": {"l": [1]}}}) == {
+        "t": {"added": {}, "removed": [], "changed": {"k": {"l[1]": {"old": 2}, "l[2]": {"old": 3}}}}}
