@@ -1,1 +1,23 @@
-"""tausim: multi-turn simulation of conversational, tool-using agents (the engine)."""
+"""tausim: multi-turn simulation of conversational, tool-using agents (the engine).
+
+The engine knows nothing about a particular domain: domains register through the ``tausim.domains`` entry
+point group and provide a schema, data, tools, a policy and tasks.
+"""
+
+from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
+from simulator._protocols import Agent, AgentFactory, TrialContext, UserFactory, UserSimulator
+from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
+from simulator.domain import Domain, DomainError, available_domains, get_domain
+from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
+from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
+from simulator.tasks import Action, Task, TaskFileError, UserScenario, load_tasks
+from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
+
+__all__ = [
+    "Action", "Agent", "AgentFactory", "AgentTurn", "CallOutcome", "Domain", "DomainError", "Limits",
+    "Message", "RunConfig", "RunResult", "Runner", "StateDiff", "StateSpec", "Task", "TaskFileError",
+    "TemplateDatabase", "TerminationReason", "ToolCall", "ToolContext", "ToolError", "ToolSpec", "Toolbox",
+    "Trajectory", "TrialContext", "TrialDatabase", "TrialResult", "Usage", "UserFactory", "UserScenario",
+    "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
+    "run_conversation", "snapshot", "tool",
+]

@@ -1,0 +1,396 @@
+"""The one place that calls litellm: model calls with retries, usage, cost and typed errors.
+
+:class:`LLMClient` wraps ``litellm.completion`` for one model string (``"openai/gpt-4o-mini"``, or any
+OpenAI-compatible local server through ``api_base``). Transient failures (rate limits, timeouts, connection
+errors, 5xx) are retried with exponential backoff and full jitter, a bounded number of times; everything else
+fails at once. Failures surface as our own exceptions, so callers never depend on litellm's:
+
+* :class:`LLMInfraError`: the API failed transiently and retries are exhausted (trial ends ``infra_error``);
+* :class:`LLMContextOverflow`: the conversation no longer fits the model's context window;
+* :class:`LLMRequestError`: a request that cannot succeed by retrying (authentication, bad request, unknown
+  model, unparsable response).
+
+litellm is imported lazily (its import takes seconds) and with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that it
+never tries to download its price list. Offline tests pass ``mock_response=...`` (text, a ``ModelResponse``
+with tool calls, or an exception instance) through ``complete(**params)``, which drives litellm's real code
+path without a network, or register an in-process provider through ``litellm.custom_provider_map``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from simulator._messages import Message, ToolCall, Usage
+
+__all__ = [
+    "LLMClient",
+    "LLMContextOverflow",
+    "LLMError",
+    "LLMInfraError",
+    "LLMRequestError",
+    "LLMResult",
+    "model_seed",
+]
+
+DEFAULT_MAX_ATTEMPTS = 4
+"""Attempts per call (first try included) before a transient failure becomes :class:`LLMInfraError`."""
+
+
+class LLMError(Exception):
+    """Base class of model-call failures; the message names the model.
+
+    Attributes:
+        model: the model string of the failed call.
+        attempts: how many attempts were made.
+        cause: class name of the underlying litellm/openai exception, when there was one.
+    """
+
+    def __init__(self, message: str, *, model: str, attempts: int = 1, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+        self.attempts = attempts
+        self.cause = cause
+
+
+class LLMInfraError(LLMError):
+    """The model API failed transiently (rate limit, timeout, connection, 5xx) and retries are exhausted."""
+
+
+class LLMContextOverflow(LLMError):
+    """The request exceeds the model's context window (not retried)."""
+
+
+class LLMRequestError(LLMError):
+    """The request cannot succeed by retrying: authentication, bad request, unknown model, bad response."""
+
+
+class LLMResult(BaseModel):
+    """The outcome of one successful :meth:`LLMClient.complete` call."""
+
+    message: Message
+    """The assistant message: text and parsed tool calls, in order."""
+    usage: Usage
+    """Tokens and cost of the call (``cost_usd`` None for an unpriced model)."""
+    latency_s: float
+    """Wall-clock seconds of the call, retries and backoff included."""
+    finish_reason: str | None = None
+    """The provider's raw finish reason (``"stop"``, ``"tool_calls"``, ``"length"``, ...)."""
+    model: str
+    """The model string the call was made with."""
+    attempts: int = 1
+    """Attempts made (1 when the first try succeeded)."""
+    cached: bool = False
+    """True when the result came from the response cache (no API call made)."""
+
+
+def model_seed(seed: int) -> int:
+    """Reduce a trial seed to a value every model API accepts as its ``seed`` parameter.
+
+    Trial seeds come from a sha256 digest and may exceed the 32/64-bit integers APIs accept.
+
+    Args:
+        seed: the trial seed.
+
+    Returns:
+        ``seed mod 2**31`` (unchanged for seeds already in ``[0, 2**31)``).
+    """
+    return seed % (2**31)
+
+
+def _litellm() -> Any:
+    """Import litellm lazily, never letting it fetch its price list from the network."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    import litellm
+
+    return litellm
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Return True for failures worth retrying: rate limits, timeouts, connection errors and 5xx."""
+    import openai
+
+    litellm = _litellm()
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return False
+    if isinstance(exc, openai.RateLimitError | openai.APIConnectionError | openai.InternalServerError):
+        return True  # APIConnectionError covers timeouts (openai.APITimeoutError, litellm.Timeout)
+    if isinstance(exc, litellm.ServiceUnavailableError | litellm.BadGatewayError):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, openai.APIError) and isinstance(status, int) and status >= 500
+
+
+def _to_llm_error(exc: BaseException, model: str, attempts: int) -> LLMError:
+    """Translate a litellm/openai exception into our typed error, naming the model."""
+    litellm = _litellm()
+    cause = type(exc).__name__
+    detail = str(exc).strip() or cause
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return LLMContextOverflow(
+            f"model {model}: context window exceeded: {detail}", model=model, attempts=attempts, cause=cause
+        )
+    if _is_transient(exc):
+        return LLMInfraError(
+            f"model {model}: API failed after {attempts} attempt(s): {cause}: {detail}",
+            model=model, attempts=attempts, cause=cause,
+        )
+    return LLMRequestError(
+        f"model {model}: request failed (not retried): {cause}: {detail}", model=model, attempts=attempts,
+        cause=cause,
+    )
+
+
+def _parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse a tool call's argument text; never raises.
+
+    Returns:
+        ``(arguments, raw_text)``: arguments is None when the text is not a JSON object.
+    """
+    if isinstance(raw, Mapping):
+        return dict(raw), json.dumps(raw)
+    if raw is None:
+        return {}, None
+    text = str(raw)
+    if not text.strip():
+        return {}, text  # some servers send "" for a call without arguments
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, text
+    return (value, text) if isinstance(value, dict) else (None, text)
+
+
+def _field(obj: Any, name: str) -> Any:
+    """Read ``name`` from a litellm object or a plain dict."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _parse_tool_calls(raw_calls: Any, salt: str) -> list[ToolCall]:
+    """Convert litellm tool calls into :class:`ToolCall` objects, in order.
+
+    A call without an id gets a deterministic one derived from ``salt``, its index, name and arguments.
+    """
+    calls: list[ToolCall] = []
+    for i, raw in enumerate(raw_calls or []):
+        function = _field(raw, "function")
+        name = _field(function, "name") if function is not None else None
+        arguments, raw_text = _parse_arguments(_field(function, "arguments") if function is not None else None)
+        call_id = _field(raw, "id")
+        if not call_id:
+            digest = hashlib.sha256(f"{salt}|{i}|{name}|{raw_text}".encode()).hexdigest()[:16]
+            call_id = f"call_{digest}"
+        calls.append(ToolCall(id=str(call_id), name=str(name or ""), arguments=arguments, raw_arguments=raw_text))
+    return calls
+
+
+def _usage(litellm: Any, response: Any, model: str) -> Usage:
+    """Tokens from the response; cost from litellm's price map, None when the model has no price."""
+    raw = _field(response, "usage")
+    prompt = int(_field(raw, "prompt_tokens") or 0) if raw is not None else 0
+    completion = int(_field(raw, "completion_tokens") or 0) if raw is not None else 0
+    cost: float | None
+    try:
+        value = litellm.completion_cost(completion_response=response, model=model)
+        cost = None if value is None else float(value)
+    except Exception:  # litellm raises assorted errors for models it cannot price
+        cost = None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=1)
+
+
+class LLMClient:
+    """Calls one model through litellm, with retries, usage/cost accounting and typed errors.
+
+    The client holds only configuration (and an optional cache object given by the caller); it is safe to
+    share between threads.
+
+    Example:
+        >>> client = LLMClient("openai/gpt-4o-mini", temperature=0.0)
+        >>> client.complete([{"role": "user", "content": "hi"}], mock_response="hello").message.content
+        'hello'
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        wait_initial: float = 1.0,
+        wait_max: float = 60.0,
+        timeout: float | None = 120.0,
+        cache: MutableMapping[str, LLMResult] | None = None,
+        **params: Any,
+    ) -> None:
+        """Configure the client.
+
+        Args:
+            model: litellm model string, e.g. ``"openai/gpt-4o-mini"`` or ``"openai/llama3"`` with ``api_base``.
+            api_base: base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama), if any.
+            api_key: API key; by default litellm reads the provider's environment variable.
+            max_attempts: attempts per call, first try included (>= 1).
+            wait_initial: backoff multiplier in seconds: the wait after failed attempt n (1-based) is
+                uniform in ``[0, min(wait_max, wait_initial * 2**(n-1))]`` (full jitter); 0 disables waiting.
+            wait_max: upper bound of one wait, in seconds.
+            timeout: request timeout in seconds passed to litellm (None: litellm's default).
+            cache: optional response cache (any mutable mapping owned by the caller, e.g. per run). Keys
+                cover the model, messages, tools, parameters and the trial seed; only successes are stored.
+            **params: default model parameters (``temperature``, ``seed``, ``max_tokens``, ...); a call's
+                parameters override them, and parameters set to None are not sent.
+
+        Raises:
+            ValueError: ``max_attempts`` < 1 or a negative wait.
+        """
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        if wait_initial < 0 or wait_max < 0:
+            raise ValueError(f"waits must be >= 0, got wait_initial={wait_initial}, wait_max={wait_max}")
+        self.model = model
+        self.api_base = api_base
+        self._api_key = api_key
+        self.max_attempts = max_attempts
+        self.wait_initial = wait_initial
+        self.wait_max = wait_max
+        self.timeout = timeout
+        self.cache = cache
+        self._params: dict[str, Any] = dict(params)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """A copy of the default model parameters."""
+        return dict(self._params)
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, api_base={self.api_base!r}, params={self._params!r})"
+
+    def cache_key(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        params: Mapping[str, Any],
+        trial_seed: int | None,
+    ) -> str:
+        """Return the response-cache key of a call.
+
+        Args:
+            messages: the request messages.
+            tools: the tool schemas, or None.
+            params: the merged model parameters.
+            trial_seed: the trial seed, so that different trials never replay each other.
+
+        Returns:
+            A sha256 hex digest of the canonical JSON of all inputs.
+        """
+        doc = {
+            "model": self.model, "api_base": self.api_base, "messages": list(messages),
+            "tools": list(tools) if tools else None, "params": dict(params), "trial_seed": trial_seed,
+        }
+        text = json.dumps(doc, sort_keys=True, default=repr, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        trial_seed: int | None = None,
+        **params: Any,
+    ) -> LLMResult:
+        """Ask the model for the next assistant message.
+
+        Args:
+            messages: OpenAI-style chat messages (system/user/assistant/tool dicts).
+            tools: OpenAI function schemas the model may call, or None.
+            trial_seed: the trial seed; used only in the response-cache key.
+            **params: model parameters for this call, overriding the client's defaults (``temperature``,
+                ``seed``, ``max_tokens``, ``tool_choice``, ... and ``mock_response`` for offline tests).
+
+        Returns:
+            The assistant message (text and parsed tool calls; tool-call arguments that are not a JSON
+            object become ``arguments=None`` with ``raw_arguments`` kept), usage, latency and finish reason.
+
+        Raises:
+            LLMInfraError: transient failures persisted through every attempt.
+            LLMContextOverflow: the request exceeds the model's context window.
+            LLMRequestError: authentication, bad request, unknown model or a response without choices.
+        """
+        litellm = _litellm()
+        merged = {k: v for k, v in {**self._params, **params}.items() if v is not None}
+        key = None
+        if self.cache is not None:
+            key = self.cache_key(messages, tools, merged, trial_seed)
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit.model_copy(update={"cached": True})
+
+        request: dict[str, Any] = {"model": self.model, "messages": messages, **merged}
+        if tools:
+            request["tools"] = tools
+        if self.api_base is not None:
+            request["api_base"] = self.api_base
+        if self._api_key is not None:
+            request["api_key"] = self._api_key
+        if self.timeout is not None:
+            request.setdefault("timeout", self.timeout)
+        request["num_retries"] = 0  # tenacity below is the only retry layer (litellm's also sets max_retries)
+
+        response, attempts, latency = self._call_with_retries(litellm, request)
+        result = self._to_result(litellm, response, len(messages), attempts, latency)
+        if self.cache is not None and key is not None:
+            self.cache[key] = result
+        return result
+
+    def _call_with_retries(self, litellm: Any, request: dict[str, Any]) -> tuple[Any, int, float]:
+        """Run ``litellm.completion`` under tenacity; return (response, attempts, latency in seconds)."""
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
+            retry=retry_if_exception(_is_transient),
+            reraise=True,
+        )
+        attempts = 0
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return litellm.completion(**request)
+
+        start = time.perf_counter()
+        try:
+            response = retrying(attempt)
+        except Exception as exc:  # every failure becomes one of our typed errors
+            raise _to_llm_error(exc, self.model, attempts) from exc
+        return response, attempts, time.perf_counter() - start
+
+    def _to_result(self, litellm: Any, response: Any, n_messages: int, attempts: int, latency: float) -> LLMResult:
+        """Convert a litellm response into an :class:`LLMResult`."""
+        choices = _field(response, "choices") or []
+        if not choices:
+            raise LLMRequestError(f"model {self.model}: response has no choices", model=self.model,
+                                  attempts=attempts)
+        choice = choices[0]
+        raw_message = _field(choice, "message")
+        content = _field(raw_message, "content") if raw_message is not None else None
+        tool_calls = _parse_tool_calls(
+            _field(raw_message, "tool_calls") if raw_message is not None else None, f"{self.model}|{n_messages}"
+        )
+        if tool_calls and content is not None and not str(content).strip():
+            content = None
+        message = Message(role="assistant", content=None if content is None else str(content),
+                          tool_calls=tool_calls)
+        finish = _field(choice, "finish_reason")
+        return LLMResult(
+            message=message, usage=_usage(litellm, response, self.model), latency_s=latency,
+            finish_reason=None if finish is None else str(finish), model=self.model, attempts=attempts,
+        )
