@@ -1,0 +1,1 @@
+"""Domains shipped with tausim; each is registered under the entry point group ``tausim.domains``."""

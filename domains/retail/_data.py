@@ -1,0 +1,587 @@
+"""Load the retail JSON files into the relational schema, and dump the schema back to that JSON.
+
+The native format is a folder with ``users.json``, ``orders.json`` and ``products.json``, each an object
+``{key: record}`` (tau-bench layout; see :mod:`domains.retail.models` for what is kept for a lossless round
+trip). Loading validates every field and names file, record key and field on malformed input. Dumping
+reads the tables through the raw sqlite3 connection (it runs once per replayed task, so it avoids the ORM)
+and rebuilds exactly the nested JSON that was loaded, plus whatever the tools changed.
+
+The same record builders serve the full dump and the look-up tools, so a tool's JSON answer is always the
+record as it appears in the dump.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from domains.retail.models import (
+    Fulfillment,
+    FulfillmentItem,
+    FulfillmentTracking,
+    Order,
+    OrderItem,
+    Payment,
+    PaymentMethod,
+    Product,
+    User,
+    UserOrder,
+    Variant,
+)
+from simulator.domain import DomainError
+
+__all__ = [
+    "ADDRESS_KEYS",
+    "FILES",
+    "ORDER_KEYS",
+    "dump_all",
+    "load_folder",
+    "order_record",
+    "product_record",
+    "user_record",
+]
+
+FILES = ("users.json", "orders.json", "products.json")
+"""The data files of a retail data set; the dump has one top-level table per file (without ``.json``)."""
+
+# Canonical key orders (the order of the peer files; optional keys last, in the order tools set them).
+USER_KEYS = ("name", "address", "email", "payment_methods", "orders")
+NAME_KEYS = ("first_name", "last_name")
+ADDRESS_KEYS = ("address1", "address2", "city", "country", "state", "zip")
+"""Key order of addresses in the data files."""
+METHOD_KEYS = ("source", "brand", "last_four", "balance", "id")
+ORDER_REQUIRED = ("order_id", "user_id", "address", "items", "fulfillments", "status", "payment_history")
+ORDER_OPTIONAL = (
+    "cancel_reason",
+    "return_items",
+    "return_payment_method_id",
+    "exchange_items",
+    "exchange_new_items",
+    "exchange_payment_method_id",
+    "exchange_price_difference",
+)
+ORDER_KEYS = ORDER_REQUIRED + ORDER_OPTIONAL
+"""Canonical key order of an order record."""
+ITEM_KEYS = ("name", "product_id", "item_id", "price", "options")
+FULFILLMENT_KEYS = ("tracking_id", "item_ids")
+PAYMENT_KEYS = ("transaction_type", "amount", "payment_method_id")
+PRODUCT_KEYS = ("name", "product_id", "variants")
+VARIANT_KEYS = ("item_id", "options", "available", "price")
+
+
+# ------------------------------------------------------------------------------------------------ loading
+class _Record:
+    """Validation helpers bound to one record, so that errors name file, record key and field."""
+
+    def __init__(self, file: Path, key: str):
+        self.file = file
+        self.key = key
+
+    def fail(self, field: str, problem: str) -> NoReturn:
+        raise DomainError(f"{self.file}: record {self.key!r}: field {field}: {problem}")
+
+    def obj(self, value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict:
+        """Check an object's type and keys (all of ``required``, nothing beyond ``optional``)."""
+        if not isinstance(value, dict):
+            self.fail(field or "(record)", f"expected an object, got {_kind(value)}")
+        allowed = set(required) | set(optional)
+        for k in required:
+            if k not in value:
+                self.fail(_join(field, k), "missing")
+        for k in value:
+            if k not in allowed:
+                self.fail(_join(field, k), f"unexpected field (allowed: {', '.join(sorted(allowed))})")
+        return value
+
+    def mapping(self, value: Any, field: str) -> dict:
+        """Check that a value is an object keyed by id (its entries are checked by the caller)."""
+        if not isinstance(value, dict):
+            self.fail(field, f"expected an object keyed by id, got {_kind(value)}")
+        return value
+
+    def string(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> str | None:
+        value = obj.get(name)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            self.fail(_join(field, name), f"expected a string, got {_kind(value)}")
+        return value
+
+    def req_string(self, obj: Mapping[str, Any], name: str, field: str) -> str:
+        value = obj.get(name)
+        if not isinstance(value, str):
+            self.fail(_join(field, name), f"expected a string, got {_kind(value)}")
+        return value
+
+    def number(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> float | None:
+        value = obj.get(name)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(_join(field, name), f"expected a number, got {_kind(value)}")
+        return value
+
+    def strings(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> list[str] | None:
+        value = obj.get(name)
+        if value is None and optional:
+            return None
+        where = _join(field, name)
+        if not isinstance(value, list):
+            self.fail(where, f"expected a list of strings, got {_kind(value)}")
+        for i, v in enumerate(value):
+            if not isinstance(v, str):
+                self.fail(f"{where}[{i}]", f"expected a string, got {_kind(v)}")
+        return value
+
+    def options(self, obj: Mapping[str, Any], field: str) -> dict[str, Any]:
+        value = obj.get("options")
+        if not isinstance(value, dict):
+            self.fail(_join(field, "options"), f"expected an object, got {_kind(value)}")
+        return value
+
+    def same_id(self, value: str, field: str, key: str) -> None:
+        if value != key:
+            self.fail(field, f"{value!r} differs from the key {key!r} it is stored under")
+
+
+def _join(field: str, name: str) -> str:
+    return f"{field}.{name}" if field else name
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    text = json.dumps(value, default=str)
+    return f"{type(value).__name__} {text[:60]}"
+
+
+def _layout_of(obj: Mapping[str, Any], canonical: tuple[str, ...]) -> list[str] | None:
+    """Return the object's key order when it is not the canonical order of its non-null keys."""
+    keys = list(obj)
+    if keys == [k for k in canonical if obj.get(k) is not None]:
+        return None
+    return keys
+
+
+def _layout(parts: Iterable[tuple[str, Mapping[str, Any], tuple[str, ...]]]) -> dict[str, list[str]] | None:
+    out = {}
+    for path, obj, canonical in parts:
+        keys = _layout_of(obj, canonical)
+        if keys is not None:
+            out[path] = keys
+    return out or None
+
+
+def _read(folder: Path, name: str) -> dict[str, Any]:
+    path = folder / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DomainError(f"{path}: cannot read retail data file: {e.strerror or e}") from e
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DomainError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    if not isinstance(data, dict):
+        raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
+    return data
+
+
+def load_folder(session: Session, folder: Path) -> None:
+    """Insert the data set in ``folder`` (users.json, orders.json, products.json) into an empty database.
+
+    Args:
+        session: a Session on a database with the retail schema and no rows.
+        folder: the data directory.
+
+    Raises:
+        DomainError: a file is missing, not JSON, or a record is malformed (names file, key and field).
+    """
+    folder = Path(folder)
+    users = _read(folder, "users.json")
+    orders = _read(folder, "orders.json")
+    products = _read(folder, "products.json")
+    rows: dict[type, list[dict[str, Any]]] = {
+        m: []
+        for m in (
+            User, PaymentMethod, UserOrder, Order, OrderItem, Payment, Fulfillment, FulfillmentTracking,
+            FulfillmentItem, Product, Variant,
+        )
+    }
+    _load_users(folder / "users.json", users, rows)
+    _load_orders(folder / "orders.json", orders, users, rows)
+    _load_products(folder / "products.json", products, rows)
+    for model, batch in rows.items():
+        if batch:
+            session.execute(insert(model), batch)
+
+
+def _load_users(path: Path, users: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
+    for pos, (uid, raw) in enumerate(users.items()):
+        r = _Record(path, uid)
+        rec = r.obj(raw, "", USER_KEYS)
+        name = r.obj(rec["name"], "name", NAME_KEYS)
+        addr = r.obj(rec["address"], "address", ADDRESS_KEYS)
+        methods = r.mapping(rec["payment_methods"], "payment_methods")
+        rows[User].append({
+            "id": uid, "position": pos,
+            "first_name": r.req_string(name, "first_name", "name"),
+            "last_name": r.req_string(name, "last_name", "name"),
+            **{k: r.req_string(addr, k, "address") for k in ADDRESS_KEYS},
+            "email": r.req_string(rec, "email", ""),
+            "layout": _layout([("", rec, USER_KEYS), ("name", name, NAME_KEYS), ("address", addr, ADDRESS_KEYS)]),
+        })
+        for mpos, (mid, mraw) in enumerate(methods.items()):
+            field = f"payment_methods.{mid}"
+            m = r.obj(mraw, field, ("source", "id"), METHOD_KEYS)
+            r.same_id(r.req_string(m, "id", field), f"{field}.id", mid)
+            rows[PaymentMethod].append({
+                "user_id": uid, "id": mid, "position": mpos,
+                "source": r.req_string(m, "source", field),
+                "brand": r.string(m, "brand", field, optional=True),
+                "last_four": r.string(m, "last_four", field, optional=True),
+                "balance": r.number(m, "balance", field, optional=True),
+                "layout": _layout([("", m, METHOD_KEYS)]),
+            })
+        for opos, oid in enumerate(r.strings(rec, "orders", "") or []):
+            rows[UserOrder].append({"user_id": uid, "position": opos, "order_id": oid})
+
+
+def _load_orders(
+    path: Path, orders: dict[str, Any], users: Mapping[str, Any], rows: dict[type, list[dict[str, Any]]]
+) -> None:
+    for pos, (oid, raw) in enumerate(orders.items()):
+        r = _Record(path, oid)
+        rec = r.obj(raw, "", ORDER_REQUIRED, ORDER_OPTIONAL)
+        r.same_id(r.req_string(rec, "order_id", ""), "order_id", oid)
+        uid = r.req_string(rec, "user_id", "")
+        if uid not in users:
+            r.fail("user_id", f"unknown user {uid!r} (not in users.json)")
+        addr = r.obj(rec["address"], "address", ADDRESS_KEYS)
+        rows[Order].append({
+            "id": oid, "position": pos, "user_id": uid,
+            **{k: r.req_string(addr, k, "address") for k in ADDRESS_KEYS},
+            "status": r.req_string(rec, "status", ""),
+            "cancel_reason": r.string(rec, "cancel_reason", "", optional=True),
+            "return_items": r.strings(rec, "return_items", "", optional=True),
+            "return_payment_method_id": r.string(rec, "return_payment_method_id", "", optional=True),
+            "exchange_items": r.strings(rec, "exchange_items", "", optional=True),
+            "exchange_new_items": r.strings(rec, "exchange_new_items", "", optional=True),
+            "exchange_payment_method_id": r.string(rec, "exchange_payment_method_id", "", optional=True),
+            "exchange_price_difference": r.number(rec, "exchange_price_difference", "", optional=True),
+            "layout": _layout([("", rec, ORDER_KEYS), ("address", addr, ADDRESS_KEYS)]),
+        })
+        items = rec["items"]
+        if not isinstance(items, list):
+            r.fail("items", f"expected a list, got {_kind(items)}")
+        for ipos, iraw in enumerate(items):
+            field = f"items[{ipos}]"
+            it = r.obj(iraw, field, ITEM_KEYS)
+            rows[OrderItem].append({
+                "order_id": oid, "position": ipos,
+                "name": r.req_string(it, "name", field),
+                "product_id": r.req_string(it, "product_id", field),
+                "item_id": r.req_string(it, "item_id", field),
+                "price": r.number(it, "price", field),
+                "options": r.options(it, field),
+                "layout": _layout([("", it, ITEM_KEYS)]),
+            })
+        fulfillments = rec["fulfillments"]
+        if not isinstance(fulfillments, list):
+            r.fail("fulfillments", f"expected a list, got {_kind(fulfillments)}")
+        for fpos, fraw in enumerate(fulfillments):
+            field = f"fulfillments[{fpos}]"
+            f = r.obj(fraw, field, FULFILLMENT_KEYS)
+            rows[Fulfillment].append(
+                {"order_id": oid, "position": fpos, "layout": _layout([("", f, FULFILLMENT_KEYS)])}
+            )
+            for tpos, tid in enumerate(r.strings(f, "tracking_id", field) or []):
+                rows[FulfillmentTracking].append(
+                    {"order_id": oid, "fulfillment_position": fpos, "position": tpos, "tracking_id": tid}
+                )
+            for ipos, iid in enumerate(r.strings(f, "item_ids", field) or []):
+                rows[FulfillmentItem].append(
+                    {"order_id": oid, "fulfillment_position": fpos, "position": ipos, "item_id": iid}
+                )
+        history = rec["payment_history"]
+        if not isinstance(history, list):
+            r.fail("payment_history", f"expected a list, got {_kind(history)}")
+        for ppos, praw in enumerate(history):
+            field = f"payment_history[{ppos}]"
+            p = r.obj(praw, field, PAYMENT_KEYS)
+            rows[Payment].append({
+                "order_id": oid, "position": ppos,
+                "transaction_type": r.req_string(p, "transaction_type", field),
+                "amount": r.number(p, "amount", field),
+                "payment_method_id": r.req_string(p, "payment_method_id", field),
+                "layout": _layout([("", p, PAYMENT_KEYS)]),
+            })
+
+
+def _load_products(path: Path, products: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
+    seen_items: dict[str, str] = {}
+    for pos, (pid, raw) in enumerate(products.items()):
+        r = _Record(path, pid)
+        rec = r.obj(raw, "", PRODUCT_KEYS)
+        r.same_id(r.req_string(rec, "product_id", ""), "product_id", pid)
+        rows[Product].append({
+            "id": pid, "position": pos, "name": r.req_string(rec, "name", ""),
+            "layout": _layout([("", rec, PRODUCT_KEYS)]),
+        })
+        variants = r.mapping(rec["variants"], "variants")
+        for vpos, (iid, vraw) in enumerate(variants.items()):
+            field = f"variants.{iid}"
+            v = r.obj(vraw, field, VARIANT_KEYS)
+            r.same_id(r.req_string(v, "item_id", field), f"{field}.item_id", iid)
+            if iid in seen_items:
+                r.fail(field, f"item id {iid!r} is also a variant of product {seen_items[iid]!r}")
+            seen_items[iid] = pid
+            available = v["available"]
+            if not isinstance(available, bool):
+                r.fail(f"{field}.available", f"expected true or false, got {_kind(available)}")
+            rows[Variant].append({
+                "product_id": pid, "item_id": iid, "position": vpos,
+                "options": r.options(v, field),
+                "available": available,
+                "price": r.number(v, "price", field),
+                "layout": _layout([("", v, VARIANT_KEYS)]),
+            })
+
+
+# ------------------------------------------------------------------------------------------------ dumping
+Rows = list[tuple[Any, ...]]
+
+_OPTIONS_CACHE: dict[str, dict[str, Any]] = {}
+_OPTIONS_CACHE_MAX = 50_000
+
+
+def _options(text: str) -> dict[str, Any]:
+    """Decode an ``options`` JSON text into a new dict.
+
+    Memoised: the same few hundred option sets recur in every dump, and copying a flat dict is ten times
+    cheaper than decoding it. Sets with nested values are decoded every time (a shallow copy would share).
+    """
+    cached = _OPTIONS_CACHE.get(text)
+    if cached is not None:
+        return cached.copy()
+    value: dict[str, Any] = json.loads(text)
+    if len(_OPTIONS_CACHE) < _OPTIONS_CACHE_MAX and all(
+        v is None or isinstance(v, str | int | float | bool) for v in value.values()
+    ):
+        _OPTIONS_CACHE[text] = value.copy()
+    return value
+
+
+def _shape(rec: dict[str, Any], layout: str | None) -> dict[str, Any]:
+    """Apply a stored key order (JSON ``{path: keys}``) to a record built in canonical order."""
+    if layout is None:
+        return rec
+    for path, keys in json.loads(layout).items():
+        if path:
+            sub = rec[path]
+            rec[path] = {k: sub.get(k) for k in keys}
+        else:
+            rec = {k: rec.get(k) for k in keys}
+    return rec
+
+
+def _query(conn: sqlite3.Connection, sql: str, where: str, params: tuple[str, ...], order: str) -> Rows:
+    return conn.execute(f"{sql}{where} ORDER BY {order}", params).fetchall()
+
+
+def _where(column: str, key: str | None) -> tuple[str, tuple[str, ...]]:
+    return ("", ()) if key is None else (f" WHERE {column} = ?", (key,))
+
+
+def _lists(rows: Rows) -> dict[Any, list[Any]]:
+    """Group ``(parent, value)`` rows, sorted by parent, into ``{parent: [values]}``."""
+    out: dict[Any, list[Any]] = {}
+    key: Any = object()
+    bucket: list[Any] = []
+    for parent, value in rows:
+        if parent != key:
+            key = parent
+            bucket = out[key] = []
+        bucket.append(value)
+    return out
+
+
+def _users(conn: sqlite3.Connection, user_id: str | None) -> dict[str, dict[str, Any]]:
+    where, params = _where("user_id", user_id)
+    methods: dict[str, dict[str, Any]] = {}
+    key: Any = None
+    for uid, mid, source, brand, last_four, balance, layout in _query(
+        conn, "SELECT user_id, id, source, brand, last_four, balance, layout FROM payment_methods", where, params,
+        "user_id, position",
+    ):
+        if uid != key:
+            key = uid
+            bucket = methods[uid] = {}
+        m: dict[str, Any] = {"source": source}
+        if brand is not None:
+            m["brand"] = brand
+        if last_four is not None:
+            m["last_four"] = last_four
+        if balance is not None:
+            m["balance"] = balance
+        m["id"] = mid
+        bucket[mid] = m if layout is None else _shape(m, layout)
+    links = _lists(_query(conn, "SELECT user_id, order_id FROM user_orders", where, params, "user_id, position"))
+    where, params = _where("id", user_id)
+    out: dict[str, dict[str, Any]] = {}
+    for uid, first, last, a1, a2, city, country, state, zip_, email, layout in _query(
+        conn, "SELECT id, first_name, last_name, address1, address2, city, country, state, zip, email, layout "
+        "FROM users", where, params, "position",
+    ):
+        rec = {
+            "name": {"first_name": first, "last_name": last},
+            "address": {"address1": a1, "address2": a2, "city": city, "country": country, "state": state,
+                        "zip": zip_},
+            "email": email,
+            "payment_methods": methods.get(uid, {}),
+            "orders": links.get(uid, []),
+        }
+        out[uid] = rec if layout is None else _shape(rec, layout)
+    return out
+
+
+def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[str, Any]]:
+    where, params = _where("order_id", order_id)
+    items: dict[str, list[dict[str, Any]]] = {}
+    key: Any = None
+    bucket: list[dict[str, Any]] = []
+    for oid, name, pid, iid, price, opts, layout in _query(
+        conn, "SELECT order_id, name, product_id, item_id, price, options, layout FROM order_items", where, params,
+        "order_id, position",
+    ):
+        if oid != key:
+            key = oid
+            bucket = items[oid] = []
+        item = {"name": name, "product_id": pid, "item_id": iid, "price": price, "options": _options(opts)}
+        bucket.append(item if layout is None else _shape(item, layout))
+    payments: dict[str, list[dict[str, Any]]] = {}
+    key = None
+    for oid, kind, amount, pm, layout in _query(
+        conn, "SELECT order_id, transaction_type, amount, payment_method_id, layout FROM payments", where, params,
+        "order_id, position",
+    ):
+        if oid != key:
+            key = oid
+            bucket = payments[oid] = []
+        entry = {"transaction_type": kind, "amount": amount, "payment_method_id": pm}
+        bucket.append(entry if layout is None else _shape(entry, layout))
+    tracking = _lists(_query(
+        conn, "SELECT order_id || ' ' || fulfillment_position, tracking_id FROM fulfillment_tracking_ids", where,
+        params, "order_id, fulfillment_position, position"))
+    shipped = _lists(_query(
+        conn, "SELECT order_id || ' ' || fulfillment_position, item_id FROM fulfillment_item_ids", where, params,
+        "order_id, fulfillment_position, position"))
+    fulfillments: dict[str, list[dict[str, Any]]] = {}
+    key = None
+    for oid, fpos, layout in _query(
+        conn, "SELECT order_id, position, layout FROM fulfillments", where, params, "order_id, position"
+    ):
+        if oid != key:
+            key = oid
+            bucket = fulfillments[oid] = []
+        ref = f"{oid} {fpos}"
+        shipment = {"tracking_id": tracking.get(ref, []), "item_ids": shipped.get(ref, [])}
+        bucket.append(shipment if layout is None else _shape(shipment, layout))
+    where, params = _where("id", order_id)
+    out: dict[str, dict[str, Any]] = {}
+    for (oid, uid, a1, a2, city, country, state, zip_, status, cancel_reason, return_items, return_pm,
+         exchange_items, exchange_new, exchange_pm, exchange_diff, layout) in _query(
+        conn, "SELECT id, user_id, address1, address2, city, country, state, zip, status, cancel_reason, "
+        "return_items, return_payment_method_id, exchange_items, exchange_new_items, "
+        "exchange_payment_method_id, exchange_price_difference, layout FROM orders", where, params, "position",
+    ):
+        rec: dict[str, Any] = {
+            "order_id": oid,
+            "user_id": uid,
+            "address": {"address1": a1, "address2": a2, "city": city, "country": country, "state": state,
+                        "zip": zip_},
+            "items": items.get(oid, []),
+            "fulfillments": fulfillments.get(oid, []),
+            "status": status,
+            "payment_history": payments.get(oid, []),
+        }
+        if cancel_reason is not None:
+            rec["cancel_reason"] = cancel_reason
+        if return_items is not None:
+            rec["return_items"] = json.loads(return_items)
+        if return_pm is not None:
+            rec["return_payment_method_id"] = return_pm
+        if exchange_items is not None:
+            rec["exchange_items"] = json.loads(exchange_items)
+        if exchange_new is not None:
+            rec["exchange_new_items"] = json.loads(exchange_new)
+        if exchange_pm is not None:
+            rec["exchange_payment_method_id"] = exchange_pm
+        if exchange_diff is not None:
+            rec["exchange_price_difference"] = exchange_diff
+        out[oid] = rec if layout is None else _shape(rec, layout)
+    return out
+
+
+def _products(conn: sqlite3.Connection, product_id: str | None) -> dict[str, dict[str, Any]]:
+    where, params = _where("product_id", product_id)
+    variants: dict[str, dict[str, Any]] = {}
+    key: Any = None
+    bucket: dict[str, Any] = {}
+    for pid, iid, opts, available, price, layout in _query(
+        conn, "SELECT product_id, item_id, options, available, price, layout FROM variants", where, params,
+        "product_id, position",
+    ):
+        if pid != key:
+            key = pid
+            bucket = variants[pid] = {}
+        variant = {"item_id": iid, "options": _options(opts), "available": bool(available), "price": price}
+        bucket[iid] = variant if layout is None else _shape(variant, layout)
+    where, params = _where("id", product_id)
+    out: dict[str, dict[str, Any]] = {}
+    for pid, name, layout in _query(conn, "SELECT id, name, layout FROM products", where, params, "position"):
+        rec = {"name": name, "product_id": pid, "variants": variants.get(pid, {})}
+        out[pid] = rec if layout is None else _shape(rec, layout)
+    return out
+
+
+def dump_all(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+    """Return the whole database as ``{"users": {...}, "orders": {...}, "products": {...}}``.
+
+    Args:
+        conn: a sqlite3 connection holding the retail schema.
+
+    Returns:
+        The nested JSON of the three data files, records in file order.
+    """
+    # The dump allocates ~100k containers and no garbage; the collector's passes would only rescan them
+    # (and the other live dumps), tripling the tail latency. Pause it for the build.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return {"users": _users(conn, None), "orders": _orders(conn, None), "products": _products(conn, None)}
+    finally:
+        if paused:
+            gc.enable()
+
+
+def user_record(conn: sqlite3.Connection, user_id: str) -> dict[str, Any] | None:
+    """Return one user's record as in users.json, or None when there is no such user."""
+    return _users(conn, user_id).get(user_id)
+
+
+def order_record(conn: sqlite3.Connection, order_id: str) -> dict[str, Any] | None:
+    """Return one order's record as in orders.json, or None when there is no such order."""
+    return _orders(conn, order_id).get(order_id)
+
+
+def product_record(conn: sqlite3.Connection, product_id: str) -> dict[str, Any] | None:
+    """Return one product's record as in products.json, or None when there is no such product."""
+    return _products(conn, product_id).get(product_id)

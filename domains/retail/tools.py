@@ -1,0 +1,609 @@
+"""The retail tools (tau-bench compatible semantics; see ``../shared/spec/tau-bench-semantics.md``).
+
+Every tool takes the trial's :class:`~simulator.tools.ToolContext` first. Look-ups return the record as JSON,
+exactly as it appears in the data dump. Write tools check everything before they change anything and
+raise :class:`~simulator.tools.ToolError` (shown to the agent as ``Error: ...``) when they refuse; the
+dispatcher also rolls the call's transaction back, so a refused call never changes the state. Successful
+writes return the changed record as JSON.
+
+Compatibility notes (the peer's behaviour, reproduced on purpose):
+- gift-card balances are rounded to cents after every change, while the payment-history amount of an item
+  modification is the unrounded sum of the per-item differences (e.g. ``6.259999999999998``);
+- cancelling appends one refund per existing payment-history entry, whatever its type;
+- when the same item id is listed twice, successive occurrences in the order are changed; the price
+  difference uses the price of the first occurrence of each listed id;
+- an address written by a tool has its keys in the order ``address1, address2, city, state, country, zip``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import operator
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import select
+
+from domains.retail._data import order_record, product_record, user_record
+from domains.retail.models import Order, OrderItem, Payment, PaymentMethod, Product, User, Variant
+from simulator.tools import Toolbox, ToolContext, ToolError, tool
+
+__all__ = [
+    "CANCEL_REASONS",
+    "TOOLS",
+    "calculate",
+    "cancel_pending_order",
+    "exchange_delivered_order_items",
+    "find_user_id_by_email",
+    "find_user_id_by_name_zip",
+    "get_order_details",
+    "get_product_details",
+    "get_user_details",
+    "list_all_product_types",
+    "modify_pending_order_address",
+    "modify_pending_order_items",
+    "modify_pending_order_payment",
+    "modify_user_address",
+    "retail_toolbox",
+    "return_delivered_order_items",
+    "think",
+    "transfer_to_human_agents",
+]
+
+CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+"""The only accepted cancellation reasons."""
+
+WRITTEN_ADDRESS_KEYS = ["address1", "address2", "city", "state", "country", "zip"]
+"""Key order of an address replaced by a tool (the peer's order, which differs from the data files')."""
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def _raw(ctx: ToolContext) -> sqlite3.Connection:
+    """Flush pending ORM changes and return the trial's sqlite3 connection (same transaction)."""
+    ctx.session.flush()
+    driver = ctx.session.connection().connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    return driver
+
+
+def _order_json(ctx: ToolContext, order_id: str) -> str:
+    return json.dumps(order_record(_raw(ctx), order_id))
+
+
+def _get_order(ctx: ToolContext, order_id: str) -> Order:
+    order = ctx.session.get(Order, order_id)
+    if order is None:
+        raise ToolError(f"no order with id {order_id!r}")
+    return order
+
+
+def _get_user(ctx: ToolContext, user_id: str) -> User:
+    user = ctx.session.get(User, user_id)
+    if user is None:
+        raise ToolError(f"no user with id {user_id!r}")
+    return user
+
+
+def _require_status(order: Order, status: str, action: str) -> None:
+    if order.status != status:
+        raise ToolError(f"order {order.id} has status {order.status!r}; only {status} orders can be {action}")
+
+
+def _user_method(ctx: ToolContext, order: Order, payment_method_id: str) -> PaymentMethod:
+    method = ctx.session.get(PaymentMethod, (order.user_id, payment_method_id))
+    if method is None:
+        raise ToolError(f"payment method {payment_method_id!r} does not belong to user {order.user_id}")
+    return method
+
+
+def _is_gift_card(method: PaymentMethod | None) -> bool:
+    return method is not None and method.source == "gift_card"
+
+
+def _add_to_balance(method: PaymentMethod | None, amount: float) -> None:
+    """Change a gift card's balance by ``amount`` (rounded to cents); other methods are left alone."""
+    if method is not None and _is_gift_card(method):
+        method.balance = round((method.balance or 0) + amount, 2)
+
+
+def _append_payment(order: Order, kind: str, amount: float, payment_method_id: str) -> None:
+    order.payments.append(Payment(
+        position=len(order.payments), transaction_type=kind, amount=amount, payment_method_id=payment_method_id
+    ))
+
+
+def _note_new_keys(order: Order, *keys: str) -> None:
+    """Keep a stored (non-canonical) key order in step with optional fields the tool just set."""
+    layout = order.layout
+    if layout and "" in layout:
+        top = list(layout[""])
+        top += [k for k in keys if k not in top]
+        order.layout = {**layout, "": top}
+
+
+def _set_address(obj: User | Order, address1: str, address2: str, city: str, state: str, country: str,
+                 zip: str) -> None:
+    obj.address1, obj.address2, obj.city = address1, address2, city
+    obj.state, obj.country, obj.zip = state, country, zip
+    obj.layout = {**(obj.layout or {}), "address": list(WRITTEN_ADDRESS_KEYS)}
+
+
+def _check_items_present(order: Order, item_ids: Sequence[str]) -> None:
+    have = Counter(item.item_id for item in order.items)
+    for item_id, wanted in Counter(item_ids).items():
+        if wanted > have[item_id]:
+            where = "is not" if not have[item_id] else f"appears only {have[item_id]} time(s)"
+            raise ToolError(f"item {item_id} {where} in order {order.id} (asked for {wanted})")
+
+
+def _check_swaps(
+    ctx: ToolContext, order: Order, item_ids: Sequence[str], new_item_ids: Sequence[str]
+) -> tuple[list[Variant], float]:
+    """Validate an item change; return the new variants (per position) and the price difference.
+
+    The difference is the sum over positions of ``new price - old price``, accumulated in list order and
+    not rounded.
+    """
+    _check_items_present(order, item_ids)
+    if len(item_ids) != len(new_item_ids):
+        raise ToolError(
+            f"item_ids has {len(item_ids)} entries but new_item_ids has {len(new_item_ids)}; they must pair up"
+        )
+    first: dict[str, OrderItem] = {}
+    for item in order.items:
+        first.setdefault(item.item_id, item)
+    variants: list[Variant] = []
+    difference = 0.0
+    for old_id, new_id in zip(item_ids, new_item_ids, strict=True):
+        old = first[old_id]
+        variant = ctx.session.get(Variant, (old.product_id, new_id))
+        if variant is None:
+            raise ToolError(f"item {new_id} is not a variant of product {old.product_id} ({old.name})")
+        if not variant.available:
+            raise ToolError(f"item {new_id} ({old.name}) is not available")
+        variants.append(variant)
+        difference += variant.price - old.price
+    return variants, difference
+
+
+# ------------------------------------------------------------------------------------------------ look-ups
+@tool("read")
+def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
+    """Find a user id by email address.
+
+    Args:
+        ctx: the trial's tool context.
+        email: The user's email, such as 'something@example.com' (case does not matter).
+    """
+    wanted = email.lower()
+    for user_id, user_email in ctx.session.execute(select(User.id, User.email).order_by(User.position)):
+        if user_email.lower() == wanted:
+            return str(user_id)
+    raise ToolError("no user has that email address")
+
+
+@tool("read")
+def find_user_id_by_name_zip(ctx: ToolContext, first_name: str, last_name: str, zip: str) -> str:
+    """Find a user id by first name, last name and zip code.
+
+    Use this only when the user cannot be found by email.
+
+    Args:
+        ctx: the trial's tool context.
+        first_name: The first name of the customer, such as 'John'.
+        last_name: The last name of the customer, such as 'Doe'.
+        zip: The zip code of the customer, such as '12345'.
+    """
+    first, last = first_name.lower(), last_name.lower()
+    rows = ctx.session.execute(
+        select(User.id, User.first_name, User.last_name).where(User.zip == zip).order_by(User.position)
+    )
+    for user_id, user_first, user_last in rows:
+        if user_first.lower() == first and user_last.lower() == last:
+            return str(user_id)
+    raise ToolError("no user matches that name and zip code")
+
+
+@tool("read")
+def get_user_details(ctx: ToolContext, user_id: str) -> str:
+    """Get a user's details: name, address, email, payment methods and order ids.
+
+    Args:
+        ctx: the trial's tool context.
+        user_id: The user id, such as 'sara_doe_496'.
+    """
+    record = user_record(_raw(ctx), user_id)
+    if record is None:
+        raise ToolError(f"no user with id {user_id!r}")
+    return json.dumps(record)
+
+
+@tool("read")
+def get_order_details(ctx: ToolContext, order_id: str) -> str:
+    """Get an order's details: address, items, fulfillments, status and payment history.
+
+    Args:
+        ctx: the trial's tool context.
+        order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
+    """
+    record = order_record(_raw(ctx), order_id)
+    if record is None:
+        raise ToolError(f"no order with id {order_id!r}")
+    return json.dumps(record)
+
+
+@tool("read")
+def get_product_details(ctx: ToolContext, product_id: str) -> str:
+    """Get a product's details and all its variants (item ids, options, availability, prices).
+
+    Args:
+        ctx: the trial's tool context.
+        product_id: The product id, such as '6086499569'. A product id differs from an item id.
+    """
+    record = product_record(_raw(ctx), product_id)
+    if record is None:
+        raise ToolError(f"no product with id {product_id!r}")
+    return json.dumps(record)
+
+
+@tool("read")
+def list_all_product_types(ctx: ToolContext) -> str:
+    """List every product type: a JSON object mapping product name to product id, sorted by name.
+
+    Args:
+        ctx: the trial's tool context.
+    """
+    by_name: dict[str, str] = {}
+    for name, product_id in ctx.session.execute(select(Product.name, Product.id).order_by(Product.position)):
+        by_name[name] = product_id
+    return json.dumps(dict(sorted(by_name.items())))
+
+
+# ------------------------------------------------------------------------------------------------ writes
+@tool("write")
+def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
+    """Cancel a pending order and refund its payments.
+
+    Refunds go back to the original payment methods; a gift card is credited at once, other methods within
+    5 to 7 business days. The agent must list the order details and get the user's explicit confirmation
+    (yes) before calling this.
+
+    Args:
+        ctx: the trial's tool context.
+        order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
+        reason: Why the order is cancelled: either 'no longer needed' or 'ordered by mistake'.
+    """
+    order = _get_order(ctx, order_id)
+    _require_status(order, "pending", "cancelled")
+    if reason not in CANCEL_REASONS:
+        raise ToolError(f"reason must be one of {', '.join(repr(r) for r in CANCEL_REASONS)}, not {reason!r}")
+    for entry in list(order.payments):
+        _append_payment(order, "refund", entry.amount, entry.payment_method_id)
+        _add_to_balance(ctx.session.get(PaymentMethod, (order.user_id, entry.payment_method_id)), entry.amount)
+    order.status = "cancelled"
+    order.cancel_reason = reason
+    _note_new_keys(order, "cancel_reason")
+    return _order_json(ctx, order_id)
+
+
+@tool("write")
+def modify_pending_order_address(
+    ctx: ToolContext, order_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str
+) -> str:
+    """Change the shipping address of a pending order.
+
+    The agent must list the new address and get the user's explicit confirmation (yes) before calling this.
+
+    Args:
+        ctx: the trial's tool context.
+        order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
+        address1: The first line of the address, such as '123 Main St'.
+        address2: The second line of the address, such as 'Apt 1' or ''.
+        city: The city, such as 'San Francisco'.
+        state: The state, such as 'CA'.
+        country: The country, such as 'USA'.
+        zip: The zip code, such as '12345'.
+    """
+    order = _get_order(ctx, order_id)
+    _require_status(order, "pending", "modified")
+    _set_address(order, address1, address2, city, state, country, zip)
+    return _order_json(ctx, order_id)
+
+
+@tool("write")
+def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method_id: str) -> str:
+    """Pay for a pending order with another payment method of the same user.
+
+    The order must have been paid with a single payment. The new method is charged and the old one refunded
+    the same amount (a gift card at once). The agent must get the user's explicit confirmation (yes) first.
+
+    Args:
+        ctx: the trial's tool context.
+        order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
+        payment_method_id: The new payment method id, such as 'gift_card_0000000' or 'credit_card_0000000'
+            (from the user's details).
+    """
+    order = _get_order(ctx, order_id)
+    _require_status(order, "pending", "modified")
+    new_method = _user_method(ctx, order, payment_method_id)
+    history = order.payments
+    if len(history) != 1 or history[0].transaction_type != "payment":
+        raise ToolError(f"order {order.id} does not have exactly one payment, so its payment method cannot change")
+    current = history[0]
+    if current.payment_method_id == payment_method_id:
+        raise ToolError(f"order {order.id} is already paid with {payment_method_id}; choose another method")
+    amount = current.amount
+    if _is_gift_card(new_method) and (new_method.balance or 0) < amount:
+        raise ToolError(
+            f"gift card {payment_method_id} has a balance of {new_method.balance}, less than the {amount} to pay"
+        )
+    old_method_id = current.payment_method_id
+    _append_payment(order, "payment", amount, payment_method_id)
+    _append_payment(order, "refund", amount, old_method_id)
+    _add_to_balance(new_method, -amount)
+    _add_to_balance(ctx.session.get(PaymentMethod, (order.user_id, old_method_id)), amount)
+    return _order_json(ctx, order_id)
+
+
+@tool("write")
+def modify_pending_order_items(
+    ctx: ToolContext, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
+) -> str:
+    """Swap items of a pending order for other variants of the same products.
+
+    This can be done only once per order: afterwards the order can be neither modified nor cancelled. The
+    price difference is charged to, or refunded to, the given payment method. The agent must collect every
+    item to change and get the user's explicit confirmation (yes) before calling this.
+
+    Args:
+        ctx: the trial's tool context.
+        order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
+        item_ids: The item ids to change, such as ['1008292230']. An id may repeat when the order holds that
+            item several times.
+        new_item_ids: The new item ids, position by position: each must be an available variant of the same
+            product as the item it replaces, such as ['1008292230'].
+        payment_method_id: The payment method that pays or receives the price difference, such as
+            'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
+    """
+    order = _get_order(ctx, order_id)
+    _require_status(order, "pending", "modified")
+    variants, difference = _check_swaps(ctx, order, item_ids, new_item_ids)
+    method = _user_method(ctx, order, payment_method_id)
+    if _is_gift_card(method) and (method.balance or 0) < difference:
+        raise ToolError(
+            f"gift card {payment_method_id} has a balance of {method.balance}, less than the price difference "
+            f"{round(difference, 2)}"
+        )
+    _append_payment(order, "payment" if difference > 0 else "refund", abs(difference), payment_method_id)
+    _add_to_balance(method, -difference)
+    for old_id, variant in zip(item_ids, variants, strict=True):
+        item = next(i for i in order.items if i.item_id == old_id)
+        item.item_id = variant.item_id
+        item.price = variant.price
+        item.options = dict(variant.options)
+    order.status = "pending (item modified)"
+    return _order_json(ctx, order_id)
+
+
+@tool("write")
+def modify_user_address(
+    ctx: ToolContext, user_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str
+) -> str:
+    """Change a user's default address.
+
+    The agent must list the new address and get the user's explicit confirmation (yes) before calling this.
+
+    Args:
+        ctx: the trial's tool context.
+        user_id: The user id, such as 'sara_doe_496'.
+        address1: The first line of the address, such as '123 Main St'.
+        address2: The second line of the address, such as 'Apt 1' or ''.
+        city: The city, such as 'San Francisco'.
+        state: The state, such as 'CA'.
+        country: The country, such as 'USA'.
+        zip: The zip code, such as '12345'.
+    """
+    user = _get_user(ctx, user_id)
+    _set_address(user, address1, address2, city, state, country, zip)
+    return json.dumps(user_record(_raw(ctx), user_id))
+
+
+@tool("write")
+def return_delivered_order_items(
+    ctx: ToolContext, order_id: str, item_ids: list[str], payment_method_id: str
+) -> str:
+    """Request the return of items of a delivered order.
+
+    The order's status becomes 'return requested' and the user receives an email with return instructions.
+    The refund goes to the original payment method or to a gift card of the user. The agent must list the
+    items and get the user's explicit confirmation (yes) before calling this.
+
+    Args:
+        ctx: the trial's tool context.
+        order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
+        item_ids: The item ids to return, such as ['1008292230']. An id may repeat when the order holds that
+            item several times.
+        payment_method_id: Where the refund goes: the order's original payment method or a gift card of the
+            user, such as 'gift_card_0000000' or 'credit_card_0000000'.
+    """
+    order = _get_order(ctx, order_id)
+    _require_status(order, "delivered", "returned")
+    method = _user_method(ctx, order, payment_method_id)
+    original = order.payments[0].payment_method_id if order.payments else None
+    if payment_method_id != original and not _is_gift_card(method):
+        raise ToolError(
+            f"a refund can go only to the original payment method ({original}) or to a gift card, "
+            f"not to {payment_method_id}"
+        )
+    _check_items_present(order, item_ids)
+    order.status = "return requested"
+    order.return_items = sorted(item_ids)
+    order.return_payment_method_id = payment_method_id
+    _note_new_keys(order, "return_items", "return_payment_method_id")
+    return _order_json(ctx, order_id)
+
+
+@tool("write")
+def exchange_delivered_order_items(
+    ctx: ToolContext, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
+) -> str:
+    """Request the exchange of items of a delivered order for other variants of the same products.
+
+    The order's status becomes 'exchange requested' and the user receives an email with return instructions.
+    The price difference will be charged to, or refunded to, the given payment method. This can be done only
+    once per order, so the agent must collect every item to exchange and get the user's explicit
+    confirmation (yes) before calling this.
+
+    Args:
+        ctx: the trial's tool context.
+        order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
+        item_ids: The item ids to exchange, such as ['1008292230']. An id may repeat when the order holds
+            that item several times.
+        new_item_ids: The new item ids, position by position: each must be an available variant of the same
+            product as the item it replaces, such as ['1008292230'].
+        payment_method_id: The payment method that pays or receives the price difference, such as
+            'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
+    """
+    order = _get_order(ctx, order_id)
+    _require_status(order, "delivered", "exchanged")
+    _, difference = _check_swaps(ctx, order, item_ids, new_item_ids)
+    method = _user_method(ctx, order, payment_method_id)
+    difference = round(difference, 2)
+    if _is_gift_card(method) and (method.balance or 0) < difference:
+        raise ToolError(
+            f"gift card {payment_method_id} has a balance of {method.balance}, less than the price difference "
+            f"{difference}"
+        )
+    order.status = "exchange requested"
+    order.exchange_items = sorted(item_ids)
+    order.exchange_new_items = sorted(new_item_ids)
+    order.exchange_payment_method_id = payment_method_id
+    order.exchange_price_difference = difference
+    _note_new_keys(order, "exchange_items", "exchange_new_items", "exchange_payment_method_id",
+                   "exchange_price_difference")
+    return _order_json(ctx, order_id)
+
+
+# ------------------------------------------------------------------------------------------------ utilities
+_MAX_EXPRESSION = 2000
+_EXPRESSION_CHARS = frozenset("0123456789+-*/(). ")
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def _arithmetic(root: ast.AST) -> int | float:
+    """Evaluate a parsed expression made only of numbers, + - * /, unary signs and parentheses.
+
+    Iterative (an explicit stack), so a long flat sum cannot exhaust Python's recursion limit.
+    """
+    values: list[Any] = []
+    stack: list[tuple[ast.AST, bool]] = [(root, False)]
+    while stack:
+        node, operands_done = stack.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+            values.append(node.value)
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            if operands_done:
+                right = values.pop()
+                values.append(_BINARY[type(node.op)](values.pop(), right))
+            else:
+                stack += [(node, True), (node.right, False), (node.left, False)]
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            if operands_done:
+                values.append(_UNARY[type(node.op)](values.pop()))
+            else:
+                stack += [(node, True), (node.operand, False)]
+        else:
+            raise ToolError("only numbers, + - * /, parentheses and spaces are allowed")
+    (value,) = values
+    return value  # type: ignore[no-any-return]
+
+
+@tool("read")
+def calculate(ctx: ToolContext, expression: str) -> str:
+    """Calculate the result of an arithmetic expression, rounded to 2 decimals.
+
+    Args:
+        ctx: the trial's tool context.
+        expression: The expression, such as '2 * (3 + 4) / 3'. Only numbers, the operators + - * /,
+            parentheses and spaces are allowed.
+    """
+    if not set(expression) <= _EXPRESSION_CHARS:
+        bad = sorted(set(expression) - _EXPRESSION_CHARS)
+        raise ToolError(f"invalid characters in expression: {''.join(bad)!r}")
+    if len(expression) > _MAX_EXPRESSION:
+        raise ToolError(f"expression longer than {_MAX_EXPRESSION} characters")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+        value = float(_arithmetic(tree.body))
+    except ToolError:
+        raise
+    except ZeroDivisionError as e:
+        raise ToolError("division by zero") from e
+    except (SyntaxError, ValueError) as e:
+        raise ToolError(f"not a valid arithmetic expression: {expression!r}") from e
+    except (OverflowError, RecursionError, MemoryError) as e:
+        raise ToolError("expression too large to evaluate") from e
+    if not math.isfinite(value):
+        raise ToolError("expression too large to evaluate")
+    return str(round(value, 2))
+
+
+@tool("read")
+def think(ctx: ToolContext, thought: str) -> str:
+    """Think about something: changes nothing and returns nothing; use it for complex reasoning.
+
+    Args:
+        ctx: the trial's tool context.
+        thought: A thought to think about.
+    """
+    return ""
+
+
+@tool("read", ends_conversation=True)
+def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
+    """Transfer the user to a human agent, with a summary of the issue; this ends the conversation.
+
+    Only when the user explicitly asks for a human agent, or when the request cannot be handled with the
+    available tools within the policy.
+
+    Args:
+        ctx: the trial's tool context.
+        summary: A summary of the user's issue.
+    """
+    return "Transfer successful"
+
+
+TOOLS = (
+    calculate,
+    cancel_pending_order,
+    exchange_delivered_order_items,
+    find_user_id_by_email,
+    find_user_id_by_name_zip,
+    get_order_details,
+    get_product_details,
+    get_user_details,
+    list_all_product_types,
+    modify_pending_order_address,
+    modify_pending_order_items,
+    modify_pending_order_payment,
+    modify_user_address,
+    return_delivered_order_items,
+    think,
+    transfer_to_human_agents,
+)
+"""The 16 retail tools, in the order their schemas are offered to the agent."""
+
+
+def retail_toolbox() -> Toolbox:
+    """Return a :class:`~simulator.tools.Toolbox` of the retail tools."""
+    return Toolbox(TOOLS)

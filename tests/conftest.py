@@ -1,0 +1,42 @@
+"""Shared fixtures: where the peer suites' data lives (read at run time, never copied into the repository).
+
+The peer data sits beside the repository at ``../shared/peers/tau-bench`` (relative to the repository root).
+Tests that need it take the ``peers_dir`` (or ``retail_peer_dir``) fixture and are skipped, with the reason
+shown, when it is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def peers_path() -> Path:
+    """Return where the tau-bench peer data is expected (it may not exist)."""
+    return (REPO_ROOT / ".." / "shared" / "peers" / "tau-bench").resolve()
+
+
+def require_peers() -> Path:
+    """Return the tau-bench peer data folder, or skip the calling test when it is absent."""
+    path = peers_path()
+    if not path.is_dir():
+        pytest.skip(f"tau-bench peer data not found at {path} (expected ../shared/peers/tau-bench beside the repo)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def peers_dir() -> Path:
+    """The tau-bench peer folder (``../shared/peers/tau-bench``); skips the test when absent."""
+    return require_peers()
+
+
+@pytest.fixture(scope="session")
+def retail_peer_dir(peers_dir: Path) -> Path:
+    """The tau-bench retail folder (data/, tasks_*.json, wiki.md); skips the test when absent."""
+    path = peers_dir / "retail"
+    if not (path / "data").is_dir():
+        pytest.skip(f"tau-bench retail data not found at {path / 'data'}")
+    return path
