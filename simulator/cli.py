@@ -176,8 +176,8 @@ def run(
 
 @app.command()
 def replay(
-    tasks: Annotated[str, typer.Option(help="Task file or split name.")],
     domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
+    tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     format: Annotated[str, typer.Option(help="tau-bench-diff | json")] = "tau-bench-diff",
 ) -> None:
@@ -217,3 +217,7 @@ def domains_cmd() -> None:
 def main() -> None:
     """Entry point of the ``tausim`` console script."""
     app()
+
+
+if __name__ == "__main__":
+    main()

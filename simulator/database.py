@@ -12,6 +12,7 @@ are compared field by field, floats at the declared precision (money: cents, so 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ __all__ = [
     "StateSpec",
     "TemplateDatabase",
     "TrialDatabase",
+    "diff_against",
     "diff_snapshots",
     "json_diff",
     "snapshot",
@@ -96,6 +98,7 @@ class TemplateDatabase:
             metadata.create_all(build)
             with Session(build) as s, s.begin():
                 populate(s)
+            _install_write_log(raw, metadata)
             self.data: bytes = raw.serialize()
             build.dispose()
         finally:
@@ -145,6 +148,19 @@ class TrialDatabase:
         return driver
 
 
+def _select(table: Table, spec: StateSpec, schema: str) -> tuple[str, list[int]]:
+    """Return ``SELECT <compared columns> FROM schema.table`` and the primary-key positions in it."""
+    volatile = spec.volatile_columns.get(table.name, frozenset())
+    cols = [c.name for c in table.columns if c.name not in volatile]
+    pk_idx = [cols.index(c.name) for c in table.primary_key.columns]
+    sql = 'SELECT {} FROM {}."{}"'.format(", ".join(f'"{c}"' for c in cols), schema, table.name)
+    return sql, pk_idx
+
+
+def _keyed(rows: list[Any], pk_idx: list[int]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    return {tuple(r[i] for i in pk_idx): tuple(r) for r in rows}
+
+
 def snapshot(raw: sqlite3.Connection, spec: StateSpec) -> Snapshot:
     """Fetch every compared table as ``{pk tuple: row tuple}``, volatile columns left out.
 
@@ -157,14 +173,72 @@ def snapshot(raw: sqlite3.Connection, spec: StateSpec) -> Snapshot:
     """
     out: Snapshot = {}
     for table in spec.tables():
-        volatile = spec.volatile_columns.get(table.name, frozenset())
-        cols = [c.name for c in table.columns if c.name not in volatile]
-        pk = [c.name for c in table.primary_key.columns]
-        pk_idx = [cols.index(p) for p in pk]
-        sql = 'SELECT {} FROM "{}"'.format(", ".join(f'"{c}"' for c in cols), table.name)
-        rows = raw.execute(sql).fetchall()
-        out[table.name] = {tuple(r[i] for i in pk_idx): tuple(r) for r in rows}
+        sql, pk_idx = _select(table, spec, "main")
+        out[table.name] = _keyed(raw.execute(sql).fetchall(), pk_idx)
     return out
+
+
+WRITE_LOG = "_tausim_writes"
+"""Bookkeeping table: ``(tbl, rid)`` for every row inserted, updated or deleted since the template was built."""
+
+
+def _install_write_log(raw: sqlite3.Connection, metadata: MetaData) -> None:
+    """Create the write log and, on every table, triggers that record the rowid of each written row."""
+    raw.execute(f'CREATE TABLE "{WRITE_LOG}" (tbl TEXT NOT NULL, rid INTEGER NOT NULL)')
+    for table in metadata.sorted_tables:
+        name = table.name
+        for event_name, ref in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")):
+            raw.execute(
+                f'CREATE TRIGGER "_tausim_{name}_{event_name.lower()}" AFTER {event_name} ON "{name}" '
+                f"BEGIN INSERT INTO \"{WRITE_LOG}\" VALUES ('{name}', {ref}.rowid); END"
+            )
+            if event_name == "UPDATE":  # an update that changes the rowid leaves the old one stale too
+                raw.execute(
+                    f'CREATE TRIGGER "_tausim_{name}_update_old" AFTER UPDATE ON "{name}" '
+                    f"WHEN OLD.rowid <> NEW.rowid BEGIN INSERT INTO \"{WRITE_LOG}\" VALUES ('{name}', OLD.rowid); END"
+                )
+    raw.commit()
+
+
+def diff_against(raw: sqlite3.Connection, goal: bytes, spec: StateSpec) -> StateDiff:
+    """Compare a trial database with its goal database, looking only at rows either side wrote.
+
+    Both databases are copies of the same template, whose triggers log the rowid of every row inserted,
+    updated or deleted (table ``_tausim_writes``). A row can differ only if one side wrote it, so the goal is
+    attached as schema ``goal`` and just the rows at the union of logged rowids are fetched from both sides
+    and compared by primary key, field by field at the declared precision. The cost grows with the number of
+    written rows, not with the size of the database.
+
+    Args:
+        raw: the trial's sqlite3 connection (no transaction open).
+        goal: ``sqlite3.Connection.serialize()`` of the goal database (same template, gold actions replayed).
+        spec: the domain's state spec.
+
+    Returns:
+        The same :class:`StateDiff` as :func:`diff_snapshots` of full snapshots (expected = goal).
+    """
+    raw.execute("ATTACH DATABASE ':memory:' AS goal")
+    try:
+        raw.deserialize(goal, name="goal")
+        written: dict[str, set[int]] = {}
+        for schema in ("main", "goal"):
+            for tbl, rid in raw.execute(f'SELECT tbl, rid FROM {schema}."{WRITE_LOG}"'):
+                written.setdefault(tbl, set()).add(rid)
+        expected: Snapshot = {}
+        actual: Snapshot = {}
+        for table in spec.tables():
+            rids = written.get(table.name)
+            if not rids:
+                continue
+            ids = json.dumps(sorted(rids))
+            where = " WHERE rowid IN (SELECT value FROM json_each(?))"
+            main_sql, pk_idx = _select(table, spec, "main")
+            goal_sql, _ = _select(table, spec, "goal")
+            actual[table.name] = _keyed(raw.execute(main_sql + where, (ids,)).fetchall(), pk_idx)
+            expected[table.name] = _keyed(raw.execute(goal_sql + where, (ids,)).fetchall(), pk_idx)
+    finally:
+        raw.execute("DETACH DATABASE goal")
+    return diff_snapshots(expected, actual, spec)
 
 
 @dataclass(frozen=True)

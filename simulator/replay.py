@@ -6,12 +6,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.database import Snapshot, TemplateDatabase, TrialDatabase, json_diff, snapshot
+from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_snapshot", "replay_tasks"]
+__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "replay_tasks"]
 
 
 class GoldToolBug(RuntimeError):
@@ -47,15 +47,19 @@ def apply_actions(
     return outcomes
 
 
-def goal_snapshot(domain: Domain, template: TemplateDatabase, task: Task) -> Snapshot:
-    """Return the goal state of a task: the template with the task's gold actions replayed.
+def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> bytes:
+    """Return the goal state of a task: the template with the task's gold actions replayed, serialized.
+
+    Returns:
+        ``sqlite3.Connection.serialize()`` bytes of the goal database (compare with
+        :func:`simulator.database.diff_against`).
 
     Raises:
         GoldToolBug: a gold action hit a bug in a tool.
     """
     with template.trial() as trial:
         apply_actions(domain.toolbox(), trial, task.gold_actions)
-        return snapshot(trial.raw, domain.state_spec())
+        return trial.raw.serialize()
 
 
 @dataclass

@@ -19,12 +19,12 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
-from simulator.database import Snapshot, TemplateDatabase, snapshot
+from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.grading import Grade, grade_trial
 from simulator.metrics import suite_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
-from simulator.replay import GoldToolBug, goal_snapshot
+from simulator.replay import GoldToolBug, goal_database
 from simulator.tasks import Task
 from simulator.tools import ToolContext
 
@@ -128,11 +128,11 @@ class Runner:
         self._toolbox = domain.toolbox()
         self._tools = self._toolbox.schemas()
         self._policy = domain.policy()
-        self._goals: dict[str, Snapshot | GoldToolBug] = {}
+        self._goals: dict[str, bytes | GoldToolBug] = {}
         self._goal_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in self.tasks}
 
-    def goal(self, task: Task) -> Snapshot:
-        """Return the task's goal snapshot, computed once per runner and shared by its trials.
+    def goal(self, task: Task) -> bytes:
+        """Return the task's goal database (serialized), computed once per runner and shared by its trials.
 
         Raises:
             GoldToolBug: a gold action hit a bug in a tool.
@@ -140,7 +140,7 @@ class Runner:
         with self._goal_locks[task.id]:
             if task.id not in self._goals:
                 try:
-                    self._goals[task.id] = goal_snapshot(self.domain, self.template, task)
+                    self._goals[task.id] = goal_database(self.domain, self.template, task)
                 except GoldToolBug as e:
                     self._goals[task.id] = e
             goal = self._goals[task.id]
@@ -176,8 +176,8 @@ class Runner:
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits)
-            final = snapshot(db.raw, self._spec)
-        grade = grade_trial(task, traj, goal, final, self._spec)
+            diff = diff_against(db.raw, goal, self._spec)
+        grade = grade_trial(task, traj, diff)
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,

@@ -233,7 +233,11 @@ class Toolbox:
         return spec.kind if spec else None
 
     def dispatch(self, ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> CallOutcome:
-        """Validate and run one tool call inside a savepoint of the trial's session.
+        """Validate and run one tool call in its own transaction of the trial's session.
+
+        The transaction is committed when the tool returns and rolled back when it raises, so a rejected or
+        crashing call leaves the database as it was. (Inside a transaction the caller opened, a savepoint is
+        used instead.)
 
         Args:
             ctx: the trial's tool context.
@@ -267,21 +271,21 @@ class Toolbox:
             )
         kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
         session = ctx.session
-        savepoint = session.begin_nested()
+        txn = session.begin_nested() if session.in_transaction() else session.begin()
         try:
             result = spec.fn(ctx, **kwargs)
             content = _render(result)
             session.flush()
         except ToolError as e:
-            savepoint.rollback()
+            txn.rollback()
             return CallOutcome(f"Error: {e}", "tool_error", spec.kind, time.perf_counter() - t0)
         except Exception:  # noqa: BLE001 - a bug in a tool: recorded as tool_bug, never shown as agent error
-            savepoint.rollback()
+            txn.rollback()
             return CallOutcome(
                 f"Error: internal error in tool {name}", "tool_bug", spec.kind, time.perf_counter() - t0,
                 bug=traceback.format_exc(),
             )
-        savepoint.commit()
+        txn.commit()
         return CallOutcome(
             content, "ok", spec.kind, time.perf_counter() - t0, ends_conversation=spec.ends_conversation
         )

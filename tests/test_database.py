@@ -79,3 +79,49 @@ def test_json_diff_shape():
     assert json_diff(after, after) == {}
     assert json_diff({"t": {"k": {"l": [1, 2, 3]}}}, {"t": {"k": {"l": [1]}}}) == {
         "t": {"added": {}, "removed": [], "changed": {"k": {"l[1]": {"old": 2}, "l[2]": {"old": 3}}}}}
+
+
+def test_diff_against_goal_equals_full_snapshot_diff(tmp_path):
+    """The write-log comparison (only rows either side wrote) agrees with a full-table comparison."""
+    from simulator.database import diff_against
+
+    dom = BankDomain()
+    tpl = dom.template(write_data(tmp_path / "d"))
+    spec = StateSpec(Base.metadata)
+    tb = dom.toolbox()
+    with tpl.trial() as goal_db:
+        tb.dispatch(ToolContext(goal_db.session), "transfer", {"src": "A1", "dst": "B2", "amount": 10})
+        goal_db.raw.execute("INSERT INTO accounts VALUES ('C3', 'cy', 1.0)")
+        goal_db.raw.commit()
+        goal_bytes = goal_db.raw.serialize()
+        goal_snap = snapshot(goal_db.raw, spec)
+    scenarios = [
+        [],  # did nothing
+        [("transfer", {"src": "A1", "dst": "B2", "amount": 10}), "INSERT INTO accounts VALUES ('C3', 'cy', 1.0)"],
+        [("transfer", {"src": "A1", "dst": "B2", "amount": 10.001}), "INSERT INTO accounts VALUES ('C3', 'cy', 1.0)"],
+        [("transfer", {"src": "B2", "dst": "A1", "amount": 5}), "DELETE FROM accounts WHERE id = 'B2'",
+         "INSERT INTO accounts VALUES ('D4', 'di', 3.0)"],
+        ["UPDATE accounts SET owner = 'ANN' WHERE id = 'A1'", "INSERT INTO accounts VALUES ('C3', 'cy', 2.0)"],
+    ]
+    for ops in scenarios:
+        with tpl.trial() as t:
+            for op in ops:
+                if isinstance(op, str):
+                    t.raw.execute(op)
+                    t.raw.commit()
+                else:
+                    assert tb.dispatch(ToolContext(t.session), op[0], op[1]).status == "ok"
+            fast = diff_against(t.raw, goal_bytes, spec)
+            full = diff_snapshots(goal_snap, snapshot(t.raw, spec), spec)
+
+            def norm(d):
+                return (sorted(map(repr, d.differences)), sorted(map(repr, d.added)), sorted(map(repr, d.removed)))
+
+            assert norm(fast) == norm(full), ops
+    # the by-hand expectations of two scenarios
+    with tpl.trial() as t:
+        assert diff_against(t.raw, goal_bytes, spec).equal is False
+        tb.dispatch(ToolContext(t.session), "transfer", {"src": "A1", "dst": "B2", "amount": 10})
+        t.raw.execute("INSERT INTO accounts VALUES ('C3', 'cy', 1.0)")
+        t.raw.commit()
+        assert diff_against(t.raw, goal_bytes, spec).equal is True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from simulator.database import Snapshot, StateSpec
+from simulator.database import StateDiff
 from simulator.grading.outputs import OutputsResult, check_outputs
 from simulator.grading.state import StateResult, grade_state
 from simulator.orchestrator import ERROR_REASONS, Trajectory
@@ -28,20 +28,18 @@ class Grade(BaseModel):
     """Why the trial failed, in short (``state``, ``outputs``, or the error termination reason)."""
 
 
-def grade_trial(task: Task, trajectory: Trajectory, goal: Snapshot, final: Snapshot, spec: StateSpec) -> Grade:
+def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff) -> Grade:
     """Grade one trial.
 
     Args:
         task: the task (required outputs).
         trajectory: the finished trajectory (agent messages, termination reason).
-        goal: the task's goal snapshot.
-        final: the trial database's final snapshot.
-        spec: the domain's state spec.
+        diff: goal state versus the trial database's final state.
 
     Returns:
         The :class:`Grade`.
     """
-    state = grade_state(goal, final, spec)
+    state = grade_state(diff)
     out = check_outputs(task.required_outputs, trajectory.agent_texts())
     failures = []
     if trajectory.termination_reason in ERROR_REASONS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from simulator.database import Snapshot, StateSpec, diff_snapshots
+from simulator.database import StateDiff
 
 __all__ = ["StateResult", "grade_state"]
 
@@ -21,17 +21,15 @@ class StateResult(BaseModel):
     """Rows of the goal state missing from the final state."""
 
 
-def grade_state(goal: Snapshot, final: Snapshot, spec: StateSpec) -> StateResult:
-    """Compare a final snapshot with the goal snapshot at the domain's declared precision.
+def grade_state(diff: StateDiff) -> StateResult:
+    """Turn the difference between the goal state and the trial's final state into the state component.
 
     Args:
-        goal: snapshot of the goal state (template + gold actions).
-        final: snapshot of the trial's database at termination.
-        spec: the domain's state spec (precision, excluded tables and volatile columns).
+        diff: goal (expected) versus final (actual) database, e.g. from
+            :func:`simulator.database.diff_against`, compared at the domain's declared precision.
 
     Returns:
         :class:`StateResult`; ``passed`` when there is no difference.
     """
-    diff = diff_snapshots(goal, final, spec)
     j = diff.to_json()
     return StateResult(passed=diff.equal, differences=j["differences"], added=j["added"], removed=j["removed"])
