@@ -366,10 +366,12 @@ class LLMClient:
             attempts += 1
             return litellm.completion(**request)
 
+        import openai
+
         start = time.perf_counter()
         try:
             response = retrying(attempt)
-        except Exception as exc:  # every failure becomes one of our typed errors
+        except openai.OpenAIError as exc:  # litellm's API errors subclass these; anything else is a bug
             raise _to_llm_error(exc, self.model, attempts) from exc
         return response, attempts, time.perf_counter() - start
 
