@@ -22,8 +22,9 @@ from simulator.tasks import TaskFileError
 from simulator.users import user_factory
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Multi-turn simulation of tool-using agents.")
-console = Console()
-err = Console(stderr=True)
+# Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there.
+console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
+err = Console(stderr=True, soft_wrap=True)
 
 __all__ = ["app", "main"]
 
@@ -93,9 +94,12 @@ def _print_summary(result: RunResult, max_failures: int = 20) -> None:
 
 def _print_failure(t: TrialResult) -> None:
     g = t.grade
-    why = g.failure if g else t.error
+    why = g.failure if g else "not graded"
     console.print(f"[red]FAIL[/] task {t.task_id} trial {t.trial}: {t.termination_reason}; {why}",
-                  highlight=False)
+                  highlight=False, markup=True)
+    if t.error:
+        lines = [ln for ln in t.error.strip().splitlines() if ln.strip()]
+        console.print(f"    error: {lines[-1] if lines else t.error}", highlight=False, markup=False)
     if g is None:
         return
     for d in g.state.differences[:5]:
@@ -105,7 +109,9 @@ def _print_failure(t: TrialResult) -> None:
         for r in getattr(g.state, kind)[:3]:
             console.print(f"    {kind} {r['table']}{r['key']}", highlight=False)
     if g.outputs["missing"]:
-        console.print(f"    missing outputs: {g.outputs['missing']}", highlight=False)
+        console.print(f"    missing outputs: {g.outputs['missing']}", highlight=False, markup=False)
+    for v in g.process.violations:
+        console.print(f"    process: {v}", highlight=False, markup=False)
 
 
 @app.command()
@@ -114,10 +120,10 @@ def run(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
     task_ids: Annotated[str | None, typer.Option(help="Comma-separated task ids to run.")] = None,
-    agent: Annotated[str, typer.Option(help="oracle | null | litellm:MODEL")] = "oracle",
-    user: Annotated[str, typer.Option(help="scripted | llm:MODEL")] = "scripted",
+    agent: Annotated[str, typer.Option(help="oracle | null | litellm:MODEL | py:MODULE:FACTORY")] = "oracle",
+    user: Annotated[str, typer.Option(help="scripted | llm:MODEL | py:MODULE:FACTORY")] = "scripted",
     trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once.")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once (raise it for model-bound agents).")] = 1,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     max_turns: Annotated[int, typer.Option(min=1, help="Messages of user and agent per trial.")] = 30,
     max_steps: Annotated[int, typer.Option(min=1, help="Agent actions per trial.")] = 60,
@@ -126,12 +132,19 @@ def run(
     out: Annotated[Path | None, typer.Option(help="Write every trial and the metrics to this JSON file.")] = None,
 ) -> None:
     """Run trials of tasks with an agent and a simulated user; print pass^k and failures."""
+    if out is not None:
+        if out.is_dir():
+            raise _fail(f"--out {out}: is a directory; give a file name such as {out / 'run.json'}")
+        if not out.parent.is_dir():
+            raise _fail(f"--out {out}: directory {out.parent} does not exist")
     try:
         dom = get_domain(domain)
         template = dom.template(data)
         task_list = dom.load_tasks(tasks)
-        if task_ids:
+        if task_ids is not None:
             wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
+            if not wanted:
+                raise _fail("--task-ids: no task id given")
             known = {t.id for t in task_list}
             unknown = [t for t in wanted if t not in known]
             if unknown:
@@ -184,8 +197,8 @@ def replay(
     """Replay each task's gold actions on a fresh database; print one JSON line per task.
 
     Each line: {"task_index", "responses", "diff"} where diff is the change of the domain's JSON dump
-    (per table: added / removed / changed with .field and [i] paths). ``--format json`` adds the task id
-    and each call's status.
+    (per table: added, removed, changed; paths look like items[0].price).
+    With --format json each line also has the task id and each call's status.
     """
     if format not in ("tau-bench-diff", "json"):
         raise _fail(f"--format {format!r}: use tau-bench-diff or json")

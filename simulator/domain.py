@@ -8,16 +8,18 @@ registers a :class:`Domain` subclass under the entry point group ``tausim.domain
 from __future__ import annotations
 
 import abc
+import json
 import threading
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
-from simulator.tasks import Task, load_tasks
+from simulator.tasks import Task, TaskFileError, load_tasks
 from simulator.tools import Toolbox
 
 __all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
@@ -95,22 +97,45 @@ class Domain(abc.ABC):
 
         Raises:
             DomainError: an unknown split name.
-            simulator.tasks.TaskFileError: a malformed task file.
+            simulator.tasks.TaskFileError: a malformed task file, a file for another domain, or a gold action
+                naming an unknown tool or arguments that do not fit the tool's schema.
         """
         splits = self.task_splits()
         if source is None:
             tasks: list[Task] = []
             for path in splits.values():
-                tasks.extend(load_tasks(path))
+                tasks.extend(self._checked(load_tasks(path, self.name), str(path)))
             return tasks
         if source in splits:
-            return load_tasks(splits[source])
+            return self._checked(load_tasks(splits[source], self.name), str(splits[source]))
         if Path(source).exists():
-            return load_tasks(source)
+            return self._checked(load_tasks(source, self.name), source)
         raise DomainError(
             f"--tasks {source!r}: neither a file nor a split of domain {self.name!r} "
             f"(splits: {', '.join(splits) or 'none'})"
         )
+
+    def _checked(self, tasks: list[Task], source: str) -> list[Task]:
+        """Refuse gold actions that name an unknown tool or whose arguments do not fit the tool's schema.
+
+        Raises:
+            TaskFileError: naming the file, the task id, the action index and the field.
+        """
+        toolbox = self.toolbox()
+        for task in tasks:
+            for i, action in enumerate(task.gold_actions):
+                where = f"{source}: task {task.id!r}: field gold_actions[{i}]"
+                spec = toolbox.specs.get(action.name)
+                if spec is None:
+                    raise TaskFileError(f"{where}.name: unknown tool {action.name!r} in domain {self.name!r}")
+                try:
+                    spec.arguments_model.model_validate(action.arguments)
+                except ValidationError as e:
+                    err = e.errors()[0]
+                    loc = ".".join(str(p) for p in err["loc"])
+                    raise TaskFileError(f"{where}.arguments.{loc}: {err['msg']} "
+                                        f"(value: {json.dumps(err.get('input'), default=str)[:80]})") from e
+        return tasks
 
     def template(self, data_dir: Path | None = None, options: Mapping[str, Any] | None = None) -> TemplateDatabase:
         """Return the template database for a data set, building it on first use (thread-safe).

@@ -109,6 +109,7 @@ def _litellm() -> Any:
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     import litellm
 
+    litellm.suppress_debug_info = True  # no "Give Feedback / Provider List" banners in the run's output
     return litellm
 
 

@@ -177,7 +177,7 @@ class Runner:
         with self.template.trial() as db:
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits)
             diff = diff_against(db.raw, goal, self._spec)
-        grade = grade_trial(task, traj, diff)
+        grade = grade_trial(task, traj, diff, self._toolbox)
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["Action", "Task", "TaskFileError", "UserScenario", "load_tasks", "parse_tasks"]
+__all__ = ["Action", "ProcessRules", "Task", "TaskFileError", "UserScenario", "load_tasks", "parse_tasks"]
 
 
 class TaskFileError(ValueError):
@@ -51,6 +51,24 @@ class UserScenario(BaseModel):
     """First message of a scripted user; when None one is made from the instructions."""
 
 
+class ProcessRules(BaseModel):
+    """Rules on how the agent reached the end state, checked on the trajectory (grading component ``process``).
+
+    They make tasks whose goal state equals the initial state (refusals, transfers) impossible to pass by doing
+    nothing.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    forbidden_tools: list[str] = Field(default_factory=list)
+    """Tools the agent must never call (any call counts, successful or not)."""
+    required_tools: list[str] = Field(default_factory=list)
+    """Tools the agent must call successfully at least once (e.g. the look-up that justifies a refusal)."""
+    no_writes: bool = False
+    """The agent must not call any write tool (tools that end the conversation excepted)."""
+    expected_termination: list[str] | None = None
+    """Termination reasons that count as correct, e.g. ``["agent_transfer"]``; None: any."""
+
+
 class Task(BaseModel):
     """One scenario: the user, the gold actions, the required outputs and tags."""
 
@@ -65,8 +83,13 @@ class Task(BaseModel):
     required_outputs: list[str] = Field(default_factory=list)
     """Values the agent must state in its messages (whole-token match, numbers as numbers)."""
     tags: list[str] = Field(default_factory=list)
+    process: ProcessRules = Field(default_factory=ProcessRules)
+    """Rules on the trajectory (forbidden/required tools, no writes, expected termination)."""
     max_turns: int | None = None
     """Turn cap for this task (overrides the run's default)."""
+
+
+_V1_FIELDS = frozenset({"user_id", "instruction", "actions", "outputs", "annotator"})
 
 
 def _loc(err: Any) -> str:
@@ -81,18 +104,20 @@ def _validation_message(path: str, where: str, e: ValidationError) -> str:
     return f"{path}: {where}: {problems}"
 
 
-def parse_tasks(data: Any, source: str = "<tasks>") -> list[Task]:
+def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -> list[Task]:
     """Parse task data already read from JSON (our format or a tau-bench v1 list).
 
     Args:
         data: the decoded JSON document.
         source: file name used in error messages.
+        domain: when given, a file of our format that names another domain is refused.
 
     Returns:
         The tasks, in file order.
 
     Raises:
-        TaskFileError: the document is neither format, a task is malformed, or two tasks share an id.
+        TaskFileError: the document is neither format, a task is malformed, two tasks share an id, the file
+            is for another domain, or it holds no task.
     """
     tasks: list[Task] = []
     if isinstance(data, list):
@@ -103,6 +128,14 @@ def parse_tasks(data: Any, source: str = "<tasks>") -> list[Task]:
             if missing:
                 raise TaskFileError(f"{source}: task [{i}]: missing field(s) {', '.join(missing)} "
                                     "(tau-bench task lists need user_id, instruction, actions)")
+            unknown = sorted(set(raw) - _V1_FIELDS)
+            if unknown:
+                raise TaskFileError(f"{source}: task [{i}]: unknown field(s) {', '.join(unknown)} "
+                                    f"(tau-bench task fields: {', '.join(sorted(_V1_FIELDS))})")
+            if not isinstance(raw.get("outputs", []), list) or not isinstance(raw["actions"], list):
+                bad = "outputs" if not isinstance(raw.get("outputs", []), list) else "actions"
+                raise TaskFileError(f"{source}: task [{i}]: field {bad}: expected a list, got "
+                                    f"{json.dumps(raw[bad])[:60]}")
             try:
                 actions = [Action(name=a["name"], arguments=a.get("kwargs", a.get("arguments", {})))
                            for a in raw["actions"]]
@@ -118,6 +151,9 @@ def parse_tasks(data: Any, source: str = "<tasks>") -> list[Task]:
     elif isinstance(data, dict) and data.get("format") == "tausim.tasks":
         if data.get("version") != 1:
             raise TaskFileError(f"{source}: field version: unsupported value {data.get('version')!r} (expected 1)")
+        file_domain = data.get("domain")
+        if domain is not None and file_domain is not None and file_domain != domain:
+            raise TaskFileError(f"{source}: field domain: the file is for domain {file_domain!r}, not {domain!r}")
         raw_tasks = data.get("tasks")
         if not isinstance(raw_tasks, list):
             raise TaskFileError(f"{source}: field tasks: expected a list, got {type(raw_tasks).__name__}")
@@ -137,14 +173,17 @@ def parse_tasks(data: Any, source: str = "<tasks>") -> list[Task]:
         if t.id in seen:
             raise TaskFileError(f"{source}: field id: duplicate task id {t.id!r}")
         seen.add(t.id)
+    if not tasks:
+        raise TaskFileError(f"{source}: field tasks: the file holds no task")
     return tasks
 
 
-def load_tasks(path: str | Path) -> list[Task]:
+def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:
     """Load a task file (our format or tau-bench v1).
 
     Args:
         path: the JSON file.
+        domain: when given, a file of our format that names another domain is refused.
 
     Returns:
         The tasks, in file order.
@@ -161,4 +200,4 @@ def load_tasks(path: str | Path) -> list[Task]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise TaskFileError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
-    return parse_tasks(data, str(p))
+    return parse_tasks(data, str(p), domain)

@@ -1,12 +1,14 @@
 """Agents under test: the Agent protocol, scripted agents and the registry of agent specs.
 
-Agent specs on the command line: ``oracle``, ``null``, ``litellm:MODEL`` (e.g. ``litellm:openai/gpt-4o-mini``).
+Agent specs on the command line: ``oracle``, ``null``, ``litellm:MODEL`` (e.g. ``litellm:openai/gpt-4o-mini``) and
+``py:package.module:factory`` for an agent of your own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from simulator._plugins import load_reference
 from simulator._protocols import Agent, AgentFactory, TrialContext
 from simulator.agents._scripted import NullAgent, OracleAgent
 
@@ -17,7 +19,8 @@ def agent_factory(spec: str, **params: Any) -> AgentFactory:
     """Return the agent factory named by a spec string.
 
     Args:
-        spec: ``oracle``, ``null`` or ``litellm:MODEL``.
+        spec: ``oracle``, ``null``, ``litellm:MODEL`` or ``py:package.module:factory`` (your own agent: a
+            callable taking the :class:`TrialContext` and returning an object with ``step(messages)``).
         **params: model parameters for LLM agents (temperature, api_base, ...).
 
     Returns:
@@ -37,4 +40,6 @@ def agent_factory(spec: str, **params: Any) -> AgentFactory:
         from simulator.agents.litellm_agent import litellm_agent_factory
 
         return litellm_agent_factory(model, **params)
-    raise ValueError(f"--agent {spec!r}: unknown agent; use oracle, null or litellm:MODEL")
+    if spec.startswith("py:"):
+        return load_reference(spec, "agent")  # type: ignore[no-any-return]
+    raise ValueError(f"--agent {spec!r}: unknown agent; use oracle, null, litellm:MODEL or py:MODULE:FACTORY")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator._plugins import load_reference
 from simulator._protocols import TrialContext, UserFactory, UserSimulator
 from simulator.users._scripted import STOP_TOKEN, ScriptedUser, scripted_user_factory
 
@@ -17,7 +18,8 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
     """Return the user-simulator factory named by a spec string.
 
     Args:
-        spec: ``scripted`` or ``llm:MODEL``.
+        spec: ``scripted``, ``llm:MODEL`` or ``py:package.module:factory`` (a callable taking the
+            :class:`TrialContext` and returning an object with ``reply(messages)``).
         **params: model parameters for LLM users.
 
     Returns:
@@ -35,4 +37,6 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
         from simulator.users.llm_user import llm_user_factory
 
         return llm_user_factory(model, **params)
-    raise ValueError(f"--user {spec!r}: unknown user; use scripted or llm:MODEL")
+    if spec.startswith("py:"):
+        return load_reference(spec, "user")  # type: ignore[no-any-return]
+    raise ValueError(f"--user {spec!r}: unknown user; use scripted, llm:MODEL or py:MODULE:FACTORY")

@@ -1,0 +1,88 @@
+"""`tausim` on the built-in data: custom agents, input checks, output files."""
+
+import json
+
+from typer.testing import CliRunner
+
+from simulator._messages import AgentTurn, Message
+from simulator.cli import app
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+class Apologetic:
+    """A user-supplied agent loaded with --agent py:tests.test_cli:make_agent."""
+
+    def __init__(self, ctx):
+        self.policy = ctx.policy
+
+    def step(self, messages):
+        return AgentTurn(message=Message(role="assistant", content="Sorry, I cannot help."))
+
+
+def make_agent(ctx):
+    return Apologetic(ctx)
+
+
+def test_custom_agent_by_reference(tmp_path):
+    out = tmp_path / "run.json"
+    res = invoke("run", "--agent", "py:tests.test_cli:make_agent", "--task-ids", "cancel-no-longer-needed",
+                 "--out", out)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["config"]["agent"] == "py:tests.test_cli:make_agent"
+    (trial,) = doc["trials"]
+    assert trial["task_id"] == "cancel-no-longer-needed" and trial["passed"] is False
+    assert trial["trajectory"]["messages"][1]["content"] == "Sorry, I cannot help."
+    assert trial["grade"]["failure"] == "state"
+
+
+def test_bad_references_and_out_paths(tmp_path):
+    res = invoke("run", "--agent", "py:tests.nowhere:f")
+    assert res.exit_code == 2 and "cannot import module 'tests.nowhere'" in res.output
+    res = invoke("run", "--agent", "py:tests.test_cli:missing")
+    assert res.exit_code == 2 and "no attribute 'missing'" in res.output
+    res = invoke("run", "--out", tmp_path)
+    assert res.exit_code == 2 and "is a directory" in res.output
+    res = invoke("run", "--out", tmp_path / "no" / "run.json")
+    assert res.exit_code == 2 and "does not exist" in res.output
+    res = invoke("run", "--task-ids", ",")
+    assert res.exit_code == 2 and "no task id" in res.output
+
+
+def write_tasks(tmp_path, actions, domain="retail"):
+    p = tmp_path / "tasks.json"
+    p.write_text(json.dumps({"format": "tausim.tasks", "version": 1, "domain": domain, "tasks": [
+        {"id": "t1", "scenario": {"instructions": "x"}, "gold_actions": actions}]}))
+    return p
+
+
+def test_gold_actions_are_checked_against_the_tools(tmp_path):
+    p = write_tasks(tmp_path, [{"name": "refund_everything", "arguments": {}}])
+    res = invoke("run", "--tasks", p)
+    assert res.exit_code == 2
+    assert "task 't1': field gold_actions[0].name: unknown tool 'refund_everything'" in res.output
+    p = write_tasks(tmp_path, [{"name": "cancel_pending_order", "arguments": {"order_id": "#W1", "reasn": "x"}}])
+    res = invoke("run", "--tasks", p)
+    assert res.exit_code == 2 and "gold_actions[0].arguments.reason" in res.output
+    p = write_tasks(tmp_path, [{"name": "return_delivered_order_items",
+                                "arguments": {"order_id": "#W1", "item_ids": 5, "payment_method_id": "x"}}])
+    res = invoke("replay", "--tasks", p)
+    assert res.exit_code == 2 and "gold_actions[0].arguments.item_ids" in res.output and "value: 5" in res.output
+    p = write_tasks(tmp_path, [], domain="airline")
+    res = invoke("run", "--tasks", p)
+    assert res.exit_code == 2 and "for domain 'airline', not 'retail'" in res.output
+
+
+def test_empty_task_file_is_refused(tmp_path):
+    p = tmp_path / "empty.json"
+    p.write_text("[]")
+    res = invoke("run", "--tasks", p)
+    assert res.exit_code == 2 and "holds no task" in res.output
+
+
+def test_domains_lists_retail():
+    res = invoke("domains")
+    assert res.exit_code == 0 and "retail: splits builtin; tools 16" in res.output
