@@ -59,6 +59,17 @@ def _write_json_atomic(path: Path, doc: Any) -> None:
     os.replace(tmp, path)
 
 
+def _options(dom: Any, data: Path | None, pairs: list[str] | None) -> dict[str, Any]:
+    """Return the domain's default options for the data set, updated with ``--option KEY=VALUE`` pairs."""
+    opts = dict(dom.default_options(data))
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise DomainError(f"--option {pair!r}: expected KEY=VALUE")
+        opts[key.strip()] = value.strip()
+    return opts
+
+
 def _print_summary(result: RunResult, max_failures: int = 20) -> None:
     cfg = result.config
     n = len(result.trials)
@@ -130,6 +141,7 @@ def run(
     temperature: Annotated[float | None, typer.Option(help="Model temperature (LLM agent/user).")] = None,
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL for local models.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write every trial and the metrics to this JSON file.")] = None,
+    option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
 ) -> None:
     """Run trials of tasks with an agent and a simulated user; print pass^k and failures."""
     if out is not None:
@@ -139,7 +151,7 @@ def run(
             raise _fail(f"--out {out}: directory {out.parent} does not exist")
     try:
         dom = get_domain(domain)
-        template = dom.template(data)
+        template = dom.template(data, _options(dom, data, option))
         task_list = dom.load_tasks(tasks)
         if task_ids is not None:
             wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
@@ -159,7 +171,7 @@ def run(
         u_factory = user_factory(user, **params)
     except (DomainError, TaskFileError, ValueError) as e:
         raise _fail(str(e)) from e
-    config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks,
+    config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
                        task_ids=task_ids.split(",") if task_ids else None, agent=agent, user=user,
                        trials=trials, concurrency=concurrency, seed=seed, max_turns=max_turns,
                        max_steps=max_steps)
@@ -193,6 +205,7 @@ def replay(
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     format: Annotated[str, typer.Option(help="tau-bench-diff | json")] = "tau-bench-diff",
+    option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
 ) -> None:
     """Replay each task's gold actions on a fresh database; print one JSON line per task.
 
@@ -204,7 +217,7 @@ def replay(
         raise _fail(f"--format {format!r}: use tau-bench-diff or json")
     try:
         dom = get_domain(domain)
-        template = dom.template(data)
+        template = dom.template(data, _options(dom, data, option))
         task_list = dom.load_tasks(tasks)
     except (DomainError, TaskFileError) as e:
         raise _fail(str(e)) from e

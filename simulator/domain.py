@@ -40,6 +40,8 @@ class Domain(abc.ABC):
 
     name: str = ""
     """Registry name (``retail``)."""
+    option_values: dict[str, tuple[str, ...]] = {}  # noqa: RUF012 - read-only class-level declaration
+    """Allowed values of each domain option, e.g. ``{"mode": ("tau-bench", "tausim")}``."""
 
     def __init__(self) -> None:
         self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
@@ -146,6 +148,13 @@ class Domain(abc.ABC):
         """
         folder = Path(data_dir) if data_dir is not None else self.default_data_dir()
         opts = dict(options) if options is not None else self.default_options(data_dir)
+        for k, v in opts.items():
+            allowed = self.option_values.get(k)
+            if allowed is None:
+                raise DomainError(f"--option {k}={v}: domain {self.name!r} has no option {k!r} "
+                                  f"(options: {', '.join(self.option_values) or 'none'})")
+            if v not in allowed:
+                raise DomainError(f"--option {k}={v}: allowed values are {', '.join(allowed)}")
         key = (str(folder.resolve()), tuple(sorted(opts.items())))
         with self._lock:
             tpl = self._templates.get(key)

@@ -51,6 +51,8 @@ class RunConfig(BaseModel):
 
     domain: str
     data_dir: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Domain options the tools ran with (e.g. ``{"mode": "tau-bench"}``)."""
     tasks: str | None = None
     """Task file or split name (None: the domain's built-in tasks)."""
     task_ids: list[str] | None = None

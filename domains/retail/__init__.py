@@ -42,6 +42,7 @@ class RetailDomain(Domain):
     """
 
     name = "retail"
+    option_values = {"mode": ("tau-bench",)}  # noqa: RUF012 - read-only declaration
 
     def __init__(self) -> None:
         super().__init__()
