@@ -40,3 +40,11 @@ def retail_peer_dir(peers_dir: Path) -> Path:
     if not (path / "data").is_dir():
         pytest.skip(f"tau-bench retail data not found at {path / 'data'}")
     return path
+
+
+@pytest.fixture(scope="session")
+def litellm() -> object:
+    """The litellm module, imported lazily and offline (no price-list fetch); see ``tests/fake_llm.py``."""
+    from tests.fake_llm import import_litellm
+
+    return import_litellm()

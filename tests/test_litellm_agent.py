@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import copy
 import json
-import os
 from typing import Any
 
 import numpy as np
@@ -14,6 +12,7 @@ from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import Agent, TrialContext
 from simulator.agents.litellm_agent import DEFAULT_AGENT_INSTRUCTION, LiteLLMAgent, litellm_agent_factory
 from simulator.tasks import Action, Task, UserScenario
+from tests.fake_llm import register, tool_calls_response
 
 PROVIDER = "tausimfakeagent"
 MODEL = f"{PROVIDER}/agent-model"
@@ -29,57 +28,10 @@ TOOLS = [
 NO_WAIT: dict[str, Any] = {"wait_initial": 0.0, "wait_max": 0.0}
 
 
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    import litellm
-
-    return litellm
-
-
 @pytest.fixture
 def fake(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Register a scripted provider: items are text, a ModelResponse, or an exception to raise."""
-    from litellm import CustomLLM
-
-    class Scripted(CustomLLM):
-        def __init__(self, script: list[Any]) -> None:
-            super().__init__()
-            self.script = list(script)
-            self.calls: list[dict[str, Any]] = []
-
-        def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                       model_response: Any, print_verbose: Any, encoding: Any, api_key: Any, logging_obj: Any,
-                       optional_params: dict, *args: Any, **kwargs: Any) -> Any:
-            self.calls.append({"model": model, "messages": copy.deepcopy(messages),
-                               "optional_params": copy.deepcopy(optional_params)})
-            item = self.script.pop(0)
-            if isinstance(item, BaseException):
-                raise item
-            if isinstance(item, str):
-                model_response.choices[0].message.content = item
-                return model_response
-            return item
-
-    def register(script: list[Any]) -> Any:
-        provider = Scripted(script)
-        monkeypatch.setattr(litellm, "custom_provider_map", [{"provider": PROVIDER, "custom_handler": provider}])
-        return provider
-
-    return register
-
-
-def tool_calls_response(litellm: Any, calls: list[tuple[str, str, str]]) -> Any:
-    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Usage
-    from litellm.types.utils import Message as LMessage
-
-    tcs = [ChatCompletionMessageToolCall(id=i, type="function", function=Function(name=n, arguments=a))
-           for i, n, a in calls]
-    return litellm.ModelResponse(
-        choices=[Choices(index=0, finish_reason="tool_calls",
-                         message=LMessage(role="assistant", content=None, tool_calls=tcs))],
-        usage=Usage(prompt_tokens=40, completion_tokens=9, total_tokens=49),
-    )
+    return lambda script: register(monkeypatch, litellm, {PROVIDER: script})[PROVIDER]
 
 
 SECRET_ORDER = "#W8675309"
@@ -127,7 +79,8 @@ def test_agent_prompt_has_no_gold_or_required_outputs(litellm: Any, fake: Any) -
 
 def test_two_tool_calls_in_one_message_with_usage(litellm: Any, fake: Any) -> None:
     fake([tool_calls_response(litellm, [("c1", "get_order_details", '{"order_id": "#W1"}'),
-                                        ("c2", "get_order_details", '{"order_id": "#W2"}')])])
+                                        ("c2", "get_order_details", '{"order_id": "#W2"}')],
+                                   prompt_tokens=40, completion_tokens=9)])
     turn = litellm_agent_factory(MODEL, **NO_WAIT)(make_ctx()).step([Message(role="user", content="two orders")])
     assert turn.error is None
     assert [(c.id, c.name, c.arguments) for c in turn.message.tool_calls] == [

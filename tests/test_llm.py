@@ -7,8 +7,6 @@ errors, then answer) and records what it received.
 
 from __future__ import annotations
 
-import copy
-import os
 from typing import Any
 
 import pytest
@@ -22,67 +20,16 @@ from simulator.llm import (
     LLMResult,
     model_seed,
 )
+from tests.fake_llm import register, tool_calls_response
 
 PROVIDER = "tausimfake"
 MSGS = [{"role": "user", "content": "hello"}]
 
 
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    import litellm
-
-    return litellm
-
-
-def tool_response(litellm: Any, calls: list[tuple[str | None, str, str]], content: str | None = None,
-                  prompt_tokens: int = 11, completion_tokens: int = 7) -> Any:
-    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, Usage
-
-    tcs = [ChatCompletionMessageToolCall(id=i, type="function", function=Function(name=n, arguments=a))
-           for i, n, a in calls]
-    return litellm.ModelResponse(
-        choices=[Choices(index=0, finish_reason="tool_calls",
-                         message=Message(role="assistant", content=content, tool_calls=tcs))],
-        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                    total_tokens=prompt_tokens + completion_tokens),
-    )
-
-
 @pytest.fixture
 def fake(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Register a scripted in-process provider; returns a function (script) -> provider."""
-    from litellm import CustomLLM
-
-    class Scripted(CustomLLM):
-        def __init__(self, script: list[Any]) -> None:
-            super().__init__()
-            self.script = list(script)
-            self.calls: list[dict[str, Any]] = []
-
-        def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                       model_response: Any, print_verbose: Any, encoding: Any, api_key: Any, logging_obj: Any,
-                       optional_params: dict, *args: Any, **kwargs: Any) -> Any:
-            self.calls.append({"model": model, "messages": copy.deepcopy(messages),
-                               "optional_params": dict(optional_params), "api_base": api_base})
-            if not self.script:
-                raise AssertionError("provider called more often than scripted")
-            item = self.script.pop(0)
-            if isinstance(item, BaseException):
-                raise item
-            if isinstance(item, str):
-                model_response.choices[0].message.content = item
-                model_response.choices[0].finish_reason = "stop"
-                model_response.model = model
-                return model_response
-            return item
-
-    def register(script: list[Any]) -> Any:
-        provider = Scripted(script)
-        monkeypatch.setattr(litellm, "custom_provider_map", [{"provider": PROVIDER, "custom_handler": provider}])
-        return provider
-
-    return register
+    return lambda script: register(monkeypatch, litellm, {PROVIDER: script})[PROVIDER]
 
 
 def client(model: str = "openai/gpt-4o-mini", **kw: Any) -> LLMClient:
@@ -107,7 +54,7 @@ def test_mock_text_response(litellm: Any) -> None:
 
 
 def test_mock_priced_model_cost_and_tokens(litellm: Any) -> None:
-    resp = tool_response(litellm, [("c1", "f", "{}")], prompt_tokens=1000, completion_tokens=500)
+    resp = tool_calls_response(litellm, [("c1", "f", "{}")], prompt_tokens=1000, completion_tokens=500)
     r = client().complete(MSGS, mock_response=resp)
     assert r.usage.prompt_tokens == 1000
     assert r.usage.completion_tokens == 500
@@ -119,7 +66,7 @@ def test_mock_priced_model_cost_and_tokens(litellm: Any) -> None:
 
 
 def test_two_tool_calls_parsed_in_order_with_ids(litellm: Any) -> None:
-    resp = tool_response(litellm, [
+    resp = tool_calls_response(litellm, [
         ("call_a", "get_order_details", '{"order_id": "#W1"}'),
         ("call_b", "get_user_details", '{"user_id": "u_2", "verbose": true}'),
     ])
@@ -141,15 +88,16 @@ def test_mock_tool_calls_parameter(litellm: Any) -> None:
 
 
 def test_empty_text_beside_tool_calls_becomes_none(litellm: Any) -> None:
-    r = client().complete(MSGS, mock_response=tool_response(litellm, [("c1", "f", "{}")], content=""))
+    r = client().complete(MSGS, mock_response=tool_calls_response(litellm, [("c1", "f", "{}")], content=""))
     assert r.message.content is None
-    r = client().complete(MSGS, mock_response=tool_response(litellm, [("c1", "f", "{}")], content="Let me check."))
+    resp = tool_calls_response(litellm, [("c1", "f", "{}")], content="Let me check.")
+    r = client().complete(MSGS, mock_response=resp)
     assert r.message.content == "Let me check."
 
 
 @pytest.mark.parametrize("raw", ["{not json", "[1, 2]", '"text"'])
 def test_malformed_tool_arguments_never_raise(litellm: Any, raw: str) -> None:
-    resp = tool_response(litellm, [("c1", "ok_tool", '{"a": 1}'), ("c2", "bad_tool", raw)])
+    resp = tool_calls_response(litellm, [("c1", "ok_tool", '{"a": 1}'), ("c2", "bad_tool", raw)])
     r = client().complete(MSGS, mock_response=resp)
     good, bad = r.message.tool_calls
     assert good.arguments == {"a": 1}
@@ -158,8 +106,8 @@ def test_malformed_tool_arguments_never_raise(litellm: Any, raw: str) -> None:
 
 
 def test_empty_tool_call_id_gets_deterministic_unique_ids(litellm: Any) -> None:
-    resp1 = tool_response(litellm, [("", "f", "{}"), ("", "f", "{}")])
-    resp2 = tool_response(litellm, [("", "f", "{}"), ("", "f", "{}")])
+    resp1 = tool_calls_response(litellm, [("", "f", "{}"), ("", "f", "{}")])
+    resp2 = tool_calls_response(litellm, [("", "f", "{}"), ("", "f", "{}")])
     ids1 = [c.id for c in client().complete(MSGS, mock_response=resp1).message.tool_calls]
     ids2 = [c.id for c in client().complete(MSGS, mock_response=resp2).message.tool_calls]
     assert len(set(ids1)) == 2 and all(i.startswith("call_") for i in ids1)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-import os
 from typing import Any
 
 import numpy as np
@@ -21,6 +19,7 @@ from simulator.users.llm_user import (
     llm_user_factory,
     parse_user_reply,
 )
+from tests.fake_llm import register
 
 PROVIDER = "tausimfakeuser"
 MODEL = f"{PROVIDER}/user-model"
@@ -34,42 +33,10 @@ INSTRUCTIONS = "You are Yusuf Rossi in zip 19122. You want to return the water b
 KNOWN = {"name": "Yusuf Rossi", "zip": "19122", "item": "a 750ml stainless steel water bottle"}
 
 
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    import litellm
-
-    return litellm
-
-
 @pytest.fixture
 def fake(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Register a scripted provider: items are text or an exception to raise."""
-    from litellm import CustomLLM
-
-    class Scripted(CustomLLM):
-        def __init__(self, script: list[Any]) -> None:
-            super().__init__()
-            self.script = list(script)
-            self.calls: list[dict[str, Any]] = []
-
-        def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                       model_response: Any, print_verbose: Any, encoding: Any, api_key: Any, logging_obj: Any,
-                       optional_params: dict, *args: Any, **kwargs: Any) -> Any:
-            self.calls.append({"model": model, "messages": copy.deepcopy(messages),
-                               "optional_params": copy.deepcopy(optional_params)})
-            item = self.script.pop(0)
-            if isinstance(item, BaseException):
-                raise item
-            model_response.choices[0].message.content = item
-            return model_response
-
-    def register(script: list[Any]) -> Any:
-        provider = Scripted(script)
-        monkeypatch.setattr(litellm, "custom_provider_map", [{"provider": PROVIDER, "custom_handler": provider}])
-        return provider
-
-    return register
+    return lambda script: register(monkeypatch, litellm, {PROVIDER: script})[PROVIDER]
 
 
 def make_ctx(seed: int = 777) -> TrialContext:
