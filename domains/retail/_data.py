@@ -15,13 +15,18 @@ from __future__ import annotations
 import gc
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
+from domains._common import RecordChecker, read_records, select_rows
+from domains._common import group_rows as _lists
+from domains._common import key_layout as _layout
+from domains._common import kind as _kind
+from domains._common import shape as _shape
 from domains.retail.models import (
     Fulfillment,
     FulfillmentItem,
@@ -35,7 +40,6 @@ from domains.retail.models import (
     UserOrder,
     Variant,
 )
-from simulator.domain import DomainError
 
 __all__ = [
     "ADDRESS_KEYS",
@@ -77,121 +81,8 @@ VARIANT_KEYS = ("item_id", "options", "available", "price")
 
 
 # ------------------------------------------------------------------------------------------------ loading
-class _Record:
-    """Validation helpers bound to one record, so that errors name file, record key and field."""
-
-    def __init__(self, file: Path, key: str):
-        self.file = file
-        self.key = key
-
-    def fail(self, field: str, problem: str) -> NoReturn:
-        raise DomainError(f"{self.file}: record {self.key!r}: field {field}: {problem}")
-
-    def obj(self, value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict:
-        """Check an object's type and keys (all of ``required``, nothing beyond ``optional``)."""
-        if not isinstance(value, dict):
-            self.fail(field or "(record)", f"expected an object, got {_kind(value)}")
-        allowed = set(required) | set(optional)
-        for k in required:
-            if k not in value:
-                self.fail(_join(field, k), "missing")
-        for k in value:
-            if k not in allowed:
-                self.fail(_join(field, k), f"unexpected field (allowed: {', '.join(sorted(allowed))})")
-        return value
-
-    def mapping(self, value: Any, field: str) -> dict:
-        """Check that a value is an object keyed by id (its entries are checked by the caller)."""
-        if not isinstance(value, dict):
-            self.fail(field, f"expected an object keyed by id, got {_kind(value)}")
-        return value
-
-    def string(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> str | None:
-        value = obj.get(name)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str):
-            self.fail(_join(field, name), f"expected a string, got {_kind(value)}")
-        return value
-
-    def req_string(self, obj: Mapping[str, Any], name: str, field: str) -> str:
-        value = obj.get(name)
-        if not isinstance(value, str):
-            self.fail(_join(field, name), f"expected a string, got {_kind(value)}")
-        return value
-
-    def number(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> float | None:
-        value = obj.get(name)
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self.fail(_join(field, name), f"expected a number, got {_kind(value)}")
-        return value
-
-    def strings(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> list[str] | None:
-        value = obj.get(name)
-        if value is None and optional:
-            return None
-        where = _join(field, name)
-        if not isinstance(value, list):
-            self.fail(where, f"expected a list of strings, got {_kind(value)}")
-        for i, v in enumerate(value):
-            if not isinstance(v, str):
-                self.fail(f"{where}[{i}]", f"expected a string, got {_kind(v)}")
-        return value
-
-    def options(self, obj: Mapping[str, Any], field: str) -> dict[str, Any]:
-        value = obj.get("options")
-        if not isinstance(value, dict):
-            self.fail(_join(field, "options"), f"expected an object, got {_kind(value)}")
-        return value
-
-    def same_id(self, value: str, field: str, key: str) -> None:
-        if value != key:
-            self.fail(field, f"{value!r} differs from the key {key!r} it is stored under")
-
-
-def _join(field: str, name: str) -> str:
-    return f"{field}.{name}" if field else name
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    text = json.dumps(value, default=str)
-    return f"{type(value).__name__} {text[:60]}"
-
-
-def _layout_of(obj: Mapping[str, Any], canonical: tuple[str, ...]) -> list[str] | None:
-    """Return the object's key order when it is not the canonical order of its non-null keys."""
-    keys = list(obj)
-    if keys == [k for k in canonical if obj.get(k) is not None]:
-        return None
-    return keys
-
-
-def _layout(parts: Iterable[tuple[str, Mapping[str, Any], tuple[str, ...]]]) -> dict[str, list[str]] | None:
-    out = {}
-    for path, obj, canonical in parts:
-        keys = _layout_of(obj, canonical)
-        if keys is not None:
-            out[path] = keys
-    return out or None
-
-
 def _read(folder: Path, name: str) -> dict[str, Any]:
-    path = folder / name
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise DomainError(f"{path}: cannot read retail data file: {e.strerror or e}") from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DomainError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
-    if not isinstance(data, dict):
-        raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
-    return data
+    return read_records(folder, name, "retail")
 
 
 def load_folder(session: Session, folder: Path) -> None:
@@ -225,7 +116,7 @@ def load_folder(session: Session, folder: Path) -> None:
 
 def _load_users(path: Path, users: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
     for pos, (uid, raw) in enumerate(users.items()):
-        r = _Record(path, uid)
+        r = RecordChecker(path, uid)
         rec = r.obj(raw, "", USER_KEYS)
         name = r.obj(rec["name"], "name", NAME_KEYS)
         addr = r.obj(rec["address"], "address", ADDRESS_KEYS)
@@ -258,7 +149,7 @@ def _load_orders(
     path: Path, orders: dict[str, Any], users: Mapping[str, Any], rows: dict[type, list[dict[str, Any]]]
 ) -> None:
     for pos, (oid, raw) in enumerate(orders.items()):
-        r = _Record(path, oid)
+        r = RecordChecker(path, oid)
         rec = r.obj(raw, "", ORDER_REQUIRED, ORDER_OPTIONAL)
         r.same_id(r.req_string(rec, "order_id", ""), "order_id", oid)
         uid = r.req_string(rec, "user_id", "")
@@ -290,7 +181,7 @@ def _load_orders(
                 "product_id": r.req_string(it, "product_id", field),
                 "item_id": r.req_string(it, "item_id", field),
                 "price": r.number(it, "price", field),
-                "options": r.options(it, field),
+                "options": r.free_object(it, "options", field),
                 "layout": _layout([("", it, ITEM_KEYS)]),
             })
         fulfillments = rec["fulfillments"]
@@ -328,7 +219,7 @@ def _load_orders(
 def _load_products(path: Path, products: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
     seen_items: dict[str, str] = {}
     for pos, (pid, raw) in enumerate(products.items()):
-        r = _Record(path, pid)
+        r = RecordChecker(path, pid)
         rec = r.obj(raw, "", PRODUCT_KEYS)
         r.same_id(r.req_string(rec, "product_id", ""), "product_id", pid)
         rows[Product].append({
@@ -348,7 +239,7 @@ def _load_products(path: Path, products: dict[str, Any], rows: dict[type, list[d
                 r.fail(f"{field}.available", f"expected true or false, got {_kind(available)}")
             rows[Variant].append({
                 "product_id": pid, "item_id": iid, "position": vpos,
-                "options": r.options(v, field),
+                "options": r.free_object(v, "options", field),
                 "available": available,
                 "price": r.number(v, "price", field),
                 "layout": _layout([("", v, VARIANT_KEYS)]),
@@ -356,8 +247,6 @@ def _load_products(path: Path, products: dict[str, Any], rows: dict[type, list[d
 
 
 # ------------------------------------------------------------------------------------------------ dumping
-Rows = list[tuple[Any, ...]]
-
 _OPTIONS_CACHE: dict[str, dict[str, Any]] = {}
 _OPTIONS_CACHE_MAX = 50_000
 
@@ -379,47 +268,12 @@ def _options(text: str) -> dict[str, Any]:
     return value
 
 
-def _shape(rec: dict[str, Any], layout: str | None) -> dict[str, Any]:
-    """Apply a stored key order (JSON ``{path: keys}``) to a record built in canonical order."""
-    if layout is None:
-        return rec
-    for path, keys in json.loads(layout).items():
-        if path:
-            sub = rec[path]
-            rec[path] = {k: sub.get(k) for k in keys}
-        else:
-            rec = {k: rec.get(k) for k in keys}
-    return rec
-
-
-def _query(conn: sqlite3.Connection, sql: str, where: str, params: tuple[str, ...], order: str) -> Rows:
-    return conn.execute(f"{sql}{where} ORDER BY {order}", params).fetchall()
-
-
-def _where(column: str, key: str | None) -> tuple[str, tuple[str, ...]]:
-    return ("", ()) if key is None else (f" WHERE {column} = ?", (key,))
-
-
-def _lists(rows: Rows) -> dict[Any, list[Any]]:
-    """Group ``(parent, value)`` rows, sorted by parent, into ``{parent: [values]}``."""
-    out: dict[Any, list[Any]] = {}
-    key: Any = object()
-    bucket: list[Any] = []
-    for parent, value in rows:
-        if parent != key:
-            key = parent
-            bucket = out[key] = []
-        bucket.append(value)
-    return out
-
-
 def _users(conn: sqlite3.Connection, user_id: str | None) -> dict[str, dict[str, Any]]:
-    where, params = _where("user_id", user_id)
     methods: dict[str, dict[str, Any]] = {}
     key: Any = None
-    for uid, mid, source, brand, last_four, balance, layout in _query(
-        conn, "SELECT user_id, id, source, brand, last_four, balance, layout FROM payment_methods", where, params,
-        "user_id, position",
+    for uid, mid, source, brand, last_four, balance, layout in select_rows(
+        conn, "SELECT user_id, id, source, brand, last_four, balance, layout FROM payment_methods", "user_id",
+        user_id, "user_id, position",
     ):
         if uid != key:
             key = uid
@@ -433,12 +287,13 @@ def _users(conn: sqlite3.Connection, user_id: str | None) -> dict[str, dict[str,
             m["balance"] = balance
         m["id"] = mid
         bucket[mid] = m if layout is None else _shape(m, layout)
-    links = _lists(_query(conn, "SELECT user_id, order_id FROM user_orders", where, params, "user_id, position"))
-    where, params = _where("id", user_id)
+    links = _lists(
+        select_rows(conn, "SELECT user_id, order_id FROM user_orders", "user_id", user_id, "user_id, position")
+    )
     out: dict[str, dict[str, Any]] = {}
-    for uid, first, last, a1, a2, city, country, state, zip_, email, layout in _query(
+    for uid, first, last, a1, a2, city, country, state, zip_, email, layout in select_rows(
         conn, "SELECT id, first_name, last_name, address1, address2, city, country, state, zip, email, layout "
-        "FROM users", where, params, "position",
+        "FROM users", "id", user_id, "position",
     ):
         rec = {
             "name": {"first_name": first, "last_name": last},
@@ -453,13 +308,12 @@ def _users(conn: sqlite3.Connection, user_id: str | None) -> dict[str, dict[str,
 
 
 def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[str, Any]]:
-    where, params = _where("order_id", order_id)
     items: dict[str, list[dict[str, Any]]] = {}
     key: Any = None
     bucket: list[dict[str, Any]] = []
-    for oid, name, pid, iid, price, opts, layout in _query(
-        conn, "SELECT order_id, name, product_id, item_id, price, options, layout FROM order_items", where, params,
-        "order_id, position",
+    for oid, name, pid, iid, price, opts, layout in select_rows(
+        conn, "SELECT order_id, name, product_id, item_id, price, options, layout FROM order_items", "order_id",
+        order_id, "order_id, position",
     ):
         if oid != key:
             key = oid
@@ -468,25 +322,25 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
         bucket.append(item if layout is None else _shape(item, layout))
     payments: dict[str, list[dict[str, Any]]] = {}
     key = None
-    for oid, kind, amount, pm, layout in _query(
-        conn, "SELECT order_id, transaction_type, amount, payment_method_id, layout FROM payments", where, params,
-        "order_id, position",
+    for oid, kind, amount, pm, layout in select_rows(
+        conn, "SELECT order_id, transaction_type, amount, payment_method_id, layout FROM payments", "order_id",
+        order_id, "order_id, position",
     ):
         if oid != key:
             key = oid
             bucket = payments[oid] = []
         entry = {"transaction_type": kind, "amount": amount, "payment_method_id": pm}
         bucket.append(entry if layout is None else _shape(entry, layout))
-    tracking = _lists(_query(
-        conn, "SELECT order_id || ' ' || fulfillment_position, tracking_id FROM fulfillment_tracking_ids", where,
-        params, "order_id, fulfillment_position, position"))
-    shipped = _lists(_query(
-        conn, "SELECT order_id || ' ' || fulfillment_position, item_id FROM fulfillment_item_ids", where, params,
+    tracking = _lists(select_rows(
+        conn, "SELECT order_id || ' ' || fulfillment_position, tracking_id FROM fulfillment_tracking_ids", "order_id",
+        order_id, "order_id, fulfillment_position, position"))
+    shipped = _lists(select_rows(
+        conn, "SELECT order_id || ' ' || fulfillment_position, item_id FROM fulfillment_item_ids", "order_id", order_id,
         "order_id, fulfillment_position, position"))
     fulfillments: dict[str, list[dict[str, Any]]] = {}
     key = None
-    for oid, fpos, layout in _query(
-        conn, "SELECT order_id, position, layout FROM fulfillments", where, params, "order_id, position"
+    for oid, fpos, layout in select_rows(
+        conn, "SELECT order_id, position, layout FROM fulfillments", "order_id", order_id, "order_id, position"
     ):
         if oid != key:
             key = oid
@@ -494,13 +348,12 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
         ref = f"{oid} {fpos}"
         shipment = {"tracking_id": tracking.get(ref, []), "item_ids": shipped.get(ref, [])}
         bucket.append(shipment if layout is None else _shape(shipment, layout))
-    where, params = _where("id", order_id)
     out: dict[str, dict[str, Any]] = {}
     for (oid, uid, a1, a2, city, country, state, zip_, status, cancel_reason, return_items, return_pm,
-         exchange_items, exchange_new, exchange_pm, exchange_diff, layout) in _query(
+         exchange_items, exchange_new, exchange_pm, exchange_diff, layout) in select_rows(
         conn, "SELECT id, user_id, address1, address2, city, country, state, zip, status, cancel_reason, "
         "return_items, return_payment_method_id, exchange_items, exchange_new_items, "
-        "exchange_payment_method_id, exchange_price_difference, layout FROM orders", where, params, "position",
+        "exchange_payment_method_id, exchange_price_difference, layout FROM orders", "id", order_id, "position",
     ):
         rec: dict[str, Any] = {
             "order_id": oid,
@@ -531,12 +384,11 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
 
 
 def _products(conn: sqlite3.Connection, product_id: str | None) -> dict[str, dict[str, Any]]:
-    where, params = _where("product_id", product_id)
     variants: dict[str, dict[str, Any]] = {}
     key: Any = None
     bucket: dict[str, Any] = {}
-    for pid, iid, opts, available, price, layout in _query(
-        conn, "SELECT product_id, item_id, options, available, price, layout FROM variants", where, params,
+    for pid, iid, opts, available, price, layout in select_rows(
+        conn, "SELECT product_id, item_id, options, available, price, layout FROM variants", "product_id", product_id,
         "product_id, position",
     ):
         if pid != key:
@@ -544,9 +396,8 @@ def _products(conn: sqlite3.Connection, product_id: str | None) -> dict[str, dic
             bucket = variants[pid] = {}
         variant = {"item_id": iid, "options": _options(opts), "available": bool(available), "price": price}
         bucket[iid] = variant if layout is None else _shape(variant, layout)
-    where, params = _where("id", product_id)
     out: dict[str, dict[str, Any]] = {}
-    for pid, name, layout in _query(conn, "SELECT id, name, layout FROM products", where, params, "position"):
+    for pid, name, layout in select_rows(conn, "SELECT id, name, layout FROM products", "id", product_id, "position"):
         rec = {"name": name, "product_id": pid, "variants": variants.get(pid, {})}
         out[pid] = rec if layout is None else _shape(rec, layout)
     return out

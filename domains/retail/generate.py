@@ -25,9 +25,7 @@ Consistency rules of the generated data:
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from domains._gen import IdPool as _IdPool
+from domains._gen import cli_parser, new_rng, write_json_files
+from domains._gen import money as _money
+from domains._gen import pick as _pick
 
 __all__ = [
     "DATA_FILES",
@@ -219,29 +222,6 @@ _MIN_AVAILABLE = 3
 # --------------------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------------------
-class _IdPool:
-    """Draws random digit strings that are unique within one namespace."""
-
-    def __init__(self, rng: np.random.Generator):
-        self._rng = rng
-        self._used: set[str] = set()
-
-    def digits(self, n: int) -> str:
-        while True:
-            value = str(int(self._rng.integers(10 ** (n - 1), 10**n)))
-            if value not in self._used:
-                self._used.add(value)
-                return value
-
-
-def _pick(rng: np.random.Generator, seq: Sequence[Any]) -> Any:
-    return seq[int(rng.integers(len(seq)))]
-
-
-def _money(x: float) -> float:
-    return round(float(x), 2)
-
-
 def _address(rng: np.random.Generator) -> dict[str, str]:
     city, state, zip_prefix = _pick(rng, CITIES)
     if rng.random() < 0.25:
@@ -405,7 +385,7 @@ def generate(seed: int = DEFAULT_SEED, *, n_users: int = DEFAULT_USERS, n_orders
         raise ValueError(f"n_users={n_users}: need at least one user")
     if n_orders < 0:
         raise ValueError(f"n_orders={n_orders}: must not be negative")
-    rng = np.random.Generator(np.random.PCG64(seed))
+    rng = new_rng(seed)
     catalog_ids = _IdPool(rng)  # product and item ids share one namespace: never confused with each other
     products = _products(rng, catalog_ids)
     users = _users(rng, _IdPool(rng), n_users)
@@ -457,14 +437,7 @@ def write_data(
         The paths written.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in DATA_FILES:
-        path = out / name
-        with path.open("w", encoding="utf-8", newline="\n") as f:
-            json.dump(data[name.removesuffix(".json")], f, indent=2)
-            f.write("\n")
-        written.append(path)
+    written = write_json_files(out, {name: data[name.removesuffix(".json")] for name in DATA_FILES})
     if seed is not None:
         path = out / "README.md"
         path.write_text(
@@ -485,14 +458,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status (0).
     """
-    parser = argparse.ArgumentParser(
-        prog="generate-data", description="Generate the retail data set (tau-bench file format)."
-    )
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    parser = cli_parser("generate-data", "Generate the retail data set (tau-bench file format).", DEFAULT_SEED,
+                        Path(__file__).parent / "data")
     parser.add_argument("--users", type=int, default=DEFAULT_USERS, help="number of users")
     parser.add_argument("--orders", type=int, default=DEFAULT_ORDERS, help="number of orders")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data",
-                        help="output folder (default: the built-in data folder)")
     args = parser.parse_args(argv)
     try:
         data = generate(args.seed, n_users=args.users, n_orders=args.orders)

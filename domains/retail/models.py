@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, ForeignKeyConstraint, Index, Integer, String
+from sqlalchemy import Boolean, ForeignKey, ForeignKeyConstraint, Index, Integer, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
-from sqlalchemy.types import UserDefinedType
+
+from domains._common import JsonNumber, Layout
+from domains._common import json_column as _json
 
 __all__ = [
     "Base",
@@ -39,36 +41,6 @@ __all__ = [
     "UserOrder",
     "Variant",
 ]
-
-Layout = dict[str, list[str]]
-"""``{path: [keys in order]}`` for objects whose key order differs from the canonical one (``""`` = the
-record itself, ``"name"``/``"address"`` = its nested objects)."""
-
-
-class JsonNumber(UserDefinedType[float]):
-    """A JSON number stored with its own type (int or float), never converted.
-
-    The column is declared ``BLOB``, which in SQLite means "no type affinity": each value keeps the storage
-    class it was written with (INTEGER or REAL). A ``FLOAT`` column would turn ``56`` into ``56.0`` and a
-    ``NUMERIC`` one ``100.0`` into ``100``; both would break the round trip of the peer files. SQLite still
-    compares INTEGER and REAL values numerically (``56 = 56.0``).
-    """
-
-    cache_ok = True
-
-    def get_col_spec(self, **kw: Any) -> str:
-        """Return the column type used in DDL."""
-        return "BLOB"
-
-    @property
-    def python_type(self) -> type:
-        """Return the Python type of the values (int values are also allowed)."""
-        return float
-
-
-def _json() -> JSON:
-    """A JSON text column where Python None is SQL NULL (not the JSON text ``null``)."""
-    return JSON(none_as_null=True)
 
 
 class Base(DeclarativeBase):

@@ -17,17 +17,14 @@ Compatibility notes (the peer's behaviour, reproduced on purpose):
 
 from __future__ import annotations
 
-import ast
 import json
-import math
-import operator
-import sqlite3
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from sqlalchemy import select
 
+from domains._common import calculate, note_new_keys, think, transfer_to_human_agents
+from domains._common import raw_connection as _raw
 from domains.retail._data import order_record, product_record, user_record
 from domains.retail.models import Order, OrderItem, Payment, PaymentMethod, Product, User, Variant
 from simulator.tools import Toolbox, ToolContext, ToolError, tool
@@ -62,14 +59,6 @@ WRITTEN_ADDRESS_KEYS = ["address1", "address2", "city", "state", "country", "zip
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _raw(ctx: ToolContext) -> sqlite3.Connection:
-    """Flush pending ORM changes and return the trial's sqlite3 connection (same transaction)."""
-    ctx.session.flush()
-    driver = ctx.session.connection().connection.driver_connection
-    assert isinstance(driver, sqlite3.Connection)
-    return driver
-
-
 def _order_json(ctx: ToolContext, order_id: str) -> str:
     return json.dumps(order_record(_raw(ctx), order_id))
 
@@ -114,15 +103,6 @@ def _append_payment(order: Order, kind: str, amount: float, payment_method_id: s
     order.payments.append(Payment(
         position=len(order.payments), transaction_type=kind, amount=amount, payment_method_id=payment_method_id
     ))
-
-
-def _note_new_keys(order: Order, *keys: str) -> None:
-    """Keep a stored (non-canonical) key order in step with optional fields the tool just set."""
-    layout = order.layout
-    if layout and "" in layout:
-        top = list(layout[""])
-        top += [k for k in keys if k not in top]
-        order.layout = {**layout, "": top}
 
 
 def _set_address(obj: User | Order, address1: str, address2: str, city: str, state: str, country: str,
@@ -286,7 +266,7 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
         _add_to_balance(ctx.session.get(PaymentMethod, (order.user_id, entry.payment_method_id)), entry.amount)
     order.status = "cancelled"
     order.cancel_reason = reason
-    _note_new_keys(order, "cancel_reason")
+    note_new_keys(order, "cancel_reason")
     return _order_json(ctx, order_id)
 
 
@@ -443,7 +423,7 @@ def return_delivered_order_items(
     order.status = "return requested"
     order.return_items = sorted(item_ids)
     order.return_payment_method_id = payment_method_id
-    _note_new_keys(order, "return_items", "return_payment_method_id")
+    note_new_keys(order, "return_items", "return_payment_method_id")
     return _order_json(ctx, order_id)
 
 
@@ -483,104 +463,9 @@ def exchange_delivered_order_items(
     order.exchange_new_items = sorted(new_item_ids)
     order.exchange_payment_method_id = payment_method_id
     order.exchange_price_difference = difference
-    _note_new_keys(order, "exchange_items", "exchange_new_items", "exchange_payment_method_id",
+    note_new_keys(order, "exchange_items", "exchange_new_items", "exchange_payment_method_id",
                    "exchange_price_difference")
     return _order_json(ctx, order_id)
-
-
-# ------------------------------------------------------------------------------------------------ utilities
-_MAX_EXPRESSION = 2000
-_EXPRESSION_CHARS = frozenset("0123456789+-*/(). ")
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-}
-_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
-def _arithmetic(root: ast.AST) -> int | float:
-    """Evaluate a parsed expression made only of numbers, + - * /, unary signs and parentheses.
-
-    Iterative (an explicit stack), so a long flat sum cannot exhaust Python's recursion limit.
-    """
-    values: list[Any] = []
-    stack: list[tuple[ast.AST, bool]] = [(root, False)]
-    while stack:
-        node, operands_done = stack.pop()
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
-            values.append(node.value)
-        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            if operands_done:
-                right = values.pop()
-                values.append(_BINARY[type(node.op)](values.pop(), right))
-            else:
-                stack += [(node, True), (node.right, False), (node.left, False)]
-        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            if operands_done:
-                values.append(_UNARY[type(node.op)](values.pop()))
-            else:
-                stack += [(node, True), (node.operand, False)]
-        else:
-            raise ToolError("only numbers, + - * /, parentheses and spaces are allowed")
-    (value,) = values
-    return value  # type: ignore[no-any-return]
-
-
-@tool("read")
-def calculate(ctx: ToolContext, expression: str) -> str:
-    """Calculate the result of an arithmetic expression, rounded to 2 decimals.
-
-    Args:
-        ctx: the trial's tool context.
-        expression: The expression, such as '2 * (3 + 4) / 3'. Only numbers, the operators + - * /,
-            parentheses and spaces are allowed.
-    """
-    if not set(expression) <= _EXPRESSION_CHARS:
-        bad = sorted(set(expression) - _EXPRESSION_CHARS)
-        raise ToolError(f"invalid characters in expression: {''.join(bad)!r}")
-    if len(expression) > _MAX_EXPRESSION:
-        raise ToolError(f"expression longer than {_MAX_EXPRESSION} characters")
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-        value = float(_arithmetic(tree.body))
-    except ToolError:
-        raise
-    except ZeroDivisionError as e:
-        raise ToolError("division by zero") from e
-    except (SyntaxError, ValueError) as e:
-        raise ToolError(f"not a valid arithmetic expression: {expression!r}") from e
-    except (OverflowError, RecursionError, MemoryError) as e:
-        raise ToolError("expression too large to evaluate") from e
-    if not math.isfinite(value):
-        raise ToolError("expression too large to evaluate")
-    return str(round(value, 2))
-
-
-@tool("read")
-def think(ctx: ToolContext, thought: str) -> str:
-    """Think about something: changes nothing and returns nothing; use it for complex reasoning.
-
-    Args:
-        ctx: the trial's tool context.
-        thought: A thought to think about.
-    """
-    return ""
-
-
-@tool("read", ends_conversation=True)
-def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
-    """Transfer the user to a human agent, with a summary of the issue; this ends the conversation.
-
-    Only when the user explicitly asks for a human agent, or when the request cannot be handled with the
-    available tools within the policy.
-
-    Args:
-        ctx: the trial's tool context.
-        summary: A summary of the user's issue.
-    """
-    return "Transfer successful"
 
 
 TOOLS = (

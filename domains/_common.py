@@ -1,0 +1,437 @@
+"""Pieces shared by the built-in domains (retail, airline): storage, loading checks, dump helpers, common tools.
+
+Both domains keep tau-bench style data sets (``{file: {key: record}}`` JSON files) in a relational schema and
+dump it back unchanged, so they share the same means:
+
+- storage: :class:`JsonNumber` columns keep each JSON number's own type (``56`` stays an int, ``100.0`` a
+  float); :func:`json_column` stores free-form JSON; a ``layout`` column (:data:`Layout`) records a key order
+  that differs from the canonical one;
+- loading: :class:`RecordChecker` validates one record and names file, record key and field in every
+  :class:`~simulator.domain.DomainError`; :func:`read_records` reads one data file;
+- dumping: :func:`shape` re-applies a stored key order, :func:`group_rows` groups child rows by parent,
+  :func:`select_rows` runs a dump query for all records or one;
+- tools: :func:`calculate`, :func:`think` and :func:`transfer_to_human_agents`, which behave the same in every
+  domain (tau-bench semantics), plus :func:`raw_connection` and :func:`note_new_keys` for tool modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import operator
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
+
+from sqlalchemy import JSON
+from sqlalchemy.types import UserDefinedType
+
+from simulator.domain import DomainError
+from simulator.tools import ToolContext, ToolError, tool
+
+__all__ = [
+    "JsonNumber",
+    "Layout",
+    "RecordChecker",
+    "Rows",
+    "calculate",
+    "group_rows",
+    "json_column",
+    "key_layout",
+    "kind",
+    "note_new_keys",
+    "raw_connection",
+    "read_records",
+    "select_rows",
+    "shape",
+    "think",
+    "transfer_to_human_agents",
+]
+
+# ------------------------------------------------------------------------------------------------ storage
+Layout = dict[str, list[str]]
+"""``{path: [keys in order]}`` for objects whose key order differs from the canonical one (``""`` = the
+record itself, any other path = the nested object under that key)."""
+
+
+class JsonNumber(UserDefinedType[float]):
+    """A JSON number stored with its own type (int or float), never converted.
+
+    The column is declared ``BLOB``, which in SQLite means "no type affinity": each value keeps the storage
+    class it was written with (INTEGER or REAL). A ``FLOAT`` column would turn ``56`` into ``56.0`` and a
+    ``NUMERIC`` one ``100.0`` into ``100``; both would break the round trip of the peer files. SQLite still
+    compares INTEGER and REAL values numerically (``56 = 56.0``).
+    """
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        """Return the column type used in DDL."""
+        return "BLOB"
+
+    @property
+    def python_type(self) -> type:
+        """Return the Python type of the values (int values are also allowed)."""
+        return float
+
+
+def json_column() -> JSON:
+    """A JSON text column where Python None is SQL NULL (not the JSON text ``null``)."""
+    return JSON(none_as_null=True)
+
+
+# ------------------------------------------------------------------------------------------------ loading
+def kind(value: Any) -> str:
+    """Describe a value for an error message: its type and the start of its JSON text (``null`` for None)."""
+    if value is None:
+        return "null"
+    text = json.dumps(value, default=str)
+    return f"{type(value).__name__} {text[:60]}"
+
+
+def _join(field: str, name: str) -> str:
+    return f"{field}.{name}" if field else name
+
+
+class RecordChecker:
+    """Validation helpers bound to one record, so that errors name file, record key and field.
+
+    Args:
+        file: the data file the record comes from.
+        key: the record's key in that file.
+
+    Every check raises :class:`~simulator.domain.DomainError` with the message
+    ``"<file>: record '<key>': field <field>: <problem>"``.
+    """
+
+    def __init__(self, file: Path, key: str):
+        self.file = file
+        self.key = key
+
+    def fail(self, field: str, problem: str) -> NoReturn:
+        """Raise the DomainError for ``field`` (a dotted path inside the record; ``""`` = the record)."""
+        raise DomainError(f"{self.file}: record {self.key!r}: field {field or '(record)'}: {problem}")
+
+    def obj(self, value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict:
+        """Check an object's type and keys (all of ``required``, nothing beyond ``optional``)."""
+        if not isinstance(value, dict):
+            self.fail(field or "(record)", f"expected an object, got {kind(value)}")
+        allowed = set(required) | set(optional)
+        for k in required:
+            if k not in value:
+                self.fail(_join(field, k), "missing")
+        for k in value:
+            if k not in allowed:
+                self.fail(_join(field, k), f"unexpected field (allowed: {', '.join(sorted(allowed))})")
+        return value
+
+    def mapping(self, value: Any, field: str) -> dict:
+        """Check that a value is an object keyed by id (its entries are checked by the caller)."""
+        if not isinstance(value, dict):
+            self.fail(field, f"expected an object keyed by id, got {kind(value)}")
+        return value
+
+    def array(self, value: Any, field: str) -> list:
+        """Check that a value is a list (its elements are checked by the caller)."""
+        if not isinstance(value, list):
+            self.fail(field, f"expected a list, got {kind(value)}")
+        return value
+
+    def free_object(self, obj: Mapping[str, Any], name: str, field: str) -> dict[str, Any]:
+        """Return ``obj[name]``, which must be an object (any keys, e.g. a product's ``options``)."""
+        value = obj.get(name)
+        if not isinstance(value, dict):
+            self.fail(_join(field, name), f"expected an object, got {kind(value)}")
+        return value
+
+    def string(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> str | None:
+        """Return ``obj[name]``, a string (or None when optional and absent or null)."""
+        value = obj.get(name)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            self.fail(_join(field, name), f"expected a string, got {kind(value)}")
+        return value
+
+    def req_string(self, obj: Mapping[str, Any], name: str, field: str) -> str:
+        """Return ``obj[name]``, which must be a string."""
+        value = obj.get(name)
+        if not isinstance(value, str):
+            self.fail(_join(field, name), f"expected a string, got {kind(value)}")
+        return value
+
+    def choice(self, obj: Mapping[str, Any], name: str, field: str, allowed: Iterable[str]) -> str:
+        """Return ``obj[name]``, which must be one of ``allowed``."""
+        value = self.req_string(obj, name, field)
+        options = tuple(allowed)
+        if value not in options:
+            self.fail(_join(field, name), f"{value!r} is not one of {', '.join(options)}")
+        return value
+
+    def number(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> float | None:
+        """Return ``obj[name]``, an int or float kept as it is (not a boolean)."""
+        value = obj.get(name)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(_join(field, name), f"expected a number, got {kind(value)}")
+        return value
+
+    def integer(self, obj: Mapping[str, Any], name: str, field: str) -> int:
+        """Return ``obj[name]``, which must be a JSON integer (``2``, not ``2.0`` or ``true``)."""
+        value = obj.get(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(_join(field, name), f"expected an integer, got {kind(value)}")
+        return value
+
+    def strings(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> list[str] | None:
+        """Return ``obj[name]``, a list of strings (or None when optional and absent or null)."""
+        value = obj.get(name)
+        if value is None and optional:
+            return None
+        where = _join(field, name)
+        if not isinstance(value, list):
+            self.fail(where, f"expected a list of strings, got {kind(value)}")
+        for i, v in enumerate(value):
+            if not isinstance(v, str):
+                self.fail(f"{where}[{i}]", f"expected a string, got {kind(v)}")
+        return value
+
+    def same_id(self, value: str, field: str, key: str) -> None:
+        """Check that an id stored inside a record equals the key the record is stored under."""
+        if value != key:
+            self.fail(field, f"{value!r} differs from the key {key!r} it is stored under")
+
+
+def _layout_of(obj: Mapping[str, Any], canonical: tuple[str, ...]) -> list[str] | None:
+    """Return the object's key order when it is not the canonical order of its non-null keys."""
+    keys = list(obj)
+    if keys == [k for k in canonical if obj.get(k) is not None]:
+        return None
+    return keys
+
+
+def key_layout(parts: Iterable[tuple[str, Mapping[str, Any], tuple[str, ...]]]) -> Layout | None:
+    """Return the :data:`Layout` of a record: the key order of each part that is not canonical.
+
+    Args:
+        parts: ``(path, object, canonical key order)`` for the record (path ``""``) and its nested objects.
+
+    Returns:
+        ``{path: keys}`` for the parts whose keys are not the canonical order of their non-null keys, or None
+        when every part is canonical (the usual case).
+    """
+    out = {}
+    for path, obj, canonical in parts:
+        keys = _layout_of(obj, canonical)
+        if keys is not None:
+            out[path] = keys
+    return out or None
+
+
+def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
+    """Read one data file: a JSON object of records keyed by id.
+
+    Args:
+        folder: the data directory.
+        name: the file name (``users.json``).
+        domain: the domain's name, for the error message.
+
+    Raises:
+        DomainError: the file cannot be read, is not JSON, or is not an object (names the file, and the
+            line and column of a JSON syntax error).
+    """
+    path = folder / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DomainError(f"{path}: cannot read {domain} data file: {e.strerror or e}") from e
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DomainError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    if not isinstance(data, dict):
+        raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
+    return data
+
+
+# ------------------------------------------------------------------------------------------------ dumping
+Rows = list[tuple[Any, ...]]
+"""Rows fetched through a raw sqlite3 connection."""
+
+
+def shape(rec: dict[str, Any], layout: str | None) -> dict[str, Any]:
+    """Apply a stored key order (the JSON text of a :data:`Layout`) to a record built in canonical order.
+
+    Args:
+        rec: the record, its keys (and those of its nested objects) in canonical order.
+        layout: the record's ``layout`` column, or None (then ``rec`` is returned as it is).
+
+    Returns:
+        The record with the stored key orders (a new dict where an order changed).
+    """
+    if layout is None:
+        return rec
+    for path, keys in json.loads(layout).items():
+        if path:
+            sub = rec[path]
+            rec[path] = {k: sub.get(k) for k in keys}
+        else:
+            rec = {k: rec.get(k) for k in keys}
+    return rec
+
+
+def select_rows(
+    conn: sqlite3.Connection, sql: str, column: str, key: str | None, order: str
+) -> Rows:
+    """Run a dump query for every record (``key`` None) or for the rows whose ``column`` equals ``key``.
+
+    Args:
+        conn: the sqlite3 connection.
+        sql: ``SELECT ... FROM table`` without WHERE or ORDER BY.
+        column: the column compared with ``key``.
+        key: a record key, or None for all rows.
+        order: the ORDER BY expression (parent key first, then position).
+
+    Returns:
+        The fetched rows.
+    """
+    if key is None:
+        return conn.execute(f"{sql} ORDER BY {order}").fetchall()
+    return conn.execute(f"{sql} WHERE {column} = ? ORDER BY {order}", (key,)).fetchall()
+
+
+def group_rows(rows: Rows) -> dict[Any, list[Any]]:
+    """Group ``(parent, value)`` rows, sorted by parent, into ``{parent: [values]}``."""
+    out: dict[Any, list[Any]] = {}
+    key: Any = object()
+    bucket: list[Any] = []
+    for parent, value in rows:
+        if parent != key:
+            key = parent
+            bucket = out[key] = []
+        bucket.append(value)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ tool helpers
+def raw_connection(ctx: ToolContext) -> sqlite3.Connection:
+    """Flush pending ORM changes and return the trial's sqlite3 connection (same transaction)."""
+    ctx.session.flush()
+    driver = ctx.session.connection().connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    return driver
+
+
+class _HasLayout(Protocol):
+    layout: Layout | None
+
+
+def note_new_keys(obj: _HasLayout, *keys: str) -> None:
+    """Keep a stored (non-canonical) record key order in step with optional fields a tool just set.
+
+    A record dumped in canonical order gets the new keys in canonical place anyway; one with a stored order
+    gets them appended, as the peer's dict would.
+    """
+    layout = obj.layout
+    if layout and "" in layout:
+        top = list(layout[""])
+        top += [k for k in keys if k not in top]
+        obj.layout = {**layout, "": top}
+
+
+# ------------------------------------------------------------------------------------------------ shared tools
+_MAX_EXPRESSION = 2000
+_EXPRESSION_CHARS = frozenset("0123456789+-*/(). ")
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def _arithmetic(root: ast.AST) -> int | float:
+    """Evaluate a parsed expression made only of numbers, + - * /, unary signs and parentheses.
+
+    Iterative (an explicit stack), so a long flat sum cannot exhaust Python's recursion limit.
+    """
+    values: list[Any] = []
+    stack: list[tuple[ast.AST, bool]] = [(root, False)]
+    while stack:
+        node, operands_done = stack.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+            values.append(node.value)
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            if operands_done:
+                right = values.pop()
+                values.append(_BINARY[type(node.op)](values.pop(), right))
+            else:
+                stack += [(node, True), (node.right, False), (node.left, False)]
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            if operands_done:
+                values.append(_UNARY[type(node.op)](values.pop()))
+            else:
+                stack += [(node, True), (node.operand, False)]
+        else:
+            raise ToolError("only numbers, + - * /, parentheses and spaces are allowed")
+    (value,) = values
+    return value  # type: ignore[no-any-return]
+
+
+@tool("read")
+def calculate(ctx: ToolContext, expression: str) -> str:
+    """Calculate the result of an arithmetic expression, rounded to 2 decimals.
+
+    Args:
+        ctx: the trial's tool context.
+        expression: The expression, such as '2 * (3 + 4) / 3'. Only numbers, the operators + - * /,
+            parentheses and spaces are allowed.
+    """
+    if not set(expression) <= _EXPRESSION_CHARS:
+        bad = sorted(set(expression) - _EXPRESSION_CHARS)
+        raise ToolError(f"invalid characters in expression: {''.join(bad)!r}")
+    if len(expression) > _MAX_EXPRESSION:
+        raise ToolError(f"expression longer than {_MAX_EXPRESSION} characters")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+        value = float(_arithmetic(tree.body))
+    except ToolError:
+        raise
+    except ZeroDivisionError as e:
+        raise ToolError("division by zero") from e
+    except (SyntaxError, ValueError) as e:
+        raise ToolError(f"not a valid arithmetic expression: {expression!r}") from e
+    except (OverflowError, RecursionError, MemoryError) as e:
+        raise ToolError("expression too large to evaluate") from e
+    if not math.isfinite(value):
+        raise ToolError("expression too large to evaluate")
+    return str(round(value, 2))
+
+
+@tool("read")
+def think(ctx: ToolContext, thought: str) -> str:
+    """Think about something: changes nothing and returns nothing; use it for complex reasoning.
+
+    Args:
+        ctx: the trial's tool context.
+        thought: A thought to think about.
+    """
+    return ""
+
+
+@tool("read", ends_conversation=True)
+def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
+    """Transfer the user to a human agent, with a summary of the issue; this ends the conversation.
+
+    Only when the user explicitly asks for a human agent, or when the request cannot be handled with the
+    available tools within the policy.
+
+    Args:
+        ctx: the trial's tool context.
+        summary: A summary of the user's issue.
+    """
+    return "Transfer successful"

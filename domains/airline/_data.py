@@ -1,0 +1,511 @@
+"""Load the airline JSON files into the relational schema, and dump the schema back to that JSON.
+
+The native format is a folder with ``users.json``, ``reservations.json`` and ``flights.json``, each an object
+``{key: record}`` (tau-bench layout; see :mod:`domains.airline.models` for what is kept for a lossless round
+trip). Loading validates every field and names file, record key and field on malformed input. Dumping
+reads the tables through the raw sqlite3 connection (it runs once per replayed task, so it avoids the ORM)
+and rebuilds exactly the nested JSON that was loaded, plus whatever the tools changed.
+
+The same record builders serve the full dump and the look-up tools, so a tool's JSON answer is always the
+record as it appears in the dump.
+"""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from domains._common import RecordChecker, group_rows, key_layout, read_records, select_rows, shape
+from domains.airline.models import (
+    CABINS,
+    Flight,
+    FlightDate,
+    PaymentMethod,
+    Reservation,
+    ReservationFlight,
+    ReservationPassenger,
+    ReservationPayment,
+    SavedPassenger,
+    User,
+    UserReservation,
+)
+
+__all__ = [
+    "FILES",
+    "FLIGHT_TYPES",
+    "INSURANCE",
+    "MEMBERSHIPS",
+    "PAYMENT_SOURCES",
+    "SEGMENT_KEYS",
+    "WRITTEN_SEGMENT_KEYS",
+    "dump_all",
+    "flight_on_date",
+    "flight_record",
+    "load_folder",
+    "reservation_record",
+    "user_record",
+]
+
+FILES = ("users.json", "reservations.json", "flights.json")
+"""The data files of an airline data set; the dump has one top-level table per file (without ``.json``)."""
+
+FLIGHT_TYPES = ("one_way", "round_trip")
+"""Allowed ``flight_type`` values."""
+INSURANCE = ("yes", "no")
+"""Allowed ``insurance`` values."""
+MEMBERSHIPS = ("regular", "silver", "gold")
+"""Allowed ``membership`` values."""
+PAYMENT_SOURCES = ("credit_card", "gift_card", "certificate")
+"""Allowed payment method ``source`` values."""
+
+# Canonical key orders (the order of the peer files; optional keys in the order tools set them).
+USER_KEYS = ("name", "address", "email", "dob", "payment_methods", "saved_passengers", "membership", "reservations")
+NAME_KEYS = ("first_name", "last_name")
+ADDRESS_KEYS = ("address1", "address2", "city", "country", "state", "zip")
+METHOD_KEYS = ("source", "brand", "last_four", "amount", "id")
+PERSON_KEYS = ("first_name", "last_name", "dob")
+RESERVATION_REQUIRED = (
+    "reservation_id", "user_id", "origin", "destination", "flight_type", "cabin", "flights", "passengers",
+    "payment_history", "created_at", "total_baggages", "nonfree_baggages", "insurance",
+)
+RESERVATION_KEYS = (*RESERVATION_REQUIRED, "status")
+SEGMENT_KEYS = ("origin", "destination", "flight_number", "date", "price")
+"""Key order of a reservation's flight segment in the data files."""
+WRITTEN_SEGMENT_KEYS = ["flight_number", "date", "price", "origin", "destination"]
+"""Key order of a flight segment written by a tool (the peer adds price, origin, destination to the agent's
+``{flight_number, date}``)."""
+PAYMENT_KEYS = ("payment_id", "amount")
+FLIGHT_KEYS = (
+    "flight_number", "origin", "destination", "scheduled_departure_time_est", "scheduled_arrival_time_est", "dates",
+)
+TIME_KEYS = (
+    "actual_departure_time_est", "estimated_departure_time_est", "actual_arrival_time_est",
+    "estimated_arrival_time_est",
+)
+DATE_KEYS = ("status", "available_seats", "prices", *TIME_KEYS)
+
+
+# ------------------------------------------------------------------------------------------------ loading
+def load_folder(session: Session, folder: Path) -> None:
+    """Insert the data set in ``folder`` (users.json, reservations.json, flights.json) into an empty database.
+
+    Args:
+        session: a Session on a database with the airline schema and no rows.
+        folder: the data directory.
+
+    Raises:
+        DomainError: a file is missing, not JSON, or a record is malformed or refers to a user or flight that
+            does not exist (the message names file, key and field).
+    """
+    folder = Path(folder)
+    users = read_records(folder, "users.json", "airline")
+    reservations = read_records(folder, "reservations.json", "airline")
+    flights = read_records(folder, "flights.json", "airline")
+    rows: dict[type, list[dict[str, Any]]] = {
+        m: []
+        for m in (
+            User, PaymentMethod, SavedPassenger, UserReservation, Flight, FlightDate, Reservation,
+            ReservationFlight, ReservationPassenger, ReservationPayment,
+        )
+    }
+    _load_users(folder / "users.json", users, rows)
+    _load_flights(folder / "flights.json", flights, rows)
+    _load_reservations(folder / "reservations.json", reservations, users, flights, rows)
+    for model, batch in rows.items():
+        if batch:
+            session.connection().execute(insert(model), batch)  # Core executemany: one statement per table
+
+
+def _person(r: RecordChecker, raw: Any, field: str) -> dict[str, Any]:
+    p = r.obj(raw, field, PERSON_KEYS)
+    return {
+        "first_name": r.req_string(p, "first_name", field),
+        "last_name": r.req_string(p, "last_name", field),
+        "dob": r.req_string(p, "dob", field),
+        "layout": key_layout([("", p, PERSON_KEYS)]),
+    }
+
+
+def _load_users(path: Path, users: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
+    for pos, (uid, raw) in enumerate(users.items()):
+        r = RecordChecker(path, uid)
+        rec = r.obj(raw, "", USER_KEYS)
+        name = r.obj(rec["name"], "name", NAME_KEYS)
+        addr = r.obj(rec["address"], "address", ADDRESS_KEYS)
+        rows[User].append({
+            "id": uid, "position": pos,
+            "first_name": r.req_string(name, "first_name", "name"),
+            "last_name": r.req_string(name, "last_name", "name"),
+            **{k: r.req_string(addr, k, "address") for k in ADDRESS_KEYS},
+            "email": r.req_string(rec, "email", ""),
+            "dob": r.req_string(rec, "dob", ""),
+            "membership": r.choice(rec, "membership", "", MEMBERSHIPS),
+            "layout": key_layout([("", rec, USER_KEYS), ("name", name, NAME_KEYS), ("address", addr, ADDRESS_KEYS)]),
+        })
+        methods = r.mapping(rec["payment_methods"], "payment_methods")
+        for mpos, (mid, mraw) in enumerate(methods.items()):
+            field = f"payment_methods.{mid}"
+            m = r.obj(mraw, field, ("source", "id"), METHOD_KEYS)
+            r.same_id(r.req_string(m, "id", field), f"{field}.id", mid)
+            source = r.choice(m, "source", field, PAYMENT_SOURCES)
+            if source == "credit_card":
+                r.obj(m, field, ("source", "brand", "last_four", "id"))
+            else:
+                r.obj(m, field, ("source", "amount", "id"))
+            rows[PaymentMethod].append({
+                "user_id": uid, "id": mid, "position": mpos, "source": source,
+                "brand": r.string(m, "brand", field, optional=True),
+                "last_four": r.string(m, "last_four", field, optional=True),
+                "amount": r.number(m, "amount", field, optional=True),
+                "layout": key_layout([("", m, METHOD_KEYS)]),
+            })
+        for ppos, praw in enumerate(r.array(rec["saved_passengers"], "saved_passengers")):
+            rows[SavedPassenger].append(
+                {"user_id": uid, "position": ppos, **_person(r, praw, f"saved_passengers[{ppos}]")}
+            )
+        for rpos, rid in enumerate(r.strings(rec, "reservations", "") or []):
+            rows[UserReservation].append({"user_id": uid, "position": rpos, "reservation_id": rid})
+
+
+def _cabin_numbers(
+    r: RecordChecker, d: Mapping[str, Any], name: str, field: str, integers: bool
+) -> dict[str, Any] | None:
+    """Return ``{cabin: value}`` of a date's ``available_seats`` or ``prices`` object (None when absent)."""
+    if name not in d:
+        return None
+    where = f"{field}.{name}"
+    obj = r.obj(d[name], where, CABINS)
+    if integers:
+        return {c: r.integer(obj, c, where) for c in CABINS}
+    return {c: r.number(obj, c, where) for c in CABINS}
+
+
+def _load_flights(path: Path, flights: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
+    for pos, (number, raw) in enumerate(flights.items()):
+        r = RecordChecker(path, number)
+        rec = r.obj(raw, "", FLIGHT_KEYS)
+        r.same_id(r.req_string(rec, "flight_number", ""), "flight_number", number)
+        rows[Flight].append({
+            "id": number, "position": pos,
+            "origin": r.req_string(rec, "origin", ""),
+            "destination": r.req_string(rec, "destination", ""),
+            "scheduled_departure_time_est": r.req_string(rec, "scheduled_departure_time_est", ""),
+            "scheduled_arrival_time_est": r.req_string(rec, "scheduled_arrival_time_est", ""),
+            "layout": key_layout([("", rec, FLIGHT_KEYS)]),
+        })
+        for dpos, (day, draw) in enumerate(r.mapping(rec["dates"], "dates").items()):
+            field = f"dates.{day}"
+            d = r.obj(draw, field, ("status",), DATE_KEYS)
+            status = r.req_string(d, "status", field)
+            seats = _cabin_numbers(r, d, "available_seats", field, integers=True)
+            prices = _cabin_numbers(r, d, "prices", field, integers=False)
+            if status == "available" and (seats is None or prices is None):
+                missing = "available_seats" if seats is None else "prices"
+                r.fail(f"{field}.{missing}", "missing (a date open for booking needs seats and prices)")
+            parts: list[tuple[str, Mapping[str, Any], tuple[str, ...]]] = [("", d, DATE_KEYS)]
+            if seats is not None:
+                parts.append(("available_seats", d["available_seats"], CABINS))
+            if prices is not None:
+                parts.append(("prices", d["prices"], CABINS))
+            rows[FlightDate].append({
+                "flight_number": number, "date": day, "position": dpos, "status": status,
+                **{f"seats_{c}": (seats or {}).get(c) for c in CABINS},
+                **{f"price_{c}": (prices or {}).get(c) for c in CABINS},
+                **{k: r.string(d, k, field, optional=True) for k in TIME_KEYS},
+                "layout": key_layout(parts),
+            })
+
+
+def _load_reservations(
+    path: Path,
+    reservations: dict[str, Any],
+    users: Mapping[str, Any],
+    flights: Mapping[str, Any],
+    rows: dict[type, list[dict[str, Any]]],
+) -> None:
+    for pos, (rid, raw) in enumerate(reservations.items()):
+        r = RecordChecker(path, rid)
+        rec = r.obj(raw, "", RESERVATION_REQUIRED, RESERVATION_KEYS)
+        r.same_id(r.req_string(rec, "reservation_id", ""), "reservation_id", rid)
+        user_id = r.req_string(rec, "user_id", "")
+        if user_id not in users:
+            r.fail("user_id", f"no user {user_id!r} in users.json")
+        rows[Reservation].append({
+            "id": rid, "position": pos, "user_id": user_id,
+            "origin": r.req_string(rec, "origin", ""),
+            "destination": r.req_string(rec, "destination", ""),
+            "flight_type": r.choice(rec, "flight_type", "", FLIGHT_TYPES),
+            "cabin": r.choice(rec, "cabin", "", CABINS),
+            "created_at": r.req_string(rec, "created_at", ""),
+            "total_baggages": r.integer(rec, "total_baggages", ""),
+            "nonfree_baggages": r.integer(rec, "nonfree_baggages", ""),
+            "insurance": r.choice(rec, "insurance", "", INSURANCE),
+            "status": r.string(rec, "status", "", optional=True),
+            "layout": key_layout([("", rec, RESERVATION_KEYS)]),
+        })
+        for fpos, fraw in enumerate(r.array(rec["flights"], "flights")):
+            field = f"flights[{fpos}]"
+            f = r.obj(fraw, field, SEGMENT_KEYS)
+            number = r.req_string(f, "flight_number", field)
+            if number not in flights:
+                r.fail(f"{field}.flight_number", f"no flight {number!r} in flights.json")
+            rows[ReservationFlight].append({
+                "reservation_id": rid, "position": fpos, "flight_number": number,
+                "origin": r.req_string(f, "origin", field),
+                "destination": r.req_string(f, "destination", field),
+                "date": r.req_string(f, "date", field),
+                "price": r.number(f, "price", field),
+                "layout": key_layout([("", f, SEGMENT_KEYS)]),
+            })
+        for ppos, praw in enumerate(r.array(rec["passengers"], "passengers")):
+            rows[ReservationPassenger].append(
+                {"reservation_id": rid, "position": ppos, **_person(r, praw, f"passengers[{ppos}]")}
+            )
+        for ppos, praw in enumerate(r.array(rec["payment_history"], "payment_history")):
+            field = f"payment_history[{ppos}]"
+            p = r.obj(praw, field, PAYMENT_KEYS)
+            rows[ReservationPayment].append({
+                "reservation_id": rid, "position": ppos,
+                "payment_id": r.req_string(p, "payment_id", field),
+                "amount": r.number(p, "amount", field),
+                "layout": key_layout([("", p, PAYMENT_KEYS)]),
+            })
+
+
+# ------------------------------------------------------------------------------------------------ dumping
+def _people(conn: sqlite3.Connection, table: str, parent: str, key: str | None) -> dict[str, list[dict[str, Any]]]:
+    """``{parent id: [person]}`` from ``saved_passengers`` or ``reservation_passengers``."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    current: Any = None
+    bucket: list[dict[str, Any]] = []
+    for pid, first, last, dob, layout in select_rows(
+        conn, f"SELECT {parent}, first_name, last_name, dob, layout FROM {table}", parent, key,
+        f"{parent}, position",
+    ):
+        if pid != current:
+            current = pid
+            bucket = out[pid] = []
+        person = {"first_name": first, "last_name": last, "dob": dob}
+        bucket.append(person if layout is None else shape(person, layout))
+    return out
+
+
+def _users(conn: sqlite3.Connection, user_id: str | None) -> dict[str, dict[str, Any]]:
+    methods: dict[str, dict[str, Any]] = {}
+    current: Any = None
+    bucket: dict[str, Any] = {}
+    for uid, mid, source, brand, last_four, amount, layout in select_rows(
+        conn, "SELECT user_id, id, source, brand, last_four, amount, layout FROM payment_methods", "user_id",
+        user_id, "user_id, position",
+    ):
+        if uid != current:
+            current = uid
+            bucket = methods[uid] = {}
+        m: dict[str, Any] = {"source": source}
+        if brand is not None:
+            m["brand"] = brand
+        if last_four is not None:
+            m["last_four"] = last_four
+        if amount is not None:
+            m["amount"] = amount
+        m["id"] = mid
+        bucket[mid] = m if layout is None else shape(m, layout)
+    saved = _people(conn, "saved_passengers", "user_id", user_id)
+    links = group_rows(select_rows(
+        conn, "SELECT user_id, reservation_id FROM user_reservations", "user_id", user_id, "user_id, position"
+    ))
+    out: dict[str, dict[str, Any]] = {}
+    for uid, first, last, a1, a2, city, country, state, zip_, email, dob, membership, layout in select_rows(
+        conn, "SELECT id, first_name, last_name, address1, address2, city, country, state, zip, email, dob, "
+        "membership, layout FROM users", "id", user_id, "position",
+    ):
+        rec = {
+            "name": {"first_name": first, "last_name": last},
+            "address": {"address1": a1, "address2": a2, "city": city, "country": country, "state": state,
+                        "zip": zip_},
+            "email": email,
+            "dob": dob,
+            "payment_methods": methods.get(uid, {}),
+            "saved_passengers": saved.get(uid, []),
+            "membership": membership,
+            "reservations": links.get(uid, []),
+        }
+        out[uid] = rec if layout is None else shape(rec, layout)
+    return out
+
+
+def _reservations(conn: sqlite3.Connection, reservation_id: str | None) -> dict[str, dict[str, Any]]:
+    segments: dict[str, list[dict[str, Any]]] = {}
+    current: Any = None
+    bucket: list[dict[str, Any]] = []
+    for rid, origin, destination, number, day, price, layout in select_rows(
+        conn, "SELECT reservation_id, origin, destination, flight_number, date, price, layout "
+        "FROM reservation_flights", "reservation_id", reservation_id, "reservation_id, position",
+    ):
+        if rid != current:
+            current = rid
+            bucket = segments[rid] = []
+        seg = {"origin": origin, "destination": destination, "flight_number": number, "date": day, "price": price}
+        bucket.append(seg if layout is None else shape(seg, layout))
+    passengers = _people(conn, "reservation_passengers", "reservation_id", reservation_id)
+    payments: dict[str, list[dict[str, Any]]] = {}
+    current = None
+    for rid, payment_id, amount, layout in select_rows(
+        conn, "SELECT reservation_id, payment_id, amount, layout FROM reservation_payments", "reservation_id",
+        reservation_id, "reservation_id, position",
+    ):
+        if rid != current:
+            current = rid
+            bucket = payments[rid] = []
+        entry = {"payment_id": payment_id, "amount": amount}
+        bucket.append(entry if layout is None else shape(entry, layout))
+    out: dict[str, dict[str, Any]] = {}
+    for (rid, uid, origin, destination, flight_type, cabin, created_at, total_bags, nonfree_bags, insurance,
+         status, layout) in select_rows(
+        conn, "SELECT id, user_id, origin, destination, flight_type, cabin, created_at, total_baggages, "
+        "nonfree_baggages, insurance, status, layout FROM reservations", "id", reservation_id, "position",
+    ):
+        rec: dict[str, Any] = {
+            "reservation_id": rid,
+            "user_id": uid,
+            "origin": origin,
+            "destination": destination,
+            "flight_type": flight_type,
+            "cabin": cabin,
+            "flights": segments.get(rid, []),
+            "passengers": passengers.get(rid, []),
+            "payment_history": payments.get(rid, []),
+            "created_at": created_at,
+            "total_baggages": total_bags,
+            "nonfree_baggages": nonfree_bags,
+            "insurance": insurance,
+        }
+        if status is not None:
+            rec["status"] = status
+        out[rid] = rec if layout is None else shape(rec, layout)
+    return out
+
+
+_DATE_COLUMNS = (
+    "flight_number, date, status, seats_basic_economy, seats_economy, seats_business, price_basic_economy, "
+    "price_economy, price_business, actual_departure_time_est, estimated_departure_time_est, "
+    "actual_arrival_time_est, estimated_arrival_time_est, layout"
+)
+
+
+def _date_record(row: tuple[Any, ...]) -> dict[str, Any]:
+    """Build a ``dates`` entry from a row of :data:`_DATE_COLUMNS` (without the first two columns' keys)."""
+    (_, _, status, s_basic, s_economy, s_business, p_basic, p_economy, p_business, actual_dep, estimated_dep,
+     actual_arr, estimated_arr, layout) = row
+    rec: dict[str, Any] = {"status": status}
+    if s_basic is not None:
+        rec["available_seats"] = {"basic_economy": s_basic, "economy": s_economy, "business": s_business}
+    if p_basic is not None:
+        rec["prices"] = {"basic_economy": p_basic, "economy": p_economy, "business": p_business}
+    if actual_dep is not None:
+        rec["actual_departure_time_est"] = actual_dep
+    if estimated_dep is not None:
+        rec["estimated_departure_time_est"] = estimated_dep
+    if actual_arr is not None:
+        rec["actual_arrival_time_est"] = actual_arr
+    if estimated_arr is not None:
+        rec["estimated_arrival_time_est"] = estimated_arr
+    return rec if layout is None else shape(rec, layout)
+
+
+def _flights(conn: sqlite3.Connection, flight_number: str | None) -> dict[str, dict[str, Any]]:
+    dates: dict[str, dict[str, Any]] = {}
+    current: Any = None
+    bucket: dict[str, Any] = {}
+    for row in select_rows(
+        conn, f"SELECT {_DATE_COLUMNS} FROM flight_dates", "flight_number", flight_number,
+        "flight_number, position",
+    ):
+        if row[0] != current:
+            current = row[0]
+            bucket = dates[current] = {}
+        bucket[row[1]] = _date_record(row)
+    out: dict[str, dict[str, Any]] = {}
+    for number, origin, destination, departure, arrival, layout in select_rows(
+        conn, "SELECT id, origin, destination, scheduled_departure_time_est, scheduled_arrival_time_est, layout "
+        "FROM flights", "id", flight_number, "position",
+    ):
+        rec = {
+            "flight_number": number,
+            "origin": origin,
+            "destination": destination,
+            "scheduled_departure_time_est": departure,
+            "scheduled_arrival_time_est": arrival,
+            "dates": dates.get(number, {}),
+        }
+        out[number] = rec if layout is None else shape(rec, layout)
+    return out
+
+
+def dump_all(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+    """Return the whole database as ``{"users": {...}, "reservations": {...}, "flights": {...}}``.
+
+    Args:
+        conn: a sqlite3 connection holding the airline schema.
+
+    Returns:
+        The nested JSON of the three data files, records in file order.
+    """
+    # The dump allocates ~100k containers and no garbage; the collector's passes would only rescan them.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return {"users": _users(conn, None), "reservations": _reservations(conn, None), "flights": _flights(conn, None)}
+    finally:
+        if paused:
+            gc.enable()
+
+
+def user_record(conn: sqlite3.Connection, user_id: str) -> dict[str, Any] | None:
+    """Return one user's record as in users.json, or None when there is no such user."""
+    return _users(conn, user_id).get(user_id)
+
+
+def reservation_record(conn: sqlite3.Connection, reservation_id: str) -> dict[str, Any] | None:
+    """Return one reservation's record as in reservations.json, or None when there is no such reservation."""
+    return _reservations(conn, reservation_id).get(reservation_id)
+
+
+def flight_record(conn: sqlite3.Connection, flight_number: str) -> dict[str, Any] | None:
+    """Return one flight's record as in flights.json (with all its dates), or None when there is no such flight."""
+    return _flights(conn, flight_number).get(flight_number)
+
+
+def flight_on_date(conn: sqlite3.Connection, flight_number: str, date: str) -> dict[str, Any] | None:
+    """Return a flight's record without ``dates``, merged with its entry for ``date`` (as the searches show it).
+
+    Args:
+        conn: the sqlite3 connection.
+        flight_number: the flight.
+        date: the date, ``YYYY-MM-DD``.
+
+    Returns:
+        ``{flight_number, origin, destination, scheduled_departure_time_est, scheduled_arrival_time_est,
+        status, ...the date's other fields}``, or None when the flight has no entry for that date.
+    """
+    row = conn.execute(f"SELECT {_DATE_COLUMNS} FROM flight_dates WHERE flight_number = ? AND date = ?",
+                       (flight_number, date)).fetchone()
+    flight = conn.execute(
+        "SELECT id, origin, destination, scheduled_departure_time_est, scheduled_arrival_time_est, layout "
+        "FROM flights WHERE id = ?", (flight_number,)
+    ).fetchone()
+    if row is None or flight is None:
+        return None
+    number, origin, destination, departure, arrival, layout = flight
+    rec = {"flight_number": number, "origin": origin, "destination": destination,
+           "scheduled_departure_time_est": departure, "scheduled_arrival_time_est": arrival, "dates": None}
+    merged = {k: v for k, v in (rec if layout is None else shape(rec, layout)).items() if k != "dates"}
+    merged.update(_date_record(row))
+    return merged
+

@@ -1,0 +1,824 @@
+"""The airline tools, in two modes: ``tau-bench`` (the peer's semantics) and ``tausim`` (corrected).
+
+Every tool takes the trial's :class:`~simulator.tools.ToolContext` first and reads the mode from
+``ctx.options["mode"]``. Look-ups return the record as JSON, exactly as it appears in the data dump. Write
+tools check everything before they change anything and raise :class:`~simulator.tools.ToolError` (shown to
+the agent as ``Error: ...``) when they refuse; the dispatcher also rolls the call's transaction back, so a
+refused call never changes the state. Successful writes return the changed reservation as JSON. Nothing reads
+a clock or a random source: a booking's ``created_at`` is always ``2024-05-15T15:00:00`` (the policy's "now"),
+new reservation ids are the first free of ``HATHAT``, ``HATHAU``, ``HATHAV`` (then ``HATHAW``...), new
+certificates the first free of ``certificate_3221322``, ``...323``, ``...324`` (then ``...325``...).
+
+Mode ``tau-bench`` reproduces the peer suite (``../shared/spec/tau-bench-semantics.md``), so its tasks grade
+the same, including three places where the peer looks wrong:
+
+- booking, changing flights and cancelling never change a flight's available seats;
+- changing flights never updates the reservation's ``cabin`` (so a later change compares against the old one);
+- cancelling appends the negated payments to the history but restores no gift-card or certificate balance;
+
+and, as the peer also does, a cancelled reservation can still be changed or cancelled again, payment amounts
+are checked one by one against a gift card's or certificate's balance, and the payments must equal the total
+exactly (as floats).
+
+Mode ``tausim`` (the default for the built-in data set) keeps every tool's interface, checks and prices, and
+corrects the bookkeeping:
+
+- seats: booking takes ``len(passengers)`` seats of the cabin on every flight (the check counts a flight listed
+  twice twice); cancelling gives them back; changing flights gives back the seats of every dropped segment
+  (in the old cabin) and takes seats for every new or re-priced segment (in the new cabin). Seats are given
+  back only on dates that still have seat counts (a date that has flown keeps its record as it is);
+- cabin: changing flights sets the reservation's ``cabin`` to the requested one;
+- refunds: cancelling refunds each payment method the net amount it paid for the reservation (the sum of its
+  history entries, which the negated entries balance): a gift card's balance grows by it; a certificate, which
+  a booking deletes, comes back with that amount (an id starting with ``certificate_`` that no longer exists
+  is re-created as a certificate at the end of the user's methods; an existing one grows). Credit cards have no
+  balance to restore. A negative net (a gift card credited by a cheaper flight change) is taken back;
+- integrity: a cancelled reservation can be neither changed nor cancelled again; a booking needs at least one
+  passenger; payment amounts and certificate amounts must be positive; a method listed twice in one booking is
+  checked against its balance with the sum of its amounts; the payments must add up to the total at cent
+  precision (``|paid - total| < 0.005``) rather than as exact floats; bag counts must satisfy
+  ``0 <= nonfree_baggages <= total_baggages``.
+
+In both modes ``search_onestop_flight`` pairs a first flight available on the date with a connecting flight
+(from its destination to the requested one) available on the same date, or on the next calendar date when the
+first flight's arrival time ends in ``+1``; the connection must not leave before the first flight arrives (time
+of day, ``+1`` removed; leaving at the arrival time is allowed), and shows the seats and prices of its own
+date. An unparsable date finds nothing, as in ``search_direct_flight``. ``list_all_airports`` lists the codes
+that appear in the flight schedule, named from the peer's and the built-in network's airport lists (an unknown
+code is named by itself).
+
+Policy rules (basic economy flights cannot change, at most one certificate, bags can only be added, ...) are
+the agent's to apply and are not enforced by the tools in either mode, as in the peer. Money: gift-card and
+certificate balances and the amounts the tools compute are rounded to cents (``round(x, 2)``, which keeps an
+int an int: the peer's integer prices give integer amounts).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from collections import Counter
+from collections.abc import Sequence
+from datetime import date as Date
+from datetime import timedelta
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AllowInfNan,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    StrictFloat,
+    StrictInt,
+    TypeAdapter,
+)
+from pydantic_core import CoreSchema
+from sqlalchemy import func, select
+from typing_extensions import TypedDict
+
+from domains._common import calculate, note_new_keys, think, transfer_to_human_agents
+from domains._common import raw_connection as _raw
+from domains.airline._data import WRITTEN_SEGMENT_KEYS, flight_on_date, reservation_record, user_record
+from domains.airline.models import (
+    Flight,
+    FlightDate,
+    PaymentMethod,
+    Reservation,
+    ReservationFlight,
+    ReservationPassenger,
+    ReservationPayment,
+    User,
+    UserReservation,
+)
+from simulator.tools import Toolbox, ToolContext, ToolError, tool
+
+__all__ = [
+    "BOOKING_TIME",
+    "DEFAULT_MODE",
+    "MODES",
+    "TOOLS",
+    "FlightRef",
+    "Passenger",
+    "Payment",
+    "airline_toolbox",
+    "book_reservation",
+    "calculate",
+    "cancel_reservation",
+    "get_reservation_details",
+    "get_user_details",
+    "list_all_airports",
+    "search_direct_flight",
+    "search_onestop_flight",
+    "send_certificate",
+    "think",
+    "transfer_to_human_agents",
+    "update_reservation_baggages",
+    "update_reservation_flights",
+    "update_reservation_passengers",
+]
+
+MODES = ("tau-bench", "tausim")
+"""Tool modes: the peer's semantics, or the corrected bookkeeping (see the module docstring)."""
+DEFAULT_MODE = "tausim"
+"""Mode used when the options name none."""
+BOOKING_TIME = "2024-05-15T15:00:00"
+"""``created_at`` of every reservation a tool books (the policy's current time)."""
+FIRST_RESERVATION_ID = "HATHAT"
+"""The first id a booking gives; the next free ones follow (``HATHAU``, ``HATHAV``, ...)."""
+FIRST_CERTIFICATE = 3221322
+"""Number of the first certificate ``send_certificate`` creates (``certificate_3221322``)."""
+BAG_FEE = 50
+"""Price of one non-free checked bag, in dollars."""
+INSURANCE_FEE = 30
+"""Price of travel insurance per passenger, in dollars."""
+
+_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+# Peer data set airports, then the built-in data set's (public facts: IATA code -> city).
+_PEER_AIRPORTS = {
+    "SFO": "San Francisco", "JFK": "New York", "LAX": "Los Angeles", "ORD": "Chicago", "DFW": "Dallas",
+    "DEN": "Denver", "SEA": "Seattle", "ATL": "Atlanta", "MIA": "Miami", "BOS": "Boston", "PHX": "Phoenix",
+    "IAH": "Houston", "LAS": "Las Vegas", "MCO": "Orlando", "EWR": "Newark", "CLT": "Charlotte",
+    "MSP": "Minneapolis", "DTW": "Detroit", "PHL": "Philadelphia", "LGA": "LaGuardia",
+}
+
+
+# ------------------------------------------------------------------------------------------------ argument types
+def _inline_schema(tp: Any) -> dict[str, Any]:
+    """Return ``tp``'s JSON schema with ``$ref``s resolved and titles dropped (one self-contained schema)."""
+    schema = TypeAdapter(tp).json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: resolve(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
+
+
+class _Declared:
+    """Base of argument types that validate as ``__validate_as__`` and show its self-contained JSON schema.
+
+    The tool decorator reads parameter types with ``typing.get_type_hints``, which drops ``Annotated``
+    metadata, so these classes carry the pydantic behaviour themselves (validated values are plain lists and
+    numbers). The schema is ``__json_schema__`` when set, else that of ``__validate_as__`` with its
+    ``$ref``s inlined (some model APIs accept no ``$defs`` in tool parameters).
+    """
+
+    __validate_as__: ClassVar[Any]
+    __json_schema__: ClassVar[dict[str, Any] | None] = None
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """Validate as ``__validate_as__``."""
+        return handler.generate_schema(cls.__validate_as__)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        """Show ``__json_schema__``, or the inlined schema of ``__validate_as__``."""
+        return dict(cls.__json_schema__ or _inline_schema(cls.__validate_as__))
+
+
+class Money(float, _Declared):
+    """A JSON number of dollars, kept as given (``250`` stays an int).
+
+    Booleans, strings, NaN and infinities are refused.
+    """
+
+    __validate_as__ = StrictInt | Annotated[StrictFloat, AllowInfNan(False)]
+    __json_schema__ = {"type": "number"}  # noqa: RUF012 - read-only declaration
+
+
+_FORBID_EXTRA = ConfigDict(extra="forbid")
+
+
+class FlightRef(TypedDict):
+    """One flight of an itinerary."""
+
+    __pydantic_config__ = _FORBID_EXTRA  # type: ignore[misc]
+
+    flight_number: Annotated[str, Field(description="Flight number, such as 'HAT001'.")]
+    date: Annotated[str, Field(description="Date of the flight, 'YYYY-MM-DD', such as '2024-05-01'.")]
+
+
+class Passenger(TypedDict):
+    """A traveller."""
+
+    __pydantic_config__ = _FORBID_EXTRA  # type: ignore[misc]
+
+    first_name: Annotated[str, Field(description="First name, such as 'Noah'.")]
+    last_name: Annotated[str, Field(description="Last name, such as 'Brown'.")]
+    dob: Annotated[str, Field(description="Date of birth, 'YYYY-MM-DD', such as '1990-01-01'.")]
+
+
+class Payment(TypedDict):
+    """One payment of a booking."""
+
+    __pydantic_config__ = _FORBID_EXTRA  # type: ignore[misc]
+
+    payment_id: Annotated[str, Field(description="Payment method id from the user's profile, such as "
+                                                 "'credit_card_7815826' or 'gift_card_7815826'.")]
+    amount: Annotated[Money, Field(description="Amount paid with this method, in dollars.")]
+
+
+class FlightRefs(list[FlightRef], _Declared):
+    """A list of :class:`FlightRef`."""
+
+    __validate_as__ = list[FlightRef]
+
+
+class Passengers(list[Passenger], _Declared):
+    """A list of :class:`Passenger`."""
+
+    __validate_as__ = list[Passenger]
+
+
+class Payments(list[Payment], _Declared):
+    """A list of :class:`Payment`."""
+
+    __validate_as__ = list[Payment]
+
+
+Cabin = Literal["basic_economy", "economy", "business"]
+"""A cabin class."""
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def _corrected(ctx: ToolContext) -> bool:
+    """True in mode ``tausim``, False in mode ``tau-bench``."""
+    mode = ctx.options.get("mode", DEFAULT_MODE)
+    if mode not in MODES:
+        raise ValueError(f"unknown airline tool mode {mode!r} (modes: {', '.join(MODES)})")
+    return bool(mode == "tausim")
+
+
+def _money(x: float) -> float:
+    """Round to cents (an int stays an int)."""
+    return round(x, 2)
+
+
+def _get_user(ctx: ToolContext, user_id: str) -> User:
+    user = ctx.session.get(User, user_id)
+    if user is None:
+        raise ToolError(f"user {user_id!r} not found")
+    return user
+
+
+def _reservation_to_change(ctx: ToolContext, reservation_id: str) -> Reservation:
+    """Return a reservation a write tool changes; in mode ``tausim`` refuse a cancelled one."""
+    reservation = ctx.session.get(Reservation, reservation_id)
+    if reservation is None:
+        raise ToolError(f"reservation {reservation_id!r} not found")
+    if reservation.status == "cancelled" and _corrected(ctx):
+        raise ToolError(f"reservation {reservation_id} is cancelled and can no longer be changed")
+    return reservation
+
+
+def _reservation_json(ctx: ToolContext, reservation_id: str) -> str:
+    return json.dumps(reservation_record(_raw(ctx), reservation_id))
+
+
+def _bookable(ctx: ToolContext, flight_number: str, date: str) -> tuple[Flight, FlightDate]:
+    """Return a flight and its date entry, refusing a flight or date that does not exist or is not available."""
+    flight = ctx.session.get(Flight, flight_number)
+    if flight is None:
+        raise ToolError(f"flight {flight_number} not found")
+    day = ctx.session.get(FlightDate, (flight_number, date))
+    if day is None:
+        raise ToolError(f"flight {flight_number} not found on date {date}")
+    if day.status != "available":
+        raise ToolError(f"flight {flight_number} is not available on date {date} (status: {day.status})")
+    return flight, day
+
+
+def _check_seats(day: FlightDate, cabin: str, needed: int) -> float:
+    """Refuse when fewer than ``needed`` seats are left in the cabin; return the cabin's price."""
+    seats, price = day.seats(cabin), day.price(cabin)
+    if seats is None or price is None:
+        raise ToolError(f"flight {day.flight_number} on {day.date} has no {cabin} cabin for sale")
+    if seats < needed:
+        raise ToolError(f"not enough seats on flight {day.flight_number} on {day.date}: {seats} {cabin} seat(s) "
+                        f"left, {needed} needed")
+    return price
+
+
+def _user_method(ctx: ToolContext, user_id: str, payment_id: str) -> PaymentMethod:
+    method = ctx.session.get(PaymentMethod, (user_id, payment_id))
+    if method is None:
+        raise ToolError(f"payment method {payment_id!r} not found in the profile of user {user_id}")
+    return method
+
+
+def _has_balance(method: PaymentMethod) -> bool:
+    return method.source in ("gift_card", "certificate")
+
+
+def _check_change_payment(method: PaymentMethod, cost: float) -> None:
+    """Refuse a certificate, and a gift card whose balance is below ``cost``, as payment of a change."""
+    if method.source == "certificate":
+        raise ToolError(f"a certificate ({method.id}) cannot pay for a change to a reservation")
+    if method.source == "gift_card" and (method.amount or 0) < cost:
+        raise ToolError(f"gift card {method.id} has a balance of {method.amount}, less than the {cost} to pay")
+
+
+def _add_to_balance(method: PaymentMethod, amount: float) -> None:
+    """Change a gift card's or certificate's balance by ``amount`` (rounded to cents)."""
+    method.amount = _money((method.amount or 0) + amount)
+
+
+def _append_payment(reservation: Reservation, payment_id: str, amount: float) -> None:
+    reservation.payments.append(ReservationPayment(
+        position=len(reservation.payments), payment_id=payment_id, amount=amount
+    ))
+
+
+def _next_method_position(user: User) -> int:
+    return max((m.position for m in user.payment_methods), default=-1) + 1
+
+
+def _new_reservation_id(ctx: ToolContext) -> str:
+    """Return the first id of HATHAT, HATHAU, HATHAV, HATHAW, ... that no reservation has."""
+    taken = set(ctx.session.scalars(select(Reservation.id).where(Reservation.id.like("HATH%"))))
+    candidates = (f"HATH{a}{b}" for a, b in itertools.product(_ID_ALPHABET, repeat=2))
+    for candidate in itertools.dropwhile(lambda c: c != FIRST_RESERVATION_ID, candidates):
+        if candidate not in taken:
+            return candidate
+    raise ToolError("no free reservation id left")  # 1,000+ bookings in one trial
+
+
+def _segment(position: int, flight: Flight, day: FlightDate, price: float) -> ReservationFlight:
+    return ReservationFlight(
+        position=position, flight_number=flight.id, date=day.date, price=price, origin=flight.origin,
+        destination=flight.destination, layout={"": list(WRITTEN_SEGMENT_KEYS)},
+    )
+
+
+@functools.cache
+def _airport_cities() -> dict[str, str]:
+    """IATA code -> city of every airport either data set knows (the peer's, then the built-in one's)."""
+    from domains.airline.generate import AIRPORTS  # the built-in network; imported only when listed
+
+    return {**_PEER_AIRPORTS, **{a.code: a.city for a in AIRPORTS if a.code not in _PEER_AIRPORTS}}
+
+
+def _next_day(date: str) -> str | None:
+    try:
+        return (Date.fromisoformat(date) + timedelta(days=1)).isoformat()
+    except ValueError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------ look-ups
+@tool("read")
+def get_user_details(ctx: ToolContext, user_id: str) -> str:
+    """Get a user's profile, payment methods (with balances), saved passengers, membership and reservations.
+
+    The profile holds the name, address, email and date of birth; gift cards and certificates show their
+    balance ('amount'); 'reservations' lists the user's reservation ids.
+
+    Args:
+        ctx: the trial's tool context.
+        user_id: The user id, such as 'sara_doe_496'.
+    """
+    record = user_record(_raw(ctx), user_id)
+    if record is None:
+        raise ToolError(f"user {user_id!r} not found")
+    return json.dumps(record)
+
+
+@tool("read")
+def get_reservation_details(ctx: ToolContext, reservation_id: str) -> str:
+    """Get a reservation's details: trip, cabin, flights, passengers, payments, bags, insurance and status.
+
+    Each flight shows the price paid per passenger; 'status' appears only once the reservation is cancelled.
+
+    Args:
+        ctx: the trial's tool context.
+        reservation_id: The reservation id, such as '8JX2WO'.
+    """
+    record = reservation_record(_raw(ctx), reservation_id)
+    if record is None:
+        raise ToolError(f"reservation {reservation_id!r} not found")
+    return json.dumps(record)
+
+
+@tool("read")
+def list_all_airports(ctx: ToolContext) -> str:
+    """List every airport served: a JSON object mapping the three-letter airport code to its city.
+
+    Args:
+        ctx: the trial's tool context.
+    """
+    codes = set(ctx.session.scalars(select(Flight.origin).union(select(Flight.destination))))
+    cities = _airport_cities()
+    known = {code: city for code, city in cities.items() if code in codes}
+    return json.dumps({**known, **{code: code for code in sorted(codes - set(known))}})
+
+
+def _available_flights(ctx: ToolContext, origin: str, destination: str | None, date: str) -> list[Flight]:
+    """Flights from ``origin`` (to ``destination`` if given) open for booking on ``date``, in file order."""
+    query = (
+        select(Flight).join(FlightDate, FlightDate.flight_number == Flight.id)
+        .where(Flight.origin == origin, FlightDate.date == date, FlightDate.status == "available")
+        .order_by(Flight.position)
+    )
+    if destination is not None:
+        query = query.where(Flight.destination == destination)
+    return list(ctx.session.scalars(query))
+
+
+@tool("read")
+def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: str) -> str:
+    """Search direct flights between two airports on a date.
+
+    Returns a JSON list of the flights open for booking that day, each with its schedule, status, available
+    seats and price per passenger of each cabin.
+
+    Args:
+        ctx: the trial's tool context.
+        origin: The origin airport, three letters, such as 'JFK'.
+        destination: The destination airport, three letters, such as 'LAX'.
+        date: The date of the flight, 'YYYY-MM-DD', such as '2024-01-01'.
+    """
+    conn = _raw(ctx)
+    return json.dumps([flight_on_date(conn, f.id, date) for f in _available_flights(ctx, origin, destination, date)])
+
+
+@tool("read")
+def search_onestop_flight(ctx: ToolContext, origin: str, destination: str, date: str) -> str:
+    """Search one-stop itineraries between two airports, the first flight leaving on the given date.
+
+    Returns a JSON list of pairs [first flight, connecting flight], each flight as in search_direct_flight plus
+    its 'date'. The connection leaves no earlier than the first flight arrives: on the same date, or on the
+    next date when the first flight's arrival time ends in '+1'.
+
+    Args:
+        ctx: the trial's tool context.
+        origin: The origin airport, three letters, such as 'JFK'.
+        destination: The destination airport, three letters, such as 'LAX'.
+        date: The date of the first flight, 'YYYY-MM-DD', such as '2024-05-01'.
+    """
+    conn = _raw(ctx)
+    results = []
+    for first in _available_flights(ctx, origin, None, date):
+        arrival = first.scheduled_arrival_time_est
+        next_day = arrival.endswith("+1")
+        date2 = _next_day(date) if next_day else date
+        if date2 is None:
+            continue
+        arrives_at = arrival.removesuffix("+1")
+        for second in _available_flights(ctx, first.destination, destination, date2):
+            if second.scheduled_departure_time_est < arrives_at:
+                continue
+            leg1 = flight_on_date(conn, first.id, date)
+            leg2 = flight_on_date(conn, second.id, date2)
+            assert leg1 is not None and leg2 is not None
+            results.append([{**leg1, "date": date}, {**leg2, "date": date2}])
+    return json.dumps(results)
+
+
+# ------------------------------------------------------------------------------------------------ writes
+@tool("write")
+def book_reservation(
+    ctx: ToolContext,
+    user_id: str,
+    origin: str,
+    destination: str,
+    flight_type: Literal["one_way", "round_trip"],
+    cabin: Cabin,
+    flights: FlightRefs,
+    passengers: Passengers,
+    payment_methods: Payments,
+    total_baggages: int,
+    nonfree_baggages: int,
+    insurance: Literal["yes", "no"],
+) -> str:
+    """Book a reservation.
+
+    The total is the sum of the flights' current prices in the cabin times the number of passengers, plus 30
+    dollars per passenger with travel insurance, plus 50 dollars per non-free bag; the payments must add up
+    to it exactly. A gift card or certificate must hold at least what it pays; a used certificate is spent
+    entirely. The agent must list the booking details and get the user's explicit confirmation (yes) first.
+
+    Args:
+        ctx: the trial's tool context.
+        user_id: The id of the user who books, such as 'sara_doe_496'.
+        origin: The trip's origin airport, such as 'SFO'.
+        destination: The trip's destination airport, such as 'JFK'.
+        flight_type: 'one_way' or 'round_trip'.
+        cabin: 'basic_economy', 'economy' or 'business' (the same for every flight and passenger).
+        flights: Every flight of the trip, outbound and return, in order, each {'flight_number', 'date'}.
+        passengers: Every passenger, each {'first_name', 'last_name', 'dob'}.
+        payment_methods: The payments, each {'payment_id', 'amount'}, adding up to the total price.
+        total_baggages: The total number of checked bags.
+        nonfree_baggages: The number of checked bags beyond the free allowance (50 dollars each).
+        insurance: Whether travel insurance is bought: 'yes' or 'no' (30 dollars per passenger).
+    """
+    corrected = _corrected(ctx)
+    user = _get_user(ctx, user_id)
+    n = len(passengers)
+    if corrected:
+        if n == 0:
+            raise ToolError("a reservation needs at least one passenger")
+        _check_bag_counts(total_baggages, nonfree_baggages)
+    segments: list[tuple[Flight, FlightDate, float]] = []
+    demand: Counter[tuple[str, str]] = Counter()
+    total: float = 0
+    for ref in flights:
+        flight, day = _bookable(ctx, ref["flight_number"], ref["date"])
+        demand[flight.id, day.date] += n
+        price = _check_seats(day, cabin, demand[flight.id, day.date] if corrected else n)
+        segments.append((flight, day, price))
+        total += price * n
+    if insurance == "yes":
+        total += INSURANCE_FEE * n
+    total += BAG_FEE * nonfree_baggages
+    methods: dict[str, PaymentMethod] = {}
+    charged: dict[str, float] = {}
+    for payment in payment_methods:
+        payment_id, amount = payment["payment_id"], payment["amount"]
+        method = methods.get(payment_id) or _user_method(ctx, user_id, payment_id)
+        methods[payment_id] = method
+        if corrected and amount <= 0:
+            raise ToolError(f"payment amounts must be positive ({payment_id}: {amount})")
+        charged[payment_id] = charged.get(payment_id, 0) + amount
+        needed = charged[payment_id] if corrected else amount
+        if _has_balance(method) and (method.amount or 0) < needed:
+            raise ToolError(f"not enough balance in payment method {payment_id}: {method.amount} available, "
+                            f"{needed} to pay")
+    paid = sum(p["amount"] for p in payment_methods)
+    mismatch = abs(paid - total) >= 0.005 if corrected else paid != total
+    if mismatch:
+        raise ToolError(f"payment amounts do not add up: the total price is {_money(total)}, the payments "
+                        f"add up to {_money(paid)}")
+
+    reservation_id = _new_reservation_id(ctx)
+    position = ctx.session.scalar(select(func.coalesce(func.max(Reservation.position), -1) + 1))
+    reservation = Reservation(
+        id=reservation_id, position=position, user_id=user_id, origin=origin, destination=destination,
+        flight_type=flight_type, cabin=cabin, created_at=BOOKING_TIME, total_baggages=total_baggages,
+        nonfree_baggages=nonfree_baggages, insurance=insurance,
+    )
+    reservation.flights = [_segment(i, f, d, price) for i, (f, d, price) in enumerate(segments)]
+    reservation.passengers = [ReservationPassenger(position=i, **p) for i, p in enumerate(passengers)]
+    reservation.payments = [
+        ReservationPayment(position=i, payment_id=p["payment_id"], amount=p["amount"])
+        for i, p in enumerate(payment_methods)
+    ]
+    ctx.session.add(reservation)
+    user.reservation_links.append(
+        UserReservation(user_id=user_id, position=len(user.reservation_links), reservation_id=reservation_id)
+    )
+    for payment_id, spent in charged.items():
+        method = methods[payment_id]
+        if method.source == "gift_card":
+            _add_to_balance(method, -spent)
+        elif method.source == "certificate":
+            user.payment_methods.remove(method)
+    if corrected:
+        for _, day, _ in segments:
+            day.add_seats(cabin, -n)
+    return _reservation_json(ctx, reservation_id)
+
+
+def _check_bag_counts(total_baggages: int, nonfree_baggages: int) -> None:
+    if not 0 <= nonfree_baggages <= total_baggages:
+        raise ToolError(f"bag counts must satisfy 0 <= nonfree_baggages <= total_baggages "
+                        f"(got {nonfree_baggages} and {total_baggages})")
+
+
+@tool("write")
+def cancel_reservation(ctx: ToolContext, reservation_id: str) -> str:
+    """Cancel a whole reservation: every payment is refunded to its method.
+
+    The agent must check the policy's cancellation rules, list the details and get the user's explicit
+    confirmation (yes) first.
+
+    Args:
+        ctx: the trial's tool context.
+        reservation_id: The reservation id, such as 'ZFA04Y'.
+    """
+    corrected = _corrected(ctx)
+    reservation = _reservation_to_change(ctx, reservation_id)
+    history = [(p.payment_id, p.amount) for p in reservation.payments]
+    for payment_id, amount in history:
+        _append_payment(reservation, payment_id, -amount)
+    reservation.status = "cancelled"
+    note_new_keys(reservation, "status")
+    if corrected:
+        seats = len(reservation.passengers)
+        for segment in reservation.flights:
+            day = ctx.session.get(FlightDate, (segment.flight_number, segment.date))
+            if day is not None:
+                day.add_seats(reservation.cabin, seats)
+        _refund_balances(ctx, reservation.user_id, history)
+    return _reservation_json(ctx, reservation_id)
+
+
+def _refund_balances(ctx: ToolContext, user_id: str, history: Sequence[tuple[str, float]]) -> None:
+    """Give gift cards and certificates back the net amount each paid (mode ``tausim``)."""
+    net: dict[str, float] = {}
+    for payment_id, amount in history:
+        net[payment_id] = net.get(payment_id, 0) + amount
+    user = _get_user(ctx, user_id)
+    for payment_id, amount in net.items():
+        amount = _money(amount)
+        if amount == 0:
+            continue
+        method = ctx.session.get(PaymentMethod, (user_id, payment_id))
+        if method is not None:
+            if _has_balance(method):
+                _add_to_balance(method, amount)
+        elif payment_id.startswith("certificate_") and amount > 0:
+            user.payment_methods.append(PaymentMethod(
+                user_id=user_id, id=payment_id, position=_next_method_position(user), source="certificate",
+                amount=amount,
+            ))
+
+
+@tool("write")
+def update_reservation_baggages(
+    ctx: ToolContext, reservation_id: str, total_baggages: int, nonfree_baggages: int, payment_id: str
+) -> str:
+    """Set the number of checked bags of a reservation; each added non-free bag costs 50 dollars.
+
+    The agent must list the change and its cost and get the user's explicit confirmation (yes) first.
+
+    Args:
+        ctx: the trial's tool context.
+        reservation_id: The reservation id, such as 'ZFA04Y'.
+        total_baggages: The new total number of checked bags.
+        nonfree_baggages: The new number of non-free checked bags.
+        payment_id: The payment method that pays for added bags, from the user's profile, such as
+            'credit_card_7815826' or 'gift_card_7815826' (not a certificate).
+    """
+    corrected = _corrected(ctx)
+    reservation = _reservation_to_change(ctx, reservation_id)
+    if corrected:
+        _check_bag_counts(total_baggages, nonfree_baggages)
+    cost = BAG_FEE * max(0, nonfree_baggages - reservation.nonfree_baggages)
+    method = _user_method(ctx, reservation.user_id, payment_id)
+    _check_change_payment(method, cost)
+    reservation.total_baggages = total_baggages
+    reservation.nonfree_baggages = nonfree_baggages
+    if method.source == "gift_card":
+        _add_to_balance(method, -cost)
+    if cost != 0:
+        _append_payment(reservation, payment_id, cost)
+    return _reservation_json(ctx, reservation_id)
+
+
+@tool("write")
+def update_reservation_flights(
+    ctx: ToolContext, reservation_id: str, cabin: Cabin, flights: FlightRefs, payment_id: str
+) -> str:
+    """Change the flights and/or the cabin of a reservation.
+
+    A flight kept from the reservation (same number and date) keeps the price paid when the cabin is
+    unchanged; every other flight is priced at its current price in the cabin. The difference between the
+    new and the old total (times the number of passengers) is charged to, or refunded to, the payment method.
+    The API does not check the policy's rules on changes: the agent must, list the change and its cost, and
+    get the user's explicit confirmation (yes) first.
+
+    Args:
+        ctx: the trial's tool context.
+        reservation_id: The reservation id, such as 'ZFA04Y'.
+        cabin: The cabin for every flight: 'basic_economy', 'economy' or 'business'.
+        flights: Every flight of the new itinerary, including the ones kept, each {'flight_number', 'date'}.
+        payment_id: The payment method that pays or receives the difference, from the user's profile, such as
+            'credit_card_7815826' or 'gift_card_7815826' (not a certificate).
+    """
+    corrected = _corrected(ctx)
+    reservation = _reservation_to_change(ctx, reservation_id)
+    n = len(reservation.passengers)
+    old = list(reservation.flights)
+    new: list[tuple[str, str, float, str, str]] = []  # flight number, date, price, origin, destination
+    kept: set[int] = set()
+    taken: list[FlightDate] = []
+    demand: Counter[tuple[str, str]] = Counter()
+    total: float = 0
+    for ref in flights:
+        same = None
+        if cabin == reservation.cabin:
+            same = next((s for s in old if s.flight_number == ref["flight_number"] and s.date == ref["date"]), None)
+        if same is not None:
+            kept.add(same.position)
+            new.append((same.flight_number, same.date, same.price, same.origin, same.destination))
+            total += same.price * n
+            continue
+        flight, day = _bookable(ctx, ref["flight_number"], ref["date"])
+        demand[flight.id, day.date] += n
+        price = _check_seats(day, cabin, demand[flight.id, day.date] if corrected else n)
+        taken.append(day)
+        new.append((flight.id, day.date, price, flight.origin, flight.destination))
+        total += price * n
+    difference = _money(total - sum(s.price for s in old) * n)
+    method = _user_method(ctx, reservation.user_id, payment_id)
+    _check_change_payment(method, difference)
+
+    if corrected:
+        for segment in old:
+            if segment.position not in kept:
+                day_back = ctx.session.get(FlightDate, (segment.flight_number, segment.date))
+                if day_back is not None:
+                    day_back.add_seats(reservation.cabin, n)
+        for day in taken:
+            day.add_seats(cabin, -n)
+        reservation.cabin = cabin
+    written = {"": list(WRITTEN_SEGMENT_KEYS)}
+    for i, (number, day_text, price, origin, destination) in enumerate(new):
+        if i < len(old):
+            segment = old[i]
+            segment.flight_number, segment.date, segment.price = number, day_text, price
+            segment.origin, segment.destination, segment.layout = origin, destination, written
+        else:
+            reservation.flights.append(ReservationFlight(
+                position=i, flight_number=number, date=day_text, price=price, origin=origin,
+                destination=destination, layout=written,
+            ))
+    for segment in old[len(new):]:
+        reservation.flights.remove(segment)
+    if method.source == "gift_card":
+        _add_to_balance(method, -difference)
+    if difference != 0:
+        _append_payment(reservation, payment_id, difference)
+    return _reservation_json(ctx, reservation_id)
+
+
+@tool("write")
+def update_reservation_passengers(ctx: ToolContext, reservation_id: str, passengers: Passengers) -> str:
+    """Replace the passengers of a reservation; the number of passengers cannot change.
+
+    The agent must list the new passengers and get the user's explicit confirmation (yes) first.
+
+    Args:
+        ctx: the trial's tool context.
+        reservation_id: The reservation id, such as 'ZFA04Y'.
+        passengers: Every passenger, in order, each {'first_name', 'last_name', 'dob'}.
+    """
+    reservation = _reservation_to_change(ctx, reservation_id)
+    if len(passengers) != len(reservation.passengers):
+        raise ToolError(f"the number of passengers cannot change: reservation {reservation_id} has "
+                        f"{len(reservation.passengers)}, {len(passengers)} given")
+    for row, person in zip(reservation.passengers, passengers, strict=True):
+        row.first_name, row.last_name, row.dob = person["first_name"], person["last_name"], person["dob"]
+        row.layout = None
+    return _reservation_json(ctx, reservation_id)
+
+
+@tool("write")
+def send_certificate(ctx: ToolContext, user_id: str, amount: Money) -> str:
+    """Send a travel certificate of the given amount to a user as compensation.
+
+    The certificate is added to the user's payment methods. Use it only when the policy allows compensation,
+    after the user's explicit confirmation (yes).
+
+    Args:
+        ctx: the trial's tool context.
+        user_id: The user id, such as 'sara_doe_496'.
+        amount: The certificate's amount, in dollars.
+    """
+    user = _get_user(ctx, user_id)
+    if _corrected(ctx) and amount <= 0:
+        raise ToolError(f"a certificate's amount must be positive, not {amount}")
+    existing = {m.id for m in user.payment_methods}
+    certificate_id = next(
+        cid for cid in (f"certificate_{k}" for k in itertools.count(FIRST_CERTIFICATE)) if cid not in existing
+    )
+    user.payment_methods.append(PaymentMethod(
+        user_id=user_id, id=certificate_id, position=_next_method_position(user), source="certificate",
+        amount=amount,
+    ))
+    return f"Certificate {certificate_id} added to user {user_id} with amount {amount}."
+
+
+TOOLS = (
+    book_reservation,
+    calculate,
+    cancel_reservation,
+    get_reservation_details,
+    get_user_details,
+    list_all_airports,
+    search_direct_flight,
+    search_onestop_flight,
+    send_certificate,
+    think,
+    transfer_to_human_agents,
+    update_reservation_baggages,
+    update_reservation_flights,
+    update_reservation_passengers,
+)
+"""The 14 airline tools, in the order their schemas are offered to the agent."""
+
+
+def airline_toolbox() -> Toolbox:
+    """Return a :class:`~simulator.tools.Toolbox` of the airline tools."""
+    return Toolbox(TOOLS)
