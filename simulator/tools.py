@@ -112,7 +112,7 @@ def _build_spec(fn: Callable[..., Any], kind: ToolKind, name: str | None, ends: 
     params = list(sig.parameters.values())
     if not params:
         raise TypeError(f"tool {fn.__name__}: first parameter must be the ToolContext")
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)
     description, arg_docs = _parse_google_docstring(fn.__doc__ or "")
     if not description:
         raise TypeError(f"tool {fn.__name__}: a docstring is required")
