@@ -11,33 +11,43 @@ dump it back unchanged, so they share the same means:
 - dumping: :func:`shape` re-applies a stored key order, :func:`group_rows` groups child rows by parent,
   :func:`select_rows` runs a dump query for all records or one;
 - tools: :func:`calculate`, :func:`think` and :func:`transfer_to_human_agents`, which behave the same in every
-  domain (tau-bench semantics), plus :func:`raw_connection` and :func:`note_new_keys` for tool modules.
+  domain (tau-bench semantics), plus :func:`raw_connection` and :func:`note_new_keys` for tool modules;
+- the domain class itself: :class:`JsonFolderDomain`, a :class:`~simulator.domain.Domain` whose native data is
+  a folder of such JSON files, with a ``policy.md`` beside it.
 """
 
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import math
 import operator
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, ClassVar, NoReturn, Protocol
 
-from sqlalchemy import JSON
+from sqlalchemy import JSON, MetaData, insert
+from sqlalchemy.orm import Session
 from sqlalchemy.types import UserDefinedType
 
-from simulator.domain import DomainError
-from simulator.tools import ToolContext, ToolError, tool
+from simulator.database import StateSpec, TrialDatabase
+from simulator.domain import Domain, DomainError
+from simulator.tools import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
+    "JsonFolderDomain",
     "JsonNumber",
     "Layout",
     "RecordChecker",
     "Rows",
     "calculate",
+    "dump_tables",
+    "gc_paused",
     "group_rows",
+    "insert_rows",
     "json_column",
     "key_layout",
     "kind",
@@ -257,6 +267,18 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
     return data
 
 
+def insert_rows(session: Session, rows: Mapping[type, list[dict[str, Any]]]) -> None:
+    """Insert the rows collected by a loader: one Core executemany per table, in the mapping's order.
+
+    Args:
+        session: the Session on the database being populated.
+        rows: ``{model: [column values]}``; the order of the models respects foreign keys.
+    """
+    for model, batch in rows.items():
+        if batch:
+            session.connection().execute(insert(model), batch)
+
+
 # ------------------------------------------------------------------------------------------------ dumping
 Rows = list[tuple[Any, ...]]
 """Rows fetched through a raw sqlite3 connection."""
@@ -314,6 +336,38 @@ def group_rows(rows: Rows) -> dict[Any, list[Any]]:
             bucket = out[key] = []
         bucket.append(value)
     return out
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's garbage collector for a block (and restore it only if it was enabled).
+
+    A full dump allocates ~100k containers and no garbage; the collector's passes would only rescan them (and
+    the other live dumps), tripling the tail latency.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
+def dump_tables(
+    conn: sqlite3.Connection, builders: Mapping[str, Callable[[sqlite3.Connection, None], dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """Build every table of a full dump, with the garbage collector paused (see :func:`gc_paused`).
+
+    Args:
+        conn: the sqlite3 connection.
+        builders: ``{table: builder}`` in file order; each builder is called with ``(conn, None)`` (all records).
+
+    Returns:
+        ``{table: {key: record}}``.
+    """
+    with gc_paused():
+        return {name: build(conn, None) for name, build in builders.items()}
 
 
 # ------------------------------------------------------------------------------------------------ tool helpers
@@ -435,3 +489,76 @@ def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
         summary: A summary of the user's issue.
     """
     return "Transfer successful"
+
+
+# ------------------------------------------------------------------------------------------------ domain class
+class JsonFolderDomain(Domain):
+    """A domain whose native data is a folder of ``{key: record}`` JSON files, with a ``policy.md``.
+
+    Subclasses set :attr:`name`, :attr:`option_values`, :attr:`metadata` (the schema), :attr:`policy_placeholder`
+    and the loader/dumper/toolbox functions; the state compares money at cent precision and ignores the
+    ``layout`` columns, which only record key order (JSON equality, and the peer's grader, ignore it: an agent
+    that rewrites an address with its current value must not fail the state check).
+    """
+
+    metadata: ClassVar[MetaData]
+    """The domain's schema."""
+    policy_placeholder: ClassVar[str] = ""
+    """The policy returned while ``policy.md`` is absent."""
+
+    @staticmethod
+    def load_folder(session: Session, folder: Path) -> None:
+        """Insert the data folder's records into an empty database (raises DomainError on malformed input)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def dump_all(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+        """Return the database as the nested JSON of the data files."""
+        raise NotImplementedError
+
+    @staticmethod
+    def make_toolbox() -> Toolbox:
+        """Build the domain's toolbox."""
+        raise NotImplementedError
+
+    def __init__(self) -> None:
+        super().__init__()
+        md = self.metadata
+        self._spec = StateSpec(
+            md,
+            volatile_columns={t.name: frozenset({"layout"}) for t in md.sorted_tables if "layout" in t.c},
+            float_decimals=2,
+        )
+        self._toolbox = self.make_toolbox()
+
+    def state_spec(self) -> StateSpec:
+        """Return the schema and comparison rules (money at cent precision, key order ignored)."""
+        return self._spec
+
+    def toolbox(self) -> Toolbox:
+        """Return the domain's tools."""
+        return self._toolbox
+
+    def policy(self) -> str:
+        """Return the policy (the package's policy.md), or :attr:`policy_placeholder` while it is absent."""
+        path = self.package_dir() / "policy.md"
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+        return self.policy_placeholder
+
+    def populate(self, session: Session, data_dir: Path, options: Mapping[str, Any]) -> None:
+        """Load the data files from ``data_dir``.
+
+        Args:
+            session: a Session on an empty database with the domain's schema.
+            data_dir: the data folder.
+            options: tool options (unused: loading is the same in every mode).
+
+        Raises:
+            DomainError: a file is missing or malformed (the message names file, record and field).
+        """
+        self.load_folder(session, Path(data_dir))
+
+    def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
+        """Return ``{file name without .json: {key: record}}`` as in the data files."""
+        return self.dump_all(trial.raw)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["UPPER_DIGITS", "IdPool", "cli_parser", "money", "new_rng", "pick", "write_json_files"]
+__all__ = ["UPPER_DIGITS", "IdPool", "cli_parser", "money", "new_rng", "pick", "write_data_set", "write_json_files"]
 
 UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 """Alphabet of tau-bench-style reservation ids (6 characters)."""
@@ -83,6 +83,29 @@ def write_json_files(out_dir: str | Path, files: Mapping[str, Any]) -> list[Path
         with path.open("w", encoding="utf-8", newline="\n") as f:
             json.dump(document, f, indent=2)
             f.write("\n")
+        written.append(path)
+    return written
+
+
+def write_data_set(
+    out_dir: str | Path, data: Mapping[str, Any], files: Iterable[str], readme: str | None = None
+) -> list[Path]:
+    """Write a generated data set: one JSON file per table (see :func:`write_json_files`), and a README.
+
+    Args:
+        out_dir: the folder; created if missing.
+        data: ``{table: {key: record}}``; table ``users`` is written as ``users.json``.
+        files: the data file names, in the order to write them.
+        readme: when given, the text of ``README.md`` (how to regenerate the data), written last.
+
+    Returns:
+        The paths written.
+    """
+    out = Path(out_dir)
+    written = write_json_files(out, {name: data[name.removesuffix(".json")] for name in files})
+    if readme is not None:
+        path = out / "README.md"
+        path.write_text(readme, encoding="utf-8")
         written.append(path)
     return written
 

@@ -1,8 +1,9 @@
 """Shared fixtures: where the peer suites' data lives (read at run time, never copied into the repository).
 
 The peer data sits beside the repository at ``../shared/peers/tau-bench`` (relative to the repository root).
-Tests that need it take the ``peers_dir`` (or ``retail_peer_dir``) fixture and are skipped, with the reason
-shown, when it is absent.
+Tests that need it take the ``peers_dir`` fixture (or ``retail_peer_dir``, ``airline_peer_dir``, or
+``peer_data_dir`` parametrised indirectly by domain name) and are skipped, with the reason shown, when it is
+absent.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+# The shared test helpers assert: rewrite them like test modules, so that failures show the compared values.
+pytest.register_assert_rewrite("tests.json_folder", "tests.peer_gold", "tests.task_checks")
+
+from tests.peer_gold import peer_domain_dir  # noqa: E402 - after the assert rewrite registration
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,10 +42,22 @@ def peers_dir() -> Path:
 @pytest.fixture(scope="session")
 def retail_peer_dir(peers_dir: Path) -> Path:
     """The tau-bench retail folder (data/, tasks_*.json, wiki.md); skips the test when absent."""
-    path = peers_dir / "retail"
-    if not (path / "data").is_dir():
-        pytest.skip(f"tau-bench retail data not found at {path / 'data'}")
-    return path
+    return peer_domain_dir(peers_dir, "retail")
+
+
+@pytest.fixture(scope="session")
+def airline_peer_dir(peers_dir: Path) -> Path:
+    """The tau-bench airline folder (data/, tasks_test.json, wiki.md); skips the test when absent."""
+    return peer_domain_dir(peers_dir, "airline")
+
+
+@pytest.fixture(scope="session")
+def peer_data_dir(request: pytest.FixtureRequest, peers_dir: Path) -> Path:
+    """The tau-bench data folder of the domain named by the indirect parameter; skips the test when absent.
+
+    Use as ``@pytest.mark.parametrize("peer_data_dir", ["airline", "retail"], indirect=True)``.
+    """
+    return peer_domain_dir(peers_dir, request.param) / "data"
 
 
 @pytest.fixture(scope="session")

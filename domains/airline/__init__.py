@@ -9,18 +9,13 @@ and refunds (see :mod:`domains.airline.tools`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
-
+from domains._common import JsonFolderDomain
 from domains.airline._data import dump_all, load_folder
 from domains.airline.models import Base
 from domains.airline.tools import MODES, TOOLS, airline_toolbox
-from simulator.database import StateSpec, TrialDatabase
-from simulator.domain import Domain
-from simulator.tools import Toolbox
 
 __all__ = ["TOOLS", "AirlineDomain"]
 
@@ -34,7 +29,7 @@ time; transfer to a human agent only when the request is outside what the tools 
 """
 
 
-class AirlineDomain(Domain):
+class AirlineDomain(JsonFolderDomain):
     """Users, reservations and flights of an airline, with tau-bench's 14 airline tools.
 
     State: the tables of :mod:`domains.airline.models`; money compares at cent precision; the ``layout``
@@ -59,47 +54,11 @@ class AirlineDomain(Domain):
     name = "airline"
     option_values = {"mode": MODES}  # noqa: RUF012 - read-only declaration
 
-    def __init__(self) -> None:
-        super().__init__()
-        # ``layout`` only records key order, which JSON equality (and the peer's grader) ignores.
-        self._spec = StateSpec(
-            Base.metadata,
-            volatile_columns={t.name: frozenset({"layout"}) for t in Base.metadata.sorted_tables if "layout" in t.c},
-            float_decimals=2,
-        )
-        self._toolbox = airline_toolbox()
-
-    def state_spec(self) -> StateSpec:
-        """Return the schema and comparison rules (money at cent precision, key order ignored)."""
-        return self._spec
-
-    def toolbox(self) -> Toolbox:
-        """Return the 14 airline tools."""
-        return self._toolbox
-
-    def policy(self) -> str:
-        """Return the airline policy (domains/airline/policy.md), or a short placeholder while it is absent."""
-        path = self.package_dir() / "policy.md"
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-        return _POLICY_PLACEHOLDER
-
-    def populate(self, session: Session, data_dir: Path, options: Mapping[str, Any]) -> None:
-        """Load users.json, reservations.json and flights.json from ``data_dir``.
-
-        Args:
-            session: a Session on an empty database with the airline schema.
-            data_dir: the data folder.
-            options: tool options (unused: loading is the same in every mode).
-
-        Raises:
-            DomainError: a file is missing or malformed (the message names file, record and field).
-        """
-        load_folder(session, Path(data_dir))
-
-    def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
-        """Return ``{"users": ..., "reservations": ..., "flights": ...}`` as in the data files."""
-        return dump_all(trial.raw)
+    metadata = Base.metadata
+    policy_placeholder = _POLICY_PLACEHOLDER
+    load_folder = staticmethod(load_folder)
+    dump_all = staticmethod(dump_all)
+    make_toolbox = staticmethod(airline_toolbox)
 
     def default_options(self, data_dir: Path | None) -> dict[str, Any]:
         """Return ``{"mode": "tausim"}`` for the built-in data set (None), ``{"mode": "tau-bench"}`` otherwise."""

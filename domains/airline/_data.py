@@ -12,16 +12,23 @@ record as it appears in the dump.
 
 from __future__ import annotations
 
-import gc
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from domains._common import RecordChecker, group_rows, key_layout, read_records, select_rows, shape
+from domains._common import (
+    RecordChecker,
+    dump_tables,
+    group_rows,
+    insert_rows,
+    key_layout,
+    read_records,
+    select_rows,
+    shape,
+)
 from domains.airline.models import (
     CABINS,
     Flight,
@@ -117,9 +124,7 @@ def load_folder(session: Session, folder: Path) -> None:
     _load_users(folder / "users.json", users, rows)
     _load_flights(folder / "flights.json", flights, rows)
     _load_reservations(folder / "reservations.json", reservations, users, flights, rows)
-    for model, batch in rows.items():
-        if batch:
-            session.connection().execute(insert(model), batch)  # Core executemany: one statement per table
+    insert_rows(session, rows)
 
 
 def _person(r: RecordChecker, raw: Any, field: str) -> dict[str, Any]:
@@ -457,14 +462,7 @@ def dump_all(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     Returns:
         The nested JSON of the three data files, records in file order.
     """
-    # The dump allocates ~100k containers and no garbage; the collector's passes would only rescan them.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return {"users": _users(conn, None), "reservations": _reservations(conn, None), "flights": _flights(conn, None)}
-    finally:
-        if paused:
-            gc.enable()
+    return dump_tables(conn, {"users": _users, "reservations": _reservations, "flights": _flights})
 
 
 def user_record(conn: sqlite3.Connection, user_id: str) -> dict[str, Any] | None:

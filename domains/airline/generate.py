@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from domains._gen import IdPool, cli_parser, new_rng, pick, write_json_files
+from domains._gen import IdPool, cli_parser, new_rng, pick, write_data_set
 
 __all__ = [
     "AIRPORTS",
@@ -570,17 +570,11 @@ def write_data(
     Returns:
         The paths written.
     """
-    out = Path(out_dir)
-    written = write_json_files(out, {name: data[name.removesuffix(".json")] for name in DATA_FILES})
-    if seed is not None:
-        path = out / "README.md"
-        path.write_text(
-            _readme(seed, n_users if n_users is not None else len(data["users"]),
-                    n_reservations if n_reservations is not None else len(data["reservations"]), data),
-            encoding="utf-8",
-        )
-        written.append(path)
-    return written
+    readme = None if seed is None else _readme(
+        seed, n_users if n_users is not None else len(data["users"]),
+        n_reservations if n_reservations is not None else len(data["reservations"]), data,
+    )
+    return write_data_set(out_dir, data, DATA_FILES, readme)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

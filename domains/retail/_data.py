@@ -12,17 +12,15 @@ record as it appears in the dump.
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from domains._common import RecordChecker, read_records, select_rows
+from domains._common import RecordChecker, dump_tables, insert_rows, read_records, select_rows
 from domains._common import group_rows as _lists
 from domains._common import key_layout as _layout
 from domains._common import kind as _kind
@@ -109,9 +107,7 @@ def load_folder(session: Session, folder: Path) -> None:
     _load_users(folder / "users.json", users, rows)
     _load_orders(folder / "orders.json", orders, users, rows)
     _load_products(folder / "products.json", products, rows)
-    for model, batch in rows.items():
-        if batch:
-            session.execute(insert(model), batch)
+    insert_rows(session, rows)
 
 
 def _load_users(path: Path, users: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
@@ -412,15 +408,7 @@ def dump_all(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     Returns:
         The nested JSON of the three data files, records in file order.
     """
-    # The dump allocates ~100k containers and no garbage; the collector's passes would only rescan them
-    # (and the other live dumps), tripling the tail latency. Pause it for the build.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return {"users": _users(conn, None), "orders": _orders(conn, None), "products": _products(conn, None)}
-    finally:
-        if paused:
-            gc.enable()
+    return dump_tables(conn, {"users": _users, "orders": _orders, "products": _products})
 
 
 def user_record(conn: sqlite3.Connection, user_id: str) -> dict[str, Any] | None:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from domains._gen import IdPool as _IdPool
-from domains._gen import cli_parser, new_rng, write_json_files
+from domains._gen import cli_parser, new_rng, write_data_set
 from domains._gen import money as _money
 from domains._gen import pick as _pick
 
@@ -436,17 +436,11 @@ def write_data(
     Returns:
         The paths written.
     """
-    out = Path(out_dir)
-    written = write_json_files(out, {name: data[name.removesuffix(".json")] for name in DATA_FILES})
-    if seed is not None:
-        path = out / "README.md"
-        path.write_text(
-            _readme(seed, n_users if n_users is not None else len(data["users"]),
-                    n_orders if n_orders is not None else len(data["orders"]), data),
-            encoding="utf-8",
-        )
-        written.append(path)
-    return written
+    readme = None if seed is None else _readme(
+        seed, n_users if n_users is not None else len(data["users"]),
+        n_orders if n_orders is not None else len(data["orders"]), data,
+    )
+    return write_data_set(out_dir, data, DATA_FILES, readme)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,12 @@ import pytest
 
 from simulator.replay import ReplayResult, replay_tasks
 from simulator.tasks import Task, load_tasks
+from tests.task_checks import (
+    assert_every_gold_action_succeeds,
+    assert_no_change_without_a_write,
+    assert_same_diff,
+    assert_transfer_ends_the_replay,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 AIRLINE = ROOT / "domains" / "airline"
@@ -201,51 +206,15 @@ def test_builtin_data_runs_in_tausim_mode(domain: Any) -> None:
 
 
 def test_every_gold_action_succeeds(tasks: list[Task], replays: dict[str, ReplayResult]) -> None:
-    for t in tasks:
-        r = replays[t.id]
-        assert len(r.statuses) == len(t.gold_actions), t.id
-        bad = [(a.name, s, c) for a, s, c in zip(t.gold_actions, r.statuses, r.responses, strict=True) if s != "ok"]
-        assert not bad, f"{t.id}: {bad}"
+    assert_every_gold_action_succeeds(tasks, replays)
 
 
 def test_no_change_without_a_write(tasks: list[Task], replays: dict[str, ReplayResult]) -> None:
-    for t in tasks:
-        writes = [a for a in t.gold_actions if a.name in WRITE_TOOLS]
-        assert (replays[t.id].diff == {}) == (not writes), t.id
+    assert_no_change_without_a_write(tasks, replays, WRITE_TOOLS)
 
 
 def test_transfer_ends_the_replay(tasks: list[Task], replays: dict[str, ReplayResult]) -> None:
-    for t in tasks:
-        if "transfer" in t.tags:
-            assert replays[t.id].responses[-1] == "Transfer successful", t.id
-
-
-def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    if isinstance(value, dict):
-        if not value:
-            yield path, {}
-        for k, v in value.items():
-            yield from _leaves(v, f"{path}/{k}")
-    elif isinstance(value, list):
-        if not value:
-            yield path, []
-        for i, v in enumerate(value):
-            yield from _leaves(v, f"{path}[{i}]")
-    else:
-        yield path, value
-
-
-def assert_same_diff(expected: dict[str, Any], actual: dict[str, Any]) -> None:
-    """Compare two diffs leaf by leaf, money at cent precision (|a - b| < 0.005)."""
-    exp, act = dict(_leaves(expected)), dict(_leaves(actual))
-    assert sorted(exp) == sorted(act), f"paths differ:\n  only expected {sorted(set(exp) - set(act))}\n" \
-                                       f"  only actual {sorted(set(act) - set(exp))}"
-    for path, e in exp.items():
-        a = act[path]
-        if isinstance(e, float) or isinstance(a, float):
-            assert isinstance(a, int | float) and abs(a - e) < 0.005, (path, e, a)
-        else:
-            assert a == e, (path, e, a)
+    assert_transfer_ends_the_replay(tasks, replays)
 
 
 def _table(changed: dict[str, Any], added: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -22,50 +22,12 @@ from domains.airline import AirlineDomain
 from simulator.database import TemplateDatabase
 from simulator.replay import ReplayResult, replay_tasks
 from simulator.tasks import Task, load_tasks
-
-
-def _cents(x: Any) -> Any:
-    """Normalise numbers to cents (``25 == 25.0``, ``0.04999999999999716 == 0.05``), recursively."""
-    if isinstance(x, bool) or x is None or isinstance(x, str):
-        return x
-    if isinstance(x, int | float):
-        return round(float(x), 2) + 0.0
-    if isinstance(x, list):
-        return [_cents(v) for v in x]
-    if isinstance(x, dict):
-        return {k: _cents(v) for k, v in x.items()}
-    return x
-
-
-def _is_error(response: str) -> bool:
-    return response.startswith("Error")
-
-
-def _mismatch(ours: ReplayResult, gold: dict[str, Any]) -> str | None:
-    if _cents(ours.diff) != _cents(gold["diff"]):
-        return "diff differs"
-    done = gold.get("done_at_action")
-    expected = gold["responses"] if done is None else gold["responses"][: done + 1]
-    got = ours.responses[: len(expected)]
-    if [_is_error(r) for r in got] != [_is_error(r) for r in expected]:
-        return f"error pattern differs: ours {[_is_error(r) for r in got]}, gold {[_is_error(r) for r in expected]}"
-    for i, (r, g) in enumerate(zip(got, expected, strict=True)):
-        if not _is_error(g) and r != g:
-            return f"response {i} differs:\n  ours {r[:300]}\n  gold {g[:300]}"
-    return None
+from tests.peer_gold import mismatch, peer_domain_dir
 
 
 @pytest.fixture(scope="module")
-def airline_peer_dir(peers_dir: Path) -> Path:
-    path = peers_dir / "airline"
-    if not (path / "data").is_dir() or not (path / "tasks_test.json").is_file():
-        pytest.skip(f"tau-bench airline data or tasks not found at {path}")
-    return path
-
-
-@pytest.fixture(scope="module")
-def tasks(airline_peer_dir: Path) -> list[Task]:
-    return load_tasks(airline_peer_dir / "tasks_test.json")
+def tasks(peers_dir: Path) -> list[Task]:
+    return load_tasks(peer_domain_dir(peers_dir, "airline", "tasks_test.json") / "tasks_test.json")
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +53,7 @@ def test_gold_parity_even_tasks(replayed: dict[str, list[ReplayResult]], peers_d
     gold = {g["task_index"]: g for g in json.loads(gold_file.read_text())}
     assert len(gold) == 25 and all(i % 2 == 0 for i in gold)
     results = {r.task_index: r for r in replayed["tau-bench"]}
-    problems = [f"task {i}: {why}" for i in sorted(gold) if (why := _mismatch(results[i], gold[i]))]
+    problems = [f"task {i}: {why}" for i in sorted(gold) if (why := mismatch(results[i], gold[i]))]
     assert not problems, f"{len(gold) - len(problems)}/{len(gold)} match\n" + "\n".join(problems)
 
 

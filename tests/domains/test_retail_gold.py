@@ -17,39 +17,9 @@ from typing import Any
 import pytest
 
 from domains.retail import RetailDomain
-from simulator.replay import ReplayResult, replay_tasks
+from simulator.replay import replay_tasks
 from simulator.tasks import load_tasks
-
-
-def _cents(x: Any) -> Any:
-    """Normalise numbers to cents (``25 == 25.0``, ``0.04999999999999716 == 0.05``), recursively."""
-    if isinstance(x, bool) or x is None or isinstance(x, str):
-        return x
-    if isinstance(x, int | float):
-        return round(float(x), 2) + 0.0
-    if isinstance(x, list):
-        return [_cents(v) for v in x]
-    if isinstance(x, dict):
-        return {k: _cents(v) for k, v in x.items()}
-    return x
-
-
-def _is_error(response: str) -> bool:
-    return response.startswith("Error")
-
-
-def _mismatch(ours: ReplayResult, gold: dict[str, Any]) -> str | None:
-    if _cents(ours.diff) != _cents(gold["diff"]):
-        return "diff differs"
-    done = gold.get("done_at_action")
-    expected = gold["responses"] if done is None else gold["responses"][: done + 1]
-    got = ours.responses[: len(expected)]
-    if [_is_error(r) for r in got] != [_is_error(r) for r in expected]:
-        return f"error pattern differs: ours {[_is_error(r) for r in got]}, gold {[_is_error(r) for r in expected]}"
-    for i, (r, g) in enumerate(zip(got, expected, strict=True)):
-        if not _is_error(g) and r != g:
-            return f"response {i} differs:\n  ours {r[:300]}\n  gold {g[:300]}"
-    return None
+from tests.peer_gold import mismatch
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +43,7 @@ def test_gold_parity(split: str, retail: tuple[RetailDomain, Any], peers_dir: Pa
     print(f"\n{split}: {len(results)} tasks replayed in {elapsed:.2f} s ({elapsed / len(results) * 1000:.1f} ms/task)")
     problems = []
     for result in results:
-        why = _mismatch(result, gold[result.task_index])
+        why = mismatch(result, gold[result.task_index])
         if why:
             problems.append(f"task {result.task_index}: {why}")
     matched = len(results) - len(problems)

@@ -3,36 +3,27 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from domains.retail import RetailDomain
-from simulator.domain import DomainError, get_domain
+from simulator.domain import get_domain
 from simulator.tools import ToolContext
+from tests.json_folder import (
+    assert_bad_file_refused,
+    assert_load_fails,
+    assert_same_shape,
+    read_files,
+    write_files,
+)
 
 FILES = ("users", "orders", "products")
 
 
 def _files(folder: Path) -> dict[str, Any]:
-    return {name: json.loads((folder / f"{name}.json").read_text()) for name in FILES}
-
-
-def _same_shape(a: Any, b: Any, path: str = "") -> None:
-    """Assert equal values, equal types (int stays int, float stays float) and equal key order."""
-    assert type(a) is type(b), f"{path}: {type(a).__name__} {a!r} vs {type(b).__name__} {b!r}"
-    if isinstance(a, dict):
-        assert list(a) == list(b), f"{path}: key order {list(a)} vs {list(b)}"
-        for k in a:
-            _same_shape(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), f"{path}: length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same_shape(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, f"{path}: {a!r} vs {b!r}"
+    return read_files(folder, FILES)
 
 
 def _dump_folder(domain: RetailDomain, folder: Path) -> dict[str, Any]:
@@ -41,10 +32,7 @@ def _dump_folder(domain: RetailDomain, folder: Path) -> dict[str, Any]:
 
 
 def _write(folder: Path, data: dict[str, Any]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
-        (folder / f"{name}.json").write_text(json.dumps(data[name], indent=1))
-    return folder
+    return write_files(folder, data, FILES)
 
 
 @pytest.fixture(scope="module")
@@ -57,23 +45,6 @@ def test_registered_under_entry_point() -> None:
     assert isinstance(domain, RetailDomain)
     assert domain.default_options(None) == {"mode": "tau-bench"}
     assert isinstance(domain.policy(), str) and domain.policy().strip()
-
-
-def test_peer_data_round_trips_losslessly(peer_data: Path) -> None:
-    domain = RetailDomain()
-    t0 = time.perf_counter()
-    template = domain.template(peer_data)
-    built = time.perf_counter() - t0
-    with template.trial() as trial:
-        t1 = time.perf_counter()
-        dump = domain.dump(trial)
-        dumped = time.perf_counter() - t1
-    print(f"\ntemplate built in {built * 1000:.0f} ms, full dump in {dumped * 1000:.1f} ms")
-    files = _files(peer_data)
-    assert dump == files
-    _same_shape(dump, files)
-    for name in FILES:  # byte-identical re-serialisation: key order, float repr, int vs float
-        assert json.dumps(dump[name]) == json.dumps(files[name])
 
 
 def test_numbers_keep_their_json_type(peer_data: Path) -> None:
@@ -127,7 +98,7 @@ def test_changed_state_round_trips(peer_data: Path, tmp_path: Path) -> None:
     assert list(order["address"]) == ["address1", "address2", "city", "state", "country", "zip"]
     assert changed["orders"]["#W5065081"]["payment_history"][-1]["amount"] == 6.259999999999998
     reloaded = _dump_folder(RetailDomain(), _write(tmp_path / "changed", changed))
-    _same_shape(reloaded, changed)
+    assert_same_shape(reloaded, changed)
     assert all(json.dumps(reloaded[n]) == json.dumps(changed[n]) for n in FILES)
 
 
@@ -181,7 +152,7 @@ def test_unusual_key_orders_nulls_and_optional_fields_round_trip(tmp_path: Path)
     order["fulfillments"].append({"item_ids": [], "tracking_id": []})
     data["products"]["p1"]["variants"]["i2"] = {"price": 99, "available": False, "item_id": "i2", "options": {}}
     dumped = _dump_folder(RetailDomain(), _write(tmp_path / "tiny", data))
-    _same_shape(dumped, data)
+    assert_same_shape(dumped, data)
     assert json.dumps(dumped) == json.dumps(data)
 
 
@@ -213,23 +184,9 @@ def test_malformed_records_name_file_key_and_field(
 ) -> None:
     data = _tiny()
     mutate(data)
-    folder = _write(tmp_path / "bad", data)
-    with pytest.raises(DomainError) as err:
-        RetailDomain().template(folder)
-    message = str(err.value)
-    assert str(folder / file) in message
-    for fragment in fragments:
-        assert fragment in message, message
+    assert_load_fails(RetailDomain(), _write(tmp_path / "bad", data), file, fragments)
 
 
 def test_missing_and_invalid_files(tmp_path: Path) -> None:
     folder = _write(tmp_path / "bad", _tiny())
-    (folder / "orders.json").unlink()
-    with pytest.raises(DomainError, match=r"orders\.json: cannot read"):
-        RetailDomain().template(folder)
-    (folder / "orders.json").write_text('{"#W1": ')
-    with pytest.raises(DomainError, match=r"orders\.json: invalid JSON at line 1"):
-        RetailDomain().template(folder)
-    (folder / "orders.json").write_text("[]")
-    with pytest.raises(DomainError, match=r"orders\.json: expected an object"):
-        RetailDomain().template(folder)
+    assert_bad_file_refused(RetailDomain, folder, "orders.json", '{"#W1": ', "cannot read")
