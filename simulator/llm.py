@@ -203,7 +203,12 @@ def _usage(litellm: Any, response: Any, model: str, attempts: int = 1, price: bo
     prompt = int(_field(raw, "prompt_tokens") or 0) if raw is not None else 0
     completion = int(_field(raw, "completion_tokens") or 0) if raw is not None else 0
     cost: float | None = None
-    if price:
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, Mapping) and "response_cost" in hidden:
+        # litellm already priced this response while completing it (None: the model has no price)
+        value = hidden["response_cost"]
+        cost = None if value is None else float(value)
+    elif price:
         try:
             value = litellm.completion_cost(completion_response=response, model=model)
             cost = None if value is None else float(value)
