@@ -29,6 +29,9 @@ class Usage(BaseModel):
     """Cost in USD, or None when unknown."""
     calls: int = 0
     """Number of model calls counted."""
+    attempts: int = 0
+    """API requests made for those calls, retries of transient failures included (``attempts - calls``
+    requests were retried)."""
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
@@ -37,6 +40,7 @@ class Usage(BaseModel):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=cost,
             calls=self.calls + other.calls,
+            attempts=self.attempts + other.attempts,
         )
 
 

@@ -32,6 +32,9 @@ class TrialContext:
         domain: domain name.
         trial_index: index of this trial among the task's trials (0-based).
         extra: free-form run options (e.g. model parameters).
+        log: the trial's structlog logger (bound to run id, task id and trial index), or None when the run
+            keeps no log; components may emit their own events on it (LLM agents and users emit
+            ``model_call``).
     """
 
     task: Task
@@ -42,6 +45,7 @@ class TrialContext:
     domain: str
     trial_index: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    log: Any = None
 
 
 @runtime_checkable

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import uuid
+from contextlib import ExitStack
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,11 +16,17 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.engine import make_url
 
 from simulator.agents import agent_factory
+from simulator.cache import SQLiteCache
 from simulator.domain import DomainError, available_domains, get_domain
+from simulator.progress import RunProgress
+from simulator.ratelimit import RateLimiterRegistry
 from simulator.replay import GoldToolBug, replay_tasks
+from simulator.runlog import open_run_log
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, run_summary_json
+from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
 from simulator.tasks import TaskFileError
 from simulator.users import user_factory
 
@@ -68,6 +77,45 @@ def _options(dom: Any, data: Path | None, pairs: list[str] | None) -> dict[str, 
             raise DomainError(f"--option {pair!r}: expected KEY=VALUE")
         opts[key.strip()] = value.strip()
     return opts
+
+
+def _connect_store(url: str, must_exist: bool = False) -> ResultsStore:
+    """Open the results store at ``url``; with ``must_exist``, refuse a SQLite file that is not there."""
+    try:
+        parsed = make_url(url)
+    except Exception as e:  # noqa: BLE001 - sqlalchemy raises ArgumentError (and others) on a bad URL
+        raise _fail(f"--store: not a database URL ({type(e).__name__}); e.g. {DEFAULT_STORE_URL}") from e
+    shown = parsed.render_as_string(hide_password=True)
+    if must_exist and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).is_file():
+            raise _fail(f"--store {shown}: no such database file {parsed.database}")
+    try:
+        return ResultsStore(url)
+    except Exception as e:  # noqa: BLE001 - driver missing, server unreachable: shown as a CLI error
+        raise _fail(f"--store {shown}: cannot open the results store: {type(e).__name__}: {e}") from e
+
+
+def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, data: Path | None,
+                    task_list: list[Any]) -> tuple[ResultsStore, str, set[tuple[str, int]]]:
+    """Create the run in the store, or check that it can be resumed; return the store, run id and pairs to run."""
+    results_store = _connect_store(url)
+    folder = (data if data is not None else dom.default_data_dir()).resolve()
+    try:
+        info, created = results_store.open_run(
+            run_id, config, [t.id for t in task_list], data_dir=str(folder), data_hash=data_hash(folder),
+            tasks_hash=tasks_hash(task_list), git_revision=_git_revision(),
+            packages={**_versions(), "python": sys.version.split()[0]})
+    except StoreError as e:
+        raise _fail(str(e)) from e
+    done = results_store.recorded_keys(info.run_id)
+    todo = {p for p in info.planned_pairs() if p not in done}
+    if created:
+        console.print(f"run id: {info.run_id} (new; {info.planned} trials planned; store {results_store.url})",
+                      highlight=False)
+    else:
+        console.print(f"run id: {info.run_id} (resuming: {len(done & set(info.planned_pairs()))} of "
+                      f"{info.planned} trials recorded, running {len(todo)})", highlight=False)
+    return results_store, info.run_id, todo
 
 
 def _print_summary(result: RunResult, max_failures: int = 20) -> None:
@@ -125,6 +173,30 @@ def _print_failure(t: TrialResult) -> None:
         console.print(f"    process: {v}", highlight=False, markup=False)
 
 
+def _model_services(cache: Path | None, rpm: int | None) -> dict[str, Any]:
+    """Return the run-owned model services to hand to LLM agent and user factories.
+
+    Args:
+        cache: the ``--cache`` file, or None.
+        rpm: the ``--rpm`` limit, or None.
+
+    Returns:
+        ``{"cache": SQLiteCache, "limiters": RateLimiterRegistry}`` (each only when asked for).
+
+    Raises:
+        ValueError: the cache file is not an SQLite database.
+    """
+    services: dict[str, Any] = {}
+    if rpm is not None:
+        services["limiters"] = RateLimiterRegistry(rpm)  # shared by every client of a model in this run
+    if cache is not None:
+        try:
+            services["cache"] = SQLiteCache(cache)
+        except sqlite3.DatabaseError as e:
+            raise ValueError(f"--cache {cache}: {e}") from e
+    return services
+
+
 @app.command()
 def run(
     domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
@@ -142,8 +214,24 @@ def run(
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL for local models.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write every trial and the metrics to this JSON file.")] = None,
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
+    store: Annotated[str | None, typer.Option(
+        help=f"Results store URL, e.g. {DEFAULT_STORE_URL} (each trial is recorded as it finishes).")] = None,
+    run_id: Annotated[str | None, typer.Option(
+        help=f"Run id in the store (default store {DEFAULT_STORE_URL}); an existing run is resumed: only its "
+             "unrecorded trials run. Default: a new id.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="Model response cache (SQLite file); reruns replay it.")] = None,
+    rpm: Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed per model.")] = None,
+    log_file: Annotated[Path | None, typer.Option(help="Append the run's JSON-lines event log here.")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
 ) -> None:
-    """Run trials of tasks with an agent and a simulated user; print pass^k and failures."""
+    """Run trials of tasks with an agent and a simulated user; print pass^k and failures.
+
+    With --store (or --run-id) every finished trial is recorded in the results store; rerunning with the same
+    --run-id resumes the run: only the trials not recorded yet are run, and the summary covers the whole run.
+    """
+    for flag, path in (("--cache", cache), ("--log-file", log_file)):
+        if path is not None and (path.is_dir() or not path.parent.is_dir()):
+            raise _fail(f"{flag} {path}: not a file in an existing directory")
     if out is not None:
         if out.is_dir():
             raise _fail(f"--out {out}: is a directory; give a file name such as {out / 'run.json'}")
@@ -167,6 +255,7 @@ def run(
             params["temperature"] = temperature
         if api_base is not None:
             params["api_base"] = api_base
+        params.update(_model_services(cache, rpm))
         a_factory = agent_factory(agent, **params)
         u_factory = user_factory(user, **params)
     except (DomainError, TaskFileError, ValueError) as e:
@@ -176,23 +265,50 @@ def run(
                        trials=trials, concurrency=concurrency, seed=seed, max_turns=max_turns,
                        max_steps=max_steps)
     runner = Runner(dom, template, task_list, a_factory, u_factory, config)
+    results_store: ResultsStore | None = None
+    only: set[tuple[str, int]] | None = None
+    if store is not None or run_id is not None:
+        results_store, run_id, only = _open_store_run(store or DEFAULT_STORE_URL, run_id, config, dom, data,
+                                                      task_list)
+    stack = ExitStack()  # run-owned services: cache file, log file, progress bar
+    if "cache" in params:
+        stack.callback(params["cache"].close)
+    if log_file is not None:
+        runner.log = stack.enter_context(open_run_log(log_file, run_id or uuid.uuid4().hex[:12]))
+        runner.log.info("run_start", config=config.model_dump(mode="json"))
+    planned = len(only) if only is not None else len(task_list) * trials
+    progress = stack.enter_context(RunProgress(planned, console=console,
+                                               enabled=sys.stdout.isatty() and not no_progress))
     partial = out.with_name(out.name + ".partial.jsonl") if out else None
     partial_file = partial.open("w", encoding="utf-8") if partial else None
 
     def record(t: TrialResult) -> None:
+        progress.update(t)
+        if results_store is not None and run_id is not None:
+            results_store.record(run_id, t)
         if partial_file is not None:
             partial_file.write(t.model_dump_json() + "\n")
             partial_file.flush()
 
     try:
-        result = runner.run(on_trial=record)
+        result = runner.run(on_trial=record, only=only)
+        if runner.log is not None:
+            runner.log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
+                            metrics=result.metrics, termination_reasons=result.termination_reasons)
     finally:
         if partial_file is not None:
             partial_file.close()
+        stack.close()
+    if results_store is not None and run_id is not None:  # the whole run, earlier sessions included
+        results_store.add_wall_seconds(run_id, result.wall_seconds)
+        result = results_store.load_run_result(run_id)
     _print_summary(result)
     if out is not None:
-        doc = run_summary_json(result, {"git_revision": _git_revision(), "packages": _versions(),
-                                        "python": sys.version.split()[0]})
+        if results_store is not None and run_id is not None:
+            doc = results_store.load_run_document(run_id)
+        else:
+            doc = run_summary_json(result, {"git_revision": _git_revision(), "packages": _versions(),
+                                            "python": sys.version.split()[0]})
         _write_json_atomic(out, doc)
         if partial is not None:
             partial.unlink(missing_ok=True)
@@ -231,6 +347,47 @@ def replay(
         raise _fail(str(e)) from e
 
 
+@app.command()
+def regrade(
+    run_id: Annotated[str, typer.Argument(help="The run to grade again.")],
+    store: Annotated[str, typer.Option(help="Results store URL.")] = DEFAULT_STORE_URL,
+    tasks: Annotated[str | None, typer.Option(help="Task file or split (default: the run's own, as now).")] = None,
+    data: Annotated[Path | None, typer.Option(help="Data directory (default: the run's own).")] = None,
+) -> None:
+    """Grade a stored run again from its trajectories (after a task or grader fix); no model is called.
+
+    Each trial's final state is rebuilt by replaying its successful tool calls on a fresh database, the goal
+    is recomputed from the task file, and the stored grades are updated. Prints pass^k before and after.
+    """
+    from simulator.regrade import regrade_run
+
+    results_store = _connect_store(store, must_exist=True)
+    try:
+        report = regrade_run(results_store, run_id, tasks=tasks, data=data)
+    except (StoreError, DomainError, TaskFileError, ValueError) as e:
+        raise _fail(str(e)) from e
+    table = Table(title=f"regrade of run {run_id}: {report.regraded} trials graded again")
+    table.add_column("metric")
+    table.add_column("before", justify="right")
+    table.add_column("after", justify="right")
+    for key in sorted(report.new_metrics, key=lambda k: (k[:5], len(k), k)):
+        if key.startswith("pass^"):
+            table.add_row(key, f"{report.old_metrics.get(key, float('nan')):.4f}", f"{report.new_metrics[key]:.4f}")
+    console.print(table)
+    gained = sum(1 for c in report.changed if c[3])
+    console.print(f"trials changed: {len(report.changed)} ({gained} now pass, {len(report.changed) - gained} "
+                  f"now fail)", highlight=False)
+    for task_id, trial, was, now in report.changed[:20]:
+        console.print(f"  {task_id} trial {trial}: {'pass' if was else 'fail'} -> {'pass' if now else 'fail'}",
+                      highlight=False)
+    if report.diverged:
+        err.print(f"[yellow]warning:[/] {len(report.diverged)} trials replayed differently than recorded (the "
+                  f"tools changed since the run), e.g. {report.diverged[0][0]} trial {report.diverged[0][1]}",
+                  highlight=False)
+    for task_id, trial, why in report.skipped[:10]:
+        err.print(f"[yellow]skipped:[/] {task_id} trial {trial}: {why}", highlight=False)
+
+
 @app.command("domains")
 def domains_cmd() -> None:
     """List the registered domains and their built-in task splits."""
@@ -238,6 +395,13 @@ def domains_cmd() -> None:
         dom = get_domain(name)
         console.print(f"{name}: splits {', '.join(dom.task_splits()) or '-'}; tools "
                       f"{len(dom.toolbox().specs)}", highlight=False)
+
+
+# Reports live in simulator/report; registered here so that `tausim report` and `tausim export` exist.
+from simulator.report._cli import export_command, report_command  # noqa: E402
+
+app.command("report")(report_command)
+app.command("export")(export_command)
 
 
 def main() -> None:

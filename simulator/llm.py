@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from simulator._messages import Message, ToolCall, Usage
+from simulator.ratelimit import RateLimiterRegistry
 
 __all__ = [
     "LLMClient",
@@ -193,18 +194,35 @@ def _parse_tool_calls(raw_calls: Any, salt: str) -> list[ToolCall]:
     return calls
 
 
-def _usage(litellm: Any, response: Any, model: str) -> Usage:
-    """Tokens from the response; cost from litellm's price map, None when the model has no price."""
+def _usage(litellm: Any, response: Any, model: str, attempts: int = 1, price: bool = True) -> Usage:
+    """Tokens from the response; cost from litellm's price map, None when the model has no price.
+
+    ``price=False`` skips the price look-up (cost None): for a model already known to be unpriced.
+    """
     raw = _field(response, "usage")
     prompt = int(_field(raw, "prompt_tokens") or 0) if raw is not None else 0
     completion = int(_field(raw, "completion_tokens") or 0) if raw is not None else 0
-    cost: float | None
-    try:
-        value = litellm.completion_cost(completion_response=response, model=model)
+    cost: float | None = None
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, Mapping) and "response_cost" in hidden:
+        # litellm already priced this response while completing it (None: the model has no price)
+        value = hidden["response_cost"]
         cost = None if value is None else float(value)
-    except Exception:  # litellm raises assorted errors for models it cannot price
-        cost = None
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=1)
+    elif price:
+        try:
+            value = litellm.completion_cost(completion_response=response, model=model)
+            cost = None if value is None else float(value)
+        except Exception:  # litellm raises assorted errors for models it cannot price
+            cost = None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=1, attempts=attempts)
+
+
+def _log_result(log: Any, r: LLMResult) -> None:
+    """Emit the ``model_call`` event of a successful (or cached) call."""
+    log.info("model_call", model=r.model, prompt_tokens=r.usage.prompt_tokens,
+             completion_tokens=r.usage.completion_tokens, cost_usd=r.usage.cost_usd, latency_s=round(r.latency_s, 6),
+             attempts=r.attempts, cached=r.cached, finish_reason=r.finish_reason,
+             tool_calls=len(r.message.tool_calls))
 
 
 class LLMClient:
@@ -230,6 +248,7 @@ class LLMClient:
         wait_max: float = 60.0,
         timeout: float | None = 120.0,
         cache: MutableMapping[str, LLMResult] | None = None,
+        limiters: RateLimiterRegistry | None = None,
         **params: Any,
     ) -> None:
         """Configure the client.
@@ -245,6 +264,8 @@ class LLMClient:
             timeout: request timeout in seconds passed to litellm (None: litellm's default).
             cache: optional response cache (any mutable mapping owned by the caller, e.g. per run). Keys
                 cover the model, messages, tools, parameters and the trial seed; only successes are stored.
+            limiters: the run's rate-limiter registry; every API request (each retry included) first waits
+                for the limiter of this client's model, shared with the run's other clients of that model.
             **params: default model parameters (``temperature``, ``seed``, ``max_tokens``, ...); a call's
                 parameters override them, and parameters set to None are not sent.
 
@@ -263,6 +284,8 @@ class LLMClient:
         self.wait_max = wait_max
         self.timeout = timeout
         self.cache = cache
+        self.rate_limiter = limiters.get(model) if limiters is not None else None
+        self._unpriced = False  # set once litellm's price map is known not to have the model (saves ~1.5 ms/call)
         self._params: dict[str, Any] = dict(params)
 
     @property
@@ -304,6 +327,7 @@ class LLMClient:
         tools: list[dict[str, Any]] | None = None,
         *,
         trial_seed: int | None = None,
+        log: Any = None,
         **params: Any,
     ) -> LLMResult:
         """Ask the model for the next assistant message.
@@ -312,6 +336,8 @@ class LLMClient:
             messages: OpenAI-style chat messages (system/user/assistant/tool dicts).
             tools: OpenAI function schemas the model may call, or None.
             trial_seed: the trial seed; used only in the response-cache key.
+            log: a structlog-style logger (e.g. bound to run, task and trial); when given, every call emits a
+                ``model_call`` event (model, tokens, cost, latency, attempts, cached, or the error).
             **params: model parameters for this call, overriding the client's defaults (``temperature``,
                 ``seed``, ``max_tokens``, ``tool_choice``, ... and ``mock_response`` for offline tests).
 
@@ -331,7 +357,10 @@ class LLMClient:
             key = self.cache_key(messages, tools, merged, trial_seed)
             hit = self.cache.get(key)
             if hit is not None:
-                return hit.model_copy(update={"cached": True})
+                hit = hit.model_copy(update={"cached": True})
+                if log is not None:
+                    _log_result(log, hit)
+                return hit
 
         request: dict[str, Any] = {"model": self.model, "messages": messages, **merged}
         if tools:
@@ -344,8 +373,16 @@ class LLMClient:
             request.setdefault("timeout", self.timeout)
         request["num_retries"] = 0  # tenacity below is the only retry layer (litellm's also sets max_retries)
 
-        response, attempts, latency = self._call_with_retries(litellm, request)
-        result = self._to_result(litellm, response, len(messages), attempts, latency)
+        try:
+            response, attempts, latency = self._call_with_retries(litellm, request)
+            result = self._to_result(litellm, response, len(messages), attempts, latency)
+        except LLMError as e:
+            if log is not None:
+                log.error("model_call", model=self.model, attempts=e.attempts, error=str(e),
+                          error_kind=type(e).__name__, cause=e.cause)
+            raise
+        if log is not None:
+            _log_result(log, result)
         if self.cache is not None and key is not None:
             self.cache[key] = result
         return result
@@ -365,6 +402,8 @@ class LLMClient:
         def attempt() -> Any:
             nonlocal attempts
             attempts += 1
+            if self.rate_limiter is not None:
+                self.rate_limiter.acquire()
             return litellm.completion(**request)
 
         import openai
@@ -375,6 +414,16 @@ class LLMClient:
         except openai.OpenAIError as exc:  # litellm's API errors subclass these; anything else is a bug
             raise _to_llm_error(exc, self.model, attempts) from exc
         return response, attempts, time.perf_counter() - start
+
+    def _priced_usage(self, litellm: Any, response: Any, attempts: int) -> Usage:
+        """Usage of a response; after a failed pricing, the model is checked once and skipped if unmapped."""
+        usage = _usage(litellm, response, self.model, attempts, price=not self._unpriced)
+        if usage.cost_usd is None and not self._unpriced:
+            try:
+                litellm.get_model_info(self.model)
+            except Exception:  # not in the price map: every later call of this client is unpriced too
+                self._unpriced = True
+        return usage
 
     def _to_result(self, litellm: Any, response: Any, n_messages: int, attempts: int, latency: float) -> LLMResult:
         """Convert a litellm response into an :class:`LLMResult`."""
@@ -394,6 +443,6 @@ class LLMClient:
                           tool_calls=tool_calls)
         finish = _field(choice, "finish_reason")
         return LLMResult(
-            message=message, usage=_usage(litellm, response, self.model), latency_s=latency,
+            message=message, usage=self._priced_usage(litellm, response, attempts), latency_s=latency,
             finish_reason=None if finish is None else str(finish), model=self.model, attempts=attempts,
         )

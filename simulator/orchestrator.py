@@ -16,7 +16,6 @@ import enum
 import re
 import time
 import traceback
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,8 +134,9 @@ def awaits_confirmation(text: str | None) -> bool:
     return bool(_CONFIRM_RE.search(last))
 
 
-def _user_view(messages: Sequence[Message]) -> list[Message]:
-    return [m for m in messages if m.role in ("user", "assistant") and m.content and not m.tool_calls]
+def _visible_to_user(m: Message) -> bool:
+    """True for the messages the simulated user sees: user and assistant text without tool calls."""
+    return m.role in ("user", "assistant") and bool(m.content) and not m.tool_calls
 
 
 def run_conversation(
@@ -145,6 +145,7 @@ def run_conversation(
     toolbox: Toolbox,
     ctx: ToolContext,
     limits: Limits = Limits(),  # noqa: B008 - frozen dataclass, immutable
+    log: Any = None,
 ) -> Trajectory:
     """Run one trial's conversation to termination.
 
@@ -154,6 +155,8 @@ def run_conversation(
         toolbox: the domain's tools.
         ctx: tool context bound to the trial's own database.
         limits: turn and step caps.
+        log: the trial's structlog logger, or None; when given, each dispatched tool call emits a
+            ``tool_call`` event (name, status, kind, step, duration).
 
     Returns:
         The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
@@ -161,6 +164,7 @@ def run_conversation(
     """
     traj = Trajectory()
     awaiting = False
+    view: list[Message] = []  # the messages _visible_to_user, appended as they come (no rescan per turn)
 
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         traj.termination_reason = reason
@@ -173,7 +177,7 @@ def run_conversation(
             return end(TerminationReason.MAX_TURNS)
         t0 = time.perf_counter()
         try:
-            ut: UserTurn = user.reply(_user_view(traj.messages))
+            ut: UserTurn = user.reply(list(view))
         except Exception:  # noqa: BLE001 - recorded as the trial's user_error
             traj.user_seconds += time.perf_counter() - t0
             return end(TerminationReason.USER_ERROR, traceback.format_exc())
@@ -183,7 +187,9 @@ def run_conversation(
             kind = TerminationReason(ut.error_kind or "user_error")
             return end(kind, ut.error)
         if ut.content:
-            traj.messages.append(Message(role="user", content=ut.content))
+            user_msg = Message(role="user", content=ut.content)
+            traj.messages.append(user_msg)
+            view.append(user_msg)
             traj.turns += 1
         if ut.abandon:
             return end(TerminationReason.USER_ABANDON)
@@ -207,6 +213,8 @@ def run_conversation(
                 return end(TerminationReason(at.error_kind or "agent_error"), at.error)
             msg = at.message
             traj.messages.append(msg)
+            if _visible_to_user(msg):
+                view.append(msg)
             if not msg.tool_calls:
                 traj.steps += 1
                 traj.turns += 1
@@ -222,6 +230,9 @@ def run_conversation(
                     raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
                     status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug,
                 ))
+                if log is not None:
+                    log.info("tool_call", step=traj.steps, call_id=call.id, name=call.name, kind=out.kind,
+                             status=out.status, duration_s=round(out.duration_s, 6))
                 traj.steps += 1
                 traj.messages.append(Message(role="tool", content=out.content, tool_call_id=call.id,
                                              name=call.name))

@@ -8,10 +8,11 @@ from typing import Any
 
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
+from simulator.orchestrator import Trajectory
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "replay_tasks"]
+__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "replay_tasks", "replay_trajectory"]
 
 
 class GoldToolBug(RuntimeError):
@@ -101,3 +102,28 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
             final = domain.dump(trial)
         yield ReplayResult(i, task.id, [o.content for o in outcomes], [o.status for o in outcomes],
                            json_diff(initial, final))
+
+
+def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajectory) -> list[tuple[int, CallOutcome]]:
+    """Rebuild a trial's final state: run the trajectory's successful tool calls, in order, on a database.
+
+    Calls that did not succeed in the trial (``tool_error``, ``invalid_arguments``, ``unknown_tool``,
+    ``tool_bug``) left the database unchanged (each call runs in its own transaction), so they are skipped.
+    No model is called.
+
+    Args:
+        toolbox: the domain's tools.
+        trial: a fresh copy of the template the trial ran on (changed in place).
+        trajectory: the recorded trajectory.
+
+    Returns:
+        ``(index in trajectory.tool_calls, outcome)`` for each call replayed; an outcome whose status or
+        content differs from the recorded one means the tools changed since the trial ran.
+    """
+    ctx = ToolContext(trial.session, trial.options)
+    out = []
+    for i, call in enumerate(trajectory.tool_calls):
+        if call.status != "ok":
+            continue
+        out.append((i, toolbox.dispatch(ctx, call.name, call.arguments)))
+    return out

@@ -24,11 +24,11 @@ from simulator.domain import Domain
 from simulator.grading import Grade, grade_trial
 from simulator.metrics import suite_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
-from simulator.replay import GoldToolBug, goal_database
+from simulator.replay import GoldToolBug, goal_database, replay_trajectory
 from simulator.tasks import Task
 from simulator.tools import ToolContext
 
-__all__ = ["RunConfig", "RunResult", "Runner", "TrialResult", "derive_seed", "run_summary_json"]
+__all__ = ["RunConfig", "RunResult", "Runner", "TrialResult", "derive_seed", "regrade_trial", "run_summary_json"]
 
 
 def derive_seed(run_seed: int, task_id: str, trial_index: int) -> int:
@@ -87,8 +87,11 @@ class RunResult(BaseModel):
     config: RunConfig
     trials: list[TrialResult]
     metrics: dict[str, float] = Field(default_factory=dict)
+    """pass^k, pass@k and success rate; empty when the trials do not cover every planned (task, trial)."""
     termination_reasons: dict[str, int] = Field(default_factory=dict)
     wall_seconds: float = 0.0
+    planned: int | None = None
+    """Planned trials of the run (tasks x trials); None when unknown."""
 
 
 class Runner:
@@ -101,6 +104,9 @@ class Runner:
         agent_factory: builds the agent of each trial.
         user_factory: builds the simulated user of each trial.
         config: the run configuration (trials, seed, caps, concurrency).
+        log: the run's structlog logger (see :mod:`simulator.runlog`), or None for no log. Each trial binds
+            ``task_id`` and ``trial`` to it and emits ``trial_start``, ``tool_call``, ``model_call`` (from LLM
+            agents and users) and ``trial_end``.
 
     Raises:
         ValueError: ``config.trials`` < 1 or duplicate task ids.
@@ -114,6 +120,7 @@ class Runner:
         agent_factory: AgentFactory,
         user_factory: UserFactory,
         config: RunConfig,
+        log: Any = None,
     ):
         if config.trials < 1:
             raise ValueError(f"--trials must be >= 1, got {config.trials}")
@@ -126,6 +133,7 @@ class Runner:
         self.agent_factory = agent_factory
         self.user_factory = user_factory
         self.config = config
+        self.log = log
         self._spec = domain.state_spec()
         self._toolbox = domain.toolbox()
         self._tools = self._toolbox.schemas()
@@ -160,6 +168,25 @@ class Runner:
         Returns:
             The :class:`TrialResult`; a goal state that cannot be computed is recorded as ``tool_bug``.
         """
+        if self.log is None:
+            return self._run_trial(task, trial_index, None)
+        log = self.log.bind(task_id=task.id, trial=trial_index)
+        log.info("trial_start", seed=derive_seed(self.config.seed, task.id, trial_index))
+        try:
+            res = self._run_trial(task, trial_index, log)
+        except Exception as e:
+            log.exception("trial_crash", error=f"{type(e).__name__}: {e}")
+            raise
+        traj = res.trajectory
+        cost = None if traj.agent_usage.cost_usd is None or traj.user_usage.cost_usd is None else (
+            traj.agent_usage.cost_usd + traj.user_usage.cost_usd)
+        log.info("trial_end", termination=res.termination_reason, passed=res.passed,
+                 duration_s=round(res.duration_s, 6), turns=traj.turns, steps=traj.steps,
+                 tool_calls=len(traj.tool_calls), model_calls=traj.agent_usage.calls + traj.user_usage.calls,
+                 cost_usd=cost, error=res.error)
+        return res
+
+    def _run_trial(self, task: Task, trial_index: int, log: Any) -> TrialResult:
         t0 = time.perf_counter()
         seed = derive_seed(self.config.seed, task.id, trial_index)
         try:
@@ -172,12 +199,13 @@ class Runner:
         ctx = TrialContext(
             task=task, tools=self._tools, policy=self._policy, seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
+            log=log,
         )
         agent = self.agent_factory(ctx)
         user = self.user_factory(ctx)
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
-            traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits)
+            traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
             diff = diff_against(db.raw, goal, self._spec)
         grade = grade_trial(task, traj, diff, self._toolbox)
         return TrialResult(
@@ -186,29 +214,45 @@ class Runner:
             duration_s=time.perf_counter() - t0, error=traj.error,
         )
 
+    def planned(self) -> list[tuple[str, int]]:
+        """Return every planned (task id, trial index) pair, in task order then trial index."""
+        return [(t.id, i) for t in self.tasks for i in range(self.config.trials)]
+
     def run(
         self,
         executor: Executor | None = None,
         on_trial: Callable[[TrialResult], None] | None = None,
+        only: set[tuple[str, int]] | None = None,
     ) -> RunResult:
-        """Run every (task, trial) pair and compute the metrics.
+        """Run the planned (task, trial) pairs (or a subset of them) and compute the metrics.
 
         Args:
             executor: where trials run; default a thread pool of ``config.concurrency`` workers.
             on_trial: called (in the calling thread) with each trial as soon as it finishes, e.g. to
                 record it; the order is completion order.
+            only: run just these (task id, trial index) pairs (e.g. the ones a resumed run has not recorded
+                yet); None runs every planned pair.
 
         Returns:
-            The :class:`RunResult`, trials sorted by task order then trial index.
+            The :class:`RunResult`, trials sorted by task order then trial index. Its metrics are computed
+            when the trials cover every planned pair, and are empty otherwise (a subset cannot give pass^k).
+
+        Raises:
+            ValueError: ``only`` names a pair that is not planned.
         """
         t0 = time.perf_counter()
+        plan = self.planned()
+        if only is not None:
+            unknown = set(only) - set(plan)
+            if unknown:
+                raise ValueError(f"not planned in this run: {sorted(unknown)[:5]}")
+            plan = [p for p in plan if p in only]
+        by_id = {t.id: t for t in self.tasks}
         own = executor is None
         ex = executor or ThreadPoolExecutor(max_workers=max(1, self.config.concurrency))
         results: list[TrialResult] = []
         try:
-            futures: list[Future[TrialResult]] = [
-                ex.submit(self.run_trial, task, i) for task in self.tasks for i in range(self.config.trials)
-            ]
+            futures: list[Future[TrialResult]] = [ex.submit(self.run_trial, by_id[tid], i) for tid, i in plan]
             for fut in as_completed(futures):
                 res = fut.result()
                 results.append(res)
@@ -222,11 +266,51 @@ class Runner:
         outcomes: dict[str, list[bool]] = {t.id: [] for t in self.tasks}
         for r in results:
             outcomes[r.task_id].append(r.passed)
-        metrics = suite_metrics(outcomes, self.config.trials)
+        complete = all(len(v) == self.config.trials for v in outcomes.values()) and bool(outcomes)
+        metrics = suite_metrics(outcomes, self.config.trials) if complete else {}
         reasons = Counter(r.termination_reason for r in results)
         return RunResult(config=self.config, trials=results, metrics=metrics,
                          termination_reasons=dict(sorted(reasons.items())),
-                         wall_seconds=time.perf_counter() - t0)
+                         wall_seconds=time.perf_counter() - t0, planned=len(self.tasks) * self.config.trials)
+
+
+def regrade_trial(
+    domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult, goal: bytes | None = None
+) -> tuple[TrialResult, int]:
+    """Grade a recorded trial again from its trajectory, without calling any model.
+
+    The trial's final state is rebuilt by replaying its successful tool calls on a fresh copy of the template,
+    the goal state is recomputed from ``task`` (which may have been fixed since), and :func:`grade_trial` runs
+    again.
+
+    Args:
+        domain: the trial's domain.
+        template: the template database the trial ran on.
+        task: the task, as it is now.
+        result: the recorded trial.
+        goal: the task's goal database if already computed (see :func:`simulator.replay.goal_database`).
+
+    Returns:
+        ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
+        the number of replayed tool calls whose status or output differs from the recorded one. A trial that
+        never ran its conversation (its goal state could not be computed then) is returned unchanged.
+    """
+    if result.grade is None and (result.error or "").startswith("goal replay failed"):
+        return result, 0
+    try:
+        goal = goal if goal is not None else goal_database(domain, template, task)
+    except GoldToolBug as e:
+        return result.model_copy(update={"passed": False, "grade": None,
+                                         "error": f"goal replay failed: {e}"}), 0
+    toolbox = domain.toolbox()
+    traj = result.trajectory
+    with template.trial() as db:
+        outcomes = replay_trajectory(toolbox, db, traj)
+        diff = diff_against(db.raw, goal, domain.state_spec())
+    diverged = sum(1 for i, o in outcomes
+                   if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
+    grade = grade_trial(task, traj, diff, toolbox)
+    return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
 
 
 def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -237,9 +321,16 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
         extra: extra top-level fields (e.g. git revision, package versions).
 
     Returns:
-        ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials", ...}``.
+        ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
+        "planned", "recorded", "duplicates", ...}``; ``recorded`` counts the trials present and ``duplicates``
+        the trials beyond the first of a (task, trial) pair.
     """
     doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
     doc.update(extra or {})
     doc.update(result.model_dump(mode="json"))
+    pairs = Counter((t.task_id, t.trial) for t in result.trials)
+    doc["recorded"] = len(pairs)
+    doc["duplicates"] = sum(n - 1 for n in pairs.values())
+    if doc.get("planned") is None:
+        doc["planned"] = len(pairs)
     return doc

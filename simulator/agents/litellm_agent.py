@@ -76,6 +76,7 @@ class LiteLLMAgent:
         self.tools: list[dict[str, Any]] = list(ctx.tools)
         self.seed = model_seed(ctx.seed)
         self.trial_seed = ctx.seed
+        self.log = ctx.log.bind(role="agent") if ctx.log is not None else None
 
     @property
     def model(self) -> str:
@@ -111,7 +112,8 @@ class LiteLLMAgent:
             params["seed"] = self.seed
         try:
             result = self.client.complete(
-                self.build_request(messages), self.tools or None, trial_seed=self.trial_seed, **params
+                self.build_request(messages), self.tools or None, trial_seed=self.trial_seed, log=self.log,
+                **params,
             )
         except LLMInfraError as e:
             return _failed(str(e), "infra_error")
@@ -135,7 +137,7 @@ def litellm_agent_factory(
         model: litellm model string, e.g. ``"openai/gpt-4o-mini"``.
         instruction: text appended to the policy in the system prompt.
         **params: :class:`~simulator.llm.LLMClient` options (``api_base``, ``max_attempts``, ``wait_initial``,
-            ``timeout``, ``cache``, ...) and default model parameters (``temperature``, ``seed``,
+            ``timeout``, ``cache``, ``limiters``, ...) and default model parameters (``temperature``, ``seed``,
             ``max_tokens``, ...). Without ``seed`` each trial sends its own trial seed; ``seed=None`` sends none.
 
     Returns:

@@ -150,6 +150,7 @@ class LLMUser:
         self.system_prompt = render_user_prompt(ctx.task.scenario, prompt_template)
         self.seed = model_seed(ctx.seed)
         self.trial_seed = ctx.seed
+        self.log = ctx.log.bind(role="user") if ctx.log is not None else None
 
     def build_request(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         """Return the chat messages sent to the model, roles flipped.
@@ -186,7 +187,8 @@ class LLMUser:
         if "seed" not in self.client.params:
             params["seed"] = self.seed
         try:
-            result = self.client.complete(self.build_request(messages), trial_seed=self.trial_seed, **params)
+            result = self.client.complete(self.build_request(messages), trial_seed=self.trial_seed, log=self.log,
+                                          **params)
         except LLMInfraError as e:
             return UserTurn(content="", error=str(e), error_kind="infra_error")
         except LLMError as e:
@@ -206,8 +208,9 @@ def llm_user_factory(
     Args:
         model: litellm model string of the simulator.
         prompt_template: system prompt template (see :func:`render_user_prompt`).
-        **params: :class:`~simulator.llm.LLMClient` options and default model parameters (``temperature``,
-            ``seed``, ...). Without ``seed`` each trial sends its own trial seed; ``seed=None`` sends none.
+        **params: :class:`~simulator.llm.LLMClient` options (``cache``, ``limiters``, ``max_attempts``, ...)
+            and default model parameters (``temperature``, ``seed``, ...). Without ``seed`` each trial sends its
+            own trial seed; ``seed=None`` sends none.
 
     Returns:
         A callable taking a :class:`~simulator._protocols.TrialContext`.

@@ -1,0 +1,31 @@
+"""Reports of a run: terminal summary, JSON summary, one self-contained HTML page, tau-bench export.
+
+A report reads a run document: the ``--out`` JSON file of ``tausim run`` (:func:`load_run_document`) or a run
+of the results store (:func:`load_run_from_store`), analyses it (:func:`analyze_run`: planned, recorded and
+duplicated trials, pass^k and pass@k with bootstrap intervals over tasks, component rates, termination reasons,
+failure kinds, personas, cost and latency) and renders it (:func:`print_summary`, :func:`render_html`,
+:func:`to_tau_bench`).
+"""
+
+from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, trial_outcome
+from ._export import EXPORT_FORMATS, to_tau_bench
+from ._html import render_html, trial_anchor
+from ._load import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
+from ._terminal import print_summary
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "OUTCOMES",
+    "RUN_FORMAT",
+    "RunDocumentError",
+    "RunReport",
+    "TrialCell",
+    "analyze_run",
+    "load_run_document",
+    "load_run_from_store",
+    "print_summary",
+    "render_html",
+    "to_tau_bench",
+    "trial_anchor",
+    "trial_outcome",
+]

@@ -1,0 +1,334 @@
+"""From a run document to the numbers of a report: counts, pass^k with bootstrap intervals, rates, costs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simulator.metrics import (
+    bootstrap_ci,
+    per_task_pass_at_k,
+    per_task_pass_hat_k,
+    suite_metrics,
+    summary_stats,
+)
+from simulator.orchestrator import ERROR_REASONS
+
+from ._load import load_run_document
+
+__all__ = ["OUTCOMES", "RunReport", "TrialCell", "analyze_run", "trial_outcome"]
+
+OUTCOMES = ("passed", "state", "outputs", "process", "error", "missing")
+"""Outcome of a cell of the task x trial matrix: passed, failed by component (the first failed one), error
+(the trial ended on an error reason or could not be graded) or missing (planned but not recorded)."""
+
+_COMPONENTS = ("state", "outputs", "process")
+_ERROR_REASONS = frozenset(str(r) for r in ERROR_REASONS)
+
+
+@dataclass(frozen=True)
+class TrialCell:
+    """One planned (task, trial) pair of the run.
+
+    Attributes:
+        task_id: the task.
+        trial: 0-based trial index.
+        outcome: one of :data:`OUTCOMES`.
+        failures: every failure of the trial (components and error reason), e.g. ``["state", "outputs"]``.
+        record: the recorded trial (first record when duplicated), or None when missing.
+    """
+
+    task_id: str
+    trial: int
+    outcome: str
+    failures: tuple[str, ...]
+    record: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A run document analysed for reporting.
+
+    Attributes:
+        run_id: the run's id, when the document has one.
+        config: the run configuration.
+        document: the whole run document.
+        task_ids: the planned tasks, in plan order.
+        trials_per_task: planned trials per task (``n``).
+        planned: planned (task, trial) pairs: tasks x trials.
+        recorded: unique (task, trial) pairs present in the document.
+        duplicates: records beyond the first of their (task, trial) pair.
+        unplanned: unique pairs present that the plan does not have (unknown task or trial index >= n).
+        cells: every planned pair, in task then trial order.
+        metrics: the numbers (see :func:`analyze_run`).
+    """
+
+    run_id: str | None
+    config: Mapping[str, Any]
+    document: Mapping[str, Any]
+    task_ids: list[str]
+    trials_per_task: int
+    planned: int
+    recorded: int
+    duplicates: int
+    unplanned: int
+    cells: list[TrialCell]
+    metrics: dict[str, Any]
+
+    def summary_json(self) -> dict[str, Any]:
+        """Return the ``--format json`` document: ``{"run_id", "planned", "recorded", "duplicates", "metrics"}``."""
+        return {"run_id": self.run_id, "planned": self.planned, "recorded": self.recorded,
+                "duplicates": self.duplicates, "metrics": self.metrics}
+
+    def failed_cells(self) -> list[TrialCell]:
+        """Return the recorded trials that failed, in task then trial order."""
+        return [c for c in self.cells if c.record is not None and c.outcome != "passed"]
+
+
+def trial_outcome(trial: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """Classify a recorded trial for the matrix.
+
+    Args:
+        trial: one trial of a run document.
+
+    Returns:
+        ``(outcome, failures)``: outcome is ``passed``, ``error`` (error termination reason or no grade), or the
+        first failed component (``state``, ``outputs``, ``process``); failures lists every failure.
+    """
+    grade = trial.get("grade")
+    reason = str(trial.get("termination_reason") or "")
+    failures: list[str] = []
+    if isinstance(grade, Mapping) and grade.get("failure"):
+        failures = [f.strip() for f in str(grade["failure"]).split(",") if f.strip()]
+    if trial.get("passed"):
+        return "passed", ()
+    if reason in _ERROR_REASONS and reason not in failures:
+        failures.insert(0, reason)
+    if grade is None:
+        if not failures:
+            failures.append(reason or "not graded")
+        return "error", tuple(failures)
+    if reason in _ERROR_REASONS:
+        return "error", tuple(failures)
+    for f in failures:
+        if f in _COMPONENTS:
+            return f, tuple(failures)
+    return "error", tuple(failures or ["failed"])
+
+
+def _persona_name(trial: Mapping[str, Any]) -> str | None:
+    persona = trial.get("persona")
+    if persona is None:
+        return None
+    if isinstance(persona, Mapping):
+        return str(persona.get("name") or persona.get("id") or "?")
+    return str(persona)
+
+
+def _stats(values: Sequence[float | None]) -> dict[str, Any]:
+    return dataclasses.asdict(summary_stats(values))
+
+
+def _usage(trial: Mapping[str, Any], who: str) -> Mapping[str, Any]:
+    traj = trial.get("trajectory") or {}
+    usage = traj.get(f"{who}_usage") if isinstance(traj, Mapping) else None
+    return usage if isinstance(usage, Mapping) else {}
+
+
+def _cost(trial: Mapping[str, Any], who: str) -> float | None:
+    usage = _usage(trial, who)
+    if "cost_usd" not in usage:
+        return None
+    cost = usage["cost_usd"]
+    return None if cost is None else float(cost)
+
+
+def _planned_tasks(doc: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> list[str]:
+    planned = doc.get("planned_task_ids")
+    if planned is None and isinstance(doc.get("task_ids"), list) and doc["task_ids"]:
+        planned = [str(t) for t in doc["task_ids"]]
+    if planned is None:
+        raw = doc["config"].get("task_ids")
+        if isinstance(raw, list) and raw:
+            planned = [str(t).strip() for t in raw if str(t).strip()]
+    if planned is None:
+        seen: dict[str, None] = {}
+        for t in trials:
+            seen.setdefault(t["task_id"], None)
+        planned = list(seen)
+    return list(dict.fromkeys(planned))
+
+
+def analyze_run(
+    doc_or_path: Mapping[str, Any] | str,
+    *,
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> RunReport:
+    """Analyse a run document.
+
+    The planned tasks are the document's ``planned_task_ids`` or ``task_ids`` (a results-store document), else
+    ``config.task_ids``, else the tasks that have a recorded trial. Duplicates are the records beyond the first of
+    their (task, trial) pair, or the document's ``duplicates`` count when that is larger (the store returns each
+    trial once and counts its duplicates). Each (task, trial) pair counts once (the first record); a planned pair
+    that is missing counts as a failed trial in pass^k (the denominator is always the planned ``n``) and is
+    reported on its own.
+
+    Args:
+        doc_or_path: a run document, or the path of one.
+        seed: seed of the ``numpy.random.Generator(PCG64(seed))`` that draws the bootstrap resamples (a fresh
+            generator per metric, so every interval is reproducible on its own).
+        n_resamples: bootstrap resamples per interval.
+
+    Returns:
+        The :class:`RunReport`. Its ``metrics``: ``tasks``, ``trials_per_task``, ``pass^k`` and ``pass@k`` for
+        k = 1..n, ``success_rate``, ``ci95`` (``{"pass^k": [low, high], ...}``, percentile bootstrap over tasks),
+        ``bootstrap``, ``missing_trials``, ``unplanned_trials``, ``errored_trials``, ``components`` (state,
+        outputs, process: passed/graded/rate), ``termination_reasons``, ``failure_kinds``, ``outcomes`` (matrix
+        cells per outcome), ``abandonment_rate``, ``personas``, ``cost_usd`` (agent, user, total per trial
+        statistics; unknown costs are counted in ``missing``, never as 0), ``tokens``, ``latency_s``, ``turns``,
+        ``tool_calls``.
+
+    Raises:
+        RunDocumentError: the document is malformed.
+    """
+    doc = load_run_document(doc_or_path)
+    config = doc["config"]
+    n = int(config.get("trials", 1))
+    trials: list[Mapping[str, Any]] = doc["trials"]
+    task_ids = _planned_tasks(doc, trials)
+    planned_set = set(task_ids)
+
+    first: dict[tuple[str, int], Mapping[str, Any]] = {}
+    duplicates = 0
+    for t in trials:
+        key = (t["task_id"], int(t["trial"]))
+        if key in first:
+            duplicates += 1
+        else:
+            first[key] = t
+    # A store document holds each trial once and counts the duplicate records it holds beside them.
+    stored_duplicates = doc.get("duplicates")
+    if isinstance(stored_duplicates, int) and not isinstance(stored_duplicates, bool):
+        duplicates = max(duplicates, stored_duplicates)
+    unplanned = sum(1 for (tid, i) in first if tid not in planned_set or i >= n)
+    unique = list(first.values())
+
+    cells: list[TrialCell] = []
+    outcomes: dict[str, list[bool]] = {}
+    for tid in task_ids:
+        outcomes[tid] = []
+        for i in range(n):
+            rec = first.get((tid, i))
+            if rec is None:
+                cells.append(TrialCell(tid, i, "missing", ("missing",), None))
+                outcomes[tid].append(False)
+            else:
+                outcome, failures = trial_outcome(rec)
+                cells.append(TrialCell(tid, i, outcome, failures, rec))
+                outcomes[tid].append(bool(rec["passed"]))
+
+    metrics: dict[str, Any] = {"tasks": len(task_ids), "trials_per_task": n}
+    if task_ids:
+        metrics.update(suite_metrics(outcomes, n))
+        ci: dict[str, list[float]] = {}
+        for k in range(1, n + 1):
+            for name, fn in (("pass^", per_task_pass_hat_k), ("pass@", per_task_pass_at_k)):
+                values = list(fn(outcomes, n, k).values())
+                low, high = bootstrap_ci(values, rng=np.random.Generator(np.random.PCG64(seed)),
+                                         n_resamples=n_resamples)
+                ci[f"{name}{k}"] = [low, high]
+        metrics["ci95"] = ci
+    metrics["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
+    in_plan = [c.record for c in cells if c.record is not None]
+    metrics["missing_trials"] = sum(1 for c in cells if c.record is None)
+    metrics["unplanned_trials"] = unplanned
+    metrics["duplicate_records"] = duplicates
+    metrics["errored_trials"] = sum(1 for c in cells if c.outcome == "error")
+    metrics["outcomes"] = {o: sum(1 for c in cells if c.outcome == o) for o in OUTCOMES}
+
+    components: dict[str, dict[str, Any]] = {}
+    for comp in _COMPONENTS:
+        graded = [r["grade"].get(comp) for r in in_plan if isinstance(r.get("grade"), Mapping)]
+        flags = [bool(g.get("passed")) for g in graded if isinstance(g, Mapping)]
+        components[comp] = {"passed": sum(flags), "graded": len(flags),
+                            "rate": (sum(flags) / len(flags)) if flags else None}
+    metrics["components"] = components
+    metrics["termination_reasons"] = dict(sorted(Counter(str(r.get("termination_reason")) for r in in_plan).items()))
+    kinds: Counter[str] = Counter()
+    for c in cells:
+        if c.outcome != "passed":
+            kinds.update(c.failures)
+    metrics["failure_kinds"] = dict(kinds.most_common())
+    abandoned = sum(1 for r in in_plan if r.get("termination_reason") == "user_abandon")
+    metrics["abandonment_rate"] = abandoned / len(in_plan) if in_plan else None
+
+    personas: dict[str, dict[str, Any]] = {}
+    for r in in_plan:
+        persona = _persona_name(r)
+        if persona is None:
+            continue
+        p = personas.setdefault(persona, {"trials": 0, "passed": 0, "abandoned": 0, "turns": []})
+        p["trials"] += 1
+        p["passed"] += bool(r["passed"])
+        p["abandoned"] += r.get("termination_reason") == "user_abandon"
+        p["turns"].append((r.get("trajectory") or {}).get("turns"))
+    for p in personas.values():
+        turns = [t for t in p.pop("turns") if isinstance(t, int | float)]
+        p["success_rate"] = p["passed"] / p["trials"]
+        p["abandonment_rate"] = p["abandoned"] / p["trials"]
+        p["mean_turns"] = float(np.mean(turns)) if turns else None
+    metrics["personas"] = dict(sorted(personas.items()))
+
+    agent_cost = [_cost(r, "agent") for r in in_plan]
+    user_cost = [_cost(r, "user") for r in in_plan]
+    total_cost = [None if a is None or u is None else a + u for a, u in zip(agent_cost, user_cost, strict=True)]
+    known_costs = [c for c in total_cost if c is not None]
+    total_known = sum(known_costs) if total_cost and len(known_costs) == len(total_cost) else None
+    successes = sum(1 for r in in_plan if r["passed"])
+    metrics["cost_usd"] = {
+        "agent": _stats(agent_cost), "user": _stats(user_cost), "total": _stats(total_cost),
+        "per_task": (total_known / len(task_ids)) if total_known is not None and task_ids else None,
+        "per_success": (total_known / successes) if total_known is not None and successes else None,
+    }
+    metrics["tokens"] = {
+        who: {"prompt": sum(int(_usage(r, who).get("prompt_tokens") or 0) for r in in_plan),
+              "completion": sum(int(_usage(r, who).get("completion_tokens") or 0) for r in in_plan),
+              "calls": sum(int(_usage(r, who).get("calls") or 0) for r in in_plan)}
+        for who in ("agent", "user")
+    }
+
+    def traj_value(r: Mapping[str, Any], key: str) -> float | None:
+        traj = r.get("trajectory")
+        value = traj.get(key) if isinstance(traj, Mapping) else None
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    metrics["latency_s"] = {
+        "trial": _stats([float(r["duration_s"]) if isinstance(r.get("duration_s"), int | float) else None
+                         for r in in_plan]),
+        "agent": _stats([traj_value(r, "agent_seconds") for r in in_plan]),
+        "user": _stats([traj_value(r, "user_seconds") for r in in_plan]),
+        "tool": _stats([traj_value(r, "tool_seconds") for r in in_plan]),
+    }
+    metrics["turns"] = _stats([traj_value(r, "turns") for r in in_plan])
+    statuses: Counter[str] = Counter()
+    per_trial: list[float | None] = []
+    for r in in_plan:
+        calls = (r.get("trajectory") or {}).get("tool_calls") or []
+        per_trial.append(float(len(calls)))
+        statuses.update(str(c.get("status")) for c in calls if isinstance(c, Mapping))
+    metrics["tool_calls"] = {
+        "per_trial": _stats(per_trial),
+        "statuses": dict(statuses.most_common()),
+        "errors": sum(v for k, v in statuses.items() if k != "ok"),
+    }
+    return RunReport(
+        run_id=doc.get("run_id"), config=config, document=doc, task_ids=task_ids, trials_per_task=n,
+        planned=len(task_ids) * n, recorded=len(unique), duplicates=duplicates, unplanned=unplanned,
+        cells=cells, metrics=metrics,
+    )

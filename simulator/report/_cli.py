@@ -1,0 +1,103 @@
+"""The ``tausim report`` and ``tausim export`` commands (registered on the app in :mod:`simulator.cli`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ._analysis import analyze_run
+from ._export import EXPORT_FORMATS, to_tau_bench
+from ._html import render_html
+from ._load import RunDocumentError, load_run_document, load_run_from_store
+from ._terminal import print_summary
+
+__all__ = ["export_command", "report_command"]
+
+_RUN_HELP = "Run document (the JSON file of `tausim run --out`), or a run id when --store is given."
+_STORE_HELP = "Results store URL (e.g. sqlite:///runs.db); RUN is then a run id."
+
+
+def _console(stderr: bool = False) -> Console:
+    tty = (sys.stderr if stderr else sys.stdout).isatty()
+    return Console(stderr=stderr, width=None if tty else 160, soft_wrap=not tty)
+
+
+def _fail(message: str) -> typer.Exit:
+    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(2)
+
+
+def _load(run: str, store: str | None) -> dict[str, Any]:
+    if store is not None:
+        return load_run_from_store(store, run)
+    path = Path(run)
+    if not path.exists() and path.suffix.lower() != ".json" and os.sep not in run:
+        raise RunDocumentError(f"{run}: no such file; to report a run of the results store give --store URL")
+    return load_run_document(path)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    if path.is_dir():
+        raise RunDocumentError(f"{path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise RunDocumentError(f"{path}: directory {path.parent} does not exist")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def report_command(
+    run: Annotated[str, typer.Argument(help=_RUN_HELP)],
+    store: Annotated[str | None, typer.Option(help=_STORE_HELP)] = None,
+    format: Annotated[str, typer.Option("--format", help="text (rich tables) | json (for scripts)")] = "text",
+    html: Annotated[Path | None, typer.Option(help="Also write the self-contained HTML report to this file.")] = None,
+    bootstrap_seed: Annotated[int, typer.Option(help="Seed of the bootstrap confidence intervals.")] = 0,
+    max_failures: Annotated[int, typer.Option(min=0, help="Failed trials listed in the text summary.")] = 10,
+) -> None:
+    """Summarise a run: pass^k with confidence intervals, failures, cost and latency; optionally an HTML page.
+
+    With --format json prints {"run_id", "planned", "recorded", "duplicates", "metrics"}.
+    """
+    if format not in ("text", "json"):
+        raise _fail(f"--format {format!r}: use text or json")
+    try:
+        doc = _load(run, store)
+        report = analyze_run(doc, seed=bootstrap_seed)
+        if html is not None:
+            _write_atomic(html, render_html(report))
+    except RunDocumentError as e:
+        raise _fail(str(e)) from e
+    if format == "json":
+        sys.stdout.write(json.dumps(report.summary_json(), indent=1) + "\n")
+    else:
+        print_summary(report, _console(), max_failures=max_failures)
+    if html is not None:
+        _console(stderr=format == "json").print(f"wrote {html}", highlight=False)
+
+
+def export_command(
+    run: Annotated[str, typer.Argument(help=_RUN_HELP)],
+    format: Annotated[str, typer.Option("--format", help="Output format: tau-bench.")] = "tau-bench",
+    out: Annotated[Path | None, typer.Option(help="Write to this file (default: standard output).")] = None,
+    store: Annotated[str | None, typer.Option(help=_STORE_HELP)] = None,
+) -> None:
+    """Export a run's results in another tool's format (tau-bench: its result JSON list)."""
+    if format not in EXPORT_FORMATS:
+        raise _fail(f"--format {format!r}: use {', '.join(EXPORT_FORMATS)}")
+    try:
+        results = to_tau_bench(_load(run, store))
+        text = json.dumps(results, indent=2, default=str) + "\n"
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            _write_atomic(out, text)
+    except RunDocumentError as e:
+        raise _fail(str(e)) from e
+    if out is not None:
+        _console(stderr=True).print(f"wrote {out} ({len(results)} trials)", highlight=False)

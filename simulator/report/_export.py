@@ -1,0 +1,68 @@
+"""Export a run in other tools' result formats."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from simulator._messages import Message
+
+from ._analysis import analyze_run
+
+__all__ = ["EXPORT_FORMATS", "to_tau_bench"]
+
+EXPORT_FORMATS = ("tau-bench",)
+"""Formats that ``tausim export`` writes."""
+
+
+def _openai_messages(trial: Mapping[str, Any]) -> list[dict[str, Any]]:
+    traj = trial.get("trajectory") or {}
+    return [Message.model_validate(m).openai() for m in traj.get("messages") or []]
+
+
+def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
+    """Convert a run to tau-bench's result JSON: one ``EnvRunResult`` per recorded trial.
+
+    Each entry is ``{"task_id": int, "reward": 1.0 | 0.0, "info": {...}, "traj": [...], "trial": int}``, the shape
+    that tau-bench's ``run.py`` writes and its ``display_metrics`` reads. ``task_id`` is the task's index: the
+    task id itself when it is a decimal number (tau-bench tasks), else its position in the run's plan (the original
+    id is kept in ``info["tausim_task_id"]``). ``traj`` holds the conversation as OpenAI chat messages (the agent's
+    system prompt is not recorded by tausim, so it is absent). ``info`` carries the termination reason, the grade
+    (as ``reward_info``), the seed, the error and the costs. Only the first record of a duplicated trial is
+    exported; missing trials are absent (tau-bench counts them as failures when it computes pass^k over the
+    trial indices present).
+
+    Args:
+        doc_or_path: a run document or the path of one.
+
+    Returns:
+        The list, in task then trial order.
+
+    Raises:
+        RunDocumentError: the document is malformed.
+    """
+    report = analyze_run(doc_or_path, n_resamples=1)
+    numeric = all(t.isdecimal() for t in report.task_ids)
+    index = {tid: (int(tid) if numeric else i) for i, tid in enumerate(report.task_ids)}
+    out = []
+    for cell in report.cells:
+        trial = cell.record
+        if trial is None:
+            continue
+        traj = trial.get("trajectory") or {}
+        reward = 1.0 if trial["passed"] else 0.0
+        info = {
+            "tausim_task_id": cell.task_id,
+            "termination_reason": trial.get("termination_reason"),
+            "failure": list(cell.failures),
+            "seed": trial.get("seed"),
+            "error": trial.get("error"),
+            "reward_info": {"reward": reward, "info": trial.get("grade")},
+            "agent_cost": (traj.get("agent_usage") or {}).get("cost_usd"),
+            "user_cost": (traj.get("user_usage") or {}).get("cost_usd"),
+        }
+        if trial.get("persona") is not None:
+            info["persona"] = trial["persona"]
+        out.append({"task_id": index[cell.task_id], "reward": reward, "info": info,
+                    "traj": _openai_messages(trial), "trial": cell.trial})
+    return out

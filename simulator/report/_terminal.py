@@ -1,0 +1,143 @@
+"""Terminal summary of a run (rich tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ._analysis import RunReport
+
+__all__ = ["format_cost", "format_seconds", "print_summary"]
+
+
+def format_cost(stats: Mapping[str, Any], key: str = "total", show_missing: bool = True) -> str:
+    """Format a cost statistic; unknown costs are shown as unknown, never as $0.
+
+    Args:
+        stats: a summary-statistics dict (``count``, ``missing``, ``total``, ``mean``, ...).
+        key: which statistic.
+        show_missing: append how many values are unknown.
+
+    Returns:
+        E.g. ``"$0.0123"``, ``"$0.0123 (+3 unknown)"`` or ``"unknown"``.
+    """
+    value = stats.get(key)
+    if value is None:
+        return "unknown"
+    text = f"${value:.4f}"
+    if show_missing and stats.get("missing"):
+        text += f" (+{stats['missing']} unknown)"
+    return text
+
+
+def format_seconds(value: float | None) -> str:
+    """Format a duration in seconds (``-`` when unknown)."""
+    if value is None:
+        return "-"
+    if value < 1e-3:
+        return f"{value * 1e6:.0f} µs"
+    if value < 1.0:
+        return f"{value * 1000:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_summary(report: RunReport, console: Console, max_failures: int = 10) -> None:
+    """Print the terminal summary of a run.
+
+    Args:
+        report: the analysed run.
+        console: where to print.
+        max_failures: failed trials listed at most.
+    """
+    m = report.metrics
+    cfg = report.config
+    console.print(
+        f"[bold]tausim report[/] run={report.run_id or '-'} domain={cfg.get('domain')} agent={cfg.get('agent')} "
+        f"user={cfg.get('user')} tasks={len(report.task_ids)} trials/task={report.trials_per_task}",
+        highlight=False, markup=True)
+    line = f"planned {report.planned}, recorded {report.recorded}, duplicates {report.duplicates}"
+    if m["missing_trials"]:
+        line += f", [red]missing {m['missing_trials']} (counted as failures)[/]"
+    if report.unplanned:
+        line += f", unplanned {report.unplanned} (ignored)"
+    console.print(line, highlight=False)
+
+    if report.task_ids:
+        table = Table(title="reliability (mean over tasks, 95% bootstrap CI over tasks)")
+        for col in ("k", "pass^k", "95% CI", "pass@k", "95% CI"):
+            table.add_column(col, justify="right")
+        for k in range(1, report.trials_per_task + 1):
+            hat, at = m["ci95"][f"pass^{k}"], m["ci95"][f"pass@{k}"]
+            table.add_row(str(k), f"{m[f'pass^{k}']:.3f}", f"[{hat[0]:.3f}, {hat[1]:.3f}]",
+                          f"{m[f'pass@{k}']:.3f}", f"[{at[0]:.3f}, {at[1]:.3f}]")
+        console.print(table)
+
+    comps = Table(title="grading components (graded trials)")
+    for col, just in (("component", "left"), ("passed", "right"), ("graded", "right"), ("rate", "right")):
+        comps.add_column(col, justify=just)  # type: ignore[arg-type]
+    for name, c in m["components"].items():
+        comps.add_row(name, str(c["passed"]), str(c["graded"]), _rate(c["rate"]))
+    console.print(comps)
+
+    counts = Table(title="termination reasons / failure kinds")
+    counts.add_column("termination reason")
+    counts.add_column("trials", justify="right")
+    counts.add_column("failure kind")
+    counts.add_column("trials", justify="right")
+    reasons = list(m["termination_reasons"].items())
+    kinds = list(m["failure_kinds"].items())
+    for i in range(max(len(reasons), len(kinds))):
+        r = reasons[i] if i < len(reasons) else ("", "")
+        f = kinds[i] if i < len(kinds) else ("", "")
+        counts.add_row(r[0], str(r[1]), f[0], str(f[1]))
+    console.print(counts)
+
+    if m["personas"]:
+        personas = Table(title="personas")
+        for col in ("persona", "trials", "passed", "success", "abandoned", "mean turns"):
+            personas.add_column(col, justify="left" if col == "persona" else "right")
+        for name, p in m["personas"].items():
+            personas.add_row(name, str(p["trials"]), str(p["passed"]), _rate(p["success_rate"]),
+                             _rate(p["abandonment_rate"]),
+                             "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}")
+        console.print(personas)
+
+    cost = Table(title="cost (USD) and latency per trial")
+    for col in ("quantity", "total", "mean", "p50", "p95"):
+        cost.add_column(col, justify="left" if col == "quantity" else "right")
+    for who in ("agent", "user", "total"):
+        s = m["cost_usd"][who]
+        cost.add_row(f"cost {who}", format_cost(s, "total"), format_cost(s, "mean"), format_cost(s, "p50"),
+                     format_cost(s, "p95"))
+    for who, label in (("trial", "trial duration"), ("agent", "agent time"), ("user", "user time"),
+                       ("tool", "tool time")):
+        s = m["latency_s"][who]
+        cost.add_row(label, format_seconds(s["total"]), format_seconds(s["mean"]), format_seconds(s["p50"]),
+                     format_seconds(s["p95"]))
+    tc = m["tool_calls"]["per_trial"]
+    cost.add_row("tool calls", "-" if tc["total"] is None else f"{tc['total']:.0f}",
+                 "-" if tc["mean"] is None else f"{tc['mean']:.2f}",
+                 "-" if tc["p50"] is None else f"{tc['p50']:.0f}", "-" if tc["p95"] is None else f"{tc['p95']:.1f}")
+    console.print(cost)
+    per_task, per_success = m["cost_usd"]["per_task"], m["cost_usd"]["per_success"]
+    console.print(f"cost per task: {'unknown' if per_task is None else f'${per_task:.4f}'}; per success: "
+                  f"{'unknown' if per_success is None else f'${per_success:.4f}'}", highlight=False)
+    statuses = m["tool_calls"]["statuses"]
+    if statuses:
+        console.print("tool call statuses: " + ", ".join(f"{k} {v}" for k, v in statuses.items())
+                      + f" ({m['tool_calls']['errors']} not ok)", highlight=False)
+
+    failed = report.failed_cells()
+    for cell in failed[:max_failures]:
+        reason = cell.record.get("termination_reason") if cell.record else "-"
+        console.print(f"[red]FAIL[/] {cell.task_id} trial {cell.trial}: {reason}; {', '.join(cell.failures)}",
+                      highlight=False)
+    if len(failed) > max_failures:
+        console.print(f"... and {len(failed) - max_failures} more failed trials (see --html)", highlight=False)

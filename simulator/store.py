@@ -1,0 +1,791 @@
+"""Results store: runs and their trials in a SQL database (SQLAlchemy; SQLite file by default).
+
+Tables (own :class:`~sqlalchemy.MetaData`, separate from every domain schema):
+
+- ``runs``: one row per run: its configuration (JSON, including the domain and caps), the data set's and the
+  task set's content hashes, the planned task ids, git revision and package versions.
+- ``trials``: one row per finished trial, unique per ``(run_id, task_id, trial)``: seed, outcome, termination
+  reason, error, timings, token usage and cost.
+- ``messages``, ``tool_calls``: the trajectory, one row per message and per dispatched tool call.
+- ``grades``: one row per graded trial, every grading component as JSON.
+
+A trial and all its rows are written in one transaction when it finishes (:meth:`ResultsStore.record`); a
+second record of the same ``(run_id, task_id, trial)`` is refused by the unique constraint and ignored, so a
+killed and resumed run never holds a trial twice. On SQLite the store turns on WAL and a busy timeout so that
+a reader (a report, a progress poll) and the writing run do not block each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Double,
+    Engine,
+    ForeignKeyConstraint,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from simulator._messages import Message
+from simulator.grading import Grade
+from simulator.metrics import suite_metrics
+from simulator.orchestrator import ToolCallRecord, Trajectory
+from simulator.runner import RunConfig, RunResult, TrialResult, run_summary_json
+from simulator.tasks import Task
+
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "RESUME_FIELDS",
+    "ConfigMismatchError",
+    "ResultsStore",
+    "RunInfo",
+    "StoreError",
+    "data_hash",
+    "new_run_id",
+    "tasks_hash",
+]
+
+DEFAULT_STORE_URL = "sqlite:///runs.db"
+"""The store used when none is given: ``runs.db`` in the working directory."""
+
+RESUME_FIELDS = ("domain", "options", "agent", "user", "trials", "seed", "max_turns", "max_steps")
+"""Config fields that must be equal for a run to be resumed (besides the data and task-set hashes)."""
+
+_SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+metadata = MetaData()
+
+runs = Table(
+    "runs", metadata,
+    Column("run_id", String(255), primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("domain", String(255), nullable=False),
+    Column("agent", Text, nullable=False),
+    Column("user", Text, nullable=False),
+    Column("seed", String(40), nullable=False),
+    Column("trials", Integer, nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("task_ids", JSON, nullable=False),
+    Column("data_dir", Text),
+    Column("data_hash", String(64)),
+    Column("tasks_hash", String(64)),
+    Column("git_revision", String(64)),
+    Column("packages", JSON, nullable=False),
+    Column("wall_seconds", Double, nullable=False, default=0.0),
+    Column("extra", JSON, nullable=False),
+)
+
+trials = Table(
+    "trials", metadata,
+    Column("run_id", String(255), nullable=False),
+    Column("task_id", String(255), nullable=False),
+    Column("trial", Integer, nullable=False),
+    Column("seed", String(40), nullable=False),  # decimal text: seeds reach 2**64, beyond BIGINT
+    Column("passed", Boolean, nullable=False),
+    Column("termination_reason", String(64), nullable=False),
+    Column("error", Text),
+    Column("duration_s", Double, nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    Column("turns", Integer, nullable=False),
+    Column("steps", Integer, nullable=False),
+    Column("agent_seconds", Double, nullable=False),
+    Column("user_seconds", Double, nullable=False),
+    Column("tool_seconds", Double, nullable=False),
+    Column("trajectory_termination_reason", String(64)),
+    Column("trajectory_error", Text),
+    Column("agent_prompt_tokens", Integer, nullable=False),
+    Column("agent_completion_tokens", Integer, nullable=False),
+    Column("agent_cost_usd", Double),
+    Column("agent_calls", Integer, nullable=False),
+    Column("user_prompt_tokens", Integer, nullable=False),
+    Column("user_completion_tokens", Integer, nullable=False),
+    Column("user_cost_usd", Double),
+    Column("user_calls", Integer, nullable=False),
+    Column("cost_usd", Double),  # agent + user; NULL when either is unknown (never recorded as 0)
+    Column("extra", JSON, nullable=False),  # fields without a column of their own (exact round trip)
+    PrimaryKeyConstraint("run_id", "task_id", "trial", name="pk_trials"),
+    UniqueConstraint("run_id", "task_id", "trial", name="uq_trials_run_task_trial"),
+    ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_trials_run"),
+)
+
+messages = Table(
+    "messages", metadata,
+    Column("run_id", String(255), nullable=False),
+    Column("task_id", String(255), nullable=False),
+    Column("trial", Integer, nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("content", Text),
+    Column("tool_calls", JSON, nullable=False),
+    Column("tool_call_id", String(255)),
+    Column("name", String(255)),
+    Column("extra", JSON, nullable=False),
+    PrimaryKeyConstraint("run_id", "task_id", "trial", "idx", name="pk_messages"),
+    ForeignKeyConstraint(["run_id", "task_id", "trial"], ["trials.run_id", "trials.task_id", "trials.trial"],
+                         name="fk_messages_trial", ondelete="CASCADE"),
+)
+
+tool_calls = Table(
+    "tool_calls", metadata,
+    Column("run_id", String(255), nullable=False),
+    Column("task_id", String(255), nullable=False),
+    Column("trial", Integer, nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("step", Integer, nullable=False),
+    Column("call_id", String(255), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("arguments", JSON),
+    Column("raw_arguments", Text),
+    Column("kind", String(16)),
+    Column("status", String(32), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("duration_s", Double, nullable=False),
+    Column("bug", Text),
+    Column("extra", JSON, nullable=False),
+    PrimaryKeyConstraint("run_id", "task_id", "trial", "idx", name="pk_tool_calls"),
+    ForeignKeyConstraint(["run_id", "task_id", "trial"], ["trials.run_id", "trials.task_id", "trials.trial"],
+                         name="fk_tool_calls_trial", ondelete="CASCADE"),
+)
+
+grades = Table(
+    "grades", metadata,
+    Column("run_id", String(255), nullable=False),
+    Column("task_id", String(255), nullable=False),
+    Column("trial", Integer, nullable=False),
+    Column("passed", Boolean, nullable=False),
+    Column("failure", Text),
+    Column("components", JSON, nullable=False),
+    Column("graded_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("run_id", "task_id", "trial", name="pk_grades"),
+    ForeignKeyConstraint(["run_id", "task_id", "trial"], ["trials.run_id", "trials.task_id", "trials.trial"],
+                         name="fk_grades_trial", ondelete="CASCADE"),
+)
+
+_TRIAL_KEYS = ("task_id", "trial", "seed", "passed", "termination_reason", "grade", "trajectory", "duration_s",
+               "error")
+_TRAJ_KEYS = ("messages", "tool_calls", "agent_usage", "user_usage", "turns", "steps", "agent_seconds",
+              "user_seconds", "tool_seconds", "termination_reason", "error")
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+_CALL_KEYS = ("step", "call_id", "name", "arguments", "raw_arguments", "kind", "status", "content", "duration_s",
+              "bug")
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cost_usd", "calls")
+
+
+class StoreError(RuntimeError):
+    """The store cannot do what was asked (unknown run, run id taken, ...)."""
+
+
+class ConfigMismatchError(StoreError):
+    """A run id was reused with a configuration that differs from the stored run's.
+
+    Attributes:
+        field: the first differing field (``trials``, ``data_hash``, ...).
+    """
+
+    def __init__(self, run_id: str, field: str, stored: Any, given: Any):
+        self.field = field
+        super().__init__(
+            f"run {run_id!r} exists with a different value of {field}: stored {stored!r}, given {given!r}. "
+            f"Resume it with the same settings, or start a new run id."
+        )
+
+
+class RunInfo(BaseModel):
+    """A stored run's header: what was planned and with what."""
+
+    run_id: str
+    created_at: datetime
+    config: RunConfig
+    task_ids: list[str]
+    """Planned task ids, in run order."""
+    data_dir: str | None = None
+    """The data directory actually used (resolved)."""
+    data_hash: str | None = None
+    tasks_hash: str | None = None
+    git_revision: str | None = None
+    packages: dict[str, str] = Field(default_factory=dict)
+    wall_seconds: float = 0.0
+    """Wall time of every session of the run together."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def planned(self) -> int:
+        """Planned trials: tasks x trials per task."""
+        return len(self.task_ids) * self.config.trials
+
+    def planned_pairs(self) -> list[tuple[str, int]]:
+        """Return every planned (task id, trial index) pair in run order."""
+        return [(t, i) for t in self.task_ids for i in range(self.config.trials)]
+
+
+def new_run_id() -> str:
+    """Return a fresh run id (a uuid4 in hex)."""
+    return uuid.uuid4().hex
+
+
+def data_hash(data_dir: str | Path) -> str:
+    """Return a content hash of a data directory: sha256 over every file's relative path and bytes.
+
+    Args:
+        data_dir: the directory (read recursively; hidden files and ``__pycache__`` skipped).
+
+    Returns:
+        The hex digest; equal for equal contents wherever the directory lives.
+
+    Raises:
+        FileNotFoundError: ``data_dir`` is not a directory.
+    """
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"data directory {root} not found")
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        h.update(rel.as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def tasks_hash(tasks: Sequence[Task]) -> str:
+    """Return a content hash of a task set (ids, scenarios, gold actions, outputs, rules), order included.
+
+    Args:
+        tasks: the planned tasks, in run order.
+
+    Returns:
+        The hex sha256 of the tasks' canonical JSON.
+    """
+    doc = [t.model_dump(mode="json") for t in tasks]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _split(doc: Mapping[str, Any], keys: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a dumped model into the fields that have columns and the rest (kept as JSON)."""
+    known = set(keys)
+    return ({k: doc.get(k) for k in known}, {k: v for k, v in doc.items() if k not in known})
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class ResultsStore:
+    """Runs and trials in a SQL database; any SQLAlchemy URL (``sqlite:///runs.db`` by default).
+
+    Args:
+        url: SQLAlchemy database URL, e.g. ``sqlite:///runs.db`` or ``postgresql+psycopg://u@host/db``.
+        create: create missing tables.
+
+    Raises:
+        sqlalchemy.exc.ArgumentError: the URL is malformed.
+    """
+
+    def __init__(self, url: str = DEFAULT_STORE_URL, create: bool = True):
+        self.engine: Engine = create_engine(url)
+        self.url = self.engine.url.render_as_string(hide_password=True)
+        """The URL with any password masked (safe to print)."""
+        if self.engine.dialect.name == "sqlite":
+            self._setup_sqlite(self.engine)
+        if create:
+            self._create_tables()
+
+    def _create_tables(self, attempts: int = 5) -> None:
+        """Create missing tables; another process creating them at the same moment is tolerated."""
+        for attempt in range(attempts):
+            try:
+                metadata.create_all(self.engine)
+                return
+            except DBAPIError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))  # the other creator has committed by now: check again
+
+    @staticmethod
+    def _setup_sqlite(engine: Engine) -> None:
+        """WAL, busy timeout, foreign keys; SQLAlchemy's recipe for real transactions with pysqlite."""
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {_SQLITE_BUSY_TIMEOUT_MS}")
+            if engine.url.database not in (None, "", ":memory:"):
+                cur.execute("PRAGMA journal_mode = WAL")
+                cur.execute("PRAGMA synchronous = NORMAL")
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN")
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self.engine.dispose()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- runs ----------------------------------------------------------------------------------------------
+    def create_run(
+        self,
+        config: RunConfig,
+        task_ids: Sequence[str],
+        *,
+        run_id: str | None = None,
+        data_dir: str | None = None,
+        data_hash: str | None = None,
+        tasks_hash: str | None = None,
+        git_revision: str | None = None,
+        packages: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> RunInfo:
+        """Record a new run.
+
+        Args:
+            config: the run configuration.
+            task_ids: the planned task ids, in run order (unique).
+            run_id: the id; default a new uuid4 hex.
+            data_dir: the data directory used.
+            data_hash: content hash of the data set (see :func:`data_hash`).
+            tasks_hash: content hash of the task set (see :func:`tasks_hash`).
+            git_revision: the code's git revision.
+            packages: package versions.
+            extra: anything else worth keeping with the run.
+
+        Returns:
+            The stored :class:`RunInfo`.
+
+        Raises:
+            StoreError: the run id is already taken, or the task ids repeat.
+        """
+        if len(set(task_ids)) != len(task_ids):
+            raise StoreError("duplicate task ids in the planned task set")
+        info = RunInfo(run_id=run_id or new_run_id(), created_at=_now(), config=config, task_ids=list(task_ids),
+                       data_dir=data_dir, data_hash=data_hash, tasks_hash=tasks_hash, git_revision=git_revision,
+                       packages=dict(packages or {}), extra=dict(extra or {}))
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(runs).values(
+                    run_id=info.run_id, created_at=info.created_at, domain=config.domain, agent=config.agent,
+                    user=config.user, seed=str(config.seed), trials=config.trials,
+                    config=config.model_dump(mode="json"), task_ids=info.task_ids, data_dir=data_dir,
+                    data_hash=data_hash, tasks_hash=tasks_hash, git_revision=git_revision, packages=info.packages,
+                    wall_seconds=0.0, extra=info.extra,
+                ))
+        except IntegrityError as e:
+            raise StoreError(f"run id {info.run_id!r} already exists in {self.url}") from e
+        return info
+
+    def get_run(self, run_id: str) -> RunInfo | None:
+        """Return a stored run's header, or None when there is no such run.
+
+        Args:
+            run_id: the run id.
+
+        Returns:
+            The :class:`RunInfo` or None.
+        """
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
+        if row is None:
+            return None
+        return RunInfo(run_id=row["run_id"], created_at=_aware(row["created_at"]),
+                       config=RunConfig.model_validate(row["config"]), task_ids=list(row["task_ids"]),
+                       data_dir=row["data_dir"], data_hash=row["data_hash"], tasks_hash=row["tasks_hash"],
+                       git_revision=row["git_revision"], packages=dict(row["packages"] or {}),
+                       wall_seconds=row["wall_seconds"] or 0.0, extra=dict(row["extra"] or {}))
+
+    def require_run(self, run_id: str) -> RunInfo:
+        """Return a stored run's header.
+
+        Args:
+            run_id: the run id.
+
+        Returns:
+            The :class:`RunInfo`.
+
+        Raises:
+            StoreError: no such run (the message lists a few known run ids).
+        """
+        info = self.get_run(run_id)
+        if info is None:
+            known = self.run_ids()
+            hint = f"; runs in the store: {', '.join(known[-5:])}" if known else "; the store holds no run"
+            raise StoreError(f"no run {run_id!r} in {self.url}{hint}")
+        return info
+
+    def run_ids(self) -> list[str]:
+        """Return every stored run id, oldest first."""
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(runs.c.run_id).order_by(runs.c.created_at, runs.c.run_id)).scalars())
+
+    def open_run(
+        self,
+        run_id: str | None,
+        config: RunConfig,
+        task_ids: Sequence[str],
+        *,
+        data_dir: str | None = None,
+        data_hash: str | None = None,
+        tasks_hash: str | None = None,
+        git_revision: str | None = None,
+        packages: Mapping[str, str] | None = None,
+    ) -> tuple[RunInfo, bool]:
+        """Create a run, or check that an existing one can be resumed with this configuration.
+
+        Args:
+            run_id: the run id; None for a new run with a fresh id.
+            config: the configuration given now.
+            task_ids: the planned task ids, in run order.
+            data_dir: the data directory used.
+            data_hash: content hash of the data set.
+            tasks_hash: content hash of the task set.
+            git_revision: the code's git revision (recorded for a new run).
+            packages: package versions (recorded for a new run).
+
+        Returns:
+            ``(run, created)``: the stored run and whether it was created now.
+
+        Raises:
+            ConfigMismatchError: the run exists with a different configuration (the message names the field).
+            StoreError: duplicate task ids.
+        """
+        if run_id is not None:
+            stored = self.get_run(run_id)
+            if stored is not None:
+                self.check_resumable(stored, config, data_hash=data_hash, tasks_hash=tasks_hash)
+                return stored, False
+        info = self.create_run(config, task_ids, run_id=run_id, data_dir=data_dir, data_hash=data_hash,
+                               tasks_hash=tasks_hash, git_revision=git_revision, packages=packages)
+        return info, True
+
+    @staticmethod
+    def check_resumable(stored: RunInfo, config: RunConfig, *, data_hash: str | None,
+                        tasks_hash: str | None) -> None:
+        """Refuse to resume a run with settings that would make its trials incomparable.
+
+        Args:
+            stored: the stored run.
+            config: the configuration given now.
+            data_hash: the data set's hash now.
+            tasks_hash: the task set's hash now.
+
+        Raises:
+            ConfigMismatchError: naming the first differing field (see :data:`RESUME_FIELDS`, plus
+                ``data_hash`` and ``tasks_hash``).
+        """
+        old = stored.config.model_dump(mode="json")
+        new = config.model_dump(mode="json")
+        for name in RESUME_FIELDS:
+            if old.get(name) != new.get(name):
+                raise ConfigMismatchError(stored.run_id, name, old.get(name), new.get(name))
+        if stored.data_hash != data_hash:
+            raise ConfigMismatchError(stored.run_id, "data_hash (contents of the data directory)",
+                                      stored.data_hash, data_hash)
+        if stored.tasks_hash != tasks_hash:
+            raise ConfigMismatchError(stored.run_id, "tasks_hash (contents of the task set)",
+                                      stored.tasks_hash, tasks_hash)
+
+    def add_wall_seconds(self, run_id: str, seconds: float) -> None:
+        """Add one session's wall time to the run's total.
+
+        Args:
+            run_id: the run id.
+            seconds: wall time of the session.
+        """
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.run_id == run_id)
+                         .values(wall_seconds=runs.c.wall_seconds + seconds))
+
+    def update_run(self, run_id: str, *, tasks_hash: str | None = None,
+                   extra: Mapping[str, Any] | None = None) -> None:
+        """Update a run's task-set hash and/or merge fields into its ``extra`` (e.g. after a regrade).
+
+        Args:
+            run_id: the run id.
+            tasks_hash: the new task-set hash, if it changed.
+            extra: fields merged into the run's extra document.
+
+        Raises:
+            StoreError: no such run.
+        """
+        info = self.require_run(run_id)
+        values: dict[str, Any] = {}
+        if tasks_hash is not None:
+            values["tasks_hash"] = tasks_hash
+        if extra:
+            values["extra"] = {**info.extra, **extra}
+        if values:
+            with self.engine.begin() as conn:
+                conn.execute(update(runs).where(runs.c.run_id == run_id).values(**values))
+
+    # --- trials --------------------------------------------------------------------------------------------
+    def record(self, run_id: str, result: TrialResult) -> bool:
+        """Write one finished trial and all its rows in one transaction.
+
+        Args:
+            run_id: the run the trial belongs to (must exist).
+            result: the trial.
+
+        Returns:
+            True when written; False when this (run, task, trial) is already recorded (nothing is written).
+
+        Raises:
+            StoreError: the run does not exist.
+        """
+        doc = result.model_dump(mode="json")
+        top, top_extra = _split(doc, _TRIAL_KEYS)
+        traj, traj_extra = _split(top["trajectory"], _TRAJ_KEYS)
+        au, au_extra = _split(traj["agent_usage"], _USAGE_KEYS)
+        uu, uu_extra = _split(traj["user_usage"], _USAGE_KEYS)
+        extra = {"trial": top_extra, "trajectory": traj_extra, "agent_usage": au_extra, "user_usage": uu_extra}
+        cost = None if au["cost_usd"] is None or uu["cost_usd"] is None else au["cost_usd"] + uu["cost_usd"]
+        key = {"run_id": run_id, "task_id": result.task_id, "trial": result.trial}
+        trial_row = {
+            **key, "seed": str(result.seed), "passed": result.passed,
+            "termination_reason": result.termination_reason, "error": result.error,
+            "duration_s": result.duration_s, "recorded_at": _now(), "turns": traj["turns"], "steps": traj["steps"],
+            "agent_seconds": traj["agent_seconds"], "user_seconds": traj["user_seconds"],
+            "tool_seconds": traj["tool_seconds"], "trajectory_termination_reason": traj["termination_reason"],
+            "trajectory_error": traj["error"],
+            "agent_prompt_tokens": au["prompt_tokens"], "agent_completion_tokens": au["completion_tokens"],
+            "agent_cost_usd": au["cost_usd"], "agent_calls": au["calls"],
+            "user_prompt_tokens": uu["prompt_tokens"], "user_completion_tokens": uu["completion_tokens"],
+            "user_cost_usd": uu["cost_usd"], "user_calls": uu["calls"], "cost_usd": cost,
+            "extra": {k: v for k, v in extra.items() if v},
+        }
+        msg_rows = []
+        for i, m in enumerate(traj["messages"]):
+            cols, rest = _split(m, _MESSAGE_KEYS)
+            msg_rows.append({**key, "idx": i, **cols, "tool_calls": cols["tool_calls"] or [], "extra": rest})
+        call_rows = []
+        for i, c in enumerate(traj["tool_calls"]):
+            cols, rest = _split(c, _CALL_KEYS)
+            call_rows.append({**key, "idx": i, **cols, "extra": rest})
+        try:
+            with self.engine.begin() as conn:
+                # the trial row first: a duplicate fails here, before anything else is written
+                conn.execute(insert(trials).values(**trial_row))
+                if msg_rows:
+                    conn.execute(insert(messages), msg_rows)
+                if call_rows:
+                    conn.execute(insert(tool_calls), call_rows)
+                if result.grade is not None:
+                    conn.execute(insert(grades).values(**key, **self._grade_values(result.grade)))
+        except IntegrityError as e:
+            if (result.task_id, result.trial) in self.recorded_keys(run_id):
+                return False
+            if self.get_run(run_id) is None:
+                raise StoreError(f"no run {run_id!r} in {self.url}: create it before recording trials") from e
+            raise
+        return True
+
+    @staticmethod
+    def _grade_values(grade: Grade) -> dict[str, Any]:
+        g = grade.model_dump(mode="json")
+        passed, failure = g.pop("passed"), g.pop("failure", None)
+        return {"passed": passed, "failure": failure, "components": g, "graded_at": _now()}
+
+    def update_grade(self, run_id: str, result: TrialResult) -> None:
+        """Replace a recorded trial's grade and outcome (``passed``, ``error``) in one transaction.
+
+        Args:
+            run_id: the run id.
+            result: the trial with its new grade (``task_id`` and ``trial`` identify it).
+
+        Raises:
+            StoreError: the trial is not recorded.
+        """
+        key = {"run_id": run_id, "task_id": result.task_id, "trial": result.trial}
+        where = [trials.c.run_id == run_id, trials.c.task_id == result.task_id, trials.c.trial == result.trial]
+        with self.engine.begin() as conn:
+            n = conn.execute(update(trials).where(*where).values(passed=result.passed, error=result.error)).rowcount
+            if n != 1:
+                raise StoreError(f"trial ({result.task_id!r}, {result.trial}) of run {run_id!r} is not recorded")
+            conn.execute(delete(grades).where(grades.c.run_id == run_id, grades.c.task_id == result.task_id,
+                                              grades.c.trial == result.trial))
+            if result.grade is not None:
+                conn.execute(insert(grades).values(**key, **self._grade_values(result.grade)))
+
+    def recorded_keys(self, run_id: str) -> set[tuple[str, int]]:
+        """Return the (task id, trial index) pairs recorded for a run.
+
+        Args:
+            run_id: the run id.
+
+        Returns:
+            The set of recorded pairs (empty for an unknown run).
+        """
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(trials.c.task_id, trials.c.trial).where(trials.c.run_id == run_id))
+            return {(r[0], int(r[1])) for r in rows}
+
+    def count_duplicates(self, run_id: str) -> int:
+        """Return how many trial rows repeat a (task id, trial) pair of the run (0 unless the schema was altered).
+
+        Args:
+            run_id: the run id.
+
+        Returns:
+            Rows beyond the first of each pair.
+        """
+        with self.engine.connect() as conn:
+            n = func.count()
+            q = (select(trials.c.task_id, trials.c.trial, n.label("n")).where(trials.c.run_id == run_id)
+                 .group_by(trials.c.task_id, trials.c.trial).having(n > 1))
+            return sum(int(r.n) - 1 for r in conn.execute(q))
+
+    def load_trials(self, run_id: str) -> list[TrialResult]:
+        """Return a run's recorded trials, in planned task order then trial index.
+
+        Args:
+            run_id: the run id.
+
+        Returns:
+            One :class:`TrialResult` per recorded trial, equal to the one recorded.
+
+        Raises:
+            StoreError: no such run.
+        """
+        info = self.require_run(run_id)
+        with self.engine.connect() as conn:
+            trial_rows = conn.execute(select(trials).where(trials.c.run_id == run_id)).mappings().all()
+            msgs: dict[tuple[str, int], list[Message]] = {}
+            for r in conn.execute(select(messages).where(messages.c.run_id == run_id)
+                                  .order_by(messages.c.task_id, messages.c.trial, messages.c.idx)).mappings():
+                msgs.setdefault((r["task_id"], r["trial"]), []).append(Message.model_validate({
+                    **(r["extra"] or {}), "role": r["role"], "content": r["content"],
+                    "tool_calls": r["tool_calls"] or [], "tool_call_id": r["tool_call_id"], "name": r["name"]}))
+            calls: dict[tuple[str, int], list[ToolCallRecord]] = {}
+            for r in conn.execute(select(tool_calls).where(tool_calls.c.run_id == run_id)
+                                  .order_by(tool_calls.c.task_id, tool_calls.c.trial, tool_calls.c.idx)).mappings():
+                calls.setdefault((r["task_id"], r["trial"]), []).append(ToolCallRecord.model_validate({
+                    **(r["extra"] or {}), **{k: r[k] for k in _CALL_KEYS}}))
+            grade_rows = {(r["task_id"], r["trial"]): r for r in
+                          conn.execute(select(grades).where(grades.c.run_id == run_id)).mappings()}
+        out = []
+        for r in trial_rows:
+            key = (r["task_id"], int(r["trial"]))
+            extra = r["extra"] or {}
+            g = grade_rows.get(key)
+            grade = None if g is None else Grade.model_validate(
+                {**(g["components"] or {}), "passed": g["passed"], "failure": g["failure"]})
+            traj = Trajectory.model_validate({
+                **extra.get("trajectory", {}),
+                "messages": msgs.get(key, []), "tool_calls": calls.get(key, []),
+                "agent_usage": {**extra.get("agent_usage", {}), "prompt_tokens": r["agent_prompt_tokens"],
+                                "completion_tokens": r["agent_completion_tokens"], "cost_usd": r["agent_cost_usd"],
+                                "calls": r["agent_calls"]},
+                "user_usage": {**extra.get("user_usage", {}), "prompt_tokens": r["user_prompt_tokens"],
+                               "completion_tokens": r["user_completion_tokens"], "cost_usd": r["user_cost_usd"],
+                               "calls": r["user_calls"]},
+                "turns": r["turns"], "steps": r["steps"], "agent_seconds": r["agent_seconds"],
+                "user_seconds": r["user_seconds"], "tool_seconds": r["tool_seconds"],
+                "termination_reason": r["trajectory_termination_reason"], "error": r["trajectory_error"],
+            })
+            out.append(TrialResult.model_validate({
+                **extra.get("trial", {}),
+                "task_id": key[0], "trial": key[1], "seed": int(r["seed"]), "passed": r["passed"],
+                "termination_reason": r["termination_reason"], "grade": grade, "trajectory": traj,
+                "duration_s": r["duration_s"], "error": r["error"],
+            }))
+        order = {t: i for i, t in enumerate(info.task_ids)}
+        out.sort(key=lambda t: (order.get(t.task_id, len(order)), t.task_id, t.trial))
+        return out
+
+    # --- whole runs ----------------------------------------------------------------------------------------
+    def load_run_result(self, run_id: str) -> RunResult:
+        """Return a run as a :class:`RunResult` built from every recorded trial.
+
+        Metrics are computed over the planned trials; a planned trial not recorded yet counts as failed
+        (see :meth:`load_run_document` for the ``complete`` flag).
+
+        Args:
+            run_id: the run id.
+
+        Returns:
+            The :class:`RunResult` (``wall_seconds``: every session of the run together).
+
+        Raises:
+            StoreError: no such run.
+        """
+        info = self.require_run(run_id)
+        results = self.load_trials(run_id)
+        return RunResult(config=info.config, trials=results, metrics=_metrics(info, results),
+                         termination_reasons=dict(sorted(Counter(r.termination_reason for r in results).items())),
+                         wall_seconds=info.wall_seconds, planned=info.planned)
+
+    def load_run_document(self, run_id: str) -> dict[str, Any]:
+        """Return a run in the shape of :func:`simulator.runner.run_summary_json` (the ``--out`` file).
+
+        Args:
+            run_id: the run id.
+
+        Returns:
+            ``{"format": "tausim.run", "version": 1, "run_id", "created_at", "git_revision", "packages",
+            "data_hash", "tasks_hash", "task_ids", "config", "trials", "metrics", "termination_reasons",
+            "wall_seconds", "planned", "recorded", "duplicates", "complete"}``. While ``complete`` is false
+            (trials still missing) the metrics count the missing trials as failed.
+
+        Raises:
+            StoreError: no such run.
+        """
+        info = self.require_run(run_id)
+        result = self.load_run_result(run_id)
+        doc = run_summary_json(result, {
+            "run_id": info.run_id, "created_at": info.created_at.isoformat(), "git_revision": info.git_revision,
+            "packages": info.packages, "data_dir": info.data_dir, "data_hash": info.data_hash,
+            "tasks_hash": info.tasks_hash, "task_ids": info.task_ids, **info.extra,
+        })
+        doc["duplicates"] = self.count_duplicates(run_id)
+        doc["complete"] = doc["recorded"] == info.planned
+        return doc
+
+
+def _metrics(info: RunInfo, results: Sequence[TrialResult]) -> dict[str, float]:
+    """Suite metrics over the planned trials; planned trials not recorded count as failed."""
+    if not info.task_ids:
+        return {}
+    outcomes: dict[str, list[bool]] = {t: [False] * info.config.trials for t in info.task_ids}
+    for r in results:
+        if r.task_id in outcomes and 0 <= r.trial < info.config.trials:
+            outcomes[r.task_id][r.trial] = r.passed
+    return suite_metrics(outcomes, info.config.trials)
