@@ -19,8 +19,10 @@ from rich.table import Table
 from sqlalchemy.engine import make_url
 
 from simulator.agents import agent_factory
+from simulator.budgets import baseline_command, load_budgets
 from simulator.cache import SQLiteCache
 from simulator.domain import DomainError, available_domains, get_domain
+from simulator.gate import gate_command
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
 from simulator.replay import GoldToolBug, replay_tasks
@@ -171,6 +173,11 @@ def _print_failure(t: TrialResult) -> None:
         console.print(f"    missing outputs: {g.outputs['missing']}", highlight=False, markup=False)
     for v in g.process.violations:
         console.print(f"    process: {v}", highlight=False, markup=False)
+    for r in g.loops.repeats:
+        console.print(f"    loop: {r['tool']}({json.dumps(r['arguments'])}) called {r['count']} times "
+                      f"({g.loops.threshold} repeats allowed)", highlight=False, markup=False)
+    for v in g.budget.exceeded:
+        console.print(f"    budget: {v}", highlight=False, markup=False)
 
 
 def _model_services(cache: Path | None, rpm: int | None) -> dict[str, Any]:
@@ -223,6 +230,8 @@ def run(
     rpm: Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed per model.")] = None,
     log_file: Annotated[Path | None, typer.Option(help="Append the run's JSON-lines event log here.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
+    budgets: Annotated[Path | None, typer.Option(
+        help="Per-task budgets file (from `tausim baseline`); a trial over a ceiling fails.")] = None,
 ) -> None:
     """Run trials of tasks with an agent and a simulated user; print pass^k and failures.
 
@@ -241,6 +250,7 @@ def run(
         dom = get_domain(domain)
         template = dom.template(data, _options(dom, data, option))
         task_list = dom.load_tasks(tasks)
+        budget_map = load_budgets(budgets, [t.id for t in task_list], domain) if budgets is not None else None
         if task_ids is not None:
             wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
             if not wanted:
@@ -263,7 +273,9 @@ def run(
     config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
                        task_ids=task_ids.split(",") if task_ids else None, agent=agent, user=user,
                        trials=trials, concurrency=concurrency, seed=seed, max_turns=max_turns,
-                       max_steps=max_steps)
+                       max_steps=max_steps,
+                       budgets=None if budget_map is None else {t.id: budget_map[t.id] for t in task_list
+                                                                if t.id in budget_map})
     runner = Runner(dom, template, task_list, a_factory, u_factory, config)
     results_store: ResultsStore | None = None
     only: set[tuple[str, int]] | None = None
@@ -402,6 +414,10 @@ from simulator.report._cli import export_command, report_command  # noqa: E402
 
 app.command("report")(report_command)
 app.command("export")(export_command)
+
+# Budgets and the regression gate live in simulator/budgets.py and simulator/gate.py.
+app.command("baseline")(baseline_command)
+app.command("gate")(gate_command)
 
 
 def main() -> None:

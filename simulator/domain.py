@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
-from simulator.tasks import Task, TaskFileError, load_tasks
+from simulator.tasks import ProcessRules, Task, TaskFileError, load_tasks
 from simulator.tools import Toolbox
 
 __all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
@@ -89,6 +89,28 @@ class Domain(abc.ABC):
         """Return tool options for a data set (e.g. compatibility mode for peer data)."""
         return {}
 
+    def default_process_rules(self) -> ProcessRules:
+        """Return the process rules every task of the domain inherits; default: none.
+
+        A task's own rules are merged over them (see :meth:`simulator.tasks.ProcessRules.merged_over`).
+        """
+        return ProcessRules()
+
+    def volatile_arguments(self) -> dict[str, list[str]]:
+        """Return, per tool name, the top-level argument names that loop detection ignores; default: none.
+
+        E.g. ``{"search_flights": ["request_id"]}`` for timestamps or request ids.
+        """
+        return {}
+
+    def default_loop_threshold(self) -> int:
+        """Return the identical repeats of a tool call allowed before it is a loop; default 2.
+
+        Used for tasks that do not set ``loop_threshold``: with 2, a call made three times is fine, a fourth
+        time is a loop.
+        """
+        return 2
+
     def task_splits(self) -> dict[str, Path]:
         """Return the built-in task files by split name (``{"train": path}``); default: tasks/*.json."""
         folder = self.package_dir() / "tasks"
@@ -118,13 +140,22 @@ class Domain(abc.ABC):
         )
 
     def _checked(self, tasks: list[Task], source: str) -> list[Task]:
-        """Refuse gold actions that name an unknown tool or whose arguments do not fit the tool's schema.
+        """Refuse gold actions or process rules that name an unknown tool, and arguments that do not fit the schema.
 
         Raises:
             TaskFileError: naming the file, the task id, the action index and the field.
         """
         toolbox = self.toolbox()
         for task in tasks:
+            rules = task.process
+            named = [(f"forbidden_tools[{i}]", n) for i, n in enumerate(rules.forbidden_tools)]
+            named += [(f"required_tools[{i}]", n) for i, n in enumerate(rules.required_tools)]
+            for i, rule in enumerate(rules.precedence):
+                named += [(f"precedence[{i}].before", rule.before), (f"precedence[{i}].after", rule.after)]
+            for field, name in named:
+                if name not in toolbox.specs:
+                    raise TaskFileError(f"{source}: task {task.id!r}: field process.{field}: unknown tool {name!r} "
+                                        f"in domain {self.name!r}")
             for i, action in enumerate(task.gold_actions):
                 where = f"{source}: task {task.id!r}: field gold_actions[{i}]"
                 spec = toolbox.specs.get(action.name)

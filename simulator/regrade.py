@@ -91,7 +91,7 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
                 goals[task.id] = goal_database(dom, template, task)
             except GoldToolBug:
                 goals[task.id] = None  # regrade_trial recomputes it and records the failure
-        new, diverged = regrade_trial(dom, template, task, t, goals[task.id])
+        new, diverged = regrade_trial(dom, template, task, t, goals[task.id], (cfg.budgets or {}).get(task.id))
         if new is t:
             report.skipped.append((t.task_id, t.trial, "never ran: its goal state could not be computed"))
             continue

@@ -25,7 +25,7 @@ from simulator.grading import Grade, grade_trial
 from simulator.metrics import suite_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.replay import GoldToolBug, goal_database, replay_trajectory
-from simulator.tasks import Task
+from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
 
 __all__ = ["RunConfig", "RunResult", "Runner", "TrialResult", "derive_seed", "regrade_trial", "run_summary_json"]
@@ -63,6 +63,9 @@ class RunConfig(BaseModel):
     seed: int = 0
     max_turns: int = 30
     max_steps: int = 60
+    budgets: dict[str, Budget] | None = None
+    """Per-task trajectory budgets (``tausim run --budgets``), applied with each task's own budget (the
+    tighter ceiling wins); None: only the tasks' own."""
 
 
 class TrialResult(BaseModel):
@@ -207,7 +210,8 @@ class Runner:
         with self.template.trial() as db:
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
             diff = diff_against(db.raw, goal, self._spec)
-        grade = grade_trial(task, traj, diff, self._toolbox)
+        grade = grade_trial(task, traj, diff, self._toolbox, domain=self.domain,
+                            budget=(self.config.budgets or {}).get(task.id))
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
@@ -275,7 +279,8 @@ class Runner:
 
 
 def regrade_trial(
-    domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult, goal: bytes | None = None
+    domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult, goal: bytes | None = None,
+    budget: Budget | None = None,
 ) -> tuple[TrialResult, int]:
     """Grade a recorded trial again from its trajectory, without calling any model.
 
@@ -289,6 +294,7 @@ def regrade_trial(
         task: the task, as it is now.
         result: the recorded trial.
         goal: the task's goal database if already computed (see :func:`simulator.replay.goal_database`).
+        budget: the run's budget for the task (its ``--budgets`` entry), if any.
 
     Returns:
         ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
@@ -309,7 +315,7 @@ def regrade_trial(
         diff = diff_against(db.raw, goal, domain.state_spec())
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
-    grade = grade_trial(task, traj, diff, toolbox)
+    grade = grade_trial(task, traj, diff, toolbox, domain=domain, budget=budget)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
 
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["Action", "ProcessRules", "Task", "TaskFileError", "UserScenario", "load_tasks", "parse_tasks"]
+__all__ = ["Action", "Budget", "Precedence", "ProcessRules", "Task", "TaskFileError", "UserScenario", "load_tasks",
+           "parse_tasks"]
 
 
 class TaskFileError(ValueError):
@@ -51,6 +52,17 @@ class UserScenario(BaseModel):
     """First message of a scripted user; when None one is made from the instructions."""
 
 
+class Precedence(BaseModel):
+    """A necessary precedence: before the first call of ``after``, ``before`` was called successfully."""
+
+    model_config = ConfigDict(extra="forbid")
+    before: str
+    """Tool that must have succeeded at least once before the first call of ``after`` (e.g. a look-up)."""
+    after: str
+    """Tool whose first call (successful or not) the rule is about; the rule is skipped when it is never
+    called."""
+
+
 class ProcessRules(BaseModel):
     """Rules on how the agent reached the end state, checked on the trajectory (grading component ``process``).
 
@@ -67,6 +79,64 @@ class ProcessRules(BaseModel):
     """The agent must not call any write tool (tools that end the conversation excepted)."""
     expected_termination: list[str] | None = None
     """Termination reasons that count as correct, e.g. ``["agent_transfer"]``; None: any."""
+    precedence: list[Precedence] = Field(default_factory=list)
+    """A partial order of necessary precedences, e.g. ``[{"before": "get_order_details", "after":
+    "cancel_pending_order"}]``. Extra calls in between are fine."""
+    confirm_writes: bool | None = None
+    """Each successful write call (conversation-enders excepted) must follow an explicit user yes in the
+    preceding user message, the agent's message before it naming the action (see
+    :func:`simulator.grading.process.check_process`). None: the domain's default (off unless it says so)."""
+
+    def merged_over(self, defaults: ProcessRules) -> ProcessRules:
+        """Return these rules (a task's) merged over ``defaults`` (a domain's).
+
+        Lists are united (defaults first, duplicates dropped), ``no_writes`` holds when either says so, and
+        ``expected_termination`` and ``confirm_writes`` are the task's unless it leaves them None.
+        """
+        def union(a: list[Any], b: list[Any]) -> list[Any]:
+            out: list[Any] = []
+            for x in [*a, *b]:
+                if x not in out:
+                    out.append(x)
+            return out
+
+        return ProcessRules(
+            forbidden_tools=union(defaults.forbidden_tools, self.forbidden_tools),
+            required_tools=union(defaults.required_tools, self.required_tools),
+            no_writes=self.no_writes or defaults.no_writes,
+            expected_termination=(self.expected_termination if self.expected_termination is not None
+                                  else defaults.expected_termination),
+            precedence=union(defaults.precedence, self.precedence),
+            confirm_writes=self.confirm_writes if self.confirm_writes is not None else defaults.confirm_writes,
+        )
+
+
+class Budget(BaseModel):
+    """Ceilings on one trial's trajectory (grading component ``budget``); None: no ceiling.
+
+    Steps and tool calls are those of the trajectory; tokens and cost are the agent's (prompt plus
+    completion tokens; the simulated user's are not the agent's doing). Exceeding a ceiling fails the trial.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    max_steps: int | None = Field(default=None, ge=0)
+    """Agent actions (tool calls and text messages)."""
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    """Tool calls, whatever their status."""
+    max_tokens: int | None = Field(default=None, ge=0)
+    """Agent tokens, prompt plus completion."""
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    """Agent cost in USD; a trial whose cost is unknown (unpriced model) fails a set ceiling (fail-closed)."""
+
+    def tightest(self, other: Budget | None) -> Budget:
+        """Return the budget where each ceiling is the smaller of the two (None: no ceiling)."""
+        if other is None:
+            return self
+        values: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            a, b = getattr(self, name), getattr(other, name)
+            values[name] = b if a is None else a if b is None else min(a, b)
+        return Budget(**values)
 
 
 class Task(BaseModel):
@@ -84,9 +154,14 @@ class Task(BaseModel):
     """Values the agent must state in its messages (whole-token match, numbers as numbers)."""
     tags: list[str] = Field(default_factory=list)
     process: ProcessRules = Field(default_factory=ProcessRules)
-    """Rules on the trajectory (forbidden/required tools, no writes, expected termination)."""
+    """Rules on the trajectory (forbidden/required tools, no writes, expected termination, precedence,
+    confirmation before writes); merged over the domain's :meth:`~simulator.domain.Domain.default_process_rules`."""
     max_turns: int | None = None
     """Turn cap for this task (overrides the run's default)."""
+    loop_threshold: int | None = Field(default=None, ge=0)
+    """Identical repeats of a tool call allowed before it counts as a loop (None: the domain's default)."""
+    budget: Budget | None = None
+    """Ceilings on the trajectory (applied together with a run's ``--budgets`` file: the tighter wins)."""
 
 
 _V1_FIELDS = frozenset({"user_id", "instruction", "actions", "outputs", "annotator"})

@@ -1,14 +1,38 @@
-"""Process grading: rules on how the agent reached its end state, checked on the trajectory."""
+"""Process grading: rules on how the agent reached its end state, checked on the trajectory.
+
+Confirmation before writes (``confirm_writes``): every successful call of a write tool (tools that end the
+conversation excepted) must be preceded, in the conversation, by
+
+1. a user message whose text starts with an explicit yes (:data:`YES_RE`: "yes", "yeah", "yep", "sure",
+   "confirm", "correct", "absolutely", "of course", "go ahead", "proceed", "please do", "do it", or "ok"/"okay"
+   followed by "go ahead"/"proceed"/"do it"/"please do"), and that user message is the last user message
+   before the call;
+2. an agent text message before that user message (the last one) that names the action: it contains the
+   tool's action verb (the first word of the tool name, e.g. ``cancel`` of ``cancel_pending_order``, matched
+   as a word prefix without a final "e"/"y", so "cancellation" and "modification" count) or one of the call's
+   string or number argument values of three characters or more (e.g. the order id ``#W0000001``, with or
+   without its ``#``), case-insensitively.
+"""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from pydantic import BaseModel, Field
 
-from simulator.orchestrator import Trajectory
+from simulator.orchestrator import ToolCallRecord, Trajectory
 from simulator.tasks import ProcessRules
 from simulator.tools import Toolbox
 
-__all__ = ["ProcessResult", "check_process"]
+__all__ = ["YES_RE", "ProcessResult", "check_process", "mentions_action"]
+
+YES_RE = re.compile(
+    r"^\W*(?:yes|yeah|yep|yup|sure|i confirm|confirm(?:ed)?|correct|absolutely|of course|go ahead|proceed|"
+    r"please (?:do|proceed|go ahead)|do it|(?:ok|okay|alright)\W+(?:go ahead|proceed|do it|please do))\b",
+    re.IGNORECASE,
+)
+"""An explicit user yes: the user message starts with one of these words (case-insensitive)."""
 
 
 class ProcessResult(BaseModel):
@@ -19,11 +43,73 @@ class ProcessResult(BaseModel):
     """One readable line per broken rule, e.g. ``"forbidden tool called: cancel_pending_order"``."""
 
 
+def _verb_stem(tool: str) -> str:
+    verb = tool.split("_")[0].lower()
+    return verb[:-1] if len(verb) > 3 and verb[-1] in "ey" else verb
+
+
+def _argument_values(arguments: dict[str, Any] | None) -> list[str]:
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, bool) or v is None:
+            return
+        if isinstance(v, str | int | float):
+            text = str(v).strip().lstrip("#")
+            if len(text) >= 3:
+                out.append(text.lower())
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(arguments or {})
+    return out
+
+
+def mentions_action(text: str, call: ToolCallRecord) -> bool:
+    """Return True when an agent message names a tool call's action (its verb or a key argument value).
+
+    Args:
+        text: the agent's message.
+        call: the tool call.
+    """
+    low = text.lower()
+    if re.search(r"\b" + re.escape(_verb_stem(call.name)), low):
+        return True
+    return any(v in low for v in _argument_values(call.arguments))
+
+
+def _confirmation_violations(trajectory: Trajectory, toolbox: Toolbox) -> list[str]:
+    ending = {name for name, spec in toolbox.specs.items() if spec.ends_conversation}
+    position: dict[str, int] = {}
+    for i, m in enumerate(trajectory.messages):
+        for c in m.tool_calls:
+            position.setdefault(c.id, i)
+    out: list[str] = []
+    for call in trajectory.tool_calls:
+        if call.kind != "write" or call.status != "ok" or call.name in ending:
+            continue
+        where = f"{call.name} (step {call.step})"
+        i = position.get(call.call_id, len(trajectory.messages))
+        u = next((j for j in range(i - 1, -1, -1) if trajectory.messages[j].role == "user"), None)
+        if u is None or not YES_RE.search(trajectory.messages[u].content or ""):
+            out.append(f"write without an explicit user yes in the preceding user message: {where}")
+            continue
+        a = next((j for j in range(u - 1, -1, -1)
+                  if trajectory.messages[j].role == "assistant" and trajectory.messages[j].content), None)
+        if a is None or not mentions_action(trajectory.messages[a].content or "", call):
+            out.append(f"write confirmed without the agent naming the action before the user's yes: {where}")
+    return out
+
+
 def check_process(rules: ProcessRules, trajectory: Trajectory, toolbox: Toolbox) -> ProcessResult:
     """Check a task's process rules against a finished trajectory.
 
     Args:
-        rules: the task's rules.
+        rules: the task's rules (already merged over the domain's defaults).
         trajectory: the trial's trajectory (tool calls with statuses, termination reason).
         toolbox: the domain's tools (to know which are write tools and which end the conversation).
 
@@ -48,4 +134,13 @@ def check_process(rules: ProcessRules, trajectory: Trajectory, toolbox: Toolbox)
         reason = str(trajectory.termination_reason)
         if reason not in rules.expected_termination:
             violations.append(f"termination {reason}, expected {' or '.join(rules.expected_termination)}")
+    for rule in rules.precedence:
+        first = next((i for i, c in enumerate(trajectory.tool_calls) if c.name == rule.after), None)
+        if first is None:
+            continue
+        if not any(c.name == rule.before and c.status == "ok" for c in trajectory.tool_calls[:first]):
+            violations.append(f"precedence: {rule.after} (step {trajectory.tool_calls[first].step}) called before "
+                              f"any successful {rule.before}")
+    if rules.confirm_writes:
+        violations.extend(_confirmation_violations(trajectory, toolbox))
     return ProcessResult(passed=not violations, violations=violations)

@@ -23,11 +23,11 @@ from ._load import load_run_document
 
 __all__ = ["OUTCOMES", "RunReport", "TrialCell", "analyze_run", "trial_outcome"]
 
-OUTCOMES = ("passed", "state", "outputs", "process", "error", "missing")
+OUTCOMES = ("passed", "state", "outputs", "process", "loops", "budget", "error", "missing")
 """Outcome of a cell of the task x trial matrix: passed, failed by component (the first failed one), error
 (the trial ended on an error reason or could not be graded) or missing (planned but not recorded)."""
 
-_COMPONENTS = ("state", "outputs", "process")
+_COMPONENTS = ("state", "outputs", "process", "loops", "budget")
 _ERROR_REASONS = frozenset(str(r) for r in ERROR_REASONS)
 
 
@@ -98,7 +98,8 @@ def trial_outcome(trial: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
 
     Returns:
         ``(outcome, failures)``: outcome is ``passed``, ``error`` (error termination reason or no grade), or the
-        first failed component (``state``, ``outputs``, ``process``); failures lists every failure.
+        first failed component (``state``, ``outputs``, ``process``, ``loops``, ``budget``); failures lists every
+        failure.
     """
     grade = trial.get("grade")
     reason = str(trial.get("termination_reason") or "")

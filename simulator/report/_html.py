@@ -24,6 +24,8 @@ _OUTCOME_LABELS = {
     "state": "failed: state",
     "outputs": "failed: outputs",
     "process": "failed: process",
+    "loops": "failed: loops",
+    "budget": "failed: budget",
     "error": "error",
     "missing": "missing",
 }
@@ -64,7 +66,7 @@ a.cell{display:block;width:20px;height:20px;border-radius:3px;border:1px solid r
 a.cell:hover{outline:2px solid var(--accent)}
 a.cell.sel{outline:3px solid var(--accent);outline-offset:1px}
 .o-passed{background:var(--ok)}.o-state{background:var(--state)}.o-outputs{background:var(--outputs)}
-.o-process{background:var(--process)}.o-error{background:var(--error)}
+.o-process{background:var(--process)}.o-loops{background:#c2418f}.o-budget{background:#8a6d1f}.o-error{background:var(--error)}
 .o-missing{background:#fff;border:1px dashed #999 !important}
 .legend{display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px;font-size:12px;color:var(--muted)}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px;
@@ -356,6 +358,16 @@ def _grade_details(trial: Mapping[str, Any]) -> str:
     parts.append(f"<h4>Process violations ({len(violations)})</h4>")
     if violations:
         parts.append("<ul>" + "".join(f"<li>{_e(v)}</li>" for v in violations) + "</ul>")
+    loops = grade.get("loops") or {}
+    repeats = [r for r in loops.get("repeats") or [] if isinstance(r, Mapping)]
+    if repeats:
+        parts.append(f"<h4>Loops ({len(repeats)}; {_e(loops.get('threshold'))} repeats allowed)</h4>")
+        parts.append(_table(("tool", "arguments", "calls"), [
+            (r.get("tool"), json.dumps(r.get("arguments"), default=str), r.get("count")) for r in repeats]))
+    exceeded = (grade.get("budget") or {}).get("exceeded") or []
+    if exceeded:
+        parts.append(f"<h4>Budget exceeded ({len(exceeded)})</h4>")
+        parts.append("<ul>" + "".join(f"<li>{_e(v)}</li>" for v in exceeded) + "</ul>")
     return "".join(parts)
 
 
