@@ -187,6 +187,8 @@ class RecordChecker:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(_join(field, name), f"expected a number, got {kind(value)}")
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(_join(field, name), f"expected a finite number, got {value!r}")
         return value
 
     def integer(self, obj: Mapping[str, Any], name: str, field: str) -> int:

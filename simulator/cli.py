@@ -120,7 +120,7 @@ def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, d
     return results_store, info.run_id, todo
 
 
-def _print_summary(result: RunResult, max_failures: int = 20) -> None:
+def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = None) -> None:
     cfg = result.config
     n = len(result.trials)
     console.print(f"[bold]tausim run[/] domain={cfg.domain} agent={cfg.agent} user={cfg.user} "
@@ -150,7 +150,7 @@ def _print_summary(result: RunResult, max_failures: int = 20) -> None:
     for t in failed[:max_failures]:
         _print_failure(t)
     if len(failed) > max_failures:
-        console.print(f"... and {len(failed) - max_failures} more failed trials (see --out)")
+        console.print(f"... and {len(failed) - max_failures} more failed trials" + (f" (see {see})" if see else ""))
 
 
 def _print_failure(t: TrialResult) -> None:
@@ -241,6 +241,8 @@ def run(
     for flag, path in (("--cache", cache), ("--log-file", log_file)):
         if path is not None and (path.is_dir() or not path.parent.is_dir()):
             raise _fail(f"{flag} {path}: not a file in an existing directory")
+    if store is not None and not store.strip():
+        raise _fail("--store: empty URL; give one such as sqlite:///runs.db")
     if out is not None:
         if out.is_dir():
             raise _fail(f"--out {out}: is a directory; give a file name such as {out / 'run.json'}")
@@ -292,7 +294,11 @@ def run(
     progress = stack.enter_context(RunProgress(planned, console=console,
                                                enabled=sys.stdout.isatty() and not no_progress))
     partial = out.with_name(out.name + ".partial.jsonl") if out else None
-    partial_file = partial.open("w", encoding="utf-8") if partial else None
+    try:
+        partial_file = partial.open("w", encoding="utf-8") if partial else None
+    except OSError as e:
+        stack.close()
+        raise _fail(f"--out {out}: cannot write next to it ({e.strerror})") from e
 
     def record(t: TrialResult) -> None:
         progress.update(t)
@@ -303,7 +309,10 @@ def run(
             partial_file.flush()
 
     try:
-        result = runner.run(on_trial=record, only=only)
+        try:
+            result = runner.run(on_trial=record, only=only)
+        except KeyboardInterrupt:
+            _interrupted(partial_file, partial, run_id if results_store is not None else None, stack)
         if runner.log is not None:
             runner.log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
                             metrics=result.metrics, termination_reasons=result.termination_reasons)
@@ -314,8 +323,7 @@ def run(
     if results_store is not None and run_id is not None:  # the whole run, earlier sessions included
         results_store.add_wall_seconds(run_id, result.wall_seconds)
         result = results_store.load_run_result(run_id)
-    _print_summary(result)
-    if out is not None:
+    if out is not None:  # results first: a summary printed into a closed pipe must not lose them
         if results_store is not None and run_id is not None:
             doc = results_store.load_run_document(run_id)
         else:
@@ -324,7 +332,24 @@ def run(
         _write_json_atomic(out, doc)
         if partial is not None:
             partial.unlink(missing_ok=True)
+    _print_summary(result, see="--out" if out is not None else ("the store" if results_store else None))
+    if out is not None:
         console.print(f"wrote {out}", highlight=False)
+
+
+def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, stack: ExitStack) -> None:
+    """Ctrl-C during a run: keep what finished, say where it is, and exit 130 without waiting for stuck trials."""
+    if partial_file is not None:
+        partial_file.close()
+    stack.close()
+    where = []
+    if partial is not None:
+        where.append(f"finished trials are in {partial}")
+    if run_id is not None:
+        where.append(f"rerun the same command with --run-id {run_id} to resume")
+    err.print("interrupted" + (": " + "; ".join(where) if where else ""), highlight=False)
+    sys.stdout.flush()
+    os._exit(130)  # worker threads may be inside a model call or a stuck agent: do not join them
 
 
 @app.command()

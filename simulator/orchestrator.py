@@ -25,7 +25,8 @@ from simulator._messages import AgentTurn, Message, Usage, UserTurn
 from simulator._protocols import Agent, UserSimulator
 from simulator.tools import Toolbox, ToolContext
 
-__all__ = ["Limits", "ToolCallRecord", "TerminationReason", "Trajectory", "awaits_confirmation",
+__all__ = ["CAP_REASONS", "ERROR_REASONS", "Limits", "ToolCallRecord", "TerminationReason", "Trajectory",
+           "awaits_confirmation",
            "run_conversation"]
 
 
@@ -50,6 +51,12 @@ ERROR_REASONS = frozenset({
     TerminationReason.INFRA_ERROR, TerminationReason.CONTEXT_OVERFLOW,
 })
 """Reasons that mean the trial could not be completed; such a trial always counts as failed."""
+
+CAP_REASONS = frozenset({
+    TerminationReason.MAX_TURNS, TerminationReason.MAX_STEPS, TerminationReason.BUDGET_EXCEEDED,
+})
+"""Reasons that mean the trial was cut off by a cap before the conversation ended. As in tau-bench (no reward
+without the episode being done), such a trial counts as failed, whatever its final state."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,8 @@ def run_conversation(
             traj.user_seconds += time.perf_counter() - t0
             return end(TerminationReason.USER_ERROR, traceback.format_exc())
         traj.user_seconds += time.perf_counter() - t0
+        if not isinstance(ut, UserTurn):
+            return end(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
         traj.user_usage = traj.user_usage + ut.usage
         if ut.error:
             kind = TerminationReason(ut.error_kind or "user_error")
@@ -208,6 +217,9 @@ def run_conversation(
                 traj.agent_seconds += time.perf_counter() - t0
                 return end(TerminationReason.AGENT_ERROR, traceback.format_exc())
             traj.agent_seconds += time.perf_counter() - t0
+            if not isinstance(at, AgentTurn):
+                return end(TerminationReason.AGENT_ERROR,
+                           f"agent.step returned {type(at).__name__}, expected AgentTurn")
             traj.agent_usage = traj.agent_usage + at.usage
             if at.error:
                 return end(TerminationReason(at.error_kind or "agent_error"), at.error)

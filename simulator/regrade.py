@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from simulator.domain import get_domain
+from simulator.domain import DomainError, get_domain
 from simulator.replay import GoldToolBug, goal_database
 from simulator.runner import regrade_trial
 from simulator.store import ResultsStore, data_hash, tasks_hash
@@ -71,6 +71,8 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
     dom = get_domain(cfg.domain)
     folder = data if data is not None else (Path(info.data_dir) if cfg.data_dir and info.data_dir else None)
     used = folder if folder is not None else dom.default_data_dir()
+    if not used.is_dir():
+        raise DomainError(f"--data {used}: not a directory (the run's data set must still exist to regrade it)")
     if info.data_hash is not None and data_hash(used) != info.data_hash:
         raise ValueError(f"data set {used} changed since run {run_id!r} was recorded (content hash differs); "
                          f"give the original data with --data")

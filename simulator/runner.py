@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
@@ -192,20 +193,30 @@ class Runner:
     def _run_trial(self, task: Task, trial_index: int, log: Any) -> TrialResult:
         t0 = time.perf_counter()
         seed = derive_seed(self.config.seed, task.id, trial_index)
+
+        def not_run(reason: TerminationReason, error: str) -> TrialResult:
+            traj = Trajectory(termination_reason=reason, error=error)
+            return TrialResult(task_id=task.id, trial=trial_index, seed=seed, passed=False,
+                               termination_reason=str(reason), grade=None, trajectory=traj,
+                               duration_s=time.perf_counter() - t0, error=error)
+
         try:
             goal = self.goal(task)
         except GoldToolBug as e:
-            traj = Trajectory(termination_reason=TerminationReason.TOOL_BUG, error=str(e))
-            return TrialResult(task_id=task.id, trial=trial_index, seed=seed, passed=False,
-                               termination_reason="tool_bug", grade=None, trajectory=traj,
-                               duration_s=time.perf_counter() - t0, error=f"goal replay failed: {e}")
+            return not_run(TerminationReason.TOOL_BUG, f"goal replay failed: {e}")
         ctx = TrialContext(
             task=task, tools=self._tools, policy=self._policy, seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log,
         )
-        agent = self.agent_factory(ctx)
-        user = self.user_factory(ctx)
+        try:
+            agent = self.agent_factory(ctx)
+        except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
+            return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + traceback.format_exc())
+        try:
+            user = self.user_factory(ctx)
+        except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
+            return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
@@ -255,6 +266,7 @@ class Runner:
         own = executor is None
         ex = executor or ThreadPoolExecutor(max_workers=max(1, self.config.concurrency))
         results: list[TrialResult] = []
+        interrupted = False
         try:
             futures: list[Future[TrialResult]] = [ex.submit(self.run_trial, by_id[tid], i) for tid, i in plan]
             for fut in as_completed(futures):
@@ -262,9 +274,12 @@ class Runner:
                 results.append(res)
                 if on_trial is not None:
                     on_trial(res)
+        except KeyboardInterrupt:
+            interrupted = True  # drop queued trials and do not wait for running ones (a stuck agent never ends)
+            raise
         finally:
             if own:
-                ex.shutdown(wait=True, cancel_futures=True)
+                ex.shutdown(wait=not interrupted, cancel_futures=True)
         order = {t.id: i for i, t in enumerate(self.tasks)}
         results.sort(key=lambda r: (order[r.task_id], r.trial))
         outcomes: dict[str, list[bool]] = {t.id: [] for t in self.tasks}

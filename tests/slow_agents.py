@@ -35,3 +35,13 @@ def counting_oracle(ctx):
     with _lock:
         constructed.append((ctx.task.id, ctx.trial_index))
     return OracleAgent(ctx)
+
+
+class _Stuck:
+    def step(self, messages):
+        time.sleep(3600)  # an agent that never answers
+
+
+def stuck_after_first(ctx):
+    """The oracle for trial 0 of every task, an agent that never answers for the other trials."""
+    return OracleAgent(ctx) if ctx.trial_index == 0 else _Stuck()

@@ -86,3 +86,72 @@ def test_empty_task_file_is_refused(tmp_path):
 def test_domains_lists_retail():
     res = invoke("domains")
     assert res.exit_code == 0 and "retail: splits builtin; tools 16" in res.output
+
+
+def wrong_type_agent(ctx):
+    class Wrong:
+        def step(self, messages):
+            return "hello"
+
+    return Wrong()
+
+
+def failing_factory(ctx):
+    raise ValueError("cannot build this agent")
+
+
+def test_user_code_errors_are_recorded_per_trial(tmp_path):
+    for ref, text in (("py:tests.test_cli:wrong_type_agent", "agent.step returned str, expected AgentTurn"),
+                      ("py:tests.test_cli:failing_factory", "cannot build this agent")):
+        out = tmp_path / "run.json"
+        res = invoke("run", "--agent", ref, "--task-ids", "cancel-no-longer-needed,modify-order-address",
+                     "--out", out)
+        assert res.exit_code == 0, res.output
+        trials = json.loads(out.read_text())["trials"]
+        assert len(trials) == 2
+        assert all(t["termination_reason"] == "agent_error" and not t["passed"] and text in t["error"]
+                   for t in trials)
+
+
+def test_cap_hit_counts_as_failure(tmp_path):
+    """The oracle needs more than one step for this task: cut off after one, it fails even though a one-action
+    prefix of the gold could match (tau-bench gives no reward without a finished episode)."""
+    out = tmp_path / "run.json"
+    res = invoke("run", "--task-ids", "cancel-no-longer-needed", "--max-steps", "1", "--out", out)
+    assert res.exit_code == 0, res.output
+    (trial,) = json.loads(out.read_text())["trials"]
+    assert trial["termination_reason"] == "max_steps" and trial["passed"] is False
+    assert "max_steps" in trial["grade"]["failure"]
+
+
+def test_empty_store_url_is_refused():
+    res = invoke("run", "--store", "")
+    assert res.exit_code == 2 and "--store: empty URL" in res.output
+
+
+def test_ctrl_c_keeps_finished_trials_and_does_not_wait_for_stuck_ones(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run.json"
+    partial = tmp_path / "run.json.partial.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator.cli", "run", "--agent", "py:tests.slow_agents:stuck_after_first",
+         "--trials", "2", "--concurrency", "2", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (partial.exists() and partial.read_text().count("\n") >= 1):
+            time.sleep(0.1)
+        assert partial.exists(), "no trial finished in time"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "interrupted" in stderr and str(partial) in stderr
+    lines = [json.loads(x) for x in partial.read_text().splitlines()]
+    assert lines and all(x["trial"] == 0 for x in lines)

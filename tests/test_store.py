@@ -332,3 +332,15 @@ def test_sigkill_mid_run_then_resume_records_every_trial_once(tmp_path):
     assert keys == {(t, i) for t in task_ids for i in range(KILL_TRIALS)}
     assert (doc["planned"], doc["recorded"], doc["duplicates"], doc["complete"]) == (PLANNED, PLANNED, 0, True)
     assert doc["metrics"]["pass^8"] == 1.0
+
+
+def test_regrade_with_missing_data_dir_is_a_clear_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    res = CliRunner().invoke(app, ["run", "--task-ids", "cancel-no-longer-needed", "--store", url, "--run-id", "g"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["regrade", "g", "--store", url, "--data", str(tmp_path / "nowhere")])
+    assert res.exit_code == 2 and "nowhere: not a directory" in res.output

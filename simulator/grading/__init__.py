@@ -4,7 +4,8 @@ Components: ``state`` (final database vs goal state), ``outputs`` (required outp
 ``process`` (the task's rules on the trajectory, merged over the domain's defaults: forbidden/required tools,
 no writes, expected termination, precedence, confirmation before writes), ``loops`` (the same tool call
 repeated more than the task's threshold) and ``budget`` (steps, tool calls, tokens, cost ceilings).
-A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) fails whatever its components say.
+A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or was cut off by a cap (``max_turns``,
+``max_steps``, ``budget_exceeded``) fails whatever its components say.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from simulator.grading.loops import LoopsResult, check_loops
 from simulator.grading.outputs import OutputsResult, check_outputs
 from simulator.grading.process import ProcessResult, check_process
 from simulator.grading.state import StateResult, grade_state
-from simulator.orchestrator import ERROR_REASONS, Trajectory
+from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
 from simulator.tasks import Budget, Task
 from simulator.tools import Toolbox
 
@@ -70,7 +71,7 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
     state = grade_state(diff)
     out = check_outputs(task.required_outputs, trajectory.agent_texts())
     failures = []
-    if trajectory.termination_reason in ERROR_REASONS:
+    if trajectory.termination_reason in ERROR_REASONS or trajectory.termination_reason in CAP_REASONS:
         failures.append(str(trajectory.termination_reason))
     if not state.passed:
         failures.append("state")

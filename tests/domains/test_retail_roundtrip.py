@@ -190,3 +190,24 @@ def test_malformed_records_name_file_key_and_field(
 def test_missing_and_invalid_files(tmp_path: Path) -> None:
     folder = _write(tmp_path / "bad", _tiny())
     assert_bad_file_refused(RetailDomain, folder, "orders.json", '{"#W1": ', "cannot read")
+
+
+def test_non_finite_number_is_refused(tmp_path):
+    import json
+    import shutil
+
+    from domains.retail import RetailDomain
+    from simulator.domain import DomainError
+
+    src = RetailDomain().default_data_dir()
+    for name in ("users.json", "orders.json", "products.json"):
+        shutil.copy(src / name, tmp_path / name)
+    products = json.loads((tmp_path / "products.json").read_text())
+    pid, product = next(iter(products.items()))
+    vid = next(iter(product["variants"]))
+    product["variants"][vid]["price"] = float("nan")
+    (tmp_path / "products.json").write_text(json.dumps(products))  # json writes NaN, as a careless tool would
+    import pytest
+
+    with pytest.raises(DomainError, match=r"products.json.*price.*finite"):
+        RetailDomain().template(tmp_path)
