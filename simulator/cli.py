@@ -146,6 +146,10 @@ def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = 
     console.print(f"tasks passing every trial: {len(passing)}/{len(by_task)}", highlight=False)
     if 0 < len(passing) < len(by_task):
         console.print("  " + ", ".join(passing), highlight=False)
+    from simulator.grading._judge_cli import judge_summary_lines
+
+    for line in judge_summary_lines(result.trials):
+        console.print(line, highlight=False, markup=False)
     failed = [t for t in result.trials if not t.passed]
     for t in failed[:max_failures]:
         _print_failure(t)
@@ -178,6 +182,10 @@ def _print_failure(t: TrialResult) -> None:
                       f"({g.loops.threshold} repeats allowed)", highlight=False, markup=False)
     for v in g.budget.exceeded:
         console.print(f"    budget: {v}", highlight=False, markup=False)
+    for a in (g.judge.assertions if g.judge is not None and g.judge.gating else []):
+        if not a.passed:
+            console.print(f"    judge: {a.assertion!r}: {a.verdict or 'no verdict'}: {a.reason}", highlight=False,
+                          markup=False)
 
 
 def _model_services(cache: Path | None, rpm: int | None) -> dict[str, Any]:
@@ -232,6 +240,13 @@ def run(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
     budgets: Annotated[Path | None, typer.Option(
         help="Per-task budgets file (from `tausim baseline`); a trial over a ceiling fails.")] = None,
+    judge: Annotated[str | None, typer.Option(
+        help="LLM judge model for tasks with judge assertions (litellm model string).")] = None,
+    judge_api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL of the judge.")] = None,
+    judge_calibration: Annotated[Path | None, typer.Option(
+        help="Calibration file (`tausim judge calibrate --out`); without one of the same model reaching "
+             "--judge-min-kappa the judge is recorded but does not gate.")] = None,
+    judge_min_kappa: Annotated[float, typer.Option(help="Minimum calibration kappa for the judge to gate.")] = 0.6,
 ) -> None:
     """Run trials of tasks with an agent and a simulated user; print pass^k and failures.
 
@@ -270,6 +285,15 @@ def run(
         params.update(_model_services(cache, rpm))
         a_factory = agent_factory(agent, **params)
         u_factory = user_factory(user, **params)
+        judge_obj = None
+        if judge is not None:
+            from simulator.grading._judge_cli import build_judge
+
+            judge_obj = build_judge(judge, api_base=judge_api_base, calibration=judge_calibration,
+                                    min_kappa=judge_min_kappa,
+                                    **{k: v for k, v in params.items() if k in ("cache", "limiters")})
+        elif judge_calibration is not None:
+            raise _fail("--judge-calibration needs --judge MODEL")
     except (DomainError, TaskFileError, ValueError) as e:
         raise _fail(str(e)) from e
     config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
@@ -277,8 +301,10 @@ def run(
                        trials=trials, concurrency=concurrency, seed=seed, max_turns=max_turns,
                        max_steps=max_steps,
                        budgets=None if budget_map is None else {t.id: budget_map[t.id] for t in task_list
-                                                                if t.id in budget_map})
-    runner = Runner(dom, template, task_list, a_factory, u_factory, config)
+                                                                if t.id in budget_map},
+                       judge=judge, judge_gating=judge_obj.gating if judge_obj else False,
+                       judge_note=judge_obj.gating_note if judge_obj else None)
+    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj)
     results_store: ResultsStore | None = None
     only: set[tuple[str, int]] | None = None
     if store is not None or run_id is not None:
@@ -443,6 +469,11 @@ app.command("export")(export_command)
 # Budgets and the regression gate live in simulator/budgets.py and simulator/gate.py.
 app.command("baseline")(baseline_command)
 app.command("gate")(gate_command)
+
+# The LLM judge's commands live in simulator/grading/_judge_cli.py.
+from simulator.grading._judge_cli import judge_app  # noqa: E402
+
+app.add_typer(judge_app, name="judge")
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, SupportsIndex
@@ -31,15 +32,19 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "LAYERS",
     "SummaryStats",
     "bootstrap_ci",
     "pass_at_k",
     "pass_hat_k",
     "per_task_pass_at_k",
     "per_task_pass_hat_k",
+    "run_metrics",
     "success_counts",
     "suite_metrics",
+    "summarize_tool_accuracy",
     "summary_stats",
+    "tool_call_accuracy",
 ]
 
 # Upper bound on the number of indices drawn at once by bootstrap_ci (memory stays ~8 MB per chunk).
@@ -364,3 +369,344 @@ def summary_stats(values: Iterable[float | None]) -> SummaryStats:
         p95=float(p95),
         max=float(data.max()),
     )
+
+
+# ------------------------------------------------------------------------------------------ tool-call accuracy
+
+
+def _canonical(value: Any) -> Any:
+    """Canonical form of an argument value for comparison: numbers at cent precision, dict keys sorted."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return ("num", round(float(value) * 100))
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _canonical(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("list", tuple(_canonical(v) for v in value))
+    return repr(value)
+
+
+def tool_call_accuracy(
+    calls: Sequence[Mapping[str, Any]],
+    gold: Sequence[Mapping[str, Any]],
+    write_tools: Iterable[str] = (),
+) -> dict[str, int]:
+    """Count how the tool calls of one trial match the task's gold actions.
+
+    Tool names compare as multisets: ``name_matched = |called ∩ gold|`` (multiset intersection), so a tool
+    called twice where the gold calls it once counts one match and one extra call. Arguments compare one to
+    one: a gold action is matched when a distinct call has the same name and identical arguments (dict keys in
+    any order, numbers equal at cent precision: ``10``, ``10.0`` and ``10.001`` are the same amount).
+
+    Args:
+        calls: the trial's tool calls in order, each ``{"name", "arguments"}`` (``arguments`` None when
+            unparsable; any status counts).
+        gold: the task's gold actions, each ``{"name", "arguments"}``.
+        write_tools: names of the domain's write tools, for the write-only counts.
+
+    Returns:
+        ``{"called", "gold", "name_matched", "called_write", "gold_write", "name_matched_write",
+        "args_matched"}``. Example: calls ``get(a), transfer(10), transfer(10)`` against gold ``get(a),
+        transfer(10)`` with write tool ``transfer``: called 3, gold 2, name_matched 2, called_write 2,
+        gold_write 1, name_matched_write 1, args_matched 2.
+    """
+    writes = set(write_tools)
+    called_names = Counter(str(c.get("name")) for c in calls)
+    gold_names = Counter(str(a.get("name")) for a in gold)
+    matched = called_names & gold_names
+    unused = [(str(c.get("name")), _canonical(c.get("arguments"))) for c in calls
+              if isinstance(c.get("arguments"), Mapping)]
+    args_matched = 0
+    for a in gold:
+        key = (str(a.get("name")), _canonical(a.get("arguments") or {}))
+        if key in unused:
+            unused.remove(key)
+            args_matched += 1
+    return {
+        "called": sum(called_names.values()), "gold": sum(gold_names.values()), "name_matched": sum(matched.values()),
+        "called_write": sum(n for t, n in called_names.items() if t in writes),
+        "gold_write": sum(n for t, n in gold_names.items() if t in writes),
+        "name_matched_write": sum(n for t, n in matched.items() if t in writes),
+        "args_matched": args_matched,
+    }
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def summarize_tool_accuracy(counts: Iterable[Mapping[str, int]]) -> dict[str, Any]:
+    """Pool per-trial :func:`tool_call_accuracy` counts (micro averages over every call and gold action).
+
+    Returns:
+        ``{"trials", "name_precision", "name_recall", "write_name_precision", "write_name_recall",
+        "argument_accuracy", "counts"}``; a ratio is None when its denominator is 0 (e.g. no write called).
+    """
+    keys = ("called", "gold", "name_matched", "called_write", "gold_write", "name_matched_write", "args_matched")
+    total = dict.fromkeys(keys, 0)
+    trials = 0
+    for c in counts:
+        trials += 1
+        for k in keys:
+            total[k] += int(c.get(k, 0))
+    return {
+        "trials": trials,
+        "name_precision": _ratio(total["name_matched"], total["called"]),
+        "name_recall": _ratio(total["name_matched"], total["gold"]),
+        "write_name_precision": _ratio(total["name_matched_write"], total["called_write"]),
+        "write_name_recall": _ratio(total["name_matched_write"], total["gold_write"]),
+        "argument_accuracy": _ratio(total["args_matched"], total["gold"]),
+        "counts": total,
+    }
+
+
+# ------------------------------------------------------------------------------------------ run metrics
+
+LAYERS = ("state", "outputs", "process", "loops", "budget", "judge")
+"""Grading layers reported by :func:`run_metrics` (``judge`` only when some trial has a judge grade)."""
+
+_ERROR_REASONS = frozenset({"agent_error", "user_error", "tool_bug", "infra_error", "context_overflow"})
+
+
+def _usage_of(trial: Mapping[str, Any], who: str) -> Mapping[str, Any] | None:
+    """The usage record of ``who`` (agent, user, judge) in a trial document, or None when absent."""
+    traj = trial.get("trajectory")
+    usage = traj.get(f"{who}_usage") if isinstance(traj, Mapping) else None
+    if usage is None and who == "judge":
+        grade = trial.get("grade")
+        judge = grade.get("judge") if isinstance(grade, Mapping) else None
+        usage = judge.get("usage") if isinstance(judge, Mapping) else None
+    return usage if isinstance(usage, Mapping) else None
+
+
+def _layer_passed(grade: Mapping[str, Any], layer: str) -> bool | None:
+    """Whether a grade's layer passed; None when the layer is absent or was not graded (a judge without model)."""
+    part = grade.get(layer)
+    if not isinstance(part, Mapping):
+        return None
+    if "passed" in part:
+        return bool(part["passed"])
+    status = part.get("status")
+    return None if status not in ("passed", "failed") else status == "passed"
+
+
+def _cost_of(trial: Mapping[str, Any], who: str) -> float | None:
+    usage = _usage_of(trial, who)
+    if usage is None or usage.get("cost_usd") is None:
+        return None
+    return float(usage["cost_usd"])
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _stats_dict(values: Iterable[float | None]) -> dict[str, Any]:
+    s = summary_stats(values)
+    return {"count": s.count, "missing": s.missing, "total": s.total, "mean": s.mean, "p50": s.p50, "p95": s.p95,
+            "max": s.max}
+
+
+def run_metrics(
+    trials: Sequence[Mapping[str, Any]],
+    task_ids: Sequence[str],
+    trials_per_task: int,
+    *,
+    incomplete: str = "refuse",
+    gold: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    write_tools: Iterable[str] = (),
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> dict[str, Any]:
+    """Every number of a run, from its trial records (the JSON form of ``TrialResult``).
+
+    This is the one implementation behind the ``metrics`` of ``tausim run --out`` and of ``tausim report``.
+
+    Args:
+        trials: the recorded trials: ``{"task_id", "trial", "passed", "termination_reason", "grade",
+            "trajectory", "duration_s"}``.
+        task_ids: the planned tasks.
+        trials_per_task: planned trials per task, ``n``.
+        incomplete: ``"refuse"`` (default): a task with a missing or duplicated trial raises ValueError naming
+            the task; ``"count"``: a missing trial counts as a failure and is reported in ``missing_trials``, and
+            of a duplicated (task, trial) pair only the first record counts (reported in ``duplicate_records``).
+        gold: task id -> gold actions (``{"name", "arguments"}``), for tool-call accuracy; tasks without gold
+            are left out of it. None: a trial grade's ``tool_accuracy`` counts are used when recorded.
+        write_tools: the domain's write tool names (for the write-only tool-name precision/recall).
+        seed: seed of the bootstrap generators (a fresh ``Generator(PCG64(seed))`` per interval).
+        n_resamples: bootstrap resamples per interval.
+
+    Returns:
+        ``pass^k``/``pass@k`` for k = 1..n and ``success_rate`` (means over tasks; the planned ``n`` is the
+        denominator, errored trials count as failures), ``ci95`` (percentile bootstrap over tasks), ``per_task``
+        (successes and pass^k/pass@k of each task), ``layers`` (per grading layer: passed, graded, rate;
+        ``judge`` only when judged), ``state_pass_other_fail_rate`` (see below), ``termination_reasons``,
+        ``errored_trials``, ``infra_errors``/``infra_error_rate``, ``loop_rate``, ``abandonment_rate``,
+        ``cost_usd`` (agent, user, judge, total: per-trial statistics, ``per_task`` and ``per_success``; None
+        when any cost is unknown, never $0), ``tokens``, ``latency_s`` (trial and per party, p50/p95),
+        ``tool_accuracy`` (see :func:`summarize_tool_accuracy`), ``missing_trials``, ``duplicate_records``.
+
+        ``state_pass_other_fail_rate`` ("got lucky"): among graded trials, the share whose final database
+        matched the goal (state passed) while another layer (outputs, process, loops, budget, judge) failed:
+        the right end state reached by breaking a rule, looping, overspending or saying the wrong thing. A
+        state-only benchmark would count these trials as successes.
+
+    Raises:
+        ValueError: with ``incomplete="refuse"``, a task with a missing or duplicated trial (the message names
+            it); a recorded trial of a task that is not planned; no tasks.
+    """
+    if incomplete not in ("refuse", "count"):
+        raise ValueError(f"incomplete must be 'refuse' or 'count', got {incomplete!r}")
+    n = operator.index(trials_per_task)
+    planned_ids = list(dict.fromkeys(task_ids))
+    if not planned_ids:
+        raise ValueError("no tasks: the run plans none")
+    planned_set = set(planned_ids)
+    first: dict[tuple[str, int], Mapping[str, Any]] = {}
+    duplicates = 0
+    unplanned = 0
+    for t in trials:
+        key = (str(t["task_id"]), int(t["trial"]))
+        if key[0] not in planned_set or not 0 <= key[1] < n:
+            if incomplete == "refuse":
+                raise ValueError(f"task {key[0]!r}: trial {key[1]} is not planned (tasks {len(planned_ids)}, "
+                                 f"trials per task {n})")
+            unplanned += 1
+            continue
+        if key in first:
+            if incomplete == "refuse":
+                raise ValueError(f"task {key[0]!r}: trial {key[1]} recorded more than once (duplicated trial)")
+            duplicates += 1
+            continue
+        first[key] = t
+    outcomes: dict[str, list[bool]] = {}
+    missing = 0
+    for tid in planned_ids:
+        row: list[bool] = []
+        for i in range(n):
+            rec = first.get((tid, i))
+            if rec is None:
+                if incomplete == "refuse":
+                    raise ValueError(f"task {tid!r}: trial {i} is missing ({n} planned); the denominator is the "
+                                     "planned number of trials")
+                missing += 1
+                row.append(False)
+            else:
+                row.append(bool(rec.get("passed")))
+        outcomes[tid] = row
+    records = list(first.values())
+    out: dict[str, Any] = {"tasks": len(planned_ids), "trials_per_task": n, "planned": len(planned_ids) * n,
+                           "recorded": len(records)}
+    out.update(suite_metrics(outcomes, n))
+    ci: dict[str, list[float]] = {}
+    per_task: dict[str, dict[str, Any]] = {tid: {"successes": sum(v)} for tid, v in outcomes.items()}
+    for k in range(1, n + 1):
+        for name, fn in (("pass^", per_task_pass_hat_k), ("pass@", per_task_pass_at_k)):
+            values = fn(outcomes, n, k)
+            for tid, v in values.items():
+                per_task[tid][f"{name}{k}"] = v
+            low, high = bootstrap_ci(list(values.values()), rng=np.random.Generator(np.random.PCG64(seed)),
+                                     n_resamples=n_resamples)
+            ci[f"{name}{k}"] = [low, high]
+    out["ci95"] = ci
+    out["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
+    out["per_task"] = per_task
+    out["missing_trials"] = missing
+    out["duplicate_records"] = duplicates
+    out["unplanned_trials"] = unplanned
+
+    grades = [r["grade"] for r in records if isinstance(r.get("grade"), Mapping)]
+    layers: dict[str, dict[str, Any]] = {}
+    for layer in LAYERS:
+        flags = [f for f in (_layer_passed(g, layer) for g in grades) if f is not None]
+        if layer == "judge" and not flags:
+            continue
+        layers[layer] = {"passed": sum(flags), "graded": len(flags), "rate": _ratio(sum(flags), len(flags))}
+    out["layers"] = layers
+    lucky_by: Counter[str] = Counter()
+    lucky = 0
+    for g in grades:
+        state = g.get("state")
+        if not (isinstance(state, Mapping) and state.get("passed")):
+            continue
+        failed = [lay for lay in LAYERS[1:] if _layer_passed(g, lay) is False]
+        lucky += bool(failed)
+        lucky_by.update(failed)
+    out["state_pass_other_fail_rate"] = _ratio(lucky, len(grades))
+    out["state_pass_other_fail_by_layer"] = {lay: _ratio(lucky_by[lay], len(grades)) for lay in LAYERS[1:]
+                                             if lay in layers}
+    reasons = Counter(str(r.get("termination_reason")) for r in records)
+    out["termination_reasons"] = dict(sorted(reasons.items()))
+    errored = sum(1 for r in records if str(r.get("termination_reason")) in _ERROR_REASONS
+                  or not isinstance(r.get("grade"), Mapping))
+    planned_total = len(planned_ids) * n
+    out["errored_trials"] = errored
+    out["infra_errors"] = reasons.get("infra_error", 0)
+    out["infra_error_rate"] = reasons.get("infra_error", 0) / planned_total
+    loops = layers.get("loops")
+    out["loop_rate"] = None if not loops or not loops["graded"] else 1.0 - loops["rate"]
+    out["abandonment_rate"] = _ratio(reasons.get("user_abandon", 0), len(records))
+
+    successes = sum(1 for r in records if r.get("passed"))
+    parties = ("agent", "user", "judge")
+    costs = {who: [_cost_of(r, who) for r in records] for who in parties}
+    # a trial without any judge usage was not judged: its judge cost is 0 by definition, not unknown
+    costs["judge"] = [_cost_of(r, "judge") if _usage_of(r, "judge") is not None else 0.0 for r in records]
+
+    def total_of(values: list[float | None]) -> float | None:
+        return None if not values or any(v is None for v in values) else float(sum(v for v in values if v))
+
+    cost: dict[str, Any] = {}
+    trial_totals: list[float | None] = []
+    for i in range(len(records)):
+        parts = [costs[who][i] for who in parties]
+        trial_totals.append(None if any(p is None for p in parts) else float(sum(p for p in parts if p)))
+    for who, party_costs in (*costs.items(), ("total", trial_totals)):
+        tot = total_of(party_costs)
+        cost[who] = {**_stats_dict(party_costs), "per_task": None if tot is None else tot / len(planned_ids),
+                     "per_success": None if tot is None or not successes else tot / successes}
+    cost["per_task"] = cost["total"]["per_task"]
+    cost["per_success"] = cost["total"]["per_success"]
+    out["cost_usd"] = cost
+    out["tokens"] = {
+        who: {"prompt": sum(int((_usage_of(r, who) or {}).get("prompt_tokens") or 0) for r in records),
+              "completion": sum(int((_usage_of(r, who) or {}).get("completion_tokens") or 0) for r in records),
+              "calls": sum(int((_usage_of(r, who) or {}).get("calls") or 0) for r in records)}
+        for who in parties
+    }
+
+    def traj_value(r: Mapping[str, Any], key: str) -> float | None:
+        traj = r.get("trajectory")
+        return _number(traj.get(key)) if isinstance(traj, Mapping) else None
+
+    out["latency_s"] = {
+        "trial": _stats_dict([_number(r.get("duration_s")) for r in records]),
+        "agent": _stats_dict([traj_value(r, "agent_seconds") for r in records]),
+        "user": _stats_dict([traj_value(r, "user_seconds") for r in records]),
+        "tool": _stats_dict([traj_value(r, "tool_seconds") for r in records]),
+    }
+    out["turns"] = _stats_dict([traj_value(r, "turns") for r in records])
+    statuses: Counter[str] = Counter()
+    per_trial: list[float | None] = []
+    accuracy: list[Mapping[str, int]] = []
+    writes = set(write_tools)
+    for r in records:
+        traj = r.get("trajectory")
+        calls = [c for c in ((traj.get("tool_calls") if isinstance(traj, Mapping) else None) or [])
+                 if isinstance(c, Mapping)]
+        per_trial.append(float(len(calls)))
+        statuses.update(str(c.get("status")) for c in calls)
+        if gold is not None:
+            if str(r["task_id"]) in gold:
+                task_writes = writes | {str(c.get("name")) for c in calls if c.get("kind") == "write"}
+                accuracy.append(tool_call_accuracy(calls, gold[str(r["task_id"])], task_writes))
+        else:
+            grade = r.get("grade")
+            recorded = grade.get("tool_accuracy") if isinstance(grade, Mapping) else None
+            if isinstance(recorded, Mapping):
+                accuracy.append(recorded)
+    out["tool_calls"] = {"per_trial": _stats_dict(per_trial), "statuses": dict(statuses.most_common()),
+                         "errors": sum(v for k, v in statuses.items() if k != "ok")}
+    out["tool_accuracy"] = summarize_tool_accuracy(accuracy) if accuracy else None
+    return out

@@ -110,6 +110,9 @@ class Trajectory(BaseModel):
     termination_reason: TerminationReason | None = None
     error: str | None = None
     """Error text (traceback or API message) when the trial ended on an error reason."""
+    agent_metadata: dict[str, Any] = Field(default_factory=dict)
+    """Facts the agent reports about its own trial (a copy of its ``metadata`` dict attribute at the end, when it
+    has one), e.g. the fault a fault-injection agent injected: ``{"fault": "wrong_argument"}``."""
 
     def agent_texts(self) -> list[str]:
         """Return the text of every assistant message, in order."""
@@ -176,6 +179,9 @@ def run_conversation(
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         traj.termination_reason = reason
         traj.error = error
+        metadata = getattr(agent, "metadata", None)
+        if isinstance(metadata, dict):
+            traj.agent_metadata = dict(metadata)
         return traj
 
     while True:

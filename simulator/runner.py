@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
-from simulator.grading import Grade, grade_trial
-from simulator.metrics import suite_metrics
+from simulator.grading import Grade, Judge, grade_trial
+from simulator.metrics import run_metrics, suite_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.replay import GoldToolBug, goal_database, replay_trajectory
 from simulator.tasks import Budget, Task
@@ -67,6 +67,12 @@ class RunConfig(BaseModel):
     budgets: dict[str, Budget] | None = None
     """Per-task trajectory budgets (``tausim run --budgets``), applied with each task's own budget (the
     tighter ceiling wins); None: only the tasks' own."""
+    judge: str | None = None
+    """The LLM judge's model (``tausim run --judge``) for tasks with judge assertions; None: no judge."""
+    judge_gating: bool = False
+    """Whether the judge's verdicts count in ``passed`` (a calibrated judge, see :mod:`simulator.grading.judge`)."""
+    judge_note: str | None = None
+    """Why the judge gates or not (calibration model, kappa)."""
 
 
 class TrialResult(BaseModel):
@@ -111,6 +117,7 @@ class Runner:
         log: the run's structlog logger (see :mod:`simulator.runlog`), or None for no log. Each trial binds
             ``task_id`` and ``trial`` to it and emits ``trial_start``, ``tool_call``, ``model_call`` (from LLM
             agents and users) and ``trial_end``.
+        judge: the LLM judge for tasks with ``judge`` assertions (None: recorded as ``not_graded``).
 
     Raises:
         ValueError: ``config.trials`` < 1 or duplicate task ids.
@@ -125,6 +132,7 @@ class Runner:
         user_factory: UserFactory,
         config: RunConfig,
         log: Any = None,
+        judge: Judge | None = None,
     ):
         if config.trials < 1:
             raise ValueError(f"--trials must be >= 1, got {config.trials}")
@@ -138,9 +146,12 @@ class Runner:
         self.user_factory = user_factory
         self.config = config
         self.log = log
+        self.judge = judge
         self._spec = domain.state_spec()
         self._toolbox = domain.toolbox()
         self._tools = self._toolbox.schemas()
+        self._kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
+                       for name, spec in self._toolbox.specs.items()}
         self._policy = domain.policy()
         self._goals: dict[str, bytes | GoldToolBug] = {}
         self._goal_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in self.tasks}
@@ -207,7 +218,7 @@ class Runner:
         ctx = TrialContext(
             task=task, tools=self._tools, policy=self._policy, seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
-            log=log,
+            log=log, extra={"tool_kinds": dict(self._kinds)},
         )
         try:
             agent = self.agent_factory(ctx)
@@ -222,7 +233,7 @@ class Runner:
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
             diff = diff_against(db.raw, goal, self._spec)
         grade = grade_trial(task, traj, diff, self._toolbox, domain=self.domain,
-                            budget=(self.config.budgets or {}).get(task.id))
+                            budget=(self.config.budgets or {}).get(task.id), judge=self.judge, trial_seed=seed)
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
@@ -311,6 +322,9 @@ def regrade_trial(
         goal: the task's goal database if already computed (see :func:`simulator.replay.goal_database`).
         budget: the run's budget for the task (its ``--budgets`` entry), if any.
 
+    The judge component recorded for the trial is kept (no model is called) when the task's assertions are
+    unchanged; otherwise it becomes ``not_graded``.
+
     Returns:
         ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
         the number of replayed tool calls whose status or output differs from the recorded one. A trial that
@@ -330,7 +344,8 @@ def regrade_trial(
         diff = diff_against(db.raw, goal, domain.state_spec())
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
-    grade = grade_trial(task, traj, diff, toolbox, domain=domain, budget=budget)
+    grade = grade_trial(task, traj, diff, toolbox, domain=domain, budget=budget,
+                        recorded_judge=result.grade.judge if result.grade is not None else None)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
 
 
@@ -344,7 +359,10 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     Returns:
         ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
         "planned", "recorded", "duplicates", ...}``; ``recorded`` counts the trials present and ``duplicates``
-        the trials beyond the first of a (task, trial) pair.
+        the trials beyond the first of a (task, trial) pair. ``metrics`` are those of
+        :func:`simulator.metrics.run_metrics` (the same as ``tausim report``'s): a complete run is checked
+        strictly (a duplicated trial is refused); a partial one (a results-store run still missing trials) counts
+        its missing trials as failed and reports them in ``missing_trials``.
     """
     doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
     doc.update(extra or {})
@@ -354,4 +372,9 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     doc["duplicates"] = sum(n - 1 for n in pairs.values())
     if doc.get("planned") is None:
         doc["planned"] = len(pairs)
+    tasks = doc.get("task_ids") or result.config.task_ids or list(dict.fromkeys(t.task_id for t in result.trials))
+    if tasks and result.trials:
+        complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
+        doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,
+                                     incomplete="refuse" if complete else "count")
     return doc

@@ -18,10 +18,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["Action", "Budget", "Precedence", "ProcessRules", "Task", "TaskFileError", "UserScenario", "load_tasks",
-           "parse_tasks"]
+__all__ = ["Action", "Budget", "JudgeAssertion", "Precedence", "ProcessRules", "Task", "TaskFileError",
+           "UserScenario", "load_tasks", "parse_tasks"]
 
 
 class TaskFileError(ValueError):
@@ -139,6 +139,25 @@ class Budget(BaseModel):
         return Budget(**values)
 
 
+class JudgeAssertion(BaseModel):
+    """A yes/no assertion about the conversation, asked to the LLM judge (grading component ``judge``).
+
+    Phrase it so that ``yes`` is the correct behaviour, e.g. "the agent explained why the refund cannot go to
+    PayPal". In a task file either an object ``{"assertion": "...", "rubric": "..."}`` or a plain string.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    assertion: str = Field(min_length=1)
+    """The statement the judge must find true of the transcript."""
+    rubric: str | None = None
+    """Extra guidance for the judge (what counts, what does not)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        return {"assertion": data} if isinstance(data, str) else data
+
+
 class Task(BaseModel):
     """One scenario: the user, the gold actions, the required outputs and tags."""
 
@@ -162,6 +181,8 @@ class Task(BaseModel):
     """Identical repeats of a tool call allowed before it counts as a loop (None: the domain's default)."""
     budget: Budget | None = None
     """Ceilings on the trajectory (applied together with a run's ``--budgets`` file: the tighter wins)."""
+    judge: list[JudgeAssertion] = Field(default_factory=list)
+    """Yes/no assertions for the LLM judge (see :mod:`simulator.grading.judge`); graded only with a judge model."""
 
 
 _V1_FIELDS = frozenset({"user_id", "instruction", "actions", "outputs", "annotator"})

@@ -3,7 +3,9 @@
 Components: ``state`` (final database vs goal state), ``outputs`` (required outputs stated by the agent),
 ``process`` (the task's rules on the trajectory, merged over the domain's defaults: forbidden/required tools,
 no writes, expected termination, precedence, confirmation before writes), ``loops`` (the same tool call
-repeated more than the task's threshold) and ``budget`` (steps, tool calls, tokens, cost ceilings).
+repeated more than the task's threshold), ``budget`` (steps, tool calls, tokens, cost ceilings) and, for tasks
+with assertions, ``judge`` (an LLM judge's yes/no verdicts; counted only when calibrated, see
+:mod:`simulator.grading.judge`).
 A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or was cut off by a cap (``max_turns``,
 ``max_steps``, ``budget_exceeded``) fails whatever its components say.
 """
@@ -16,10 +18,12 @@ from pydantic import BaseModel, Field
 
 from simulator.database import StateDiff
 from simulator.grading.budget import BudgetResult, check_budget
+from simulator.grading.judge import Judge, JudgeResult, grade_judge
 from simulator.grading.loops import LoopsResult, check_loops
 from simulator.grading.outputs import OutputsResult, check_outputs
 from simulator.grading.process import ProcessResult, check_process
 from simulator.grading.state import StateResult, grade_state
+from simulator.metrics import tool_call_accuracy
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
 from simulator.tasks import Budget, Task
 from simulator.tools import Toolbox
@@ -27,8 +31,8 @@ from simulator.tools import Toolbox
 if TYPE_CHECKING:
     from simulator.domain import Domain
 
-__all__ = ["BudgetResult", "Grade", "LoopsResult", "OutputsResult", "ProcessResult", "StateResult", "check_budget",
-           "check_loops", "check_outputs", "check_process", "grade_state", "grade_trial"]
+__all__ = ["BudgetResult", "Grade", "Judge", "JudgeResult", "LoopsResult", "OutputsResult", "ProcessResult",
+           "StateResult", "check_budget", "check_loops", "check_outputs", "check_process", "grade_state", "grade_trial"]
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""
@@ -46,13 +50,27 @@ class Grade(BaseModel):
     """Loop detection (passing by default for grades recorded before it existed)."""
     budget: BudgetResult = Field(default_factory=BudgetResult)
     """Budget check (passing by default for grades recorded before it existed)."""
+    judge: JudgeResult | None = None
+    """The LLM judge's verdicts on the task's assertions (None: the task has none); it fails the trial only
+    when ``judge.gating`` (a calibrated judge)."""
+    tool_accuracy: dict[str, int] | None = None
+    """The trial's tool calls against the task's gold actions (not a pass/fail component): the counts of
+    :func:`simulator.metrics.tool_call_accuracy`; None for grades recorded before it existed."""
     failure: str | None = None
     """Why the trial failed, in short (``state``, ``outputs``, ``process``, ``loops``, ``budget``, or the error
-    termination reason)."""
+    termination reason; ``judge`` only for a gating judge)."""
+
+
+def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict[str, int]:
+    calls = [{"name": c.name, "arguments": c.arguments} for c in trajectory.tool_calls]
+    gold = [{"name": a.name, "arguments": a.arguments} for a in task.gold_actions]
+    writes = {name for name, spec in toolbox.specs.items() if spec.kind == "write"}
+    return tool_call_accuracy(calls, gold, writes)
 
 
 def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: Toolbox, *,
-                domain: Domain | None = None, budget: Budget | None = None) -> Grade:
+                domain: Domain | None = None, budget: Budget | None = None, judge: Judge | None = None,
+                trial_seed: int | None = None, recorded_judge: JudgeResult | None = None) -> Grade:
     """Grade one trial.
 
     Args:
@@ -64,6 +82,11 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
             defaults (threshold :data:`DEFAULT_LOOP_THRESHOLD`).
         budget: the run's budget for this task (e.g. from ``--budgets``); applied with the task's own, the
             tighter ceiling winning.
+        judge: the run's LLM judge, for a task with ``judge`` assertions; None: such a task's judge component is
+            recorded as ``not_graded`` (not counted).
+        trial_seed: the trial seed (the judge's response-cache key).
+        recorded_judge: a judge component recorded earlier (regrading, where no model is called): reused when
+            ``judge`` is None and it graded the same assertions as the task has now.
 
     Returns:
         The :class:`Grade`.
@@ -91,7 +114,16 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
     budget_result = check_budget(trajectory, ceilings)
     if not budget_result.passed:
         failures.append("budget")
+    if (judge is None and recorded_judge is not None and recorded_judge.status != "not_graded"
+            and [a.assertion for a in recorded_judge.assertions] == [a.assertion for a in task.judge]):
+        judge_result: JudgeResult | None = recorded_judge
+    else:
+        judge_result = grade_judge(task.judge, trajectory.messages, judge, trial_seed)
+    if judge_result is not None and judge_result.gating and not judge_result.passed:
+        failures.append("judge")
     return Grade(
         passed=not failures, state=state, outputs={"passed": out.passed, "missing": list(out.missing)},
-        process=process, loops=loops, budget=budget_result, failure=", ".join(failures) or None,
+        process=process, loops=loops, budget=budget_result, judge=judge_result,
+        tool_accuracy=_tool_accuracy(task, trajectory, toolbox),
+        failure=", ".join(failures) or None,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -10,13 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.metrics import (
-    bootstrap_ci,
-    per_task_pass_at_k,
-    per_task_pass_hat_k,
-    suite_metrics,
-    summary_stats,
-)
+from simulator.metrics import run_metrics
 from simulator.orchestrator import ERROR_REASONS
 
 from ._load import load_run_document
@@ -131,24 +124,6 @@ def _persona_name(trial: Mapping[str, Any]) -> str | None:
     return str(persona)
 
 
-def _stats(values: Sequence[float | None]) -> dict[str, Any]:
-    return dataclasses.asdict(summary_stats(values))
-
-
-def _usage(trial: Mapping[str, Any], who: str) -> Mapping[str, Any]:
-    traj = trial.get("trajectory") or {}
-    usage = traj.get(f"{who}_usage") if isinstance(traj, Mapping) else None
-    return usage if isinstance(usage, Mapping) else {}
-
-
-def _cost(trial: Mapping[str, Any], who: str) -> float | None:
-    usage = _usage(trial, who)
-    if "cost_usd" not in usage:
-        return None
-    cost = usage["cost_usd"]
-    return None if cost is None else float(cost)
-
-
 def _planned_tasks(doc: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> list[str]:
     planned = doc.get("planned_task_ids")
     if planned is None and isinstance(doc.get("task_ids"), list) and doc["task_ids"]:
@@ -187,7 +162,10 @@ def analyze_run(
         n_resamples: bootstrap resamples per interval.
 
     Returns:
-        The :class:`RunReport`. Its ``metrics``: ``tasks``, ``trials_per_task``, ``pass^k`` and ``pass@k`` for
+        The :class:`RunReport`. Its ``metrics`` are :func:`simulator.metrics.run_metrics` (the same implementation
+        as ``tausim run --out``; missing trials counted as failures, duplicates beyond the first ignored, both
+        reported) plus the report's own ``components``, ``outcomes``, ``failure_kinds`` and ``personas``. Among
+        them: ``tasks``, ``trials_per_task``, ``pass^k`` and ``pass@k`` for
         k = 1..n, ``success_rate``, ``ci95`` (``{"pass^k": [low, high], ...}``, percentile bootstrap over tasks),
         ``bootstrap``, ``missing_trials``, ``unplanned_trials``, ``errored_trials``, ``components`` (state,
         outputs, process: passed/graded/rate), ``termination_reasons``, ``failure_kinds``, ``outcomes`` (matrix
@@ -234,40 +212,28 @@ def analyze_run(
                 cells.append(TrialCell(tid, i, outcome, failures, rec))
                 outcomes[tid].append(bool(rec["passed"]))
 
+    gold = doc.get("gold_actions")
     metrics: dict[str, Any] = {"tasks": len(task_ids), "trials_per_task": n}
     if task_ids:
-        metrics.update(suite_metrics(outcomes, n))
-        ci: dict[str, list[float]] = {}
-        for k in range(1, n + 1):
-            for name, fn in (("pass^", per_task_pass_hat_k), ("pass@", per_task_pass_at_k)):
-                values = list(fn(outcomes, n, k).values())
-                low, high = bootstrap_ci(values, rng=np.random.Generator(np.random.PCG64(seed)),
-                                         n_resamples=n_resamples)
-                ci[f"{name}{k}"] = [low, high]
-        metrics["ci95"] = ci
-    metrics["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
+        metrics.update(run_metrics(
+            trials, task_ids, n, incomplete="count", seed=seed, n_resamples=n_resamples,
+            gold=gold if isinstance(gold, Mapping) else None, write_tools=doc.get("write_tools") or ()))
+    else:
+        metrics["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
     in_plan = [c.record for c in cells if c.record is not None]
     metrics["missing_trials"] = sum(1 for c in cells if c.record is None)
     metrics["unplanned_trials"] = unplanned
     metrics["duplicate_records"] = duplicates
     metrics["errored_trials"] = sum(1 for c in cells if c.outcome == "error")
     metrics["outcomes"] = {o: sum(1 for c in cells if c.outcome == o) for o in OUTCOMES}
-
-    components: dict[str, dict[str, Any]] = {}
-    for comp in _COMPONENTS:
-        graded = [r["grade"].get(comp) for r in in_plan if isinstance(r.get("grade"), Mapping)]
-        flags = [bool(g.get("passed")) for g in graded if isinstance(g, Mapping)]
-        components[comp] = {"passed": sum(flags), "graded": len(flags),
-                            "rate": (sum(flags) / len(flags)) if flags else None}
-    metrics["components"] = components
-    metrics["termination_reasons"] = dict(sorted(Counter(str(r.get("termination_reason")) for r in in_plan).items()))
+    layers = metrics.get("layers") or {}
+    metrics["components"] = {comp: layers.get(comp, {"passed": 0, "graded": 0, "rate": None})
+                             for comp in _COMPONENTS}
     kinds: Counter[str] = Counter()
     for c in cells:
         if c.outcome != "passed":
             kinds.update(c.failures)
     metrics["failure_kinds"] = dict(kinds.most_common())
-    abandoned = sum(1 for r in in_plan if r.get("termination_reason") == "user_abandon")
-    metrics["abandonment_rate"] = abandoned / len(in_plan) if in_plan else None
 
     personas: dict[str, dict[str, Any]] = {}
     for r in in_plan:
@@ -285,49 +251,6 @@ def analyze_run(
         p["abandonment_rate"] = p["abandoned"] / p["trials"]
         p["mean_turns"] = float(np.mean(turns)) if turns else None
     metrics["personas"] = dict(sorted(personas.items()))
-
-    agent_cost = [_cost(r, "agent") for r in in_plan]
-    user_cost = [_cost(r, "user") for r in in_plan]
-    total_cost = [None if a is None or u is None else a + u for a, u in zip(agent_cost, user_cost, strict=True)]
-    known_costs = [c for c in total_cost if c is not None]
-    total_known = sum(known_costs) if total_cost and len(known_costs) == len(total_cost) else None
-    successes = sum(1 for r in in_plan if r["passed"])
-    metrics["cost_usd"] = {
-        "agent": _stats(agent_cost), "user": _stats(user_cost), "total": _stats(total_cost),
-        "per_task": (total_known / len(task_ids)) if total_known is not None and task_ids else None,
-        "per_success": (total_known / successes) if total_known is not None and successes else None,
-    }
-    metrics["tokens"] = {
-        who: {"prompt": sum(int(_usage(r, who).get("prompt_tokens") or 0) for r in in_plan),
-              "completion": sum(int(_usage(r, who).get("completion_tokens") or 0) for r in in_plan),
-              "calls": sum(int(_usage(r, who).get("calls") or 0) for r in in_plan)}
-        for who in ("agent", "user")
-    }
-
-    def traj_value(r: Mapping[str, Any], key: str) -> float | None:
-        traj = r.get("trajectory")
-        value = traj.get(key) if isinstance(traj, Mapping) else None
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-    metrics["latency_s"] = {
-        "trial": _stats([float(r["duration_s"]) if isinstance(r.get("duration_s"), int | float) else None
-                         for r in in_plan]),
-        "agent": _stats([traj_value(r, "agent_seconds") for r in in_plan]),
-        "user": _stats([traj_value(r, "user_seconds") for r in in_plan]),
-        "tool": _stats([traj_value(r, "tool_seconds") for r in in_plan]),
-    }
-    metrics["turns"] = _stats([traj_value(r, "turns") for r in in_plan])
-    statuses: Counter[str] = Counter()
-    per_trial: list[float | None] = []
-    for r in in_plan:
-        calls = (r.get("trajectory") or {}).get("tool_calls") or []
-        per_trial.append(float(len(calls)))
-        statuses.update(str(c.get("status")) for c in calls if isinstance(c, Mapping))
-    metrics["tool_calls"] = {
-        "per_trial": _stats(per_trial),
-        "statuses": dict(statuses.most_common()),
-        "errors": sum(v for k, v in statuses.items() if k != "ok"),
-    }
     return RunReport(
         run_id=doc.get("run_id"), config=config, document=doc, task_ids=task_ids, trials_per_task=n,
         planned=len(task_ids) * n, recorded=len(unique), duplicates=duplicates, unplanned=unplanned,

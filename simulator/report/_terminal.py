@@ -82,9 +82,21 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
     comps = Table(title="grading components (graded trials)")
     for col, just in (("component", "left"), ("passed", "right"), ("graded", "right"), ("rate", "right")):
         comps.add_column(col, justify=just)  # type: ignore[arg-type]
-    for name, c in m["components"].items():
+    for name, c in (m.get("layers") or m["components"]).items():
         comps.add_row(name, str(c["passed"]), str(c["graded"]), _rate(c["rate"]))
     console.print(comps)
+    if "state_pass_other_fail_rate" in m:
+        console.print(
+            f"state passed but another layer failed (\"got lucky\"): {_rate(m['state_pass_other_fail_rate'])}; "
+            f"infra errors: {m['infra_errors']} ({_rate(m['infra_error_rate'])} of planned, counted as failures); "
+            f"loop rate: {_rate(m['loop_rate'])}; abandonment rate: {_rate(m['abandonment_rate'])}",
+            highlight=False, markup=False)
+    acc = m.get("tool_accuracy")
+    if acc:
+        console.print(
+            f"tool calls vs gold: name precision {_rate(acc['name_precision'])}, recall {_rate(acc['name_recall'])}; "
+            f"write tools precision {_rate(acc['write_name_precision'])}, recall {_rate(acc['write_name_recall'])}; "
+            f"argument accuracy {_rate(acc['argument_accuracy'])}", highlight=False)
 
     counts = Table(title="termination reasons / failure kinds")
     counts.add_column("termination reason")
@@ -112,7 +124,8 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
     cost = Table(title="cost (USD) and latency per trial")
     for col in ("quantity", "total", "mean", "p50", "p95"):
         cost.add_column(col, justify="left" if col == "quantity" else "right")
-    for who in ("agent", "user", "total"):
+    judged = "judge" in (m.get("layers") or {}) or bool((m["cost_usd"].get("judge") or {}).get("total"))
+    for who in ("agent", "user", *(("judge",) if judged else ()), "total"):
         s = m["cost_usd"][who]
         cost.add_row(f"cost {who}", format_cost(s, "total"), format_cost(s, "mean"), format_cost(s, "p50"),
                      format_cost(s, "p95"))

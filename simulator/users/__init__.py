@@ -1,6 +1,7 @@
 """Simulated users: the UserSimulator protocol, the scripted user, and the registry of user specs.
 
-User specs on the command line: ``scripted`` and ``llm:MODEL``.
+User specs on the command line: ``scripted``, ``confirming`` (a scripted user that answers yes to each
+confirmation question) and ``llm:MODEL``.
 """
 
 from __future__ import annotations
@@ -9,16 +10,23 @@ from typing import Any
 
 from simulator._plugins import load_reference
 from simulator._protocols import TrialContext, UserFactory, UserSimulator
-from simulator.users._scripted import STOP_TOKEN, ScriptedUser, scripted_user_factory
+from simulator.users._scripted import (
+    STOP_TOKEN,
+    ConfirmingUser,
+    ScriptedUser,
+    confirming_user_factory,
+    scripted_user_factory,
+)
 
-__all__ = ["STOP_TOKEN", "ScriptedUser", "TrialContext", "UserFactory", "UserSimulator", "user_factory"]
+__all__ = ["STOP_TOKEN", "ConfirmingUser", "ScriptedUser", "TrialContext", "UserFactory", "UserSimulator",
+           "confirming_user_factory", "user_factory"]
 
 
 def user_factory(spec: str, **params: Any) -> UserFactory:
     """Return the user-simulator factory named by a spec string.
 
     Args:
-        spec: ``scripted``, ``llm:MODEL`` or ``py:package.module:factory`` (a callable taking the
+        spec: ``scripted``, ``confirming``, ``llm:MODEL`` or ``py:package.module:factory`` (a callable taking the
             :class:`TrialContext` and returning an object with ``reply(messages)``).
         **params: model parameters for LLM users.
 
@@ -30,6 +38,8 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
     """
     if spec == "scripted":
         return scripted_user_factory()
+    if spec == "confirming":
+        return confirming_user_factory()
     if spec.startswith("llm:"):
         model = spec.split(":", 1)[1]
         if not model:
@@ -39,4 +49,4 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
         return llm_user_factory(model, **params)
     if spec.startswith("py:"):
         return load_reference(spec, "user")  # type: ignore[no-any-return]
-    raise ValueError(f"--user {spec!r}: unknown user; use scripted, llm:MODEL or py:MODULE:FACTORY")
+    raise ValueError(f"--user {spec!r}: unknown user; use scripted, confirming, llm:MODEL or py:MODULE:FACTORY")

@@ -6,8 +6,9 @@ from collections.abc import Callable, Sequence
 
 from simulator._messages import Message, UserTurn
 from simulator._protocols import TrialContext
+from simulator.orchestrator import awaits_confirmation
 
-__all__ = ["ScriptedUser", "scripted_user_factory"]
+__all__ = ["ConfirmingUser", "ScriptedUser", "confirming_user_factory", "scripted_user_factory"]
 
 STOP_TOKEN = "###STOP###"
 
@@ -57,5 +58,39 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
             return ScriptedUser(fixed)
         opening = ctx.task.scenario.opening or "Hi, I need some help with my account and orders."
         return ScriptedUser([opening])
+
+    return make
+
+
+class ConfirmingUser:
+    """Says its opening line, then "yes, go ahead" to each confirmation question, and stops otherwise.
+
+    A confirmation question is an agent message for which :func:`simulator.orchestrator.awaits_confirmation` holds.
+
+    Args:
+        opening: the first message.
+    """
+
+    def __init__(self, opening: str):
+        self._opening = opening
+
+    def reply(self, messages: Sequence[Message]) -> UserTurn:
+        """Return the opening, a yes to a confirmation question, or a stop."""
+        if not messages:
+            return UserTurn(content=self._opening)
+        last = messages[-1]
+        if last.role == "assistant" and awaits_confirmation(last.content):
+            return UserTurn(content="yes, go ahead")
+        return UserTurn(content="", stop=True)
+
+
+def confirming_user_factory() -> Callable[[TrialContext], ConfirmingUser]:
+    """Return a factory building a :class:`ConfirmingUser` per trial (the ``confirming`` user spec).
+
+    Its opening is the task's ``scenario.opening`` or a generic request.
+    """
+
+    def make(ctx: TrialContext) -> ConfirmingUser:
+        return ConfirmingUser(ctx.task.scenario.opening or "Hi, I need some help with my account and orders.")
 
     return make
