@@ -314,7 +314,11 @@ def run(
     if "cache" in params:
         stack.callback(params["cache"].close)
     if log_file is not None:
-        runner.log = stack.enter_context(open_run_log(log_file, run_id or uuid.uuid4().hex[:12]))
+        try:
+            runner.log = stack.enter_context(open_run_log(log_file, run_id or uuid.uuid4().hex[:12]))
+        except OSError as e:
+            stack.close()
+            raise _fail(f"--log-file {log_file}: cannot write ({e.strerror or e})") from e
         runner.log.info("run_start", config=config.model_dump(mode="json"))
     planned = len(only) if only is not None else len(task_list) * trials
     progress = stack.enter_context(RunProgress(planned, console=console,

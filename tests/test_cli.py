@@ -155,3 +155,14 @@ def test_ctrl_c_keeps_finished_trials_and_does_not_wait_for_stuck_ones(tmp_path)
     assert "interrupted" in stderr and str(partial) in stderr
     lines = [json.loads(x) for x in partial.read_text().splitlines()]
     assert lines and all(x["trial"] == 0 for x in lines)
+
+
+def test_unwritable_log_and_html_paths_are_clear_errors(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    res = invoke("run", "--task-ids", "cancel-no-longer-needed", "--log-file", blocker / "x.log")
+    assert res.exit_code == 2 and ("cannot write" in res.output or "not a file in an existing directory" in res.output)
+    out = tmp_path / "run.json"
+    assert invoke("run", "--task-ids", "cancel-no-longer-needed", "--out", out).exit_code == 0
+    res = invoke("report", out, "--html", blocker / "x.html")
+    assert res.exit_code == 2 and ("cannot write" in res.output or "does not exist" in res.output)

@@ -48,8 +48,12 @@ def _write_atomic(path: Path, text: str) -> None:
     if not path.parent.is_dir():
         raise RunDocumentError(f"{path}: directory {path.parent} does not exist")
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise RunDocumentError(f"{path}: cannot write ({e.strerror or e})") from e
 
 
 def report_command(
