@@ -479,6 +479,11 @@ from simulator.grading._judge_cli import judge_app  # noqa: E402
 
 app.add_typer(judge_app, name="judge")
 
+# Personas (data files and their schema) live in the personas package; see personas/_cli.py.
+from personas._cli import personas_command  # noqa: E402
+
+app.command("personas")(personas_command)
+
 
 def main() -> None:
     """Entry point of the ``tausim`` console script."""
