@@ -18,8 +18,9 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from simulator._protocols import Agent, TrialContext
 from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
-from simulator.tasks import ProcessRules, Task, TaskFileError, load_tasks
+from simulator.tasks import ProcessRules, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import Toolbox
 
 __all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
@@ -110,6 +111,45 @@ class Domain(abc.ABC):
         time is a loop.
         """
         return 2
+
+    def derive_scenario(self, task: Task, template: TemplateDatabase) -> UserScenario:
+        """Return the task's scenario with a rule-based user's ``identity`` and ``agenda`` filled in.
+
+        Tasks written for the rule-based user carry their agenda; tasks from elsewhere (tau-bench's lists) carry
+        only an instruction, and a domain may derive the agenda from the instruction, the gold actions and the
+        user's record in ``template``. The derived scenario must give the user only values its instruction
+        gives (or plain descriptions of them), never ids it was not told.
+
+        Args:
+            task: the task.
+            template: the run's template database (read-only use).
+
+        Returns:
+            The scenario; the default returns ``task.scenario`` unchanged when it has an agenda.
+
+        Raises:
+            DomainError: the task has no agenda and the domain cannot derive one.
+        """
+        if task.scenario.agenda:
+            return task.scenario
+        raise DomainError(f"task {task.id!r}: no structured scenario (agenda) and domain {self.name!r} cannot "
+                          "derive one; the rule-based user cannot play it")
+
+    def reference_agent(self, ctx: TrialContext, faults: Mapping[str, float]) -> Agent:
+        """Return the domain's rule-based reference agent for one trial (``--agent reference``).
+
+        Args:
+            ctx: the trial context (the agent must not read the task's gold actions or outputs).
+            faults: fault knob name -> rate in [0, 1], drawn by the trial seed (e.g. ``{"skip_confirmation":
+                0.1}``); see the domain's agent for the knobs it knows.
+
+        Returns:
+            An :class:`~simulator._protocols.Agent`.
+
+        Raises:
+            DomainError: the domain has no reference agent, or a knob is unknown.
+        """
+        raise DomainError(f"domain {self.name!r} has no reference agent")
 
     def task_splits(self) -> dict[str, Path]:
         """Return the built-in task files by split name (``{"train": path}``); default: tasks/*.json."""

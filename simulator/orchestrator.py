@@ -114,6 +114,11 @@ class Trajectory(BaseModel):
     """Facts the agent reports about its own trial (a copy of its ``metadata`` dict attribute at the end, when it
     has one), e.g. the fault a fault-injection agent injected: ``{"fault": "wrong_argument"}``."""
 
+    user_metadata: dict[str, Any] = Field(default_factory=dict)
+    """Facts the simulated user reports about its own trial (a copy of its ``metadata`` dict attribute at the
+    end, when it has one): its ``persona``, ``flags`` (e.g. ``["user_leak"]``), the simulator ``model`` and
+    ``prompt_hash`` of an LLM user."""
+
     def agent_texts(self) -> list[str]:
         """Return the text of every assistant message, in order."""
         return [m.content for m in self.messages if m.role == "assistant" and m.content]
@@ -182,6 +187,9 @@ def run_conversation(
         metadata = getattr(agent, "metadata", None)
         if isinstance(metadata, dict):
             traj.agent_metadata = dict(metadata)
+        user_metadata = getattr(user, "metadata", None)
+        if isinstance(user_metadata, dict):
+            traj.user_metadata = dict(user_metadata)
         return traj
 
     while True:

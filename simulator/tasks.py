@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["Action", "Budget", "JudgeAssertion", "Precedence", "ProcessRules", "Task", "TaskFileError",
+__all__ = ["Action", "Budget", "Intent", "JudgeAssertion", "Precedence", "ProcessRules", "Task", "TaskFileError",
            "UserScenario", "load_tasks", "parse_tasks"]
 
 
@@ -38,6 +38,47 @@ class Action(BaseModel):
     """Tool arguments."""
 
 
+class Intent(BaseModel):
+    """One item of a rule-based user's agenda: something it wants done or wants to know.
+
+    The rule-based user (:mod:`simulator.users.rule_user`) states ``request`` (a phrasing drawn by the trial
+    seed), answers the agent's questions from ``slots``, picks among offered options by ``preferences``, says yes
+    to a confirmation request only when it mentions every ``confirm_terms`` entry, asks ``ask`` once the action is
+    reported done (or as the intent itself for ``kind`` ``info``), and switches to ``fallback`` when the agent
+    says the wish cannot be met (or when its persona changes its mind). Every value it can ever state is in
+    this object or the scenario's ``identity``; nothing else.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str = Field(min_length=1)
+    """What the user wants, as the domain's verb. Retail: ``cancel``, ``return``, ``exchange``, ``modify_items``,
+    ``modify_address`` (of an order), ``modify_user_address``, ``modify_payment``, ``info``, ``transfer``.
+    Airline: ``book``, ``cancel``, ``change_flights``, ``change_cabin``, ``add_baggage``,
+    ``update_passengers``, ``info``, ``transfer``. The reference agents understand these from the ``request``
+    wording, not from this field (the agent never sees the scenario)."""
+    request: list[str] = Field(min_length=1)
+    """How the user asks for it in its own words (lower-case start, no final stop), e.g. ``"exchange the
+    mechanical keyboard in order #W123 for one with clicky switches"``; one is drawn by the trial seed. Only
+    values the user knows may appear."""
+    slots: dict[str, Any] = Field(default_factory=dict)
+    """Values the user gives for this intent when asked, by standard slot name: ``order_id``,
+    ``reservation_id``, ``items`` (list of plain descriptions such as ``"mechanical keyboard"``),
+    ``new_items``, ``payment`` (a kind such as ``"gift card"``, or ``"credit card ending in 1234"``), ``reason``,
+    ``address`` (an object), ``flight``, ``cabin``, ``passengers`` ...; a value is a string, number, list or
+    object of those."""
+    preferences: dict[str, str] = Field(default_factory=dict)
+    """Wanted option values by option name (e.g. ``{"switch type": "clicky"}``), used to choose among options the
+    agent offers and stated when the agent asks what the user wants."""
+    confirm_terms: list[str] = Field(default_factory=list)
+    """Terms (case-insensitive) an agent confirmation request must contain for the user to answer yes, e.g. the
+    order id and the wanted option values; any missing: the user says no and restates what it wants."""
+    ask: str | None = None
+    """A question the user asks once the action is done (or, for ``info``, as its request), e.g. ``"what is my
+    gift card balance now"``."""
+    fallback: Intent | None = None
+    """What the user wants instead when this cannot be done (or when its persona changes its mind)."""
+
+
 class UserScenario(BaseModel):
     """Who the simulated user is and what it wants."""
 
@@ -50,6 +91,13 @@ class UserScenario(BaseModel):
     """Things the user does not know and must not state (e.g. ``"item ids"``)."""
     opening: str | None = None
     """First message of a scripted user; when None one is made from the instructions."""
+    identity: dict[str, str] = Field(default_factory=dict)
+    """Identity slots for the rule-based user: ``name``, ``first_name``, ``last_name``, ``zip``, ``email``,
+    ``user_id``, ``dob`` ...; given when the agent asks to identify (how many at once: the persona's reveal
+    style)."""
+    agenda: list[Intent] = Field(default_factory=list)
+    """Ordered intents of the rule-based user; empty: the task has no structured scenario (the rule-based user
+    then asks the domain to derive one, see :meth:`simulator.domain.Domain.derive_scenario`)."""
 
 
 class Precedence(BaseModel):
