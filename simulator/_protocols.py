@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from personas.schema import Persona
 from simulator._messages import AgentTurn, Message, UserTurn
 from simulator.tasks import Task
 
@@ -36,6 +37,8 @@ class TrialContext:
         log: the trial's structlog logger (bound to run id, task id and trial index), or None when the run
             keeps no log; components may emit their own events on it (LLM agents and users emit
             ``model_call``).
+        persona: the simulated user's persona for this trial (``tausim run --personas``), or None (the
+            user's default manner: cooperative, never abandons).
     """
 
     task: Task
@@ -47,6 +50,7 @@ class TrialContext:
     trial_index: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     log: Any = None
+    persona: Persona | None = None
 
 
 @runtime_checkable
