@@ -18,16 +18,18 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
+from personas.loader import PersonaError, load_personas
 from simulator.agents import agent_factory
 from simulator.budgets import baseline_command, load_budgets
 from simulator.cache import SQLiteCache
 from simulator.domain import DomainError, available_domains, get_domain
 from simulator.gate import gate_command
+from simulator.metrics import cell_id, persona_metrics
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
 from simulator.replay import GoldToolBug, replay_tasks
 from simulator.runlog import open_run_log
-from simulator.runner import RunConfig, Runner, RunResult, TrialResult, run_summary_json
+from simulator.runner import RunConfig, Runner, RunResult, TrialKey, TrialResult, run_summary_json
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
 from simulator.tasks import TaskFileError
 from simulator.users import user_factory
@@ -98,7 +100,7 @@ def _connect_store(url: str, must_exist: bool = False) -> ResultsStore:
 
 
 def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, data: Path | None,
-                    task_list: list[Any]) -> tuple[ResultsStore, str, set[tuple[str, int]]]:
+                    task_list: list[Any]) -> tuple[ResultsStore, str, set[TrialKey]]:
     """Create the run in the store, or check that it can be resumed; return the store, run id and pairs to run."""
     results_store = _connect_store(url)
     folder = (data if data is not None else dom.default_data_dir()).resolve()
@@ -139,11 +141,14 @@ def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = 
     for reason, count in result.termination_reasons.items():
         reasons.add_row(reason, str(count))
     console.print(reasons)
+    if cfg.personas:
+        _print_personas(result)
     by_task: dict[str, list[bool]] = {}
     for t in result.trials:
-        by_task.setdefault(t.task_id, []).append(t.passed)
+        by_task.setdefault(cell_id(t.task_id, t.persona), []).append(t.passed)
     passing = [tid for tid, oks in by_task.items() if all(oks)]
-    console.print(f"tasks passing every trial: {len(passing)}/{len(by_task)}", highlight=False)
+    what = "task cells (task@persona)" if cfg.personas else "tasks"
+    console.print(f"{what} passing every trial: {len(passing)}/{len(by_task)}", highlight=False)
     if 0 < len(passing) < len(by_task):
         console.print("  " + ", ".join(passing), highlight=False)
     from simulator.grading._judge_cli import judge_summary_lines
@@ -157,10 +162,30 @@ def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = 
         console.print(f"... and {len(failed) - max_failures} more failed trials" + (f" (see {see})" if see else ""))
 
 
+def _print_personas(result: RunResult) -> None:
+    """Print the per-persona table: pass^k, abandonment, turns to abandonment, user flags."""
+    cfg = result.config
+    docs = [t.model_dump(mode="json") for t in result.trials]
+    tasks = list(dict.fromkeys(t.task_id for t in result.trials))
+    by = persona_metrics(docs, tasks, cfg.trials, cfg.personas or [], incomplete="count", n_resamples=200)
+    table = Table(title="by persona")
+    for col in ("persona", "trials", *(f"pass^{k}" for k in range(1, cfg.trials + 1)), "abandoned",
+                "mean turns to abandon", "user flags"):
+        table.add_column(col, justify="left" if col in ("persona", "user flags") else "right")
+    for name, m in by.items():
+        abandoned = sum(1 for t in result.trials if t.persona == name and t.termination_reason == "user_abandon")
+        turns = m["mean_turns_to_abandon"]
+        flags = ", ".join(f"{k} {v}" for k, v in m["user_flags"].items()) or "-"
+        table.add_row(name, str(m["trials"]), *(f"{m[f'pass^{k}']:.3f}" for k in range(1, cfg.trials + 1)),
+                      f"{abandoned} ({m['abandon_rate'] or 0:.0%})", "-" if turns is None else f"{turns:.1f}", flags)
+    console.print(table)
+
+
 def _print_failure(t: TrialResult) -> None:
     g = t.grade
     why = g.failure if g else "not graded"
-    console.print(f"[red]FAIL[/] task {t.task_id} trial {t.trial}: {t.termination_reason}; {why}",
+    who = f" persona {t.persona}" if t.persona else ""
+    console.print(f"[red]FAIL[/] task {t.task_id}{who} trial {t.trial}: {t.termination_reason}; {why}",
                   highlight=False, markup=True)
     if t.error:
         lines = [ln for ln in t.error.strip().splitlines() if ln.strip()]
@@ -218,8 +243,15 @@ def run(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
     task_ids: Annotated[str | None, typer.Option(help="Comma-separated task ids to run.")] = None,
-    agent: Annotated[str, typer.Option(help="oracle | null | litellm:MODEL | py:MODULE:FACTORY")] = "oracle",
-    user: Annotated[str, typer.Option(help="scripted | llm:MODEL | py:MODULE:FACTORY")] = "scripted",
+    agent: Annotated[str, typer.Option(
+        help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY"
+    )] = "oracle",
+    user: Annotated[str, typer.Option(
+        help="scripted | confirming | rule | llm:MODEL | py:MODULE:FACTORY")] = "scripted",
+    personas: Annotated[str | None, typer.Option(
+        help="Personas the simulated user plays: NAME[,NAME...] (shipped names or .json files) or all; the run "
+             "is then task x persona x trial and pass^k is reported per persona. Needs --user rule or llm:MODEL."
+    )] = None,
     trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once (raise it for model-bound agents).")] = 1,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
@@ -283,8 +315,18 @@ def run(
         if api_base is not None:
             params["api_base"] = api_base
         params.update(_model_services(cache, rpm))
-        a_factory = agent_factory(agent, **params)
-        u_factory = user_factory(user, **params)
+        persona_list = None
+        if personas is not None:
+            if not (user in ("rule",) or user.startswith(("llm:", "py:"))):
+                raise _fail(f"--personas needs a user that plays personas (--user rule or llm:MODEL), not {user!r}")
+            try:
+                persona_list = load_personas(personas)
+            except PersonaError as e:
+                raise _fail(f"--personas {personas}: {e}") from e
+        agent_params = {**params, "domain": dom} if agent.split(":", 1)[0] == "reference" else params
+        user_params = {**params, "domain": dom, "template": template} if user == "rule" else params
+        a_factory = agent_factory(agent, **agent_params)
+        u_factory = user_factory(user, **user_params)
         judge_obj = None
         if judge is not None:
             from simulator.grading._judge_cli import build_judge
@@ -298,15 +340,16 @@ def run(
         raise _fail(str(e)) from e
     config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
                        task_ids=task_ids.split(",") if task_ids else None, agent=agent, user=user,
+                       personas=[p.name for p in persona_list] if persona_list else None,
                        trials=trials, concurrency=concurrency, seed=seed, max_turns=max_turns,
                        max_steps=max_steps,
                        budgets=None if budget_map is None else {t.id: budget_map[t.id] for t in task_list
                                                                 if t.id in budget_map},
                        judge=judge, judge_gating=judge_obj.gating if judge_obj else False,
                        judge_note=judge_obj.gating_note if judge_obj else None)
-    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj)
+    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj, personas=persona_list)
     results_store: ResultsStore | None = None
-    only: set[tuple[str, int]] | None = None
+    only: set[TrialKey] | None = None
     if store is not None or run_id is not None:
         results_store, run_id, only = _open_store_run(store or DEFAULT_STORE_URL, run_id, config, dom, data,
                                                       task_list)
@@ -320,7 +363,7 @@ def run(
             stack.close()
             raise _fail(f"--log-file {log_file}: cannot write ({e.strerror or e})") from e
         runner.log.info("run_start", config=config.model_dump(mode="json"))
-    planned = len(only) if only is not None else len(task_list) * trials
+    planned = len(only) if only is not None else len(runner.planned())
     progress = stack.enter_context(RunProgress(planned, console=console,
                                                enabled=sys.stdout.isatty() and not no_progress))
     partial = out.with_name(out.name + ".partial.jsonl") if out else None

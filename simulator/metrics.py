@@ -35,10 +35,12 @@ __all__ = [
     "LAYERS",
     "SummaryStats",
     "bootstrap_ci",
+    "cell_id",
     "pass_at_k",
     "pass_hat_k",
     "per_task_pass_at_k",
     "per_task_pass_hat_k",
+    "persona_metrics",
     "run_metrics",
     "success_counts",
     "suite_metrics",
@@ -502,10 +504,86 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _traj_value(r: Mapping[str, Any], key: str) -> float | None:
+    """Return the number ``trajectory[key]`` of a trial record, or None when absent or not a number."""
+    traj = r.get("trajectory")
+    return _number(traj.get(key)) if isinstance(traj, Mapping) else None
+
+
 def _stats_dict(values: Iterable[float | None]) -> dict[str, Any]:
     s = summary_stats(values)
     return {"count": s.count, "missing": s.missing, "total": s.total, "mean": s.mean, "p50": s.p50, "p95": s.p95,
             "max": s.max}
+
+
+def cell_id(task_id: str, persona: str | None) -> str:
+    """Return the id of a task cell: the task under one persona (``"cancel-1@impatient"``), or the task id.
+
+    A run with personas (``tausim run --personas``) is the product task x persona x trial; reliability is
+    estimated per cell (a task played by one persona), since the persona changes the task's difficulty.
+
+    Args:
+        task_id: the task id.
+        persona: the persona name, or None (a run without personas).
+
+    Returns:
+        ``task_id`` when ``persona`` is None or empty, else ``f"{task_id}@{persona}"``.
+    """
+    return f"{task_id}@{persona}" if persona else task_id
+
+
+_PERSONA_FIELDS = ("abandonment_rate", "mean_turns_to_abandon", "user_flags", "infra_error_rate", "loop_rate",
+                   "success_rate")
+
+
+def persona_metrics(
+    trials: Sequence[Mapping[str, Any]],
+    task_ids: Sequence[str],
+    trials_per_task: int,
+    personas: Sequence[str],
+    *,
+    incomplete: str = "refuse",
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> dict[str, dict[str, Any]]:
+    """Reliability and abandonment of each persona of a run (the ``by_persona`` of ``--out`` and reports).
+
+    Each persona's trials are a run of their own over the same tasks (see :func:`run_metrics`).
+
+    Args:
+        trials: recorded trials (JSON form of ``TrialResult``) with their ``persona``.
+        task_ids: the planned tasks.
+        trials_per_task: planned trials per (task, persona) cell, ``n``.
+        personas: the planned persona names.
+        incomplete: as in :func:`run_metrics`.
+        seed: bootstrap seed.
+        n_resamples: bootstrap resamples.
+
+    Returns:
+        ``{persona: {"pass^k" (k = 1..n), "pass@k", "ci95", "abandon_rate", "abandonment_rate",
+        "mean_turns_to_abandon", "user_flags", "infra_error_rate", "loop_rate", "success_rate", "trials"}}``;
+        ``abandon_rate`` is the share of the persona's recorded trials that ended ``user_abandon``,
+        ``mean_turns_to_abandon`` the mean messages (user and agent) of those trials (None without any),
+        ``trials`` the recorded trials of the persona.
+
+    Raises:
+        ValueError: as :func:`run_metrics` (the message names the persona).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name in personas:
+        subset = [t for t in trials if t.get("persona") == name]
+        try:
+            m = run_metrics(subset, task_ids, trials_per_task, incomplete=incomplete, seed=seed,
+                            n_resamples=n_resamples)
+        except ValueError as e:
+            raise ValueError(f"persona {name!r}: {e}") from e
+        entry: dict[str, Any] = {key: m[key] for key in m if key.startswith(("pass^", "pass@"))}
+        entry["ci95"] = m["ci95"]
+        entry["abandon_rate"] = m["abandonment_rate"]
+        entry.update({key: m[key] for key in _PERSONA_FIELDS})
+        entry["trials"] = m["recorded"]
+        out[name] = entry
+    return out
 
 
 def run_metrics(
@@ -513,6 +591,7 @@ def run_metrics(
     task_ids: Sequence[str],
     trials_per_task: int,
     *,
+    personas: Sequence[str] | None = None,
     incomplete: str = "refuse",
     gold: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     write_tools: Iterable[str] = (),
@@ -527,7 +606,10 @@ def run_metrics(
         trials: the recorded trials: ``{"task_id", "trial", "passed", "termination_reason", "grade",
             "trajectory", "duration_s"}``.
         task_ids: the planned tasks.
-        trials_per_task: planned trials per task, ``n``.
+        trials_per_task: planned trials per task (per task cell with personas), ``n``.
+        personas: the planned personas of a run with personas: reliability is then computed over task cells
+            (task x persona, see :func:`cell_id`) and ``by_persona`` (see :func:`persona_metrics`) is added;
+            None: a run without personas.
         incomplete: ``"refuse"`` (default): a task with a missing or duplicated trial raises ValueError naming
             the task; ``"count"``: a missing trial counts as a failure and is reported in ``missing_trials``, and
             of a duplicated (task, trial) pair only the first record counts (reported in ``duplicate_records``).
@@ -543,6 +625,9 @@ def run_metrics(
         (successes and pass^k/pass@k of each task), ``layers`` (per grading layer: passed, graded, rate;
         ``judge`` only when judged), ``state_pass_other_fail_rate`` (see below), ``termination_reasons``,
         ``errored_trials``, ``infra_errors``/``infra_error_rate``, ``loop_rate``, ``abandonment_rate``,
+        ``mean_turns_to_abandon`` (mean messages of the abandoned trials; None without any), ``user_flags``
+        (trials carrying each simulated-user flag such as ``user_leak``), with personas ``personas`` and
+        ``by_persona``,
         ``cost_usd`` (agent, user, judge, total: per-trial statistics, ``per_task`` and ``per_success``; None
         when any cost is unknown, never $0), ``tokens``, ``latency_s`` (trial and per party, p50/p95),
         ``tool_accuracy`` (see :func:`summarize_tool_accuracy`), ``missing_trials``, ``duplicate_records``.
@@ -558,6 +643,17 @@ def run_metrics(
     """
     if incomplete not in ("refuse", "count"):
         raise ValueError(f"incomplete must be 'refuse' or 'count', got {incomplete!r}")
+    if personas:
+        names = list(dict.fromkeys(personas))
+        cells = [{**t, "task_id": cell_id(str(t["task_id"]), t.get("persona"))} for t in trials]
+        cell_ids = [cell_id(tid, p) for tid in dict.fromkeys(task_ids) for p in names]
+        cell_gold = None if gold is None else {cell_id(tid, p): g for tid, g in gold.items() for p in names}
+        whole = run_metrics(cells, cell_ids, trials_per_task, incomplete=incomplete, gold=cell_gold,
+                            write_tools=write_tools, seed=seed, n_resamples=n_resamples)
+        whole["personas"] = names
+        whole["by_persona"] = persona_metrics(trials, task_ids, trials_per_task, names, incomplete=incomplete,
+                                              seed=seed, n_resamples=n_resamples)
+        return whole
     n = operator.index(trials_per_task)
     planned_ids = list(dict.fromkeys(task_ids))
     if not planned_ids:
@@ -647,6 +743,16 @@ def run_metrics(
     loops = layers.get("loops")
     out["loop_rate"] = None if not loops or not loops["graded"] else 1.0 - loops["rate"]
     out["abandonment_rate"] = _ratio(reasons.get("user_abandon", 0), len(records))
+    abandoned_turns = [_traj_value(r, "turns") for r in records if str(r.get("termination_reason")) == "user_abandon"]
+    known_turns = [v for v in abandoned_turns if v is not None]
+    out["mean_turns_to_abandon"] = float(np.mean(known_turns)) if known_turns else None
+    user_flags: Counter[str] = Counter()
+    for r in records:
+        traj = r.get("trajectory")
+        meta = traj.get("user_metadata") if isinstance(traj, Mapping) else None
+        if isinstance(meta, Mapping) and isinstance(meta.get("flags"), list):
+            user_flags.update({str(f) for f in meta["flags"]})
+    out["user_flags"] = dict(sorted(user_flags.items()))  # trials carrying each user flag (user_leak, role_flip...)
 
     successes = sum(1 for r in records if r.get("passed"))
     parties = ("agent", "user", "judge")
@@ -676,17 +782,13 @@ def run_metrics(
         for who in parties
     }
 
-    def traj_value(r: Mapping[str, Any], key: str) -> float | None:
-        traj = r.get("trajectory")
-        return _number(traj.get(key)) if isinstance(traj, Mapping) else None
-
     out["latency_s"] = {
         "trial": _stats_dict([_number(r.get("duration_s")) for r in records]),
-        "agent": _stats_dict([traj_value(r, "agent_seconds") for r in records]),
-        "user": _stats_dict([traj_value(r, "user_seconds") for r in records]),
-        "tool": _stats_dict([traj_value(r, "tool_seconds") for r in records]),
+        "agent": _stats_dict([_traj_value(r, "agent_seconds") for r in records]),
+        "user": _stats_dict([_traj_value(r, "user_seconds") for r in records]),
+        "tool": _stats_dict([_traj_value(r, "tool_seconds") for r in records]),
     }
-    out["turns"] = _stats_dict([traj_value(r, "turns") for r in records])
+    out["turns"] = _stats_dict([_traj_value(r, "turns") for r in records])
     statuses: Counter[str] = Counter()
     per_trial: list[float | None] = []
     accuracy: list[Mapping[str, int]] = []

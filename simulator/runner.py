@@ -19,17 +19,19 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from personas.schema import Persona
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.grading import Grade, Judge, grade_trial
-from simulator.metrics import run_metrics, suite_metrics
+from simulator.metrics import cell_id, run_metrics, suite_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.replay import GoldToolBug, goal_database, replay_trajectory
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
 
-__all__ = ["RunConfig", "RunResult", "Runner", "TrialResult", "derive_seed", "regrade_trial", "run_summary_json"]
+__all__ = ["RunConfig", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
+           "run_summary_json", "trial_key"]
 
 
 def derive_seed(run_seed: int, task_id: str, trial_index: int) -> int:
@@ -59,6 +61,9 @@ class RunConfig(BaseModel):
     task_ids: list[str] | None = None
     agent: str = "oracle"
     user: str = "scripted"
+    personas: list[str] | None = None
+    """Persona names the simulated user plays (``tausim run --personas``): the run is the product task x persona
+    x trial, and pass^k is computed per task cell (task, persona) and per persona; None: no persona dimension."""
     trials: int = 1
     concurrency: int = 1
     seed: int = 0
@@ -81,6 +86,8 @@ class TrialResult(BaseModel):
     task_id: str
     trial: int
     seed: int
+    persona: str | None = None
+    """The persona the simulated user played (None: a run without personas)."""
     passed: bool
     termination_reason: str
     grade: Grade | None
@@ -101,7 +108,16 @@ class RunResult(BaseModel):
     termination_reasons: dict[str, int] = Field(default_factory=dict)
     wall_seconds: float = 0.0
     planned: int | None = None
-    """Planned trials of the run (tasks x trials); None when unknown."""
+    """Planned trials of the run (tasks x personas x trials); None when unknown."""
+
+
+TrialKey = tuple[str, str | None, int]
+"""A planned trial: (task id, persona name or None, trial index)."""
+
+
+def trial_key(result: TrialResult) -> TrialKey:
+    """Return the (task id, persona, trial index) key of a trial."""
+    return (result.task_id, result.persona, result.trial)
 
 
 class Runner:
@@ -113,14 +129,17 @@ class Runner:
         tasks: the tasks to run (ids unique).
         agent_factory: builds the agent of each trial.
         user_factory: builds the simulated user of each trial.
-        config: the run configuration (trials, seed, caps, concurrency).
+        config: the run configuration (trials, seed, caps, concurrency, persona names).
         log: the run's structlog logger (see :mod:`simulator.runlog`), or None for no log. Each trial binds
             ``task_id`` and ``trial`` to it and emits ``trial_start``, ``tool_call``, ``model_call`` (from LLM
             agents and users) and ``trial_end``.
         judge: the LLM judge for tasks with ``judge`` assertions (None: recorded as ``not_graded``).
+        personas: the personas named by ``config.personas``, in that order (each trial's user gets one in
+            ``TrialContext.persona``). Trials of the same (task, trial index) share their seed across personas
+            (common random numbers: persona effects are compared on the same draws).
 
     Raises:
-        ValueError: ``config.trials`` < 1 or duplicate task ids.
+        ValueError: ``config.trials`` < 1, duplicate task ids, or ``personas`` not matching ``config.personas``.
     """
 
     def __init__(
@@ -133,7 +152,13 @@ class Runner:
         config: RunConfig,
         log: Any = None,
         judge: Judge | None = None,
+        personas: Sequence[Persona] | None = None,
     ):
+        names = [p.name for p in personas or []]
+        if names != list(config.personas or []):
+            raise ValueError(f"personas {names} do not match the run configuration's {config.personas}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate persona in {names}")
         if config.trials < 1:
             raise ValueError(f"--trials must be >= 1, got {config.trials}")
         ids = [t.id for t in tasks]
@@ -147,6 +172,7 @@ class Runner:
         self.config = config
         self.log = log
         self.judge = judge
+        self.personas: dict[str, Persona] = {p.name: p for p in personas or []}
         self._spec = domain.state_spec()
         self._toolbox = domain.toolbox()
         self._tools = self._toolbox.schemas()
@@ -173,22 +199,25 @@ class Runner:
             raise goal
         return goal
 
-    def run_trial(self, task: Task, trial_index: int) -> TrialResult:
+    def run_trial(self, task: Task, trial_index: int, persona: str | None = None) -> TrialResult:
         """Run and grade one trial on a fresh copy of the template.
 
         Args:
             task: the task.
             trial_index: 0-based index of the trial.
+            persona: the persona the user plays (one of the runner's), or None.
 
         Returns:
             The :class:`TrialResult`; a goal state that cannot be computed is recorded as ``tool_bug``.
         """
+        if persona is not None and persona not in self.personas:
+            raise ValueError(f"persona {persona!r} is not one of this run's {list(self.personas)}")
         if self.log is None:
-            return self._run_trial(task, trial_index, None)
-        log = self.log.bind(task_id=task.id, trial=trial_index)
+            return self._run_trial(task, trial_index, None, persona)
+        log = self.log.bind(task_id=task.id, trial=trial_index, **({"persona": persona} if persona else {}))
         log.info("trial_start", seed=derive_seed(self.config.seed, task.id, trial_index))
         try:
-            res = self._run_trial(task, trial_index, log)
+            res = self._run_trial(task, trial_index, log, persona)
         except Exception as e:
             log.exception("trial_crash", error=f"{type(e).__name__}: {e}")
             raise
@@ -201,13 +230,13 @@ class Runner:
                  cost_usd=cost, error=res.error)
         return res
 
-    def _run_trial(self, task: Task, trial_index: int, log: Any) -> TrialResult:
+    def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None) -> TrialResult:
         t0 = time.perf_counter()
         seed = derive_seed(self.config.seed, task.id, trial_index)
 
         def not_run(reason: TerminationReason, error: str) -> TrialResult:
             traj = Trajectory(termination_reason=reason, error=error)
-            return TrialResult(task_id=task.id, trial=trial_index, seed=seed, passed=False,
+            return TrialResult(task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=False,
                                termination_reason=str(reason), grade=None, trajectory=traj,
                                duration_s=time.perf_counter() - t0, error=error)
 
@@ -219,6 +248,7 @@ class Runner:
             task=task, tools=self._tools, policy=self._policy, seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
+            persona=self.personas[persona] if persona is not None else None,
         )
         try:
             agent = self.agent_factory(ctx)
@@ -235,43 +265,44 @@ class Runner:
         grade = grade_trial(task, traj, diff, self._toolbox, domain=self.domain,
                             budget=(self.config.budgets or {}).get(task.id), judge=self.judge, trial_seed=seed)
         return TrialResult(
-            task_id=task.id, trial=trial_index, seed=seed, passed=grade.passed,
+            task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
             duration_s=time.perf_counter() - t0, error=traj.error,
         )
 
-    def planned(self) -> list[tuple[str, int]]:
-        """Return every planned (task id, trial index) pair, in task order then trial index."""
-        return [(t.id, i) for t in self.tasks for i in range(self.config.trials)]
+    def planned(self) -> list[TrialKey]:
+        """Return every planned (task id, persona, trial index) key, in task, persona, then trial order."""
+        personas: list[str | None] = list(self.personas) or [None]
+        return [(t.id, p, i) for t in self.tasks for p in personas for i in range(self.config.trials)]
 
     def run(
         self,
         executor: Executor | None = None,
         on_trial: Callable[[TrialResult], None] | None = None,
-        only: set[tuple[str, int]] | None = None,
+        only: set[TrialKey] | None = None,
     ) -> RunResult:
-        """Run the planned (task, trial) pairs (or a subset of them) and compute the metrics.
+        """Run the planned (task, persona, trial) keys (or a subset of them) and compute the metrics.
 
         Args:
             executor: where trials run; default a thread pool of ``config.concurrency`` workers.
             on_trial: called (in the calling thread) with each trial as soon as it finishes, e.g. to
                 record it; the order is completion order.
-            only: run just these (task id, trial index) pairs (e.g. the ones a resumed run has not recorded
-                yet); None runs every planned pair.
+            only: run just these (task id, persona, trial index) keys (e.g. the ones a resumed run has not
+                recorded yet); None runs every planned key.
 
         Returns:
             The :class:`RunResult`, trials sorted by task order then trial index. Its metrics are computed
             when the trials cover every planned pair, and are empty otherwise (a subset cannot give pass^k).
 
         Raises:
-            ValueError: ``only`` names a pair that is not planned.
+            ValueError: ``only`` names a key that is not planned.
         """
         t0 = time.perf_counter()
         plan = self.planned()
         if only is not None:
             unknown = set(only) - set(plan)
             if unknown:
-                raise ValueError(f"not planned in this run: {sorted(unknown)[:5]}")
+                raise ValueError(f"not planned in this run: {sorted(unknown, key=str)[:5]}")
             plan = [p for p in plan if p in only]
         by_id = {t.id: t for t in self.tasks}
         own = executor is None
@@ -279,7 +310,8 @@ class Runner:
         results: list[TrialResult] = []
         interrupted = False
         try:
-            futures: list[Future[TrialResult]] = [ex.submit(self.run_trial, by_id[tid], i) for tid, i in plan]
+            futures: list[Future[TrialResult]] = [ex.submit(self.run_trial, by_id[tid], i, p)
+                                                  for tid, p, i in plan]
             for fut in as_completed(futures):
                 res = fut.result()
                 results.append(res)
@@ -291,17 +323,18 @@ class Runner:
         finally:
             if own:
                 ex.shutdown(wait=not interrupted, cancel_futures=True)
-        order = {t.id: i for i, t in enumerate(self.tasks)}
-        results.sort(key=lambda r: (order[r.task_id], r.trial))
-        outcomes: dict[str, list[bool]] = {t.id: [] for t in self.tasks}
+        order = {key: i for i, key in enumerate(self.planned())}
+        results.sort(key=lambda r: order[trial_key(r)])
+        personas: list[str | None] = list(self.personas) or [None]
+        outcomes: dict[str, list[bool]] = {cell_id(t.id, p): [] for t in self.tasks for p in personas}
         for r in results:
-            outcomes[r.task_id].append(r.passed)
+            outcomes[cell_id(r.task_id, r.persona)].append(r.passed)
         complete = all(len(v) == self.config.trials for v in outcomes.values()) and bool(outcomes)
         metrics = suite_metrics(outcomes, self.config.trials) if complete else {}
         reasons = Counter(r.termination_reason for r in results)
         return RunResult(config=self.config, trials=results, metrics=metrics,
                          termination_reasons=dict(sorted(reasons.items())),
-                         wall_seconds=time.perf_counter() - t0, planned=len(self.tasks) * self.config.trials)
+                         wall_seconds=time.perf_counter() - t0, planned=len(self.planned()))
 
 
 def regrade_trial(
@@ -359,7 +392,8 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     Returns:
         ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
         "planned", "recorded", "duplicates", ...}``; ``recorded`` counts the trials present and ``duplicates``
-        the trials beyond the first of a (task, trial) pair. ``metrics`` are those of
+        the trials beyond the first of a (task, persona, trial) key; with personas, ``by_persona`` (see
+        :func:`simulator.metrics.persona_metrics`) is also copied to the top level. ``metrics`` are those of
         :func:`simulator.metrics.run_metrics` (the same as ``tausim report``'s): a complete run is checked
         strictly (a duplicated trial is refused); a partial one (a results-store run still missing trials) counts
         its missing trials as failed and reports them in ``missing_trials``.
@@ -367,7 +401,7 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
     doc.update(extra or {})
     doc.update(result.model_dump(mode="json"))
-    pairs = Counter((t.task_id, t.trial) for t in result.trials)
+    pairs = Counter(trial_key(t) for t in result.trials)
     doc["recorded"] = len(pairs)
     doc["duplicates"] = sum(n - 1 for n in pairs.values())
     if doc.get("planned") is None:
@@ -376,5 +410,8 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     if tasks and result.trials:
         complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
         doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,
+                                     personas=result.config.personas,
                                      incomplete="refuse" if complete else "count")
+        if "by_persona" in doc["metrics"]:
+            doc["by_persona"] = doc["metrics"]["by_persona"]
     return doc

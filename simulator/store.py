@@ -4,13 +4,13 @@ Tables (own :class:`~sqlalchemy.MetaData`, separate from every domain schema):
 
 - ``runs``: one row per run: its configuration (JSON, including the domain and caps), the data set's and the
   task set's content hashes, the planned task ids, git revision and package versions.
-- ``trials``: one row per finished trial, unique per ``(run_id, task_id, trial)``: seed, outcome, termination
-  reason, error, timings, token usage and cost.
+- ``trials``: one row per finished trial, unique per ``(run_id, task_id, persona, trial)`` (``persona`` is
+  ``""`` in a run without personas): seed, outcome, termination reason, error, timings, token usage and cost.
 - ``messages``, ``tool_calls``: the trajectory, one row per message and per dispatched tool call.
 - ``grades``: one row per graded trial, every grading component as JSON.
 
 A trial and all its rows are written in one transaction when it finishes (:meth:`ResultsStore.record`); a
-second record of the same ``(run_id, task_id, trial)`` is refused by the unique constraint and ignored, so a
+second record of the same ``(run_id, task_id, persona, trial)`` is refused by the unique constraint and ignored, so a
 killed and resumed run never holds a trial twice. On SQLite the store turns on WAL and a busy timeout so that
 a reader (a report, a progress poll) and the writing run do not block each other.
 """
@@ -48,6 +48,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
     update,
 )
@@ -56,9 +57,9 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from simulator._messages import Message
 from simulator.grading import Grade
-from simulator.metrics import suite_metrics
+from simulator.metrics import cell_id, suite_metrics
 from simulator.orchestrator import ToolCallRecord, Trajectory
-from simulator.runner import RunConfig, RunResult, TrialResult, run_summary_json
+from simulator.runner import RunConfig, RunResult, TrialKey, TrialResult, run_summary_json, trial_key
 from simulator.tasks import Task
 
 __all__ = [
@@ -107,6 +108,7 @@ trials = Table(
     "trials", metadata,
     Column("run_id", String(255), nullable=False),
     Column("task_id", String(255), nullable=False),
+    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
     Column("trial", Integer, nullable=False),
     Column("seed", String(40), nullable=False),  # decimal text: seeds reach 2**64, beyond BIGINT
     Column("passed", Boolean, nullable=False),
@@ -131,8 +133,8 @@ trials = Table(
     Column("user_calls", Integer, nullable=False),
     Column("cost_usd", Double),  # agent + user; NULL when either is unknown (never recorded as 0)
     Column("extra", JSON, nullable=False),  # fields without a column of their own (exact round trip)
-    PrimaryKeyConstraint("run_id", "task_id", "trial", name="pk_trials"),
-    UniqueConstraint("run_id", "task_id", "trial", name="uq_trials_run_task_trial"),
+    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", name="pk_trials"),
+    UniqueConstraint("run_id", "task_id", "persona", "trial", name="uq_trials_run_task_persona_trial"),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_trials_run"),
 )
 
@@ -140,6 +142,7 @@ messages = Table(
     "messages", metadata,
     Column("run_id", String(255), nullable=False),
     Column("task_id", String(255), nullable=False),
+    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
     Column("trial", Integer, nullable=False),
     Column("idx", Integer, nullable=False),
     Column("role", String(16), nullable=False),
@@ -148,8 +151,9 @@ messages = Table(
     Column("tool_call_id", String(255)),
     Column("name", String(255)),
     Column("extra", JSON, nullable=False),
-    PrimaryKeyConstraint("run_id", "task_id", "trial", "idx", name="pk_messages"),
-    ForeignKeyConstraint(["run_id", "task_id", "trial"], ["trials.run_id", "trials.task_id", "trials.trial"],
+    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", "idx", name="pk_messages"),
+    ForeignKeyConstraint(["run_id", "task_id", "persona", "trial"],
+                         ["trials.run_id", "trials.task_id", "trials.persona", "trials.trial"],
                          name="fk_messages_trial", ondelete="CASCADE"),
 )
 
@@ -157,6 +161,7 @@ tool_calls = Table(
     "tool_calls", metadata,
     Column("run_id", String(255), nullable=False),
     Column("task_id", String(255), nullable=False),
+    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
     Column("trial", Integer, nullable=False),
     Column("idx", Integer, nullable=False),
     Column("step", Integer, nullable=False),
@@ -170,8 +175,9 @@ tool_calls = Table(
     Column("duration_s", Double, nullable=False),
     Column("bug", Text),
     Column("extra", JSON, nullable=False),
-    PrimaryKeyConstraint("run_id", "task_id", "trial", "idx", name="pk_tool_calls"),
-    ForeignKeyConstraint(["run_id", "task_id", "trial"], ["trials.run_id", "trials.task_id", "trials.trial"],
+    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", "idx", name="pk_tool_calls"),
+    ForeignKeyConstraint(["run_id", "task_id", "persona", "trial"],
+                         ["trials.run_id", "trials.task_id", "trials.persona", "trials.trial"],
                          name="fk_tool_calls_trial", ondelete="CASCADE"),
 )
 
@@ -179,18 +185,20 @@ grades = Table(
     "grades", metadata,
     Column("run_id", String(255), nullable=False),
     Column("task_id", String(255), nullable=False),
+    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
     Column("trial", Integer, nullable=False),
     Column("passed", Boolean, nullable=False),
     Column("failure", Text),
     Column("components", JSON, nullable=False),
     Column("graded_at", DateTime(timezone=True), nullable=False),
-    PrimaryKeyConstraint("run_id", "task_id", "trial", name="pk_grades"),
-    ForeignKeyConstraint(["run_id", "task_id", "trial"], ["trials.run_id", "trials.task_id", "trials.trial"],
+    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", name="pk_grades"),
+    ForeignKeyConstraint(["run_id", "task_id", "persona", "trial"],
+                         ["trials.run_id", "trials.task_id", "trials.persona", "trials.trial"],
                          name="fk_grades_trial", ondelete="CASCADE"),
 )
 
-_TRIAL_KEYS = ("task_id", "trial", "seed", "passed", "termination_reason", "grade", "trajectory", "duration_s",
-               "error")
+_TRIAL_KEYS = ("task_id", "persona", "trial", "seed", "passed", "termination_reason", "grade", "trajectory",
+               "duration_s", "error")
 _TRAJ_KEYS = ("messages", "tool_calls", "agent_usage", "user_usage", "turns", "steps", "agent_seconds",
               "user_seconds", "tool_seconds", "termination_reason", "error")
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
@@ -238,12 +246,13 @@ class RunInfo(BaseModel):
 
     @property
     def planned(self) -> int:
-        """Planned trials: tasks x trials per task."""
-        return len(self.task_ids) * self.config.trials
+        """Planned trials: tasks x personas x trials per task."""
+        return len(self.planned_pairs())
 
-    def planned_pairs(self) -> list[tuple[str, int]]:
-        """Return every planned (task id, trial index) pair in run order."""
-        return [(t, i) for t in self.task_ids for i in range(self.config.trials)]
+    def planned_pairs(self) -> list[TrialKey]:
+        """Return every planned (task id, persona or None, trial index) key in run order."""
+        personas: list[str | None] = list(self.config.personas or []) or [None]
+        return [(t, p, i) for t in self.task_ids for p in personas for i in range(self.config.trials)]
 
 
 def new_run_id() -> str:
@@ -324,10 +333,18 @@ class ResultsStore:
             self._create_tables()
 
     def _create_tables(self, attempts: int = 5) -> None:
-        """Create missing tables; another process creating them at the same moment is tolerated."""
+        """Create missing tables; another process creating them at the same moment is tolerated.
+
+        Raises:
+            StoreError: the database holds a ``trials`` table of an older layout (no ``persona`` column).
+        """
         for attempt in range(attempts):
             try:
                 metadata.create_all(self.engine)
+                columns = {c["name"] for c in inspect(self.engine).get_columns("trials")}
+                if "persona" not in columns:
+                    raise StoreError(f"{self.url}: results store of an older tausim (its trials table has no "
+                                     "persona column); use a new store file or database")
                 return
             except DBAPIError:
                 if attempt == attempts - 1:
@@ -578,7 +595,7 @@ class ResultsStore:
         uu, uu_extra = _split(traj["user_usage"], _USAGE_KEYS)
         extra = {"trial": top_extra, "trajectory": traj_extra, "agent_usage": au_extra, "user_usage": uu_extra}
         cost = None if au["cost_usd"] is None or uu["cost_usd"] is None else au["cost_usd"] + uu["cost_usd"]
-        key = {"run_id": run_id, "task_id": result.task_id, "trial": result.trial}
+        key = {"run_id": run_id, "task_id": result.task_id, "persona": result.persona or "", "trial": result.trial}
         trial_row = {
             **key, "seed": str(result.seed), "passed": result.passed,
             "termination_reason": result.termination_reason, "error": result.error,
@@ -611,7 +628,7 @@ class ResultsStore:
                 if result.grade is not None:
                     conn.execute(insert(grades).values(**key, **self._grade_values(result.grade)))
         except IntegrityError as e:
-            if (result.task_id, result.trial) in self.recorded_keys(run_id):
+            if trial_key(result) in self.recorded_keys(run_id):
                 return False
             if self.get_run(run_id) is None:
                 raise StoreError(f"no run {run_id!r} in {self.url}: create it before recording trials") from e
@@ -634,19 +651,21 @@ class ResultsStore:
         Raises:
             StoreError: the trial is not recorded.
         """
-        key = {"run_id": run_id, "task_id": result.task_id, "trial": result.trial}
-        where = [trials.c.run_id == run_id, trials.c.task_id == result.task_id, trials.c.trial == result.trial]
+        key = {"run_id": run_id, "task_id": result.task_id, "persona": result.persona or "", "trial": result.trial}
+        where = [trials.c.run_id == run_id, trials.c.task_id == result.task_id,
+                 trials.c.persona == (result.persona or ""), trials.c.trial == result.trial]
         with self.engine.begin() as conn:
             n = conn.execute(update(trials).where(*where).values(passed=result.passed, error=result.error)).rowcount
             if n != 1:
-                raise StoreError(f"trial ({result.task_id!r}, {result.trial}) of run {run_id!r} is not recorded")
+                raise StoreError(f"trial {trial_key(result)} of run {run_id!r} is not recorded")
             conn.execute(delete(grades).where(grades.c.run_id == run_id, grades.c.task_id == result.task_id,
+                                              grades.c.persona == (result.persona or ""),
                                               grades.c.trial == result.trial))
             if result.grade is not None:
                 conn.execute(insert(grades).values(**key, **self._grade_values(result.grade)))
 
-    def recorded_keys(self, run_id: str) -> set[tuple[str, int]]:
-        """Return the (task id, trial index) pairs recorded for a run.
+    def recorded_keys(self, run_id: str) -> set[TrialKey]:
+        """Return the (task id, persona or None, trial index) keys recorded for a run.
 
         Args:
             run_id: the run id.
@@ -655,8 +674,9 @@ class ResultsStore:
             The set of recorded pairs (empty for an unknown run).
         """
         with self.engine.connect() as conn:
-            rows = conn.execute(select(trials.c.task_id, trials.c.trial).where(trials.c.run_id == run_id))
-            return {(r[0], int(r[1])) for r in rows}
+            rows = conn.execute(select(trials.c.task_id, trials.c.persona, trials.c.trial)
+                                .where(trials.c.run_id == run_id))
+            return {(r[0], r[1] or None, int(r[2])) for r in rows}
 
     def count_duplicates(self, run_id: str) -> int:
         """Return how many trial rows repeat a (task id, trial) pair of the run (0 unless the schema was altered).
@@ -669,8 +689,9 @@ class ResultsStore:
         """
         with self.engine.connect() as conn:
             n = func.count()
-            q = (select(trials.c.task_id, trials.c.trial, n.label("n")).where(trials.c.run_id == run_id)
-                 .group_by(trials.c.task_id, trials.c.trial).having(n > 1))
+            q = (select(trials.c.task_id, trials.c.persona, trials.c.trial, n.label("n"))
+                 .where(trials.c.run_id == run_id)
+                 .group_by(trials.c.task_id, trials.c.persona, trials.c.trial).having(n > 1))
             return sum(int(r.n) - 1 for r in conn.execute(q))
 
     def load_trials(self, run_id: str) -> list[TrialResult]:
@@ -688,22 +709,24 @@ class ResultsStore:
         info = self.require_run(run_id)
         with self.engine.connect() as conn:
             trial_rows = conn.execute(select(trials).where(trials.c.run_id == run_id)).mappings().all()
-            msgs: dict[tuple[str, int], list[Message]] = {}
+            msgs: dict[tuple[str, str, int], list[Message]] = {}
             for r in conn.execute(select(messages).where(messages.c.run_id == run_id)
-                                  .order_by(messages.c.task_id, messages.c.trial, messages.c.idx)).mappings():
-                msgs.setdefault((r["task_id"], r["trial"]), []).append(Message.model_validate({
+                                  .order_by(messages.c.task_id, messages.c.persona, messages.c.trial,
+                                            messages.c.idx)).mappings():
+                msgs.setdefault((r["task_id"], r["persona"], r["trial"]), []).append(Message.model_validate({
                     **(r["extra"] or {}), "role": r["role"], "content": r["content"],
                     "tool_calls": r["tool_calls"] or [], "tool_call_id": r["tool_call_id"], "name": r["name"]}))
-            calls: dict[tuple[str, int], list[ToolCallRecord]] = {}
+            calls: dict[tuple[str, str, int], list[ToolCallRecord]] = {}
             for r in conn.execute(select(tool_calls).where(tool_calls.c.run_id == run_id)
-                                  .order_by(tool_calls.c.task_id, tool_calls.c.trial, tool_calls.c.idx)).mappings():
-                calls.setdefault((r["task_id"], r["trial"]), []).append(ToolCallRecord.model_validate({
+                                  .order_by(tool_calls.c.task_id, tool_calls.c.persona, tool_calls.c.trial,
+                                            tool_calls.c.idx)).mappings():
+                calls.setdefault((r["task_id"], r["persona"], r["trial"]), []).append(ToolCallRecord.model_validate({
                     **(r["extra"] or {}), **{k: r[k] for k in _CALL_KEYS}}))
-            grade_rows = {(r["task_id"], r["trial"]): r for r in
+            grade_rows = {(r["task_id"], r["persona"], r["trial"]): r for r in
                           conn.execute(select(grades).where(grades.c.run_id == run_id)).mappings()}
         out = []
         for r in trial_rows:
-            key = (r["task_id"], int(r["trial"]))
+            key = (r["task_id"], r["persona"], int(r["trial"]))
             extra = r["extra"] or {}
             g = grade_rows.get(key)
             grade = None if g is None else Grade.model_validate(
@@ -723,12 +746,15 @@ class ResultsStore:
             })
             out.append(TrialResult.model_validate({
                 **extra.get("trial", {}),
-                "task_id": key[0], "trial": key[1], "seed": int(r["seed"]), "passed": r["passed"],
+                "task_id": key[0], "persona": key[1] or None, "trial": key[2], "seed": int(r["seed"]),
+                "passed": r["passed"],
                 "termination_reason": r["termination_reason"], "grade": grade, "trajectory": traj,
                 "duration_s": r["duration_s"], "error": r["error"],
             }))
-        order = {t: i for i, t in enumerate(info.task_ids)}
-        out.sort(key=lambda t: (order.get(t.task_id, len(order)), t.task_id, t.trial))
+        tasks = {t: i for i, t in enumerate(info.task_ids)}
+        personas = {p: i for i, p in enumerate(info.config.personas or [])}
+        out.sort(key=lambda t: (tasks.get(t.task_id, len(tasks)), t.task_id,
+                                personas.get(t.persona or "", len(personas)), t.persona or "", t.trial))
         return out
 
     # --- whole runs ----------------------------------------------------------------------------------------
@@ -784,8 +810,11 @@ def _metrics(info: RunInfo, results: Sequence[TrialResult]) -> dict[str, float]:
     """Suite metrics over the planned trials; planned trials not recorded count as failed."""
     if not info.task_ids:
         return {}
-    outcomes: dict[str, list[bool]] = {t: [False] * info.config.trials for t in info.task_ids}
+    personas: list[str | None] = list(info.config.personas or []) or [None]
+    outcomes: dict[str, list[bool]] = {cell_id(t, p): [False] * info.config.trials
+                                       for t in info.task_ids for p in personas}
     for r in results:
-        if r.task_id in outcomes and 0 <= r.trial < info.config.trials:
-            outcomes[r.task_id][r.trial] = r.passed
+        cell = cell_id(r.task_id, r.persona)
+        if cell in outcomes and 0 <= r.trial < info.config.trials:
+            outcomes[cell][r.trial] = r.passed
     return suite_metrics(outcomes, info.config.trials)

@@ -140,12 +140,12 @@ def test_runner_only_runs_the_given_pairs(bank):
         built.append((ctx.task.id, ctx.trial_index))
         return OracleAgent(ctx)
 
-    _, res = bank_run(bank, agent, trials=3, only={("ask", 2), ("move", 0)})
+    _, res = bank_run(bank, agent, trials=3, only={("ask", None, 2), ("move", None, 0)})
     assert sorted(built) == [("ask", 2), ("move", 0)]
     assert [(t.task_id, t.trial) for t in res.trials] == [("move", 0), ("ask", 2)]
     assert res.metrics == {} and res.planned == 9
     with pytest.raises(ValueError, match="not planned"):
-        bank_run(bank, agent, trials=1, only={("ask", 1)})
+        bank_run(bank, agent, trials=1, only={("ask", None, 1)})
 
 
 def test_check_resumable_names_the_field(bank, store):
@@ -225,7 +225,7 @@ def test_new_run_id_is_printed_and_unknown_run_refused(tmp_path):
     run_id = res.output.split("run id: ", 1)[1].split()[0]
     assert len(run_id) == 32
     with ResultsStore(f"sqlite:///{db}") as st:
-        assert st.recorded_keys(run_id) == {("cancel-no-longer-needed", 0)}
+        assert st.recorded_keys(run_id) == {("cancel-no-longer-needed", None, 0)}
     res = invoke("regrade", "nope", "--store", f"sqlite:///{db}")
     assert res.exit_code == 2 and "no run 'nope'" in res.output and run_id in res.output
     res = invoke("regrade", "nope", "--store", f"sqlite:///{tmp_path / 'missing.db'}")
@@ -330,7 +330,7 @@ def test_sigkill_mid_run_then_resume_records_every_trial_once(tmp_path):
         with st.engine.connect() as conn:
             rows = conn.execute(select(trials.c.task_id, trials.c.trial).where(trials.c.run_id == "R")).all()
     assert len(rows) == PLANNED and len(set(rows)) == PLANNED
-    assert keys == {(t, i) for t in task_ids for i in range(KILL_TRIALS)}
+    assert keys == {(t, None, i) for t in task_ids for i in range(KILL_TRIALS)}
     assert (doc["planned"], doc["recorded"], doc["duplicates"], doc["complete"]) == (PLANNED, PLANNED, 0, True)
     assert doc["metrics"]["pass^8"] == 1.0
 
