@@ -410,6 +410,48 @@ def run(
         console.print(f"wrote {out}", highlight=False)
 
 
+@app.command()
+def play(
+    task: Annotated[str, typer.Option(help="Id of the task to play.")],
+    domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
+    data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
+    tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
+    agent: Annotated[str, typer.Option(help="The agent to talk to (as for `tausim run`).")] = "reference",
+    option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE.")] = None,
+    seed: Annotated[int, typer.Option(help="Run seed (the agent's fault draws).")] = 0,
+    max_turns: Annotated[int, typer.Option(min=1, help="Messages of user and agent.")] = 60,
+) -> None:
+    """Play the simulated user of one task yourself, in the terminal; the trial is graded at the end."""
+    from simulator.play import terminal_user_factory
+
+    try:
+        dom = get_domain(domain)
+        template = dom.template(data, _options(dom, data, option))
+        found = [t for t in dom.load_tasks(tasks) if t.id == task]
+        if not found:
+            raise _fail(f"--task {task!r}: no such task in {tasks or 'the built-in tasks'} of domain {domain}")
+        the_task = found[0]
+        try:
+            scenario = dom.derive_scenario(the_task, template)
+        except DomainError:
+            scenario = the_task.scenario  # no structured scenario: the person reads the instruction alone
+        the_task = the_task.model_copy(update={"scenario": scenario})
+        a_factory = agent_factory(agent, **({"domain": dom} if agent.split(":", 1)[0] == "reference" else {}))
+    except (DomainError, TaskFileError, ValueError) as e:
+        raise _fail(str(e)) from e
+    config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
+                       task_ids=[task], agent=agent, user="person", seed=seed, max_turns=max_turns)
+    runner = Runner(dom, template, [the_task], a_factory, terminal_user_factory(input, console), config)
+    result = runner.run()
+    trial = result.trials[0]
+    console.print(f"\n[bold]{'PASS' if trial.passed else 'FAIL'}[/] ({trial.termination_reason}); "
+                  f"{len(trial.trajectory.tool_calls)} tool calls", highlight=False)
+    for c in trial.trajectory.tool_calls:
+        console.print(f"  {c.name}({json.dumps(c.arguments)}) -> {c.status}", highlight=False, markup=False)
+    if not trial.passed:
+        _print_failure(trial)
+
+
 def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, stack: ExitStack) -> None:
     """Ctrl-C during a run: keep what finished, say where it is, and exit 130 without waiting for stuck trials."""
     if partial_file is not None:

@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from simulator.metrics import per_task_pass_hat_k, suite_metrics
+from simulator.metrics import cell_id, per_task_pass_hat_k, suite_metrics
 
 __all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "gate_command", "run_outcomes"]
 
@@ -63,14 +63,19 @@ class GateResult:
 def run_outcomes(doc: Mapping[str, Any], name: str) -> tuple[dict[str, list[bool]], int]:
     """Return a run's outcomes per planned task (trial order) and its planned trials per task.
 
+    In a run with personas the keys are task cells (``task@persona``, see :func:`simulator.metrics.cell_id`).
+
     Raises:
         GateError: a trial is recorded twice or has an index outside the plan.
     """
     n = int(doc["config"].get("trials", 1))
     ids = doc.get("planned_task_ids") or doc.get("task_ids") or list(dict.fromkeys(t["task_id"] for t in doc["trials"]))
+    personas = [str(p) for p in doc["config"].get("personas") or []]
+    if personas:  # a run with personas is compared cell by cell (task@persona)
+        ids = [cell_id(str(t), p) for t in ids for p in personas]
     slots: dict[str, dict[int, bool]] = {str(t): {} for t in ids}
     for t in doc["trials"]:
-        task_id, i = str(t["task_id"]), int(t["trial"])
+        task_id, i = cell_id(str(t["task_id"]), t.get("persona") if personas else None), int(t["trial"])
         if task_id not in slots:
             raise GateError(f"{name}: trial of task {task_id!r} that its plan does not have")
         if i >= n or i in slots[task_id]:

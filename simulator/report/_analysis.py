@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.metrics import run_metrics
+from simulator.metrics import cell_id, persona_metrics, run_metrics
 from simulator.orchestrator import ERROR_REASONS
 
 from ._load import load_run_document
@@ -181,6 +181,10 @@ def analyze_run(
     n = int(config.get("trials", 1))
     trials: list[Mapping[str, Any]] = doc["trials"]
     task_ids = _planned_tasks(doc, trials)
+    run_personas = [str(p) for p in config.get("personas") or []]
+    if run_personas:  # a run with personas: the unit of reliability is the task cell (task@persona)
+        trials = [{**t, "task_id": cell_id(str(t["task_id"]), _persona_name(t))} for t in trials]
+        task_ids = [cell_id(tid, p) for tid in task_ids if "@" not in tid for p in run_personas] or task_ids
     planned_set = set(task_ids)
 
     first: dict[tuple[str, int], Mapping[str, Any]] = {}
@@ -250,6 +254,17 @@ def analyze_run(
         p["success_rate"] = p["passed"] / p["trials"]
         p["abandonment_rate"] = p["abandoned"] / p["trials"]
         p["mean_turns"] = float(np.mean(turns)) if turns else None
+    if run_personas and task_ids:
+        plain_tasks = [t for t in _planned_tasks(doc, doc["trials"]) if "@" not in t]
+        by = persona_metrics([t for t in doc["trials"] if _persona_name(t) in run_personas], plain_tasks, n,
+                             run_personas, incomplete="count", seed=seed, n_resamples=n_resamples)
+        for name, pm in by.items():
+            entry = personas.setdefault(name, {"trials": 0, "passed": 0, "abandoned": 0, "success_rate": None,
+                                               "abandonment_rate": None, "mean_turns": None})
+            entry.update({key: value for key, value in pm.items() if key.startswith("pass^")})
+            entry["mean_turns_to_abandon"] = pm["mean_turns_to_abandon"]
+            entry["user_flags"] = pm["user_flags"]
+        metrics["by_persona"] = by
     metrics["personas"] = dict(sorted(personas.items()))
     return RunReport(
         run_id=doc.get("run_id"), config=config, document=doc, task_ids=task_ids, trials_per_task=n,

@@ -53,6 +53,7 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
         reward = 1.0 if trial["passed"] else 0.0
         info = {
             "tausim_task_id": cell.task_id,
+            "persona": trial.get("persona"),
             "termination_reason": trial.get("termination_reason"),
             "failure": list(cell.failures),
             "seed": trial.get("seed"),
