@@ -125,10 +125,13 @@ def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, d
 def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = None) -> None:
     cfg = result.config
     n = len(result.trials)
-    console.print(f"[bold]tausim run[/] domain={cfg.domain} agent={cfg.agent} user={cfg.user} "
-                  f"tasks={n // max(cfg.trials, 1)} trials/task={cfg.trials} seed={cfg.seed} "
-                  f"({result.wall_seconds:.2f} s)", highlight=False)
-    table = Table(title="reliability (mean over tasks)")
+    cells = n // max(cfg.trials, 1)
+    shape = (f"tasks={cells // len(cfg.personas)} personas={len(cfg.personas)} trials/cell={cfg.trials}"
+             if cfg.personas else f"tasks={cells} trials/task={cfg.trials}")
+    console.print(f"[bold]tausim run[/] domain={cfg.domain} agent={cfg.agent} user={cfg.user} {shape} "
+                  f"seed={cfg.seed} ({result.wall_seconds:.2f} s)", highlight=False)
+    table = Table(title="reliability (mean over task cells: task x persona)" if cfg.personas
+                  else "reliability (mean over tasks)")
     table.add_column("k", justify="right")
     table.add_column("pass^k", justify="right")
     table.add_column("pass@k", justify="right")
