@@ -13,7 +13,10 @@ from typing import Any
 from domains._common import JsonFolderDomain
 from domains.retail._data import dump_all, load_folder
 from domains.retail.models import Base
+from domains.retail.scenarios import derive_retail_scenario
 from domains.retail.tools import TOOLS, retail_toolbox
+from simulator.database import TemplateDatabase
+from simulator.tasks import Task, UserScenario
 
 __all__ = ["TOOLS", "RetailDomain"]
 
@@ -48,3 +51,21 @@ class RetailDomain(JsonFolderDomain):
     def default_options(self, data_dir: Path | None) -> dict[str, Any]:
         """Return ``{"mode": "tau-bench"}`` (retail's only mode)."""
         return {"mode": "tau-bench"}
+
+    def derive_scenario(self, task: Task, template: TemplateDatabase) -> UserScenario:
+        """Return the task's scenario, deriving identity and agenda when it has none (tau-bench tasks).
+
+        See :func:`domains.retail.scenarios.derive_retail_scenario`: identity from the instruction, one intent
+        per write gold action, item descriptions from the user's orders, never an id the instruction does not
+        give.
+
+        Args:
+            task: the task.
+            template: the run's template database (read-only use).
+
+        Returns:
+            ``task.scenario`` when it has an agenda, else the derived scenario.
+        """
+        if task.scenario.agenda:
+            return task.scenario
+        return derive_retail_scenario(task, template).scenario
