@@ -283,7 +283,7 @@ def run(
         if api_base is not None:
             params["api_base"] = api_base
         params.update(_model_services(cache, rpm))
-        a_factory = agent_factory(agent, **params)
+        a_factory = agent_factory(agent, domain=dom, **params)
         u_factory = user_factory(user, **params)
         judge_obj = None
         if judge is not None:
