@@ -379,13 +379,13 @@ class _Deriver:
             what = _join([f"the {d}" for d in items])
             return Intent(kind=kind, request=[f"return {what}{in_order}",
                                               f"return {what}{in_order} and get the refund to my {pay}",
-                                              f"send back {what}{in_order}"],
+                                              f"make a return of {what}{in_order}"],
                           slots=slots, confirm_terms=[*terms, _pay_term(pay)])
         news = [str(i) for i in args.get("new_item_ids", [])]
         prefs: dict[str, str] = {}
         wants: list[str] = []
         new_descs: list[str] = []
-        for old, new_id in zip(olds, news, strict=False):
+        for old, desc, new_id in zip(olds, items, news, strict=False):
             p = self.wanted_options(old, new_id, where)
             name = old["name"].lower()
             for k, v in p.items():
@@ -393,10 +393,10 @@ class _Deriver:
                 prefs[k if prefs.get(k, v) == v else f"{name} {k}"] = v
             if p:
                 opts = ", ".join(f"{k} {v}" for k, v in p.items())
-                wants.append(f"the {name} for one with {opts}")
+                wants.append(f"the {desc} for one with {opts}")
                 new_descs.append(f"{name} (" + ", ".join(f"{k}: {v}" for k, v in p.items()) + ")")
             else:
-                wants.append(f"the {name} for a new one, exactly the same item")
+                wants.append(f"the {desc} for a new one, exactly the same item")
                 new_descs.append(f"{name} (the same item)")
         slots["new_items"] = new_descs
         verb = "exchange" if kind == "exchange" else "change"
