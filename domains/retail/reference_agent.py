@@ -71,6 +71,8 @@ _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("item_change", re.compile(r"\b(?:change|instead)\b", re.IGNORECASE)),
     ("info", re.compile(r"\b(?:balance|how much|status|total|what is|what's|where is|when will)\b", re.IGNORECASE)),
 )
+_ACTION_RE = re.compile(r"\b(?:cancel\w*|return|exchange|swap|switch|replace|update|change|modify|ship|send|mov\w+|"
+                        r"pay|charge|balance|how much|what|status|total)\b", re.IGNORECASE)
 _REASONS = (("ordered by mistake", re.compile(r"by mistake|\bmistake|accident", re.IGNORECASE)),
             ("no longer needed", re.compile(r"no longer need|don't need|do not need|not needed|no need",
                                             re.IGNORECASE)))
@@ -112,24 +114,45 @@ def _norm(text: str) -> str:
 
 def _mentions(text: str, phrase: str) -> bool:
     """True when ``phrase`` occurs in ``text`` as whole words (case-insensitive, plural 's' allowed)."""
-    return re.search(r"(?<![\w-])" + re.escape(_norm(phrase)) + r"(?:s|es)?(?![\w-])", _norm(text)) is not None
+    return re.search(r"(?<![\w.-])" + re.escape(_norm(phrase)) + r"(?:s|es)?(?![\w-])", _norm(text)) is not None
 
 
 _GENERIC_WORDS = frozenset({"standing", "electric", "kitchen", "ceramic", "acoustic", "camping", "machine", "winter"})
 
 
-def _name_mentioned(text: str, name: str) -> bool:
-    """True when a product name is mentioned.
+def _name_forms(name: str) -> set[str]:
+    """Return the ways a product name may be written.
 
-    Whole, by its last two words ("knife set"), by its last word when it has four letters or more ("mixer"), or by
-    a distinctive long word ("microwave").
+    Whole, its last two words ("knife set"), its last word when it has four letters or more ("mixer"), or a
+    distinctive long word ("microwave").
     """
     words = name.lower().split()
     forms = {name.lower(), " ".join(words[-2:])}
     if len(words[-1]) >= 4:
         forms.add(words[-1])
-    forms |= {w for w in words if len(w) >= 6 and w not in _GENERIC_WORDS}
-    return any(_mentions(text, f) for f in forms)
+    return forms | {w for w in words if len(w) >= 6 and w not in _GENERIC_WORDS}
+
+
+def _name_mentioned(text: str, name: str) -> bool:
+    """True when a product name is mentioned in one of its :func:`_name_forms`."""
+    return any(_mentions(text, f) for f in _name_forms(name))
+
+
+def _split_change(text: str, name: str) -> tuple[str, str]:
+    """Split a change request about product ``name`` into the old item's words and the new item's words.
+
+    "X for Y", "X to Y", "X -> Y": X describes the old item, Y the new one; "Y instead of X": the reverse. The
+    separator is looked for after the product name.
+    """
+    low = _norm(text)
+    inst = re.search(r"\binstead of\b", low)
+    if inst:
+        return low[inst.end():], low[:inst.start()]
+    spots = [m.start() for f in _name_forms(name) for m in [re.search(re.escape(f), low)] if m]
+    sep = re.compile(r"\s(?:for|into|->|with an?|to an?|to the|to one)\s").search(low, min(spots, default=0))
+    if sep:
+        return low[:sep.start()], low[sep.end():]
+    return low, low
 
 
 @dataclass
@@ -199,6 +222,7 @@ class RetailReferenceAgent:
         self._transfer: str | None = None
         self._reasked = False
         self._report: str | None = None
+        self._offered: list[str] = []
 
     # ------------------------------------------------------------------------------------------ plumbing
     def _draw(self, knob: str, detail: str) -> bool:
@@ -339,6 +363,7 @@ class RetailReferenceAgent:
     def _kind_of(self, text: str) -> str | None:
         if _TRANSFER_RE.search(text):
             return "transfer"
+        text = re.sub(r"\be-?mail(?: address)?\b", "email", _EMAIL_RE.sub(" ", text), flags=re.IGNORECASE)
         for kind, pattern in _KIND_PATTERNS:
             if pattern.search(text):
                 if kind == "address":
@@ -358,8 +383,11 @@ class RetailReferenceAgent:
     def _new_requests(self, text: str) -> None:
         clauses = [c for c in re.split(r";|(?<=[.!?])\s+|\balso\b|\bas well\b", text) if c and c.strip()]
         found: list[_Intent] = []
+        current = self._current()
         for clause in clauses:
             kind = self._kind_of(clause)
+            if kind is not None and not found and current is not None and not _ACTION_RE.search(clause):
+                kind = None
             if kind is None or (kind == "info" and found and found[-1].kind != "info"):
                 if found:
                     found[-1].text += " " + clause
@@ -522,8 +550,8 @@ class RetailReferenceAgent:
                 return self._ask("order_id", ASK_ORDER)
             intent.order_id = found
         if not self._owns(intent.order_id):
-            return self._refuse(intent, f"I can't act on order {intent.order_id}: it is not one of the orders in "
-                                        "your account, and I can only help with your own orders.")
+            return self._refuse(intent, f"I can't help with order {intent.order_id}: it is not one of the orders in "
+                                        "your account, and I can only act on your own orders.")
         if intent.order_id not in self._orders or (self._last_result.get("order_id") == intent.order_id
                                                    and self._orders[intent.order_id].get("stale")):
             return self._call("get_order_details", {"order_id": intent.order_id})
@@ -596,15 +624,17 @@ class RetailReferenceAgent:
             return self._refuse(intent, f"the shipping address of order {intent.order_id} can't be changed: its "
                                         f"status is {status}, and only pending orders can be modified.")
         if intent.address is None:
-            return self._ask("address", "What is the new shipping address (street, second line if any, city, "
-                                        "state, zip code, country)?")
+            intent.address = self._parse_address(intent.text)
+        if intent.address is None:
+            return self._ask("address", "What is the new shipping address? Please write it like this: 12 Main "
+                                        "Street, Apt 3, Springfield, IL 62701, USA.")
         return self._confirm(intent, "modify_pending_order_address", {"order_id": intent.order_id,
                                                                       **intent.address})
 
     def _user_address(self, intent: _Intent) -> AgentTurn:
         if intent.address is None:
-            return self._ask("address", "What is your new default address (street, second line if any, city, "
-                                        "state, zip code, country)?")
+            return self._ask("address", "What is your new default address? Please write it like this: 12 Main "
+                                        "Street, Apt 3, Springfield, IL 62701, USA.")
         return self._confirm(intent, "modify_user_address", {"user_id": self._user_id, **intent.address})
 
     def _payment(self, intent: _Intent, order: dict[str, Any]) -> AgentTurn:
@@ -620,14 +650,16 @@ class RetailReferenceAgent:
             return self._ask("payment", "Which payment method should be used for the order? You have: "
                                         + self._methods_text() + ".")
         if intent.payment_id == current:
-            return self._refuse(intent, f"order {intent.order_id} is already paid with "
-                                        f"{self._method_text(current)}; the new method must be a different one.")
+            return self._refuse(intent, f"I can't change the payment method of order {intent.order_id} to "
+                                        f"{self._method_text(current)}: it is already paid with it, and the new "
+                                        "method must be a different one.")
         method = self._method(intent.payment_id)
         total = self._order_total(order)
         if method.get("source") == "gift_card" and float(method.get("balance", 0)) < total:
-            return self._refuse(intent, f"your gift card can't pay for order {intent.order_id}: its balance is "
-                                        f"{_money(float(method.get('balance', 0)))}, less than the order total "
-                                        f"{_money(total)}. The order stays on {self._method_text(current)}.")
+            return self._refuse(intent, f"I can't change the payment of order {intent.order_id} to your gift card: "
+                                        f"its balance is {_money(float(method.get('balance', 0)))}, less than the "
+                                        f"order total {_money(total)}. The order stays on "
+                                        f"{self._method_text(current)}.")
         return self._confirm(intent, "modify_pending_order_payment", {"order_id": intent.order_id,
                                                                       "payment_method_id": intent.payment_id})
 
@@ -756,13 +788,13 @@ class RetailReferenceAgent:
             self._orders[str(args["order_id"])] = data
         if name == "modify_user_address":
             self._user = data
-        self._user_stale = True
         intent.done = True
         self._report = self._result_text(name, args, data)
         gift = self._method(str(args.get("payment_method_id", ""))).get("source") == "gift_card" or any(
             self._method(str(p.get("payment_method_id"))).get("source") == "gift_card"
             for p in data.get("payment_history", []))
         self._report_gift = gift
+        self._user_stale = self._user_stale or gift
 
     def _result_text(self, name: str, args: dict[str, Any], data: dict[str, Any]) -> str:
         oid = args.get("order_id")
@@ -813,7 +845,7 @@ class RetailReferenceAgent:
         for name in mentioned:
             same = [it for it in items if it.get("name") == name]
             segment = self._segment(text, name, mentioned)
-            old_part = self._old_part(segment, change)
+            old_part = _split_change(segment, name)[0] if change else segment
             if not _name_mentioned(old_part, name):
                 old_part = segment
             scored = sorted(((sum(_mentions(old_part, str(v)) for v in it.get("options", {}).values()), i)
@@ -833,16 +865,6 @@ class RetailReferenceAgent:
         m = re.search(r"\b(two|both|2|three|3)\s+(?:of the\s+)?" + re.escape(name.lower().split()[-1]),
                       text.lower())
         return {"two": 2, "both": 2, "2": 2, "three": 3, "3": 3}.get(m.group(1), 1) if m else 1
-
-    @staticmethod
-    def _old_part(text: str, change: bool) -> str:
-        if not change:
-            return text
-        # "X for Y" / "X to Y" / "X -> Y": the old item is described before; "Y instead of X": after
-        m = re.search(r"\binstead of\b(.*)", text, re.IGNORECASE)
-        if m:
-            return m.group(1)
-        return re.split(r"\s(?:for|into|->|with a|to a|to the|to an)\s", text, maxsplit=1)[0]
 
     def _segment(self, text: str, name: str, names: list[str]) -> str:
         """Return the part of ``text`` about the item named ``name`` (when several items are named)."""
@@ -871,11 +893,15 @@ class RetailReferenceAgent:
         names = [str(it.get("name")) for it in order.get("items", []) if str(it["item_id"]) in (intent.items or [])]
         text = self._last_user if self._asking == "options" else self._segment(intent.text, str(item["name"]),
                                                                                names)
-        new_part = text
-        if self._asking != "options":
-            m = re.search(r"\s(?:for|into|->|to)\s(.*)", text, re.IGNORECASE | re.DOTALL)
-            inst = re.search(r"(.*)\binstead of\b", text, re.IGNORECASE | re.DOTALL)
-            new_part = inst.group(1) if inst else m.group(1) if m else text
+        new_part = text if self._asking == "options" else _split_change(text, str(item["name"]))[1]
+        if self._asking == "options" and self._offered:
+            ordinal = re.search(r"\b(first|second|third|fourth|fifth|last)\b|\b(?:number|option|#)\s*(\d+)\b",
+                                text, re.IGNORECASE)
+            if ordinal:
+                words = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+                k = words[ordinal.group(1).lower()] if ordinal.group(1) else int(ordinal.group(2)) - 1
+                if -1 <= k < len(self._offered):
+                    return self._offered[k]
         # another product named as the new item: not possible
         other = [n for n in (self._product_types or {}) if n != item["name"] and _name_mentioned(new_part, n)
                  and not _name_mentioned(new_part, str(item["name"]))]
@@ -912,12 +938,14 @@ class RetailReferenceAgent:
                     new_id = others[int(self._rng.integers(len(others)))]
             return new_id
         if self._asking == "options" and intent.rejections > 2:
-            return self._refuse(intent, "I could not find the variant you want.")
+            return self._refuse(intent, "I can't make that change: I could not find the variant you want.")
         available = [v for v in variants if v.get("available") and str(v["item_id"]) != str(item["item_id"])]
         if not available:
-            return self._refuse(intent, f"no other variant of the {item['name']} is available right now.")
+            return self._refuse(intent, f"I can't change the {item['name']}: no other variant of it is available "
+                                        "right now.")
         if self._asking == "options":
             intent.rejections += 1
+        self._offered = [str(v["item_id"]) for v in available]
         listing = "\n".join(f"- {self._options_text(v.get('options', {}))} ({_money(float(v['price']))})"
                             for v in available)
         self._asking = "options"
