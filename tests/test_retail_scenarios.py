@@ -252,7 +252,7 @@ def test_render_address() -> None:
 
 # --- end to end: RuleUser (cooperative) vs the retail reference agent on the 115 test tasks -----------------------
 
-# Sanity floor for pass^1. Measured on 2026-11-30 (seed 0, one trial): 0.33 with the work-in-progress agent and
+# Sanity floor for pass^1. Measured on 2026-11-30 (seed 0, one trial): 0.38 with the work-in-progress agent and
 # user. A quarter of the test split are plain single-write tasks (one cancel, return or exchange whose items the
 # instruction names); a cooperative user and a fault-free agent that fail those have stopped understanding
 # each other, which is what this floor catches. It is not a quality target.
