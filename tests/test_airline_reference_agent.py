@@ -1,8 +1,9 @@
 """The airline reference agent: policy-following conversations, fault knobs, determinism.
 
-The agent is played against a small agenda user defined here (it speaks the issue 4 contract's phrasings and
-reads only the task's scenario ``identity`` and ``agenda``), through the real Runner and graders. Expected
-outcomes are written by hand from the policy and the data, not read from the agent.
+The agent is played against the cooperative RuleUser (:mod:`simulator.users.rule_user`) and, as a second
+opinion, a small agenda user defined here (it speaks the issue 4 contract's phrasings and reads only the
+task's scenario ``identity`` and ``agenda``), through the real Runner and graders. Expected outcomes are written
+by hand from the policy and the data (amounts, allowances, ids), not read from the agent.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from simulator.domain import DomainError
 from simulator.orchestrator import awaits_confirmation
 from simulator.runner import RunConfig, Runner
 from simulator.tasks import Intent, Task
+from simulator.users import rule_user_factory
 
 # ------------------------------------------------------------------------------------------------ agenda user
 _SLOT_WORDS = (("reservation", "reservation_id"), ("payment", "payment"), ("reason", "reason"),
@@ -97,12 +99,14 @@ def tasks(domain: AirlineDomain) -> dict[str, Task]:
 
 
 def _run(domain: AirlineDomain, tasks: Sequence[Task], faults: dict[str, float] | None = None, seed: int = 0,
-         trials: int = 1) -> Any:
+         trials: int = 1, user: str = "rule") -> Any:
+    """Run the reference agent on ``tasks`` against the RuleUser (``user="rule"``) or the AgendaUser above."""
     def factory(ctx: TrialContext) -> Any:
         return domain.reference_agent(ctx, faults or {})
 
+    users = rule_user_factory(domain, domain.template()) if user == "rule" else agenda_user
     cfg = RunConfig(domain="airline", trials=trials, concurrency=2, seed=seed)
-    return Runner(domain, domain.template(), list(tasks), factory, agenda_user, cfg).run()
+    return Runner(domain, domain.template(), list(tasks), factory, users, cfg).run()
 
 
 BOOKING = {"book-one-way-connection", "book-round-trip-three-methods", "book-business-one-certificate"}
@@ -110,8 +114,9 @@ BOOKING = {"book-one-way-connection", "book-round-trip-three-methods", "book-bus
 
 
 # ------------------------------------------------------------------------------------------------ tests
-def test_passes_the_builtin_tasks_it_covers(domain, tasks):
-    res = _run(domain, tasks.values())
+@pytest.mark.parametrize(("user", "seed"), [("rule", 0), ("rule", 1), ("agenda", 0)])
+def test_passes_the_builtin_tasks_it_covers(domain, tasks, user, seed):
+    res = _run(domain, tasks.values(), user=user, seed=seed)
     passed = {t.task_id for t in res.trials if t.passed}
     failed = {t.task_id: (t.grade.failure if t.grade else t.error) for t in res.trials if not t.passed}
     assert all(t.termination_reason != "tool_bug" for t in res.trials)

@@ -239,14 +239,18 @@ def names_in(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def method_label(method: dict[str, Any]) -> str:
-    """Return how the agent names a payment method to the member, e.g. ``mastercard credit card ending in 4869``."""
+def method_label(method: dict[str, Any], balance: bool = True) -> str:
+    """Return how the agent names a payment method to the member, e.g. ``mastercard credit card ending in 4869``.
+
+    Args:
+        method: the method as in the profile.
+        balance: add a gift card's or certificate's balance in dollars.
+    """
     source = method.get("source")
     if source == "credit_card":
         return f"{method.get('brand', '')} credit card ending in {method.get('last_four', '')}".strip()
-    if source == "gift_card":
-        return f"gift card {method['id']} (balance ${method.get('amount', 0)})"
-    return f"travel certificate {method['id']} (${method.get('amount', 0)})"
+    kind = "gift card" if source == "gift_card" else "travel certificate"
+    return f"{kind} {method['id']}" + (f" (balance ${method.get('amount', 0)})" if balance else "")
 
 
 _BRANDS = {"mastercard": "mastercard", "master card": "mastercard", "visa": "visa", "amex": "amex",
@@ -353,9 +357,9 @@ def intents_in(text: str) -> list[str]:
     add("add_passenger", re.search(r"\badd\b[^.?!]{0,60}\b(passenger|traveller|traveler|person|colleague|friend|"
                                    r"third|fourth)\b|\b(third|extra|another|additional) (passenger|person|"
                                    r"traveller|traveler)\b", low))
-    add("passengers", re.search(r"\b(in (his|her|their) place|instead of (him|her)|replace|swap|no longer (travel|"
-                                r"fly|come)|can(no|')t (travel|fly|come)|change the (name|passenger)|"
-                                r"passenger'?s? (name|date of birth))\b", low))
+    add("passengers", re.search(r"\b(in (his|her|their) place|instead of (him|her)|replace|swap|"
+                                r"change the (name|passenger)|passenger'?s? (name|date of birth)|"
+                                r"(will|would|should|can) (fly|travel|go) instead)\b", low))
     if not (cabin and re.search(r"same flights?", low)):
         add("change_flights", re.search(
             r"\b(change|move|reschedul\w*|switch)\b[^.?!]{0,40}\b(flights?|dates?|return|outbound|trip)\b|"

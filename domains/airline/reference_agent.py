@@ -488,9 +488,18 @@ class AirlineReferenceAgent:
             s.changed.add(target["reservation_id"])
             self._money_line(f"the refund for reservation {target['reservation_id']} is ${refund}",
                              -float(refund))
+            balances = ""
+            refunded = [p["payment_id"] for p in target["payment_history"]
+                        if s.profile.get("payment_methods", {}).get(p["payment_id"], {}).get("source") == "gift_card"]
+            if refunded:
+                yield from self._refresh_profile()
+                methods = s.profile.get("payment_methods", {})
+                balances = " New balance: " + "; ".join(
+                    f"gift card {pid}: ${_fmt(methods[pid].get('amount', 0))}"
+                    for pid in dict.fromkeys(refunded) if pid in methods) + "."
             yield from self._report(f"Done: reservation {target['reservation_id']} has been cancelled; ${refund} "
                                     f"will be refunded ({pays}; a gift card at once, a credit card within 5 to 7 "
-                                    "business days).")
+                                    f"business days).{balances}")
             return
         yield from self._say_info("I have not cancelled anything.")
 
@@ -899,7 +908,7 @@ def _payments(record: dict[str, Any], profile: dict[str, Any]) -> str:
         net[p["payment_id"]] = net.get(p["payment_id"], 0) + p["amount"]
     parts = []
     for pid, amount in net.items():
-        label = nl.method_label(methods[pid]) if pid in methods else pid
+        label = nl.method_label(methods[pid], balance=False) if pid in methods else pid
         parts.append(f"${_fmt(amount)} to {label}")
     return ", ".join(parts)
 
