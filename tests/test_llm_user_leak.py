@@ -17,7 +17,7 @@ import pytest
 from personas.loader import load_personas
 from personas.schema import Persona
 from simulator._messages import AgentTurn, Message
-from simulator._protocols import TrialContext
+from simulator._protocols import Progress, TrialContext
 from simulator.orchestrator import TerminationReason, awaits_confirmation, run_conversation
 from simulator.tasks import Action, Intent, Task, UserScenario
 from simulator.tools import ToolContext
@@ -104,6 +104,25 @@ def agent_says(*texts: str) -> list[Message]:
             out.append(Message(role="user", content="ok"))
         out.append(Message(role="assistant", content=t))
     return out
+
+
+class ListAgent:
+    """Says prepared texts in order (the last one repeated)."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+
+    def step(self, messages: Any) -> AgentTurn:
+        text = self.texts.pop(0) if len(self.texts) > 1 else self.texts[0]
+        return AgentTurn(message=Message(role="assistant", content=text))
+
+
+@pytest.fixture
+def bank(tmp_path: Any) -> Any:
+    dom = BankDomain()
+    tpl = dom.template(write_data(tmp_path / "d"))
+    with tpl.trial() as t:
+        yield dom.toolbox(), ToolContext(t.session)
 
 
 # --- the secrets of a task --------------------------------------------------------------------------------
@@ -410,70 +429,64 @@ def test_persona_description_from_fields() -> None:
 # --- patience ---------------------------------------------------------------------------------------------------
 
 
-class _P:
-    def __init__(self, made: bool) -> None:
-        self.made = made
-        self.signals = ()
+NO = Progress(made=False, signals=("agent_repeat",))
+YES = Progress(made=True, signals=("tool_ok",))
 
 
 def test_patience_abandons_with_a_persona_phrase_without_a_model_call(litellm: Any, fake: Any) -> None:
     provider = fake(["still here", "still here", "still here"])
-    abandoner = load_personas("abandoner")[0]
-    assert abandoner.patience == 1
-    u = user(persona=abandoner)
-    u.observe_progress(_P(False))  # one turn without progress: tolerated (patience 1)
+    impatient = load_personas("impatient")[0]
+    assert impatient.patience == 3
+    u = user(persona=impatient)
+    for _ in range(2):  # two turns without progress: tolerated
+        u.observe_progress(NO)
     assert not u.reply(agent_says("Hmm.")).abandon
-    u.observe_progress(_P(True))  # progress resets the count
-    u.observe_progress(_P(False))
+    u.observe_progress(YES)  # progress resets the count
+    for _ in range(2):
+        u.observe_progress(NO)
     assert not u.reply(agent_says("Hmm.")).abandon
-    u.observe_progress(_P(False))  # two in a row: past its patience
-    turn = u.reply(agent_says("Hmm."))
+    u.observe_progress(NO)  # the third in a row: its patience is spent
+    turn = u.reply(agent_says("Hmm.", "Hmm."))
     assert turn.abandon and not turn.stop
-    assert turn.content in abandoner.abandonment_phrases
-    assert len(provider.calls) == 2
+    assert turn.content in impatient.abandonment_phrases
+    assert u.metadata["abandoned_at_turn"] == 2  # two user messages before it (agent_says(a, b))
+    assert len(provider.calls) == 2  # the abandoning turn asked no model
     # the phrase is drawn by the trial seed: the same seed gives the same phrase, seeds differ among them
     phrases = set()
     for seed in range(12):
-        v = user(persona=abandoner, seed=seed)
-        v.observe_progress(_P(False))
-        v.observe_progress(_P(False))
-        first = v.reply([]).content
-        w = user(persona=abandoner, seed=seed)
-        w.observe_progress(_P(False))
-        w.observe_progress(_P(False))
-        assert w.reply([]).content == first
-        phrases.add(first)
+        texts = []
+        for _ in range(2):
+            v = user(persona=impatient, seed=seed)
+            for _ in range(3):
+                v.observe_progress(NO)
+            texts.append(v.reply([]).content)
+        assert texts[0] == texts[1]
+        phrases.add(texts[0])
     assert len(phrases) > 1
+
+
+def test_abandoner_abandons_through_the_orchestrator(litellm: Any, fake: Any, bank: Any) -> None:
+    provider = fake(["Hi, I want to return my water bottle.", "It's order W4817420."])
+    abandoner = load_personas("abandoner")[0]
+    assert abandoner.patience == 1
+    # the agent asks, then asks the very same thing again (agent_repeat: no progress)
+    traj = run_conversation(ListAgent("Which order is it?"), user(persona=abandoner), *bank)
+    assert traj.termination_reason == TerminationReason.USER_ABANDON
+    assert [m.role for m in traj.messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert traj.messages[-1].content in abandoner.abandonment_phrases
+    assert len(provider.calls) == 2
+    assert traj.user_metadata["persona"] == "abandoner" and traj.user_metadata["abandoned_at_turn"] == 2
 
 
 def test_no_persona_never_abandons(litellm: Any, fake: Any) -> None:
     fake(["still here"])
     u = user()
     for _ in range(20):
-        u.observe_progress(_P(False))
+        u.observe_progress(NO)
     assert not u.reply(agent_says("Hmm.")).abandon
 
 
 # --- stop rules, through the orchestrator -------------------------------------------------------------------
-
-
-class ListAgent:
-    """Says prepared texts in order (the last one repeated)."""
-
-    def __init__(self, *texts: str) -> None:
-        self.texts = list(texts)
-
-    def step(self, messages: Any) -> AgentTurn:
-        text = self.texts.pop(0) if len(self.texts) > 1 else self.texts[0]
-        return AgentTurn(message=Message(role="assistant", content=text))
-
-
-@pytest.fixture
-def bank(tmp_path: Any) -> Any:
-    dom = BankDomain()
-    tpl = dom.template(write_data(tmp_path / "d"))
-    with tpl.trial() as t:
-        yield dom.toolbox(), ToolContext(t.session)
 
 
 def test_yes_stop_to_a_confirmation_request_does_not_end_the_trial(litellm: Any, fake: Any, bank: Any) -> None:

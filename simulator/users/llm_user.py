@@ -18,9 +18,9 @@ tool-call syntax ``tool_syntax``. All of this, with the model and the prompt tem
 ``metadata`` (copied into the trajectory's ``user_metadata``).
 
 Persona: its ``llm_instructions`` (or a description made from its fields) are added to the system prompt, and
-its patience is applied in code: after more than ``patience`` consecutive agent turns without progress (as
-reported by the orchestrator through :meth:`LLMUser.observe_progress`) the user abandons with one of the
-persona's abandonment phrases, drawn by the trial seed, without asking the model.
+its patience is applied in code, as by the rule-based user: once ``patience`` consecutive agent turns made no
+progress (as reported by the orchestrator through :meth:`LLMUser.observe_progress`) the user abandons with one
+of the persona's abandonment phrases, drawn by the trial seed, without asking the model.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from personas.schema import Persona
 from simulator._messages import Message, Usage, UserTurn
-from simulator._protocols import TrialContext
+from simulator._protocols import Progress, TrialContext
 from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, model_seed
 from simulator.tasks import UserScenario
 from simulator.users._leak import REDACTED, Secret, SecretMatcher, role_flip, task_secrets, tool_syntax
@@ -166,10 +166,6 @@ def persona_instructions(persona: Persona) -> str:
     return " ".join(parts)
 
 
-class _ProgressLike(Protocol):
-    made: bool
-
-
 _WHAT = {
     ("action_value", "id"): "an id you were never given",
     ("action_value", "number"): "an amount you were never given",
@@ -225,11 +221,12 @@ class LLMUser:
         persona: the trial's persona, or None.
         secrets: what this user must not say (:func:`simulator.users._leak.task_secrets`).
         max_leak_retries: regenerations of a leaking message before it is redacted.
-        metadata: ``{"model", "prompt_hash", "persona", "flags", "leaks", "flag_events", "secrets"}``: flags
-            (each once, in order: ``user_leak``, ``role_flip``, ``tool_syntax``), leaks (``{"turn", "kind",
-            "form", "origin", "action": "regenerated"|"redacted"}`` per leaking draft), flag events (``{"turn",
-            "flag", "match"}``) and the number of secrets; turns count the user's messages from 0. The
-            orchestrator copies it into the trajectory.
+        metadata: ``{"model", "prompt_hash", "persona", "flags", "leaks", "flag_events", "secrets"}``, plus
+            ``abandoned_at_turn`` once it abandons: flags (``user_leak``, ``role_flip``, ``tool_syntax``, each
+            once, in order of first occurrence), leaks (``{"turn", "kind", "form", "origin", "action":
+            "regenerated"|"redacted"}``, one per secret per leaking draft), flag events (``{"turn", "flag",
+            "match"}``) and the number of secrets; turns count the user's messages from 0. The orchestrator
+            copies it into the trajectory.
     """
 
     def __init__(self, ctx: TrialContext, client: LLMClient, *, prompt_template: str = DEFAULT_USER_PROMPT,
@@ -276,11 +273,11 @@ class LLMUser:
             "flags": [], "leaks": [], "flag_events": [], "secrets": len(self.secrets),
         }
 
-    def observe_progress(self, progress: _ProgressLike) -> None:
+    def observe_progress(self, progress: Progress) -> None:
         """Take note of whether the agent's last turn made progress (called by the orchestrator).
 
         Args:
-            progress: the turn's progress (:class:`simulator._protocols.Progress`); only ``made`` is read.
+            progress: the turn's :class:`~simulator._protocols.Progress`; only ``made`` is read.
         """
         self._no_progress = 0 if progress.made else self._no_progress + 1
 
@@ -334,7 +331,8 @@ class LLMUser:
         """
         turn_no = sum(1 for m in messages if m.role == "user")
         persona = self.persona
-        if persona is not None and persona.patience is not None and self._no_progress > persona.patience:
+        if persona is not None and persona.patience is not None and self._no_progress >= persona.patience:
+            self.metadata["abandoned_at_turn"] = turn_no
             phrases = persona.abandonment_phrases
             return UserTurn(content=phrases[int(self._rng.integers(len(phrases)))], abandon=True)
         heard = [m.content for m in messages if m.role == "assistant" and m.content]
