@@ -50,7 +50,7 @@ _LOOSE_NAME_RE = re.compile(r"\b([A-Z][a-z'-]+)\s+([A-Z][a-z'-]+)\s*,?\s*(?:zip(
 _ADDRESS_RE = re.compile(
     r"(?<![\w#-])(?P<a1>\d+\s[^,\n]*?),\s*(?:(?P<a2>[^,\n]+?),\s*)?"
     r"(?P<city>[A-Za-z][A-Za-z .'-]*?),\s*(?P<state>[A-Z]{2})\s+"
-    r"(?P<zip>\d{5})(?:\s*,\s*(?P<country>[A-Za-z][A-Za-z .]*[A-Za-z]))?")
+    r"(?P<zip>\d{5})(?:\s*,\s*(?P<country>[A-Z][A-Za-z]*(?: [A-Z][a-z]+){0,2})\b)?")
 _NO_RE = re.compile(r"^\W*(?:no|nope|nah|don't|do not|not)\b", re.IGNORECASE)
 _DONE_RE = re.compile(r"\b(?:that's all|that is all|nothing else|no,? thanks?|no thank you|all set|that's it|bye)\b",
                       re.IGNORECASE)
@@ -386,7 +386,8 @@ class RetailReferenceAgent:
         current = self._current()
         for clause in clauses:
             kind = self._kind_of(clause)
-            if kind is not None and not found and current is not None and not _ACTION_RE.search(clause):
+            target = found[-1] if found else current
+            if kind is not None and target is not None and not _ACTION_RE.search(clause):
                 kind = None
             if kind is None or (kind == "info" and found and found[-1].kind != "info"):
                 if found:
@@ -496,6 +497,10 @@ class RetailReferenceAgent:
             return self._call("find_user_id_by_name_zip",
                               {"first_name": self._name[0], "last_name": self._name[1], "zip": self._zip})
         self._asking = "identity"
+        if self._name and not self._zip and not self._auth_failed:
+            return self._say(f"Thank you, {self._name[0]}. Could you also give me your zip code?")
+        if self._zip and not self._name and not self._auth_failed:
+            return self._say("Thank you. Could you also give me your first and last name?")
         if self._auth_failed:
             return self._say("I'm sorry, I could not find an account with those details. " + ASK_IDENTITY)
         prefix = "I'd be glad to help. " if self._intents else "Hello! "
