@@ -463,10 +463,6 @@ class RetailReferenceAgent:
             return self._call("get_user_details", {"user_id": self._user_id})
         if self._report is not None:
             report, self._report = self._report, None
-            if self._report_gift:
-                cards = [m for m in self._user.get("payment_methods", {}).values() if m.get("source") == "gift_card"]
-                report += " " + " ".join(f"Your gift card {c.get('id')} now has a balance of "
-                                         f"{_money(float(c.get('balance', 0)))}." for c in cards)
             self._asking = "anything_else"
             return self._say(f"{report} {ANYTHING_ELSE}", question=False)
         intent = self._current()
@@ -764,7 +760,7 @@ class RetailReferenceAgent:
                 parts.append(f"Your gift card balance{'s are' if len(cards) > 1 else ' is'} {listing}"
                              + (f"; together {_money(sum(balances))}." if len(cards) > 1 else "."))
         if re.search(r"refund|back|difference|extra|cost|charge", text, re.IGNORECASE) and self._last_result:
-            parts.append(self._last_result.get("money", ""))
+            parts.append(f"{self._last_result.get('money', '')} {self._last_result.get('detail', '')}")
         if order_id and order_id in self._orders and not self._orders[order_id].get("missing"):
             order = self._orders[order_id]
             parts.append(f"Order {order_id} is {order.get('status')}; its total is "
@@ -788,18 +784,47 @@ class RetailReferenceAgent:
             self._last_result = {"error": content}
             self._report = f"I'm sorry, the request could not be completed: {content}"
             return
-        self._last_result = {"order_id": args.get("order_id"), "money": ""}
+        self._last_result = {"order_id": args.get("order_id"), "money": "", "detail": ""}
+        before = self._orders.get(str(args.get("order_id")), {})
+        self._track_balances(name, args, before)
         if "order_id" in args:
             self._orders[str(args["order_id"])] = data
         if name == "modify_user_address":
             self._user = data
         intent.done = True
         self._report = self._result_text(name, args, data)
-        gift = self._method(str(args.get("payment_method_id", ""))).get("source") == "gift_card" or any(
-            self._method(str(p.get("payment_method_id"))).get("source") == "gift_card"
-            for p in data.get("payment_history", []))
-        self._report_gift = gift
-        self._user_stale = self._user_stale or gift
+        by_id = {str(it["item_id"]): it for it in before.get("items", [])}
+        if name == "cancel_pending_order":
+            self._last_result["detail"] = "It covers " + "; ".join(
+                f"{it.get('name')} {_money(float(it.get('price', 0)))}" for it in before.get("items", [])) + "."
+        elif name == "return_delivered_order_items":
+            self._last_result["detail"] = "It covers " + "; ".join(
+                f"{by_id[i].get('name')} {_money(float(by_id[i].get('price', 0)))}" for i in args["item_ids"]
+                if i in by_id) + "."
+        elif "new_item_ids" in args:
+            prices = {str(v["item_id"]): float(v["price"]) for p in self._products.values()
+                      for v in p.get("variants", {}).values()}
+            self._last_result["detail"] = "Per item: " + "; ".join(
+                f"{by_id[o].get('name')} {_money(float(by_id[o].get('price', 0)))} -> {_money(prices.get(n, 0.0))}"
+                for o, n in zip(args["item_ids"], args["new_item_ids"], strict=True) if o in by_id) + "."
+
+    def _track_balances(self, name: str, args: dict[str, Any], before: dict[str, Any]) -> None:
+        """Update the gift card balances known from the user's details after a write (no new look-up)."""
+        def add(method_id: str | None, amount: float) -> None:
+            method = (self._user or {}).get("payment_methods", {}).get(method_id)
+            if method is not None and method.get("source") == "gift_card":
+                method["balance"] = round(float(method.get("balance", 0)) + amount, 2)
+
+        payments = [p for p in before.get("payment_history", []) if p.get("transaction_type") == "payment"]
+        if name == "cancel_pending_order":
+            for p in payments:
+                add(str(p.get("payment_method_id")), float(p.get("amount", 0)))
+        elif name == "modify_pending_order_payment" and payments:
+            amount = float(payments[0].get("amount", 0))
+            add(str(args["payment_method_id"]), -amount)
+            add(str(payments[0].get("payment_method_id")), amount)
+        elif name == "modify_pending_order_items":
+            add(str(args["payment_method_id"]), -self._pending_diff)
 
     def _result_text(self, name: str, args: dict[str, Any], data: dict[str, Any]) -> str:
         oid = args.get("order_id")
@@ -1052,7 +1077,6 @@ class RetailReferenceAgent:
         return diff
 
     _pending_diff: float = 0.0
-    _report_gift: bool = False
 
     def _confirm_text(self, name: str, args: dict[str, Any]) -> str:
         oid = args.get("order_id")
