@@ -19,8 +19,8 @@ from simulator.tasks import Task
 __all__ = ["PROGRESS_SIGNALS", "Agent", "AgentFactory", "Progress", "ProgressAware", "TrialContext", "UserFactory",
            "UserSimulator"]
 
-PROGRESS_SIGNALS = ("tool_ok", "confirmed_action", "new_info", "new_question", "repeated_question", "agent_repeat",
-                    "tool_error")
+PROGRESS_SIGNALS = ("tool_ok", "confirmed_action", "new_info", "answered", "new_question", "repeated_question",
+                    "agent_repeat", "tool_error")
 """Every progress signal, positive ones first (see :class:`Progress`)."""
 
 
@@ -31,10 +31,11 @@ class Progress:
     Computed by the orchestrator after each agent turn and given to users that implement
     :class:`ProgressAware` before they reply. Positive signals: ``tool_ok`` (a successful tool call not identical
     to an earlier one), ``confirmed_action`` (a successful write right after a user yes), ``new_info`` (the agent
-    message carries values, such as ids, amounts or emails, not seen before in the conversation),
+    message carries values, such as ids, amounts or emails, not seen before in the conversation), ``answered``
+    (the user's last message asked a question and the agent's message states values, already seen ones),
     ``new_question`` (the agent asks a question it had not asked before). Negative: ``repeated_question``
-    (a question it asked before), ``agent_repeat`` (a message or a tool call identical to an earlier one),
-    ``tool_error`` (a failed tool call).
+    (a question it asked before), ``agent_repeat`` (a message or a tool call identical to an earlier one; a read
+    repeated after a successful write is not a repeat, the state changed), ``tool_error`` (a failed tool call).
 
     Attributes:
         made: any positive signal and neither ``repeated_question`` nor ``agent_repeat``.

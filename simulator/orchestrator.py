@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from simulator._messages import AgentTurn, Message, Usage, UserTurn
-from simulator._protocols import Agent, Progress, UserSimulator
+from simulator._protocols import PROGRESS_SIGNALS, Agent, Progress, UserSimulator
 from simulator.tools import Toolbox, ToolContext
 
 __all__ = ["CAP_REASONS", "ERROR_REASONS", "Limits", "ToolCallRecord", "TerminationReason", "Trajectory",
@@ -199,14 +199,16 @@ class _ProgressJudge:
 
     def __init__(self) -> None:
         self.values: set[str] = set()
-        self.calls: set[str] = set()
+        self.calls: dict[str, str | None] = {}  # call key -> tool kind; reads are forgotten after a write
         self.texts: set[str] = set()
         self.questions: set[str] = set()
         self.user_yes = False
+        self.user_asked = False
 
     def on_user(self, text: str) -> None:
         self.values |= _values(text)
         self.user_yes = bool(_USER_YES_RE.search(text))
+        self.user_asked = "?" in text
 
     def on_agent_turn(self, text: str, calls: list[ToolCallRecord]) -> Progress:
         signals: set[str] = set()
@@ -221,23 +223,27 @@ class _ProgressJudge:
                 signals.add("tool_error")
             elif c.kind == "write" and self.user_yes:
                 signals.add("confirmed_action")
-            self.calls.add(key)
+            if c.status == "ok" and c.kind == "write":
+                # the state changed: reading something again is no repetition
+                self.calls = {k: v for k, v in self.calls.items() if v != "read"}
+            self.calls[key] = c.kind
         norm = " ".join(text.lower().split())
         if norm and norm in self.texts:
             signals.add("agent_repeat")
         self.texts.add(norm)
         if _values(text) - self.values:
             signals.add("new_info")
+        elif self.user_asked and _values(text):
+            signals.add("answered")
         self.values |= _values(text)
         for q in _questions(text):
             signals.add("repeated_question" if q in self.questions else "new_question")
             self.questions.add(q)
         if "repeated_question" in signals:
             signals.discard("new_question")
-        made = bool(signals & {"tool_ok", "confirmed_action", "new_info", "new_question"}) and not (
+        made = bool(signals & {"tool_ok", "confirmed_action", "new_info", "answered", "new_question"}) and not (
             signals & {"repeated_question", "agent_repeat"})
-        order = ("tool_ok", "confirmed_action", "new_info", "new_question", "repeated_question", "agent_repeat",
-                 "tool_error")
+        order = PROGRESS_SIGNALS
         return Progress(made=made, signals=tuple(s for s in order if s in signals))
 
 

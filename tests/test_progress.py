@@ -160,3 +160,26 @@ def test_transfer_turn_records_no_progress(env):
     traj = run(env, TurnAgent([call("transfer_to_human", summary="x")]), RecordingUser(["hi"]))
     assert traj.termination_reason == TerminationReason.AGENT_TRANSFER
     assert traj.progress == []
+
+
+def test_reading_again_after_a_write_is_not_a_repeat(env):
+    agent = TurnAgent(
+        [call("get_balance", account_id="A1"), say("Shall I move 5 from A1 to B2 (yes/no)?")],
+        [call("transfer", cid="c2", src="A1", dst="B2", amount=5), call("get_balance", cid="c3", account_id="A1"),
+         say("Done.")],
+        [call("get_balance", cid="c4", account_id="A1"), say("Checked again.")],
+    )
+    traj = run(env, agent, RecordingUser(["move 5 from A1 to B2", "yes", "thanks"]))
+    # turn 2: the write succeeded, so reading A1 again sees a changed state: no agent_repeat
+    assert traj.progress[1] == {"made": True, "signals": ["tool_ok", "confirmed_action"]}
+    # turn 3: nothing was written since the last read of A1: a repeat
+    assert traj.progress[2] == {"made": False, "signals": ["agent_repeat"]}
+
+
+def test_an_answer_to_the_users_question_is_progress_even_with_known_values(env):
+    agent = TurnAgent([say("Your balance is 100.0.")], [say("Your balance is 100.0, as I said.")],
+                      [say("It is 100.0.")])
+    traj = run(env, agent, RecordingUser(["hi", "what is my balance again?", "ok", "bye"]))
+    assert traj.progress[0] == {"made": True, "signals": ["new_info"]}
+    assert traj.progress[1] == {"made": True, "signals": ["answered"]}
+    assert traj.progress[2] == {"made": False, "signals": []}  # the user asked nothing: old values only

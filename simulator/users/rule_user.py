@@ -108,7 +108,12 @@ def _is_question(request: str) -> bool:
                          request, re.IGNORECASE))
 
 
+_LABELS = {"payment": "payment method", "items": "item", "new_items": "new item", "dob": "date of birth"}
+
+
 def _label(slot: str) -> str:
+    if slot in _LABELS:
+        return _LABELS[slot]
     return slot.replace("_", " ").replace(" id", " ID") if slot.endswith("_id") else slot.replace("_", " ")
 
 
@@ -420,9 +425,9 @@ class RuleUser:
     def _on_options(self, acts: DialogueActs) -> UserTurn:
         assert self._intent is not None
         prefs = self._intent.preferences
-        if not prefs:
-            return self._say([self._ph.sentence("choose_first")])
         lines = [ln for ln in re.split(r"\n|;", acts.text) if ln.strip()] or [acts.text]
+        if not prefs:
+            return self._choose_by_slots(lines)
 
         def fits(p: dict[str, str]) -> bool:
             return any(all(re.search(r"(?<!\w)" + re.escape(v.lower()) + r"(?!\w)", ln.lower()) for v in p.values())
@@ -439,6 +444,21 @@ class RuleUser:
             return self._say([first, self._request(fb, "fallback")])
         return self._say([self._ph.sentence("no_match"),
                           self._ph.sentence("prefs", prefs=self._prefs_text(prefs))])
+
+    def _choose_by_slots(self, lines: list[str]) -> UserTurn:
+        """Options offered to a user without preferences: name the option one of its slot values picks out."""
+        assert self._intent is not None
+        norm_lines = [_norm(ln) for ln in lines]
+        new_key = self._slot_key("new_items")
+        for key in self._intent.slots:
+            values = self._intent.slots[key]
+            for v in values if isinstance(values, list) else [values]:
+                text = _norm(render_value(v))
+                if text and any(text in ln for ln in norm_lines):
+                    return self._say([self._slot_fact(key)])
+        if new_key is not None:
+            return self._say([self._ph.sentence("no_match"), self._slot_fact(new_key)])
+        return self._say([self._ph.sentence("choose_first")])
 
     def _switch(self, intent: Intent) -> None:
         self._intent = intent
