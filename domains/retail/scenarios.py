@@ -287,33 +287,44 @@ class _Deriver:
             return f"{brand} credit card"
         history = (self.world.order(order_id) or {}).get("payment_history", []) if order_id else []
         original = bool(history) and history[0].get("payment_method_id") == method_id
-        if len(cards) > 1 and not (original and _mentions(self.norm, "original")):
+        if len(cards) > 1 and original and _mentions(self.norm, "original"):
+            return "original credit card"
+        if len(cards) > 1 and re.search(rf"(?<![a-z0-9_]){re.escape(method_id)}(?![0-9])", self.instr):
+            return f"credit card {method_id}"  # the instruction names the method by its id
+        if len(cards) > 1:
             self.gaps.append(f"{where}: the user has {len(cards)} credit cards; the instruction does not say which")
         return "credit card"
 
-    def address_slot(self, new: dict[str, Any], old: dict[str, Any], where: str) -> tuple[dict[str, str] | None, str]:
-        """Return (address object or None when the user does not know it, a phrase naming it)."""
+    def address_slot(self, new: dict[str, Any], old: dict[str, Any],
+                     where: str) -> tuple[dict[str, str] | None, str, list[str]]:
+        """Return the address the user gives (None when it does not know it), a phrase naming it, confirm terms.
+
+        The user knows the new address when the instruction mentions every part that differs from the old one
+        (state and country follow from city and zip). Otherwise it names the address by where it is (its profile,
+        another order) and checks a confirmation only against the parts the instruction mentions (city, zip).
+        """
         new_addr = {k: str(new.get(k, "")) for k in ADDRESS_KEYS}
         differ = [k for k in ADDRESS_KEYS if new_addr[k].lower() != str(old.get(k, "")).lower()]
         told = [k for k in differ if k not in ("state", "country") and new_addr[k]]
         if told and all(_mentions(self.norm, new_addr[k]) for k in told):
-            return new_addr, render_address(new_addr)
+            return new_addr, render_address(new_addr), [new_addr["address1"]]
         same = {k: new_addr[k].lower() for k in ADDRESS_KEYS}
 
         def equal(a: dict[str, Any]) -> bool:
             return {k: str(a.get(k, "")).lower() for k in ADDRESS_KEYS} == same
 
-        city = new_addr["city"] if _mentions(self.norm, new_addr["city"]) else ""
+        terms = [new_addr[k] for k in ("city", "zip") if new_addr[k] and _mentions(self.norm, new_addr[k])]
+        where_city = f" in {new_addr['city']}" if new_addr["city"] in terms else ""
         if equal(self.first_user_address):
             if self.user_address_changed:
-                return None, "the address I had before"
-            return None, "my default address in my profile" + (f" in {city}" if city else "")
+                return None, "the address I had before" + where_city, terms
+            return None, "my default address in my profile" + where_city, terms
         for oid in self.user.get("orders", []):
             order = self.world.order(oid)
             if order and equal(order["address"]):
-                return None, "the address of my other order" + (f" in {city}" if city else "")
+                return None, "the address of my other order" + where_city, terms
         self.gaps.append(f"{where}: the new address is neither given by the instruction nor in the user's records")
-        return None, "my new address"
+        return None, "my new address" + where_city, terms
 
     # intents ---------------------------------------------------------------------------------------------------
     def write_intent(self, action: Action, n: int) -> Intent:
@@ -323,11 +334,10 @@ class _Deriver:
         if kind == "transfer":
             return self.transfer_intent()
         if kind == "modify_user_address":
-            addr, phrase = self.address_slot(args, self.user_address, where)
+            addr, phrase, terms = self.address_slot(args, self.user_address, where)
             self.user_address = {k: str(args.get(k, "")) for k in ADDRESS_KEYS}
             self.user_address_changed = True
             slots: dict[str, Any] = {"address": addr} if addr else {}
-            terms = [addr["address1"]] if addr else []
             return Intent(kind=kind, request=[f"update my default address to {phrase}",
                                               f"change the address on my account to {phrase}"],
                           slots=slots, confirm_terms=terms)
@@ -348,14 +358,14 @@ class _Deriver:
                                               f"I'd like {order_phrase} cancelled"],
                           slots=slots, confirm_terms=[*terms, reason])
         if kind == "modify_address":
-            addr, phrase = self.address_slot(args, (order or {}).get("address", {}), where)
+            addr, phrase, addr_terms = self.address_slot(args, (order or {}).get("address", {}), where)
             slots |= {"items": order_items}
             if addr:
                 slots["address"] = addr
-                terms.append(addr["address1"])
+            # The address ends each request: agents read it up to the end of the message.
             return Intent(kind=kind, request=[f"change the shipping address of {order_phrase} to {phrase}",
-                                              f"have {order_phrase} shipped to {phrase} instead"],
-                          slots=slots, confirm_terms=terms)
+                                              f"have {order_phrase} shipped instead to {phrase}"],
+                          slots=slots, confirm_terms=[*terms, *addr_terms])
         if kind == "modify_payment":
             pay = self.payment(str(args.get("payment_method_id", "")), where, order_id)
             slots |= {"items": order_items, "payment": pay}
@@ -372,7 +382,9 @@ class _Deriver:
         items = [self.describe(order_id, it, where) for it in olds]
         pay = self.payment(str(args.get("payment_method_id", "")), where, order_id)
         slots |= {"items": items, "payment": pay}
-        in_order = f" in order {order_id}" if known else ""
+        status = str((self.world.order(order_id) or {}).get("status", ""))
+        in_order = (f" in order {order_id}" if known else " in my pending order" if status.startswith("pending")
+                    else " from my delivered order" if status == "delivered" else "")
         if not known:
             terms = [*terms, *_dedup(it["name"].lower() for it in olds)]
         if kind == "return":
@@ -386,12 +398,17 @@ class _Deriver:
         wants: list[str] = []
         new_descs: list[str] = []
         for old, desc, new_id in zip(olds, items, news, strict=False):
-            p = self.wanted_options(old, new_id, where)
+            same_item = new_id == old["item_id"]
+            # The same item again: the user wants exactly its current options.
+            p = {k: str(v) for k, v in old["options"].items()} if same_item else self.wanted_options(old, new_id, where)
             name = old["name"].lower()
             for k, v in p.items():
                 # Two items wanting different values of one option: key the later one by its product too.
                 prefs[k if prefs.get(k, v) == v else f"{name} {k}"] = v
-            if p:
+            if same_item:
+                wants.append(f"the {desc} for a new one, exactly the same item")
+                new_descs.append(f"{name} (the same item: " + ", ".join(f"{k}: {v}" for k, v in p.items()) + ")")
+            elif p:
                 opts = ", ".join(f"{k} {v}" for k, v in p.items())
                 wants.append(f"the {desc} for one with {opts}")
                 new_descs.append(f"{name} (" + ", ".join(f"{k}: {v}" for k, v in p.items()) + ")")
