@@ -220,7 +220,6 @@ class RetailReferenceAgent:
         self._unclear = 0
         self._closed = False
         self._transfer: str | None = None
-        self._reasked = False
         self._report: str | None = None
         self._offered: list[str] = []
 
@@ -247,15 +246,13 @@ class RetailReferenceAgent:
                                                                                 arguments=args)]))
 
     def _say(self, text: str, question: bool = True) -> AgentTurn:
-        if question and self._user_id is not None and not self._reasked:
+        if question and self._user_id is not None:
             intent = self._current()
             target = "order id" if intent is not None and intent.order_id else "identity"
             if self._draw("repeat_question", f"asked again for the {target}"):
-                self._reasked = True
                 self._steps += 1
                 return AgentTurn(message=Message(role="assistant",
                                                  content=ASK_ORDER if target == "order id" else ASK_IDENTITY))
-        self._reasked = False
         self._steps += 1
         return AgentTurn(message=Message(role="assistant", content=text))
 
