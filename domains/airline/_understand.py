@@ -167,6 +167,9 @@ def bag_request(text: str, current_total: int) -> int | None:
     m = re.search(rf"\b{_NUMBER}\s+(?:checked\s+)?(?:bags?|baggages?|suitcases?|pieces of luggage)\b", low)
     if m:
         return _number(m.group(1))
+    m = re.search(r"\b(?:bags?|baggages?|luggage)\s*(?:is|are|:|,|of|count)?\s*(\d+)\b", low)
+    if m:
+        return int(m.group(1))
     m = re.search(r"\b(\d+)\b", low)
     if m and re.fullmatch(r"\W*(\d+)\W*(bags?)?\W*(in total|total)?\W*", low):
         return int(m.group(1))
@@ -366,7 +369,8 @@ def intents_in(text: str) -> list[str]:
             r"\bcome back\b|\bcoming back\b|\bfly back\b|\b(one|two|three|a) days? (later|earlier)\b|"
             r"\b(later|earlier) (flight|date|day)\b|\binstead of (may|june|april|\d)|\bfly\b[^.?!]{0,60}\binstead\b|"
             r"\bsame (flight|flights) (on|the next|tomorrow|\w+ day)", low))
-    add("book", re.search(r"\b(book|booking|ticket|new reservation|reserve a)\b", low))
+    add("book", re.search(r"\b(book|booking|ticket|new reservation|reserve a)\b|\b(need|want|like|get) (a|an) "
+                          r"(new )?((one|1)[ -]way |round[ -]trip |return |direct )?(flight|trip)\b", low))
     add("info", re.search(r"\b(balance|how much (is )?(left|remaining|do i have))\b", low))
     if _MONEY_QUESTION.search(low):
         return ["info"]

@@ -16,10 +16,11 @@ English (:mod:`domains.airline._understand`) and follows the policy (``domains/a
    anything else; on a no it takes the member's restated request into account and tries again (twice at most);
 5. transfers to a human agent (tool ``transfer_to_human_agents``, with the message "I'm transferring you to a
    human agent.") what no tool can do: lost bags and claims, cancelling part of a trip or a trip partly flown,
-   and requests it does not understand after asking twice. Booking a new reservation is not handled (it is
-   transferred).
+   and requests it does not understand after asking twice.
 
-It handles: cancelling a reservation, adding checked bags, changing the cabin, replacing passengers, changing
+It handles: booking (one-way or round trip, the cheapest available itinerary with direct flights first, the
+member and its saved passengers, bags and insurance, payment split certificate first, then gift cards, then a
+credit card), cancelling a reservation, adding checked bags, changing the cabin, replacing passengers, changing
 flights (same route, new dates), compensation certificates, and questions about balances and amounts.
 
 Fault knobs (``faults``: knob -> rate in [0, 1]); each is drawn at each opportunity from the agent's own
@@ -28,8 +29,8 @@ generator, seeded from the trial seed, and every injected fault is recorded in `
 
 - ``skip_confirmation`` (each write): writes without asking for confirmation;
 - ``wrong_item`` (each write): picks a wrong value for the change's item (another reservation of the member
-  to cancel, one bag more, another cabin, another flight or date, a wrong date of birth, one passenger too
-  many in a certificate's amount);
+  to cancel, one bag more, another cabin, another date, a wrong date of birth, one passenger too many in a
+  certificate's amount, the second-cheapest itinerary of a booking);
 - ``repeat_call`` (each look-up): repeats the same look-up three more times (a loop past the default threshold);
 - ``early_transfer`` (each new request): transfers to a human agent before trying;
 - ``forget_constraint`` (each choice the member constrained): ignores the member's named payment method or its
@@ -41,6 +42,7 @@ generator, seeded from the trial seed, and every injected fault is recorded in `
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,6 +137,8 @@ class _Session:
     """Reservations changed or cancelled in this conversation."""
     compensated: set[str] = field(default_factory=set)
     """Reservations a certificate was issued for."""
+    resume_trip: dict[str, Any] | None = None
+    """A booking's collected trip, kept when the payment the member named was refused (it may name another)."""
     money: list[str] = field(default_factory=list)
     """One line per amount moved or quoted (for "how much" questions)."""
     charged_total: float = 0.0
@@ -285,6 +289,8 @@ class AirlineReferenceAgent:
         unclear = 0
         while True:
             kinds = nl.intents_in(request)
+            if not kinds and s.resume_trip is not None and _names_payment(request, s.profile):
+                kinds = ["book"]
             if not kinds:
                 if s.texts and _is_closing(request):
                     reply = yield from self._say("Thank you for contacting us. Have a good trip! "
@@ -301,6 +307,8 @@ class AirlineReferenceAgent:
                     "bags, changing passengers, and compensation. What can I do for you?")
                 continue
             unclear = 0
+            if kinds == ["info"] and s.resume_trip is not None and _names_payment(request, s.profile):
+                kinds = ["book"]
             if s.user_id is None:
                 yield from self._identify()
             for kind in kinds:
@@ -372,7 +380,7 @@ class AirlineReferenceAgent:
             return None
         record = res.json()
         if record.get("user_id") != s.user_id:
-            yield from self._say_info(f"I'm sorry, but I can't {what} reservation {rid}: it does not belong to your "
+            yield from self._say_info(f"I'm sorry, but I can't help with reservation {rid}: it does not belong to your "
                                       "profile, and I can only act on your own reservations. The owner has to "
                                       "contact us.")
             return None
@@ -517,7 +525,7 @@ class AirlineReferenceAgent:
                                              "should it have in total?")
                 total = nl.bag_request(reply, current)
             if total < current:
-                yield from self._say_info(f"I'm sorry, but I can't reduce the bags of reservation {rid}: checked "
+                yield from self._say_info(f"I'm sorry, but I can't remove bags from reservation {rid}: checked "
                                           "bags can be added but never removed.")
                 return
             if total == current:
@@ -882,8 +890,192 @@ class AirlineReferenceAgent:
 
     def _book(self, request: str) -> Dialogue:
         s = self._s
-        yield from self._transfer("I'm sorry, but I can't make new bookings in this chat.",
-                                  f"User {s.user_id} wants a new booking: {request[:300]}")
+        for _attempt in range(3):
+            trip, s.resume_trip = s.resume_trip, None
+            if trip is None:
+                trip = yield from self._trip(request)
+            if trip is None:
+                return
+            itinerary = yield from self._search_trip(trip)
+            if itinerary is None:
+                return
+            flights, prices = itinerary
+            pax, cabin = trip["passengers"], trip["cabin"]
+            n = len(pax)
+            allowance = _ALLOWANCE.get(s.profile.get("membership", "regular"), _ALLOWANCE["regular"])[cabin] * n
+            nonfree = max(0, trip["bags"] - allowance)
+            total = sum(prices) * n + (30 * n if trip["insurance"] == "yes" else 0) + _BAG_FEE * nonfree
+            split = yield from self._split_payment(request, total)
+            if split is None:
+                s.resume_trip = trip
+                return
+            methods = s.profile.get("payment_methods", {})
+            paying = ", ".join(f"${_fmt(a)} with {nl.method_label(methods[pid], balance=False)}" for pid, a in split)
+            kind = "round trip" if trip["flight_type"] == "round_trip" else "one-way trip"
+            ok, reply = yield from self._confirm(
+                f"I will book a {kind} in {nl.CABIN_NAMES[cabin]} from {trip['origin']} to "
+                f"{trip['destination']}: {_flights(flights)}, for {_people(pax)}; {trip['bags']} checked bag(s) "
+                f"({nonfree} non-free at ${_BAG_FEE} each), travel insurance: {trip['insurance']}. The total is "
+                f"${_fmt(total)}: {paying}.", "book_reservation")
+            if not ok:
+                request = f"{request} {reply}"
+                continue
+            res = yield from self._call(
+                "book_reservation", user_id=s.user_id, origin=trip["origin"], destination=trip["destination"],
+                flight_type=trip["flight_type"], cabin=cabin,
+                flights=[{"flight_number": f["flight_number"], "date": f["date"]} for f in flights],
+                passengers=pax, payment_methods=[{"payment_id": pid, "amount": a} for pid, a in split],
+                total_baggages=trip["bags"], nonfree_baggages=nonfree, insurance=trip["insurance"])
+            if not res.ok:
+                yield from self._say_info(f"The booking failed: {res.content}")
+                return
+            booked = res.json()
+            s.changed.add(booked["reservation_id"])
+            self._money_line(f"the booking costs ${_fmt(total)} ({paying})", total)
+            yield from self._report(f"Done: reservation {booked['reservation_id']} has been booked; the total of "
+                                    f"${_fmt(total)} was paid: {paying}.")
+            return
+
+    def _trip(self, request: str) -> Dialogue:
+        """Collect a booking's trip type, airports, dates, cabin, passengers, bags and insurance (asking for each)."""
+        s = self._s
+        airports: dict[str, str] = {}
+        res = yield from self._call("list_all_airports")
+        if res.ok:
+            airports = res.json()
+        text = request
+        trip: dict[str, Any] = {}
+        for _ in range(12):
+            low = text.lower()
+            if "flight_type" not in trip:
+                if re.search(r"round[ -]trip|coming back|come back|\breturn", low):
+                    trip["flight_type"] = "round_trip"
+                elif re.search(r"one[ -]way|single", low):
+                    trip["flight_type"] = "one_way"
+            places = _airports_in(text, airports)
+            if "origin" not in trip and len(places) >= 2:
+                trip["origin"], trip["destination"] = places[0], places[1]
+            dates = nl.dates_in(text)
+            if "date" not in trip and dates:
+                trip["date"] = dates[0]
+                dates = dates[1:]
+            if trip.get("flight_type") == "round_trip" and "return_date" not in trip and dates:
+                trip["return_date"] = dates[0]
+            cabins = nl.cabin_mentions(text)
+            if "cabin" not in trip and cabins:
+                trip["cabin"] = cabins[0]
+            if "passengers" not in trip:
+                people = _travellers(text, s.profile)
+                if people:
+                    trip["passengers"] = people
+            if "bags" not in trip:
+                bags = nl.bag_request(text, 0)
+                if bags is not None:
+                    trip["bags"] = bags
+            if "insurance" not in trip and (answer := _insurance(text)) is not None:
+                trip["insurance"] = answer
+            if "flight_type" not in trip:
+                ask = "Is it a one-way or a round trip?"
+            elif "origin" not in trip:
+                ask = "From which city or airport, and to which one, do you want to fly?"
+            elif "date" not in trip:
+                ask = "On which date do you want to leave?"
+            elif trip["flight_type"] == "round_trip" and "return_date" not in trip:
+                ask = "On which date do you want to come back (return date)?"
+            elif "cabin" not in trip:
+                ask = "Which cabin class: basic economy, economy or business?"
+            elif "passengers" not in trip:
+                ask = ("Who are the passengers? Please give each passenger's first and last name (and date of birth, "
+                       "YYYY-MM-DD, unless saved in your profile).")
+            elif "bags" not in trip:
+                ask = "How many checked bags will the passengers have in total?"
+            elif "insurance" not in trip:
+                ask = "Travel insurance costs $30 per passenger. What about travel insurance: with it, or without?"
+            else:
+                if len(trip["passengers"]) > 5:
+                    yield from self._say_info("I'm sorry, but a reservation can have at most five passengers.")
+                    return None
+                return trip
+            text = yield from self._say(ask)
+        return None
+
+    def _search_trip(self, trip: dict[str, Any]) -> Dialogue:
+        """Find the cheapest available itinerary (direct flights first) for each way; return (flights, prices)."""
+        legs = [(trip["origin"], trip["destination"], trip["date"])]
+        if trip["flight_type"] == "round_trip":
+            legs.append((trip["destination"], trip["origin"], trip["return_date"]))
+        cabin, n = trip["cabin"], len(trip["passengers"])
+        flights: list[dict[str, Any]] = []
+        prices: list[float] = []
+        for origin, destination, day in legs:
+            options: list[list[dict[str, Any]]] = []
+            res = yield from self._call("search_direct_flight", origin=origin, destination=destination, date=day)
+            options = [[{**x, "date": day}] for x in (res.json() or [])]
+            options = [o for o in options if all((x["available_seats"].get(cabin) or 0) >= n for x in o)]
+            if not options:
+                res = yield from self._call("search_onestop_flight", origin=origin, destination=destination, date=day)
+                options = [o for o in (res.json() or [])
+                           if all((x["available_seats"].get(cabin) or 0) >= n for x in o)]
+            if not options:
+                yield from self._say_info(f"I'm sorry, but I found no flight from {origin} to {destination} on {day} "
+                                          f"with {n} {nl.CABIN_NAMES[cabin]} seat(s), direct or with one stop.")
+                return None
+            options.sort(key=lambda o: sum(x["prices"][cabin] for x in o))
+            pick = options[0]
+            if len(options) > 1 and self._draw("wrong_item", item="flight"):
+                pick = options[1]
+            for x in pick:
+                flights.append({"flight_number": x["flight_number"], "origin": x["origin"],
+                                "destination": x["destination"], "date": x["date"]})
+                prices.append(x["prices"][cabin])
+        return flights, prices
+
+    def _split_payment(self, request: str, total: float) -> Dialogue:
+        """Return [(payment id, amount)] covering ``total``: a certificate first, gift cards, then a credit card.
+
+        Returns None after telling the member why the methods it named cannot pay (the policy's limits, or not
+        enough balance).
+        """
+        s = self._s
+        methods: dict[str, dict[str, Any]] = s.profile.get("payment_methods", {})
+        text = request if nl.find_payment(request, methods) else " ".join([request, *s.texts[-2:]])
+        for _ in range(3):
+            named = nl.find_payment(text, methods)
+            if named:
+                break
+            options = "; ".join(nl.method_label(m) for m in methods.values())
+            text = yield from self._say(f"The total is ${_fmt(total)}. Your payment methods: {options}. Which payment "
+                                        "method(s) should pay?")
+        else:
+            yield from self._say_info("I can't book without a payment method.")
+            return None
+        certs = [p for p in named if methods[p]["source"] == "certificate"]
+        gifts = [p for p in named if methods[p]["source"] == "gift_card"]
+        cards = [p for p in named if methods[p]["source"] == "credit_card"]
+        if len(certs) > 1:
+            yield from self._say_info("I'm sorry, but I can't accept more than one travel certificate: a booking "
+                                      "may combine at most one travel certificate, one credit card and three gift "
+                                      "cards.")
+            return None
+        if len(cards) > 1 or len(gifts) > 3:
+            yield from self._say_info("I'm sorry, but a booking may combine at most one credit card and three gift "
+                                      "cards.")
+            return None
+        split: list[tuple[str, float]] = []
+        left = total
+        for pid in certs + gifts:
+            amount = min(methods[pid].get("amount") or 0, left)
+            if amount > 0:
+                split.append((pid, amount))
+                left = round(left - amount, 2)
+        if left > 0 and cards:
+            split.append((cards[0], left))
+            left = 0
+        if left > 0:
+            yield from self._say_info(f"I'm sorry, but the methods you named cover only ${_fmt(total - left)} of the "
+                                      f"${_fmt(total)} total.")
+            return None
+        return split
 
 
 # ------------------------------------------------------------------------------------------------ pure helpers
@@ -956,13 +1148,56 @@ def _days_between(a: str, b: str) -> int:
 
 
 def _dobs(text: str) -> list[str]:
-    import re
-
     return [m.group(1) for m in re.finditer(r"\b(\d{4}-\d{2}-\d{2})\b", text)]
 
 
-def _is_closing(text: str) -> bool:
-    import re
+def _airports_in(text: str, airports: dict[str, str]) -> list[str]:
+    """Return the airport codes a message names (by code or city), in order of mention."""
+    found: list[tuple[int, str]] = []
+    for code, city in airports.items():
+        m = re.search(rf"\b{re.escape(code)}\b", text) or re.search(rf"\b{re.escape(city)}\b", text, re.IGNORECASE)
+        if m:
+            found.append((m.start(), code))
+    return [c for _, c in sorted(found)]
 
+
+def _travellers(text: str, profile: dict[str, Any]) -> list[dict[str, str]]:
+    """Return the passengers a message names: the member ("me", "myself"), saved passengers, names with a dob."""
+    out: list[dict[str, str]] = []
+    low = text.lower()
+    name = profile.get("name", {})
+    me = {"first_name": name.get("first_name", ""), "last_name": name.get("last_name", ""),
+          "dob": profile.get("dob", "")}
+    if re.search(r"\b(me|myself)\b", low) or f"{me['first_name']} {me['last_name']}".lower() in low:
+        out.append(me)
+    saved = {(p["first_name"], p["last_name"]): p for p in profile.get("saved_passengers", [])}
+    dobs = _dobs(text)
+    for first, last in nl.names_in(text):
+        if (first, last) == (me["first_name"], me["last_name"]):
+            continue
+        if (first, last) in saved:
+            p = saved[first, last]
+            out.append({"first_name": first, "last_name": last, "dob": p["dob"]})
+        elif dobs:
+            out.append({"first_name": first, "last_name": last, "dob": dobs.pop(0)})
+    return out
+
+
+def _insurance(text: str) -> str | None:
+    low = text.lower()
+    if re.search(r"\b(no|not|don'?t|without|decline)\b[^.]{0,40}insurance|insurance[^.]{0,20}\b(no|not)\b|"
+                 r"^\W*no\b", low):
+        return "no"
+    if re.search(r"\b(yes|with|want|add|buy|include)\b[^.]{0,30}insurance|insurance[^.]{0,20}\byes\b|"
+                 r"^\W*yes\b", low):
+        return "yes"
+    return None
+
+
+def _names_payment(text: str, profile: dict[str, Any]) -> bool:
+    return bool(nl.find_payment(text, profile.get("payment_methods", {})))
+
+
+def _is_closing(text: str) -> bool:
     return bool(re.search(r"\b(that'?s all|nothing else|no,? thanks?|no thank|goodbye|bye|that is all|all set)\b",
                           text.lower()))
