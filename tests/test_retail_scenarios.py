@@ -133,6 +133,22 @@ def test_no_id_or_answer_the_instruction_does_not_give(split: str, retail_peer_d
     assert checked > 0 or split != "test"  # the test split gives order ids in some instructions: the scan saw them
 
 
+@pytest.mark.parametrize("split", SPLITS)
+def test_no_secret_of_the_leak_guard_in_the_agenda(split: str, retail_peer_dir: Path, domain: RetailDomain,
+                                                   template: TemplateDatabase) -> None:
+    """Second, independent check: the LLM user's leak guard (H3's ``task_secrets``, computed from the gold
+    actions and outputs against the instruction alone) finds none of its secrets in what the rule user says."""
+    leak = pytest.importorskip("simulator.users._leak")
+    tools = domain.toolbox().schemas()
+    found: dict[str, list[str]] = {}
+    for task in tasks_of(retail_peer_dir, split):
+        secrets = leak.task_secrets(task, "", task.scenario, tools=tools)
+        hits = leak.SecretMatcher(secrets).find(user_facing(derive_retail_scenario(task, template).scenario))
+        if hits:
+            found[task.id] = [h.value for h in hits]
+    assert not found
+
+
 def test_a_planted_item_id_is_caught_by_the_scan(peer_ids: dict[str, set[str]]) -> None:
     """The leak scan's token pattern does find the ids it looks for (so the test above can fail)."""
     said = json.dumps({"items": ["mechanical keyboard 1151293680"], "payment": "credit_card_9513926"})
@@ -190,14 +206,33 @@ def test_task_16_two_cancels_a_return_and_a_question(retail_peer_dir: Path, temp
 
 def test_task_17_suite_change_keeps_the_rest_of_the_address(retail_peer_dir: Path,
                                                            template: TemplateDatabase) -> None:
-    # Order #W8665881 ships to 123 Elm Street, Suite 640, Austin, TX 78712, USA; the instruction says Suite 641.
+    # Order #W8665881 ships to 123 Elm Street, Suite 640, Austin, TX 78712, USA; the instruction gives only the
+    # new suite, so the user says only that (the street and city are values the instruction does not give).
     s, gaps = test_task(retail_peer_dir, template, 17)
     assert len(s.agenda) == 1 and not gaps
     x = s.agenda[0]
     assert x.kind == "modify_address" and x.slots["order_id"] == "#W8665881"
-    assert x.slots["address"] == {"address1": "123 Elm Street", "address2": "Suite 641", "city": "Austin",
-                                  "country": "USA", "state": "TX", "zip": "78712"}
-    assert any("123 Elm Street, Suite 641, Austin, TX 78712, USA" in r for r in x.request)
+    assert x.slots["address"] == "Suite 641 (the rest of the address stays the same)"
+    assert {"#W8665881", "Suite 641"} <= set(x.confirm_terms)
+    assert "Elm Street" not in user_facing(s) and "Austin" not in user_facing(s)
+
+
+def test_task_22_address_given_in_full_then_named_by_where_it_is(retail_peer_dir: Path,
+                                                                 template: TemplateDatabase) -> None:
+    # Ethan Garcia, Denver 80280: user address and the pending order #W9911714 to "101 Highway, New York, 10001"
+    # (state NY and country USA follow), then the user address back to the original (667 Highland Drive,
+    # Suite 865, Denver, CO 80280): not given by the instruction, so only named, and a confirmation must name
+    # the parts the instruction does give (Denver, 80280).
+    s, gaps = test_task(retail_peer_dir, template, 22)
+    assert not gaps
+    assert [i.kind for i in s.agenda] == ["modify_user_address", "modify_address", "modify_user_address"]
+    new = {"address1": "101 Highway", "address2": "", "city": "New York", "country": "USA", "state": "NY",
+           "zip": "10001"}
+    assert s.agenda[0].slots == {"address": new}
+    assert s.agenda[1].slots["address"] == new and "order_id" not in s.agenda[1].slots
+    back = s.agenda[2]
+    assert "address" not in back.slots and set(back.confirm_terms) == {"Denver", "80280"}
+    assert "Highland" not in user_facing(s)
 
 
 def test_task_114_cancel_all_pending_without_order_ids(retail_peer_dir: Path, template: TemplateDatabase) -> None:

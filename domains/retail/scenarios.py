@@ -296,18 +296,24 @@ class _Deriver:
         return "credit card"
 
     def address_slot(self, new: dict[str, Any], old: dict[str, Any],
-                     where: str) -> tuple[dict[str, str] | None, str, list[str]]:
+                     where: str) -> tuple[dict[str, str] | str | None, str, list[str]]:
         """Return the address the user gives (None when it does not know it), a phrase naming it, confirm terms.
 
-        The user knows the new address when the instruction mentions every part that differs from the old one
-        (state and country follow from city and zip). Otherwise it names the address by where it is (its profile,
-        another order) and checks a confirmation only against the parts the instruction mentions (city, zip).
+        The user gives the whole new address when the instruction mentions all of it (state and country follow
+        from city and zip); when the instruction gives only the parts that change (e.g. a new suite), only
+        those, as a sentence. Otherwise it names the address by where it is (its
+        profile, another order) and checks a confirmation only against the parts the instruction mentions.
         """
         new_addr = {k: str(new.get(k, "")) for k in ADDRESS_KEYS}
         differ = [k for k in ADDRESS_KEYS if new_addr[k].lower() != str(old.get(k, "")).lower()]
         told = [k for k in differ if k not in ("state", "country") and new_addr[k]]
         if told and all(_mentions(self.norm, new_addr[k]) for k in told):
-            return new_addr, render_address(new_addr), [new_addr["address1"]]
+            parts = [k for k in ADDRESS_KEYS if k not in ("state", "country") and new_addr[k]]
+            if all(_mentions(self.norm, new_addr[k]) for k in parts):
+                return new_addr, render_address(new_addr), [new_addr["address1"]]
+            # Only the changed parts are the user's to say; the rest stays as the agent finds it.
+            said = ", ".join(new_addr[k] for k in told) + " (the rest of the address stays the same)"
+            return said, said, [new_addr[k] for k in told]
         same = {k: new_addr[k].lower() for k in ADDRESS_KEYS}
 
         def equal(a: dict[str, Any]) -> bool:
