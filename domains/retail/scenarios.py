@@ -108,7 +108,9 @@ def _join(words: Sequence[str]) -> str:
 _PERSON = [
     (r"\byou are\b", "I am"), (r"\byou're\b", "I'm"), (r"\byou've\b", "I've"), (r"\byou'd\b", "I'd"),
     (r"\byou'll\b", "I'll"), (r"\byourself\b", "myself"), (r"\byours\b", "mine"), (r"\byour\b", "my"),
-    (r"\bto you\b", "to me"), (r"\bfor you\b", "for me"), (r"\byou\b", "I"), (r"\bdo I\b", "do I"),
+    (r"\bto you\b", "to me"), (r"\bfor you\b", "for me"),
+    (r"\b(help|tell|give|show|send|let|ask) you\b", r"\1 me"), (r"\byou\b", "I"),
+    (r"\bthe agent\b", "you"),
 ]
 
 
@@ -295,8 +297,8 @@ class _Deriver:
             self.gaps.append(f"{where}: the user has {len(cards)} credit cards; the instruction does not say which")
         return "credit card"
 
-    def address_slot(self, new: dict[str, Any], old: dict[str, Any],
-                     where: str) -> tuple[dict[str, str] | str | None, str, list[str]]:
+    def address_slot(self, new: dict[str, Any], old: dict[str, Any], where: str,
+                     order_id: str | None = None) -> tuple[dict[str, str] | str | None, str, list[str]]:
         """Return the address the user gives (None when it does not know it), a phrase naming it, confirm terms.
 
         The user gives the whole new address when the instruction mentions all of it (state and country follow
@@ -321,14 +323,16 @@ class _Deriver:
 
         terms = [new_addr[k] for k in ("city", "zip") if new_addr[k] and _mentions(self.norm, new_addr[k])]
         where_city = f" in {new_addr['city']}" if new_addr["city"] in terms else ""
-        if equal(self.first_user_address):
+        # A user address "changed" to what it already is names the order that ships there, not the profile.
+        if equal(self.first_user_address) and not (order_id is None and equal(old)):
             if self.user_address_changed:
                 return None, "the address I had before" + where_city, terms
             return None, "my default address in my profile" + where_city, terms
         for oid in self.user.get("orders", []):
             order = self.world.order(oid)
-            if order and equal(order["address"]):
-                return None, "the address of my other order" + where_city, terms
+            if order and oid != order_id and equal(order["address"]):
+                names = _join(_dedup(it["name"].lower() for it in order["items"]))
+                return None, f"the address{where_city} that my order with the {names} ships to", terms
         self.gaps.append(f"{where}: the new address is neither given by the instruction nor in the user's records")
         return None, "my new address" + where_city, terms
 
@@ -364,7 +368,7 @@ class _Deriver:
                                               f"I'd like {order_phrase} cancelled"],
                           slots=slots, confirm_terms=[*terms, reason])
         if kind == "modify_address":
-            addr, phrase, addr_terms = self.address_slot(args, (order or {}).get("address", {}), where)
+            addr, phrase, addr_terms = self.address_slot(args, (order or {}).get("address", {}), where, order_id)
             slots |= {"items": order_items}
             if addr:
                 slots["address"] = addr
@@ -631,18 +635,30 @@ def _question(sentence: str) -> str:
     """Turn an instruction sentence about wanting to know something into the user's own question."""
     s = re.sub(r"^(?:also|then|and|finally|lastly|but)\b[\s,]*", "", sentence.strip().rstrip(".;!? "),
                flags=re.IGNORECASE)
-    m = re.search(r"\b(?:want to know|wants to know|like to know|wonder(?:s)?|ask(?:s)?(?: the agent)?(?: about)?|"
-                  r"inquire about|check|confirm|know)\b\s*(.*)", s, re.IGNORECASE)
+    # "X, which you want the agent to verify" -> "can you verify that X"
+    m = re.match(r"(?:you (?:want|would like|'d like)\s+)?(.+?),?\s+which you want the agent to "
+                 r"(verify|confirm|check)\b", s, re.IGNORECASE)
+    if m:
+        clause = re.sub(r"\bto be\b", "is", m.group(1))
+        return f"can you {m.group(2).lower()} that {_first_person(clause)}"
+    m = re.search(r"\b(?:want(?:s)? to (?:know|get|find out|learn|see)|like to know|wonder(?:s)?|"
+                  r"ask(?:s)?(?: the agent)?(?: about)?|inquire about|check|confirm|know)\b\s*(.*)", s, re.IGNORECASE)
     if m and m.group(1):
         rest = m.group(1)
     else:
         w = re.search(r"\b(?:how|what|which|whether|when|where)\b.*", s, re.IGNORECASE)
         rest = w.group(0) if w else s
-    rest = re.sub(r"^(?:explicitly\s+)?(?:to\s+)?(?:(?:provide|confirm|tell|give|check|verify)(?:\s+me)?\s+)?", "",
-                  rest, flags=re.IGNORECASE)
+    rest = re.split(r",? and (?:choose|pick|then|ask|you want to (?!know))\b", rest, maxsplit=1)[0]
+    verb = re.match(r"(?:explicitly\s+)?to\s+(provide|confirm|tell me|give me|check|verify)\s+(.*)", rest,
+                    re.IGNORECASE)
+    if verb:
+        return f"can you {verb.group(1).lower()} {_first_person(verb.group(2)).strip(' ,')}"
+    getting = re.match(r"for\s+(?:getting\s+)?(.*)", rest, re.IGNORECASE)
+    if getting:
+        return f"can I get {_first_person(getting.group(1)).strip(' ,')}"
     q = _first_person(rest).strip(" ,")
     if not re.match(r"(?i)(how|what|which|when|where|who|whether|if|is|are|do|does|can)\b", q):
-        q = f"what is {q}"
+        q = ("what are " if re.match(r"(?i)all\b", q) else "what is ") + q
     return q[:1].lower() + q[1:]
 
 
