@@ -234,7 +234,7 @@ def names_in(text: str) -> list[tuple[str, str]]:
     skip = {"I", "My", "The", "On", "In", "He", "She", "They", "We", "You", "Yes", "No", "Please", "Hi", "Hello",
             "Thanks", "Thank", "Could", "Can", "Would", "Mr", "Mrs", "Ms", "Dr"}
     out: list[tuple[str, str]] = []
-    for m in re.finditer(r"\b([A-Z][a-z'\-]+)\s+([A-Z][a-z'\-]+)\b", text):
+    for m in re.finditer(r"(?<![\w'])([A-Z][a-z\-]+)\s+([A-Z][a-z'\-]+)\b", text):
         first, last = m.group(1), m.group(2)
         if first in skip or last in skip or first.lower() in _MONTHS:
             continue

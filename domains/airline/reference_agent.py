@@ -168,6 +168,7 @@ class AirlineReferenceAgent:
         self._messages_out = 0
         self._done = False
         self._pending_info: list[str] = []
+        self._lookups: dict[tuple[str, str], _Result] = {}
 
     # ---------------------------------------------------------------------------------------------- protocol
     def step(self, messages: Sequence[Message]) -> AgentTurn:
@@ -221,11 +222,23 @@ class AirlineReferenceAgent:
 
     # ---------------------------------------------------------------------------------------------- primitives
     def _call(self, name: str, **arguments: Any) -> Dialogue:
-        """Call one tool; a look-up may be repeated by the ``repeat_call`` knob. Returns the :class:`_Result`."""
+        """Call one tool and return its :class:`_Result`.
+
+        A look-up already made since the last write is answered from memory (a member who insists does not make
+        the agent read the same record again); a look-up may be repeated by the ``repeat_call`` knob.
+        """
+        read = name.startswith(("get_", "search_", "list_"))
+        key = (name, json.dumps(arguments, sort_keys=True))
+        if read and key in self._lookups:
+            return self._lookups[key]
         result = yield _Call(name, arguments)
-        if name.startswith(("get_", "search_", "list_")) and self._draw("repeat_call", tool=name):
+        if not read:
+            self._lookups.clear()
+            return result
+        if self._draw("repeat_call", tool=name):
             for _ in range(LOOP_REPEATS):
                 result = yield _Call(name, dict(arguments))
+        self._lookups[key] = result
         return result
 
     def _say(self, text: str) -> Dialogue:
@@ -988,7 +1001,7 @@ class AirlineReferenceAgent:
                 ask = ("Who are the passengers? Please give each passenger's first and last name (and date of birth, "
                        "YYYY-MM-DD, unless saved in your profile).")
             elif "bags" not in trip:
-                ask = "How many checked bags will the passengers have in total?"
+                ask = "How many checked bags in total for this trip?"
             elif "insurance" not in trip:
                 ask = "Travel insurance costs $30 per passenger. What about travel insurance: with it, or without?"
             else:
@@ -1148,7 +1161,11 @@ def _days_between(a: str, b: str) -> int:
 
 
 def _dobs(text: str) -> list[str]:
-    return [m.group(1) for m in re.finditer(r"\b(\d{4}-\d{2}-\d{2})\b", text)]
+    """Dates of birth in a message: ``YYYY-MM-DD`` after "born", "birth" or "dob" (or the whole message)."""
+    if re.fullmatch(r"\W*(\d{4}-\d{2}-\d{2})\W*", text):
+        return [text.strip(" .")]
+    return [m.group(1) for m in re.finditer(r"\b(?:born|birth|dob)\b\D{0,20}(\d{4}-\d{2}-\d{2})\b", text,
+                                            re.IGNORECASE)]
 
 
 def _airports_in(text: str, airports: dict[str, str]) -> list[str]:
@@ -1173,7 +1190,8 @@ def _travellers(text: str, profile: dict[str, Any]) -> list[dict[str, str]]:
     saved = {(p["first_name"], p["last_name"]): p for p in profile.get("saved_passengers", [])}
     dobs = _dobs(text)
     for first, last in nl.names_in(text):
-        if (first, last) == (me["first_name"], me["last_name"]):
+        if (first, last) == (me["first_name"], me["last_name"]) or any(
+                (p["first_name"], p["last_name"]) == (first, last) for p in out):
             continue
         if (first, last) in saved:
             p = saved[first, last]
