@@ -326,3 +326,28 @@ def test_rule_user_plays_the_test_split_against_the_reference_agent(retail_peer_
                if t.error or str(t.termination_reason) in ("agent_error", "user_error", "tool_bug")}
     assert not crashed, f"crashes or tool bugs: {crashed}"
     assert pass1 >= PASS_FLOOR
+
+
+def test_unknown_user_order_and_items_give_gaps_not_errors(template: TemplateDatabase) -> None:
+    from simulator.tasks import Action
+
+    task = Task(id="odd", user_id="nobody_0000", scenario=UserScenario(instructions="You are Ann Lee in 12345. "
+                "Return the lamp of order #W0000001."),
+                gold_actions=[Action(name="return_delivered_order_items",
+                                     arguments={"order_id": "#W0000001", "item_ids": ["4242"],
+                                                "payment_method_id": "gift_card_1"}),
+                              Action(name="transfer_to_human_agents", arguments={"summary": "x"})])
+    d = derive_retail_scenario(task, template)
+    assert d.scenario.identity == {"first_name": "Ann", "last_name": "Lee", "name": "Ann Lee", "zip": "12345"}
+    assert [i.kind for i in d.scenario.agenda] == ["return", "transfer"]
+    assert d.scenario.agenda[0].slots["order_id"] == "#W0000001"
+    assert d.scenario.agenda[0].slots["payment"] == "gift card"
+    assert any("not found" in g for g in d.gaps) and any("transfer" in g for g in d.gaps)
+    assert "4242" not in user_facing(d.scenario)
+
+
+def test_derivation_is_deterministic(retail_peer_dir: Path, template: TemplateDatabase) -> None:
+    tasks = tasks_of(retail_peer_dir, "test")
+    first = [derive_retail_scenario(t, template) for t in tasks[:40]]
+    again = [derive_retail_scenario(t, template) for t in tasks[:40]]
+    assert [d.scenario.model_dump_json() for d in first] == [d.scenario.model_dump_json() for d in again]
