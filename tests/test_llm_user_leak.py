@@ -514,3 +514,100 @@ def test_leak_flag_reaches_the_trajectory(litellm: Any, fake: Any, bank: Any) ->
     assert traj.user_metadata["flags"] == ["user_leak"]
     assert traj.user_metadata["persona"] is None
     assert "6777246137" not in json.dumps([m.content for m in traj.messages])
+
+
+# --- forms and false positives on the real retail domain ---------------------------------------------------
+
+
+def test_short_and_common_values_are_not_secrets() -> None:
+    task = Task(id="t", scenario=UserScenario(instructions="You are someone."), gold_actions=[Action(
+        name="f", arguments={"city": "New York", "state": "NY", "address2": "Suite 641", "reason": "no longer needed",
+                             "qty": 12, "count": "7", "total": 5.5, "fee": 350, "code": "64GB", "short": "A1",
+                             "note": "ok then", "flag": False, "nothing": None})])
+    # by hand: two words without a digit, one word, integers under 3 digits, ids under 4 characters, and
+    # texts under 8 characters are skipped
+    assert [(str(s), s.form) for s in task_secrets(task, "")] == [
+        ("Suite 641", "text"), ("no longer needed", "text"), ("5.5", "number"), ("350", "number"), ("64GB", "id")]
+
+
+def retail() -> Any:
+    from domains.retail import RetailDomain
+
+    return RetailDomain()
+
+
+# Messages an LLM customer could well write in the built-in retail tasks: about policy (in its own words),
+# amounts it knows, its own order ids, item names. None may trip the guard.
+PLAUSIBLE = [
+    "Hi, I need to cancel an order I placed by mistake.",
+    "Sure, my name is Samuel Laine and my zip code is 83782.",
+    "It's order #W1773282. I no longer need the items.",
+    "Why can't you cancel it? I thought an order could be cancelled any time before it ships.",
+    "Can you make an exception just this once? I really need the refund on my card.",
+    "I'd like the money back on the original payment method, please.",
+    "Yes, please go ahead with the return of the wool throw blanket.",
+    "Could you tell me my gift card balance after that?",
+    "Please change the shipping address to 77 Orchard Street, Apt 3, Madison, WI 53703, USA.",
+    "I don't remember my email, sorry. Can you find me by name and zip instead?",
+    "No, that's all, thank you!",
+    "How long does a refund take to reach my credit card?",
+    "I want to exchange the keyboard for one with clicky switches, same color if possible.",
+]
+
+
+def test_plausible_customer_messages_trip_nothing_on_the_builtin_retail_tasks() -> None:
+    dom = retail()
+    policy = dom.policy()
+    assert len(policy) > 2000  # the real policy, not a placeholder
+    tools = dom.toolbox().schemas()
+    for task in dom.load_tasks("builtin"):
+        secrets = task_secrets(task, policy, tools=tools)
+        assert sum(s.kind == "policy" for s in secrets) >= 30
+        matcher = SecretMatcher(secrets)
+        for text in PLAUSIBLE:
+            assert matcher.find(text) == [], (task.id, text)
+            assert role_flip(text) is None and tool_syntax(text, [t["function"]["name"] for t in tools]) is None
+
+
+def test_the_rule_user_never_trips_the_guard() -> None:
+    """A second method: RuleUser cannot leak by construction, so the guard must stay silent on all it says."""
+    import dataclasses
+    import importlib.util
+
+    if importlib.util.find_spec("simulator.users.rule_user") is None:
+        pytest.skip("simulator.users.rule_user not present")
+    from personas.loader import load_personas as personas_all
+    from simulator.agents import agent_factory
+    from simulator.runner import RunConfig, Runner
+    from simulator.users import user_factory
+
+    dom = retail()
+    template = dom.template(None)
+    tasks = dom.load_tasks("builtin")
+    tools = dom.toolbox().schemas()
+    base = user_factory("rule", domain=dom, template=template)
+    cfg = RunConfig(domain="retail", agent="reference", user="rule", trials=1, seed=11)
+    checked = agent_hits = 0
+    for persona in personas_all(["cooperative", "verbose", "confused", "policy-pusher"]):
+        def users(ctx: TrialContext, persona: Persona = persona) -> Any:
+            return base(dataclasses.replace(ctx, persona=persona))
+
+        result = Runner(dom, template, tasks, agent_factory("reference:wrong_item=0.3", domain=dom), users,
+                        cfg).run()
+        by_id = {t.id: t for t in tasks}
+        for trial in result.trials:
+            task = by_id[trial.task_id]
+            matcher = SecretMatcher(task_secrets(task, dom.policy(), dom.derive_scenario(task, template),
+                                                 tools=tools))
+            heard: list[str] = []
+            for m in trial.trajectory.messages:
+                if m.role == "assistant" and m.content and not m.tool_calls:
+                    agent_hits += bool(matcher.find(m.content))
+                    heard.append(m.content)
+                elif m.role == "user" and m.content:
+                    checked += 1
+                    assert matcher.find(m.content, heard) == [], (trial.task_id, m.content)
+                    assert role_flip(m.content) is None, (trial.task_id, m.content)
+    assert checked > 300
+    assert agent_hits > 50  # the agent does say secret values (ids, amounts): the check above is not vacuous
+
