@@ -274,3 +274,23 @@ def test_values_from_plain_english():
     assert nl.find_payment("the Mastercard", methods) == ["credit_card_1"]
     assert nl.find_payment("card ending in 4869", methods) == ["credit_card_1"]
     assert nl.find_payment("the gift card I paid with", methods, ["gift_card_2"]) == ["gift_card_2"]
+
+
+def test_repeat_question_makes_abandoners_abandon(domain, tasks):
+    """With re-asks drawn at 0.5, the abandoner persona gives up on many tasks, the cooperative one on none."""
+    from personas.loader import load_personas
+
+    counts = {}
+    for persona in load_personas(["cooperative", "abandoner"]):
+        base = rule_user_factory(domain, domain.template())
+
+        def users(ctx: TrialContext, persona: Any = persona, base: Any = base) -> Any:
+            ctx.persona = persona
+            return base(ctx)
+
+        cfg = RunConfig(domain="airline", trials=1, concurrency=2, seed=0)
+        agent = lambda ctx: domain.reference_agent(ctx, {"repeat_question": 0.5})  # noqa: E731
+        res = Runner(domain, domain.template(), list(tasks.values()), agent, users, cfg).run()
+        counts[persona.name] = res.termination_reasons.get("user_abandon", 0)
+    assert counts["cooperative"] == 0
+    assert counts["abandoner"] >= 8, counts

@@ -35,8 +35,8 @@ generator, seeded from the trial seed, and every injected fault is recorded in `
 - ``early_transfer`` (each new request): transfers to a human agent before trying;
 - ``forget_constraint`` (each choice the member constrained): ignores the member's named payment method or its
   "same flight" preference and takes the first alternative;
-- ``repeat_question`` (each message after the member has given its user id): first asks again for the user id
-  or the reservation id it was already given.
+- ``repeat_question`` (each message after the member has given its user id, and again after each re-ask, at
+  most three in a row): first asks again for the user id or the reservation id it was already given.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ __all__ = ["KNOBS", "AirlineReferenceAgent", "check_faults"]
 KNOBS = ("skip_confirmation", "wrong_item", "repeat_call", "early_transfer", "forget_constraint", "repeat_question")
 """The fault knobs the agent knows."""
 
+MAX_REASKS = 3
+"""Most ``repeat_question`` re-asks in a row before the agent's own message (each one a drawn opportunity)."""
 LOOP_REPEATS = 3
 """Extra identical calls a ``repeat_call`` fault adds (with the domain's threshold of 2, a fourth call is a loop)."""
 
@@ -244,7 +246,9 @@ class AirlineReferenceAgent:
     def _say(self, text: str) -> Dialogue:
         """Write to the member and return its reply (text); ``repeat_question`` may first re-ask a known value."""
         s = self._s
-        if s.user_id is not None and self._draw("repeat_question"):
+        for _ in range(MAX_REASKS):
+            if s.user_id is None or not self._draw("repeat_question"):
+                break
             if s.reservation_ids and self._rng.random() < 0.5:
                 ask = "Sorry, could you tell me the reservation id again (like ABC123)?"
             else:
