@@ -294,3 +294,34 @@ def test_repeat_question_makes_abandoners_abandon(domain, tasks):
         counts[persona.name] = res.termination_reasons.get("user_abandon", 0)
     assert counts["cooperative"] == 0
     assert counts["abandoner"] >= 8, counts
+
+
+class PlainUser:
+    """Says the given lines in order (a person typing plain English); the last one stops."""
+
+    def __init__(self, lines: Sequence[str]):
+        self.lines = list(lines)
+
+    def reply(self, messages: Sequence[Message]) -> UserTurn:
+        line = self.lines.pop(0)
+        return UserTurn(content=line, stop=not self.lines)
+
+
+@pytest.mark.parametrize(("task_id", "lines", "asked"), [
+    ("cancel-within-24-hours",
+     ["hey there, i need to cancel a flight", "sure, it's hamid_navarro_4958", "ffvx16", "my plans changed",
+      "yes please", "no thanks, bye"],
+     ["user id", "reservation id", "reason", "(yes/no)", "anything else"]),
+    ("add-bags",
+     ["Can I add 2 more suitcases to my booking MZU13P? I'm ulrich_cardenas_5707", "use the gift card", "yep",
+      "that's all"],
+     ["payment method", "(yes/no)", "anything else"]),
+])
+def test_plain_english_conversations(domain, tasks, task_id, lines, asked):
+    cfg = RunConfig(domain="airline", trials=1, concurrency=1, seed=0)
+    res = Runner(domain, domain.template(), [tasks[task_id]], lambda ctx: domain.reference_agent(ctx, {}),
+                 lambda ctx: PlainUser(lines), cfg).run()
+    trial = res.trials[0]
+    texts = trial.trajectory.agent_texts()
+    assert [a for a, t in zip(asked, texts, strict=True) if a not in t.lower()] == [], texts
+    assert trial.passed, trial.grade

@@ -369,7 +369,8 @@ def intents_in(text: str) -> list[str]:
             r"\bcome back\b|\bcoming back\b|\bfly back\b|\b(one|two|three|a) days? (later|earlier)\b|"
             r"\b(later|earlier) (flight|date|day)\b|\binstead of (may|june|april|\d)|\bfly\b[^.?!]{0,60}\binstead\b|"
             r"\bsame (flight|flights) (on|the next|tomorrow|\w+ day)", low))
-    add("book", re.search(r"\b(book|booking|ticket|new reservation|reserve a)\b|\b(need|want|like|get) (a|an) "
+    add("book", re.search(r"\bbook\b(?! (id|number|code|reference))|\bbooking (a|an|new)\b|\b(ticket|new "
+                          r"reservation|new booking|reserve a)\b|\b(need|want|like|get) (a|an) "
                           r"(new )?((one|1)[ -]way |round[ -]trip |return |direct )?(flight|trip)\b", low))
     add("info", re.search(r"\b(balance|how much (is )?(left|remaining|do i have))\b", low))
     if _MONEY_QUESTION.search(low):
@@ -378,5 +379,8 @@ def intents_in(text: str) -> list[str]:
     if "add_passenger" in kinds and "passengers" in kinds:
         kinds.remove("passengers")
     if "book" in kinds and len(kinds) > 1:
-        kinds = [k for k in kinds if k not in ("bags", "cabin", "change_flights")]
+        if reservation_ids(text):  # an existing reservation named: the request is about it
+            kinds.remove("book")
+        else:
+            kinds = [k for k in kinds if k not in ("bags", "cabin", "change_flights")]
     return kinds

@@ -45,6 +45,8 @@ import json
 import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date as Date
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -67,6 +69,8 @@ _ALLOWANCE = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
               "silver": {"basic_economy": 1, "economy": 2, "business": 3},
               "gold": {"basic_economy": 2, "economy": 3, "business": 3}}
 _BAG_FEE = 50
+_DAY_AGO = (datetime.fromisoformat(nl.NOW) - timedelta(hours=24)).isoformat()
+"""24 hours before the policy's current time: a reservation booked since then may be cancelled."""
 _TRANSFER_TEXT = "I'm transferring you to a human agent."
 _ANYTHING_ELSE = "Is there anything else I can help you with?"
 _SEED_SALT = 0xA1B5
@@ -310,8 +314,7 @@ class AirlineReferenceAgent:
                 kinds = ["book"]
             if not kinds:
                 if s.texts and _is_closing(request):
-                    reply = yield from self._say("Thank you for contacting us. Have a good trip! "
-                                                 + _ANYTHING_ELSE)
+                    reply = yield from self._say("Thank you for contacting us. Have a good trip!")
                     request = reply
                     continue
                 unclear += 1
@@ -1124,7 +1127,7 @@ def _payments(record: dict[str, Any], profile: dict[str, Any]) -> str:
 
 def _may_cancel(record: dict[str, Any], reason: str) -> tuple[bool, str]:
     """Apply the policy's cancellation conditions; return (allowed, why not)."""
-    if record.get("created_at", "") >= _minus_24h():
+    if record.get("created_at", "") >= _DAY_AGO:
         return True, ""
     if reason == "airline_cancelled":
         return True, ""
@@ -1141,10 +1144,6 @@ def _may_cancel(record: dict[str, Any], reason: str) -> tuple[bool, str]:
                    "whatever the membership level.")
 
 
-def _minus_24h() -> str:
-    return "2024-05-14T15:00:00"
-
-
 def _legs(record: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """Split a reservation's flights into the outbound leg and (round trips) the return leg."""
     flights = record["flights"]
@@ -1159,8 +1158,6 @@ def _legs(record: dict[str, Any]) -> list[list[dict[str, Any]]]:
 
 
 def _days_between(a: str, b: str) -> int:
-    from datetime import date as Date
-
     return (Date.fromisoformat(b) - Date.fromisoformat(a)).days
 
 
