@@ -325,3 +325,26 @@ def test_plain_english_conversations(domain, tasks, task_id, lines, asked):
     texts = trial.trajectory.agent_texts()
     assert [a for a, t in zip(asked, texts, strict=True) if a not in t.lower()] == [], texts
     assert trial.passed, trial.grade
+
+
+def test_agendas_say_only_what_the_user_knows(tasks):
+    """Every id, flight number, payment id, amount and date in an agenda is in the task's instructions or
+    known_info; no required output (an amount the agent must find) appears in it."""
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [str(value)] if value is not None else []
+
+    token = re.compile(r"\b(?:[A-Z0-9]{6}|HAT\d{3}|[a-z]+_[a-z_]*\d{4,}|\d{4}-\d{2}-\d{2}|\d{3,})\b")
+    for task in tasks.values():
+        scenario = task.scenario
+        assert scenario.identity and scenario.agenda, task.id
+        known = scenario.instructions + " " + " ".join(strings(scenario.known_info))
+        said = strings(scenario.identity) + strings([i.model_dump() for i in scenario.agenda])
+        for text in said:
+            for tok in token.findall(text):
+                assert tok in known, (task.id, tok)
+            for out in task.required_outputs:
+                assert not re.search(rf"(?<![\d.]){re.escape(out)}(?![\d.])", text), (task.id, out)
