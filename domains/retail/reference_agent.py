@@ -768,8 +768,8 @@ class RetailReferenceAgent:
         if not parts and re.search(r"order", text, re.IGNORECASE) and order_id is None:
             return self._ask("order_id", ASK_ORDER)
         if not parts:
-            intent.kind = None
-            return self._serve(intent)
+            return self._finish(intent, "I'm sorry, I don't have that information. I can tell you about your orders, "
+                                        "their status and totals, and your gift card balances.")
         return self._finish(intent, " ".join(parts))
 
     def _after_write(self, name: str, args: dict[str, Any], data: dict[str, Any] | None, content: str) -> None:
