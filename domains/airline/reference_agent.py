@@ -396,29 +396,24 @@ class AirlineReferenceAgent:
             rid = next((r for r in ids if r in own), None) or (ids[0] if ids else None)
         res = yield from self._call("get_reservation_details", reservation_id=rid)
         if not res.ok:
-            yield from self._say_info(f"I couldn't find a reservation with the id {rid}.")
+            self._tell(f"I couldn't find a reservation with the id {rid}.")
             return None
         record = res.json()
         if record.get("user_id") != s.user_id:
-            yield from self._say_info(f"I'm sorry, but I can't help with reservation {rid}: it does not belong to your "
+            self._tell(f"I'm sorry, but I can't help with reservation {rid}: it does not belong to your "
                                       "profile, and I can only act on your own reservations. The owner has to "
                                       "contact us.")
             return None
         if record.get("status") == "cancelled" and not cancelled_ok:
-            yield from self._say_info(f"I'm sorry, but reservation {rid} is already cancelled, so it can't be "
+            self._tell(f"I'm sorry, but reservation {rid} is already cancelled, so it can't be "
                                       "changed.")
             return None
         s.last_reservation = record
         return record
 
-    def _say_info(self, text: str) -> Dialogue:
-        """Tell the member something without waiting for a specific answer (the reply joins the texts)."""
+    def _tell(self, text: str) -> None:
+        """Tell the member something (a result, a refusal) at the start of the agent's next message."""
         self._pending_info.append(text)
-        return (yield from self._noop())
-
-    def _noop(self) -> Dialogue:
-        return None
-        yield  # pragma: no cover - makes this a generator
 
     def _choose_payment(self, request: str, record: dict[str, Any] | None, amount: float,
                         purpose: str) -> Dialogue:
@@ -458,14 +453,13 @@ class AirlineReferenceAgent:
             s.charged_total += charged
             s.writes_with_money += 1
 
-    def _report(self, text: str) -> Dialogue:
+    def _report(self, text: str) -> None:
         s = self._s
         if s.writes_with_money > 1:
             net = s.charged_total
             text += (f" Altogether, the changes in this conversation cost you ${_fmt(net)}." if net >= 0 else
                      f" Altogether, you get ${_fmt(-net)} back from the changes in this conversation.")
-        self._pending_info.append(text)
-        return (yield from self._noop())
+        self._tell(text)
 
     # ---------------------------------------------------------------------------------------------- handlers
     def _cancel(self, request: str) -> Dialogue:
@@ -490,7 +484,7 @@ class AirlineReferenceAgent:
                     "cancel it.")
             allowed, why_not = _may_cancel(record, reason)
             if not allowed:
-                yield from self._say_info(f"I'm sorry, but I can't cancel reservation {rid}: {why_not}")
+                self._tell(f"I'm sorry, but I can't cancel reservation {rid}: {why_not}")
                 return
             target = record
             if self._draw("wrong_item", item="reservation"):
@@ -511,7 +505,7 @@ class AirlineReferenceAgent:
                 continue
             res = yield from self._call("cancel_reservation", reservation_id=target["reservation_id"])
             if not res.ok:
-                yield from self._say_info(f"The cancellation failed: {res.content}")
+                self._tell(f"The cancellation failed: {res.content}")
                 return
             s.changed.add(target["reservation_id"])
             self._money_line(f"the refund for reservation {target['reservation_id']} is ${refund}",
@@ -525,11 +519,11 @@ class AirlineReferenceAgent:
                 balances = " New balance: " + "; ".join(
                     f"gift card {pid}: ${_fmt(methods[pid].get('amount', 0))}"
                     for pid in dict.fromkeys(refunded) if pid in methods) + "."
-            yield from self._report(f"Done: reservation {target['reservation_id']} has been cancelled; ${refund} "
+            self._report(f"Done: reservation {target['reservation_id']} has been cancelled; ${refund} "
                                     f"will be refunded ({pays}; a gift card at once, a credit card within 5 to 7 "
                                     f"business days).{balances}")
             return
-        yield from self._say_info("I have not cancelled anything.")
+        self._tell("I have not cancelled anything.")
 
     def _bags(self, request: str) -> Dialogue:
         s = self._s
@@ -545,11 +539,11 @@ class AirlineReferenceAgent:
                                              "should it have in total?")
                 total = nl.bag_request(reply, current)
             if total < current:
-                yield from self._say_info(f"I'm sorry, but I can't remove bags from reservation {rid}: checked "
+                self._tell(f"I'm sorry, but I can't remove bags from reservation {rid}: checked "
                                           "bags can be added but never removed.")
                 return
             if total == current:
-                yield from self._say_info(f"Reservation {rid} already has {current} checked bag(s).")
+                self._tell(f"Reservation {rid} already has {current} checked bag(s).")
                 return
             if self._draw("wrong_item", item="bags"):
                 total += 1
@@ -560,7 +554,7 @@ class AirlineReferenceAgent:
             cost = _BAG_FEE * (nonfree - nonfree_now)
             payment = yield from self._choose_payment(request, record, cost, "pay for the bags")
             if payment is None:
-                yield from self._say_info("I can't add the bags without a payment method.")
+                self._tell("I can't add the bags without a payment method.")
                 return
             label = nl.method_label(s.profile["payment_methods"][payment])
             ok, reply = yield from self._confirm(
@@ -573,11 +567,11 @@ class AirlineReferenceAgent:
             res = yield from self._call("update_reservation_baggages", reservation_id=rid, total_baggages=total,
                                         nonfree_baggages=nonfree, payment_id=payment)
             if not res.ok:
-                yield from self._say_info(f"The change failed: {res.content}")
+                self._tell(f"The change failed: {res.content}")
                 return
             s.changed.add(rid)
             self._money_line(f"the bags cost ${_fmt(cost)}", cost)
-            yield from self._report(f"Done: reservation {rid} has been updated to {total} checked bags; ${_fmt(cost)} "
+            self._report(f"Done: reservation {rid} has been updated to {total} checked bags; ${_fmt(cost)} "
                                     f"was charged to {label}.")
             return
 
@@ -594,11 +588,11 @@ class AirlineReferenceAgent:
                                              "it move to: basic economy, economy or business?")
                 cabin = nl.target_cabin(reply, current)
             if cabin == current:
-                yield from self._say_info(f"Reservation {rid} is already in {nl.CABIN_NAMES[current]}.")
+                self._tell(f"Reservation {rid} is already in {nl.CABIN_NAMES[current]}.")
                 return
             flown = [f for f in record["flights"] if f["date"] < nl.TODAY]
             if flown:
-                yield from self._say_info(f"I'm sorry, but I can't change the cabin of reservation {rid}: some of "
+                self._tell(f"I'm sorry, but I can't change the cabin of reservation {rid}: some of "
                                           "its flights have already been flown, and flown flights cannot change.")
                 return
             if self._draw("wrong_item", item="cabin"):
@@ -613,7 +607,7 @@ class AirlineReferenceAgent:
             payment = yield from self._choose_payment(
                 request, record, diff, "pay the difference" if diff > 0 else "receive the refund")
             if payment is None:
-                yield from self._say_info("I can't change the cabin without a payment method.")
+                self._tell("I can't change the cabin without a payment method.")
                 return
             label = nl.method_label(s.profile["payment_methods"][payment])
             money = (f"you pay ${_fmt(diff)} more, charged to {label}" if diff > 0 else
@@ -629,11 +623,11 @@ class AirlineReferenceAgent:
             res = yield from self._call("update_reservation_flights", reservation_id=rid, cabin=cabin,
                                         flights=flights, payment_id=payment)
             if not res.ok:
-                yield from self._say_info(f"The change failed: {res.content}")
+                self._tell(f"The change failed: {res.content}")
                 return
             s.changed.add(rid)
             self._money_line(f"the cabin change: {money}", diff)
-            yield from self._report(f"Done: reservation {rid} has been updated to {nl.CABIN_NAMES[cabin]}; {money}.")
+            self._report(f"Done: reservation {rid} has been updated to {nl.CABIN_NAMES[cabin]}; {money}.")
             return
 
     def _prices(self, flights: list[dict[str, Any]], cabin: str, pax: int) -> Dialogue:
@@ -644,7 +638,7 @@ class AirlineReferenceAgent:
                                         date=f["date"])
             found = next((x for x in (res.json() or []) if x["flight_number"] == f["flight_number"]), None)
             if found is None or (found["available_seats"].get(cabin) or 0) < pax:
-                yield from self._say_info(f"I'm sorry, but flight {f['flight_number']} on {f['date']} has no "
+                self._tell(f"I'm sorry, but flight {f['flight_number']} on {f['date']} has no "
                                           f"{nl.CABIN_NAMES[cabin]} seats available for {pax} passenger(s).")
                 return None
             out.append(found["prices"][cabin])
@@ -658,7 +652,7 @@ class AirlineReferenceAgent:
                 return
             rid, cabin = record["reservation_id"], record["cabin"]
             if cabin == "basic_economy":
-                yield from self._say_info(f"I'm sorry, but I can't change the flights of reservation {rid}: it is "
+                self._tell(f"I'm sorry, but I can't change the flights of reservation {rid}: it is "
                                           "in basic economy, and basic economy flights can never be changed. "
                                           "(Its cabin could be changed, on the same flights.)")
                 return
@@ -676,7 +670,7 @@ class AirlineReferenceAgent:
             payment = yield from self._choose_payment(
                 request, record, diff, "pay the difference" if diff >= 0 else "receive the refund")
             if payment is None:
-                yield from self._say_info("I can't change the flights without a payment method.")
+                self._tell("I can't change the flights without a payment method.")
                 return
             label = nl.method_label(s.profile["payment_methods"][payment])
             money = (f"you pay ${_fmt(diff)} more, charged to {label}" if diff > 0 else
@@ -692,11 +686,11 @@ class AirlineReferenceAgent:
             res = yield from self._call("update_reservation_flights", reservation_id=rid, cabin=cabin, flights=refs,
                                         payment_id=payment)
             if not res.ok:
-                yield from self._say_info(f"The change failed: {res.content}")
+                self._tell(f"The change failed: {res.content}")
                 return
             s.changed.add(rid)
             self._money_line(f"the flight change: {money}", diff)
-            yield from self._report(f"Done: reservation {rid} has been updated to {_flights(new_flights)}; {money}.")
+            self._report(f"Done: reservation {rid} has been updated to {_flights(new_flights)}; {money}.")
             return
 
     def _new_itinerary(self, record: dict[str, Any], request: str) -> Dialogue:
@@ -727,7 +721,7 @@ class AirlineReferenceAgent:
                 return (yield from self._new_itinerary(record, reply))
         changed = legs[leg]
         if any(f["date"] < nl.TODAY for f in changed):
-            yield from self._say_info("I'm sorry, but flights that have already been flown can't be changed.")
+            self._tell("I'm sorry, but flights that have already been flown can't be changed.")
             return None
         if new_dates:
             days = _days_between(changed[0]["date"], new_dates[0])
@@ -761,7 +755,7 @@ class AirlineReferenceAgent:
                                              "do you choose?")
                 pick = next((x for x in options if x["flight_number"].lower() in reply.lower()), None)
             if pick is None:
-                yield from self._say_info(f"I'm sorry, but I found no available flight from {f['origin']} to "
+                self._tell(f"I'm sorry, but I found no available flight from {f['origin']} to "
                                           f"{f['destination']} on {day} with {pax} seat(s) in "
                                           f"{nl.CABIN_NAMES[record['cabin']]}.")
                 return None
@@ -815,17 +809,17 @@ class AirlineReferenceAgent:
                 continue
             res = yield from self._call("update_reservation_passengers", reservation_id=rid, passengers=new)
             if not res.ok:
-                yield from self._say_info(f"The change failed: {res.content}")
+                self._tell(f"The change failed: {res.content}")
                 return
             s.changed.add(rid)
-            yield from self._report(f"Done: reservation {rid} has been updated; the passengers are now {_people(new)}.")
+            self._report(f"Done: reservation {rid} has been updated; the passengers are now {_people(new)}.")
             return
 
     def _add_passenger(self, request: str) -> Dialogue:
         record = yield from self._reservation(request, "add a passenger to")
         if record is None:
             return
-        yield from self._say_info(f"I'm sorry, but I can't add a passenger to reservation {record['reservation_id']}: "
+        self._tell(f"I'm sorry, but I can't add a passenger to reservation {record['reservation_id']}: "
                                   "the number of passengers of a reservation can never change, and nobody, not even "
                                   "a human agent, can add or remove one. A separate booking would be needed.")
 
@@ -840,19 +834,19 @@ class AirlineReferenceAgent:
         eligible = (s.profile.get("membership") in ("silver", "gold") or record.get("insurance") == "yes"
                     or record.get("cabin") == "business")
         if not eligible:
-            yield from self._say_info(
+            self._tell(
                 f"I'm sorry for the trouble, but I can't offer compensation for reservation {rid}: under our policy "
                 "a regular member without travel insurance flying economy or basic economy receives no "
                 "compensation.")
             return
         if rid in s.compensated:
-            yield from self._say_info(f"A certificate has already been issued for this disruption on {rid}; only "
+            self._tell(f"A certificate has already been issued for this disruption on {rid}; only "
                                       "one certificate per disruption is possible.")
             return
         pax = len(record["passengers"])
         if delayed:
             if rid not in s.changed:
-                yield from self._say_info(f"For a delayed flight, compensation is possible once reservation {rid} has "
+                self._tell(f"For a delayed flight, compensation is possible once reservation {rid} has "
                                           "been changed or cancelled because of the delay.")
                 return
             per, what = 50, "the delayed flight"
@@ -865,15 +859,15 @@ class AirlineReferenceAgent:
             f"As compensation for {what} on reservation {rid}, I will send a travel certificate of ${amount} "
             f"(${per} for each of the {pax} passenger(s)) to your profile {s.user_id}.", "send_certificate")
         if not ok:
-            yield from self._say_info("Understood, I will not issue a certificate.")
+            self._tell("Understood, I will not issue a certificate.")
             return
         res = yield from self._call("send_certificate", user_id=s.user_id, amount=amount)
         if not res.ok:
-            yield from self._say_info(f"The certificate could not be issued: {res.content}")
+            self._tell(f"The certificate could not be issued: {res.content}")
             return
         s.compensated.add(rid)
         self._money_line(f"the compensation certificate is ${amount}", 0)
-        yield from self._report(f"Done: a travel certificate of ${amount} has been added to your profile.")
+        self._report(f"Done: a travel certificate of ${amount} has been added to your profile.")
 
     def _info(self, request: str) -> Dialogue:
         s = self._s
@@ -886,16 +880,16 @@ class AirlineReferenceAgent:
             shown = [m for pid, m in methods.items() if m.get("source") in ("gift_card", "certificate")]
             shown.sort(key=lambda m: m["id"] not in paid)
             if not shown:
-                yield from self._say_info("Your profile has no gift card or certificate with a balance.")
+                self._tell("Your profile has no gift card or certificate with a balance.")
                 return
             lines = "; ".join(f"{m['source'].replace('_', ' ')} {m['id']}: balance ${m.get('amount', 0)}"
                               for m in shown)
-            yield from self._say_info(f"Your balances: {lines}.")
+            self._tell(f"Your balances: {lines}.")
             return
         if s.money:
-            yield from self._report("To recap the amounts: " + "; ".join(s.money) + ".")
+            self._report("To recap the amounts: " + "; ".join(s.money) + ".")
             return
-        yield from self._say_info("Nothing has been charged or refunded in this conversation.")
+        self._tell("Nothing has been charged or refunded in this conversation.")
 
     def _out_of_scope(self, request: str) -> Dialogue:
         s = self._s
@@ -947,12 +941,12 @@ class AirlineReferenceAgent:
                 passengers=pax, payment_methods=[{"payment_id": pid, "amount": a} for pid, a in split],
                 total_baggages=trip["bags"], nonfree_baggages=nonfree, insurance=trip["insurance"])
             if not res.ok:
-                yield from self._say_info(f"The booking failed: {res.content}")
+                self._tell(f"The booking failed: {res.content}")
                 return
             booked = res.json()
             s.changed.add(booked["reservation_id"])
             self._money_line(f"the booking costs ${_fmt(total)} ({paying})", total)
-            yield from self._report(f"Done: reservation {booked['reservation_id']} has been booked; the total of "
+            self._report(f"Done: reservation {booked['reservation_id']} has been booked; the total of "
                                     f"${_fmt(total)} was paid: {paying}.")
             return
 
@@ -1013,7 +1007,7 @@ class AirlineReferenceAgent:
                 ask = "Travel insurance costs $30 per passenger. What about travel insurance: with it, or without?"
             else:
                 if len(trip["passengers"]) > 5:
-                    yield from self._say_info("I'm sorry, but a reservation can have at most five passengers.")
+                    self._tell("I'm sorry, but a reservation can have at most five passengers.")
                     return None
                 return trip
             text = yield from self._say(ask)
@@ -1037,7 +1031,7 @@ class AirlineReferenceAgent:
                 options = [o for o in (res.json() or [])
                            if all((x["available_seats"].get(cabin) or 0) >= n for x in o)]
             if not options:
-                yield from self._say_info(f"I'm sorry, but I found no flight from {origin} to {destination} on {day} "
+                self._tell(f"I'm sorry, but I found no flight from {origin} to {destination} on {day} "
                                           f"with {n} {nl.CABIN_NAMES[cabin]} seat(s), direct or with one stop.")
                 return None
             options.sort(key=lambda o: sum(x["prices"][cabin] for x in o))
@@ -1067,18 +1061,18 @@ class AirlineReferenceAgent:
             text = yield from self._say(f"The total is ${_fmt(total)}. Your payment methods: {options}. Which payment "
                                         "method(s) should pay?")
         else:
-            yield from self._say_info("I can't book without a payment method.")
+            self._tell("I can't book without a payment method.")
             return None
         certs = [p for p in named if methods[p]["source"] == "certificate"]
         gifts = [p for p in named if methods[p]["source"] == "gift_card"]
         cards = [p for p in named if methods[p]["source"] == "credit_card"]
         if len(certs) > 1:
-            yield from self._say_info("I'm sorry, but I can't accept more than one travel certificate: a booking "
+            self._tell("I'm sorry, but I can't accept more than one travel certificate: a booking "
                                       "may combine at most one travel certificate, one credit card and three gift "
                                       "cards.")
             return None
         if len(cards) > 1 or len(gifts) > 3:
-            yield from self._say_info("I'm sorry, but a booking may combine at most one credit card and three gift "
+            self._tell("I'm sorry, but a booking may combine at most one credit card and three gift "
                                       "cards.")
             return None
         split: list[tuple[str, float]] = []
@@ -1092,7 +1086,7 @@ class AirlineReferenceAgent:
             split.append((cards[0], left))
             left = 0
         if left > 0:
-            yield from self._say_info(f"I'm sorry, but the methods you named cover only ${_fmt(total - left)} of the "
+            self._tell(f"I'm sorry, but the methods you named cover only ${_fmt(total - left)} of the "
                                       f"${_fmt(total)} total.")
             return None
         return split
