@@ -134,9 +134,25 @@ class Secret(str):
 _PLAIN = str.maketrans("\u2018\u2019\u201c\u201d\u2013\u2014\u2212", "''\"\"---")
 
 
+def _fold_map(text: str) -> tuple[str, list[int]]:
+    """Fold each character (NFKC, lower case, typographic quotes and dashes made plain).
+
+    Returns:
+        The folded text and, for each of its characters, the index of the original character it came from
+        (folding may expand a character, e.g. a ligature, so spans are mapped back through this list).
+    """
+    out: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(text):
+        folded = unicodedata.normalize("NFKC", ch).lower().translate(_PLAIN) if ord(ch) > 127 else ch.lower()
+        out.append(folded)
+        index.extend([i] * len(folded))
+    return "".join(out), index
+
+
 def _fold(text: str) -> str:
-    """NFKC, lower case, typographic quotes and dashes made plain."""
-    return unicodedata.normalize("NFKC", text).lower().translate(_PLAIN)
+    """NFKC, lower case, typographic quotes and dashes made plain (character by character)."""
+    return _fold_map(text)[0]
 
 
 def _words(text: str) -> list[str]:
@@ -287,9 +303,7 @@ class SecretMatcher:
             The text with each matched span (the value, or the policy words of a shared run) replaced.
         """
         wanted = set(secrets) if secrets is not None else None
-        folded = _fold(text)
-        if len(folded) != len(text):  # NFKC changed lengths: spans would not line up; match on a lower-case copy
-            folded = text.lower()
+        folded, index = _fold_map(text)
         spans: list[tuple[int, int]] = []
         tokens = [(m.start(), m.end(), m.group()) for m in _WORD_RE.finditer(folded)]
         for i, s in enumerate(self.secrets):
@@ -304,7 +318,7 @@ class SecretMatcher:
                         spans.append((tokens[k][0], tokens[k + POLICY_WINDOW - 1][1]))
         if not spans:
             return text
-        spans.sort()
+        spans = sorted((index[a], index[b - 1] + 1) for a, b in spans if b > a)  # back to the original text
         merged = [list(spans[0])]
         for a, b in spans[1:]:
             if a <= merged[-1][1]:

@@ -355,7 +355,10 @@ class LLMUser:
                 self.metadata["leaks"].append({"turn": turn_no, "kind": s.kind, "form": s.form, "origin": s.origin,
                                                "action": "redacted" if redact else "regenerated"})
             if redact:
-                turn = turn.model_copy(update={"content": self._matcher.redact(turn.content, leaks, REDACTED)})
+                content = self._matcher.redact(turn.content, leaks, REDACTED)
+                if self._matcher.find(content, heard):  # never deliver a secret, even if a span was missed
+                    content = REDACTED
+                turn = turn.model_copy(update={"content": content})
                 self._flag("user_leak", turn_no, ", ".join(sorted({s.kind for s in leaks})))
                 break
             corrections.append(_correction(turn.content, leaks, self._matcher))
