@@ -255,6 +255,7 @@ def test_agent_never_reads_the_gold(domain, tasks):
     ("what is my gift card balance", ["info"]),
     ("I need a one-way flight in economy from Albuquerque to Portland on May 19", ["book"]),
     ("how much will be refunded?", ["info"]),
+    ("what are the details of reservation 4YBNIY?", ["details"]),
 ])
 def test_intents(text, kinds):
     assert nl.intents_in(text) == kinds

@@ -330,7 +330,8 @@ def intents_in(text: str) -> list[str]:
 
     Kinds: ``transfer`` (something no tool does: lost bags, claims, a human, part of a trip), ``cancel``,
     ``bags``, ``cabin``, ``change_flights``, ``passengers``, ``add_passenger``, ``book``, ``compensation``,
-    ``info`` (a question about balances or amounts; a question about an amount is only that).
+    ``info`` (a question about balances or amounts; a question about an amount is only that), ``details`` (what
+    a reservation holds, when nothing else is asked).
     """
     low = text.lower()
     found: list[tuple[int, str]] = []
@@ -373,11 +374,15 @@ def intents_in(text: str) -> list[str]:
                           r"reservation|new booking|reserve a)\b|\b(need|want|like|get) (a|an) "
                           r"(new )?((one|1)[ -]way |round[ -]trip |return |direct )?(flight|trip)\b", low))
     add("info", re.search(r"\b(balance|how much (is )?(left|remaining|do i have))\b", low))
+    add("details", re.search(r"\b(details?|status|itinerary|what time|when (is|does|do)|which flights?|"
+                             r"look up|check on|what'?s on)\b", low))
     if _MONEY_QUESTION.search(low):
         return ["info"]
     kinds = [k for _, k in sorted(found)]
     if "add_passenger" in kinds and "passengers" in kinds:
         kinds.remove("passengers")
+    if "details" in kinds and len(kinds) > 1:
+        kinds.remove("details")
     if "book" in kinds and len(kinds) > 1:
         if reservation_ids(text):  # an existing reservation named: the request is about it
             kinds.remove("book")

@@ -364,7 +364,7 @@ class AirlineReferenceAgent:
             "cancel": self._cancel, "bags": self._bags, "cabin": self._cabin, "change_flights": self._change_flights,
             "passengers": self._passengers, "add_passenger": self._add_passenger,
             "compensation": self._compensation, "info": self._info, "transfer": self._out_of_scope,
-            "book": self._book,
+            "book": self._book, "details": self._details,
         }
         yield from handlers[kind](request)
 
@@ -890,6 +890,17 @@ class AirlineReferenceAgent:
             self._report("To recap the amounts: " + "; ".join(s.money) + ".")
             return
         self._tell("Nothing has been charged or refunded in this conversation.")
+
+    def _details(self, request: str) -> Dialogue:
+        record = yield from self._reservation(request, "look up", cancelled_ok=True)
+        if record is None:
+            return
+        status = " It is cancelled." if record.get("status") == "cancelled" else ""
+        self._tell(f"Reservation {record['reservation_id']}: {record['flight_type'].replace('_', ' ')} from "
+                   f"{record['origin']} to {record['destination']} in {nl.CABIN_NAMES[record['cabin']]}; flights "
+                   f"{_flights(record['flights'])}; passengers {_people(record['passengers'])}; "
+                   f"{record['total_baggages']} checked bag(s) ({record['nonfree_baggages']} non-free); travel "
+                   f"insurance: {record['insurance']}; booked on {record['created_at']}.{status}")
 
     def _out_of_scope(self, request: str) -> Dialogue:
         s = self._s
