@@ -500,3 +500,33 @@ def test_factory_derives_once_per_task_and_uses_persona_and_seed():
 def test_rule_user_needs_an_agenda():
     with pytest.raises(ValueError, match="agenda"):
         RuleUser(UserScenario(instructions="x"), seed=1)
+
+
+def test_unknown_choice_is_left_to_the_agent_and_unknown_order_id_is_described():
+    sc = SCENARIO.model_copy(update={"agenda": [EXCHANGE.model_copy(update={"slots": {"items": ["desk lamp"]}})]})
+    user = RuleUser(sc, seed=1)
+    turns = drive(user, ["Should the refund go to the original payment method or to a gift card?",
+                         "Which order is it? Please give the order id."])
+    low = turns[1].content.lower()
+    assert "first" in low and "gift card" not in low  # indifferent: no value of its own stated
+    assert "don't" in turns[2].content.lower() or "afraid" in turns[2].content.lower()
+    assert "desk lamp" in turns[2].content and "#W" not in turns[2].content
+
+
+def test_an_info_intent_is_answered_by_a_statement_not_by_a_question_back():
+    info = Intent(kind="info", request=["how many t-shirt options are available"])
+    user = RuleUser(UserScenario(instructions="x", identity={"email": EMAIL}, agenda=[info]), seed=2)
+    turns = drive(user, ["Sorry, I did not understand. I can cancel or modify pending orders. What would you like?",
+                         "There are 12 t-shirt options available."])
+    assert "t-shirt options" in turns[1].content and not turns[1].stop  # asks again
+    assert turns[2].stop  # answered: agenda done
+
+
+def test_a_restriction_is_a_refusal():
+    acts = classify("I'm sorry, but a refund can only go to the original payment method or a gift card. "
+                    "Which one should it be?")
+    assert "refuse" in acts
+    user = RuleUser(SCENARIO, seed=3)
+    turns = drive(user, ["I'm sorry, but a refund can only go to the original payment method or a gift card. "
+                         "Which one should it be?"])
+    assert "without backlight" in turns[1].content  # took its fallback

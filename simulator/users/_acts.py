@@ -123,7 +123,7 @@ _REFUSE = _rx(
     r"(?:cancel|return|exchang|modif|chang|process|refund|do|help with|make|offer|issue|grant|allow|book|upgrad|"
     r"add|remov|updat|accept|apply|waive|give|provide|compensat|switch|rebook|bend|override)\w*|"
     r"\b(?:is|are|isn'?t|aren'?t) (?:not )?(?:possible|allowed|permitted|eligible)\b|\bnot (?:possible|allowed|"
-    r"permitted|eligible)\b|\bonly (?:be )?(?:possible|allowed|permitted|eligible)\b|"
+    r"permitted|eligible)\b|\bonly (?:be )?(?:possible|allowed|permitted|eligible)\b|\b(?:can|may) only (?:be )?\w+|"
     r"\bagainst (?:our|the|company) polic(?:y|ies)\b|\bpolicy (?:does not|doesn'?t) "
     r"(?:allow|permit)\b|\bno longer (?:be )?(?:cancel|return|exchang|modif|chang)\w*|\bi(?:'m| am) (?:not able|"
     r"unable|afraid i can'?t|not allowed)\b"

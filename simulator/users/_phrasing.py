@@ -79,6 +79,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
                      "Next, I want to {request}.", "One more thing, I'd like to {request}."),
     "next_question": ("Another thing: {request}?", "Also, {request}?", "One more question: {request}?"),
     "choose_first": ("I'll take the first one.", "The first one, please."),
+    "indifferent": ("Either is fine, the first one.", "The first option is fine.", "Whichever, the first one."),
     "already_told": ("I already told you.", "As I said before,", "Again:"),
 }
 """Framing templates per act. Fields: ``{request}`` (``{Request}``: first letter upper-cased), ``{value}``,

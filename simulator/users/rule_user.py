@@ -40,7 +40,7 @@ from personas.schema import Persona
 from simulator._messages import Message, UserTurn
 from simulator._protocols import Progress, TrialContext, UserFactory
 from simulator.tasks import Intent, Task, UserScenario
-from simulator.users._acts import DialogueActs, classify, sentences
+from simulator.users._acts import SLOT_PATTERNS, DialogueActs, classify, sentences
 from simulator.users._phrasing import Phraser, Segment, join_segments
 
 __all__ = ["RuleUser", "render_value", "rule_user_factory"]
@@ -67,7 +67,10 @@ SLOT_ALIASES: dict[str, tuple[str, ...]] = {
 }
 """Slot names the acts classifier reports, with the scenario slot keys that answer each."""
 
-_SECRET_SLOTS = frozenset({"item_id", "product_id", "payment_method_id", "password", "card_number"})
+_NEVER_KNOWN = frozenset({"item_id", "product_id", "payment_method_id", "password", "card_number"})
+_SLOT_RX = dict(SLOT_PATTERNS)
+_DESCRIBABLE = frozenset({"item_id", "product_id", "order_id", "payment_method_id"})
+"""Unknown slots for which the user describes its items instead ("I don't know the order ID. It's the ...")."""
 _IDENTITY_ORDER = ("email", "name_zip", "user_id", "dob")
 
 
@@ -101,6 +104,15 @@ def render_value(value: Any) -> str:
 
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.lower().replace("#", "")).strip()
+
+
+_OWN_FRAME = re.compile(r"^\s*(?:(?:hi|hello)\W+)?(?:i'?d like to|i would like to|i want to|i need to|please)\s+(?=\w)",
+                        re.IGNORECASE)
+
+
+def _bare(request: str) -> str:
+    """A request without a framing of its own ("I'd like to ...", "please ..."): the user adds one."""
+    return _OWN_FRAME.sub("", request.strip().rstrip(".?!"), count=1)
 
 
 def _is_question(request: str) -> bool:
@@ -238,7 +250,7 @@ class RuleUser:
         if "report_result" in acts:
             return self._on_done()
         if "inform" in acts:
-            return self._on_inform("anything_else" in acts)
+            return self._on_inform(acts)
         if "anything_else" in acts:
             return self._on_anything_else()
         if self._pending:
@@ -257,7 +269,7 @@ class RuleUser:
         return out
 
     def _request(self, intent: Intent, frame: str) -> list[Segment]:
-        req = self._ph.choice(intent.request)
+        req = _bare(self._ph.choice(intent.request))
         if _is_question(req):
             frame = {"frame_request": "frame_question", "next_request": "next_question"}.get(frame, "frame_question")
         elif self._ph.verbosity == "terse" and frame == "frame_request":
@@ -267,7 +279,7 @@ class RuleUser:
 
     def _restate(self) -> list[Segment]:
         assert self._intent is not None
-        req = self._ph.choice(self._intent.request)
+        req = _bare(self._ph.choice(self._intent.request))
         if _is_question(req):
             return _capitalised(self._ph.phrase("frame_question", request=req))
         return _capitalised(self._ph.phrase("restate", request=req))
@@ -377,10 +389,13 @@ class RuleUser:
                 facts.append(self._ph.sentence("prefs", prefs=self._prefs_text(self._intent.preferences)))
             elif key is None and slot in self._identity:
                 facts.append(self._identity_fact(slot))
+            elif key is None and slot not in _NEVER_KNOWN and any(
+                    " or " in q and _SLOT_RX[slot].search(q) for q in questions if slot in _SLOT_RX):
+                facts.append(self._ph.sentence("indifferent"))  # a choice it has no preference about
             elif key is None:
                 unknown.append(self._ph.sentence("dont_know", label=_label(slot)))
                 items = self._slot_key("items")
-                if slot in _SECRET_SLOTS and slot != "password" and items is not None:
+                if slot in _DESCRIBABLE and items is not None:
                     unknown.append(self._ph.sentence(
                         "describe_items", value=render_value(self._intent.slots[items])))
         rate = self.persona.wrong_answer_rate if self.persona else 0.0
@@ -458,7 +473,9 @@ class RuleUser:
                     return self._say([self._slot_fact(key)])
         if new_key is not None:
             return self._say([self._ph.sentence("no_match"), self._slot_fact(new_key)])
-        return self._say([self._ph.sentence("choose_first")])
+        if self._intent.slots or self._intent.confirm_terms:
+            return self._say([self._ph.sentence("no_match"), self._restate()])
+        return self._say([self._ph.sentence("choose_first")])  # nothing to go by: any option will do
 
     def _switch(self, intent: Intent) -> None:
         self._intent = intent
@@ -488,17 +505,23 @@ class RuleUser:
         assert self._intent is not None
         if self._intent.ask and self._state != "asked" and self._intent.kind != "info":
             self._state = "asked"
-            return self._say([*lead, _capitalised(self._ph.phrase("frame_ask", request=self._intent.ask))])
+            return self._say([*lead, _capitalised(self._ph.phrase("frame_ask", request=_bare(self._intent.ask)))])
         return self._advance(lead)
 
     def _on_done(self) -> UserTurn:
         self._state = "done" if self._state != "asked" else "asked"
         return self._ask_or_advance([])
 
-    def _on_inform(self, anything_else: bool) -> UserTurn:
+    def _on_inform(self, acts: DialogueActs) -> UserTurn:
         assert self._intent is not None
-        if self._state == "asked" or self._intent.kind == "info":
+        anything_else = "anything_else" in acts
+        # an answer states something: a value, or at least no new question back (e.g. "what would you like?")
+        answers = bool(re.search(r"\d", acts.text)) or anything_else or not acts.text.rstrip().endswith("?")
+        if (self._state == "asked" or self._intent.kind == "info") and answers:
             return self._advance([] if anything_else else [self._ph.sentence("ack")])
+        if self._state == "asked" or self._intent.kind == "info":
+            return self._say([self._restate() if self._state != "asked" else
+                              _capitalised(self._ph.phrase("frame_question", request=_bare(self._intent.ask or "")))])
         if self._state in ("confirmed", "done"):
             self._state = "done"
             return self._ask_or_advance([])
