@@ -69,7 +69,8 @@ _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                   r"charged? (?:it |the order )?(?:to|on)|paid with)\b", re.IGNORECASE)),
     ("address", re.compile(r"\baddress\b|\bship(?:ped)?\b|\bsend\b|\bsent\b|\bmoving\b|\bmoved\b", re.IGNORECASE)),
     ("item_change", re.compile(r"\b(?:change|instead)\b", re.IGNORECASE)),
-    ("info", re.compile(r"\b(?:balance|how much|status|total|what is|what's|where is|when will)\b", re.IGNORECASE)),
+    ("info", re.compile(r"\b(?:balance|how much|how many|status|total|what|what's|which|where is|when will|"
+                        r"available|in stock|options)\b", re.IGNORECASE)),
 )
 _ACTION_RE = re.compile(r"\b(?:cancel\w*|return|exchange|swap|switch|replace|update|change|modify|ship|send|mov\w+|"
                         r"pay|charge|balance|how much|what|status|total)\b", re.IGNORECASE)
@@ -675,8 +676,10 @@ class RetailReferenceAgent:
         original = self._order_method(order)
         if intent.payment_id is None:
             text = intent.text if self._asking != "refund" else self._last_user
-            if re.search(r"\b(?:original|same|paid with|used to pay|back to the)\b", text, re.IGNORECASE) and not \
-                    re.search(r"\bnot (?:to )?the (?:card|one|payment)", text, re.IGNORECASE):
+            first = self._asking == "refund" and re.search(r"\b(?:first|former)\b", text, re.IGNORECASE)
+            if first or re.search(r"\b(?:original|same|paid with|used to pay|back to the)\b", text,
+                                  re.IGNORECASE) and not re.search(r"\bnot (?:to )?the (?:card|one|payment)", text,
+                                                                   re.IGNORECASE):
                 intent.payment_id = original
             else:
                 intent.payment_id = self._resolve_payment(text, exclude=None)
@@ -746,6 +749,13 @@ class RetailReferenceAgent:
         if order_id and self._owns(order_id) and order_id not in self._orders:
             return self._call("get_order_details", {"order_id": order_id})
         parts: list[str] = []
+        if re.search(r"\b(?:options?|variants?|available|in stock|how many|kinds?|types?|ordered|bought|"
+                     r"materials?|colou?rs?|sizes?)\b", text, re.IGNORECASE):
+            product = self._product_info(text)
+            if isinstance(product, AgentTurn):
+                return product
+            if product:
+                parts.append(product)
         if re.search(r"gift card|balance", text, re.IGNORECASE):
             cards = [m for m in self._user.get("payment_methods", {}).values() if m.get("source") == "gift_card"]
             if not cards:
@@ -771,6 +781,35 @@ class RetailReferenceAgent:
             return self._finish(intent, "I'm sorry, I don't have that information. I can tell you about your orders, "
                                         "their status and totals, and your gift card balances.")
         return self._finish(intent, " ".join(parts))
+
+    def _product_info(self, text: str) -> str | AgentTurn | None:
+        """Answer a question about a product: the user's own items of it, or its variants available now."""
+        if self._product_types is None:
+            return self._call("list_all_product_types", {})
+        squashed = re.sub(r"[^a-z0-9]", "", text.lower())
+        names = [n for n in self._product_types if re.sub(r"[^a-z0-9]", "", n.lower()) in squashed
+                 or _name_mentioned(text, n)]
+        if not names:
+            return None
+        name = max(names, key=len)
+        if re.search(r"\b(?:i|my|me)\b.*\b(?:ordered|bought|have|got|purchased)\b|\bmy orders?\b", text,
+                     re.IGNORECASE):
+            for order_id in (self._user or {}).get("orders", []):
+                if order_id not in self._orders:
+                    return self._call("get_order_details", {"order_id": order_id})
+            mine = [(oid, it) for oid in (self._user or {}).get("orders", [])
+                    for it in self._orders[oid].get("items", []) if it.get("name") == name]
+            if not mine:
+                return f"None of your orders holds a {name}."
+            return f"Your orders hold {len(mine)} {name} item(s): " + "; ".join(
+                f"in order {oid} ({self._orders[oid].get('status')}): {self._options_text(it.get('options', {}))}, "
+                f"{_money(float(it.get('price', 0)))}" for oid, it in mine) + "."
+        pid = self._product_types[name]
+        if pid not in self._products:
+            return self._call("get_product_details", {"product_id": pid})
+        available = [v for v in self._products[pid].get("variants", {}).values() if v.get("available")]
+        return (f"The store has {len(available)} {name} variants in stock right now: " + "; ".join(
+            f"{self._options_text(v.get('options', {}))} ({_money(float(v['price']))})" for v in available) + ".")
 
     def _after_write(self, name: str, args: dict[str, Any], data: dict[str, Any] | None, content: str) -> None:
         intent = self._current()
@@ -948,6 +987,12 @@ class RetailReferenceAgent:
         if wanted and len(wanted) > 1 and self._draw("forget_constraint", f"ignored the wanted {item['name']} "
                                                                           "option " + next(iter(wanted))):
             wanted.pop(next(iter(wanted)))
+        if not wanted and re.search(r"\b(?:same|identical|exactly|new one|replacement|another one)\b", new_part,
+                                    re.IGNORECASE) or not wanted and self._asking == "options" and all(
+                                        _mentions(new_part, v) for v in old.values()):
+            same = next((v for v in variants if str(v["item_id"]) == str(item["item_id"])), None)
+            if same is not None and same.get("available"):
+                return str(item["item_id"])
         target = {**old, **wanted}
         match = [v for v in variants if {k: str(x) for k, x in v.get("options", {}).items()} == target]
         if wanted and match:
