@@ -223,6 +223,7 @@ class RetailReferenceAgent:
         self._transfer: str | None = None
         self._report: str | None = None
         self._offered: list[str] = []
+        self._previous_address: dict[str, str] | None = None
 
     # ------------------------------------------------------------------------------------------ plumbing
     def _draw(self, knob: str, detail: str) -> bool:
@@ -424,7 +425,7 @@ class RetailReferenceAgent:
         for reason, pattern in _REASONS:
             if pattern.search(text):
                 intent.reason = reason
-        address = self._parse_address(text)
+        address = self._parse_address(text, intent.kind)
         if address is not None:
             intent.address = address
         if self._asking == "options" and intent.items:
@@ -432,14 +433,17 @@ class RetailReferenceAgent:
         if self._asking in ("payment", "refund") :
             intent.payment_id = None
 
-    def _parse_address(self, text: str) -> dict[str, str] | None:
+    def _parse_address(self, text: str, kind: str | None = None) -> dict[str, str] | None:
         m = _ADDRESS_RE.search(text)
         if m:
             return {"address1": m.group("a1").strip(), "address2": (m.group("a2") or "").strip(),
                     "city": m.group("city").strip(), "state": m.group("state"),
                     "country": (m.group("country") or "USA").strip(), "zip": m.group("zip")}
-        if self._user is not None and re.search(r"\b(?:default|current|profile|on file|home) address\b", text,
-                                                re.IGNORECASE):
+        if self._previous_address is not None and re.search(
+                r"\b(?:had before|previous|original|old|former|used to have|back)\b", text, re.IGNORECASE):
+            return dict(self._previous_address)
+        if kind != "modify_user_address" and self._user is not None and re.search(
+                r"\b(?:default|current|profile|on file|home) address\b", text, re.IGNORECASE):
             a = self._user.get("address") or {}
             return {k: str(a.get(k, "")) for k in ("address1", "address2", "city", "state", "country", "zip")}
         return None
@@ -579,14 +583,23 @@ class RetailReferenceAgent:
                     return None
                 return self._call("get_order_details", {"order_id": order_id})
         matches = []
+        text = intent.text
+        said = re.search(r"\b(pending|delivered|processed)\b", text, re.IGNORECASE)
+        status = said.group(1).lower() if said else wanted_status.get(str(intent.kind))
         for order_id in self._user.get("orders", []):
             order = self._orders[order_id]
-            names = [str(it.get("name")) for it in order.get("items", [])]
-            if any(_name_mentioned(intent.text, n) for n in names):
-                score = sum(_name_mentioned(intent.text, n) for n in set(names))
-                status_ok = wanted_status.get(str(intent.kind), order.get("status")) == order.get("status") or (
-                    intent.kind == "item_change")
-                matches.append((score + (0.5 if status_ok else 0), order_id))
+            scores = []
+            for it in order.get("items", []):
+                name = str(it.get("name"))
+                if not _name_mentioned(text, name):
+                    continue
+                described = _split_change(text, name)[0] if intent.kind in ("item_change", "exchange",
+                                                                            "modify_items") else text
+                values = [str(v) for v in it.get("options", {}).values()]
+                scores.append(1 + 0.5 * sum(_mentions(described, v) for v in values))
+            if scores:
+                score = sum(scores) + (2 if status is not None and order.get("status") == status else 0)
+                matches.append((score, order_id))
         matches.sort(reverse=True)
         if matches and (len(matches) == 1 or matches[0][0] > matches[1][0]):
             return matches[0][1]
@@ -623,7 +636,7 @@ class RetailReferenceAgent:
             return self._refuse(intent, f"the shipping address of order {intent.order_id} can't be changed: its "
                                         f"status is {status}, and only pending orders can be modified.")
         if intent.address is None:
-            intent.address = self._parse_address(intent.text)
+            intent.address = self._parse_address(intent.text, intent.kind)
         if intent.address is None:
             return self._ask("address", "What is the new shipping address? Please write it like this: 12 Main "
                                         "Street, Apt 3, Springfield, IL 62701, USA.")
@@ -826,6 +839,9 @@ class RetailReferenceAgent:
         if "order_id" in args:
             self._orders[str(args["order_id"])] = data
         if name == "modify_user_address":
+            old = (self._user or {}).get("address") or {}
+            self._previous_address = {k: str(old.get(k, "")) for k in ("address1", "address2", "city", "state",
+                                                                       "country", "zip")}
             self._user = data
         intent.done = True
         self._report = self._result_text(name, args, data)
