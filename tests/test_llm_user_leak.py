@@ -613,3 +613,35 @@ def test_the_rule_user_never_trips_the_guard() -> None:
     assert checked > 200
     assert agent_hits > 50  # the agent does say secret values (ids, amounts): the check above is not vacuous
 
+
+
+def variants(secret: Secret) -> list[str]:
+    """Other ways to write a secret, made independently of the matcher (Python formatting, plain edits)."""
+    value = str(secret)
+    if secret.form == "number":
+        x = float(value.replace(",", "").lstrip("$"))
+        return [value, f"${x:,.2f}", f"{x:.3f}", f"USD {x:,.2f}" if x >= 1000 else f"{x:g}"]
+    if secret.form == "id":
+        spaced = value.replace("_", " ").lstrip("#")
+        return [value, value.upper(), f"#{value.lstrip('#')}", spaced]
+    words = "".join(ch if ch.isalnum() else " " for ch in value).split()
+    return [value, " ".join(words).upper(), ", ".join(words)]
+
+
+def test_every_secret_of_the_builtin_tasks_is_caught_in_every_format() -> None:
+    """Plant each secret of each built-in retail and airline task, in several formats, in a customer message."""
+    from domains.airline import AirlineDomain
+
+    planted = 0
+    for dom in (retail(), AirlineDomain()):
+        tools = dom.toolbox().schemas()
+        for task in dom.load_tasks("builtin"):
+            secrets = task_secrets(task, dom.policy(), tools=tools)
+            matcher = SecretMatcher(secrets)
+            for secret in secrets:
+                for v in variants(secret):
+                    text = f"Well, {v} - I guess."
+                    assert secret in matcher.find(text), (task.id, secret.origin, text)
+                    assert secret not in matcher.find(matcher.redact(text)), (task.id, text)
+                    planted += 1
+    assert planted > 1500

@@ -141,6 +141,8 @@ def _fold_map(text: str) -> tuple[str, list[int]]:
         The folded text and, for each of its characters, the index of the original character it came from
         (folding may expand a character, e.g. a ligature, so spans are mapped back through this list).
     """
+    if text.isascii():
+        return text.lower(), list(range(len(text)))
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
@@ -152,7 +154,7 @@ def _fold_map(text: str) -> tuple[str, list[int]]:
 
 def _fold(text: str) -> str:
     """NFKC, lower case, typographic quotes and dashes made plain (character by character)."""
-    return _fold_map(text)[0]
+    return text.lower() if text.isascii() else _fold_map(text)[0]
 
 
 def _words(text: str) -> list[str]:
@@ -252,10 +254,11 @@ class SecretMatcher:
         """
         self.secrets: list[Secret] = list(secrets)
         self._regex: dict[int, re.Pattern[str]] = {}
-        self._windows: dict[int, set[tuple[str, ...]]] = {}
+        self._by_window: dict[tuple[str, ...], list[int]] = {}  # policy word run -> secrets holding it
         for i, s in enumerate(self.secrets):
             if s.form == "sentence":
-                self._windows[i] = _windows(_words(s))
+                for w in _windows(_words(s)):
+                    self._by_window.setdefault(w, []).append(i)
             else:
                 self._regex[i] = _value_regex(s)
 
@@ -266,10 +269,9 @@ class SecretMatcher:
         for i, rx in self._regex.items():
             if rx.search(folded):
                 found.add((i, None))
-        if self._windows:
-            runs = _windows(_WORD_RE.findall(folded))
-            for i, wins in self._windows.items():
-                found.update((i, w) for w in wins & runs)
+        if self._by_window:
+            for w in _windows(_WORD_RE.findall(folded)):
+                found.update((i, w) for i in self._by_window.get(w, ()))
         return found
 
     def find(self, text: str, heard: Iterable[str] = ()) -> list[Secret]:
@@ -305,17 +307,15 @@ class SecretMatcher:
         wanted = set(secrets) if secrets is not None else None
         folded, index = _fold_map(text)
         spans: list[tuple[int, int]] = []
-        tokens = [(m.start(), m.end(), m.group()) for m in _WORD_RE.finditer(folded)]
-        for i, s in enumerate(self.secrets):
-            if wanted is not None and s not in wanted:
-                continue
-            if i in self._regex:
-                spans.extend((m.start(), m.end()) for m in self._regex[i].finditer(folded))
-            else:
-                wins = self._windows[i]
-                for k in range(len(tokens) - POLICY_WINDOW + 1):
-                    if tuple(t[2] for t in tokens[k:k + POLICY_WINDOW]) in wins:
-                        spans.append((tokens[k][0], tokens[k + POLICY_WINDOW - 1][1]))
+        for i, rx in self._regex.items():
+            if wanted is None or self.secrets[i] in wanted:
+                spans.extend((m.start(), m.end()) for m in rx.finditer(folded))
+        if self._by_window:
+            tokens = [(m.start(), m.end(), m.group()) for m in _WORD_RE.finditer(folded)]
+            for k in range(len(tokens) - POLICY_WINDOW + 1):
+                run = tuple(tok[2] for tok in tokens[k:k + POLICY_WINDOW])
+                if any(wanted is None or self.secrets[i] in wanted for i in self._by_window.get(run, ())):
+                    spans.append((tokens[k][0], tokens[k + POLICY_WINDOW - 1][1]))
         if not spans:
             return text
         spans = sorted((index[a], index[b - 1] + 1) for a, b in spans if b > a)  # back to the original text
@@ -438,6 +438,7 @@ def task_secrets(task: Task, policy: str, scenario: UserScenario | None = None, 
     if tools:
         public.append(json.dumps(list(tools), ensure_ascii=False))
     public_text = "\n".join(public)
+    public_folded = _fold(public_text)
     out: list[Secret] = []
     seen: set[str] = set()
 
@@ -446,7 +447,7 @@ def task_secrets(task: Task, policy: str, scenario: UserScenario | None = None, 
         if form is None or value in seen:
             return
         secret = Secret(value, kind, form, origin)
-        if SecretMatcher([secret]).find(public_text):
+        if _value_regex(secret).search(public_folded):
             return  # the scenario (or a tool schema) gives it: the user may say it
         seen.add(value)
         out.append(secret)
