@@ -9,13 +9,14 @@ be the simulator leaking the answer to the agent under test. :func:`task_secrets
 
 Every secret has a *form* that decides how it is matched (case-insensitively, on word boundaries):
 
-- ``id`` (a value with a digit and no whitespace, at least :data:`MIN_ID_CHARS` letters/digits, e.g.
-  ``#W4817420``, ``6777246137``, ``gift_card_8554548``): a leading ``#`` is optional, its parts may be
+- ``id`` (a value with a digit and no whitespace, at least :data:`MIN_ID_CHARS` letters/digits, other than a
+  number of fewer than five digits, e.g. ``#W4817420``, ``6777246137``, ``gift_card_8554548``, ``83782``,
+  ``64GB``): a leading ``#`` is optional, its parts may be
   separated by any one to three non-alphanumeric characters (``gift card 8554548``), digit groups may be split
   by one space, comma or hyphen (``6,777,246,137``), and a letter and a digit by one space or hyphen
   (``W-4817420``); a run of at least :data:`MIN_DIGIT_RUN` digits in it counts alone too (``4817420``, the
   ``8554548`` of ``gift_card_8554548``). Ids always count, however short their parts.
-- ``number`` (a decimal number, or an integer of at least :data:`MIN_INT_DIGITS` digits, e.g. ``1093.34``,
+- ``number`` (a decimal number, or an integer of :data:`MIN_INT_DIGITS` to four digits, e.g. ``1093.34``,
   ``2.80``, ``350``): matched by value, with an optional thousands comma and trailing decimal zeros
   (``1,093.340`` and ``$1093.34`` match ``1093.34``; ``369.00`` matches ``369``). It never matches inside a
   longer number (``93.34`` is not found in ``1093.34``).
