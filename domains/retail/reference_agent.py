@@ -223,6 +223,7 @@ class RetailReferenceAgent:
         self._transfer: str | None = None
         self._report: str | None = None
         self._offered: list[str] = []
+        self._refunds: list[tuple[str, float]] = []
         self._previous_address: dict[str, str] | None = None
 
     # ------------------------------------------------------------------------------------------ plumbing
@@ -550,6 +551,13 @@ class RetailReferenceAgent:
             if isinstance(found, AgentTurn):
                 return found
             if found is None:
+                if self._asking == "order_id" and re.search(r"\b(?:don'?t|do not) (?:know|have|remember)|no idea|"
+                                                            r"not sure", self._last_user, re.IGNORECASE):
+                    listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}): "
+                                        f"{self._items_text(self._orders[oid])}"
+                                        for oid in self._user.get("orders", []) if oid in self._orders)
+                    if listing:
+                        return self._ask("order_id", f"These are your orders:\n{listing}\nWhich order is it?")
                 return self._ask("order_id", ASK_ORDER)
             intent.order_id = found
         if not self._owns(intent.order_id):
@@ -779,7 +787,12 @@ class RetailReferenceAgent:
                                                                                              strict=True))
                 parts.append(f"Your gift card balance{'s are' if len(cards) > 1 else ' is'} {listing}"
                              + (f"; together {_money(sum(balances))}." if len(cards) > 1 else "."))
-        if re.search(r"refund|back|difference|extra|cost|charge", text, re.IGNORECASE) and self._last_result:
+        if len(self._refunds) > 1 and re.search(r"\b(?:total|all|altogether|together|in all|overall)\b", text,
+                                                 re.IGNORECASE) and re.search(r"refund|back|money", text,
+                                                                              re.IGNORECASE):
+            parts.append("In total you get back " + _money(sum(a for _, a in self._refunds)) + ": " + "; ".join(
+                f"{what}: {_money(a)}" for what, a in self._refunds) + ".")
+        elif re.search(r"refund|back|difference|extra|cost|charge", text, re.IGNORECASE) and self._last_result:
             parts.append(f"{self._last_result.get('money', '')} {self._last_result.get('detail', '')}")
         if order_id and order_id in self._orders and not self._orders[order_id].get("missing"):
             order = self._orders[order_id]
@@ -886,6 +899,7 @@ class RetailReferenceAgent:
             money = f"A refund of {_money(total)} goes back to " + ", ".join(
                 self._method_text(str(p.get("payment_method_id"))) for p in refunds) + "."
             self._last_result["money"] = money
+            self._refunds.append((f"order {oid} cancelled", total))
             return f"Done: order {oid} has been cancelled. {money}"
         if name == "return_delivered_order_items":
             order = self._orders.get(str(oid), data)
@@ -894,6 +908,7 @@ class RetailReferenceAgent:
             money = (f"The refund of {_money(total)} will go to {self._method_text(args['payment_method_id'])} once "
                      "the items are received.")
             self._last_result["money"] = money
+            self._refunds.append((f"return from order {oid}", total))
             return (f"Done: the return of {self._names_of(order, args['item_ids'])} from order {oid} has been "
                     f"requested; you will receive return instructions by email. {money}")
         if name in ("exchange_delivered_order_items", "modify_pending_order_items"):
@@ -903,6 +918,8 @@ class RetailReferenceAgent:
                      f"The price difference of {_money(-diff)} is refunded to {who}." if diff < 0 else
                      "There is no price difference.")
             self._last_result["money"] = money
+            if diff < 0:
+                self._refunds.append((f"price difference of order {oid}", -diff))
             verb = "exchanged (exchange requested; instructions follow by email)" if name.startswith("exchange") \
                 else "updated"
             return f"Done: the items of order {oid} have been {verb}. {money}"
