@@ -287,11 +287,11 @@ def test_render_address() -> None:
 
 # --- end to end: RuleUser (cooperative) vs the retail reference agent on the 115 test tasks -----------------------
 
-# Sanity floor for pass^1. Measured on 2026-11-30 (seed 0, one trial): 0.40 with the work-in-progress agent and
-# user. A quarter of the test split are plain single-write tasks (one cancel, return or exchange whose items the
-# instruction names); a cooperative user and a fault-free agent that fail those have stopped understanding
-# each other, which is what this floor catches. It is not a quality target.
-PASS_FLOOR = 0.25
+# Sanity floor for pass^1 (seed 0, one trial). Measured on 2026-11-30: 0.57 (65/115) with the reference agent and
+# RuleUser of that day; 0.30 with their first drafts, whose conversations broke down on one in two tasks (agent
+# loops on "which order?", the user not answering). The floor sits between the two: it fails when the two
+# sides stop understanding each other, not on a few tasks lost to a change of either side.
+PASS_FLOOR = 0.40
 
 
 def test_rule_user_plays_the_test_split_against_the_reference_agent(retail_peer_dir: Path, domain: RetailDomain,

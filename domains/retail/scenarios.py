@@ -432,8 +432,21 @@ class _Deriver:
         requests = [f"{verb} {what}{in_order}"]
         requests.append(f"{verb} {items_what}{in_order}: I want {_join([w.split(' for ', 1)[1] for w in wants])}"
                         if wants else f"{verb} {items_what}{in_order}")
+        # With no price difference nothing is charged or refunded: an agent need not name the payment method.
+        pay_terms = [] if abs(self.price_difference(olds, news)) < 0.005 else [_pay_term(pay)]
         return Intent(kind=kind, request=requests, slots=slots, preferences=prefs,
-                      confirm_terms=_dedup([*terms, *prefs.values(), _pay_term(pay)]))
+                      confirm_terms=_dedup([*terms, *prefs.values(), *pay_terms]))
+
+    def price_difference(self, olds: list[dict[str, Any]], new_ids: list[str]) -> float:
+        """New items' catalogue prices minus the old items' paid prices (unknown prices count as a difference)."""
+        total = 0.0
+        for old, new_id in zip(olds, new_ids, strict=False):
+            product = self.world.product(str(old.get("product_id", ""))) or {}
+            variant = product.get("variants", {}).get(new_id)
+            if variant is None or "price" not in old:
+                return float("nan")
+            total += float(variant["price"]) - float(old["price"])
+        return total
 
     def wanted_options(self, old: dict[str, Any], new_id: str, where: str) -> dict[str, str]:
         """Option values of the new item that differ from the old one; only the mentioned ones when enough."""
