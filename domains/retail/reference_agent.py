@@ -168,10 +168,8 @@ class _Intent:
     payment_id: str | None = None
     items: list[str] | None = None
     new_items: list[str] | None = None
-    refusal: str | None = None
     done: bool = False
     rejections: int = 0
-    searched: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -179,7 +177,9 @@ class RetailReferenceAgent:
     """The retail reference agent for one trial (see the module docstring).
 
     Args:
-        ctx: the trial context; the agent reads only ``ctx.seed`` (its fault generator) and ``ctx.tools``.
+        ctx: the trial context; the agent reads only ``ctx.seed``: its fault draws come from its own
+            ``numpy.random.Generator`` seeded by the trial seed (a stream apart from ``ctx.rng``, so that its
+            draws do not shift the simulated user's).
         faults: fault knob -> rate in [0, 1] (see :data:`FAULT_KNOBS`).
 
     Attributes:
@@ -192,7 +192,6 @@ class RetailReferenceAgent:
     def __init__(self, ctx: TrialContext, faults: Mapping[str, float] | None = None):
         self._rates = check_faults(faults or {})
         self._rng = np.random.Generator(np.random.PCG64([ctx.seed, 0x7E7A11]))
-        self._tool_names = {t.get("function", t).get("name") for t in ctx.tools}
         self.metadata: dict[str, Any] = {"faults": []}
         self._seen = 0
         self._steps = 0
@@ -207,7 +206,6 @@ class RetailReferenceAgent:
         self._auth_failed = False
         self._user_id: str | None = None
         self._user: dict[str, Any] | None = None
-        self._user_stale = False
         self._orders: dict[str, dict[str, Any]] = {}
         self._products: dict[str, dict[str, Any]] = {}
         self._product_types: dict[str, str] | None = None
@@ -300,7 +298,6 @@ class RetailReferenceAgent:
                 self._auth_failed = True
         elif name == "get_user_details" and isinstance(data, dict):
             self._user = data
-            self._user_stale = False
         elif name == "get_order_details" and isinstance(data, dict):
             self._orders[str(data.get("order_id", args.get("order_id")))] = data
         elif name == "get_order_details":
@@ -462,7 +459,7 @@ class RetailReferenceAgent:
             return turn
         if self._user_id is None:
             return self._authenticate()
-        if self._user is None or self._user_stale:
+        if self._user is None:
             return self._call("get_user_details", {"user_id": self._user_id})
         if self._report is not None:
             report, self._report = self._report, None
@@ -737,8 +734,8 @@ class RetailReferenceAgent:
                 return self._call("get_product_details", {"product_id": pid})
         if intent.new_items is None:
             chosen: list[str] = []
-            for i, item_id in enumerate(intent.items):
-                pick = self._choose_variant(intent, by_id[item_id], i)
+            for item_id in intent.items:
+                pick = self._choose_variant(intent, by_id[item_id])
                 if isinstance(pick, AgentTurn):
                     return pick
                 chosen.append(pick)
@@ -983,7 +980,7 @@ class RetailReferenceAgent:
                 return low[cuts[k]:cuts[k + 1]]
         return text
 
-    def _choose_variant(self, intent: _Intent, item: dict[str, Any], index: int) -> str | AgentTurn:
+    def _choose_variant(self, intent: _Intent, item: dict[str, Any]) -> str | AgentTurn:
         """Return the new item id for ``item`` from the user's words, or the message asking which one."""
         product = self._products[str(item["product_id"])]
         variants = list(product.get("variants", {}).values())
@@ -1189,10 +1186,6 @@ class RetailReferenceAgent:
             body = (f"I will {verb} {swaps}{where}, {money}. This can be done only once for the order, so every "
                     "item to change must be in it.")
         return f"{body} Shall I proceed (yes/no)?"
-
-    def report(self) -> str:
-        """Return the last result message (for debugging)."""
-        return str(self._last_result)
 
 
 _WRITES = frozenset({"cancel_pending_order", "modify_pending_order_address", "modify_pending_order_payment",
