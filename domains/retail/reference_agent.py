@@ -423,6 +423,11 @@ class RetailReferenceAgent:
         for reason, pattern in _REASONS:
             if pattern.search(text):
                 intent.reason = reason
+        if self._asking == "reason" and intent.reason is None:
+            ordinal = re.search(r"\b(first|former|second|latter|either|whichever|any)\b", text, re.IGNORECASE)
+            if ordinal:
+                second = ordinal.group(1).lower() in ("second", "latter")
+                intent.reason = "ordered by mistake" if second else "no longer needed"
         address = self._parse_address(text, intent.kind)
         if address is not None:
             intent.address = address
@@ -764,6 +769,9 @@ class RetailReferenceAgent:
         assert self._user is not None
         text = intent.text
         order_id = intent.order_id
+        if order_id is None and re.search(r"\b(?:the|that|this|same) order\b|\bit\b", text, re.IGNORECASE):
+            order_id = intent.order_id = self._last_result.get("order_id") or next(
+                (i.order_id for i in reversed(self._intents) if i.order_id), None)
         if order_id and self._owns(order_id) and order_id not in self._orders:
             return self._call("get_order_details", {"order_id": order_id})
         parts: list[str] = []
@@ -793,6 +801,10 @@ class RetailReferenceAgent:
             parts.append(f"{self._last_result.get('money', '')} {self._last_result.get('detail', '')}")
         if order_id and order_id in self._orders and not self._orders[order_id].get("missing"):
             order = self._orders[order_id]
+            if re.search(r"\btracking\b", text, re.IGNORECASE):
+                numbers = [str(n) for f in order.get("fulfillments", []) for n in f.get("tracking_id", [])]
+                parts.append(f"The tracking number of order {order_id} is {', '.join(numbers)}." if numbers else
+                             f"Order {order_id} has no tracking number yet: it has not shipped.")
             parts.append(f"Order {order_id} is {order.get('status')}; its total is "
                          f"{_money(self._order_total(order))} ({self._items_text(order)}).")
         elif order_id and not self._owns(order_id):
