@@ -256,12 +256,19 @@ class _Deriver:
         self.gaps.append(f"an item of the gold action is not in order {order_id}")
         return {"name": found[0], "item_id": item_id, "product_id": found[1], "options": found[2]}
 
+    def distinguishing(self, order_id: str, it: dict[str, Any]) -> list[str]:
+        """Option names whose values tell ``it`` from the same-named items the user could mean."""
+        scope = ([(order_id, x) for x in (self.world.order(order_id) or {}).get("items", [])]
+                 if self.order_known(order_id) else self.user_items())
+        peers = [x for _, x in scope if x["name"] == it["name"] and x["item_id"] != it["item_id"]]
+        return [k for k in it["options"] if any(p["options"].get(k) != it["options"][k] for p in peers)]
+
     def describe(self, order_id: str, it: dict[str, Any], where: str) -> str:
         """A plain description: product name plus the option values that tell it from same-named items."""
         scope = ([(order_id, x) for x in (self.world.order(order_id) or {}).get("items", [])]
                  if self.order_known(order_id) else self.user_items())
         peers = [x for _, x in scope if x["name"] == it["name"] and x["item_id"] != it["item_id"]]
-        keys = [k for k in it["options"] if any(p["options"].get(k) != it["options"][k] for p in peers)]
+        keys = self.distinguishing(order_id, it)
         same = [p for p in peers if all(p["options"].get(k) == v for k, v in it["options"].items())]
         if same:
             self.gaps.append(f"{where}: the description of the {it['name'].lower()} fits several items")
@@ -397,6 +404,8 @@ class _Deriver:
                     else " from my delivered order" if status == "delivered" else "")
         if not known:
             terms = [*terms, *_dedup(it["name"].lower() for it in olds)]
+        # A confirmation must name the values that tell each item from its same-named siblings.
+        terms = _dedup([*terms, *(str(it["options"][k]) for it in olds for k in self.distinguishing(order_id, it))])
         if kind == "return":
             what = _join([f"the {d}" for d in items])
             return Intent(kind=kind, request=[f"return {what}{in_order}",
