@@ -693,8 +693,14 @@ class AirlineReferenceAgent:
             self._report(f"Done: reservation {rid} has been updated to {_flights(new_flights)}; {money}.")
             return
 
-    def _new_itinerary(self, record: dict[str, Any], request: str) -> Dialogue:
-        """Work out the new flights of a change; return (flights with origin/destination/date, prices) or None."""
+    def _new_itinerary(self, record: dict[str, Any], request: str, asked: int = 0) -> Dialogue:
+        """Work out the new flights of a change; return (flights with origin/destination/date, prices) or None.
+
+        ``asked`` counts the questions already asked for it (after two, the agent gives up).
+        """
+        if asked > 2:
+            self._tell("I'm sorry, but I couldn't work out which flight should move to which date.")
+            return None
         s = self._s
         flights = record["flights"]
         legs = _legs(record)
@@ -718,7 +724,7 @@ class AirlineReferenceAgent:
             if leg < 0:
                 reply = yield from self._say("Which flight do you want to change: the outbound or the return flight, "
                                              "and to which date?")
-                return (yield from self._new_itinerary(record, reply))
+                return (yield from self._new_itinerary(record, reply, asked + 1))
         changed = legs[leg]
         if any(f["date"] < nl.TODAY for f in changed):
             self._tell("I'm sorry, but flights that have already been flown can't be changed.")
@@ -729,7 +735,7 @@ class AirlineReferenceAgent:
             days = shift
         else:
             reply = yield from self._say("To which date do you want to move it?")
-            return (yield from self._new_itinerary(record, reply))
+            return (yield from self._new_itinerary(record, reply, asked + 1))
         if self._draw("wrong_item", item="date"):
             days += 1
         out: list[dict[str, Any]] = []
