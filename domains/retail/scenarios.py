@@ -439,8 +439,10 @@ class _Deriver:
         what = _join(wants)
         items_what = _join([f"the {d}" for d in items])
         requests = [f"{verb} {what}{in_order}"]
-        requests.append(f"{verb} {items_what}{in_order}: I want {_join([w.split(' for ', 1)[1] for w in wants])}"
-                        if wants else f"{verb} {items_what}{in_order}")
+        if len(wants) == 1:
+            requests.append(f"{verb} {items_what}{in_order}: I want {wants[0].split(' for ', 1)[1]}")
+        else:  # several items: keep each new wish beside its item, never a list of wishes apart from the items
+            requests.append(f"{verb} some items{in_order}: {what}")
         # With no price difference nothing is charged or refunded: an agent need not name the payment method.
         pay_terms = [] if abs(self.price_difference(olds, news)) < 0.005 else [_pay_term(pay)]
         return Intent(kind=kind, request=requests, slots=slots, preferences=prefs,
