@@ -429,7 +429,7 @@ class _Deriver:
                 new_descs.append(f"{name} (the same item: " + ", ".join(f"{k}: {v}" for k, v in p.items()) + ")")
             elif p:
                 opts = ", ".join(f"{k} {v}" for k, v in p.items())
-                wants.append(f"the {desc} for one with {opts}")
+                wants.append(f"the {desc} for a {name} with {opts}")
                 new_descs.append(f"{name} (" + ", ".join(f"{k}: {v}" for k, v in p.items()) + ")")
             else:
                 wants.append(f"the {desc} for a new one, exactly the same item")
