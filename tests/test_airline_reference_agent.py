@@ -314,9 +314,14 @@ class PlainUser:
       "yes please", "no thanks, bye"],
      ["user id", "reservation id", "reason", "(yes/no)", "anything else"]),
     ("add-bags",
-     ["Can I add 2 more suitcases to my booking MZU13P? I'm ulrich_cardenas_5707", "use the gift card", "yep",
-      "that's all"],
-     ["payment method", "(yes/no)", "anything else"]),
+     # his only card or gift card is the gift card: no question, the confirmation names it
+     ["Can I add 2 more suitcases to my booking MZU13P? I'm ulrich_cardenas_5707", "yep", "that's all"],
+     ["gift card gift_card_9421312", "anything else"]),
+    ("change-return-date",
+     # return moved 2024-05-25 -> 2024-05-28 on HAT015: (179 - 139) x 2 passengers = $80, on his only card
+     ["Hi, I'm eero_cardenas_5569. On 73LF7K I'd like to fly back on the 28th of May instead, same flight",
+      "yes", "nope, thanks"],
+     ["hat015 stl-msp on 2024-05-28; you pay $80 more, charged to mastercard", "anything else"]),
 ])
 def test_plain_english_conversations(domain, tasks, task_id, lines, asked):
     cfg = RunConfig(domain="airline", trials=1, concurrency=1, seed=0)

@@ -439,10 +439,17 @@ class AirlineReferenceAgent:
                 if len(allowed) > 1 and self._draw("forget_constraint", constraint="payment"):
                     choice = next(p for p in allowed if p != choice)
                 return choice
+            usable = [p for p, m in allowed.items()
+                      if m.get("source") == "credit_card" or amount <= 0 or (m.get("amount") or 0) >= amount]
+            if not named and len(allowed) == 1 and usable:
+                return usable[0]  # the only method that can pay: named in the confirmation question
             asked += 1
-            if asked > 3:
+            if asked > 4:
                 return None
             options = "; ".join(nl.method_label(m) for m in allowed.values())
+            if asked > 1:
+                problem = ((problem or "") + " Sorry, I still need the payment method (for example: gift card, or "
+                           "credit card ending in 1234).").strip()
             text = yield from self._say(f"{problem + ' ' if problem else ''}Your payment methods: {options}. Which "
                                         f"payment method should {purpose}?")
 
