@@ -15,9 +15,16 @@ builds one from three sources:
 
 The user is never given a value its instruction does not give, except plain descriptions: product names,
 option values, payment kinds ("gift card", "paypal", "credit card") and cancellation reasons. Item, product
-and payment-method ids, user ids and order ids appear only when the instruction states them.
+and payment-method ids, user ids and order ids appear only when the instruction states them. An address is
+given in full only when the instruction gives all of it, in part when it gives only the changed part (a new
+suite), and otherwise named by where it is (the profile, the order with the items ...).
 
-Where the sources do not determine what the user should say (an item description shared by two items, an
+Each intent's ``confirm_terms`` make the user say no to a confirmation that misses what it wants: the order id
+it knows (else the product names), the distinguishing option values of the items, the wanted option values,
+the payment kind (when money moves), the cancellation reason, the address line or the parts of the address the
+instruction gives.
+
+Where the sources do not determine what the user should say (a payment method among two credit cards, an
 address the instruction does not give, a task without write actions), the derivation still returns a
 playable scenario and lists the problem in :attr:`Derivation.gaps`.
 """
