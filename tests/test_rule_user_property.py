@@ -38,7 +38,7 @@ from simulator.users._leak import find_secrets, task_secrets
 TOKEN_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|#?[A-Za-z_]*\d[\w-]*(?:\.\d+)?")
 """Id-, number- and email-looking tokens."""
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 EXTREME = Persona(name="extreme", description="everything at once", patience=None, reveal_style="drip",
                   verbosity="verbose", politeness="rude", typo_rate=0.3, wrong_answer_rate=0.5, mind_change_turn=2,

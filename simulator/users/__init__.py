@@ -30,7 +30,8 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
         spec: ``scripted``, ``confirming``, ``rule``, ``llm:MODEL`` or ``py:package.module:factory`` (a callable
             taking the :class:`TrialContext` and returning an object with ``reply(messages)``).
         **params: model parameters for LLM users; for ``rule``: ``domain`` (the run's
-            :class:`~simulator.domain.Domain`) and ``template`` (its template database), both required.
+            :class:`~simulator.domain.Domain`) and ``template`` (its template database), both required; model
+            parameters (``temperature``, ``cache`` ...) do not apply to it and are ignored.
 
     Returns:
         A callable building one simulated user per trial.
@@ -47,9 +48,6 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
         if missing:
             raise ValueError(f"--user rule needs the run's {' and '.join(missing)} (user_factory('rule', "
                              "domain=..., template=...)); the rule-based user plays the domain's derived scenario")
-        unknown = sorted(set(params) - {"domain", "template"})
-        if unknown:
-            raise ValueError(f"--user rule: unknown parameter(s) {', '.join(unknown)} (accepted: domain, template)")
         return rule_user_factory(params["domain"], params["template"])
     if spec.startswith("llm:"):
         model = spec.split(":", 1)[1]

@@ -7,10 +7,14 @@ from its own slots only:
 - identity requests: its identity facts (email, or name with zip code, or user id; how many at once is the
   persona's reveal style);
 - slot requests: the current intent's slot value verbatim, or "I don't know the ..." for anything it was not
-  given (item ids, passwords, ...);
+  given (item ids, passwords, ...; for an id it describes its items instead); a choice it has no slot for ("the
+  original payment method or a gift card?") is left to the agent ("the first one is fine");
 - confirmation requests: "yes" only when the agent's message contains every ``confirm_terms`` entry of the
   current intent, otherwise "no" and a restatement of what it wants;
-- offered options: names its ``preferences`` (switches to the fallback when no option fits);
+- offered options: names its ``preferences`` (switches to the fallback when no option fits), or the option one
+  of its slot values picks out;
+- information: answers its pending ``ask`` (or its ``info`` intent) when it states something (not when the agent
+  only asks back);
 - a reported result: asks the intent's ``ask`` question, or moves to the next intent, or closes with a stop when
   the agenda is done;
 - a refusal: insists (policy-pushing persona), then takes the intent's ``fallback``, else gives the intent up;
@@ -219,7 +223,7 @@ class RuleUser:
             self.metadata["abandoned_at_turn"] = self._turn + 1
             text = self._ph.choice(persona.abandonment_phrases)
             return self._say([[Segment(text)]], abandon=True)
-        changed = self._maybe_change_mind()
+        changed = None if "refuse" in acts else self._maybe_change_mind()  # a refusal leads to the fallback anyway
         if changed is not None:
             return self._say(changed)
         return self._respond(acts)
@@ -473,7 +477,7 @@ class RuleUser:
                     return self._say([self._slot_fact(key)])
         if new_key is not None:
             return self._say([self._ph.sentence("no_match"), self._slot_fact(new_key)])
-        if self._intent.slots or self._intent.confirm_terms:
+        if self._intent.slots or self._intent.confirm_terms or self._intent.kind == "info":
             return self._say([self._ph.sentence("no_match"), self._restate()])
         return self._say([self._ph.sentence("choose_first")])  # nothing to go by: any option will do
 
