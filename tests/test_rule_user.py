@@ -252,7 +252,7 @@ def test_answers_only_from_its_slots():
     assert ORDER in order
     assert "mechanical keyboard" in items
     for said in (item_id, password, product):
-        assert not re.search(r"\d{5,}", said)
+        assert not re.search(r"\d{5,}", said.replace(ORDER, ""))  # no number but its own order id
     assert "don't" in item_id.lower() or "no idea" in item_id.lower()
     assert "mechanical keyboard" in item_id  # it describes the item instead
     assert "password" in password.lower()

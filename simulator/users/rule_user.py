@@ -413,6 +413,8 @@ class RuleUser:
         if self._drip() and facts:
             self._pending = facts[1:]
             facts, unknown = facts[:1], []
+        if not facts and len(unknown) == 1:
+            unknown.append(self._restate())  # all it can say is what it wants, in its own words
         return self._say(facts + unknown)
 
     def _wrong_answer(self, asked: list[str], asked_identity: tuple[str, ...]) -> list[Segment] | None:
