@@ -530,3 +530,13 @@ def test_a_restriction_is_a_refusal():
     turns = drive(user, ["I'm sorry, but a refund can only go to the original payment method or a gift card. "
                          "Which one should it be?"])
     assert "without backlight" in turns[1].content  # took its fallback
+
+
+def test_intents_without_confirm_terms():
+    info = Intent(kind="info", request=["what is my gift card balance"])
+    transfer = Intent(kind="transfer", request=["talk to a human agent"])
+    user = RuleUser(UserScenario(instructions="x", identity={"email": EMAIL}, agenda=[info]), seed=1)
+    assert drive(user, [CONFIRM_OK])[1].content.startswith("No")  # an information request confirms no action
+    user = RuleUser(UserScenario(instructions="x", identity={"email": EMAIL}, agenda=[transfer]), seed=1)
+    turns = drive(user, [CONFIRM_OK, "Would you like me to transfer you to a human agent?"])
+    assert turns[1].content.startswith("No") and turns[2].content.startswith("Yes")

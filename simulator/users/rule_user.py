@@ -434,7 +434,15 @@ class RuleUser:
     def _terms_ok(self, text: str) -> bool:
         assert self._intent is not None
         norm = _norm(text)
-        return all(_norm(t) in norm for t in self._intent.confirm_terms)
+        terms = self._intent.confirm_terms
+        if not terms:
+            # nothing to check against: an information request confirms no action, a transfer request only a
+            # transfer; other intents take the agent's word
+            if self._intent.kind == "info":
+                return False
+            if self._intent.kind == "transfer":
+                return bool(re.search(r"\b(?:transfer|human|representative|agent)\b", norm))
+        return all(_norm(t) in norm for t in terms)
 
     def _on_confirm(self, acts: DialogueActs) -> UserTurn:
         assert self._intent is not None
