@@ -540,3 +540,21 @@ def test_intents_without_confirm_terms():
     user = RuleUser(UserScenario(instructions="x", identity={"email": EMAIL}, agenda=[transfer]), seed=1)
     turns = drive(user, [CONFIRM_OK, "Would you like me to transfer you to a human agent?"])
     assert turns[1].content.startswith("No") and turns[2].content.startswith("Yes")
+
+
+def test_a_new_refusal_is_progress_for_the_user_a_repeated_one_is_not():
+    who = persona(patience=1)
+    refuse = "I'm sorry, but I can't exchange that item."
+    user = RuleUser(SCENARIO, seed=1, persona=who)
+    # the orchestrator sees no progress in either turn (no value, no tool call); the first refusal still moves
+    # the user's agenda (it takes its fallback), the identical second one does not: it abandons
+    turns = drive(user, [refuse, refuse], progress=[False, False])
+    assert not turns[1].abandon and "without backlight" in turns[1].content
+    assert turns[2].abandon
+
+
+def test_a_request_worded_as_a_sentence_is_said_as_it_is():
+    intent = Intent(kind="book", request=["I'd like a one-way ticket to Boston on May 22"])
+    user = RuleUser(UserScenario(instructions="x", identity={"user_id": "ann_lee_1234"}, agenda=[intent]), seed=1)
+    opening = drive(user, [])[0].content
+    assert "I'd like a one-way ticket to Boston on May 22." in opening and "to I'd" not in opening

@@ -26,9 +26,12 @@ preferences, request wording, ask), so it cannot leak a secret by construction.
 Wording is drawn from :data:`simulator.users._phrasing.PHRASES` by a generator seeded from the trial seed: the
 same seed gives byte-identical messages against the same agent, different seeds give different wording.
 
-The persona (:class:`personas.Persona`, None: cooperative defaults) sets patience (consecutive agent turns
-without progress before it abandons; progress comes from the orchestrator through :meth:`observe_progress`),
-reveal style, verbosity, politeness, typos, wrong answers, a mind change and policy pushing.
+The persona (:class:`personas.Persona`, None: cooperative defaults) sets patience, reveal style, verbosity,
+politeness, typos, wrong answers, a mind change and policy pushing. Patience ``N``: the user abandons (with one of
+the persona's abandonment phrases, ``UserTurn(abandon=True)``) at the ``N``-th consecutive agent turn without
+progress (so ``patience=1`` gives up at the first such turn). A turn made progress when the orchestrator says so
+(:meth:`observe_progress`; without it: the agent's message is new) or when a message not seen before moves the
+user's agenda (a confirmation request, options, a result, a refusal, a transfer).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ SLOT_ALIASES: dict[str, tuple[str, ...]] = {
 }
 """Slot names the acts classifier reports, with the scenario slot keys that answer each."""
 
+_AGENDA_ACTS = frozenset({"confirm", "offer_options", "report_result", "refuse", "transfer"})
 _NEVER_KNOWN = frozenset({"item_id", "product_id", "payment_method_id", "password", "card_number"})
 _SLOT_RX = dict(SLOT_PATTERNS)
 _DESCRIBABLE = frozenset({"item_id", "product_id", "order_id", "payment_method_id"})
@@ -117,6 +121,10 @@ _OWN_FRAME = re.compile(r"^\s*(?:(?:hi|hello)\W+)?(?:i'?d like to|i would like t
 def _bare(request: str) -> str:
     """A request without a framing of its own ("I'd like to ...", "please ..."): the user adds one."""
     return _OWN_FRAME.sub("", request.strip().rstrip(".?!"), count=1)
+
+
+_OWN_SENTENCE = re.compile(r"^\s*(?:i'?d like|i would like|i want|i need|i'?m looking for|i have|my)\b", re.IGNORECASE)
+"""A request worded as a whole sentence of the user's ("I'd like a ticket ..."): said as it is."""
 
 
 def _is_question(request: str) -> bool:
@@ -209,6 +217,9 @@ class RuleUser:
             return self._say(self._opening())
         acts = classify(last)
         made = self._observed.made if self._observed is not None else last not in self._seen_agent
+        # the user's own sense of progress: a new message that moves its agenda (an action to confirm, a result,
+        # an answer or a refusal to react to) is progress even when it carries no new value
+        made = made or (last not in self._seen_agent and bool(set(acts.acts) & _AGENDA_ACTS))
         self._observed = None
         self._seen_agent.add(last)
         self._stale = 0 if made else self._stale + 1
@@ -274,7 +285,9 @@ class RuleUser:
 
     def _request(self, intent: Intent, frame: str) -> list[Segment]:
         req = _bare(self._ph.choice(intent.request))
-        if _is_question(req):
+        if _OWN_SENTENCE.match(req):
+            frame = "frame_own"
+        elif _is_question(req):
             frame = {"frame_request": "frame_question", "next_request": "next_question"}.get(frame, "frame_question")
         elif self._ph.verbosity == "terse" and frame == "frame_request":
             frame = "frame_request_terse"
@@ -284,6 +297,8 @@ class RuleUser:
     def _restate(self) -> list[Segment]:
         assert self._intent is not None
         req = _bare(self._ph.choice(self._intent.request))
+        if _OWN_SENTENCE.match(req):
+            return _capitalised(self._ph.phrase("frame_own", request=req))
         if _is_question(req):
             return _capitalised(self._ph.phrase("frame_question", request=req))
         return _capitalised(self._ph.phrase("restate", request=req))
