@@ -114,8 +114,9 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.lower().replace("#", "")).strip()
 
 
-_OWN_FRAME = re.compile(r"^\s*(?:(?:hi|hello)\W+)?(?:i'?d like to|i would like to|i want to|i need to|please)\s+(?=\w)",
-                        re.IGNORECASE)
+_OWN_FRAME = re.compile(r"^\s*(?:(?:hi|hello)\W+)?(?:(?:then|so|and|also)\s+)?(?:(?:i'?d like to|i would like to|"
+                        r"i want to|i need to|please)\s+)?(?=\w)", re.IGNORECASE)
+_DETERMINED = re.compile(r"^\s*(?:my|the|both|all|a|an|your|one|two|three|either|any|\d)\b", re.IGNORECASE)
 
 
 def _bare(request: str) -> str:
@@ -365,6 +366,8 @@ class RuleUser:
         assert self._intent is not None
         value = render_value(self._intent.slots[key])
         std = next((s for s, keys in SLOT_ALIASES.items() if key in keys), None)
+        if std in ("items", "payment") and _DETERMINED.match(value):
+            return self._ph.sentence(f"{std}_bare", value=value)  # "my ...", "the ...": no second determiner
         if std in ("order_id", "reservation_id", "items", "new_items", "payment", "reason", "address"):
             return self._ph.sentence(str(std), value=value)
         return self._ph.sentence("slot_other", label=_label(key), value=value)
