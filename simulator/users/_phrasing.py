@@ -118,7 +118,7 @@ class Segment:
 
 
 def render(template: str, **fields: str) -> list[Segment]:
-    """Fill a template, keeping each field as a value segment.
+    """Fill a template, keeping each field but ``{label}`` (a slot's name) as a value segment.
 
     A field written with an upper-case first letter (``{Request}``) is filled with the value of the lower-case
     field with its first letter upper-cased.
@@ -139,7 +139,9 @@ def render(template: str, **fields: str) -> list[Segment]:
             out.append(Segment(literal))
         if name is None:
             continue
-        if name in fields:
+        if name == "label":
+            out.append(Segment(fields[name]))  # a slot's name, not a value: framing text
+        elif name in fields:
             out.append(Segment(fields[name], value=True))
         else:
             low = name[0].lower() + name[1:]
