@@ -558,3 +558,13 @@ def test_a_request_worded_as_a_sentence_is_said_as_it_is():
     user = RuleUser(UserScenario(instructions="x", identity={"user_id": "ann_lee_1234"}, agenda=[intent]), seed=1)
     opening = drive(user, [])[0].content
     assert "I'd like a one-way ticket to Boston on May 22." in opening and "to I'd" not in opening
+
+
+def test_drip_gives_the_next_fact_when_asked_the_same_again():
+    sc = SCENARIO.model_copy(update={"identity": {"name": "Samuel Laine", "zip": "83782"}})
+    user = RuleUser(sc, seed=4, persona=persona(reveal_style="drip"))
+    ask = "Please give me your first and last name and your zip code."
+    turns = drive(user, [ask, ask, ask])
+    assert "Samuel Laine" in turns[1].content and "83782" not in turns[1].content
+    assert "83782" in turns[2].content and "Samuel Laine" not in turns[2].content
+    assert "Samuel Laine" in turns[3].content  # all told: starts over

@@ -183,6 +183,7 @@ class RuleUser:
         self._observed: Progress | None = None
         self._seen_agent: set[str] = set()
         self._pending: list[list[Segment]] = []
+        self._told: set[tuple[str, ...]] = set()  # facts given, by their values
         self._pushes_this_intent = 0
         self._mind_changed = False
         self._finished = False
@@ -270,7 +271,9 @@ class RuleUser:
         if "anything_else" in acts:
             return self._on_anything_else()
         if self._pending:
-            return self._say([self._pending.pop(0)])
+            fact = self._pending.pop(0)
+            self._told.add(_fact_key(fact))
+            return self._say([fact])
         return self._say([self._ph.sentence("unclear"), self._restate()])
 
     def _opening(self) -> list[list[Segment]]:
@@ -429,8 +432,12 @@ class RuleUser:
         if not facts and not unknown:
             return self._say([self._ph.sentence("dont_know", label="that"), self._restate()])
         if self._drip() and facts:
-            self._pending = facts[1:]
-            facts, unknown = facts[:1], []
+            # one fact per turn, the first one it has not given yet (an agent asking the same again gets the next)
+            untold = [f for f in facts if _fact_key(f) not in self._told]
+            chosen = untold[0] if untold else facts[0]
+            self._pending = [f for f in untold if f is not chosen]
+            facts, unknown = [chosen], []
+        self._told.update(_fact_key(f) for f in facts)
         if not facts and len(unknown) == 1:
             unknown.append(self._restate())  # all it can say is what it wants, in its own words
         return self._say(facts + unknown)
@@ -601,6 +608,10 @@ class RuleUser:
         if persona.reveal_style == "all_at_once":
             out.extend(self._all_slots(fb))
         return out
+
+
+def _fact_key(segs: list[Segment]) -> tuple[str, ...]:
+    return tuple(s.text for s in segs if s.value)
 
 
 def _capitalised(segs: list[Segment]) -> list[Segment]:
