@@ -568,3 +568,14 @@ def test_drip_gives_the_next_fact_when_asked_the_same_again():
     assert "Samuel Laine" in turns[1].content and "83782" not in turns[1].content
     assert "83782" in turns[2].content and "Samuel Laine" not in turns[2].content
     assert "Samuel Laine" in turns[3].content  # all told: starts over
+
+
+def test_identity_falls_back_to_another_method_when_not_found():
+    user = RuleUser(SCENARIO, seed=2)
+    turns = drive(user, [ASK_ID, "I'm sorry, I could not find an account with those details. " + ASK_ID, ASK_ID])
+    assert EMAIL in turns[1].content
+    assert "Samuel Laine" in turns[2].content and "83782" in turns[2].content and EMAIL not in turns[2].content
+    assert "Samuel Laine" in turns[3].content  # asked again without a failure: the same way again
+    # a plain repeat (no failure) keeps the method
+    user = RuleUser(SCENARIO, seed=2)
+    assert all(EMAIL in t.content for t in drive(user, [ASK_ID, ASK_ID])[1:])

@@ -74,6 +74,10 @@ SLOT_ALIASES: dict[str, tuple[str, ...]] = {
 }
 """Slot names the acts classifier reports, with the scenario slot keys that answer each."""
 
+_NOT_FOUND = re.compile(
+    r"\b(?:could ?n[o']?t|can ?n[o']?t|cannot|unable to|did ?n[o']?t|does ?n[o']?t|not able to|failed to) "
+    r"(?:find|locate|match|verify|identify|look up)|\bno (?:account|user|profile|customer|match)\w*\b|"
+    r"\bnot (?:found|match)\w*\b", re.IGNORECASE)
 _AGENDA_ACTS = frozenset({"confirm", "offer_options", "report_result", "refuse", "transfer"})
 _NEVER_KNOWN = frozenset({"item_id", "product_id", "payment_method_id", "password", "card_number"})
 _SLOT_RX = dict(SLOT_PATTERNS)
@@ -184,6 +188,8 @@ class RuleUser:
         self._seen_agent: set[str] = set()
         self._pending: list[list[Segment]] = []
         self._told: set[tuple[str, ...]] = set()  # facts given, by their values
+        self._last_method: str | None = None  # identity method last given (email, name_zip, user_id, dob)
+        self._failed_methods: set[str] = set()  # identity methods the agent could not find
         self._pushes_this_intent = 0
         self._mind_changed = False
         self._finished = False
@@ -329,7 +335,7 @@ class RuleUser:
             out.append(self._identity_fact(key))
         return out
 
-    def _identity_answer(self, asked: tuple[str, ...]) -> list[list[Segment]]:
+    def _identity_answer(self, asked: tuple[str, ...], not_found: bool = False) -> list[list[Segment]]:
         ident = self._identity
         have = {"email": "email" in ident, "name_zip": "name" in ident and "zip" in ident,
                 "user_id": "user_id" in ident, "dob": "dob" in ident}
@@ -340,9 +346,15 @@ class RuleUser:
             return [self._identity_fact("name")]
         wanted = [m for m in _IDENTITY_ORDER if not asked_set or
                   (m == "name_zip" and asked_set & {"name", "zip"}) or m in asked_set]
-        for method in wanted:
-            if have[method]:
-                return self._split_identity(method)
+        if not_found and self._last_method is not None:
+            self._failed_methods.add(self._last_method)  # the agent could not find it: try another way
+        usable = [m for m in wanted if have[m]]
+        fresh = [m for m in usable if m not in self._failed_methods]
+        if not fresh and not_found:  # every method asked for failed: offer any other it has
+            fresh = [m for m in _IDENTITY_ORDER if have[m] and m not in self._failed_methods]
+        for method in fresh or usable:
+            self._last_method = method
+            return self._split_identity(method)
         out: list[list[Segment]] = []
         for missing in asked:
             if missing not in ident:
@@ -395,7 +407,7 @@ class RuleUser:
         facts: list[list[Segment]] = []
         unknown: list[list[Segment]] = []
         if "request_identity" in acts:
-            facts.extend(self._identity_answer(acts.identity_slots))
+            facts.extend(self._identity_answer(acts.identity_slots, bool(_NOT_FOUND.search(acts.text))))
         questions = [s for s in sentences(acts.text) if "?" in s] or [acts.text]
         text = _norm(" ".join(questions))
         asked = list(acts.value_slots)
