@@ -579,3 +579,11 @@ def test_identity_falls_back_to_another_method_when_not_found():
     # a plain repeat (no failure) keeps the method
     user = RuleUser(SCENARIO, seed=2)
     assert all(EMAIL in t.content for t in drive(user, [ASK_ID, ASK_ID])[1:])
+
+
+def test_a_single_listed_option_is_taken_by_a_user_with_nothing_to_go_by():
+    info = Intent(kind="info", request=["if I can lower the total of my order"])
+    user = RuleUser(UserScenario(instructions="x", identity={"email": EMAIL}, agenda=[info]), seed=3)
+    turns = drive(user, ["These are your orders:\n- #W9348897 (pending): Desk Lamp; Backpack\nWhich order is it?"])
+    assert "first" in turns[1].content.lower() and "#W" not in turns[1].content
+    assert "I want to if" not in turns[0].content  # a whether-question is framed as one

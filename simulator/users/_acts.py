@@ -141,6 +141,7 @@ _OPTIONS = _rx(
     r"\b(?:choose|pick|select) (?:one|from|between|among)\b|\bwould you prefer\b|"
     r"\bwhich (?:would|do) you prefer\b|\byou can choose\b|\bwe have\b.*\b(?:or|and)\b.*\?"
 )
+_WHICH_Q = _rx(r"\bwhich\b[^?]*\?")
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'\-*\u2022\d#$])|\n+")
 
 
@@ -213,7 +214,8 @@ def classify(text: str | None) -> DialogueActs:
     if confirm:
         found.add("confirm")
     bullets = len(_BULLET.findall(text))
-    if (bullets >= 2 and "?" in text) or _OPTIONS.search(text) and (bullets >= 2 or "," in text or " or " in text):
+    if ((bullets >= 2 and "?" in text) or (bullets == 1 and _WHICH_Q.search(text))
+            or _OPTIONS.search(text) and (bullets >= 2 or "," in text or " or " in text)):
         found.add("offer_options")
     for i, sent in enumerate(sents):
         asking = bool(_ASKING.search(sent))

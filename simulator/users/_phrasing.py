@@ -27,6 +27,7 @@ PHRASES: dict[str, tuple[str, ...]] = {
                       "Can you help me {request}?", "Please help me {request}."),
     "frame_request_terse": ("Want to {request}.", "Need to {request}.", "{Request}, please."),
     "frame_own": ("{Request}.",),
+    "frame_whether": ("I'd like to know {request}.", "Could you tell me {request}?", "I wonder {request}."),
     "frame_question": ("{Request}?", "Could you tell me {request}?", "I'd like to know {request}."),
     "frame_ask": ("Also, {request}?", "One more thing: {request}?", "Could you also tell me {request}?",
                   "And {request}?"),

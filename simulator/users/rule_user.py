@@ -78,6 +78,7 @@ _NOT_FOUND = re.compile(
     r"\b(?:could ?n[o']?t|can ?n[o']?t|cannot|unable to|did ?n[o']?t|does ?n[o']?t|not able to|failed to) "
     r"(?:find|locate|match|verify|identify|look up)|\bno (?:account|user|profile|customer|match)\w*\b|"
     r"\bnot (?:found|match)\w*\b", re.IGNORECASE)
+_BULLET_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+\S")
 _AGENDA_ACTS = frozenset({"confirm", "offer_options", "report_result", "refuse", "transfer"})
 _NEVER_KNOWN = frozenset({"item_id", "product_id", "payment_method_id", "password", "card_number"})
 _SLOT_RX = dict(SLOT_PATTERNS)
@@ -130,6 +131,9 @@ def _bare(request: str) -> str:
 
 _OWN_SENTENCE = re.compile(r"^\s*(?:i'?d like|i would like|i want|i need|i'?m looking for|i have|my)\b", re.IGNORECASE)
 """A request worded as a whole sentence of the user's ("I'd like a ticket ..."): said as it is."""
+
+
+_WHETHER = re.compile(r"^\s*(?:if|whether)\b", re.IGNORECASE)
 
 
 def _is_question(request: str) -> bool:
@@ -297,6 +301,8 @@ class RuleUser:
         req = _bare(self._ph.choice(intent.request))
         if _OWN_SENTENCE.match(req):
             frame = "frame_own"
+        elif _WHETHER.match(req):
+            frame = "frame_whether"
         elif _is_question(req):
             frame = {"frame_request": "frame_question", "next_request": "next_question"}.get(frame, "frame_question")
         elif self._ph.verbosity == "terse" and frame == "frame_request":
@@ -309,6 +315,8 @@ class RuleUser:
         req = _bare(self._ph.choice(self._intent.request))
         if _OWN_SENTENCE.match(req):
             return _capitalised(self._ph.phrase("frame_own", request=req))
+        if _WHETHER.match(req):
+            return _capitalised(self._ph.phrase("frame_whether", request=req))
         if _is_question(req):
             return _capitalised(self._ph.phrase("frame_question", request=req))
         return _capitalised(self._ph.phrase("restate", request=req))
@@ -520,8 +528,11 @@ class RuleUser:
             values = self._intent.slots[key]
             for v in values if isinstance(values, list) else [values]:
                 text = _norm(render_value(v))
-                if text and any(text in ln for ln in norm_lines):
+                head = text.split("(")[0].strip()  # "hiking boots (waterproof: yes)": the product name
+                if text and any(text in ln or (len(head) > 3 and head in ln) for ln in norm_lines):
                     return self._say([self._slot_fact(key)])
+        if len([ln for ln in lines if _BULLET_LINE.match(ln)]) == 1 and not self._intent.preferences:
+            return self._say([self._ph.sentence("choose_first")])  # a single option: that one
         if new_key is not None:
             return self._say([self._ph.sentence("no_match"), self._slot_fact(new_key)])
         if self._intent.slots or self._intent.confirm_terms or self._intent.kind == "info":
