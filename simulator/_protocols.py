@@ -16,7 +16,38 @@ from personas.schema import Persona
 from simulator._messages import AgentTurn, Message, UserTurn
 from simulator.tasks import Task
 
-__all__ = ["Agent", "AgentFactory", "TrialContext", "UserFactory", "UserSimulator"]
+__all__ = ["PROGRESS_SIGNALS", "Agent", "AgentFactory", "Progress", "ProgressAware", "TrialContext", "UserFactory",
+           "UserSimulator"]
+
+PROGRESS_SIGNALS = ("tool_ok", "confirmed_action", "new_info", "answered", "new_question", "repeated_question",
+                    "agent_repeat", "tool_error")
+"""Every progress signal, positive ones first (see :class:`Progress`)."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Whether one agent turn (its tool calls and its closing message) moved the conversation forward.
+
+    Computed by the orchestrator after each agent turn and given to users that implement
+    :class:`ProgressAware` before they reply. Positive signals: ``tool_ok`` (a successful tool call not identical
+    to an earlier one), ``confirmed_action`` (a successful write right after a user yes), ``new_info`` (the agent
+    message carries values, such as ids, amounts or emails, not seen before in the conversation), ``answered``
+    (the user's last message asked a question and the agent's message states values, already seen ones),
+    ``new_question`` (the agent asks a question it had not asked before). Negative: ``repeated_question``
+    (a question it asked before), ``agent_repeat`` (a message or a tool call identical to an earlier one; a read
+    repeated after a successful write is not a repeat, the state changed), ``tool_error`` (a failed tool call).
+
+    Attributes:
+        made: any positive signal and neither ``repeated_question`` nor ``agent_repeat``.
+        signals: the signals, in :data:`PROGRESS_SIGNALS` order.
+    """
+
+    made: bool
+    signals: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return ``{"made": bool, "signals": [str, ...]}`` (the form kept in ``Trajectory.progress``)."""
+        return {"made": self.made, "signals": list(self.signals)}
 
 
 @dataclass
@@ -82,6 +113,19 @@ class UserSimulator(Protocol):
 
         Returns:
             A :class:`UserTurn` (text, and whether the user stops or abandons).
+        """
+        ...
+
+
+@runtime_checkable
+class ProgressAware(Protocol):
+    """Optional hook of a simulated user: told the progress of each agent turn before it replies."""
+
+    def observe_progress(self, progress: Progress) -> None:
+        """Record the progress of the agent turn the next ``reply`` answers.
+
+        Args:
+            progress: the turn's :class:`Progress`.
         """
         ...
 

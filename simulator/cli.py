@@ -326,10 +326,9 @@ def run(
                 persona_list = load_personas(personas)
             except PersonaError as e:
                 raise _fail(f"--personas {personas}: {e}") from e
-        agent_params = {**params, "domain": dom} if agent.split(":", 1)[0] == "reference" else params
-        user_params = {**params, "domain": dom, "template": template} if user == "rule" else params
-        a_factory = agent_factory(agent, **agent_params)
-        u_factory = user_factory(user, **user_params)
+        a_factory = agent_factory(agent, domain=dom, **params)
+        # the rule-based user calls no model: it takes the domain and template (to derive scenarios) only
+        u_factory = user_factory(user, **({"domain": dom, "template": template} if user == "rule" else params))
         judge_obj = None
         if judge is not None:
             from simulator.grading._judge_cli import build_judge
@@ -439,7 +438,7 @@ def play(
         except DomainError:
             scenario = the_task.scenario  # no structured scenario: the person reads the instruction alone
         the_task = the_task.model_copy(update={"scenario": scenario})
-        a_factory = agent_factory(agent, **({"domain": dom} if agent.split(":", 1)[0] == "reference" else {}))
+        a_factory = agent_factory(agent, domain=dom)
     except (DomainError, TaskFileError, ValueError) as e:
         raise _fail(str(e)) from e
     config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,

@@ -8,11 +8,17 @@ Termination is decided here, not by a simulator's say-so alone:
 - an unexpected exception inside a tool ends it with ``tool_bug`` (never shown as an agent mistake);
 - the caps ``max_turns`` (messages of user or agent) and ``max_steps`` (agent actions: tool calls and
   messages) end it with their own reasons.
+
+After each agent turn (its tool calls and its closing message) the orchestrator judges the turn's progress
+(:class:`~simulator._protocols.Progress`), records it in ``Trajectory.progress`` and, when the user has
+``observe_progress`` (:class:`~simulator._protocols.ProgressAware`), tells the user before it replies; a persona's
+patience counts consecutive turns without progress.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import re
 import time
 import traceback
@@ -22,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from simulator._messages import AgentTurn, Message, Usage, UserTurn
-from simulator._protocols import Agent, UserSimulator
+from simulator._protocols import PROGRESS_SIGNALS, Agent, Progress, UserSimulator
 from simulator.tools import Toolbox, ToolContext
 
 __all__ = ["CAP_REASONS", "ERROR_REASONS", "Limits", "ToolCallRecord", "TerminationReason", "Trajectory",
@@ -114,6 +120,9 @@ class Trajectory(BaseModel):
     """Facts the agent reports about its own trial (a copy of its ``metadata`` dict attribute at the end, when it
     has one), e.g. the fault a fault-injection agent injected: ``{"fault": "wrong_argument"}``."""
 
+    progress: list[dict[str, Any]] = Field(default_factory=list)
+    """Per finished agent turn (one ending with a text message), in order: its progress as
+    ``{"made": bool, "signals": [...]}`` (see :class:`~simulator._protocols.Progress`)."""
     user_metadata: dict[str, Any] = Field(default_factory=dict)
     """Facts the simulated user reports about its own trial (a copy of its ``metadata`` dict attribute at the
     end, when it has one): its ``persona``, ``flags`` (e.g. ``["user_leak"]``), the simulator ``model`` and
@@ -149,6 +158,95 @@ def awaits_confirmation(text: str | None) -> bool:
     return bool(_CONFIRM_RE.search(last))
 
 
+_VALUE_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[#$]?[A-Za-z_]*\d[\w-]*(?:[.,]\d+)*")
+_CLOSING_OFFER_RE = re.compile(
+    r"\banything else\b|\bsomething else\b|\bany(?: other| more| further) (?:questions?|requests?|things?|help)\b|"
+    r"\bhow (?:else )?(?:can|may) i (?:help|assist)\b|\bwhat can i (?:help|do for) you\b|\bis that all\b",
+    re.IGNORECASE,
+)
+_USER_YES_RE = re.compile(
+    r"^\W*(?:yes|yeah|yep|yup|sure|i confirm|confirm(?:ed)?|correct|absolutely|of course|go ahead|proceed|"
+    r"please (?:do|proceed|go ahead)|do it|(?:ok|okay|alright)\W+(?:go ahead|proceed|do it|please do))\b",
+    re.IGNORECASE,
+)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _values(text: str) -> set[str]:
+    """Value-like tokens of a message (ids, numbers, amounts, emails), normalised."""
+    return {v.lower().lstrip("#$").rstrip(".,").replace(",", "") for v in _VALUE_RE.findall(text)}
+
+
+def _questions(text: str) -> list[str]:
+    """Return the question keys of an agent message.
+
+    The whole message for a confirmation request (it is about the action it states), otherwise each question
+    sentence; offers of more help ("anything else?") are not questions here.
+    """
+    norm = " ".join(text.lower().split())
+    if awaits_confirmation(text):
+        return [norm]
+    out = []
+    for sent in _SENTENCE_RE.split(norm):
+        sent = sent.strip(" -*")
+        if sent.endswith("?") and not _CLOSING_OFFER_RE.search(sent):
+            out.append(sent)
+    return out
+
+
+class _ProgressJudge:
+    """Judges each agent turn's progress from what the conversation has seen so far."""
+
+    def __init__(self) -> None:
+        self.values: set[str] = set()
+        self.calls: dict[str, str | None] = {}  # call key -> tool kind; reads are forgotten after a write
+        self.texts: set[str] = set()
+        self.questions: set[str] = set()
+        self.user_yes = False
+        self.user_asked = False
+
+    def on_user(self, text: str) -> None:
+        self.values |= _values(text)
+        self.user_yes = bool(_USER_YES_RE.search(text))
+        self.user_asked = "?" in text
+
+    def on_agent_turn(self, text: str, calls: list[ToolCallRecord]) -> Progress:
+        signals: set[str] = set()
+        for c in calls:
+            key = json.dumps([c.name, c.arguments if c.arguments is not None else c.raw_arguments], sort_keys=True,
+                             default=str)
+            if key in self.calls:
+                signals.add("agent_repeat")
+            elif c.status == "ok":
+                signals.add("tool_ok")
+            if c.status != "ok":
+                signals.add("tool_error")
+            elif c.kind == "write" and self.user_yes:
+                signals.add("confirmed_action")
+            if c.status == "ok" and c.kind == "write":
+                # the state changed: reading something again is no repetition
+                self.calls = {k: v for k, v in self.calls.items() if v != "read"}
+            self.calls[key] = c.kind
+        norm = " ".join(text.lower().split())
+        if norm and norm in self.texts:
+            signals.add("agent_repeat")
+        self.texts.add(norm)
+        if _values(text) - self.values:
+            signals.add("new_info")
+        elif self.user_asked and _values(text):
+            signals.add("answered")
+        self.values |= _values(text)
+        for q in _questions(text):
+            signals.add("repeated_question" if q in self.questions else "new_question")
+            self.questions.add(q)
+        if "repeated_question" in signals:
+            signals.discard("new_question")
+        made = bool(signals & {"tool_ok", "confirmed_action", "new_info", "answered", "new_question"}) and not (
+            signals & {"repeated_question", "agent_repeat"})
+        order = PROGRESS_SIGNALS
+        return Progress(made=made, signals=tuple(s for s in order if s in signals))
+
+
 def _visible_to_user(m: Message) -> bool:
     """True for the messages the simulated user sees: user and assistant text without tool calls."""
     return m.role in ("user", "assistant") and bool(m.content) and not m.tool_calls
@@ -179,6 +277,9 @@ def run_conversation(
     """
     traj = Trajectory()
     awaiting = False
+    judge = _ProgressJudge()
+    pending: Progress | None = None  # the last agent turn's progress, not yet given to the user
+    observe = getattr(user, "observe_progress", None)
     view: list[Message] = []  # the messages _visible_to_user, appended as they come (no rescan per turn)
 
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
@@ -198,6 +299,9 @@ def run_conversation(
             return end(TerminationReason.MAX_TURNS)
         t0 = time.perf_counter()
         try:
+            if pending is not None and callable(observe):
+                observe(pending)
+            pending = None
             ut: UserTurn = user.reply(list(view))
         except Exception:  # noqa: BLE001 - recorded as the trial's user_error
             traj.user_seconds += time.perf_counter() - t0
@@ -214,6 +318,7 @@ def run_conversation(
             traj.messages.append(user_msg)
             view.append(user_msg)
             traj.turns += 1
+            judge.on_user(ut.content)
         if ut.abandon:
             return end(TerminationReason.USER_ABANDON)
         if ut.stop and not (awaiting and ut.content):
@@ -221,6 +326,7 @@ def run_conversation(
         # --- agent turn: tool calls until a text message ----------------------------------------------
         if traj.turns >= limits.max_turns:
             return end(TerminationReason.MAX_TURNS)
+        first_call = len(traj.tool_calls)
         while True:
             if traj.steps >= limits.max_steps:
                 return end(TerminationReason.MAX_STEPS)
@@ -245,6 +351,8 @@ def run_conversation(
                 traj.steps += 1
                 traj.turns += 1
                 awaiting = awaits_confirmation(msg.content)
+                pending = judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
+                traj.progress.append(pending.as_dict())
                 break
             for call in msg.tool_calls:
                 if traj.steps >= limits.max_steps:

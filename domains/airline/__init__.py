@@ -9,6 +9,7 @@ and refunds (see :mod:`domains.airline.tools`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from domains._common import JsonFolderDomain
 from domains.airline._data import dump_all, load_folder
 from domains.airline.models import Base
 from domains.airline.tools import MODES, TOOLS, airline_toolbox
+from simulator._protocols import Agent, TrialContext
+from simulator.domain import DomainError
 
 __all__ = ["TOOLS", "AirlineDomain"]
 
@@ -63,3 +66,24 @@ class AirlineDomain(JsonFolderDomain):
     def default_options(self, data_dir: Path | None) -> dict[str, Any]:
         """Return ``{"mode": "tausim"}`` for the built-in data set (None), ``{"mode": "tau-bench"}`` otherwise."""
         return {"mode": "tausim" if data_dir is None else "tau-bench"}
+
+    def reference_agent(self, ctx: TrialContext, faults: Mapping[str, float]) -> Agent:
+        """Return the rule-based airline agent (:mod:`domains.airline.reference_agent`) for one trial.
+
+        Args:
+            ctx: the trial context (the agent reads only its seed).
+            faults: fault knob -> rate in [0, 1]; knobs: ``skip_confirmation``, ``wrong_item``, ``repeat_call``,
+                ``early_transfer``, ``forget_constraint``, ``repeat_question``.
+
+        Returns:
+            An :class:`~domains.airline.reference_agent.AirlineReferenceAgent`.
+
+        Raises:
+            DomainError: an unknown knob or a rate outside [0, 1].
+        """
+        from domains.airline.reference_agent import AirlineReferenceAgent
+
+        try:
+            return AirlineReferenceAgent(ctx, faults)
+        except ValueError as e:
+            raise DomainError(str(e)) from e

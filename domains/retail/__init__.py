@@ -7,13 +7,19 @@ semantics (``../shared/spec/tau-bench-semantics.md``), so tau-bench retail tasks
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from domains._common import JsonFolderDomain
 from domains.retail._data import dump_all, load_folder
 from domains.retail.models import Base
+from domains.retail.scenarios import derive_retail_scenario
 from domains.retail.tools import TOOLS, retail_toolbox
+from simulator._protocols import Agent, TrialContext
+from simulator.database import TemplateDatabase
+from simulator.domain import DomainError
+from simulator.tasks import Task, UserScenario
 
 __all__ = ["TOOLS", "RetailDomain"]
 
@@ -48,3 +54,41 @@ class RetailDomain(JsonFolderDomain):
     def default_options(self, data_dir: Path | None) -> dict[str, Any]:
         """Return ``{"mode": "tau-bench"}`` (retail's only mode)."""
         return {"mode": "tau-bench"}
+
+    def reference_agent(self, ctx: TrialContext, faults: Mapping[str, float]) -> Agent:
+        """Return the rule-based retail reference agent for one trial (``--agent reference``).
+
+        Args:
+            ctx: the trial context (the agent reads only the seed and the tool schemas, never the task).
+            faults: fault knob -> rate in [0, 1]; knobs: see :data:`domains.retail.reference_agent.FAULT_KNOBS`.
+
+        Returns:
+            A :class:`~domains.retail.reference_agent.RetailReferenceAgent`.
+
+        Raises:
+            DomainError: an unknown knob or a rate outside [0, 1] (the message names it).
+        """
+        from domains.retail.reference_agent import RetailReferenceAgent
+
+        try:
+            return RetailReferenceAgent(ctx, faults)
+        except ValueError as e:
+            raise DomainError(str(e)) from e
+
+    def derive_scenario(self, task: Task, template: TemplateDatabase) -> UserScenario:
+        """Return the task's scenario, deriving identity and agenda when it has none (tau-bench tasks).
+
+        See :func:`domains.retail.scenarios.derive_retail_scenario`: identity from the instruction, one intent
+        per write gold action, item descriptions from the user's orders, never an id the instruction does not
+        give.
+
+        Args:
+            task: the task.
+            template: the run's template database (read-only use).
+
+        Returns:
+            ``task.scenario`` when it has an agenda, else the derived scenario.
+        """
+        if task.scenario.agenda:
+            return task.scenario
+        return derive_retail_scenario(task, template).scenario

@@ -1,7 +1,7 @@
 """Simulated users: the UserSimulator protocol, the scripted user, and the registry of user specs.
 
 User specs on the command line: ``scripted``, ``confirming`` (a scripted user that answers yes to each
-confirmation question) and ``llm:MODEL``.
+confirmation question), ``rule`` (the agenda-based :class:`RuleUser`) and ``llm:MODEL``.
 """
 
 from __future__ import annotations
@@ -17,29 +17,38 @@ from simulator.users._scripted import (
     confirming_user_factory,
     scripted_user_factory,
 )
+from simulator.users.rule_user import RuleUser, rule_user_factory
 
-__all__ = ["STOP_TOKEN", "ConfirmingUser", "ScriptedUser", "TrialContext", "UserFactory", "UserSimulator",
-           "confirming_user_factory", "user_factory"]
+__all__ = ["STOP_TOKEN", "ConfirmingUser", "RuleUser", "ScriptedUser", "TrialContext", "UserFactory", "UserSimulator",
+           "confirming_user_factory", "rule_user_factory", "user_factory"]
 
 
 def user_factory(spec: str, **params: Any) -> UserFactory:
     """Return the user-simulator factory named by a spec string.
 
     Args:
-        spec: ``scripted``, ``confirming``, ``llm:MODEL`` or ``py:package.module:factory`` (a callable taking the
-            :class:`TrialContext` and returning an object with ``reply(messages)``).
-        **params: model parameters for LLM users.
+        spec: ``scripted``, ``confirming``, ``rule``, ``llm:MODEL`` or ``py:package.module:factory`` (a callable
+            taking the :class:`TrialContext` and returning an object with ``reply(messages)``).
+        **params: model parameters for LLM users; for ``rule``: ``domain`` (the run's
+            :class:`~simulator.domain.Domain`) and ``template`` (its template database), both required; model
+            parameters (``temperature``, ``cache`` ...) do not apply to it and are ignored.
 
     Returns:
         A callable building one simulated user per trial.
 
     Raises:
-        ValueError: unknown spec, or ``llm:`` without a model.
+        ValueError: unknown spec, ``llm:`` without a model, or ``rule`` without ``domain``/``template``.
     """
     if spec == "scripted":
         return scripted_user_factory()
     if spec == "confirming":
         return confirming_user_factory()
+    if spec == "rule":
+        missing = [k for k in ("domain", "template") if params.get(k) is None]
+        if missing:
+            raise ValueError(f"--user rule needs the run's {' and '.join(missing)} (user_factory('rule', "
+                             "domain=..., template=...)); the rule-based user plays the domain's derived scenario")
+        return rule_user_factory(params["domain"], params["template"])
     if spec.startswith("llm:"):
         model = spec.split(":", 1)[1]
         if not model:
@@ -49,4 +58,5 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
         return llm_user_factory(model, **params)
     if spec.startswith("py:"):
         return load_reference(spec, "user")  # type: ignore[no-any-return]
-    raise ValueError(f"--user {spec!r}: unknown user; use scripted, confirming, llm:MODEL or py:MODULE:FACTORY")
+    raise ValueError(f"--user {spec!r}: unknown user; use scripted, confirming, rule, llm:MODEL or "
+                     "py:MODULE:FACTORY")

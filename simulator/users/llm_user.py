@@ -5,7 +5,22 @@ information, what it does not know), never the task's gold actions or required o
 for the model: its own ("assistant") messages are the customer's, and the agent's messages reach it as
 "user" messages. It ends the conversation with a token: ``###STOP###`` (done), ``###TRANSFER###`` (it was
 transferred to a human), ``###ABANDON###`` (gives up; only used by prompt templates that mention it). Text
-before the token is delivered to the agent.
+before the token is delivered to the agent (the orchestrator decides whether a stop ends the trial: a stop in
+reply to a yes/no question delivers the text and the conversation goes on).
+
+Leak guard: every message the model writes is checked against the task's secrets (:mod:`simulator.users._leak`:
+gold-action values the scenario does not give, required outputs, policy sentences), ignoring values the agent
+has already said. On a hit the message is asked for again with a correction added to the system prompt (the
+correction quotes the draft with the secret withheld, never the secret itself), at most ``max_leak_retries``
+times; when every draft leaks, the last one is delivered with the secrets replaced by ``[redacted]`` and the
+trial is flagged ``user_leak``. Messages that talk like the agent are flagged ``role_flip``, messages with
+tool-call syntax ``tool_syntax``. All of this, with the model and the prompt template's hash, is in the user's
+``metadata`` (copied into the trajectory's ``user_metadata``).
+
+Persona: its ``llm_instructions`` (or a description made from its fields) are added to the system prompt, and
+its patience is applied in code, as by the rule-based user: once ``patience`` consecutive agent turns made no
+progress (as reported by the orchestrator through :meth:`LLMUser.observe_progress`) the user abandons with one
+of the persona's abandonment phrases, drawn by the trial seed, without asking the model.
 """
 
 from __future__ import annotations
@@ -16,10 +31,14 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from simulator._messages import Message, UserTurn
-from simulator._protocols import TrialContext
-from simulator.llm import LLMClient, LLMError, LLMInfraError, model_seed
+import numpy as np
+
+from personas.schema import Persona
+from simulator._messages import Message, Usage, UserTurn
+from simulator._protocols import Progress, TrialContext
+from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, model_seed
 from simulator.tasks import UserScenario
+from simulator.users._leak import REDACTED, Secret, SecretMatcher, role_flip, task_secrets, tool_syntax
 
 __all__ = [
     "ABANDON_TOKEN",
@@ -30,6 +49,7 @@ __all__ = [
     "TRANSFER_TOKEN",
     "llm_user_factory",
     "parse_user_reply",
+    "persona_instructions",
     "render_user_prompt",
 ]
 
@@ -102,6 +122,71 @@ def render_user_prompt(scenario: UserScenario, template: str = DEFAULT_USER_PROM
     )
 
 
+_VERBOSITY = {
+    "terse": "Reply in a few words; give only what is asked.",
+    "normal": "Reply in one or two sentences.",
+    "verbose": "Write long, chatty messages with personal asides (the asides carry no facts).",
+}
+_POLITENESS = {
+    "rude": "You are curt and irritable, though you never insult anyone.",
+    "neutral": "Your tone is matter-of-fact.",
+    "polite": "You are friendly and polite.",
+}
+_REVEAL = {
+    "all_at_once": "Give everything you know about your request in your first message.",
+    "when_asked": "Give a fact only when the agent asks for it.",
+    "drip": "Give only one fact per message, even when the agent asks for several.",
+}
+
+
+def persona_instructions(persona: Persona) -> str:
+    """Describe a persona's manner for the LLM user's prompt.
+
+    Args:
+        persona: the persona.
+
+    Returns:
+        Its ``llm_instructions`` when set, else a description made from its fields (verbosity, politeness,
+        reveal style, typos, wrong answers, change of mind, policy pushing).
+    """
+    if persona.llm_instructions:
+        return persona.llm_instructions.strip()
+    parts = [_VERBOSITY[persona.verbosity], _POLITENESS[persona.politeness], _REVEAL[persona.reveal_style]]
+    if persona.typo_rate > 0:
+        parts.append("You make the odd typo (never in ids, numbers or email addresses).")
+    if persona.wrong_answer_rate > 0:
+        parts.append("Now and then you answer a different question than the one asked (still only with facts "
+                     "you know).")
+    if persona.mind_change_turn is not None:
+        parts.append(f"Around your message number {persona.mind_change_turn}, drop your first request and ask "
+                     "for your fallback instead, if your instructions give one.")
+    if persona.policy_push:
+        parts.append(f"Push for an exception the agent's rules may not allow; insist up to {persona.push_attempts} "
+                     "times before accepting a refusal.")
+    return " ".join(parts)
+
+
+_WHAT = {
+    ("action_value", "id"): "an id you were never given",
+    ("action_value", "number"): "an amount you were never given",
+    ("action_value", "text"): "details you were never given",
+    ("output", "id"): "a fact only the agent can look up",
+    ("output", "number"): "an amount only the agent can look up",
+    ("output", "text"): "a fact only the agent can look up",
+    ("policy", "sentence"): "wording from the agent's internal rules, which you have never seen",
+}
+
+
+def _correction(draft: str, leaks: Sequence[Secret], matcher: SecretMatcher) -> str:
+    """The note added to the system prompt after a leaking draft; it never repeats the secret."""
+    what = sorted({_WHAT.get((s.kind, s.form), "something you were never given") for s in leaks})
+    masked = matcher.redact(draft, leaks, placeholder="[withheld]")
+    return ("Correction: your previous draft of this message was not sent, because it stated "
+            f"{' and '.join(what)}. The draft, with that part withheld, was: \"{masked}\". Write the message "
+            "again without it. Never state or guess a value that is not in your instructions or in what you "
+            "know or what the agent told you; if the agent asks for it, say that you do not know it.")
+
+
 def parse_user_reply(text: str | None) -> UserTurn:
     """Split a model reply into delivered text and an end-of-conversation signal.
 
@@ -124,46 +209,99 @@ def parse_user_reply(text: str | None) -> UserTurn:
 
 
 class LLMUser:
-    """A :class:`~simulator._protocols.UserSimulator` played by a model.
+    """A :class:`~simulator._protocols.UserSimulator` played by a model, with a leak guard.
 
     Attributes:
         client: the model client.
         model: the simulator's model string (recorded with the run).
         prompt_hash: sha256 hex digest of the prompt template (recorded with the run).
-        system_prompt: the rendered system prompt.
+        system_prompt: the rendered system prompt (persona manner included).
         seed: the model ``seed`` parameter (the trial seed reduced by :func:`simulator.llm.model_seed`).
         trial_seed: the trial seed (used in the response-cache key).
+        persona: the trial's persona, or None.
+        secrets: what this user must not say (:func:`simulator.users._leak.task_secrets`).
+        max_leak_retries: regenerations of a leaking message before it is redacted.
+        metadata: ``{"model", "prompt_hash", "persona", "flags", "leaks", "flag_events", "secrets"}``, plus
+            ``abandoned_at_turn`` once it abandons: flags (``user_leak``, ``role_flip``, ``tool_syntax``, each
+            once, in order of first occurrence), leaks (``{"turn", "kind", "form", "origin", "action":
+            "regenerated"|"redacted"}``, one per secret per leaking draft), flag events (``{"turn", "flag",
+            "match"}``) and the number of secrets; turns count the user's messages from 0. The orchestrator
+            copies it into the trajectory.
     """
 
-    def __init__(self, ctx: TrialContext, client: LLMClient, *, prompt_template: str = DEFAULT_USER_PROMPT) -> None:
+    def __init__(self, ctx: TrialContext, client: LLMClient, *, prompt_template: str = DEFAULT_USER_PROMPT,
+                 max_leak_retries: int = 2) -> None:
         """Build the simulated user for one trial.
 
         Args:
-            ctx: the trial context; only ``task.scenario`` and ``seed`` are read.
+            ctx: the trial context; ``task`` (its scenario for the prompt; its gold actions and outputs only to
+                list the secrets, never shown to the model), ``policy`` (secrets), ``tools`` (tool names and
+                public vocabulary), ``persona`` and ``seed`` are read.
             client: the model client. Its ``seed`` default wins; without one the trial seed is sent.
                 Temperature is the client's, else the provider's default.
             prompt_template: system prompt template (see :func:`render_user_prompt`).
+            max_leak_retries: how many times a message that leaks a secret is asked for again before the
+                secret is redacted (0: redact at once).
+
+        Raises:
+            ValueError: ``max_leak_retries`` is negative.
         """
+        if max_leak_retries < 0:
+            raise ValueError(f"max_leak_retries must be >= 0, got {max_leak_retries}")
         self.client = client
         self.model = client.model
         self.prompt_hash = hashlib.sha256(prompt_template.encode("utf-8")).hexdigest()
-        self.system_prompt = render_user_prompt(ctx.task.scenario, prompt_template)
+        self.persona = ctx.persona
+        prompt = render_user_prompt(ctx.task.scenario, prompt_template)
+        if self.persona is not None:
+            prompt += f"\nYour manner (how you talk; it never changes what you know or want):\n" \
+                      f"{persona_instructions(self.persona)}\n"
+        self.system_prompt = prompt
         self.seed = model_seed(ctx.seed)
         self.trial_seed = ctx.seed
         self.log = ctx.log.bind(role="user") if ctx.log is not None else None
+        self.max_leak_retries = max_leak_retries
+        self.secrets = task_secrets(ctx.task, ctx.policy, tools=ctx.tools)
+        self._matcher = SecretMatcher(self.secrets)
+        self._tool_names = [str(t.get("function", t).get("name", "")) for t in ctx.tools if isinstance(t, dict)]
+        # the user's own generator (abandonment wording), so that its draws never shift the agent's
+        self._rng = np.random.Generator(np.random.PCG64([ctx.seed, 0x5553]))
+        self._no_progress = 0
+        self.metadata: dict[str, Any] = {
+            "model": self.model, "prompt_hash": self.prompt_hash,
+            "persona": self.persona.name if self.persona is not None else None,
+            "flags": [], "leaks": [], "flag_events": [], "secrets": len(self.secrets),
+        }
 
-    def build_request(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    def observe_progress(self, progress: Progress) -> None:
+        """Take note of whether the agent's last turn made progress (called by the orchestrator).
+
+        Args:
+            progress: the turn's :class:`~simulator._protocols.Progress`; only ``made`` is read.
+        """
+        self._no_progress = 0 if progress.made else self._no_progress + 1
+
+    def _flag(self, flag: str, turn: int, match: str) -> None:
+        if flag not in self.metadata["flags"]:
+            self.metadata["flags"].append(flag)
+        self.metadata["flag_events"].append({"turn": turn, "flag": flag, "match": match[:80]})
+
+    def build_request(self, messages: Sequence[Message], corrections: Sequence[str] = ()) -> list[dict[str, Any]]:
         """Return the chat messages sent to the model, roles flipped.
 
         Args:
             messages: the conversation as the user sees it (user and assistant text messages).
+            corrections: leak-guard notes appended to the system prompt (see the module docstring).
 
         Returns:
             The system prompt, the agent greeting as a "user" message, then the conversation with the
             customer's messages as "assistant" and the agent's as "user" (tool traffic skipped).
         """
+        system = self.system_prompt
+        if corrections:
+            system += "\n" + "\n".join(corrections) + "\n"
         out: list[dict[str, Any]] = [
-            {"role": "system", "content": self.system_prompt},
+            {"role": "system", "content": system},
             {"role": "user", "content": AGENT_GREETING},
         ]
         for m in messages:
@@ -172,6 +310,12 @@ class LLMUser:
             out.append({"role": "assistant" if m.role == "user" else "user", "content": m.content})
         return out
 
+    def _complete(self, request: list[dict[str, Any]]) -> LLMResult:
+        params: dict[str, Any] = {}
+        if "seed" not in self.client.params:
+            params["seed"] = self.seed
+        return self.client.complete(request, trial_seed=self.trial_seed, log=self.log, **params)
+
     def reply(self, messages: Sequence[Message]) -> UserTurn:
         """Return the customer's next message (the opening message when ``messages`` is empty).
 
@@ -179,35 +323,66 @@ class LLMUser:
             messages: the conversation so far, as the user sees it.
 
         Returns:
-            The user's turn; ``stop``/``abandon`` set from the reply's token. On a model failure an empty
-            turn with ``error`` and ``error_kind`` (``infra_error`` when the API failed after retries, else
+            The user's turn; ``stop``/``abandon`` set from the reply's token, ``abandon`` with a persona phrase
+            once the persona's patience is exhausted. A message leaking a secret is asked for again, then
+            redacted (see the module docstring); usage sums every call. On a model failure an empty turn with
+            ``error`` and ``error_kind`` (``infra_error`` when the API failed after retries, else
             ``user_error``); an empty reply without a token is a ``user_error`` too.
         """
-        params: dict[str, Any] = {}
-        if "seed" not in self.client.params:
-            params["seed"] = self.seed
-        try:
-            result = self.client.complete(self.build_request(messages), trial_seed=self.trial_seed, log=self.log,
-                                          **params)
-        except LLMInfraError as e:
-            return UserTurn(content="", error=str(e), error_kind="infra_error")
-        except LLMError as e:
-            return UserTurn(content="", error=str(e), error_kind="user_error")
-        turn = parse_user_reply(result.message.content)
+        turn_no = sum(1 for m in messages if m.role == "user")
+        persona = self.persona
+        if persona is not None and persona.patience is not None and self._no_progress >= persona.patience:
+            self.metadata["abandoned_at_turn"] = turn_no
+            phrases = persona.abandonment_phrases
+            return UserTurn(content=phrases[int(self._rng.integers(len(phrases)))], abandon=True)
+        heard = [m.content for m in messages if m.role == "assistant" and m.content]
+        usage = Usage()
+        corrections: list[str] = []
+        while True:
+            try:
+                result = self._complete(self.build_request(messages, corrections))
+            except LLMInfraError as e:
+                return UserTurn(content="", usage=usage, error=str(e), error_kind="infra_error")
+            except LLMError as e:
+                return UserTurn(content="", usage=usage, error=str(e), error_kind="user_error")
+            usage = usage + result.usage
+            turn = parse_user_reply(result.message.content)
+            leaks = self._matcher.find(turn.content, heard) if turn.content else []
+            if not leaks:
+                break
+            redact = len(corrections) >= self.max_leak_retries
+            for s in leaks:
+                self.metadata["leaks"].append({"turn": turn_no, "kind": s.kind, "form": s.form, "origin": s.origin,
+                                               "action": "redacted" if redact else "regenerated"})
+            if redact:
+                content = self._matcher.redact(turn.content, leaks, REDACTED)
+                if self._matcher.find(content, heard):  # never deliver a secret, even if a span was missed
+                    content = REDACTED
+                turn = turn.model_copy(update={"content": content})
+                self._flag("user_leak", turn_no, ", ".join(sorted({s.kind for s in leaks})))
+                break
+            corrections.append(_correction(turn.content, leaks, self._matcher))
         if not turn.content and not (turn.stop or turn.abandon):
-            return UserTurn(content="", usage=result.usage, error_kind="user_error",
+            return UserTurn(content="", usage=usage, error_kind="user_error",
                             error=f"model {self.model}: empty user message (finish reason {result.finish_reason})")
-        return turn.model_copy(update={"usage": result.usage})
+        flip = role_flip(turn.content)
+        if flip is not None:
+            self._flag("role_flip", turn_no, flip)
+        syntax = tool_syntax(turn.content, self._tool_names)
+        if syntax is not None:
+            self._flag("tool_syntax", turn_no, syntax)
+        return turn.model_copy(update={"usage": usage})
 
 
 def llm_user_factory(
-    model: str, *, prompt_template: str = DEFAULT_USER_PROMPT, **params: Any
+    model: str, *, prompt_template: str = DEFAULT_USER_PROMPT, max_leak_retries: int = 2, **params: Any
 ) -> Callable[[TrialContext], LLMUser]:
     """Return a factory building one :class:`LLMUser` per trial.
 
     Args:
         model: litellm model string of the simulator.
         prompt_template: system prompt template (see :func:`render_user_prompt`).
+        max_leak_retries: regenerations of a message that leaks a secret before it is redacted.
         **params: :class:`~simulator.llm.LLMClient` options (``cache``, ``limiters``, ``max_attempts``, ...)
             and default model parameters (``temperature``, ``seed``, ...). Without ``seed`` each trial sends its
             own trial seed; ``seed=None`` sends none.
@@ -217,11 +392,14 @@ def llm_user_factory(
 
     Raises:
         KeyError: the template names an unknown field (checked here, before any trial runs).
+        ValueError: ``max_leak_retries`` is negative.
     """
+    if max_leak_retries < 0:
+        raise ValueError(f"max_leak_retries must be >= 0, got {max_leak_retries}")
     render_user_prompt(UserScenario(instructions=""), prompt_template)  # fail fast on a bad template
     client = LLMClient(model, **params)
 
     def build(ctx: TrialContext) -> LLMUser:
-        return LLMUser(ctx, client, prompt_template=prompt_template)
+        return LLMUser(ctx, client, prompt_template=prompt_template, max_leak_retries=max_leak_retries)
 
     return build
