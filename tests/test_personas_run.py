@@ -208,3 +208,33 @@ def test_play_person_abandons_with_end_of_input(monkeypatch):
 def test_play_unknown_task():
     res = CliRunner().invoke(app, ["play", "--domain", "retail", "--task", "nope", "--agent", "oracle"])
     assert res.exit_code == 2 and "no such task" in res.output
+
+
+def test_impatient_personas_abandon_significantly_more_with_a_question_repeating_agent(tmp_path):
+    """The issue's persona table: built-in retail tasks, the reference agent re-asking questions half the time,
+    cooperative vs impatient vs abandoner through `tausim run --personas`; counts from the trials themselves,
+    significance by Fisher's exact test (one-sided, scipy)."""
+    from scipy.stats import fisher_exact
+
+    out = tmp_path / "stress.json"
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", "reference:repeat_question=0.5",
+                                   "--user", "rule", "--personas", "cooperative,impatient,abandoner", "--trials", "4",
+                                   "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    trials = {p: [t for t in doc["trials"] if t["persona"] == p] for p in ("cooperative", "impatient", "abandoner")}
+    n = {p: len(v) for p, v in trials.items()}
+    assert n == {"cooperative": 116, "impatient": 116, "abandoner": 116}  # 29 tasks x 4 trials each
+    abandoned = {p: sum(t["termination_reason"] == "user_abandon" for t in v) for p, v in trials.items()}
+    for p in trials:  # the reported rate is the hand count over the persona's trials
+        assert doc["by_persona"][p]["abandon_rate"] == pytest.approx(abandoned[p] / n[p])
+        assert doc["by_persona"][p]["trials"] == n[p]
+    print("\npersona      abandoned/trials")
+    for p in trials:
+        print(f"{p:12} {abandoned[p]:3d}/{n[p]}")
+    assert abandoned["cooperative"] == 0  # patience none: it never gives up
+    for p in ("impatient", "abandoner"):
+        coop = abandoned["cooperative"]
+        table = [[abandoned[p], n[p] - abandoned[p]], [coop, n["cooperative"] - coop]]
+        assert fisher_exact(table, alternative="greater").pvalue < 0.01, (p, abandoned)
+    assert abandoned["abandoner"] > abandoned["impatient"]  # patience 1 < patience 3
