@@ -152,8 +152,9 @@ def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = 
     passing = [tid for tid, oks in by_task.items() if all(oks)]
     what = "task cells (task@persona)" if cfg.personas else "tasks"
     console.print(f"{what} passing every trial: {len(passing)}/{len(by_task)}", highlight=False)
-    if 0 < len(passing) < len(by_task):
-        console.print("  " + ", ".join(passing), highlight=False)
+    failing = [tid for tid, oks in by_task.items() if not all(oks)]
+    if 0 < len(failing) <= 30:
+        console.print("  not passing every trial: " + ", ".join(failing), highlight=False)
     from simulator.grading._judge_cli import judge_summary_lines
 
     for line in judge_summary_lines(result.trials):
