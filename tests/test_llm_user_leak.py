@@ -20,7 +20,6 @@ from simulator._messages import AgentTurn, Message
 from simulator._protocols import Progress, TrialContext
 from simulator.orchestrator import TerminationReason, awaits_confirmation, run_conversation
 from simulator.tasks import Action, Intent, Task, UserScenario
-from simulator.tools import ToolContext
 from simulator.users._leak import (
     Secret,
     SecretMatcher,
@@ -31,8 +30,8 @@ from simulator.users._leak import (
     tool_syntax,
 )
 from simulator.users.llm_user import DEFAULT_USER_PROMPT, LLMUser, llm_user_factory, persona_instructions
+from tests.convo import bank_trial
 from tests.fake_llm import register
-from tests.toy import BankDomain, write_data
 
 PROVIDER = "tausimfakeleak"
 MODEL = f"{PROVIDER}/user-model"
@@ -119,10 +118,8 @@ class ListAgent:
 
 @pytest.fixture
 def bank(tmp_path: Any) -> Any:
-    dom = BankDomain()
-    tpl = dom.template(write_data(tmp_path / "d"))
-    with tpl.trial() as t:
-        yield dom.toolbox(), ToolContext(t.session)
+    with bank_trial(tmp_path / "d") as (toolbox, ctx, _):
+        yield toolbox, ctx
 
 
 # --- the secrets of a task --------------------------------------------------------------------------------

@@ -1,10 +1,9 @@
 import pytest
 
-from simulator._messages import AgentTurn, Message, ToolCall, UserTurn
+from simulator._messages import AgentTurn, Message, UserTurn
 from simulator.orchestrator import Limits, TerminationReason, awaits_confirmation, run_conversation
-from simulator.tools import ToolContext
 from simulator.users import ScriptedUser
-from tests.toy import BankDomain, write_data
+from tests.convo import bank_trial, call, say
 
 
 class ListAgent:
@@ -20,20 +19,10 @@ class ListAgent:
         return AgentTurn(message=m)
 
 
-def say(text):
-    return Message(role="assistant", content=text)
-
-
-def call(name, cid="c1", **args):
-    return Message(role="assistant", tool_calls=[ToolCall(id=cid, name=name, arguments=args)])
-
-
 @pytest.fixture()
 def env(tmp_path):
-    dom = BankDomain()
-    tpl = dom.template(write_data(tmp_path / "d"))
-    with tpl.trial() as t:
-        yield dom.toolbox(), ToolContext(t.session), t
+    with bank_trial(tmp_path / "d") as trial:
+        yield trial
 
 
 def test_user_stop_after_tool_call(env):

@@ -6,12 +6,11 @@ which values and questions are new), not read back from the code.
 
 import pytest
 
-from simulator._messages import AgentTurn, Message, ToolCall, UserTurn
+from simulator._messages import AgentTurn, UserTurn
 from simulator._protocols import Progress, ProgressAware
 from simulator.orchestrator import Limits, TerminationReason, run_conversation
-from simulator.tools import ToolContext
 from simulator.users import ScriptedUser
-from tests.toy import BankDomain, write_data
+from tests.convo import bank_trial, call, say
 
 
 class TurnAgent:
@@ -41,20 +40,10 @@ class RecordingUser:
         return UserTurn(content=self.lines.pop(0))
 
 
-def say(text):
-    return Message(role="assistant", content=text)
-
-
-def call(name, cid="c1", **args):
-    return Message(role="assistant", tool_calls=[ToolCall(id=cid, name=name, arguments=args)])
-
-
 @pytest.fixture()
 def env(tmp_path):
-    dom = BankDomain()
-    tpl = dom.template(write_data(tmp_path / "d"))
-    with tpl.trial() as t:
-        yield dom.toolbox(), ToolContext(t.session)
+    with bank_trial(tmp_path / "d") as (toolbox, ctx, _):
+        yield toolbox, ctx
 
 
 def run(env, agent, user, **limits):

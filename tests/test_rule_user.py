@@ -16,12 +16,12 @@ from simulator._protocols import Progress, TrialContext
 from simulator.domain import DomainError
 from simulator.orchestrator import Limits, TerminationReason, run_conversation
 from simulator.tasks import Intent, Task, UserScenario
-from simulator.tools import ToolContext
 from simulator.users import RuleUser, rule_user_factory, user_factory
 from simulator.users._acts import classify
 from simulator.users._phrasing import ASIDES, PHRASES, POLITE, RUDE
 from simulator.users.rule_user import render_value
-from tests.toy import BankDomain, write_data
+from tests.convo import bank_trial
+from tests.toy import BankDomain
 
 # --- the acts classifier ------------------------------------------------------------------------------------
 
@@ -201,10 +201,8 @@ class ShopAgent:
 
 @pytest.fixture()
 def env(tmp_path):
-    dom = BankDomain()
-    tpl = dom.template(write_data(tmp_path / "d"))
-    with tpl.trial() as t:
-        yield dom.toolbox(), ToolContext(t.session)
+    with bank_trial(tmp_path / "d") as (toolbox, ctx, _):
+        yield toolbox, ctx
 
 
 def converse(env, seed: int, who: Persona | None = None, max_turns: int = 40):
