@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from simulator._plugins import load_reference
 from simulator._protocols import Agent, AgentFactory, TrialContext
 from simulator.agents._faulty import FAULT_KINDS, FaultyOracleAgent, faulty_agent_factory, parse_fault_rates
+from simulator.agents._rates import parse_rates
 from simulator.agents._scripted import NullAgent, OracleAgent
 
 if TYPE_CHECKING:
@@ -34,23 +35,7 @@ def parse_knob_rates(text: str) -> dict[str, float]:
     Raises:
         ValueError: a part without ``=``, a knob given twice, or a rate that is not a number in [0, 1].
     """
-    rates: dict[str, float] = {}
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        knob, sep, value = (x.strip() for x in part.partition("="))
-        if not sep or not knob:
-            raise ValueError(f"reference agent: {part!r}: expected KNOB=RATE, e.g. repeat_question=0.5")
-        if knob in rates:
-            raise ValueError(f"reference agent: fault knob {knob} given twice")
-        try:
-            rate = float(value)
-        except ValueError:
-            raise ValueError(f"reference agent: {part!r}: the rate of {knob} must be a number in [0, 1]") from None
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"reference agent: {part!r}: the rate of {knob} must be in [0, 1]")
-        rates[knob] = rate
-    return rates
+    return parse_rates(text, "reference agent", "knob")
 
 
 def _reference_factory(domain: Domain, rates: dict[str, float]) -> AgentFactory:

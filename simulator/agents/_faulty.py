@@ -35,6 +35,7 @@ from typing import Any
 
 from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
+from simulator.agents._rates import parse_rates
 from simulator.grading.process import YES_RE
 
 __all__ = ["FAULT_KINDS", "FaultyOracleAgent", "faulty_agent_factory", "parse_fault_rates"]
@@ -55,23 +56,7 @@ def parse_fault_rates(text: str) -> dict[str, float]:
     Raises:
         ValueError: unknown kind, repeated kind, a rate outside [0, 1], or rates summing to more than 1.
     """
-    rates: dict[str, float] = {}
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        kind, sep, value = part.partition("=")
-        kind = kind.strip()
-        if not sep or kind not in FAULT_KINDS:
-            raise ValueError(f"faulty agent: {part!r}: expected KIND=RATE with KIND one of {', '.join(FAULT_KINDS)}")
-        if kind in rates:
-            raise ValueError(f"faulty agent: fault kind {kind} given twice")
-        try:
-            rate = float(value)
-        except ValueError:
-            raise ValueError(f"faulty agent: {part!r}: the rate must be a number in [0, 1]") from None
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"faulty agent: {part!r}: the rate must be in [0, 1]")
-        rates[kind] = rate
+    rates = parse_rates(text, "faulty agent", "kind", FAULT_KINDS)
     if sum(rates.values()) > 1.0 + 1e-9:
         raise ValueError(f"faulty agent: the rates sum to {sum(rates.values()):g} > 1 (one fault per trial at most)")
     return rates
