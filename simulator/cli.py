@@ -23,6 +23,7 @@ from simulator.budgets import baseline_command, load_budgets
 from simulator.cache import SQLiteCache
 from simulator.domain import DomainError, available_domains, get_domain
 from simulator.gate import gate_command
+from simulator.processes import WorkerError
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
 from simulator.replay import GoldToolBug, replay_tasks
@@ -222,6 +223,8 @@ def run(
     user: Annotated[str, typer.Option(help="scripted | llm:MODEL | py:MODULE:FACTORY")] = "scripted",
     trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once (raise it for model-bound agents).")] = 1,
+    processes: Annotated[int, typer.Option(min=1, help="Worker processes sharing the --concurrency trials (more "
+                                                "than 1 spreads litellm's CPU work over cores).")] = 1,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     max_turns: Annotated[int, typer.Option(min=1, help="Messages of user and agent per trial.")] = 30,
     max_steps: Annotated[int, typer.Option(min=1, help="Agent actions per trial.")] = 60,
@@ -313,9 +316,10 @@ def run(
     stack = ExitStack()  # run-owned services: cache file, log file, progress bar
     if "cache" in params:
         stack.callback(params["cache"].close)
+    log_run_id = run_id or uuid.uuid4().hex[:12]
     if log_file is not None:
         try:
-            runner.log = stack.enter_context(open_run_log(log_file, run_id or uuid.uuid4().hex[:12]))
+            runner.log = stack.enter_context(open_run_log(log_file, log_run_id))
         except OSError as e:
             stack.close()
             raise _fail(f"--log-file {log_file}: cannot write ({e.strerror or e})") from e
@@ -330,6 +334,19 @@ def run(
         stack.close()
         raise _fail(f"--out {out}: cannot write next to it ({e.strerror})") from e
 
+    executor = None
+    if processes > 1:  # trials run in worker processes that rebuild this run (see simulator/processes.py)
+        from simulator.processes import process_executor
+
+        try:
+            executor = stack.enter_context(process_executor(
+                config, processes, temperature=temperature, api_base=api_base, cache=cache, rpm=rpm,
+                judge_api_base=judge_api_base, judge_calibration=judge_calibration,
+                judge_min_kappa=judge_min_kappa, log_file=log_file, log_run_id=log_run_id))
+        except ValueError as e:
+            stack.close()
+            raise _fail(str(e)) from e
+
     def record(t: TrialResult) -> None:
         progress.update(t)
         if results_store is not None and run_id is not None:
@@ -340,9 +357,11 @@ def run(
 
     try:
         try:
-            result = runner.run(on_trial=record, only=only)
+            result = runner.run(executor=executor, on_trial=record, only=only)
         except KeyboardInterrupt:
             _interrupted(partial_file, partial, run_id if results_store is not None else None, stack)
+        except WorkerError as e:
+            raise _fail(f"{e} (trials finished so far are recorded)") from e
         if runner.log is not None:
             runner.log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
                             metrics=result.metrics, termination_reasons=result.termination_reasons)
