@@ -25,6 +25,7 @@ parent goes away.
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import inspect
 import json
@@ -111,10 +112,18 @@ def _worker_main(build: Callable[[], Runner], threads: int, conn: Connection) ->
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops the workers
     try:
         runner = build()
-        conn.send(("ready", run_fingerprint(runner)))
+        fingerprint = run_fingerprint(runner)
     except BaseException:  # noqa: BLE001 - reported to the parent, which fails the run with it
         conn.send(("startup_error", traceback.format_exc()))
         return
+    # The run's data (template, tasks, imported libraries) lives as long as the worker: keep it out of the
+    # cyclic garbage collector, whose full passes over it would stall every trial of the worker.
+    gc.collect()
+    gc.freeze()
+    try:
+        conn.send(("ready", fingerprint))
+    except OSError:
+        return  # the parent is gone
     send_lock = threading.Lock()
 
     def finished(job_id: int, fut: Future[Any]) -> None:
@@ -216,6 +225,11 @@ class ProcessExecutor(Executor):
     def threads(self) -> list[int]:
         """Threads of each worker process."""
         return list(self._threads)
+
+    def pids(self) -> list[int]:
+        """Process ids of the live worker processes."""
+        with self._lock:
+            return [w.process.pid for w in self._workers]
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Block until every worker process has built its runner (e.g. before timing a benchmark).
@@ -577,8 +591,11 @@ def process_executor(config: RunConfig, processes: int, *, temperature: float | 
                      log_run_id: str | None = None) -> ProcessExecutor:
     """Start the worker processes of a ``tausim run --processes P`` (its options, as given to the CLI).
 
-    Each worker gets ``--rpm`` divided by the number of processes (at least 1 request per minute), so the run
-    as a whole keeps the limit (except when ``rpm`` < ``processes``); the ``--cache`` file is shared.
+    The parent's objects are moved out of the cyclic garbage collector (``gc.freeze``), as each worker's are
+    once it has built the run: a full collection over a large data set stalls the process for a few hundred
+    milliseconds, here delaying every result and job hand-out. Each worker gets ``--rpm`` divided by the number
+    of processes (at least 1 request per minute), so the run as a whole keeps the limit (except when ``rpm`` <
+    ``processes``); the ``--cache`` file is shared.
 
     Args:
         config: the run's configuration (``config.concurrency`` trials in flight in total).
@@ -605,4 +622,6 @@ def process_executor(config: RunConfig, processes: int, *, temperature: float | 
                       judge_calibration=str(judge_calibration) if judge_calibration is not None else None,
                       judge_min_kappa=judge_min_kappa, log_file=str(log_file) if log_file is not None else None,
                       log_run_id=log_run_id)
+    gc.collect()  # the parent keeps its copy of the run's data to the end: spare it full collections too
+    gc.freeze()
     return ProcessExecutor(functools.partial(build_cli_runner, spec), processes, config.concurrency)
