@@ -204,7 +204,7 @@ class ProcessExecutor(Executor):
         self._build = build
         self._retries = retries
         self._ctx: Any = multiprocessing.get_context(start_method)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # futures' done-callbacks run under it and may submit again
         self._ready = threading.Condition(self._lock)
         self._pending: deque[_Job] = deque()
         self._workers: list[_Worker] = []

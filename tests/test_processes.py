@@ -137,3 +137,15 @@ def test_ctrl_c_with_processes_keeps_finished_trials(tmp_path):
     assert "interrupted" in stderr and str(partial) in stderr
     lines = [json.loads(x) for x in partial.read_text().splitlines()]
     assert len(lines) == 3 and all(x["trial"] == 0 for x in lines)
+
+
+def test_cli_processes_workers_write_their_trials_to_the_run_log(tmp_path):
+    log = tmp_path / "run.jsonl"
+    res = invoke("run", "--task-ids", ",".join(TASK_IDS), "--trials", "2", "--concurrency", "2", "--processes", "2",
+                 "--log-file", log, "--run-id", "logged", "--store", f"sqlite:///{tmp_path / 'runs.db'}")
+    assert res.exit_code == 0, res.output
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {e["run_id"] for e in events} == {"logged"}
+    ends = sorted((e["task_id"], e["trial"]) for e in events if e["event"] == "trial_end")
+    assert ends == sorted((t, i) for t in TASK_IDS for i in range(2))
+    assert [e["event"] for e in events if "task_id" not in e] == ["run_start", "run_end"]
