@@ -12,8 +12,8 @@ parent records and aggregates the trials exactly as with threads (``on_trial``, 
 Each worker rebuilds the same run from a picklable zero-argument ``build`` callable (for the CLI,
 :func:`build_cli_runner` with a :class:`WorkerSpec`); workers run in the ``spawn`` start method, never share
 memory with the parent, and check on start-up that they planned the very same run (configuration, tasks and
-planned trials). The parent hands out (task, trial) jobs one at a time, keeping each worker's threads busy;
-each finished :class:`~simulator.runner.TrialResult` comes back as JSON. Trial seeds are derived from (run seed,
+planned trials). The parent hands out (task, trial) jobs as the workers' threads free up; each
+finished :class:`~simulator.runner.TrialResult` comes back as JSON. Trial seeds are derived from (run seed,
 task, trial), so results do not depend on where a trial ran.
 
 A worker that dies (killed, out of memory, a crash in native code) loses only its unfinished trials: they run
@@ -126,16 +126,23 @@ def _worker_main(build: Callable[[], Runner], threads: int, conn: Connection) ->
         return  # the parent is gone
     send_lock = threading.Lock()
 
-    def finished(job_id: int, fut: Future[Any]) -> None:
-        try:
-            msg: tuple[Any, ...] = ("done", job_id, fut.result().model_dump_json())
-        except BaseException as e:  # noqa: BLE001 - raised by the trial: re-raised in the parent
-            msg = ("error", job_id, _exception_blob(e))
+    def send(msg: tuple[Any, ...]) -> None:
         with send_lock:
             try:
                 conn.send(msg)
             except OSError:
                 os._exit(0)  # the parent is gone
+
+    def run(job_id: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        send(("start", job_id))
+        return getattr(runner, method)(*args, **kwargs)
+
+    def finished(job_id: int, fut: Future[Any]) -> None:
+        try:
+            msg: tuple[Any, ...] = ("done", job_id, fut.result().model_dump_json())
+        except BaseException as e:  # noqa: BLE001 - raised by the trial: re-raised in the parent
+            msg = ("error", job_id, _exception_blob(e))
+        send(msg)
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tausim-trial") as pool:
         while True:
@@ -145,9 +152,7 @@ def _worker_main(build: Callable[[], Runner], threads: int, conn: Connection) ->
                 os._exit(0)  # the parent is gone (killed): do not wait for trials nobody will record
             if job is None:
                 break
-            job_id, method, args, kwargs = job
-            pool.submit(getattr(runner, method), *args, **kwargs).add_done_callback(
-                functools.partial(finished, job_id))
+            pool.submit(run, *job).add_done_callback(functools.partial(finished, job[0]))
     conn.close()
 
 
@@ -164,6 +169,7 @@ class _Job:
     make_error: Callable[[str, float], TrialResult]
     crashes: int = 0
     sent_at: float = 0.0
+    started: bool = False
 
 
 @dataclass
@@ -191,22 +197,33 @@ class ProcessExecutor(Executor):
         concurrency: trials in flight in total, split over the workers (see :func:`split_threads`).
         retries: times a trial is run again after its worker process died while running it; beyond that it
             is recorded as ``infra_error``.
+        prefetch: jobs each worker holds beyond its threads, queued to start the moment a thread is free (no
+            round trip to the parent between two trials; at most ``concurrency`` trials still run at once, and
+            a worker that dies hands them back unrun). Default 0: a queued job would wait behind the worker's
+            running trials even while other workers are idle (forever behind stuck ones), and the benchmark
+            shows no gain from it (see scripts/bench_concurrency.py).
         start_method: multiprocessing start method (``spawn`` or ``forkserver``; ``fork`` is unsafe with
             threads).
 
     Raises:
-        ValueError: ``processes`` < 1 or ``concurrency`` < ``processes``.
+        ValueError: ``processes`` < 1, ``concurrency`` < ``processes`` or ``prefetch`` < 0.
     """
 
     def __init__(self, build: Callable[[], Runner], processes: int, concurrency: int, *, retries: int = 1,
-                 start_method: str = "spawn") -> None:
+                 prefetch: int = 0, start_method: str = "spawn") -> None:
         self._threads = split_threads(concurrency, processes)
         self._build = build
         self._retries = retries
+        self._prefetch = prefetch
+        if prefetch < 0:
+            raise ValueError(f"prefetch must be >= 0, got {prefetch}")
         self._ctx: Any = multiprocessing.get_context(start_method)
         self._lock = threading.RLock()  # futures' done-callbacks run under it and may submit again
         self._ready = threading.Condition(self._lock)
         self._pending: deque[_Job] = deque()
+        """Jobs not sent yet, in submission order."""
+        self._suspects: deque[_Job] = deque()
+        """Jobs to run again because their worker died while running them (each runs alone in a worker)."""
         self._workers: list[_Worker] = []
         self._next_id = 0
         self._expected: str | None = None
@@ -295,9 +312,11 @@ class ProcessExecutor(Executor):
         """
         with self._lock:
             if cancel_futures or not wait:
-                while self._pending:
-                    self._pending.popleft().future.cancel()
-            futures = [j.future for j in self._pending] + [j.future for w in self._workers for j in w.jobs.values()]
+                for queue in (self._pending, self._suspects):
+                    while queue:
+                        queue.popleft().future.cancel()
+            futures = [j.future for j in (*self._pending, *self._suspects)]
+            futures += [j.future for w in self._workers for j in w.jobs.values()]
         if wait:
             for f in futures:
                 try:
@@ -330,7 +349,7 @@ class ProcessExecutor(Executor):
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         """Stop the workers; at once (abandoning running trials) when leaving on an exception or Ctrl-C."""
         with self._lock:
-            unfinished = bool(self._pending) or any(w.jobs for w in self._workers)
+            unfinished = bool(self._pending or self._suspects) or any(w.jobs for w in self._workers)
         self.shutdown(wait=exc_type is None and not unfinished, cancel_futures=True)
 
     # -- internals (called with self._lock held where named *_locked)
@@ -359,8 +378,8 @@ class ProcessExecutor(Executor):
                 if not job.future.done():
                     job.future.set_exception(error)
             w.jobs.clear()
-        while self._pending:
-            job = self._pending.popleft()
+        while self._pending or self._suspects:
+            job = (self._suspects or self._pending).popleft()
             if not job.future.done():
                 job.future.set_exception(error)
         self._ready.notify_all()
@@ -373,8 +392,9 @@ class ProcessExecutor(Executor):
         """
         if self._fatal is not None or self._closed:
             return
-        fresh = deque(j for j in self._pending if not j.crashes and not j.future.cancelled())
-        suspects = deque(j for j in self._pending if j.crashes and not j.future.cancelled())
+        fresh, suspects = self._pending, self._suspects
+        while suspects and suspects[0].future.cancelled():
+            suspects.popleft()
         usable = [w for w in self._workers if w.ready and not w.broken]
         for w in usable:
             if any(j.crashes for j in w.jobs.values()):
@@ -384,13 +404,15 @@ class ProcessExecutor(Executor):
                     w.reserved = False
                     self._send_locked(w, suspects.popleft(), fresh, suspects)
                 continue  # reserved: let it empty
-            while fresh and len(w.jobs) < w.threads and not w.broken:
-                self._send_locked(w, fresh.popleft(), fresh, suspects)
+            capacity = w.threads + self._prefetch
+            while fresh and len(w.jobs) < capacity and not w.broken:
+                job = fresh.popleft()
+                if not job.future.cancelled():
+                    self._send_locked(w, job, fresh, suspects)
         need = len(suspects) - sum(1 for w in usable if w.reserved)
         for w in sorted((w for w in usable if not w.reserved and w.jobs
                          and not any(j.crashes for j in w.jobs.values())), key=lambda w: len(w.jobs))[:max(0, need)]:
             w.reserved = True
-        self._pending = suspects + fresh
 
     def _send_locked(self, w: _Worker, job: _Job, fresh: deque[_Job], suspects: deque[_Job]) -> None:
         try:
@@ -411,6 +433,10 @@ class ProcessExecutor(Executor):
             self._ready.notify_all()
         elif kind == "startup_error":
             self._fail_locked(WorkerError(f"a worker process could not build the run:\n{msg[1]}"))
+        elif kind == "start":
+            job = w.jobs.get(msg[1])
+            if job is not None:
+                job.started = True
         elif kind in ("done", "error"):
             job = w.jobs.pop(msg[1], None)
             if job is None or job.future.done():
@@ -437,13 +463,16 @@ class ProcessExecutor(Executor):
             self._fail_locked(WorkerError(f"a worker process exited with code {code} before it was ready"))
             return
         for job in sorted(w.jobs.values(), key=lambda j: j.id, reverse=True):
+            if not job.started:  # queued in the worker, never begun: not a suspect
+                self._pending.appendleft(job)
+                continue
             job.crashes += 1
             if job.crashes > self._retries:
                 job.future.set_result(job.make_error(
                     f"worker process died (exit code {code}) while running this trial, {job.crashes} times",
                     time.perf_counter() - job.sent_at))
             else:
-                self._pending.appendleft(job)
+                self._suspects.appendleft(job)
         w.jobs.clear()
         if self._respawns_left > 0:
             self._respawns_left -= 1

@@ -42,13 +42,15 @@ def test_split_threads():
         split_threads(2, 3)
 
 
-def test_processes_give_the_same_trials_and_metrics_as_threads():
+@pytest.mark.parametrize("prefetch", [0, 1])
+def test_processes_give_the_same_trials_and_metrics_as_threads(prefetch):
     """The faulty oracle draws its faults from each trial's generator: equal results mean equal seeds."""
     s = spec()
     runner = build_cli_runner(s)
     threads = runner.run()
     recorded = []
-    with ProcessExecutor(functools.partial(build_cli_runner, s), processes=2, concurrency=4) as ex:
+    with ProcessExecutor(functools.partial(build_cli_runner, s), processes=2, concurrency=4,
+                         prefetch=prefetch) as ex:
         procs = runner.run(executor=ex, on_trial=recorded.append)
     assert len(recorded) == len(procs.trials) == len(threads.trials) == 9
     assert [untimed(t) for t in procs.trials] == [untimed(t) for t in threads.trials]
@@ -57,11 +59,14 @@ def test_processes_give_the_same_trials_and_metrics_as_threads():
     assert {t.passed for t in threads.trials} == {True, False}  # the faults did fire (and not everywhere)
 
 
-def test_a_trial_that_always_kills_its_worker_is_recorded_as_infra_error_and_the_run_continues():
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_trial_that_always_kills_its_worker_is_recorded_as_infra_error_and_the_run_continues(prefetch):
+    """Only the trial that kills its worker is blamed, not those running or queued beside it."""
     s = spec(agent="py:tests.crash_agents:crash_always", user="scripted", trials=2)
     runner = build_cli_runner(s)
     recorded = []
-    with ProcessExecutor(functools.partial(build_cli_runner, s), processes=2, concurrency=4) as ex:
+    with ProcessExecutor(functools.partial(build_cli_runner, s), processes=2, concurrency=4,
+                         prefetch=prefetch) as ex:
         res = runner.run(executor=ex, on_trial=recorded.append)
     assert sorted((t.task_id, t.trial) for t in recorded) == sorted(runner.planned())
     crashed = {(t.task_id, t.trial): t for t in res.trials if not t.passed}
