@@ -105,7 +105,7 @@ def main() -> None:
     build = functools.partial(build_runner, args.latency, args.peers, args.concurrency, args.waves,
                               args.trials_per_task)
     runner = build()
-    gc.collect()  # the run's data lives until the end: keep it out of the cyclic collector (as the workers do)
+    gc.collect()  # as `tausim run` does: the run's data lives to the end, keep it out of the cyclic collector
     gc.freeze()
     label = retail(args.peers)[3]
     setups = [(1, None)] + ([(args.processes, split_threads(args.concurrency, args.processes))]

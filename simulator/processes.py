@@ -620,11 +620,8 @@ def process_executor(config: RunConfig, processes: int, *, temperature: float | 
                      log_run_id: str | None = None) -> ProcessExecutor:
     """Start the worker processes of a ``tausim run --processes P`` (its options, as given to the CLI).
 
-    The parent's objects are moved out of the cyclic garbage collector (``gc.freeze``), as each worker's are
-    once it has built the run: a full collection over a large data set stalls the process for a few hundred
-    milliseconds, here delaying every result and job hand-out. Each worker gets ``--rpm`` divided by the number
-    of processes (at least 1 request per minute), so the run as a whole keeps the limit (except when ``rpm`` <
-    ``processes``); the ``--cache`` file is shared.
+    Each worker gets ``--rpm`` divided by the number of processes (at least 1 request per minute), so the run as
+    a whole keeps the limit (except when ``rpm`` < ``processes``); the ``--cache`` file is shared.
 
     Args:
         config: the run's configuration (``config.concurrency`` trials in flight in total).
@@ -651,6 +648,4 @@ def process_executor(config: RunConfig, processes: int, *, temperature: float | 
                       judge_calibration=str(judge_calibration) if judge_calibration is not None else None,
                       judge_min_kappa=judge_min_kappa, log_file=str(log_file) if log_file is not None else None,
                       log_run_id=log_run_id)
-    gc.collect()  # the parent keeps its copy of the run's data to the end: spare it full collections too
-    gc.freeze()
     return ProcessExecutor(functools.partial(build_cli_runner, spec), processes, config.concurrency)
