@@ -33,14 +33,19 @@ def retail_peer(peers: Path) -> Path | None:
     return path if (path / "data" / "orders.json").is_file() else None
 
 
-def retail(peers: Path, split: str = "test") -> tuple[Any, Any, list[Any], str]:
-    """Return (domain, template, tasks, label): the peer retail data and split, or the built-in data set."""
+def retail(peers: Path, split: str = "test", quiet: bool = False) -> tuple[Any, Any, list[Any], str]:
+    """Return (domain, template, tasks, label): the peer retail data and split, or the built-in data set.
+
+    Without peer data a note is printed on stderr, unless ``quiet``.
+    """
     from simulator.domain import get_domain
 
     dom = get_domain("retail")
     peer = retail_peer(peers)
     if peer is None:
-        print(f"note: peer data not found under {peers}; using the built-in retail data set", file=sys.stderr)
+        if not quiet:
+            print(f"note: peer data not found under {peers}; using the built-in retail data set",
+                  file=sys.stderr)
         return dom, dom.template(None), dom.load_tasks(None), "built-in retail data"
     template = dom.template(peer / "data")
     return dom, template, dom.load_tasks(str(peer / f"tasks_{split}.json")), f"peer retail data, {split} split"

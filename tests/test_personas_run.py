@@ -238,3 +238,26 @@ def test_impatient_personas_abandon_significantly_more_with_a_question_repeating
         table = [[abandoned[p], n[p] - abandoned[p]], [coop, n["cooperative"] - coop]]
         assert fisher_exact(table, alternative="greater").pvalue < 0.01, (p, abandoned)
     assert abandoned["abandoner"] > abandoned["impatient"]  # patience 1 < patience 3
+
+
+def test_processes_run_personas_exactly_as_threads(tmp_path):
+    """Worker processes rebuild the run with its personas (and the rule user's domain): same trials as threads."""
+    docs = []
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}.json"
+        res = CliRunner().invoke(app, [
+            "run", "--domain", "retail",
+            "--task-ids", "cancel-no-longer-needed,exchange-two-items,refuse-return-pending",
+            "--agent", "reference:repeat_question=0.5", "--user", "rule", "--personas", "cooperative,abandoner",
+            "--trials", "2", "--concurrency", "2", "--processes", str(processes), "--out", str(out), "--no-progress"])
+        assert res.exit_code == 0, res.output
+        docs.append(json.loads(out.read_text()))
+
+    def trials(doc):
+        return sorted((t["task_id"], t["persona"], t["trial"], t["seed"], t["passed"], t["termination_reason"],
+                       json.dumps(t["trajectory"]["messages"]), json.dumps(t["trajectory"]["agent_metadata"]))
+                      for t in doc["trials"])
+
+    assert len(docs[1]["trials"]) == 3 * 2 * 2
+    assert trials(docs[0]) == trials(docs[1])
+    assert docs[0]["by_persona"] == docs[1]["by_persona"]
