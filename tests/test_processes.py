@@ -68,7 +68,7 @@ def test_a_trial_that_always_kills_its_worker_is_recorded_as_infra_error_and_the
     with ProcessExecutor(functools.partial(build_cli_runner, s), processes=2, concurrency=4,
                          prefetch=prefetch) as ex:
         res = runner.run(executor=ex, on_trial=recorded.append)
-    assert sorted((t.task_id, t.trial) for t in recorded) == sorted(runner.planned())
+    assert sorted(((t.task_id, t.persona, t.trial) for t in recorded), key=str) == sorted(runner.planned(), key=str)
     crashed = {(t.task_id, t.trial): t for t in res.trials if not t.passed}
     assert list(crashed) == [(CRASH_TASK, 0)]
     bad = crashed[(CRASH_TASK, 0)]
