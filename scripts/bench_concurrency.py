@@ -32,7 +32,16 @@ from simulator.users import user_factory
 CALLS_PER_TRIAL = 3
 
 
-def register_provider(latency: float) -> Any:
+PRICES = {"input_cost_per_token": 1.5e-7, "output_cost_per_token": 6e-7}
+"""USD per token given to the in-process models (gpt-4o-mini's list prices): a hosted model is in litellm's price
+map, and litellm prices every response inside ``completion``; for a model missing from the map it searches for a
+near match instead, about 2 ms of CPU more per call (see ``--unpriced``)."""
+
+
+def register_provider(latency: float, priced: bool = True) -> Any:
+    """Register the in-process ``slow/...`` models (sleep ``latency`` seconds per call), priced unless told not."""
+    import logging
+
     import litellm
     from litellm import CustomLLM
 
@@ -52,13 +61,20 @@ def register_provider(latency: float) -> Any:
             return model_response
 
     litellm.custom_provider_map = [{"provider": "slow", "custom_handler": SlowModel()}]
+    if priced:
+        quiet = logging.getLogger("LiteLLM")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # register_model warns that a custom model has no cache-token prices
+        litellm.register_model({f"slow/{who}": {**PRICES, "litellm_provider": "slow", "mode": "chat"}
+                                for who in ("agent", "user")})
+        quiet.setLevel(level)
     return litellm
 
 
 def build_runner(latency: float, peers: Path, concurrency: int, waves: int, per_task: int,
-                 warm: bool = True) -> Runner:
+                 warm: bool = True, priced: bool = True) -> Runner:
     """Build the benchmark's run (also in each worker process): slow provider, tasks, warm litellm and goals."""
-    register_provider(latency)
+    register_provider(latency, priced)
     dom, template, tasks, _ = retail(peers, quiet=True)
     tasks = tasks[: math.ceil(waves * concurrency / per_task)]
     config = RunConfig(domain="retail", agent="litellm:slow/agent", user="llm:slow/user", trials=per_task,
@@ -101,9 +117,11 @@ def main() -> None:
     p.add_argument("--waves", type=int, default=4, help="trials = waves x concurrency (default: %(default)s)")
     p.add_argument("--trials-per-task", type=int, default=8, help="trials of each task (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=1, help="measure each set-up this many times (default: %(default)s)")
+    p.add_argument("--unpriced", action="store_true",
+                   help="leave the in-process models out of litellm's price map (as a local model is)")
     args = p.parse_args()
     build = functools.partial(build_runner, args.latency, args.peers, args.concurrency, args.waves,
-                              args.trials_per_task)
+                              args.trials_per_task, priced=not args.unpriced)
     runner = build()
     gc.collect()  # as `tausim run` does: the run's data lives to the end, keep it out of the cyclic collector
     gc.freeze()
@@ -111,7 +129,8 @@ def main() -> None:
     setups = [(1, None)] + ([(args.processes, split_threads(args.concurrency, args.processes))]
                             if args.processes > 1 else [])
     print(f"bench-concurrency: {label}; {args.waves * args.concurrency} trials x {CALLS_PER_TRIAL} model calls, "
-          f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}; {machine()}")
+          f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, models "
+          f"{'unpriced' if args.unpriced else 'priced'}; {machine()}")
     for processes, threads in setups:
         with contextlib.ExitStack() as stack:
             ex, how, note = None, f"threads only (1 process x {args.concurrency} threads)", ""

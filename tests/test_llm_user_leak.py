@@ -642,3 +642,18 @@ def test_every_secret_of_the_builtin_tasks_is_caught_in_every_format() -> None:
                     assert secret not in matcher.find(matcher.redact(text)), (task.id, text)
                     planted += 1
     assert planted > 1500
+
+
+def test_factory_computes_a_tasks_secrets_once_and_shares_them_among_its_trials() -> None:
+    build = llm_user_factory(MODEL, max_attempts=1)
+    first, second = build(make_ctx(seed=1)), build(make_ctx(seed=2))
+    assert first._matcher is second._matcher  # the same task: compiled once
+    assert [str(s) for s in first.secrets] == [str(s) for s in task_secrets(make_task(), POLICY, tools=TOOLS)]
+    other = make_ctx(seed=3)
+    other.task = make_task().model_copy(update={"id": "other-task", "required_outputs": ["4242.42"]})
+    third = build(other)
+    assert third._matcher is not first._matcher
+    assert "4242.42" in [str(s) for s in third.secrets] and "4242.42" not in [str(s) for s in first.secrets]
+    changed = make_ctx(seed=4)  # same id, different content (a task fixed between runs): not the stale secrets
+    changed.task = make_task().model_copy(update={"required_outputs": ["777.77"]})
+    assert "777.77" in [str(s) for s in build(changed).secrets]

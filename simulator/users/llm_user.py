@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,7 +38,7 @@ from personas.schema import Persona
 from simulator._messages import Message, Usage, UserTurn
 from simulator._protocols import Progress, TrialContext
 from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, model_seed
-from simulator.tasks import UserScenario
+from simulator.tasks import Task, UserScenario
 from simulator.users._leak import REDACTED, Secret, SecretMatcher, role_flip, task_secrets, tool_syntax
 
 __all__ = [
@@ -230,7 +231,7 @@ class LLMUser:
     """
 
     def __init__(self, ctx: TrialContext, client: LLMClient, *, prompt_template: str = DEFAULT_USER_PROMPT,
-                 max_leak_retries: int = 2) -> None:
+                 max_leak_retries: int = 2, matcher: SecretMatcher | None = None) -> None:
         """Build the simulated user for one trial.
 
         Args:
@@ -242,6 +243,8 @@ class LLMUser:
             prompt_template: system prompt template (see :func:`render_user_prompt`).
             max_leak_retries: how many times a message that leaks a secret is asked for again before the
                 secret is redacted (0: redact at once).
+            matcher: the task's secrets, already compiled (a factory shares one per task among its trials);
+                None: computed from ``ctx`` (:func:`~simulator.users._leak.task_secrets`).
 
         Raises:
             ValueError: ``max_leak_retries`` is negative.
@@ -261,8 +264,9 @@ class LLMUser:
         self.trial_seed = ctx.seed
         self.log = ctx.log.bind(role="user") if ctx.log is not None else None
         self.max_leak_retries = max_leak_retries
-        self.secrets = task_secrets(ctx.task, ctx.policy, tools=ctx.tools)
-        self._matcher = SecretMatcher(self.secrets)
+        self._matcher = matcher if matcher is not None else SecretMatcher(
+            task_secrets(ctx.task, ctx.policy, tools=ctx.tools))
+        self.secrets = self._matcher.secrets
         self._tool_names = [str(t.get("function", t).get("name", "")) for t in ctx.tools if isinstance(t, dict)]
         # the user's own generator (abandonment wording), so that its draws never shift the agent's
         self._rng = np.random.Generator(np.random.PCG64([ctx.seed, 0x5553]))
@@ -398,8 +402,20 @@ def llm_user_factory(
         raise ValueError(f"max_leak_retries must be >= 0, got {max_leak_retries}")
     render_user_prompt(UserScenario(instructions=""), prompt_template)  # fail fast on a bad template
     client = LLMClient(model, **params)
+    matchers: dict[tuple[str, str, str], tuple[Task, SecretMatcher]] = {}  # a task's secrets, shared by its trials
+    lock = threading.Lock()
+
+    def matcher_for(ctx: TrialContext) -> SecretMatcher:
+        key = (ctx.domain, ctx.task.id, hashlib.sha256(ctx.policy.encode("utf-8")).hexdigest())
+        with lock:
+            hit = matchers.get(key)
+            if hit is None or (hit[0] is not ctx.task and hit[0] != ctx.task):
+                hit = (ctx.task, SecretMatcher(task_secrets(ctx.task, ctx.policy, tools=ctx.tools)))
+                matchers[key] = hit
+            return hit[1]
 
     def build(ctx: TrialContext) -> LLMUser:
-        return LLMUser(ctx, client, prompt_template=prompt_template, max_leak_retries=max_leak_retries)
+        return LLMUser(ctx, client, prompt_template=prompt_template, max_leak_retries=max_leak_retries,
+                       matcher=matcher_for(ctx))
 
     return build
