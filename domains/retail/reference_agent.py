@@ -51,6 +51,18 @@ _ADDRESS_RE = re.compile(
     r"(?<![\w#-])(?P<a1>\d+\s[^,\n]*?),\s*(?:(?P<a2>[^,\n]+?),\s*)?"
     r"(?P<city>[A-Za-z][A-Za-z .'-]*?),\s*(?P<state>[A-Z]{2})\s+"
     r"(?P<zip>\d{5})(?:\s*,\s*(?P<country>[A-Z][A-Za-z]*(?: [A-Z][a-z]+){0,2})\b)?")
+_ADDRESS_REF_RE = re.compile(
+    r"\baddress(?:\s+in\s+(?P<city>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*))?\s+(?:that|which|where|of)\s+(?:my\s+)?"
+    r"(?:other\s+)?order\s+(?:(?P<oid>#?W\d{7})|with\s+(?P<items>.+?))"
+    r"(?:\s+(?:ships?|is shipped|was shipped|is going|goes|went|was sent|is sent|is delivered|was delivered)\b"
+    r"(?:\s+to)?|[.?!;]|$)", re.IGNORECASE)
+"""A new address named by the order that ships there: "the address (in CITY) that my order with X ships to"."""
+_PARTIAL_ADDRESS_RE = re.compile(
+    r"\b(?P<a2>(?:suite|apt\.?|apartment|unit|ste\.?|floor|room)\s*#?\s*\w+)\s*,?\s*\(?(?:and\s+|with\s+)?"
+    r"(?:the\s+)?rest\s+(?:of\s+(?:the|my)\s+address\s+)?(?:stays?|is|remains?|keeps?)\s+(?:the\s+)?same",
+    re.IGNORECASE)
+"""A partial address: a new second line, the rest unchanged ("Suite 641 (the rest of the address stays the
+same)")."""
 _NO_RE = re.compile(r"^\W*(?:no|nope|nah|don't|do not|not)\b", re.IGNORECASE)
 _DONE_RE = re.compile(r"\b(?:that's all|that is all|nothing else|no,? thanks?|no thank you|all set|that's it|bye)\b",
                       re.IGNORECASE)
@@ -369,6 +381,7 @@ class RetailReferenceAgent:
         return None
 
     def _address_kind(self, text: str) -> str:
+        text = _ADDRESS_REF_RE.sub("address", text)
         if _ORDER_RE.search(text) or re.search(r"\border\b", text, re.IGNORECASE):
             if not re.search(r"\b(?:default|profile|account|on file)\b", text, re.IGNORECASE):
                 return "modify_address"
@@ -593,7 +606,7 @@ class RetailReferenceAgent:
                     return None
                 return self._call("get_order_details", {"order_id": order_id})
         matches = []
-        text = intent.text
+        text = _ADDRESS_REF_RE.sub("address", intent.text)
         said = re.search(r"\b(pending|delivered|processed)\b", text, re.IGNORECASE)
         status = said.group(1).lower() if said else wanted_status.get(str(intent.kind))
         for order_id in self._user.get("orders", []):
@@ -648,12 +661,79 @@ class RetailReferenceAgent:
         if intent.address is None:
             intent.address = self._parse_address(intent.text, intent.kind)
         if intent.address is None:
+            found = self._address_reference(intent, order.get("address") or {})
+            if isinstance(found, AgentTurn):
+                return found
+            intent.address = found
+        if intent.address is None:
             return self._ask("address", "What is the new shipping address? Please write it like this: 12 Main "
                                         "Street, Apt 3, Springfield, IL 62701, USA.")
         return self._confirm(intent, "modify_pending_order_address", {"order_id": intent.order_id,
                                                                       **intent.address})
 
+    def _address_reference(self, intent: _Intent, base: Mapping[str, Any]) -> dict[str, str] | AgentTurn | None:
+        """The new address when the user names it instead of giving it.
+
+        "the address (in CITY) that my order with ITEMS ships to" / "... that order #W... ships to": the shipping
+        address of that order (the user's orders are fetched to find it; another order than the one being changed;
+        on a tie the CITY decides); "Suite 641 (the rest of the address stays the same)": ``base`` with the new
+        second line.
+
+        Args:
+            intent: the request being served; its text is searched.
+            base: the address being changed (the order's or the user's default address).
+
+        Returns:
+            The address fields, a tool call fetching an order needed to find it, or None when none is named.
+        """
+        assert self._user is not None
+        fields = ("address1", "address2", "city", "state", "country", "zip")
+        ref = None
+        for ref in _ADDRESS_REF_RE.finditer(intent.text):
+            pass
+        if ref is not None:
+            if ref.group("oid"):
+                oid = "#" + ref.group("oid").lstrip("#").upper()
+                if not self._owns(oid):
+                    return None
+                if oid not in self._orders:
+                    return self._call("get_order_details", {"order_id": oid})
+                a = self._orders[oid].get("address") or {}
+                return {k: str(a.get(k, "")) for k in fields} if a else None
+            for order_id in self._user.get("orders", []):
+                if order_id not in self._orders:
+                    return self._call("get_order_details", {"order_id": order_id})
+            wanted = ref.group("items") or ""
+            city = (ref.group("city") or "").strip().lower()
+            scored = []
+            for order_id in self._user.get("orders", []):
+                order = self._orders[order_id]
+                if order_id == intent.order_id or not order.get("address"):
+                    continue
+                names = {str(it.get("name")) for it in order.get("items", [])}
+                hits = sum(_name_mentioned(wanted, n) for n in names)
+                if not hits:
+                    continue
+                in_city = bool(city) and str(order["address"].get("city", "")).lower() == city
+                scored.append((hits - 0.1 * len(names - {n for n in names if _name_mentioned(wanted, n)})
+                               + (1 if in_city else 0), order_id))
+            scored.sort(reverse=True)
+            if scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
+                a = self._orders[scored[0][1]]["address"]
+                return {k: str(a.get(k, "")) for k in fields}
+            return None
+        partial = _PARTIAL_ADDRESS_RE.search(intent.text)
+        if partial and base:
+            line2 = re.sub(r"\s+", " ", partial.group("a2")).strip()
+            return {k: str(base.get(k, "")) for k in fields} | {"address2": line2[0].upper() + line2[1:]}
+        return None
+
     def _user_address(self, intent: _Intent) -> AgentTurn:
+        if intent.address is None:
+            found = self._address_reference(intent, (self._user or {}).get("address") or {})
+            if isinstance(found, AgentTurn):
+                return found
+            intent.address = found
         if intent.address is None:
             return self._ask("address", "What is your new default address? Please write it like this: 12 Main "
                                         "Street, Apt 3, Springfield, IL 62701, USA.")
