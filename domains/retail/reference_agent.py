@@ -63,6 +63,12 @@ _PARTIAL_ADDRESS_RE = re.compile(
     re.IGNORECASE)
 """A partial address: a new second line, the rest unchanged ("Suite 641 (the rest of the address stays the
 same)")."""
+_RECENT_ORDER_RE = re.compile(
+    r"\b(?:most recent(?:ly placed)?|latest|newest|last)\s+order\b|"
+    r"\border\s+(?:that\s+)?(?:i\s+)?(?:have\s+)?(?:most recently|just|recently|last)\s+(?:placed|made|ordered)\b",
+    re.IGNORECASE)
+"""The order the user placed last (the last of the account's orders)."""
+_UNKNOWN_RE = re.compile(r"\b(?:don'?t|do not) (?:know|have|remember)|no idea|not sure", re.IGNORECASE)
 _NO_RE = re.compile(r"^\W*(?:no|nope|nah|don't|do not|not)\b", re.IGNORECASE)
 _DONE_RE = re.compile(r"\b(?:that's all|that is all|nothing else|no,? thanks?|no thank you|all set|that's it|bye)\b",
                       re.IGNORECASE)
@@ -352,6 +358,11 @@ class RetailReferenceAgent:
                 intent.rejections += 1
                 self._pending = None
                 restated = text.split(":", 1)[1] if ":" in text else text
+                if self._kind_of(restated) == "transfer" and intent.kind != "transfer":
+                    # "No, I want a human agent": the request is dropped for a transfer
+                    intent.done = True
+                    self._intents.insert(self._intents.index(intent) + 1, _Intent(kind="transfer", text=restated))
+                    return
                 if self._kind_of(restated) in (None, intent.kind, "item_change") or intent.kind == "exchange":
                     self._reset(intent, restated)
             return
@@ -566,8 +577,7 @@ class RetailReferenceAgent:
             if isinstance(found, AgentTurn):
                 return found
             if found is None:
-                if self._asking == "order_id" and re.search(r"\b(?:don'?t|do not) (?:know|have|remember)|no idea|"
-                                                            r"not sure", self._last_user, re.IGNORECASE):
+                if self._asking == "order_id" and _UNKNOWN_RE.search(self._last_user):
                     listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}): "
                                         f"{self._items_text(self._orders[oid])}"
                                         for oid in self._user.get("orders", []) if oid in self._orders)
@@ -600,6 +610,9 @@ class RetailReferenceAgent:
         assert self._user is not None
         wanted_status = {"cancel": "pending", "return": "delivered", "exchange": "delivered",
                          "modify_address": "pending", "modify_payment": "pending", "modify_items": "pending"}
+        recent = self._recent_order(intent.text)
+        if recent is not None:
+            return recent
         for order_id in self._user.get("orders", []):
             if order_id not in self._orders:
                 if not self._describes_items(intent.text):
@@ -626,6 +639,19 @@ class RetailReferenceAgent:
         matches.sort(reverse=True)
         if matches and (len(matches) == 1 or matches[0][0] > matches[1][0]):
             return matches[0][1]
+        if matches:
+            # a tie: the order the conversation is about (the last one handled) is the one meant
+            tied = {oid for score, oid in matches if score == matches[0][0]}
+            handled = [i.order_id for i in self._intents if i.order_id and i is not intent]
+            if handled and handled[-1] in tied:
+                return handled[-1]
+        return None
+
+    def _recent_order(self, text: str) -> str | None:
+        """The last order of the account when ``text`` speaks of the order placed most recently, else None."""
+        orders = (self._user or {}).get("orders", [])
+        if orders and _RECENT_ORDER_RE.search(_ADDRESS_REF_RE.sub("address", text)):
+            return str(orders[-1])
         return None
 
     def _describes_items(self, text: str) -> bool:
@@ -849,7 +875,10 @@ class RetailReferenceAgent:
         assert self._user is not None
         text = intent.text
         order_id = intent.order_id
-        if order_id is None and re.search(r"\b(?:the|that|this|same) order\b|\bit\b", text, re.IGNORECASE):
+        if order_id is None:
+            order_id = intent.order_id = self._recent_order(text)
+        if order_id is None and re.search(r"\b(?:the|that|this|same|my new|the new) order\b|\bit\b", text,
+                                            re.IGNORECASE):
             order_id = intent.order_id = self._last_result.get("order_id") or next(
                 (i.order_id for i in reversed(self._intents) if i.order_id), None)
         if order_id and self._owns(order_id) and order_id not in self._orders:
@@ -889,8 +918,18 @@ class RetailReferenceAgent:
                          f"{_money(self._order_total(order))} ({self._items_text(order)}).")
         elif order_id and not self._owns(order_id):
             parts.append(f"Order {order_id} is not one of the orders in your account.")
-        parts = [p for p in parts if p]
+        parts = [p.strip() for p in parts if p.strip()]
         if not parts and re.search(r"order", text, re.IGNORECASE) and order_id is None:
+            if self._asking == "order_id" and _UNKNOWN_RE.search(self._last_user):
+                for oid in self._user.get("orders", []):
+                    if oid not in self._orders:
+                        return self._call("get_order_details", {"order_id": oid})
+                listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}, total "
+                                    f"{_money(self._order_total(self._orders[oid]))}): "
+                                    f"{self._items_text(self._orders[oid])}"
+                                    for oid in self._user.get("orders", []) if not self._orders[oid].get("missing"))
+                if listing:
+                    return self._finish(intent, f"These are your orders:\n{listing}\n")
             return self._ask("order_id", ASK_ORDER)
         if not parts:
             return self._finish(intent, "I'm sorry, I don't have that information. I can tell you about your orders, "
