@@ -1075,6 +1075,21 @@ class RetailReferenceAgent:
             old_part = _split_change(segment, name)[0] if change else segment
             if not _name_mentioned(old_part, name):
                 old_part = segment
+            word = name.lower().split()[-1]
+            spots = [m.start() for m in re.finditer(r"\b" + re.escape(word), _norm(old_part))]
+            if not change and len(same) > 1 and len(spots) > 1:
+                # the same product named several times ("the skateboard (length: 28 inch), the skateboard
+                # (length: 34 inch)"): each mention picks its own item by its option values
+                low = _norm(old_part)
+                for a, b in zip(spots, spots[1:] + [len(low)], strict=True):
+                    part = low[a:b]
+                    free = [it for it in same if str(it["item_id"]) not in chosen]
+                    if not free:
+                        break
+                    ranked = sorted(((sum(_mentions(part, str(v)) for v in it.get("options", {}).values()), i)
+                                     for i, it in enumerate(free)), reverse=True)
+                    chosen.append(str(free[ranked[0][1]]["item_id"]))
+                continue
             scored = sorted(((sum(_mentions(old_part, str(v)) for v in it.get("options", {}).values()), i)
                              for i, it in enumerate(same)), reverse=True)
             best = scored[0][0]
