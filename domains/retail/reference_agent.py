@@ -168,7 +168,8 @@ def _split_change(text: str, name: str) -> tuple[str, str]:
     if inst:
         return low[inst.end():], low[:inst.start()]
     spots = [m.start() for f in _name_forms(name) for m in [re.search(re.escape(f), low)] if m]
-    sep = re.compile(r"\s(?:for|into|->|with an?|to an?|to the|to one)\s").search(low, min(spots, default=0))
+    sep = re.compile(r"\s(?:for|into|->|with an?|to an?|to the|to one)\s|[:;,]\s*(?:i (?:want|need|would like|'d like)|"
+                     r"i'd prefer|make it|the new one)\b").search(low, min(spots, default=0))
     if sep:
         return low[:sep.start()], low[sep.end():]
     return low, low
