@@ -80,7 +80,7 @@ _TRANSFER_RE = re.compile(
     r"(?:change|update|modify)\s+(?:the\s+|my\s+)?(?:e-?mail|phone|name)|new e-?mail|e-?mail address on|"
     r"\bdamaged\b|\bbroken\b|\bcomplain", re.IGNORECASE)
 _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("cancel", re.compile(r"\bcancel", re.IGNORECASE)),
+    ("cancel", re.compile(r"\bcancel(?!l?ed\s+(?:order|one)\b)", re.IGNORECASE)),
     ("return", re.compile(r"\breturn(?!\s+instructions)\b", re.IGNORECASE)),
     ("item_change", re.compile(r"\b(?:exchange|swap|switch|replace|trade)\b", re.IGNORECASE)),
     ("modify_payment", re.compile(r"\b(?:pay(?:ing)? for|payment method|pay (?:it|order|the order|with|using)|"
@@ -387,6 +387,11 @@ class RetailReferenceAgent:
         text = re.sub(r"\be-?mail(?: address)?\b", "email", _EMAIL_RE.sub(" ", text), flags=re.IGNORECASE)
         for kind, pattern in _KIND_PATTERNS:
             if pattern.search(text):
+                if kind == "address" and re.search(r"\b(?:which|what|where)\b[^.?!]*\baddress\b|\bwhere\b[^.?!]*"
+                                                   r"\b(?:sent|shipped|going)\b", text, re.IGNORECASE) and not \
+                        re.search(r"\b(?:change|update|modify|move|instead|switch|correct|fix)\b", text,
+                                  re.IGNORECASE):
+                    return "info"
                 if kind == "address":
                     return self._address_kind(text)
                 return kind
@@ -648,6 +653,32 @@ class RetailReferenceAgent:
                 return handled[-1]
         return None
 
+    def _order_described(self, text: str) -> str | AgentTurn | None:
+        """The order a question describes by its status ("my cancelled order") or by its shipping ("the tracking
+        number", "still in transit"), when exactly one of the user's orders fits; the orders are fetched first.
+
+        Args:
+            text: the user's question.
+
+        Returns:
+            The order id, a tool call fetching one of the user's orders, or None.
+        """
+        status = re.search(r"\b(pending|delivered|processed|cancell?ed)\s+order\b", text, re.IGNORECASE)
+        shipping = re.search(r"\btracking\b|\bin transit\b|\bsent to\b|\bshipped to\b", text, re.IGNORECASE)
+        if not status and not shipping:
+            return None
+        orders = (self._user or {}).get("orders", [])
+        for oid in orders:
+            if oid not in self._orders:
+                return self._call("get_order_details", {"order_id": oid})
+        if status:
+            wanted = status.group(1).lower().replace("canceled", "cancelled")
+            fits = [o for o in orders if self._orders[o].get("status") == wanted]
+        else:
+            fits = [o for o in orders if self._orders[o].get("fulfillments")
+                    and self._orders[o].get("status") != "cancelled"]
+        return str(fits[0]) if len(fits) == 1 else None
+
     def _recent_order(self, text: str) -> str | None:
         """The last order of the account when ``text`` speaks of the order placed most recently, else None."""
         orders = (self._user or {}).get("orders", [])
@@ -878,6 +909,11 @@ class RetailReferenceAgent:
         order_id = intent.order_id
         if order_id is None:
             order_id = intent.order_id = self._recent_order(text)
+        if order_id is None:
+            described = self._order_described(text)
+            if isinstance(described, AgentTurn):
+                return described
+            order_id = intent.order_id = described
         if order_id is None and re.search(r"\b(?:the|that|this|same|my new|the new) order\b|\bit\b", text,
                                             re.IGNORECASE):
             order_id = intent.order_id = self._last_result.get("order_id") or next(
@@ -915,6 +951,9 @@ class RetailReferenceAgent:
                 numbers = [str(n) for f in order.get("fulfillments", []) for n in f.get("tracking_id", [])]
                 parts.append(f"The tracking number of order {order_id} is {', '.join(numbers)}." if numbers else
                              f"Order {order_id} has no tracking number yet: it has not shipped.")
+            if re.search(r"\baddress\b|\bsent to\b|\bshipp(?:ed|ing) to\b|\bwhere\b", text, re.IGNORECASE):
+                a = order.get("address") or {}
+                parts.append(f"Order {order_id} ships to {self._address_text(a)}." if a else "")
             parts.append(f"Order {order_id} is {order.get('status')}; its total is "
                          f"{_money(self._order_total(order))} ({self._items_text(order)}).")
         elif order_id and not self._owns(order_id):
