@@ -88,7 +88,8 @@ _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("address", re.compile(r"\baddress\b|\bship(?:ped)?\b|\bsend\b|\bsent\b|\bmoving\b|\bmoved\b", re.IGNORECASE)),
     ("item_change", re.compile(r"\b(?:change|instead)\b", re.IGNORECASE)),
     ("info", re.compile(r"\b(?:balance|how much|how many|status|total|what|what's|which|where is|when will|"
-                        r"available|in stock|options)\b", re.IGNORECASE)),
+                        r"available|in stock|options|i wonder|(?:like|want|need) to know|tell me|whether)\b",
+                        re.IGNORECASE)),
 )
 _ACTION_RE = re.compile(r"\b(?:cancel\w*|return|exchange|swap|switch|replace|update|change|modify|ship|send|mov\w+|"
                         r"pay|charge|balance|how much|what|status|total)\b", re.IGNORECASE)
@@ -928,6 +929,17 @@ class RetailReferenceAgent:
                 return product
             if product:
                 parts.append(product)
+        if re.search(r"\b(?:used|paid|pay)\b", text, re.IGNORECASE) and re.search(
+                r"\b(?:card|paypal|visa|mastercard|amex|american express|payment method)\b", text, re.IGNORECASE):
+            # which method paid: the order asked about, or every order of the account
+            asked = [order_id] if order_id and self._owns(order_id) else list(self._user.get("orders", []))
+            for oid in asked:
+                if oid not in self._orders:
+                    return self._call("get_order_details", {"order_id": oid})
+            paid = [f"order {oid} was paid with {self._method_text(self._order_method(self._orders[oid]))}"
+                    for oid in asked if not self._orders[oid].get("missing")]
+            if paid:
+                parts.append("; ".join(paid)[0].upper() + "; ".join(paid)[1:] + ".")
         if re.search(r"gift card|balance", text, re.IGNORECASE):
             cards = [m for m in self._user.get("payment_methods", {}).values() if m.get("source") == "gift_card"]
             if not cards:
