@@ -386,6 +386,12 @@ class RetailReferenceAgent:
         if _TRANSFER_RE.search(text):
             return "transfer"
         text = re.sub(r"\be-?mail(?: address)?\b", "email", _EMAIL_RE.sub(" ", text), flags=re.IGNORECASE)
+        if self._last_result.get("money") and re.search(r"\b(?:price difference|the price|the refund)\b", text,
+                                                         re.IGNORECASE) and re.search(
+                r"^\W*(?:\w+\W+){0,3}?(?:can|could|is|are|will|would|did|does|verify|confirm)\b", text, re.IGNORECASE) \
+                and not _ORDER_RE.search(text):
+            # a question about the money of the action just done
+            return "info"
         for kind, pattern in _KIND_PATTERNS:
             if pattern.search(text):
                 if kind == "address" and re.search(r"\b(?:which|what|where)\b[^.?!]*\baddress\b|\bwhere\b[^.?!]*"
@@ -955,7 +961,8 @@ class RetailReferenceAgent:
                                                                               re.IGNORECASE):
             parts.append("In total you get back " + _money(sum(a for _, a in self._refunds)) + ": " + "; ".join(
                 f"{what}: {_money(a)}" for what, a in self._refunds) + ".")
-        elif re.search(r"refund|back|difference|extra|cost|charge", text, re.IGNORECASE) and self._last_result:
+        elif re.search(r"refund|back|difference|extra|cost|charge|price|pay", text, re.IGNORECASE) and \
+                self._last_result:
             parts.append(f"{self._last_result.get('money', '')} {self._last_result.get('detail', '')}")
         if order_id and order_id in self._orders and not self._orders[order_id].get("missing"):
             order = self._orders[order_id]
