@@ -78,7 +78,7 @@ _TRANSFER_RE = re.compile(
     r"never (?:arrived|came|got|received)|didn't (?:arrive|get it|receive)|did not (?:arrive|receive)|"
     r"\bmissing\b|\blost\b|\bstolen\b|investigat|\bhuman\b|real person|representative|supervisor|manager|"
     r"(?:change|update|modify)\s+(?:the\s+|my\s+)?(?:e-?mail|phone|name)|new e-?mail|e-?mail address on|"
-    r"\bdamaged\b|\bbroken\b|\bcomplain", re.IGNORECASE)
+    r"\bdamaged\b|\bbroken\b|\bcomplain|\bundo\b|\bun-?cancel|\breinstate|\brestore", re.IGNORECASE)
 _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cancel", re.compile(r"\bcancel(?!l?ed\s+(?:order|one)\b)", re.IGNORECASE)),
     ("return", re.compile(r"\breturn(?!\s+instructions)\b", re.IGNORECASE)),
@@ -850,7 +850,7 @@ class RetailReferenceAgent:
                                                                    re.IGNORECASE):
                 intent.payment_id = original
             else:
-                intent.payment_id = self._resolve_payment(text, exclude=None)
+                intent.payment_id = self._resolve_payment(text, exclude=None, prefer=original)
         if intent.payment_id is None:
             return self._ask("refund", "Which payment method should the refund go to: the original payment method "
                                        f"({self._method_text(original)}) or one of your gift cards?")
@@ -892,7 +892,7 @@ class RetailReferenceAgent:
             intent.new_items = chosen
         if intent.payment_id is None:
             text = intent.text if self._asking != "payment" else self._last_user
-            intent.payment_id = self._resolve_payment(text, exclude=None)
+            intent.payment_id = self._resolve_payment(text, exclude=None, prefer=self._order_method(order))
             if intent.payment_id is None and re.search(r"\b(?:original|same|paid with)\b", text, re.IGNORECASE):
                 intent.payment_id = self._order_method(order)
         diff = self._difference(order, intent.items, intent.new_items)
@@ -1124,7 +1124,11 @@ class RetailReferenceAgent:
         change = intent.kind in ("exchange", "modify_items", "item_change")
         if re.search(r"\b(?:all|everything|whole order|every item)\b", text, re.IGNORECASE) and \
                 intent.kind == "return":
-            return [str(it["item_id"]) for it in items]
+            but = re.search(r"\b(?:except(?: for)?|but not|other than|apart from|besides)\b(?P<rest>[^.;?!]*)", text,
+                            re.IGNORECASE)
+            kept = {str(it["item_id"]) for it in items if but and _name_mentioned(but.group("rest"),
+                                                                                  str(it.get("name")))}
+            return [str(it["item_id"]) for it in items if str(it["item_id"]) not in kept]
         chosen: list[str] = []
         names = list(dict.fromkeys(str(it.get("name")) for it in items))
         mentioned = [n for n in names if _name_mentioned(text, n)]
@@ -1267,8 +1271,12 @@ class RetailReferenceAgent:
         others = {t for v in values if v != value for t in re.findall(r"[a-z]+", v.lower())}
         return any(t not in others and _mentions(text, t) for t in tokens)
 
-    def _resolve_payment(self, text: str, exclude: str | None) -> str | None:
-        """Return the id of the user's payment method the text names (negated mentions ignored), or None."""
+    def _resolve_payment(self, text: str, exclude: str | None, prefer: str | None = None) -> str | None:
+        """Return the id of the user's payment method the text names (negated mentions ignored), or None.
+
+        A bare "credit card" that fits several cards means ``prefer`` (the card the order was paid with) when it
+        is one of them; otherwise it stays ambiguous (None).
+        """
         assert self._user is not None
         clean = _NEGATED_RE.sub(" ", text)
         methods = list(self._user.get("payment_methods", {}).values())
@@ -1293,6 +1301,8 @@ class RetailReferenceAgent:
                                                                                            re.IGNORECASE):
                 hits = cards
         hits = [h for h in dict.fromkeys(hits) if h != exclude]
+        if len(hits) > 1 and prefer in hits and all(self._method(h).get("source") == "credit_card" for h in hits):
+            hits = [prefer]
         if len(hits) > 1 and all(self._method(h).get("source") == "gift_card" for h in hits):
             hits = sorted(hits, key=lambda h: -float(self._method(h).get("balance", 0)))[:1]
         return hits[0] if len(hits) == 1 else None
