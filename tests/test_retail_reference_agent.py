@@ -295,3 +295,48 @@ def test_agendas_give_no_ids_the_user_does_not_know() -> None:
         assert not re.search(r"\b\d{10}\b|(?:gift_card|credit_card|paypal)_\d+", text), task.id
         if "user_id" not in scenario.known_info:
             assert "user_id" not in scenario.identity, task.id
+
+
+# ------------------------------------------------------------------------------------------------ named, not given
+# Expected values below were read by hand from domains/retail/data (users.json, orders.json).
+_VEHICLE = "cancel-no-longer-needed"  # any task: these tests check the agent's calls, not the grade
+
+
+def test_address_named_by_the_order_that_ships_there() -> None:
+    # Emil Vargas: pending #W6738693 (cast iron skillet) ships to Albuquerque; his delivered #W7736924 (electric
+    # scooter) ships to 5892 Foxglove Lane, Floor 1, Raleigh, NC 27638
+    lines = ["Please ship my pending order with the cast iron skillet to the address that my order with the "
+             "electric scooter ships to.", "emil.vargas961@example.com", "yes", "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    writes = [c for c in _calls(result, _VEHICLE) if c[0] in WRITES]
+    assert writes == [("modify_pending_order_address", {
+        "order_id": "#W6738693", "address1": "5892 Foxglove Lane", "address2": "Floor 1", "city": "Raleigh",
+        "state": "NC", "country": "USA", "zip": "27638"})]
+
+
+def test_partial_address_keeps_the_rest_of_the_order_address() -> None:
+    # Julia Fischer: #W5966685 ships to 7139 Vineyard Road, (no second line), Portland, OR 97255
+    lines = ["I want order #W5966685 delivered to Apt 12 instead (the rest of the address stays the same).",
+             "julia.fischer418@example.com", "yes", "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    writes = [c for c in _calls(result, _VEHICLE) if c[0] in WRITES]
+    assert writes == [("modify_pending_order_address", {
+        "order_id": "#W5966685", "address1": "7139 Vineyard Road", "address2": "Apt 12", "city": "Portland",
+        "state": "OR", "country": "USA", "zip": "97255"})]
+
+
+def test_most_recently_placed_order_is_the_last_one_of_the_account() -> None:
+    # Julia Fischer's orders, in account order: #W5966685, #W8045422, #W5731976
+    lines = ["julia.fischer418@example.com", "How much did I pay for the order I most recently placed?",
+             "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    answer = next(t for t in result.trials[0].trajectory.agent_texts() if "total" in t)
+    assert "#W5731976" in answer and "#W5966685" not in answer
+
+
+def test_no_and_a_human_instead_of_the_action_transfers_without_writing() -> None:
+    lines = ["cancel order #W6738693 please, I don't need it anymore", "emil.vargas961@example.com",
+             "No, don't. I want to talk to a human agent.", "ok###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    names = [c[0] for c in _calls(result, _VEHICLE)]
+    assert TRANSFER in names and not WRITES & set(names)

@@ -58,7 +58,7 @@ _ADDRESS_REF_RE = re.compile(
     r"(?:\s+to)?|[.?!;]|$)", re.IGNORECASE)
 """A new address named by the order that ships there: "the address (in CITY) that my order with X ships to"."""
 _PARTIAL_ADDRESS_RE = re.compile(
-    r"\b(?P<a2>(?:suite|apt\.?|apartment|unit|ste\.?|floor|room)\s*#?\s*\w+)\s*,?\s*\(?(?:and\s+|with\s+)?"
+    r"\b(?P<a2>(?:suite|apt\.?|apartment|unit|ste\.?|floor|room)\s*#?\s*\d\w*)\b[^().;]{0,20}?\(?\s*(?:and\s+|with\s+)?"
     r"(?:the\s+)?rest\s+(?:of\s+(?:the|my)\s+address\s+)?(?:stays?|is|remains?|keeps?)\s+(?:the\s+)?same",
     re.IGNORECASE)
 """A partial address: a new second line, the rest unchanged ("Suite 641 (the rest of the address stays the
@@ -241,6 +241,7 @@ class RetailReferenceAgent:
         self._transfer: str | None = None
         self._report: str | None = None
         self._offered: list[str] = []
+        self._listed_orders: list[str] = []
         self._refunds: list[tuple[str, float]] = []
         self._previous_address: dict[str, str] | None = None
 
@@ -386,6 +387,8 @@ class RetailReferenceAgent:
         if _TRANSFER_RE.search(text):
             return "transfer"
         text = re.sub(r"\be-?mail(?: address)?\b", "email", _EMAIL_RE.sub(" ", text), flags=re.IGNORECASE)
+        if re.search(r"\bhow much\b[^.?!]*\b(?:pay|paid|cost|charged?|spend|spent)\b", text, re.IGNORECASE):
+            return "info"
         if self._last_result.get("money") and re.search(r"\b(?:price difference|the price|the refund)\b", text,
                                                          re.IGNORECASE) and re.search(
                 r"^\W*(?:\w+\W+){0,3}?(?:can|could|is|are|will|would|did|does|verify|confirm)\b", text, re.IGNORECASE) \
@@ -457,6 +460,13 @@ class RetailReferenceAgent:
         order = _ORDER_RE.search(text)
         if order and (intent.order_id is None or self._asking == "order_id"):
             intent.order_id = "#" + order.group(1).upper()
+        if not order and self._asking == "order_id" and self._listed_orders:
+            ordinal = re.search(r"\b(first|second|third|fourth|fifth|last|only)\b", text, re.IGNORECASE)
+            if ordinal:
+                k = {"first": 0, "only": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4,
+                     "last": -1}[ordinal.group(1).lower()]
+                if -1 <= k < len(self._listed_orders):
+                    intent.order_id = self._listed_orders[k]
         for reason, pattern in _REASONS:
             if pattern.search(text):
                 intent.reason = reason
@@ -591,9 +601,9 @@ class RetailReferenceAgent:
                 return found
             if found is None:
                 if self._asking == "order_id" and _UNKNOWN_RE.search(self._last_user):
+                    self._listed_orders = [oid for oid in self._user.get("orders", []) if oid in self._orders]
                     listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}): "
-                                        f"{self._items_text(self._orders[oid])}"
-                                        for oid in self._user.get("orders", []) if oid in self._orders)
+                                        f"{self._items_text(self._orders[oid])}" for oid in self._listed_orders)
                     if listing:
                         return self._ask("order_id", f"These are your orders:\n{listing}\nWhich order is it?")
                 return self._ask("order_id", ASK_ORDER)
@@ -661,8 +671,10 @@ class RetailReferenceAgent:
         return None
 
     def _order_described(self, text: str) -> str | AgentTurn | None:
-        """The order a question describes by its status ("my cancelled order") or by its shipping ("the tracking
-        number", "still in transit"), when exactly one of the user's orders fits; the orders are fetched first.
+        """The order a question describes by its status or its shipping, when exactly one of the orders fits.
+
+        "my cancelled order" names the status; "the tracking number", "still in transit", "sent to" ask about an
+        order that has shipped (not a cancelled one). The user's orders are fetched first.
 
         Args:
             text: the user's question.
@@ -753,9 +765,8 @@ class RetailReferenceAgent:
         """
         assert self._user is not None
         fields = ("address1", "address2", "city", "state", "country", "zip")
-        ref = None
-        for ref in _ADDRESS_REF_RE.finditer(intent.text):
-            pass
+        refs = list(_ADDRESS_REF_RE.finditer(intent.text))
+        ref = refs[-1] if refs else None
         if ref is not None:
             if ref.group("oid"):
                 oid = "#" + ref.group("oid").lstrip("#").upper()
