@@ -243,6 +243,7 @@ class RetailReferenceAgent:
         self._offered: list[str] = []
         self._listed_orders: list[str] = []
         self._refunds: list[tuple[str, float]] = []
+        self._charges: list[tuple[str, float]] = []
         self._previous_address: dict[str, str] | None = None
 
     # ------------------------------------------------------------------------------------------ plumbing
@@ -939,7 +940,8 @@ class RetailReferenceAgent:
         if order_id and self._owns(order_id) and order_id not in self._orders:
             return self._call("get_order_details", {"order_id": order_id})
         parts: list[str] = []
-        if re.search(r"\b(?:options?|variants?|available|in stock|how many|kinds?|types?|ordered|bought|"
+        if re.search(r"\b(?:options?|variants?|available|in stock|how many|kinds?|types?|ordered|bought|paid|"
+                     r"purchased|"
                      r"materials?|colou?rs?|sizes?)\b", text, re.IGNORECASE):
             product = self._product_info(text)
             if isinstance(product, AgentTurn):
@@ -967,9 +969,15 @@ class RetailReferenceAgent:
                                                                                              strict=True))
                 parts.append(f"Your gift card balance{'s are' if len(cards) > 1 else ' is'} {listing}"
                              + (f"; together {_money(sum(balances))}." if len(cards) > 1 else "."))
-        if len(self._refunds) > 1 and re.search(r"\b(?:total|all|altogether|together|in all|overall)\b", text,
-                                                 re.IGNORECASE) and re.search(r"refund|back|money", text,
-                                                                              re.IGNORECASE):
+        if self._charges and re.search(r"\bpay\b", text, re.IGNORECASE) and re.search(
+                r"\b(?:total|all|altogether|together|in all|overall|today)\b", text, re.IGNORECASE):
+            # what the user pays in all: the charges less the money coming back
+            net = sum(a for _, a in self._charges) - sum(a for _, a in self._refunds)
+            moves = [f"{what}: {_money(a)} charged" for what, a in self._charges] + [
+                f"{what}: {_money(a)} back" for what, a in self._refunds]
+            parts.append((f"In total you pay {_money(net)}" if net >= 0 else
+                          f"In total you get back {_money(-net)}") + " (" + "; ".join(moves) + ").")
+        elif len(self._refunds) > 1 and re.search(r"refund|back|money", text, re.IGNORECASE):
             parts.append("In total you get back " + _money(sum(a for _, a in self._refunds)) + ": " + "; ".join(
                 f"{what}: {_money(a)}" for what, a in self._refunds) + ".")
         elif re.search(r"refund|back|difference|extra|cost|charge|price|pay", text, re.IGNORECASE) and \
@@ -1025,7 +1033,9 @@ class RetailReferenceAgent:
                     for it in self._orders[oid].get("items", []) if it.get("name") == name]
             if not mine:
                 return f"None of your orders holds a {name}."
-            return f"Your orders hold {len(mine)} {name} item(s): " + "; ".join(
+            together = f" (together {_money(sum(float(it.get('price', 0)) for _, it in mine))})" \
+                if len(mine) > 1 else ""
+            return f"Your orders hold {len(mine)} {name} item(s){together}: " + "; ".join(
                 f"in order {oid} ({self._orders[oid].get('status')}): {self._options_text(it.get('options', {}))}, "
                 f"{_money(float(it.get('price', 0)))}" for oid, it in mine) + "."
         pid = self._product_types[name]
@@ -1118,6 +1128,8 @@ class RetailReferenceAgent:
             self._last_result["money"] = money
             if diff < 0:
                 self._refunds.append((f"price difference of order {oid}", -diff))
+            elif diff > 0:
+                self._charges.append((f"price difference of order {oid}", diff))
             verb = "exchanged (exchange requested; instructions follow by email)" if name.startswith("exchange") \
                 else "updated"
             return f"Done: the items of order {oid} have been {verb}. {money}"
