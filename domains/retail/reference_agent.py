@@ -158,6 +158,20 @@ def _name_mentioned(text: str, name: str) -> bool:
     return any(_mentions(text, f) for f in _name_forms(name))
 
 
+def _change_parts(text: str, name: str) -> list[str]:
+    """The parts of a change request about product ``name``, one per item to change.
+
+    "the tea kettle for a tea kettle with material ceramic and the tea kettle for a tea kettle with capacity 1.5
+    liters" has two: each starts at a mention of the old item (one followed by "for"/"into"/"to a"/"->") and runs
+    to the next such mention.
+    """
+    low = _norm(text)
+    word = re.escape(name.lower().split()[-1])
+    starts = [m.start() for m in re.finditer(r"\b" + word + r"s?\b(?:\s*\([^)]*\))?\s+(?:for|into|->|to an?)\s",
+                                            low)]
+    return [low[a:b] for a, b in zip(starts, [*starts[1:], len(low)], strict=True)] if starts else []
+
+
 def _split_change(text: str, name: str) -> tuple[str, str]:
     """Split a change request about product ``name`` into the old item's words and the new item's words.
 
@@ -896,8 +910,13 @@ class RetailReferenceAgent:
                 return self._call("get_product_details", {"product_id": pid})
         if intent.new_items is None:
             chosen: list[str] = []
+            seen: dict[str, int] = {}
             for item_id in intent.items:
-                pick = self._choose_variant(intent, by_id[item_id])
+                name = str(by_id[item_id].get("name"))
+                parts = _change_parts(intent.text, name) if self._asking != "options" else []
+                k = seen[name] = seen.get(name, -1) + 1
+                pick = self._choose_variant(intent, by_id[item_id], part=parts[k] if len(parts) > 1 and
+                                            k < len(parts) else None)
                 if isinstance(pick, AgentTurn):
                     return pick
                 chosen.append(pick)
@@ -915,6 +934,12 @@ class RetailReferenceAgent:
         method = self._method(intent.payment_id)
         if method.get("source") == "gift_card" and float(method.get("balance", 0)) < diff:
             intent.payment_id = None
+            if "gift card short" in intent.notes:
+                # named again after being told it does not cover the difference: the change can't be made with it
+                return self._refuse(intent, f"your gift card balance ({_money(float(method.get('balance', 0)))}) "
+                                            f"does not cover the price difference of {_money(diff)}, so I can't "
+                                            "make this change with it.")
+            intent.notes.append("gift card short")
             return self._ask("payment", f"Your gift card balance ({_money(float(method.get('balance', 0)))}) does "
                                         f"not cover the price difference of {_money(diff)}. Which other payment "
                                         "method should pay it?")
@@ -1161,6 +1186,14 @@ class RetailReferenceAgent:
             old_part = _split_change(segment, name)[0] if change else segment
             if not _name_mentioned(old_part, name):
                 old_part = segment
+            parts = _change_parts(segment, name) if change else []
+            if len(parts) > 1:
+                # one item changed per "X for Y" of this product; the same item id may be there twice
+                ranked_items = sorted(same, key=lambda it: -sum(_mentions(segment, str(v))
+                                                                for v in it.get("options", {}).values()))
+                for k in range(min(len(parts), len(same))):
+                    chosen.append(str(ranked_items[k]["item_id"]))
+                continue
             word = name.lower().split()[-1]
             spots = [m.start() for m in re.finditer(r"\b" + re.escape(word), _norm(old_part))]
             if not change and len(same) > 1 and len(spots) > 1:
@@ -1212,15 +1245,18 @@ class RetailReferenceAgent:
                 return low[cuts[k]:cuts[k + 1]]
         return text
 
-    def _choose_variant(self, intent: _Intent, item: dict[str, Any]) -> str | AgentTurn:
-        """Return the new item id for ``item`` from the user's words, or the message asking which one."""
+    def _choose_variant(self, intent: _Intent, item: dict[str, Any], part: str | None = None) -> str | AgentTurn:
+        """Return the new item id for ``item`` from the user's words, or the message asking which one.
+
+        ``part`` is the user's words about this very item when the same product is changed more than once.
+        """
         product = self._products[str(item["product_id"])]
         variants = list(product.get("variants", {}).values())
         old = {k: str(v) for k, v in item.get("options", {}).items()}
         order = self._orders.get(str(intent.order_id), {})
         names = [str(it.get("name")) for it in order.get("items", []) if str(it["item_id"]) in (intent.items or [])]
-        text = self._last_user if self._asking == "options" else self._segment(intent.text, str(item["name"]),
-                                                                               names)
+        text = self._last_user if self._asking == "options" else part if part is not None else self._segment(
+            intent.text, str(item["name"]), names)
         new_part = text if self._asking == "options" else _split_change(text, str(item["name"]))[1]
         if self._asking == "options" and self._offered:
             ordinal = re.search(r"\b(first|second|third|fourth|fifth|last)\b|\b(?:number|option|#)\s*(\d+)\b",
@@ -1291,8 +1327,9 @@ class RetailReferenceAgent:
         if _mentions(text, value):
             return True
         tokens = [t for t in re.findall(r"[a-z]+", value.lower()) if len(t) >= 4]
-        others = {t for v in values if v != value for t in re.findall(r"[a-z]+", v.lower())}
-        return any(t not in others and _mentions(text, t) for t in tokens)
+        # a word of this value alone names it only when no other value has that word (plural or not)
+        others = {t.rstrip("s") for v in values if v != value for t in re.findall(r"[a-z]+", v.lower())}
+        return any(t.rstrip("s") not in others and _mentions(text, t) for t in tokens)
 
     def _resolve_payment(self, text: str, exclude: str | None, prefer: str | None = None) -> str | None:
         """Return the id of the user's payment method the text names (negated mentions ignored), or None.
