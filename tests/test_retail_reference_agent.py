@@ -340,3 +340,17 @@ def test_no_and_a_human_instead_of_the_action_transfers_without_writing() -> Non
     result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
     names = [c[0] for c in _calls(result, _VEHICLE)]
     assert TRANSFER in names and not WRITES & set(names)
+
+
+def test_the_same_product_changed_twice_gives_one_part_per_item() -> None:
+    from domains.retail.reference_agent import RetailReferenceAgent, _change_parts
+
+    text = ("exchange in order #W1: the tea kettle for a tea kettle with material ceramic, stovetop gas and the tea "
+            "kettle for a tea kettle with capacity 1.5 liters")
+    parts = _change_parts(text, "Tea Kettle")
+    assert len(parts) == 2 and "ceramic" in parts[0] and "1.5" not in parts[0] and "1.5 liters" in parts[1]
+    assert _change_parts("return the tea kettle", "Tea Kettle") == []
+    # "1.5 liters" names 1.5 liters, not "1 liter" (the word "liter" is shared by the values)
+    values = ["1.5 liters", "2 liters", "1 liter"]
+    said = "a tea kettle with capacity 1.5 liters"
+    assert [v for v in values if RetailReferenceAgent._value_mentioned(said, v, values)] == ["1.5 liters"]
