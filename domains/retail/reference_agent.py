@@ -705,6 +705,11 @@ class RetailReferenceAgent:
         for oid in orders:
             if oid not in self._orders:
                 return self._call("get_order_details", {"order_id": oid})
+        holding = [o for o in orders if any(_name_mentioned(text, str(it.get("name")))
+                                            for it in self._orders[o].get("items", []))]
+        if len(holding) == 1:
+            # "the tracking number of the order ... the tablet": the one order holding the product named
+            return str(holding[0])
         if status:
             wanted = status.group(1).lower().replace("canceled", "cancelled")
             fits = [o for o in orders if self._orders[o].get("status") == wanted]
