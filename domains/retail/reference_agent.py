@@ -402,7 +402,11 @@ class RetailReferenceAgent:
         if _TRANSFER_RE.search(text):
             return "transfer"
         text = re.sub(r"\be-?mail(?: address)?\b", "email", _EMAIL_RE.sub(" ", text), flags=re.IGNORECASE)
-        if re.search(r"\bhow much\b[^.?!]*\b(?:pay|paid|cost|charged?|spend|spent)\b", text, re.IGNORECASE):
+        if re.search(r"\bhow much\b[^.?!]*\b(?:pay|paid|cost|charged?|spend|spent)\b", text, re.IGNORECASE) or \
+                re.search(r"^\W*(?:(?:another thing|one more (?:thing|question)|also|next|and|so)\W+)?(?:(?:could|can) "
+                          r"you (?:tell|let) me\s+|i'?d like to know\s+|i want to know\s+|i wonder\s+)?"
+                          r"(?:what (?:is|are|was|were) the|what's the|how much|how many)\b", text, re.IGNORECASE):
+            # a question about an amount or a fact, even when it names an action ("the price after the change")
             return "info"
         if self._last_result.get("money") and re.search(r"\b(?:price difference|the price|the refund)\b", text,
                                                          re.IGNORECASE) and re.search(
@@ -1022,6 +1026,11 @@ class RetailReferenceAgent:
             if re.search(r"\baddress\b|\bsent to\b|\bshipp(?:ed|ing) to\b|\bwhere\b", text, re.IGNORECASE):
                 a = order.get("address") or {}
                 parts.append(f"Order {order_id} ships to {self._address_text(a)}." if a else "")
+            returned = [str(i) for i in order.get("return_items") or order.get("exchange_items") or []]
+            if returned and re.search(r"\bremaining|\bleft\b|\bkeep|\bother items\b|\brest\b", text, re.IGNORECASE):
+                prices = {str(it["item_id"]): float(it.get("price", 0)) for it in order.get("items", [])}
+                rest = self._order_total(order) - sum(prices.get(i, 0.0) for i in returned)
+                parts.append(f"The items of order {order_id} you keep come to {_money(rest)}.")
             parts.append(f"Order {order_id} is {order.get('status')}; its total is "
                          f"{_money(self._order_total(order))} ({self._items_text(order)}).")
         elif order_id and not self._owns(order_id):
