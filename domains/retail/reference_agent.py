@@ -408,6 +408,10 @@ class RetailReferenceAgent:
                           r"(?:what (?:is|are|was|were) the|what's the|how much|how many)\b", text, re.IGNORECASE):
             # a question about an amount or a fact, even when it names an action ("the price after the change")
             return "info"
+        if re.search(r"\b(?:tell me|know|wonder|ask)\s+(?:if|whether)\s+(?:i|we|you)\s+(?:can|could)\b", text,
+                     re.IGNORECASE) and not _ORDER_RE.search(text):
+            # "could you tell me if I can ...": asks whether something is possible, not to do it
+            return "info"
         if self._last_result.get("money") and re.search(r"\b(?:price difference|the price|the refund)\b", text,
                                                          re.IGNORECASE) and re.search(
                 r"^\W*(?:\w+\W+){0,3}?(?:can|could|is|are|will|would|did|does|verify|confirm)\b", text, re.IGNORECASE) \
@@ -722,6 +726,50 @@ class RetailReferenceAgent:
                     and self._orders[o].get("status") != "cancelled"]
         return str(fits[0]) if len(fits) == 1 else None
 
+    def _cheapest_total(self, order_id: str | None, text: str) -> str | AgentTurn | None:
+        """What the order would cost with every item switched to its product's cheapest available variant.
+
+        The order is the one asked about, else the user's only pending order. An amount the user names ("bring
+        the cost down to $950") is compared with the result.
+
+        Args:
+            order_id: the order asked about, if any.
+            text: the user's question.
+
+        Returns:
+            The answer, a look-up needed first, or None when no order fits.
+        """
+        orders = (self._user or {}).get("orders", [])
+        if order_id is None:
+            for oid in orders:
+                if oid not in self._orders:
+                    return self._call("get_order_details", {"order_id": oid})
+            pending = [o for o in orders if self._orders[o].get("status") == "pending"]
+            if len(pending) != 1:
+                return None
+            order_id = str(pending[0])
+        order = self._orders.get(order_id) or {}
+        for it in order.get("items", []):
+            if str(it["product_id"]) not in self._products:
+                return self._call("get_product_details", {"product_id": str(it["product_id"])})
+        lines, total = [], 0.0
+        for it in order.get("items", []):
+            variants = [v for v in self._products[str(it["product_id"])].get("variants", {}).values()
+                        if v.get("available") or str(v.get("item_id")) == str(it["item_id"])]
+            low = min(variants, key=lambda v: float(v["price"]), default=None)
+            price = float(low["price"]) if low else float(it.get("price", 0))
+            total += price
+            lines.append(f"{it.get('name')} {_money(price)}" + (f" ({self._options_text(low.get('options', {}))})"
+                                                                if low else ""))
+        answer = (f"With every item switched to its cheapest available option, order {order_id} would cost "
+                  f"{_money(total)} instead of {_money(self._order_total(order))}: " + "; ".join(lines) + ".")
+        target = re.search(r"\$\s?([\d,]+(?:\.\d+)?)", text)
+        if target:
+            goal = float(target.group(1).replace(",", ""))
+            answer += (f" That is within ${target.group(1)}." if total <= goal else
+                       f" That is still above ${target.group(1)}.")
+        return answer
+
     def _recent_order(self, text: str) -> str | None:
         """The last order of the account when ``text`` speaks of the order placed most recently, else None."""
         orders = (self._user or {}).get("orders", [])
@@ -993,6 +1041,16 @@ class RetailReferenceAgent:
                     for oid in asked if not self._orders[oid].get("missing")]
             if paid:
                 parts.append("; ".join(paid)[0].upper() + "; ".join(paid)[1:] + ".")
+        if re.search(r"\bsplit\b", text, re.IGNORECASE) and re.search(r"\bpay|\bcard|\bcharge", text, re.IGNORECASE):
+            parts.append("I'm sorry, but splitting a payment is not possible: an order is paid with one payment "
+                         "method (a gift card must cover the whole amount).")
+        if re.search(r"\bcheapest\b", text, re.IGNORECASE) and re.search(r"\ball (?:the )?items\b|\bevery item\b",
+                                                                          text, re.IGNORECASE):
+            cheapest = self._cheapest_total(order_id, text)
+            if isinstance(cheapest, AgentTurn):
+                return cheapest
+            if cheapest:
+                parts.append(cheapest)
         if re.search(r"gift card|balance", text, re.IGNORECASE):
             cards = [m for m in self._user.get("payment_methods", {}).values() if m.get("source") == "gift_card"]
             if not cards:
