@@ -354,3 +354,17 @@ def test_the_same_product_changed_twice_gives_one_part_per_item() -> None:
     values = ["1.5 liters", "2 liters", "1 liter"]
     said = "a tea kettle with capacity 1.5 liters"
     assert [v for v in values if RetailReferenceAgent._value_mentioned(said, v, values)] == ["1.5 liters"]
+
+
+def test_questions_about_an_order_described_by_status_and_about_the_card_used() -> None:
+    # Julia Fischer: #W8045422 is her only cancelled order (never shipped); all three orders were paid with her
+    # Amex ending in 3903 (credit_card_5501054), none with her Visa ending in 4400
+    lines = ["julia.fischer418@example.com", "What is the tracking number of my cancelled order?",
+             "Could you tell me whether I paid with my visa or my amex card?", "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    texts = result.trials[0].trajectory.agent_texts()
+    tracking = next(t for t in texts if "tracking" in t)
+    assert "#W8045422" in tracking and "no tracking number" in tracking
+    paid = next(t for t in texts if "paid with" in t)
+    assert paid.count("Amex credit card ending in 3903") == 3 and "4400" not in paid
+    assert not any(c[0] in WRITES for c in _calls(result, _VEHICLE))

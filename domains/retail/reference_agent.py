@@ -408,7 +408,8 @@ class RetailReferenceAgent:
                           r"(?:what (?:is|are|was|were) the|what's the|how much|how many)\b", text, re.IGNORECASE):
             # a question about an amount or a fact, even when it names an action ("the price after the change")
             return "info"
-        if re.search(r"\b(?:tell me|know|wonder|ask)\s+(?:if|whether)\s+(?:i|we|you)\s+(?:can|could)\b", text,
+        if re.search(r"\b(?:tell me|know|wonder|ask)\s+(?:if|whether)\s+(?:i|we|you)\s+(?:can|could)\b|"
+                     r"\b(?:whether|which card|did i|have i)\b[^.?!]*\b(?:paid|used)\b", text,
                      re.IGNORECASE) and not _ORDER_RE.search(text):
             # "could you tell me if I can ...": asks whether something is possible, not to do it
             return "info"
