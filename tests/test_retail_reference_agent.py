@@ -368,3 +368,19 @@ def test_questions_about_an_order_described_by_status_and_about_the_card_used() 
     paid = next(t for t in texts if "paid with" in t)
     assert paid.count("Amex credit card ending in 3903") == 3 and "4400" not in paid
     assert not any(c[0] in WRITES for c in _calls(result, _VEHICLE))
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("change my default address to the address that my order #W1234567 ships to", "#W1234567"),
+    ("ship it instead to the address in Seattle that my order with the lamp and the mug ships to",
+     "the lamp and the mug"),
+    ("I want my order shipped to the address of my other order with the lamp", "the lamp"),
+    # the address being changed, not a new one
+    ("update the address of my order with the lamp to 1 Main St, Austin, TX 78701", None),
+    ("change the address that my order #W1234567 ships to", None),
+])
+def test_an_address_is_named_by_an_order_only_as_the_target(text: str, named: str | None) -> None:
+    from domains.retail.reference_agent import _ADDRESS_REF_RE
+
+    m = _ADDRESS_REF_RE.search(text)
+    assert (m and (m.group("oid") or m.group("items"))) == named

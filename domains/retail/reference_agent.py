@@ -52,11 +52,13 @@ _ADDRESS_RE = re.compile(
     r"(?P<city>[A-Za-z][A-Za-z .'-]*?),\s*(?P<state>[A-Z]{2})\s+"
     r"(?P<zip>\d{5})(?:\s*,\s*(?P<country>[A-Z][A-Za-z]*(?: [A-Z][a-z]+){0,2})\b)?")
 _ADDRESS_REF_RE = re.compile(
-    r"\baddress(?:\s+in\s+(?P<city>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*))?\s+(?:that|which|where|of)\s+(?:my\s+)?"
+    r"\b(?:to|as|use|using)\s+(?:the\s+|my\s+)?(?:same\s+)?(?:shipping\s+|delivery\s+)?"
+    r"address(?:\s+in\s+(?P<city>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*))?\s+(?:that|which|where|of)\s+(?:my\s+)?"
     r"(?:other\s+)?order\s+(?:(?P<oid>#?W\d{7})|with\s+(?P<items>.+?))"
     r"(?:\s+(?:ships?|is shipped|was shipped|is going|goes|went|was sent|is sent|is delivered|was delivered)\b"
     r"(?:\s+to)?|[.?!;]|$)", re.IGNORECASE)
-"""A new address named by the order that ships there: "the address (in CITY) that my order with X ships to"."""
+"""A new address named by the order that ships there: "to the address (in CITY) that my order with X ships to"
+(only after "to"/"as"/"use": "change the address of my order with X" names the order being changed)."""
 _PARTIAL_ADDRESS_RE = re.compile(
     r"\b(?P<a2>(?:suite|apt\.?|apartment|unit|ste\.?|floor|room)\s*#?\s*\d\w*)\b[^().;]{0,20}?\(?\s*(?:and\s+|with\s+)?"
     r"(?:the\s+)?rest\s+(?:of\s+(?:the|my)\s+address\s+)?(?:stays?|is|remains?|keeps?)\s+(?:the\s+)?same",
