@@ -289,7 +289,7 @@ def test_render_address() -> None:
 
 # Sanity floor for pass^1 (seed 0, one trial). Measured on 2026-11-30: 0.57 (65/115) with the reference agent and
 # RuleUser of the first full versions; 0.30 with their first drafts, whose conversations broke down on one in two
-# tasks (agent loops on "which order?", the user not answering); 0.92 (106/115) once the agent understood
+# tasks (agent loops on "which order?", the user not answering); 0.93 (107/115) once the agent understood
 # addresses named by another order or the profile, partial addresses, "the order I most recently placed", totals
 # asked after several actions and products named twice (train split: 0.94, 469/500). The floor sits well below
 # the last figure: it fails when the two sides stop understanding each other (a regression of one of those

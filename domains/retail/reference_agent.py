@@ -444,7 +444,8 @@ class RetailReferenceAgent:
         return "modify_user_address"
 
     def _new_requests(self, text: str) -> None:
-        clauses = [c for c in re.split(r";|(?<=[.!?])\s+|\balso\b|\bas well\b", text) if c and c.strip()]
+        clauses = [c for c in re.split(r";|(?<=[.!?])\s+|\balso\b|\bas well\b|,\s*and\s+(?=(?:return|cancel|exchange|"
+                                       r"modify|update|switch)\b)", text) if c and c.strip()]
         found: list[_Intent] = []
         current = self._current()
         for clause in clauses:
