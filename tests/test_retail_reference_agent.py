@@ -295,3 +295,92 @@ def test_agendas_give_no_ids_the_user_does_not_know() -> None:
         assert not re.search(r"\b\d{10}\b|(?:gift_card|credit_card|paypal)_\d+", text), task.id
         if "user_id" not in scenario.known_info:
             assert "user_id" not in scenario.identity, task.id
+
+
+# ------------------------------------------------------------------------------------------------ named, not given
+# Expected values below were read by hand from domains/retail/data (users.json, orders.json).
+_VEHICLE = "cancel-no-longer-needed"  # any task: these tests check the agent's calls, not the grade
+
+
+def test_address_named_by_the_order_that_ships_there() -> None:
+    # Emil Vargas: pending #W6738693 (cast iron skillet) ships to Albuquerque; his delivered #W7736924 (electric
+    # scooter) ships to 5892 Foxglove Lane, Floor 1, Raleigh, NC 27638
+    lines = ["Please ship my pending order with the cast iron skillet to the address that my order with the "
+             "electric scooter ships to.", "emil.vargas961@example.com", "yes", "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    writes = [c for c in _calls(result, _VEHICLE) if c[0] in WRITES]
+    assert writes == [("modify_pending_order_address", {
+        "order_id": "#W6738693", "address1": "5892 Foxglove Lane", "address2": "Floor 1", "city": "Raleigh",
+        "state": "NC", "country": "USA", "zip": "27638"})]
+
+
+def test_partial_address_keeps_the_rest_of_the_order_address() -> None:
+    # Julia Fischer: #W5966685 ships to 7139 Vineyard Road, (no second line), Portland, OR 97255
+    lines = ["I want order #W5966685 delivered to Apt 12 instead (the rest of the address stays the same).",
+             "julia.fischer418@example.com", "yes", "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    writes = [c for c in _calls(result, _VEHICLE) if c[0] in WRITES]
+    assert writes == [("modify_pending_order_address", {
+        "order_id": "#W5966685", "address1": "7139 Vineyard Road", "address2": "Apt 12", "city": "Portland",
+        "state": "OR", "country": "USA", "zip": "97255"})]
+
+
+def test_most_recently_placed_order_is_the_last_one_of_the_account() -> None:
+    # Julia Fischer's orders, in account order: #W5966685, #W8045422, #W5731976
+    lines = ["julia.fischer418@example.com", "How much did I pay for the order I most recently placed?",
+             "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    answer = next(t for t in result.trials[0].trajectory.agent_texts() if "total" in t)
+    assert "#W5731976" in answer and "#W5966685" not in answer
+
+
+def test_no_and_a_human_instead_of_the_action_transfers_without_writing() -> None:
+    lines = ["cancel order #W6738693 please, I don't need it anymore", "emil.vargas961@example.com",
+             "No, don't. I want to talk to a human agent.", "ok###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    names = [c[0] for c in _calls(result, _VEHICLE)]
+    assert TRANSFER in names and not WRITES & set(names)
+
+
+def test_the_same_product_changed_twice_gives_one_part_per_item() -> None:
+    from domains.retail.reference_agent import RetailReferenceAgent, _change_parts
+
+    text = ("exchange in order #W1: the tea kettle for a tea kettle with material ceramic, stovetop gas and the tea "
+            "kettle for a tea kettle with capacity 1.5 liters")
+    parts = _change_parts(text, "Tea Kettle")
+    assert len(parts) == 2 and "ceramic" in parts[0] and "1.5" not in parts[0] and "1.5 liters" in parts[1]
+    assert _change_parts("return the tea kettle", "Tea Kettle") == []
+    # "1.5 liters" names 1.5 liters, not "1 liter" (the word "liter" is shared by the values)
+    values = ["1.5 liters", "2 liters", "1 liter"]
+    said = "a tea kettle with capacity 1.5 liters"
+    assert [v for v in values if RetailReferenceAgent._value_mentioned(said, v, values)] == ["1.5 liters"]
+
+
+def test_questions_about_an_order_described_by_status_and_about_the_card_used() -> None:
+    # Julia Fischer: #W8045422 is her only cancelled order (never shipped); all three orders were paid with her
+    # Amex ending in 3903 (credit_card_5501054), none with her Visa ending in 4400
+    lines = ["julia.fischer418@example.com", "What is the tracking number of my cancelled order?",
+             "Could you tell me whether I paid with my visa or my amex card?", "no, that's all###STOP###"]
+    result = _run("reference", [BY_ID[_VEHICLE]], user=_scripted(lines))
+    texts = result.trials[0].trajectory.agent_texts()
+    tracking = next(t for t in texts if "tracking" in t)
+    assert "#W8045422" in tracking and "no tracking number" in tracking
+    paid = next(t for t in texts if "paid with" in t)
+    assert paid.count("Amex credit card ending in 3903") == 3 and "4400" not in paid
+    assert not any(c[0] in WRITES for c in _calls(result, _VEHICLE))
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("change my default address to the address that my order #W1234567 ships to", "#W1234567"),
+    ("ship it instead to the address in Seattle that my order with the lamp and the mug ships to",
+     "the lamp and the mug"),
+    ("I want my order shipped to the address of my other order with the lamp", "the lamp"),
+    # the address being changed, not a new one
+    ("update the address of my order with the lamp to 1 Main St, Austin, TX 78701", None),
+    ("change the address that my order #W1234567 ships to", None),
+])
+def test_an_address_is_named_by_an_order_only_as_the_target(text: str, named: str | None) -> None:
+    from domains.retail.reference_agent import _ADDRESS_REF_RE
+
+    m = _ADDRESS_REF_RE.search(text)
+    assert (m and (m.group("oid") or m.group("items"))) == named

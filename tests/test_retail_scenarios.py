@@ -285,17 +285,23 @@ def test_render_address() -> None:
     assert render_address(a | {"address2": "Apt 2"}) == "1 Main St, Apt 2, Austin, TX 78701, USA"
 
 
-# --- end to end: RuleUser (cooperative) vs the retail reference agent on the 115 test tasks -----------------------
+# --- end to end: RuleUser (cooperative) vs the retail reference agent on the 115 test and 500 train tasks ----------
 
 # Sanity floor for pass^1 (seed 0, one trial). Measured on 2026-11-30: 0.57 (65/115) with the reference agent and
-# RuleUser of that day; 0.30 with their first drafts, whose conversations broke down on one in two tasks (agent
-# loops on "which order?", the user not answering). The floor sits between the two: it fails when the two
-# sides stop understanding each other, not on a few tasks lost to a change of either side.
-PASS_FLOOR = 0.40
+# RuleUser of the first full versions; 0.30 with their first drafts, whose conversations broke down on one in two
+# tasks (agent loops on "which order?", the user not answering); 0.93 (107/115) once the agent understood
+# addresses named by another order or the profile, partial addresses, "the order I most recently placed", totals
+# asked after several actions and products named twice (train split: 0.94, 469/500). The floor sits well below
+# the last figure: it fails when the two sides stop understanding each other (a regression of one of those
+# capabilities costs 5-15 tasks), not on a few tasks lost to a change of either side.
+PASS_FLOOR = 0.75
+TRAIN_PASS_FLOOR = 0.85
 
 
-def test_rule_user_plays_the_test_split_against_the_reference_agent(retail_peer_dir: Path, domain: RetailDomain,
-                                                                   template: TemplateDatabase) -> None:
+@pytest.mark.parametrize(("split", "floor"), [("test", PASS_FLOOR), ("train", TRAIN_PASS_FLOOR)])
+def test_rule_user_plays_a_split_against_the_reference_agent(retail_peer_dir: Path, domain: RetailDomain,
+                                                                   template: TemplateDatabase, split: str,
+                                                                   floor: float) -> None:
     import collections
     import importlib.util
 
@@ -306,15 +312,15 @@ def test_rule_user_plays_the_test_split_against_the_reference_agent(retail_peer_
     from simulator.runner import RunConfig, Runner
     from simulator.users import user_factory
 
-    tasks = tasks_of(retail_peer_dir, "test")
-    assert len(tasks) == 115
+    tasks = tasks_of(retail_peer_dir, split)
+    assert len(tasks) == {"test": 115, "train": 500}[split]
     config = RunConfig(domain="retail", data_dir=str(retail_peer_dir / "data"), options={"mode": "tau-bench"},
-                       tasks=str(retail_peer_dir / "tasks_test.json"), agent="reference", user="rule", trials=1)
+                       tasks=str(retail_peer_dir / f"tasks_{split}.json"), agent="reference", user="rule", trials=1)
     runner = Runner(domain, template, tasks, agent_factory("reference", domain=domain),
                     user_factory("rule", domain=domain, template=template), config)
     result = runner.run()
     trials = result.trials
-    assert len(trials) == 115
+    assert len(trials) == len(tasks)
     endings = collections.Counter(str(t.termination_reason) for t in trials)
     grades = {t.task_id: (t.grade.model_dump() if t.grade is not None else {}) for t in trials}
     failed_parts = collections.Counter(
@@ -325,7 +331,7 @@ def test_rule_user_plays_the_test_split_against_the_reference_agent(retail_peer_
     crashed = {t.task_id: (t.error or "").strip().splitlines()[-1:] for t in trials
                if t.error or str(t.termination_reason) in ("agent_error", "user_error", "tool_bug")}
     assert not crashed, f"crashes or tool bugs: {crashed}"
-    assert pass1 >= PASS_FLOOR
+    assert pass1 >= floor
 
 
 def test_unknown_user_order_and_items_give_gaps_not_errors(template: TemplateDatabase) -> None:

@@ -585,3 +585,21 @@ def test_a_single_listed_option_is_taken_by_a_user_with_nothing_to_go_by():
     turns = drive(user, ["These are your orders:\n- #W9348897 (pending): Desk Lamp; Backpack\nWhich order is it?"])
     assert "first" in turns[1].content.lower() and "#W" not in turns[1].content
     assert "I want to if" not in turns[0].content  # a whether-question is framed as one
+
+
+def test_confirm_terms_match_whole_words_only() -> None:
+    # hand-checked: a short option value must not be found inside longer words or numbers
+    from simulator.users.rule_user import _has_term, _norm
+
+    text = _norm("I will exchange the T-Shirt (size: medium) for T-Shirt (size: XL), difference $18.50. Proceed?")
+    assert not _has_term(text, "M")
+    assert not _has_term(text, "L")
+    assert not _has_term(text, "8")
+    assert not _has_term(text, "no")
+    assert _has_term(text, "XL")
+    assert _has_term(text, "medium")
+    assert _has_term(text, "$18.50")
+    assert _has_term(text, "18.50")
+    assert _has_term(_norm("size: M, color: red"), "m")
+    assert _has_term(_norm("order #W1234567 (size 8)."), "8")
+    assert _has_term(_norm("order #W1234567"), "#W1234567")

@@ -51,6 +51,26 @@ _ADDRESS_RE = re.compile(
     r"(?<![\w#-])(?P<a1>\d+\s[^,\n]*?),\s*(?:(?P<a2>[^,\n]+?),\s*)?"
     r"(?P<city>[A-Za-z][A-Za-z .'-]*?),\s*(?P<state>[A-Z]{2})\s+"
     r"(?P<zip>\d{5})(?:\s*,\s*(?P<country>[A-Z][A-Za-z]*(?: [A-Z][a-z]+){0,2})\b)?")
+_ADDRESS_REF_RE = re.compile(
+    r"\b(?:to|as|use|using)\s+(?:the\s+|my\s+)?(?:same\s+)?(?:shipping\s+|delivery\s+)?"
+    r"address(?:\s+in\s+(?P<city>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*))?\s+(?:that|which|where|of)\s+(?:my\s+)?"
+    r"(?:other\s+)?order\s+(?:(?P<oid>#?W\d{7})|with\s+(?P<items>.+?))"
+    r"(?:\s+(?:ships?|is shipped|was shipped|is going|goes|went|was sent|is sent|is delivered|was delivered)\b"
+    r"(?:\s+to)?|[.?!;]|$)", re.IGNORECASE)
+"""A new address named by the order that ships there: "to the address (in CITY) that my order with X ships to"
+(only after "to"/"as"/"use": "change the address of my order with X" names the order being changed)."""
+_PARTIAL_ADDRESS_RE = re.compile(
+    r"\b(?P<a2>(?:suite|apt\.?|apartment|unit|ste\.?|floor|room)\s*#?\s*\d\w*)\b[^().;]{0,20}?\(?\s*(?:and\s+|with\s+)?"
+    r"(?:the\s+)?rest\s+(?:of\s+(?:the|my)\s+address\s+)?(?:stays?|is|remains?|keeps?)\s+(?:the\s+)?same",
+    re.IGNORECASE)
+"""A partial address: a new second line, the rest unchanged ("Suite 641 (the rest of the address stays the
+same)")."""
+_RECENT_ORDER_RE = re.compile(
+    r"\b(?:most recent(?:ly placed)?|latest|newest|last)\s+order\b|"
+    r"\border\s+(?:that\s+)?(?:i\s+)?(?:have\s+)?(?:most recently|just|recently|last)\s+(?:placed|made|ordered)\b",
+    re.IGNORECASE)
+"""The order the user placed last (the last of the account's orders)."""
+_UNKNOWN_RE = re.compile(r"\b(?:don'?t|do not) (?:know|have|remember)|no idea|not sure", re.IGNORECASE)
 _NO_RE = re.compile(r"^\W*(?:no|nope|nah|don't|do not|not)\b", re.IGNORECASE)
 _DONE_RE = re.compile(r"\b(?:that's all|that is all|nothing else|no,? thanks?|no thank you|all set|that's it|bye)\b",
                       re.IGNORECASE)
@@ -60,9 +80,9 @@ _TRANSFER_RE = re.compile(
     r"never (?:arrived|came|got|received)|didn't (?:arrive|get it|receive)|did not (?:arrive|receive)|"
     r"\bmissing\b|\blost\b|\bstolen\b|investigat|\bhuman\b|real person|representative|supervisor|manager|"
     r"(?:change|update|modify)\s+(?:the\s+|my\s+)?(?:e-?mail|phone|name)|new e-?mail|e-?mail address on|"
-    r"\bdamaged\b|\bbroken\b|\bcomplain", re.IGNORECASE)
+    r"\bdamaged\b|\bbroken\b|\bcomplain|\bundo\b|\bun-?cancel|\breinstate|\brestore", re.IGNORECASE)
 _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("cancel", re.compile(r"\bcancel", re.IGNORECASE)),
+    ("cancel", re.compile(r"\bcancel(?!l?ed\s+(?:order|one)\b)", re.IGNORECASE)),
     ("return", re.compile(r"\breturn(?!\s+instructions)\b", re.IGNORECASE)),
     ("item_change", re.compile(r"\b(?:exchange|swap|switch|replace|trade)\b", re.IGNORECASE)),
     ("modify_payment", re.compile(r"\b(?:pay(?:ing)? for|payment method|pay (?:it|order|the order|with|using)|"
@@ -70,7 +90,8 @@ _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("address", re.compile(r"\baddress\b|\bship(?:ped)?\b|\bsend\b|\bsent\b|\bmoving\b|\bmoved\b", re.IGNORECASE)),
     ("item_change", re.compile(r"\b(?:change|instead)\b", re.IGNORECASE)),
     ("info", re.compile(r"\b(?:balance|how much|how many|status|total|what|what's|which|where is|when will|"
-                        r"available|in stock|options)\b", re.IGNORECASE)),
+                        r"available|in stock|options|i wonder|(?:like|want|need) to know|tell me|whether)\b",
+                        re.IGNORECASE)),
 )
 _ACTION_RE = re.compile(r"\b(?:cancel\w*|return|exchange|swap|switch|replace|update|change|modify|ship|send|mov\w+|"
                         r"pay|charge|balance|how much|what|status|total)\b", re.IGNORECASE)
@@ -139,6 +160,20 @@ def _name_mentioned(text: str, name: str) -> bool:
     return any(_mentions(text, f) for f in _name_forms(name))
 
 
+def _change_parts(text: str, name: str) -> list[str]:
+    """The parts of a change request about product ``name``, one per item to change.
+
+    "the tea kettle for a tea kettle with material ceramic and the tea kettle for a tea kettle with capacity 1.5
+    liters" has two: each starts at a mention of the old item (one followed by "for"/"into"/"to a"/"->") and runs
+    to the next such mention.
+    """
+    low = _norm(text)
+    word = re.escape(name.lower().split()[-1])
+    starts = [m.start() for m in re.finditer(r"\b" + word + r"s?\b(?:\s*\([^)]*\))?\s+(?:for|into|->|to an?)\s",
+                                            low)]
+    return [low[a:b] for a, b in zip(starts, [*starts[1:], len(low)], strict=True)] if starts else []
+
+
 def _split_change(text: str, name: str) -> tuple[str, str]:
     """Split a change request about product ``name`` into the old item's words and the new item's words.
 
@@ -150,7 +185,8 @@ def _split_change(text: str, name: str) -> tuple[str, str]:
     if inst:
         return low[inst.end():], low[:inst.start()]
     spots = [m.start() for f in _name_forms(name) for m in [re.search(re.escape(f), low)] if m]
-    sep = re.compile(r"\s(?:for|into|->|with an?|to an?|to the|to one)\s").search(low, min(spots, default=0))
+    sep = re.compile(r"\s(?:for|into|->|with an?|to an?|to the|to one)\s|[:;,]\s*(?:i (?:want|need|would like|'d like)|"
+                     r"i'd prefer|make it|the new one)\b").search(low, min(spots, default=0))
     if sep:
         return low[:sep.start()], low[sep.end():]
     return low, low
@@ -221,7 +257,9 @@ class RetailReferenceAgent:
         self._transfer: str | None = None
         self._report: str | None = None
         self._offered: list[str] = []
+        self._listed_orders: list[str] = []
         self._refunds: list[tuple[str, float]] = []
+        self._charges: list[tuple[str, float]] = []
         self._previous_address: dict[str, str] | None = None
 
     # ------------------------------------------------------------------------------------------ plumbing
@@ -340,6 +378,11 @@ class RetailReferenceAgent:
                 intent.rejections += 1
                 self._pending = None
                 restated = text.split(":", 1)[1] if ":" in text else text
+                if self._kind_of(restated) == "transfer" and intent.kind != "transfer":
+                    # "No, I want a human agent": the request is dropped for a transfer
+                    intent.done = True
+                    self._intents.insert(self._intents.index(intent) + 1, _Intent(kind="transfer", text=restated))
+                    return
                 if self._kind_of(restated) in (None, intent.kind, "item_change") or intent.kind == "exchange":
                     self._reset(intent, restated)
             return
@@ -361,14 +404,37 @@ class RetailReferenceAgent:
         if _TRANSFER_RE.search(text):
             return "transfer"
         text = re.sub(r"\be-?mail(?: address)?\b", "email", _EMAIL_RE.sub(" ", text), flags=re.IGNORECASE)
+        if re.search(r"\bhow much\b[^.?!]*\b(?:pay|paid|cost|charged?|spend|spent)\b", text, re.IGNORECASE) or \
+                re.search(r"^\W*(?:(?:another thing|one more (?:thing|question)|also|next|and|so)\W+)?(?:(?:could|can) "
+                          r"you (?:tell|let) me\s+|i'?d like to know\s+|i want to know\s+|i wonder\s+)?"
+                          r"(?:what (?:is|are|was|were) the|what's the|how much|how many)\b", text, re.IGNORECASE):
+            # a question about an amount or a fact, even when it names an action ("the price after the change")
+            return "info"
+        if re.search(r"\b(?:tell me|know|wonder|ask)\s+(?:if|whether)\s+(?:i|we|you)\s+(?:can|could)\b|"
+                     r"\b(?:whether|which card|did i|have i)\b[^.?!]*\b(?:paid|used)\b", text,
+                     re.IGNORECASE) and not _ORDER_RE.search(text):
+            # "could you tell me if I can ...": asks whether something is possible, not to do it
+            return "info"
+        if self._last_result.get("money") and re.search(r"\b(?:price difference|the price|the refund)\b", text,
+                                                         re.IGNORECASE) and re.search(
+                r"^\W*(?:\w+\W+){0,3}?(?:can|could|is|are|will|would|did|does|verify|confirm)\b", text, re.IGNORECASE) \
+                and not _ORDER_RE.search(text):
+            # a question about the money of the action just done
+            return "info"
         for kind, pattern in _KIND_PATTERNS:
             if pattern.search(text):
+                if kind == "address" and re.search(r"\b(?:which|what|where)\b[^.?!]*\baddress\b|\bwhere\b[^.?!]*"
+                                                   r"\b(?:sent|shipped|going)\b", text, re.IGNORECASE) and not \
+                        re.search(r"\b(?:change|update|modify|move|instead|switch|correct|fix)\b", text,
+                                  re.IGNORECASE):
+                    return "info"
                 if kind == "address":
                     return self._address_kind(text)
                 return kind
         return None
 
     def _address_kind(self, text: str) -> str:
+        text = _ADDRESS_REF_RE.sub("address", text)
         if _ORDER_RE.search(text) or re.search(r"\border\b", text, re.IGNORECASE):
             if not re.search(r"\b(?:default|profile|account|on file)\b", text, re.IGNORECASE):
                 return "modify_address"
@@ -378,7 +444,8 @@ class RetailReferenceAgent:
         return "modify_user_address"
 
     def _new_requests(self, text: str) -> None:
-        clauses = [c for c in re.split(r";|(?<=[.!?])\s+|\balso\b|\bas well\b", text) if c and c.strip()]
+        clauses = [c for c in re.split(r";|(?<=[.!?])\s+|\balso\b|\bas well\b|,\s*and\s+(?=(?:return|cancel|exchange|"
+                                       r"modify|update|switch)\b)", text) if c and c.strip()]
         found: list[_Intent] = []
         current = self._current()
         for clause in clauses:
@@ -420,6 +487,13 @@ class RetailReferenceAgent:
         order = _ORDER_RE.search(text)
         if order and (intent.order_id is None or self._asking == "order_id"):
             intent.order_id = "#" + order.group(1).upper()
+        if not order and self._asking == "order_id" and self._listed_orders:
+            ordinal = re.search(r"\b(first|second|third|fourth|fifth|last|only)\b", text, re.IGNORECASE)
+            if ordinal:
+                k = {"first": 0, "only": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4,
+                     "last": -1}[ordinal.group(1).lower()]
+                if -1 <= k < len(self._listed_orders):
+                    intent.order_id = self._listed_orders[k]
         for reason, pattern in _REASONS:
             if pattern.search(text):
                 intent.reason = reason
@@ -553,11 +627,10 @@ class RetailReferenceAgent:
             if isinstance(found, AgentTurn):
                 return found
             if found is None:
-                if self._asking == "order_id" and re.search(r"\b(?:don'?t|do not) (?:know|have|remember)|no idea|"
-                                                            r"not sure", self._last_user, re.IGNORECASE):
+                if self._asking == "order_id" and _UNKNOWN_RE.search(self._last_user):
+                    self._listed_orders = [oid for oid in self._user.get("orders", []) if oid in self._orders]
                     listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}): "
-                                        f"{self._items_text(self._orders[oid])}"
-                                        for oid in self._user.get("orders", []) if oid in self._orders)
+                                        f"{self._items_text(self._orders[oid])}" for oid in self._listed_orders)
                     if listing:
                         return self._ask("order_id", f"These are your orders:\n{listing}\nWhich order is it?")
                 return self._ask("order_id", ASK_ORDER)
@@ -587,13 +660,16 @@ class RetailReferenceAgent:
         assert self._user is not None
         wanted_status = {"cancel": "pending", "return": "delivered", "exchange": "delivered",
                          "modify_address": "pending", "modify_payment": "pending", "modify_items": "pending"}
+        recent = self._recent_order(intent.text)
+        if recent is not None:
+            return recent
         for order_id in self._user.get("orders", []):
             if order_id not in self._orders:
                 if not self._describes_items(intent.text):
                     return None
                 return self._call("get_order_details", {"order_id": order_id})
         matches = []
-        text = intent.text
+        text = _ADDRESS_REF_RE.sub("address", intent.text)
         said = re.search(r"\b(pending|delivered|processed)\b", text, re.IGNORECASE)
         status = said.group(1).lower() if said else wanted_status.get(str(intent.kind))
         for order_id in self._user.get("orders", []):
@@ -613,6 +689,96 @@ class RetailReferenceAgent:
         matches.sort(reverse=True)
         if matches and (len(matches) == 1 or matches[0][0] > matches[1][0]):
             return matches[0][1]
+        if matches:
+            # a tie: the order the conversation is about (the last one handled) is the one meant
+            tied = {oid for score, oid in matches if score == matches[0][0]}
+            handled = [i.order_id for i in self._intents if i.order_id and i is not intent]
+            if handled and handled[-1] in tied:
+                return handled[-1]
+        return None
+
+    def _order_described(self, text: str) -> str | AgentTurn | None:
+        """The order a question describes by its status or its shipping, when exactly one of the orders fits.
+
+        "my cancelled order" names the status; "the tracking number", "still in transit", "sent to" ask about an
+        order that has shipped (not a cancelled one). The user's orders are fetched first.
+
+        Args:
+            text: the user's question.
+
+        Returns:
+            The order id, a tool call fetching one of the user's orders, or None.
+        """
+        status = re.search(r"\b(pending|delivered|processed|cancell?ed)\s+order\b", text, re.IGNORECASE)
+        shipping = re.search(r"\btracking\b|\bin transit\b|\bsent to\b|\bshipped to\b", text, re.IGNORECASE)
+        if not status and not shipping:
+            return None
+        orders = (self._user or {}).get("orders", [])
+        for oid in orders:
+            if oid not in self._orders:
+                return self._call("get_order_details", {"order_id": oid})
+        holding = [o for o in orders if any(_name_mentioned(text, str(it.get("name")))
+                                            for it in self._orders[o].get("items", []))]
+        if len(holding) == 1:
+            # "the tracking number of the order ... the tablet": the one order holding the product named
+            return str(holding[0])
+        if status:
+            wanted = status.group(1).lower().replace("canceled", "cancelled")
+            fits = [o for o in orders if self._orders[o].get("status") == wanted]
+        else:
+            fits = [o for o in orders if self._orders[o].get("fulfillments")
+                    and self._orders[o].get("status") != "cancelled"]
+        return str(fits[0]) if len(fits) == 1 else None
+
+    def _cheapest_total(self, order_id: str | None, text: str) -> str | AgentTurn | None:
+        """What the order would cost with every item switched to its product's cheapest available variant.
+
+        The order is the one asked about, else the user's only pending order. An amount the user names ("bring
+        the cost down to $950") is compared with the result.
+
+        Args:
+            order_id: the order asked about, if any.
+            text: the user's question.
+
+        Returns:
+            The answer, a look-up needed first, or None when no order fits.
+        """
+        orders = (self._user or {}).get("orders", [])
+        if order_id is None:
+            for oid in orders:
+                if oid not in self._orders:
+                    return self._call("get_order_details", {"order_id": oid})
+            pending = [o for o in orders if self._orders[o].get("status") == "pending"]
+            if len(pending) != 1:
+                return None
+            order_id = str(pending[0])
+        order = self._orders.get(order_id) or {}
+        for it in order.get("items", []):
+            if str(it["product_id"]) not in self._products:
+                return self._call("get_product_details", {"product_id": str(it["product_id"])})
+        lines, total = [], 0.0
+        for it in order.get("items", []):
+            variants = [v for v in self._products[str(it["product_id"])].get("variants", {}).values()
+                        if v.get("available") or str(v.get("item_id")) == str(it["item_id"])]
+            low = min(variants, key=lambda v: float(v["price"]), default=None)
+            price = float(low["price"]) if low else float(it.get("price", 0))
+            total += price
+            lines.append(f"{it.get('name')} {_money(price)}" + (f" ({self._options_text(low.get('options', {}))})"
+                                                                if low else ""))
+        answer = (f"With every item switched to its cheapest available option, order {order_id} would cost "
+                  f"{_money(total)} instead of {_money(self._order_total(order))}: " + "; ".join(lines) + ".")
+        target = re.search(r"\$\s?([\d,]+(?:\.\d+)?)", text)
+        if target:
+            goal = float(target.group(1).replace(",", ""))
+            answer += (f" That is within ${target.group(1)}." if total <= goal else
+                       f" That is still above ${target.group(1)}.")
+        return answer
+
+    def _recent_order(self, text: str) -> str | None:
+        """The last order of the account when ``text`` speaks of the order placed most recently, else None."""
+        orders = (self._user or {}).get("orders", [])
+        if orders and _RECENT_ORDER_RE.search(_ADDRESS_REF_RE.sub("address", text)):
+            return str(orders[-1])
         return None
 
     def _describes_items(self, text: str) -> bool:
@@ -648,12 +814,78 @@ class RetailReferenceAgent:
         if intent.address is None:
             intent.address = self._parse_address(intent.text, intent.kind)
         if intent.address is None:
+            found = self._address_reference(intent, order.get("address") or {})
+            if isinstance(found, AgentTurn):
+                return found
+            intent.address = found
+        if intent.address is None:
             return self._ask("address", "What is the new shipping address? Please write it like this: 12 Main "
                                         "Street, Apt 3, Springfield, IL 62701, USA.")
         return self._confirm(intent, "modify_pending_order_address", {"order_id": intent.order_id,
                                                                       **intent.address})
 
+    def _address_reference(self, intent: _Intent, base: Mapping[str, Any]) -> dict[str, str] | AgentTurn | None:
+        """The new address when the user names it instead of giving it.
+
+        "the address (in CITY) that my order with ITEMS ships to" / "... that order #W... ships to": the shipping
+        address of that order (the user's orders are fetched to find it; another order than the one being changed;
+        on a tie the CITY decides); "Suite 641 (the rest of the address stays the same)": ``base`` with the new
+        second line.
+
+        Args:
+            intent: the request being served; its text is searched.
+            base: the address being changed (the order's or the user's default address).
+
+        Returns:
+            The address fields, a tool call fetching an order needed to find it, or None when none is named.
+        """
+        assert self._user is not None
+        fields = ("address1", "address2", "city", "state", "country", "zip")
+        refs = list(_ADDRESS_REF_RE.finditer(intent.text))
+        ref = refs[-1] if refs else None
+        if ref is not None:
+            if ref.group("oid"):
+                oid = "#" + ref.group("oid").lstrip("#").upper()
+                if not self._owns(oid):
+                    return None
+                if oid not in self._orders:
+                    return self._call("get_order_details", {"order_id": oid})
+                a = self._orders[oid].get("address") or {}
+                return {k: str(a.get(k, "")) for k in fields} if a else None
+            for order_id in self._user.get("orders", []):
+                if order_id not in self._orders:
+                    return self._call("get_order_details", {"order_id": order_id})
+            wanted = ref.group("items") or ""
+            city = (ref.group("city") or "").strip().lower()
+            scored = []
+            for order_id in self._user.get("orders", []):
+                order = self._orders[order_id]
+                if order_id == intent.order_id or not order.get("address"):
+                    continue
+                names = {str(it.get("name")) for it in order.get("items", [])}
+                hits = sum(_name_mentioned(wanted, n) for n in names)
+                if not hits:
+                    continue
+                in_city = bool(city) and str(order["address"].get("city", "")).lower() == city
+                scored.append((hits - 0.1 * len(names - {n for n in names if _name_mentioned(wanted, n)})
+                               + (1 if in_city else 0), order_id))
+            scored.sort(reverse=True)
+            if scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
+                a = self._orders[scored[0][1]]["address"]
+                return {k: str(a.get(k, "")) for k in fields}
+            return None
+        partial = _PARTIAL_ADDRESS_RE.search(intent.text)
+        if partial and base:
+            line2 = re.sub(r"\s+", " ", partial.group("a2")).strip()
+            return {k: str(base.get(k, "")) for k in fields} | {"address2": line2[0].upper() + line2[1:]}
+        return None
+
     def _user_address(self, intent: _Intent) -> AgentTurn:
+        if intent.address is None:
+            found = self._address_reference(intent, (self._user or {}).get("address") or {})
+            if isinstance(found, AgentTurn):
+                return found
+            intent.address = found
         if intent.address is None:
             return self._ask("address", "What is your new default address? Please write it like this: 12 Main "
                                         "Street, Apt 3, Springfield, IL 62701, USA.")
@@ -705,7 +937,7 @@ class RetailReferenceAgent:
                                                                    re.IGNORECASE):
                 intent.payment_id = original
             else:
-                intent.payment_id = self._resolve_payment(text, exclude=None)
+                intent.payment_id = self._resolve_payment(text, exclude=None, prefer=original)
         if intent.payment_id is None:
             return self._ask("refund", "Which payment method should the refund go to: the original payment method "
                                        f"({self._method_text(original)}) or one of your gift cards?")
@@ -739,15 +971,20 @@ class RetailReferenceAgent:
                 return self._call("get_product_details", {"product_id": pid})
         if intent.new_items is None:
             chosen: list[str] = []
+            seen: dict[str, int] = {}
             for item_id in intent.items:
-                pick = self._choose_variant(intent, by_id[item_id])
+                name = str(by_id[item_id].get("name"))
+                parts = _change_parts(intent.text, name) if self._asking != "options" else []
+                k = seen[name] = seen.get(name, -1) + 1
+                pick = self._choose_variant(intent, by_id[item_id], part=parts[k] if len(parts) > 1 and
+                                            k < len(parts) else None)
                 if isinstance(pick, AgentTurn):
                     return pick
                 chosen.append(pick)
             intent.new_items = chosen
         if intent.payment_id is None:
             text = intent.text if self._asking != "payment" else self._last_user
-            intent.payment_id = self._resolve_payment(text, exclude=None)
+            intent.payment_id = self._resolve_payment(text, exclude=None, prefer=self._order_method(order))
             if intent.payment_id is None and re.search(r"\b(?:original|same|paid with)\b", text, re.IGNORECASE):
                 intent.payment_id = self._order_method(order)
         diff = self._difference(order, intent.items, intent.new_items)
@@ -758,6 +995,12 @@ class RetailReferenceAgent:
         method = self._method(intent.payment_id)
         if method.get("source") == "gift_card" and float(method.get("balance", 0)) < diff:
             intent.payment_id = None
+            if "gift card short" in intent.notes:
+                # named again after being told it does not cover the difference: the change can't be made with it
+                return self._refuse(intent, f"your gift card balance ({_money(float(method.get('balance', 0)))}) "
+                                            f"does not cover the price difference of {_money(diff)}, so I can't "
+                                            "make this change with it.")
+            intent.notes.append("gift card short")
             return self._ask("payment", f"Your gift card balance ({_money(float(method.get('balance', 0)))}) does "
                                         f"not cover the price difference of {_money(diff)}. Which other payment "
                                         "method should pay it?")
@@ -769,19 +1012,49 @@ class RetailReferenceAgent:
         assert self._user is not None
         text = intent.text
         order_id = intent.order_id
-        if order_id is None and re.search(r"\b(?:the|that|this|same) order\b|\bit\b", text, re.IGNORECASE):
+        if order_id is None:
+            order_id = intent.order_id = self._recent_order(text)
+        if order_id is None:
+            described = self._order_described(text)
+            if isinstance(described, AgentTurn):
+                return described
+            order_id = intent.order_id = described
+        if order_id is None and re.search(r"\b(?:the|that|this|same|my new|the new) order\b|\bit\b", text,
+                                            re.IGNORECASE):
             order_id = intent.order_id = self._last_result.get("order_id") or next(
                 (i.order_id for i in reversed(self._intents) if i.order_id), None)
         if order_id and self._owns(order_id) and order_id not in self._orders:
             return self._call("get_order_details", {"order_id": order_id})
         parts: list[str] = []
-        if re.search(r"\b(?:options?|variants?|available|in stock|how many|kinds?|types?|ordered|bought|"
+        if re.search(r"\b(?:options?|variants?|available|in stock|how many|kinds?|types?|ordered|bought|paid|"
+                     r"purchased|"
                      r"materials?|colou?rs?|sizes?)\b", text, re.IGNORECASE):
             product = self._product_info(text)
             if isinstance(product, AgentTurn):
                 return product
             if product:
                 parts.append(product)
+        if re.search(r"\b(?:used|paid|pay)\b", text, re.IGNORECASE) and re.search(
+                r"\b(?:card|paypal|visa|mastercard|amex|american express|payment method)\b", text, re.IGNORECASE):
+            # which method paid: the order asked about, or every order of the account
+            asked = [order_id] if order_id and self._owns(order_id) else list(self._user.get("orders", []))
+            for oid in asked:
+                if oid not in self._orders:
+                    return self._call("get_order_details", {"order_id": oid})
+            paid = [f"order {oid} was paid with {self._method_text(self._order_method(self._orders[oid]))}"
+                    for oid in asked if not self._orders[oid].get("missing")]
+            if paid:
+                parts.append("; ".join(paid)[0].upper() + "; ".join(paid)[1:] + ".")
+        if re.search(r"\bsplit\b", text, re.IGNORECASE) and re.search(r"\bpay|\bcard|\bcharge", text, re.IGNORECASE):
+            parts.append("I'm sorry, but splitting a payment is not possible: an order is paid with one payment "
+                         "method (a gift card must cover the whole amount).")
+        if re.search(r"\bcheapest\b", text, re.IGNORECASE) and re.search(r"\ball (?:the )?items\b|\bevery item\b",
+                                                                          text, re.IGNORECASE):
+            cheapest = self._cheapest_total(order_id, text)
+            if isinstance(cheapest, AgentTurn):
+                return cheapest
+            if cheapest:
+                parts.append(cheapest)
         if re.search(r"gift card|balance", text, re.IGNORECASE):
             cards = [m for m in self._user.get("payment_methods", {}).values() if m.get("source") == "gift_card"]
             if not cards:
@@ -792,12 +1065,19 @@ class RetailReferenceAgent:
                                                                                              strict=True))
                 parts.append(f"Your gift card balance{'s are' if len(cards) > 1 else ' is'} {listing}"
                              + (f"; together {_money(sum(balances))}." if len(cards) > 1 else "."))
-        if len(self._refunds) > 1 and re.search(r"\b(?:total|all|altogether|together|in all|overall)\b", text,
-                                                 re.IGNORECASE) and re.search(r"refund|back|money", text,
-                                                                              re.IGNORECASE):
+        if self._charges and re.search(r"\bpay\b", text, re.IGNORECASE) and re.search(
+                r"\b(?:total|all|altogether|together|in all|overall|today)\b", text, re.IGNORECASE):
+            # what the user pays in all: the charges less the money coming back
+            net = sum(a for _, a in self._charges) - sum(a for _, a in self._refunds)
+            moves = [f"{what}: {_money(a)} charged" for what, a in self._charges] + [
+                f"{what}: {_money(a)} back" for what, a in self._refunds]
+            parts.append((f"In total you pay {_money(net)}" if net >= 0 else
+                          f"In total you get back {_money(-net)}") + " (" + "; ".join(moves) + ").")
+        elif len(self._refunds) > 1 and re.search(r"refund|back|money", text, re.IGNORECASE):
             parts.append("In total you get back " + _money(sum(a for _, a in self._refunds)) + ": " + "; ".join(
                 f"{what}: {_money(a)}" for what, a in self._refunds) + ".")
-        elif re.search(r"refund|back|difference|extra|cost|charge", text, re.IGNORECASE) and self._last_result:
+        elif re.search(r"refund|back|difference|extra|cost|charge|price|pay", text, re.IGNORECASE) and \
+                self._last_result:
             parts.append(f"{self._last_result.get('money', '')} {self._last_result.get('detail', '')}")
         if order_id and order_id in self._orders and not self._orders[order_id].get("missing"):
             order = self._orders[order_id]
@@ -805,12 +1085,30 @@ class RetailReferenceAgent:
                 numbers = [str(n) for f in order.get("fulfillments", []) for n in f.get("tracking_id", [])]
                 parts.append(f"The tracking number of order {order_id} is {', '.join(numbers)}." if numbers else
                              f"Order {order_id} has no tracking number yet: it has not shipped.")
+            if re.search(r"\baddress\b|\bsent to\b|\bshipp(?:ed|ing) to\b|\bwhere\b", text, re.IGNORECASE):
+                a = order.get("address") or {}
+                parts.append(f"Order {order_id} ships to {self._address_text(a)}." if a else "")
+            returned = [str(i) for i in order.get("return_items") or order.get("exchange_items") or []]
+            if returned and re.search(r"\bremaining|\bleft\b|\bkeep|\bother items\b|\brest\b", text, re.IGNORECASE):
+                prices = {str(it["item_id"]): float(it.get("price", 0)) for it in order.get("items", [])}
+                rest = self._order_total(order) - sum(prices.get(i, 0.0) for i in returned)
+                parts.append(f"The items of order {order_id} you keep come to {_money(rest)}.")
             parts.append(f"Order {order_id} is {order.get('status')}; its total is "
                          f"{_money(self._order_total(order))} ({self._items_text(order)}).")
         elif order_id and not self._owns(order_id):
             parts.append(f"Order {order_id} is not one of the orders in your account.")
-        parts = [p for p in parts if p]
+        parts = [p.strip() for p in parts if p.strip()]
         if not parts and re.search(r"order", text, re.IGNORECASE) and order_id is None:
+            if self._asking == "order_id" and _UNKNOWN_RE.search(self._last_user):
+                for oid in self._user.get("orders", []):
+                    if oid not in self._orders:
+                        return self._call("get_order_details", {"order_id": oid})
+                listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}, total "
+                                    f"{_money(self._order_total(self._orders[oid]))}): "
+                                    f"{self._items_text(self._orders[oid])}"
+                                    for oid in self._user.get("orders", []) if not self._orders[oid].get("missing"))
+                if listing:
+                    return self._finish(intent, f"These are your orders:\n{listing}\n")
             return self._ask("order_id", ASK_ORDER)
         if not parts:
             return self._finish(intent, "I'm sorry, I don't have that information. I can tell you about your orders, "
@@ -836,7 +1134,9 @@ class RetailReferenceAgent:
                     for it in self._orders[oid].get("items", []) if it.get("name") == name]
             if not mine:
                 return f"None of your orders holds a {name}."
-            return f"Your orders hold {len(mine)} {name} item(s): " + "; ".join(
+            together = f" (together {_money(sum(float(it.get('price', 0)) for _, it in mine))})" \
+                if len(mine) > 1 else ""
+            return f"Your orders hold {len(mine)} {name} item(s){together}: " + "; ".join(
                 f"in order {oid} ({self._orders[oid].get('status')}): {self._options_text(it.get('options', {}))}, "
                 f"{_money(float(it.get('price', 0)))}" for oid, it in mine) + "."
         pid = self._product_types[name]
@@ -929,6 +1229,8 @@ class RetailReferenceAgent:
             self._last_result["money"] = money
             if diff < 0:
                 self._refunds.append((f"price difference of order {oid}", -diff))
+            elif diff > 0:
+                self._charges.append((f"price difference of order {oid}", diff))
             verb = "exchanged (exchange requested; instructions follow by email)" if name.startswith("exchange") \
                 else "updated"
             return f"Done: the items of order {oid} have been {verb}. {money}"
@@ -946,7 +1248,11 @@ class RetailReferenceAgent:
         change = intent.kind in ("exchange", "modify_items", "item_change")
         if re.search(r"\b(?:all|everything|whole order|every item)\b", text, re.IGNORECASE) and \
                 intent.kind == "return":
-            return [str(it["item_id"]) for it in items]
+            but = re.search(r"\b(?:except(?: for)?|but not|other than|apart from|besides)\b(?P<rest>[^.;?!]*)", text,
+                            re.IGNORECASE)
+            kept = {str(it["item_id"]) for it in items if but and _name_mentioned(but.group("rest"),
+                                                                                  str(it.get("name")))}
+            return [str(it["item_id"]) for it in items if str(it["item_id"]) not in kept]
         chosen: list[str] = []
         names = list(dict.fromkeys(str(it.get("name")) for it in items))
         mentioned = [n for n in names if _name_mentioned(text, n)]
@@ -956,6 +1262,29 @@ class RetailReferenceAgent:
             old_part = _split_change(segment, name)[0] if change else segment
             if not _name_mentioned(old_part, name):
                 old_part = segment
+            parts = _change_parts(segment, name) if change else []
+            if len(parts) > 1:
+                # one item changed per "X for Y" of this product; the same item id may be there twice
+                ranked_items = sorted(same, key=lambda it: -sum(_mentions(segment, str(v))
+                                                                for v in it.get("options", {}).values()))
+                for k in range(min(len(parts), len(same))):
+                    chosen.append(str(ranked_items[k]["item_id"]))
+                continue
+            word = name.lower().split()[-1]
+            spots = [m.start() for m in re.finditer(r"\b" + re.escape(word), _norm(old_part))]
+            if not change and len(same) > 1 and len(spots) > 1:
+                # the same product named several times ("the skateboard (length: 28 inch), the skateboard
+                # (length: 34 inch)"): each mention picks its own item by its option values
+                low = _norm(old_part)
+                for a, b in zip(spots, spots[1:] + [len(low)], strict=True):
+                    part = low[a:b]
+                    free = [it for it in same if str(it["item_id"]) not in chosen]
+                    if not free:
+                        break
+                    ranked = sorted(((sum(_mentions(part, str(v)) for v in it.get("options", {}).values()), i)
+                                     for i, it in enumerate(free)), reverse=True)
+                    chosen.append(str(free[ranked[0][1]]["item_id"]))
+                continue
             scored = sorted(((sum(_mentions(old_part, str(v)) for v in it.get("options", {}).values()), i)
                              for i, it in enumerate(same)), reverse=True)
             best = scored[0][0]
@@ -992,15 +1321,18 @@ class RetailReferenceAgent:
                 return low[cuts[k]:cuts[k + 1]]
         return text
 
-    def _choose_variant(self, intent: _Intent, item: dict[str, Any]) -> str | AgentTurn:
-        """Return the new item id for ``item`` from the user's words, or the message asking which one."""
+    def _choose_variant(self, intent: _Intent, item: dict[str, Any], part: str | None = None) -> str | AgentTurn:
+        """Return the new item id for ``item`` from the user's words, or the message asking which one.
+
+        ``part`` is the user's words about this very item when the same product is changed more than once.
+        """
         product = self._products[str(item["product_id"])]
         variants = list(product.get("variants", {}).values())
         old = {k: str(v) for k, v in item.get("options", {}).items()}
         order = self._orders.get(str(intent.order_id), {})
         names = [str(it.get("name")) for it in order.get("items", []) if str(it["item_id"]) in (intent.items or [])]
-        text = self._last_user if self._asking == "options" else self._segment(intent.text, str(item["name"]),
-                                                                               names)
+        text = self._last_user if self._asking == "options" else part if part is not None else self._segment(
+            intent.text, str(item["name"]), names)
         new_part = text if self._asking == "options" else _split_change(text, str(item["name"]))[1]
         if self._asking == "options" and self._offered:
             ordinal = re.search(r"\b(first|second|third|fourth|fifth|last)\b|\b(?:number|option|#)\s*(\d+)\b",
@@ -1071,11 +1403,16 @@ class RetailReferenceAgent:
         if _mentions(text, value):
             return True
         tokens = [t for t in re.findall(r"[a-z]+", value.lower()) if len(t) >= 4]
-        others = {t for v in values if v != value for t in re.findall(r"[a-z]+", v.lower())}
-        return any(t not in others and _mentions(text, t) for t in tokens)
+        # a word of this value alone names it only when no other value has that word (plural or not)
+        others = {t.rstrip("s") for v in values if v != value for t in re.findall(r"[a-z]+", v.lower())}
+        return any(t.rstrip("s") not in others and _mentions(text, t) for t in tokens)
 
-    def _resolve_payment(self, text: str, exclude: str | None) -> str | None:
-        """Return the id of the user's payment method the text names (negated mentions ignored), or None."""
+    def _resolve_payment(self, text: str, exclude: str | None, prefer: str | None = None) -> str | None:
+        """Return the id of the user's payment method the text names (negated mentions ignored), or None.
+
+        A bare "credit card" that fits several cards means ``prefer`` (the card the order was paid with) when it
+        is one of them; otherwise it stays ambiguous (None).
+        """
         assert self._user is not None
         clean = _NEGATED_RE.sub(" ", text)
         methods = list(self._user.get("payment_methods", {}).values())
@@ -1100,6 +1437,8 @@ class RetailReferenceAgent:
                                                                                            re.IGNORECASE):
                 hits = cards
         hits = [h for h in dict.fromkeys(hits) if h != exclude]
+        if len(hits) > 1 and prefer in hits and all(self._method(h).get("source") == "credit_card" for h in hits):
+            hits = [prefer]
         if len(hits) > 1 and all(self._method(h).get("source") == "gift_card" for h in hits):
             hits = sorted(hits, key=lambda h: -float(self._method(h).get("balance", 0)))[:1]
         return hits[0] if len(hits) == 1 else None

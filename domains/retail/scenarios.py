@@ -513,7 +513,9 @@ class _Deriver:
         option_names = self.option_names()
         chosen: dict[int, str] = {}
         for out in outputs:
-            best = self.question_for(out, option_names)
+            # a second output goes to another sentence that asks for it when there is one ("the refund ... and the
+            # total amount you paid for the remaining items" are two questions)
+            best = self.question_for(out, option_names, avoid=set(chosen)) or self.question_for(out, option_names)
             if best is None:
                 self.gaps.append(f"info: no sentence of the instruction asks for output {out!r}")
                 continue
@@ -535,8 +537,12 @@ class _Deriver:
                     names.setdefault(str(x).lower(), set()).add(k)
         return names
 
-    def question_for(self, output: str, option_names: dict[str, set[str]]) -> tuple[int, str] | None:
-        """Find the instruction clause asking for ``output``; return (its offset, the user's question)."""
+    def question_for(self, output: str, option_names: dict[str, set[str]],
+                     avoid: set[int] | None = None) -> tuple[int, str] | None:
+        """Find the instruction clause asking for ``output``; return (its offset, the user's question).
+
+        Sentences at the offsets in ``avoid`` (already asked) are skipped.
+        """
         cues = r"\b(know|wonder|ask|check|confirm|inquire|how much|how many|what|which|whether|tracking|verify)\b"
         keys: set[str] = set()
         text = str(output).strip()
@@ -555,6 +561,8 @@ class _Deriver:
                 keys |= {"item", "most expensive", "cheapest"}
         best: tuple[float, int, str] | None = None
         for pos, s in _sentences(self.instr):
+            if avoid and pos in avoid:
+                continue
             low = s.lower()
             cue = re.search(cues, low)
             if not cue:

@@ -119,6 +119,24 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.lower().replace("#", "")).strip()
 
 
+def _has_term(norm: str, term: str) -> bool:
+    """True when ``term`` appears in the normalised text ``norm`` as whole words.
+
+    A short value ("M", "8", "no") must not match inside a longer word or number ("medium", "$18.50", "not").
+
+    Args:
+        norm: text already normalised by :func:`_norm`.
+        term: the term, in any case.
+
+    Returns:
+        Whether the normalised term occurs with no letter, digit or decimal part glued to either side.
+    """
+    t = _norm(term)
+    if not t:
+        return True
+    return re.search(r"(?<!\w)(?<!\d\.)" + re.escape(t) + r"(?!\w)(?![.,]\d)", norm) is not None
+
+
 _OWN_FRAME = re.compile(r"^\s*(?:(?:hi|hello)\W+)?(?:(?:then|so|and|also)\s+)?(?:(?:i'?d like to|i would like to|"
                         r"i want to|i need to|please)\s+)?(?=\w)", re.IGNORECASE)
 _DETERMINED = re.compile(r"^\s*(?:my|the|both|all|a|an|your|one|two|three|either|any|\d)\b", re.IGNORECASE)
@@ -487,7 +505,7 @@ class RuleUser:
                 return False
             if self._intent.kind == "transfer":
                 return bool(re.search(r"\b(?:transfer|human|representative|agent)\b", norm))
-        return all(_norm(t) in norm for t in terms)
+        return all(_has_term(norm, t) for t in terms)
 
     def _on_confirm(self, acts: DialogueActs) -> UserTurn:
         assert self._intent is not None
