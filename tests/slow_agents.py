@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 from simulator.agents import OracleAgent
 
@@ -45,3 +50,25 @@ class _Stuck:
 def stuck_after_first(ctx):
     """The oracle for trial 0 of every task, an agent that never answers for the other trials."""
     return OracleAgent(ctx) if ctx.trial_index == 0 else _Stuck()
+
+
+def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: float) -> tuple[int, str, list[dict]]:
+    """Start ``python -m simulator.cli`` with ``args``, send Ctrl-C once ``partial`` holds ``after_lines`` trials.
+
+    Returns:
+        (exit code, stderr, the trials in ``partial``).
+    """
+    proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not (partial.exists()
+                                                    and partial.read_text().count("\n") >= after_lines):
+            time.sleep(0.1)
+        assert partial.exists(), "no trial finished in time"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, stderr, [json.loads(x) for x in partial.read_text().splitlines()]

@@ -6,6 +6,7 @@ from typer.testing import CliRunner
 
 from simulator._messages import AgentTurn, Message
 from simulator.cli import app
+from tests.slow_agents import interrupt_run
 
 
 def invoke(*args):
@@ -130,30 +131,12 @@ def test_empty_store_url_is_refused():
 
 
 def test_ctrl_c_keeps_finished_trials_and_does_not_wait_for_stuck_ones(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    out = tmp_path / "run.json"
     partial = tmp_path / "run.json.partial.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator.cli", "run", "--agent", "py:tests.slow_agents:stuck_after_first",
-         "--trials", "2", "--concurrency", "2", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (partial.exists() and partial.read_text().count("\n") >= 1):
-            time.sleep(0.1)
-        assert partial.exists(), "no trial finished in time"
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130
+    code, stderr, lines = interrupt_run(
+        ["run", "--agent", "py:tests.slow_agents:stuck_after_first", "--trials", "2", "--concurrency", "2",
+         "--out", str(tmp_path / "run.json")], partial, 1, 60)
+    assert code == 130
     assert "interrupted" in stderr and str(partial) in stderr
-    lines = [json.loads(x) for x in partial.read_text().splitlines()]
     assert lines and all(x["trial"] == 0 for x in lines)
 
 

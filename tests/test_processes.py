@@ -8,6 +8,7 @@ import pytest
 from simulator.processes import ProcessExecutor, WorkerError, WorkerSpec, build_cli_runner, split_threads
 from simulator.runner import RunConfig
 from tests.crash_agents import CRASH_TASK, MARKER_ENV
+from tests.slow_agents import interrupt_run
 from tests.test_cli import invoke
 
 TASK_IDS = ["cancel-no-longer-needed", "modify-order-address", "modify-payment-to-gift-card"]
@@ -117,30 +118,12 @@ def test_cli_processes_record_every_trial_in_the_store(tmp_path):
 
 
 def test_ctrl_c_with_processes_keeps_finished_trials(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    out = tmp_path / "run.json"
     partial = tmp_path / "run.json.partial.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator.cli", "run", "--agent", "py:tests.slow_agents:stuck_after_first",
-         "--task-ids", ",".join(TASK_IDS), "--trials", "2", "--concurrency", "4", "--processes", "2",
-         "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (partial.exists() and partial.read_text().count("\n") >= 3):
-            time.sleep(0.1)
-        assert partial.exists(), "no trial finished in time"
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130
+    code, stderr, lines = interrupt_run(
+        ["run", "--agent", "py:tests.slow_agents:stuck_after_first", "--task-ids", ",".join(TASK_IDS), "--trials", "2",
+         "--concurrency", "4", "--processes", "2", "--out", str(tmp_path / "run.json")], partial, 3, 120)
+    assert code == 130
     assert "interrupted" in stderr and str(partial) in stderr
-    lines = [json.loads(x) for x in partial.read_text().splitlines()]
     assert len(lines) == 3 and all(x["trial"] == 0 for x in lines)
 
 

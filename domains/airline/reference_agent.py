@@ -54,10 +54,11 @@ import numpy as np
 from domains.airline import _understand as nl
 from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
+from simulator.agents._rates import REFERENCE_KNOBS, check_rates
 
 __all__ = ["KNOBS", "AirlineReferenceAgent", "check_faults"]
 
-KNOBS = ("skip_confirmation", "wrong_item", "repeat_call", "early_transfer", "forget_constraint", "repeat_question")
+KNOBS = REFERENCE_KNOBS
 """The fault knobs the agent knows."""
 
 MAX_REASKS = 3
@@ -78,26 +79,12 @@ _SEED_SALT = 0xA1B5
 
 
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
-    """Validate fault knob rates.
-
-    Args:
-        faults: knob name -> rate.
-
-    Returns:
-        A copy of the rates as floats.
+    """Validate fault knob rates (see :func:`simulator.agents._rates.check_rates`).
 
     Raises:
-        ValueError: an unknown knob, or a rate outside [0, 1].
+        ValueError: an unknown knob, or a rate that is not a number in [0, 1]; the message names it.
     """
-    out: dict[str, float] = {}
-    for knob, rate in faults.items():
-        if knob not in KNOBS:
-            raise ValueError(f"airline reference agent: unknown fault knob {knob!r} (knobs: {', '.join(KNOBS)})")
-        value = float(rate)
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"airline reference agent: rate of {knob} must be in [0, 1], got {rate!r}")
-        out[knob] = value
-    return out
+    return check_rates(faults, KNOBS, "airline reference agent")
 
 
 @dataclass

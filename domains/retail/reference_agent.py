@@ -26,12 +26,12 @@ import numpy as np
 
 from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
+from simulator.agents._rates import REFERENCE_KNOBS, check_rates
 from simulator.grading.process import YES_RE
 
 __all__ = ["FAULT_KNOBS", "RetailReferenceAgent", "check_faults"]
 
-FAULT_KNOBS = ("skip_confirmation", "wrong_item", "repeat_call", "early_transfer", "forget_constraint",
-               "repeat_question")
+FAULT_KNOBS = REFERENCE_KNOBS
 """Fault knobs: ``skip_confirmation`` writes without asking; ``wrong_item`` picks a wrong item or variant;
 ``repeat_call`` repeats a look-up until it is a loop (four identical calls); ``early_transfer`` transfers a new
 request to a human before trying; ``forget_constraint`` drops one requested option value when choosing a
@@ -101,29 +101,12 @@ _REASONS = (("ordered by mistake", re.compile(r"by mistake|\bmistake|accident", 
 
 
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
-    """Validate fault knobs and rates.
-
-    Args:
-        faults: knob name -> rate.
-
-    Returns:
-        A copy of the knobs as floats.
+    """Validate fault knob rates (see :func:`simulator.agents._rates.check_rates`).
 
     Raises:
         ValueError: an unknown knob, or a rate that is not a number in [0, 1]; the message names it.
     """
-    out: dict[str, float] = {}
-    for name, rate in faults.items():
-        if name not in FAULT_KNOBS:
-            raise ValueError(f"reference agent: unknown fault knob {name!r} (knobs: {', '.join(FAULT_KNOBS)})")
-        try:
-            value = float(rate)
-        except (TypeError, ValueError):
-            raise ValueError(f"reference agent: fault knob {name}: rate {rate!r} is not a number in [0, 1]") from None
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"reference agent: fault knob {name}: rate {value:g} is outside [0, 1]")
-        out[name] = value
-    return out
+    return check_rates(faults, FAULT_KNOBS, "reference agent")
 
 
 def _money(x: float) -> str:

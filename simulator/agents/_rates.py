@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-__all__ = ["parse_rates"]
+__all__ = ["REFERENCE_KNOBS", "check_rates", "parse_rates"]
 
 
 def parse_rates(text: str, who: str, what: str, known: Sequence[str] | None = None,
@@ -43,3 +43,36 @@ def parse_rates(text: str, who: str, what: str, known: Sequence[str] | None = No
             raise ValueError(f"{who}: {part!r}: the rate of {name} must be in [0, 1]")
         rates[name] = rate
     return rates
+
+
+REFERENCE_KNOBS = ("skip_confirmation", "wrong_item", "repeat_call", "early_transfer", "forget_constraint",
+                   "repeat_question")
+"""The fault knobs every domain's reference agent knows (see :meth:`simulator.domain.Domain.reference_agent`)."""
+
+
+def check_rates(rates: Mapping[str, float], known: Sequence[str], who: str) -> dict[str, float]:
+    """Validate fault rates given as a mapping (e.g. to a reference agent built in Python).
+
+    Args:
+        rates: name -> rate.
+        known: the allowed names.
+        who: the agent named in error messages.
+
+    Returns:
+        A copy with the rates as floats.
+
+    Raises:
+        ValueError: an unknown name, or a rate that is not a number in [0, 1]; the message names it.
+    """
+    out: dict[str, float] = {}
+    for name, rate in rates.items():
+        if name not in known:
+            raise ValueError(f"{who}: unknown fault knob {name!r} (knobs: {', '.join(known)})")
+        try:
+            value = float(rate)
+        except (TypeError, ValueError):
+            raise ValueError(f"{who}: fault knob {name}: rate {rate!r} is not a number in [0, 1]") from None
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{who}: fault knob {name}: rate {value:g} is outside [0, 1]")
+        out[name] = value
+    return out
