@@ -29,7 +29,7 @@ from simulator.metrics import cell_id, persona_metrics
 from simulator.processes import WorkerError
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
-from simulator.replay import GoldToolBug, replay_tasks
+from simulator.replay import GoldToolBug, replay_tasks, tasks_not_replaying
 from simulator.runlog import open_run_log
 from simulator.runner import RunConfig, Runner, RunResult, TrialKey, TrialResult, run_summary_json
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
@@ -122,6 +122,23 @@ def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, d
         console.print(f"run id: {info.run_id} (resuming: {len(done & set(info.planned_pairs()))} of "
                       f"{info.planned} trials recorded, running {len(todo)})", highlight=False)
     return results_store, info.run_id, todo
+
+
+def _check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None) -> None:
+    """Refuse a task set whose gold actions do not replay on the data (tasks written for other data).
+
+    See :func:`simulator.replay.tasks_not_replaying`. Some task sets have such tasks on purpose (about one in ten
+    of tau-bench's), so the run is refused only when at least half of the tasks with gold actions (of the whole
+    task set, not only those selected) are such.
+    """
+    broken = tasks_not_replaying(dom, template, tasks)
+    with_gold = sum(1 for t in tasks if t.gold_actions)
+    if broken and 2 * len(broken) >= with_gold:
+        first_id, first = next(iter(broken.items()))
+        raise _fail(f"the first gold action of {len(broken)} of {with_gold} tasks fails on the data "
+                    f"{data if data is not None else '(the built-in data set)'}, e.g. task {first_id}: "
+                    f"{first[:160]}. These tasks were not written for this data: give --data the data set they "
+                    "belong to.")
 
 
 def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = None) -> None:
@@ -307,6 +324,7 @@ def run(
         dom = get_domain(domain)
         template = dom.template(data, _options(dom, data, option))
         task_list = dom.load_tasks(tasks)
+        _check_gold(dom, template, task_list, data)
         budget_map = load_budgets(budgets, [t.id for t in task_list], domain) if budgets is not None else None
         if task_ids is not None:
             wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
@@ -455,7 +473,9 @@ def play(
     try:
         dom = get_domain(domain)
         template = dom.template(data, _options(dom, data, option))
-        found = [t for t in dom.load_tasks(tasks) if t.id == task]
+        all_tasks = dom.load_tasks(tasks)
+        _check_gold(dom, template, all_tasks, data)
+        found = [t for t in all_tasks if t.id == task]
         if not found:
             raise _fail(f"--task {task!r}: no such task in {tasks or 'the built-in tasks'} of domain {domain}")
         the_task = found[0]

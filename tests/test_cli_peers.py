@@ -97,3 +97,22 @@ def test_bad_inputs_give_clear_errors(tmp_path):
     assert res.exit_code == 2 and "unknown agent" in res.output
     res = CliRunner().invoke(app, ["run", *map(str, peer_args("retail", "tasks_dev.json")), "--task-ids", "0,999"])
     assert res.exit_code == 2 and "999" in res.output
+
+
+@pytest.mark.parametrize("command", [["run", "--agent", "null", "--user", "scripted"],
+                                     ["play", "--task", "5", "--agent", "oracle"]])
+def test_tasks_written_for_other_data_are_refused(command):
+    """tau-bench's tasks on our built-in data: their first gold actions find no user, so the goal state would be
+    the initial state and a do-nothing agent would pass; the run is refused and the message says why."""
+    res = CliRunner().invoke(app, [command[0], "--domain", "retail", "--tasks",
+                                   str(PEERS / "retail" / "tasks_test.json"), *command[1:]], input="hi\n/stop\n")
+    assert res.exit_code == 2
+    assert "not written for this data" in res.output and "give --data" in res.output
+    assert "find_user_id_by_name_zip" in res.output
+
+
+def test_tasks_that_fail_on_purpose_are_accepted():
+    """About one tau-bench task in ten starts with a failing gold call on purpose (an unknown email, a refused
+    write): on its own data such a task, even alone, runs."""
+    text = run_cli("run", *peer_args("retail"), "--task-ids", "35", "--agent", "oracle", "--user", "scripted")
+    assert "tasks=1" in text
