@@ -366,6 +366,7 @@ def run(
     config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
                        task_ids=task_ids.split(",") if task_ids else None, agent=agent, user=user,
                        personas=[p.name for p in persona_list] if persona_list else None,
+                       persona_defs={p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
                        trials=trials, concurrency=concurrency, seed=seed, max_turns=max_turns,
                        max_steps=max_steps,
                        budgets=None if budget_map is None else {t.id: budget_map[t.id] for t in task_list

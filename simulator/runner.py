@@ -64,6 +64,9 @@ class RunConfig(BaseModel):
     personas: list[str] | None = None
     """Persona names the simulated user plays (``tausim run --personas``): the run is the product task x persona
     x trial, and pass^k is computed per task cell (task, persona) and per persona; None: no persona dimension."""
+    persona_defs: dict[str, dict[str, Any]] | None = None
+    """The personas' definitions (their JSON, by name) as they were when the run started: a run records how its
+    users behaved, and a resumed run must use the same (a persona file may be edited in between)."""
     trials: int = 1
     concurrency: int = 1
     seed: int = 0

@@ -77,7 +77,8 @@ __all__ = [
 DEFAULT_STORE_URL = "sqlite:///runs.db"
 """The store used when none is given: ``runs.db`` in the working directory."""
 
-RESUME_FIELDS = ("domain", "options", "agent", "user", "trials", "seed", "max_turns", "max_steps")
+RESUME_FIELDS = ("domain", "options", "agent", "user", "personas", "persona_defs", "trials", "seed", "max_turns",
+                 "max_steps")
 """Config fields that must be equal for a run to be resumed (besides the data and task-set hashes)."""
 
 _SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -533,6 +534,13 @@ class ResultsStore:
         new = config.model_dump(mode="json")
         for name in RESUME_FIELDS:
             if old.get(name) != new.get(name):
+                if name == "persona_defs" and isinstance(old.get(name), dict) and isinstance(new.get(name), dict):
+                    a, b = old[name], new[name]
+                    for persona in a.keys() & b.keys():  # names are equal (checked before): the first changed field
+                        for key in sorted(a[persona].keys() | b[persona].keys()):
+                            if a[persona].get(key) != b[persona].get(key):
+                                raise ConfigMismatchError(stored.run_id, f"persona {persona!r} field {key}",
+                                                          a[persona].get(key), b[persona].get(key))
                 raise ConfigMismatchError(stored.run_id, name, old.get(name), new.get(name))
         if stored.data_hash != data_hash:
             raise ConfigMismatchError(stored.run_id, "data_hash (contents of the data directory)",

@@ -261,3 +261,28 @@ def test_processes_run_personas_exactly_as_threads(tmp_path):
     assert len(docs[1]["trials"]) == 3 * 2 * 2
     assert trials(docs[0]) == trials(docs[1])
     assert docs[0]["by_persona"] == docs[1]["by_persona"]
+
+
+def test_resume_refuses_other_personas_or_edited_persona_files(tmp_path):
+    mine = tmp_path / "good.json"
+    mine.write_text(json.dumps({"name": "good", "description": "a test user", "patience": 8,
+                                "abandonment_phrases": ["bye"]}))
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+
+    def run(*personas):
+        extra = ["--personas", ",".join(personas)] if personas else []
+        return CliRunner().invoke(app, ["run", "--agent", "reference", "--user", "rule", "--task-ids",
+                                        "cancel-no-longer-needed", "--store", url, "--run-id", "X", "--no-progress",
+                                        *extra])
+
+    assert run("cooperative", str(mine)).exit_code == 0
+    res = run("verbose")
+    assert res.exit_code == 2 and "different value of personas: stored ['cooperative', 'good'], given ['verbose']" \
+        in res.output
+    res = run()
+    assert res.exit_code == 2 and "given None" in res.output
+    mine.write_text(mine.read_text().replace('"patience": 8', '"patience": 2'))
+    res = run("cooperative", str(mine))
+    assert res.exit_code == 2 and "persona 'good' field patience: stored 8, given 2" in res.output
+    with ResultsStore(url) as st:  # the definitions are recorded with the run
+        assert st.get_run("X").config.persona_defs["good"]["patience"] == 8
