@@ -1,6 +1,7 @@
 """The persona schema: how a simulated user behaves, independent of what it wants (the task's scenario).
 
-A persona is a JSON object validated by :class:`Persona`; unknown fields are refused. Rates are probabilities
+A persona is a JSON object validated by :class:`Persona`; unknown fields are refused, and numbers and booleans must
+be JSON numbers and booleans (``"patience": true`` or ``"typo_rate": "0.1"`` are refused, not converted). Rates are probabilities
 drawn by the trial seed, so a persona with non-zero rates still gives reproducible conversations.
 """
 
@@ -35,7 +36,7 @@ class Persona(BaseModel):
     """Identifier used on the command line (``--personas NAME``); a persona file is named ``NAME.json``."""
     description: str = Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*\S[^\n\r]*$")
     """One line saying who this user is, shown by ``tausim personas``."""
-    patience: int | None = Field(default=None, ge=1)
+    patience: int | None = Field(default=None, ge=1, strict=True)
     """Consecutive agent turns without progress the user puts up with before abandoning the conversation
     (termination reason ``user_abandon``); None: it never abandons (the trial's turn cap still applies).
     Progress is judged by the orchestrator: new information exchanged, a successful tool call, a confirmed
@@ -48,21 +49,21 @@ class Persona(BaseModel):
     no task information)."""
     politeness: Politeness = "neutral"
     """Tone of its messages; it never changes what the user says, only how."""
-    typo_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    typo_rate: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
     """Probability that a word of a user message carries a typo (slot values such as ids and emails are never
     misspelt, so that a typo cannot become a wrong fact)."""
-    wrong_answer_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    wrong_answer_rate: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
     """Probability, per agent question, that the user answers a different question than the one asked (still
     only from its own facts)."""
-    mind_change_turn: int | None = Field(default=None, ge=1)
+    mind_change_turn: int | None = Field(default=None, ge=1, strict=True)
     """User turn (1-based, counting the user's messages) at which it drops its current intent for the
     scenario's fallback intent; None: it never changes its mind. Ignored when the scenario has no fallback."""
     mind_change_phrases: _Phrases = Field(default=(), validate_default=True)
     """How the user announces that it changed its mind; required (non-empty) when ``mind_change_turn`` is set."""
-    policy_push: bool = False
+    policy_push: bool = Field(default=False, strict=True)
     """The user insists on something the domain policy forbids (an exception, a refund outside the rules)
     before accepting a refusal."""
-    push_attempts: int = Field(default=2, ge=1, le=10)
+    push_attempts: int = Field(default=2, ge=1, le=10, strict=True)
     """With ``policy_push``: how many times it insists (after the first refusal) before accepting it."""
     push_phrases: _Phrases = Field(default=(), validate_default=True)
     """How the user insists; required (non-empty) when ``policy_push`` is true."""

@@ -176,6 +176,10 @@ def test_mind_change_and_push_need_phrases(tmp_path):
     ("abandonment_phrases", ["  "], "phrases must not be empty or blank"),
     ("description", "two\nlines", "String should match pattern"),
     ("name", "Has Spaces", "String should match pattern"),
+    ("patience", True, "Input should be a valid integer"),  # not converted to 1
+    ("typo_rate", "0.1", "Input should be a valid number"),
+    ("mind_change_turn", 2.5, "Input should be a valid integer"),
+    ("policy_push", "yes", "Input should be a valid boolean"),
 ])
 def test_bad_values_name_field_and_value(tmp_path, field, value, words):
     msg = error_of(tmp_path, {**GOOD, field: value})
