@@ -107,6 +107,10 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     """
     if k < 1:
         raise GateError(f"--k must be at least 1, got {k}")
+    personas = [list(doc["config"].get("personas") or []) for doc in (baseline, candidate)]
+    if personas[0] != personas[1]:
+        raise GateError(f"the runs played different personas (baseline: {', '.join(personas[0]) or 'none'}; "
+                        f"candidate: {', '.join(personas[1]) or 'none'}); gate runs of the same personas")
     base, n_base = run_outcomes(baseline, "baseline")
     cand, n_cand = run_outcomes(candidate, "candidate")
     only_base, only_cand = sorted(set(base) - set(cand)), sorted(set(cand) - set(base))

@@ -532,8 +532,7 @@ def cell_id(task_id: str, persona: str | None) -> str:
     return f"{task_id}@{persona}" if persona else task_id
 
 
-_PERSONA_FIELDS = ("abandonment_rate", "mean_turns_to_abandon", "user_flags", "infra_error_rate", "loop_rate",
-                   "success_rate")
+_PERSONA_FIELDS = ("mean_turns_to_abandon", "user_flags", "infra_error_rate", "loop_rate", "success_rate")
 
 
 def persona_metrics(
@@ -560,10 +559,10 @@ def persona_metrics(
         n_resamples: bootstrap resamples.
 
     Returns:
-        ``{persona: {"pass^k" (k = 1..n), "pass@k", "ci95", "abandon_rate", "abandonment_rate",
-        "mean_turns_to_abandon", "user_flags", "infra_error_rate", "loop_rate", "success_rate", "trials"}}``;
-        ``abandon_rate`` is the share of the persona's recorded trials that ended ``user_abandon``,
-        ``mean_turns_to_abandon`` the mean messages (user and agent) of those trials (None without any),
+        ``{persona: {"pass^k" (k = 1..n), "pass@k", "ci95", "abandon_rate", "mean_turns_to_abandon",
+        "user_flags", "infra_error_rate", "loop_rate", "success_rate", "trials"}}``; ``abandon_rate`` is the share
+        of the persona's recorded trials that ended ``user_abandon``, ``mean_turns_to_abandon`` the mean number of
+        messages (user and agent together) of those trials (None without any),
         ``trials`` the recorded trials of the persona.
 
     Raises:

@@ -116,3 +116,13 @@ def test_tasks_that_fail_on_purpose_are_accepted():
     write): on its own data such a task, even alone, runs."""
     text = run_cli("run", *peer_args("retail"), "--task-ids", "35", "--agent", "oracle", "--user", "scripted")
     assert "tasks=1" in text
+
+
+def test_wrong_item_knob_skips_a_one_item_order(tmp_path):
+    """tau-bench retail test task 106 returns the only kind of item of its order: the wrong-item fault has nothing
+    to swap in and must be skipped, not crash the agent (it raised on an empty draw)."""
+    out = tmp_path / "o.json"
+    run_cli("run", *peer_args("retail"), "--task-ids", "106", "--agent", "reference:wrong_item=1", "--user", "rule",
+            "--out", out)
+    trial = json.loads(out.read_text())["trials"][0]
+    assert trial["termination_reason"] != "agent_error", trial["error"]

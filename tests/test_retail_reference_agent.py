@@ -384,3 +384,21 @@ def test_an_address_is_named_by_an_order_only_as_the_target(text: str, named: st
 
     m = _ADDRESS_REF_RE.search(text)
     assert (m and (m.group("oid") or m.group("items"))) == named
+
+
+def test_identity_given_as_im_name_is_understood() -> None:
+    """RuleUser's own "I'm NAME" / "This is NAME" wording: the agent asks for the zip next, not the name again."""
+    for line in ("I'm Samuel Laine.", "this is Samuel Laine", "It's Samuel Laine here"):
+        user = ScriptedUser(["I need to cancel my order #W1773282.", line])
+        cfg = RunConfig(domain="retail", agent="reference", user="py:test", trials=1)
+        task = next(t for t in TASKS if t.id == "cancel-no-longer-needed")
+        res = Runner(DOMAIN, TEMPLATE, [task], agent_factory("reference", domain=DOMAIN), lambda ctx, u=user: u,
+                     cfg).run()
+        texts = res.trials[0].trajectory.agent_texts()
+        assert "zip code" in texts[1] and "name" not in texts[1].split("zip")[0].lower().replace("samuel", ""), texts
+
+
+def test_wrong_item_knob_without_another_item_does_not_crash() -> None:
+    """A one-item order (every item of it already chosen): the wrong-item fault has nothing to swap and is skipped."""
+    res = _run("reference:wrong_item=1", [t for t in TASKS if t.id.startswith(("return", "exchange"))])
+    assert all(t.termination_reason != "agent_error" for t in res.trials), [t.error for t in res.trials]

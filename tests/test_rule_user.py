@@ -73,6 +73,8 @@ ACT_CASES = [
     ("That is against our policy, so I am unable to offer a refund.", {"refuse"}, set(), set()),
     ("I'm transferring you to a human agent.", {"transfer"}, set(), set()),
     ("Let me connect you with a human representative who can help further.", {"transfer"}, set(), set()),
+    ("Your request has been handled.", {"report_result"}, set(), set()),
+    ("All of that has been taken care of. The answer: 2.80.", {"report_result", "inform"}, set(), set()),
     ("Your gift card balance is now $154.96.", {"inform"}, {"report_result"}, set()),
     ("The order is pending and the total is $432.10.", {"inform"}, set(), set()),
     ("Hmm.", {"unclear"}, set(), set()),

@@ -45,7 +45,8 @@ ANYTHING_ELSE = "Is there anything else I can help you with?"
 _ORDER_RE = re.compile(r"#?\b(W\d{7})\b", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _ZIP_RE = re.compile(r"\bzip(?:\s*code)?(?:\s+is)?\s*[:#]?\s*(\d{5})\b", re.IGNORECASE)
-_NAME_RE = re.compile(r"\b(?:i'm|i am|my name is|this is|name is|name:)\s+([A-Z][a-z'-]+)\s+([A-Z][a-z'-]+)")
+_NAME_RE = re.compile(r"\b(?i:i'm|i am|my name is|this is|name is|name:|it's|it is)\s+([A-Z][a-z'-]+)\s+"
+                      r"([A-Z][a-z'-]+)")
 _LOOSE_NAME_RE = re.compile(r"\b([A-Z][a-z'-]+)\s+([A-Z][a-z'-]+)\s*,?\s*(?:zip(?:\s*code)?\s*)?(\d{5})\b")
 _ADDRESS_RE = re.compile(
     r"(?<![\w#-])(?P<a1>\d+\s[^,\n]*?),\s*(?:(?P<a2>[^,\n]+?),\s*)?"
@@ -1275,8 +1276,8 @@ class RetailReferenceAgent:
             count = self._count_mentioned(old_part, name)
             for it in picks[:max(1, count)]:
                 chosen.append(str(it["item_id"]))
-        if chosen and len(items) > len(chosen) and self._draw("wrong_item", "picked another item of the order"):
-            others = [str(it["item_id"]) for it in items if str(it["item_id"]) not in chosen]
+        others = [str(it["item_id"]) for it in items if str(it["item_id"]) not in chosen]
+        if chosen and others and self._draw("wrong_item", "picked another item of the order"):
             chosen[0] = others[int(self._rng.integers(len(others)))]
         return chosen
 
@@ -1360,11 +1361,10 @@ class RetailReferenceAgent:
                                     "exchange" else f"the {item['name']} ({self._options_text(target)}) is not "
                                                     "available right now, so that change is not possible.")
             new_id = str(chosen["item_id"])
-            if self._draw("wrong_item", f"picked another {item['name']} variant"):
-                others = [str(v["item_id"]) for v in variants if v.get("available") and str(v["item_id"]) not in
-                          (new_id, str(item["item_id"]))]
-                if others:
-                    new_id = others[int(self._rng.integers(len(others)))]
+            others = [str(v["item_id"]) for v in variants if v.get("available") and str(v["item_id"]) not in
+                      (new_id, str(item["item_id"]))]
+            if others and self._draw("wrong_item", f"picked another {item['name']} variant"):
+                new_id = others[int(self._rng.integers(len(others)))]
             return new_id
         if self._asking == "options" and intent.rejections > 2:
             return self._refuse(intent, "I can't make that change: I could not find the variant you want.")

@@ -28,9 +28,10 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
     task id itself when it is a decimal number (tau-bench tasks), else its position in the run's plan (the original
     id is kept in ``info["tausim_task_id"]``). ``traj`` holds the conversation as OpenAI chat messages (the agent's
     system prompt is not recorded by tausim, so it is absent). ``info`` carries the termination reason, the grade
-    (as ``reward_info``), the seed, the error and the costs. Only the first record of a duplicated trial is
-    exported; missing trials are absent (tau-bench counts them as failures when it computes pass^k over the
-    trial indices present).
+    (as ``reward_info``), the seed, the error and the costs; in a run with personas each trial's ``persona`` too
+    (``task_id`` stays the task's index, so the trials of a task under every persona share it). Only the first
+    record of a duplicated trial is exported; missing trials are absent (tau-bench counts them as failures when
+    it computes pass^k over the trial indices present).
 
     Args:
         doc_or_path: a run document or the path of one.
@@ -42,8 +43,17 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
         RunDocumentError: the document is malformed.
     """
     report = analyze_run(doc_or_path, n_resamples=1)
-    numeric = all(t.isdecimal() for t in report.task_ids)
-    index = {tid: (int(tid) if numeric else i) for i, tid in enumerate(report.task_ids)}
+    personas = [str(p) for p in report.config.get("personas") or []]
+
+    def plain(cell_task_id: str) -> str:  # the task of a cell (task@persona)
+        for p in personas:
+            if cell_task_id.endswith(f"@{p}"):
+                return cell_task_id[: -len(p) - 1]
+        return cell_task_id
+
+    task_ids = list(dict.fromkeys(plain(t) for t in report.task_ids))
+    numeric = all(t.isdecimal() for t in task_ids)
+    index = {tid: (int(tid) if numeric else i) for i, tid in enumerate(task_ids)}
     out = []
     for cell in report.cells:
         trial = cell.record
@@ -52,8 +62,7 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
         traj = trial.get("trajectory") or {}
         reward = 1.0 if trial["passed"] else 0.0
         info = {
-            "tausim_task_id": cell.task_id,
-            "persona": trial.get("persona"),
+            "tausim_task_id": plain(cell.task_id),
             "termination_reason": trial.get("termination_reason"),
             "failure": list(cell.failures),
             "seed": trial.get("seed"),
@@ -64,6 +73,6 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
         }
         if trial.get("persona") is not None:
             info["persona"] = trial["persona"]
-        out.append({"task_id": index[cell.task_id], "reward": reward, "info": info,
+        out.append({"task_id": index[plain(cell.task_id)], "reward": reward, "info": info,
                     "traj": _openai_messages(trial), "trial": cell.trial})
     return out

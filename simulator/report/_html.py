@@ -465,7 +465,10 @@ def render_html(report: RunReport, title: str | None = None) -> str:
     title = title or f"tausim report {report.run_id or ''} {cfg.get('domain', '')} {cfg.get('agent', '')}".strip()
     meta = " &middot; ".join(_e(f"{k}: {v}") for k, v in (
         ("run", report.run_id or "-"), ("domain", cfg.get("domain")), ("agent", cfg.get("agent")),
-        ("user", cfg.get("user")), ("tasks", len(report.task_ids)), ("trials/task", report.trials_per_task),
+        ("user", cfg.get("user")),
+        *((("personas", ", ".join(cfg["personas"])), ("task cells", len(report.task_ids)),
+           ("trials/cell", report.trials_per_task)) if cfg.get("personas")
+          else (("tasks", len(report.task_ids)), ("trials/task", report.trials_per_task))),
         ("seed", cfg.get("seed")), ("git", (doc.get("git_revision") or "-")[:12]),
     ))
     comps = _table(("component", "passed", "graded", "rate"), [
@@ -478,7 +481,8 @@ def render_html(report: RunReport, title: str | None = None) -> str:
         personas = _table(("persona", "trials", "passed", "success", "pass^1", "abandoned", "mean turns",
                            "turns to abandon", "user flags"), [
             (name, p["trials"], p["passed"], _fmt_rate(p["success_rate"]), _fmt_rate(p.get("pass^1")),
-             _fmt_rate(p["abandonment_rate"]), "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}",
+             f"{p['abandoned']} ({_fmt_rate(p['abandonment_rate'])})",
+             "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}",
              "-" if p.get("mean_turns_to_abandon") is None else f"{p['mean_turns_to_abandon']:.1f}",
              ", ".join(f"{k} {v}" for k, v in (p.get("user_flags") or {}).items()) or "-")
             for name, p in m["personas"].items()

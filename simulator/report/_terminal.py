@@ -60,7 +60,10 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
     cfg = report.config
     console.print(
         f"[bold]tausim report[/] run={report.run_id or '-'} domain={cfg.get('domain')} agent={cfg.get('agent')} "
-        f"user={cfg.get('user')} tasks={len(report.task_ids)} trials/task={report.trials_per_task}",
+        f"user={cfg.get('user')} " + (
+            f"tasks={len(report.task_ids) // len(cfg['personas'])} personas={len(cfg['personas'])} "
+            f"trials/cell={report.trials_per_task}" if cfg.get("personas")
+            else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}"),
         highlight=False, markup=True)
     line = f"planned {report.planned}, recorded {report.recorded}, duplicates {report.duplicates}"
     if m["missing_trials"]:
@@ -70,7 +73,8 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
     console.print(line, highlight=False)
 
     if report.task_ids:
-        table = Table(title="reliability (mean over tasks, 95% bootstrap CI over tasks)")
+        unit = "task cells (task x persona)" if cfg.get("personas") else "tasks"
+        table = Table(title=f"reliability (mean over {unit}, 95% bootstrap CI over {unit})")
         for col in ("k", "pass^k", "95% CI", "pass@k", "95% CI"):
             table.add_column(col, justify="right")
         for k in range(1, report.trials_per_task + 1):
@@ -119,7 +123,7 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
         for name, p in m["personas"].items():
             turns_out = p.get("mean_turns_to_abandon")
             personas.add_row(name, str(p["trials"]), str(p["passed"]), _rate(p["success_rate"]),
-                             _rate(p.get("pass^1")), _rate(p["abandonment_rate"]),
+                             _rate(p.get("pass^1")), f"{p['abandoned']} ({_rate(p['abandonment_rate'])})",
                              "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}",
                              "-" if turns_out is None else f"{turns_out:.1f}",
                              ", ".join(f"{k} {v}" for k, v in (p.get("user_flags") or {}).items()) or "-")

@@ -109,7 +109,7 @@ _TRANSFER = _rx(
 )
 _ACTION_VERBS = (r"(?:cancel+(?:ed|led)?|returned|exchanged|modified|changed|updated|processed|booked|refunded|"
                  r"issued|submitted|placed|upgraded|downgraded|added|removed|rebooked|switched|applied|initiated|"
-                 r"requested|made)")
+                 r"requested|made|handled|completed|taken care of)")
 _REPORT = _rx(
     r"^\W*(?:done|all set|all done|success)\b|\bsuccessfully\b|\b(?:has|have) (?:now )?been (?:successfully )?"
     + _ACTION_VERBS + r"\b|\b(?:is|are|was|were) now " + _ACTION_VERBS + r"\b|\bi(?:'ve| have)? (?:now )?(?:just )?"
