@@ -111,8 +111,8 @@ def workers_cpu(executor: ProcessExecutor | None) -> float:
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--concurrency", type=int, default=32, help="trials at once (default: %(default)s)")
-    p.add_argument("--processes", type=int, default=4,
-                   help="worker processes sharing the concurrency (default: %(default)s; 1: threads only)")
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 2,
+                   help="worker processes sharing the concurrency (default: one per CPU, %(default)s; 1: threads only)")
     p.add_argument("--latency", type=float, default=0.2, help="seconds per model call (default: %(default)s)")
     p.add_argument("--waves", type=int, default=4, help="trials = waves x concurrency (default: %(default)s)")
     p.add_argument("--trials-per-task", type=int, default=8, help="trials of each task (default: %(default)s)")
