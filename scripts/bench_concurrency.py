@@ -117,6 +117,8 @@ def main() -> None:
     p.add_argument("--waves", type=int, default=4, help="trials = waves x concurrency (default: %(default)s)")
     p.add_argument("--trials-per-task", type=int, default=8, help="trials of each task (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=1, help="measure each set-up this many times (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed runs of each set-up before the measured ones (default: %(default)s)")
     p.add_argument("--unpriced", action="store_true",
                    help="leave the in-process models out of litellm's price map (as a local model is)")
     args = p.parse_args()
@@ -130,7 +132,8 @@ def main() -> None:
                             if args.processes > 1 else [])
     print(f"bench-concurrency: {label}; {args.waves * args.concurrency} trials x {CALLS_PER_TRIAL} model calls, "
           f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, models "
-          f"{'unpriced' if args.unpriced else 'priced'}; {machine()}")
+          f"{'unpriced' if args.unpriced else 'priced'}, {args.warmup} untimed warm-up run(s) per set-up; "
+          f"{machine()}")
     for processes, threads in setups:
         with contextlib.ExitStack() as stack:
             ex, how, note = None, f"threads only (1 process x {args.concurrency} threads)", ""
@@ -140,6 +143,8 @@ def main() -> None:
                 ex.wait_ready()  # worker start-up (imports, data, warm-up) is a one-off, reported apart
                 how = f"{processes} processes x {'/'.join(map(str, threads or []))} threads"
                 note = f"; worker start-up {time.perf_counter() - t0:.1f} s (not timed)"
+            for _ in range(args.warmup):  # first runs pay one-off costs (lazy imports and caches in new threads)
+                measure(runner, ex)
             for _ in range(args.repeat):
                 cpu_before = workers_cpu(ex)
                 wall, cpu, result = measure(runner, ex)
