@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
@@ -114,6 +115,10 @@ def _litellm() -> Any:
     return litellm
 
 
+_MISSING_KEY = re.compile(r"missing credentials|api_key client option must be set|no api key|api key not (?:found|set)",
+                          re.IGNORECASE)
+
+
 def _is_transient(exc: BaseException) -> bool:
     """Return True for failures worth retrying: rate limits, timeouts, connection errors and 5xx."""
     import openai
@@ -121,6 +126,8 @@ def _is_transient(exc: BaseException) -> bool:
     litellm = _litellm()
     if isinstance(exc, litellm.ContextWindowExceededError):
         return False
+    if _MISSING_KEY.search(str(exc)):
+        return False  # litellm reports a missing API key as a 500 (InternalServerError): an auth error, not transient
     if isinstance(exc, openai.RateLimitError | openai.APIConnectionError | openai.InternalServerError):
         return True  # APIConnectionError covers timeouts (openai.APITimeoutError, litellm.Timeout)
     if isinstance(exc, litellm.ServiceUnavailableError | litellm.BadGatewayError):

@@ -196,7 +196,10 @@ def test_default_attempts_is_four(litellm: Any, fake: Any) -> None:
     (lambda lt: lt.BadRequestError("bad", "m", PROVIDER), LLMRequestError),
     (lambda lt: lt.NotFoundError("no model", "m", PROVIDER), LLMRequestError),
     (lambda lt: lt.ContextWindowExceededError("too long", "m", PROVIDER), LLMContextOverflow),
-], ids=["auth", "bad_request", "not_found", "context_window"])
+    # litellm reports a missing key as a 500; it is an auth error all the same
+    (lambda lt: lt.InternalServerError("OpenAIException - Missing credentials. Please pass an `api_key`", PROVIDER,
+                                       "m"), LLMRequestError),
+], ids=["auth", "bad_request", "not_found", "context_window", "missing_key_as_500"])
 def test_non_transient_errors_not_retried(litellm: Any, fake: Any, make: Any, error: type) -> None:
     provider = fake([make(litellm), "never reached"])
     with pytest.raises(error) as ei:
