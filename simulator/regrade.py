@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from simulator.domain import DomainError, get_domain
+from simulator.metrics import cell_id
 from simulator.replay import GoldToolBug, goal_database
 from simulator.runner import regrade_trial
 from simulator.store import ResultsStore, data_hash, tasks_hash
@@ -86,7 +87,7 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
     for t in before.trials:
         task = by_id.get(t.task_id)
         if task is None:
-            report.skipped.append((t.task_id, t.trial, "task no longer in the task set"))
+            report.skipped.append((cell_id(t.task_id, t.persona), t.trial, "task no longer in the task set"))
             continue
         if task.id not in goals:
             try:
@@ -95,13 +96,14 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
                 goals[task.id] = None  # regrade_trial recomputes it and records the failure
         new, diverged = regrade_trial(dom, template, task, t, goals[task.id], (cfg.budgets or {}).get(task.id))
         if new is t:
-            report.skipped.append((t.task_id, t.trial, "never ran: its goal state could not be computed"))
+            report.skipped.append((cell_id(t.task_id, t.persona), t.trial,
+                                   "never ran: its goal state could not be computed"))
             continue
         report.regraded += 1
         if diverged:
-            report.diverged.append((t.task_id, t.trial, diverged))
+            report.diverged.append((cell_id(t.task_id, t.persona), t.trial, diverged))
         if new.passed != t.passed:
-            report.changed.append((t.task_id, t.trial, t.passed, new.passed))
+            report.changed.append((cell_id(t.task_id, t.persona), t.trial, t.passed, new.passed))
         if new.passed != t.passed or new.grade != t.grade or new.error != t.error:
             store.update_grade(run_id, new)
     report.tasks_hash_after = tasks_hash(planned) if len(planned) == len(info.task_ids) else info.tasks_hash

@@ -354,3 +354,15 @@ def test_agendas_say_only_what_the_user_knows(tasks):
                 assert tok in known, (task.id, tok)
             for out in task.required_outputs:
                 assert not re.search(rf"(?<![\d.]){re.escape(out)}(?![\d.])", text), (task.id, out)
+
+
+def test_report_states_the_gift_card_balance_after_the_charge(domain, tasks):
+    """add-bags: $50 for the extra bag from gift_card_9421312, which holds $109 in the built-in data (by hand:
+    the user's profile); the report must say $59 is left, not repeat the $109 of the confirmation."""
+    trial = _run(domain, [tasks["add-bags"]]).trials[0]
+    done = [m for m in trial.trajectory.agent_texts() if m.startswith("Done:")]
+    assert trial.passed and done, trial.trajectory.agent_texts()
+    assert "$50 was charged to gift card gift_card_9421312 (balance now $59)" in done[0]
+    with domain.template().trial() as db:
+        before = domain.dump(db)["users"]["ulrich_cardenas_5707"]["payment_methods"]["gift_card_9421312"]
+    assert before["amount"] == 109

@@ -402,3 +402,17 @@ def test_wrong_item_knob_without_another_item_does_not_crash() -> None:
     """A one-item order (every item of it already chosen): the wrong-item fault has nothing to swap and is skipped."""
     res = _run("reference:wrong_item=1", [t for t in TASKS if t.id.startswith(("return", "exchange"))])
     assert all(t.termination_reason != "agent_error" for t in res.trials), [t.error for t in res.trials]
+
+
+def test_lowercase_name_with_zip_and_dont_without_apostrophe() -> None:
+    """Typed as people type: "samuel laine 83782", "i dont need it anymore"; the cancellation goes through."""
+    task = next(t for t in TASKS if t.id == "cancel-no-longer-needed")
+    user = ScriptedUser(["hi, I want to cancel an order", "samuel laine 83782", "#W1773282",
+                         "i dont need it anymore", "yes"])
+    cfg = RunConfig(domain="retail", agent="reference", user="py:test", trials=1)
+    res = Runner(DOMAIN, TEMPLATE, [task], agent_factory("reference", domain=DOMAIN), lambda ctx: user, cfg).run()
+    trial = res.trials[0]
+    assert trial.passed, trial.trajectory.agent_texts()
+    calls = [(c.name, c.arguments) for c in trial.trajectory.tool_calls]
+    assert ("find_user_id_by_name_zip", {"first_name": "Samuel", "last_name": "Laine", "zip": "83782"}) in calls
+    assert ("cancel_pending_order", {"order_id": "#W1773282", "reason": "no longer needed"}) in calls

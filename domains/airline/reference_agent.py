@@ -78,6 +78,27 @@ _SEED_SALT = 0xA1B5
 """Mixed into the trial seed so that the agent's draws do not follow the user's."""
 
 
+def _label_after(method: dict[str, Any], charged: float) -> str:
+    """Name a payment method after a charge of ``charged`` dollars: a gift card or certificate with its new balance.
+
+    (A confirmation names the balance before the change; the report must not repeat it.)
+    """
+    label = nl.method_label(method, balance=False)
+    if charged > 0 and method.get("source") != "credit_card" and isinstance(method.get("amount"), int | float):
+        label += f" (balance now ${_fmt(float(method['amount']) - charged)})"
+    return label
+
+
+def _money_after(diff: float, method: dict[str, Any], saving: str) -> str:
+    """The money line of a done change: ``diff`` dollars more (charged) or back (refunded), or no change."""
+    label = _label_after(method, diff)
+    if diff > 0:
+        return f"you paid ${_fmt(diff)} more, charged to {label}"
+    if diff < 0:
+        return f"{saving} ${_fmt(-diff)}, refunded to {label}"
+    return "the price did not change"
+
+
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
     """Validate fault knob rates (see :func:`simulator.agents._rates.check_rates`).
 
@@ -566,7 +587,7 @@ class AirlineReferenceAgent:
             s.changed.add(rid)
             self._money_line(f"the bags cost ${_fmt(cost)}", cost)
             self._report(f"Done: reservation {rid} has been updated to {total} checked bags; ${_fmt(cost)} "
-                                    f"was charged to {label}.")
+                         f"was charged to {_label_after(s.profile['payment_methods'][payment], cost)}.")
             return
 
     def _cabin(self, request: str) -> Dialogue:
@@ -621,7 +642,8 @@ class AirlineReferenceAgent:
                 return
             s.changed.add(rid)
             self._money_line(f"the cabin change: {money}", diff)
-            self._report(f"Done: reservation {rid} has been updated to {nl.CABIN_NAMES[cabin]}; {money}.")
+            done = _money_after(diff, s.profile["payment_methods"][payment], "you save")
+            self._report(f"Done: reservation {rid} has been updated to {nl.CABIN_NAMES[cabin]}; {done}.")
             return
 
     def _prices(self, flights: list[dict[str, Any]], cabin: str, pax: int) -> Dialogue:
@@ -684,7 +706,8 @@ class AirlineReferenceAgent:
                 return
             s.changed.add(rid)
             self._money_line(f"the flight change: {money}", diff)
-            self._report(f"Done: reservation {rid} has been updated to {_flights(new_flights)}; {money}.")
+            done = _money_after(diff, s.profile["payment_methods"][payment], "you get")
+            self._report(f"Done: reservation {rid} has been updated to {_flights(new_flights)}; {done}.")
             return
 
     def _new_itinerary(self, record: dict[str, Any], request: str, asked: int = 0) -> Dialogue:

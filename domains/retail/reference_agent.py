@@ -47,7 +47,8 @@ _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _ZIP_RE = re.compile(r"\bzip(?:\s*code)?(?:\s+is)?\s*[:#]?\s*(\d{5})\b", re.IGNORECASE)
 _NAME_RE = re.compile(r"\b(?i:i'm|i am|my name is|this is|name is|name:|it's|it is)\s+([A-Z][a-z'-]+)\s+"
                       r"([A-Z][a-z'-]+)")
-_LOOSE_NAME_RE = re.compile(r"\b([A-Z][a-z'-]+)\s+([A-Z][a-z'-]+)\s*,?\s*(?:zip(?:\s*code)?\s*)?(\d{5})\b")
+_LOOSE_NAME_RE = re.compile(r"\b([A-Za-z][a-z'-]+)\s+([A-Za-z][a-z'-]+)\s*,?\s*(?:zip(?:\s*code)?\s*)?(\d{5})\b")
+"""A name right before a zip code ("Samuel Laine, 83782", "samuel laine 83782"); names are title-cased."""
 _ADDRESS_RE = re.compile(
     r"(?<![\w#-])(?P<a1>\d+\s[^,\n]*?),\s*(?:(?P<a2>[^,\n]+?),\s*)?"
     r"(?P<city>[A-Za-z][A-Za-z .'-]*?),\s*(?P<state>[A-Z]{2})\s+"
@@ -96,8 +97,11 @@ _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _ACTION_RE = re.compile(r"\b(?:cancel\w*|return|exchange|swap|switch|replace|update|change|modify|ship|send|mov\w+|"
                         r"pay|charge|balance|how much|what|status|total)\b", re.IGNORECASE)
+_NOT_NAMES = frozenset({"hi", "hello", "hey", "dear", "is", "code", "zip", "my", "and", "name", "it's", "im", "i'm",
+                        "am", "the", "in", "at", "of", "to"})
+"""Words before a zip code that are not a name ("my zip is 83782", "zip code 83782")."""
 _REASONS = (("ordered by mistake", re.compile(r"by mistake|\bmistake|accident", re.IGNORECASE)),
-            ("no longer needed", re.compile(r"no longer need|don't need|do not need|not needed|no need",
+            ("no longer needed", re.compile(r"no longer need|don'?t need|do not need|not needed|no need",
                                             re.IGNORECASE)))
 
 
@@ -347,8 +351,8 @@ class RetailReferenceAgent:
                 self._name = (name.group(1), name.group(2))
             if zip_code:
                 self._zip = zip_code.group(1)
-            if loose and loose.group(1).lower() not in ("hi", "hello", "hey", "dear"):
-                self._name = self._name or (loose.group(1), loose.group(2))
+            if loose and loose.group(1).lower() not in _NOT_NAMES and loose.group(2).lower() not in _NOT_NAMES:
+                self._name = self._name or (loose.group(1).title(), loose.group(2).title())
                 self._zip = self._zip or loose.group(3)
             if self._asking == "identity" and self._zip is None:
                 bare = re.search(r"\b\d{5}\b", text)

@@ -478,15 +478,16 @@ def render_html(report: RunReport, title: str | None = None) -> str:
     kinds = _table(("failure kind", "trials"), list(m["failure_kinds"].items()), numeric=(1,))
     statuses = _table(("tool call status", "calls"), list(m["tool_calls"]["statuses"].items()), numeric=(1,))
     if m["personas"]:
-        personas = _table(("persona", "trials", "passed", "success", "pass^1", "abandoned", "mean turns",
+        pks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
+        personas = _table(("persona", "trials", "passed", "success", *pks, "abandoned", "mean turns",
                            "turns to abandon", "user flags"), [
-            (name, p["trials"], p["passed"], _fmt_rate(p["success_rate"]), _fmt_rate(p.get("pass^1")),
+            (name, p["trials"], p["passed"], _fmt_rate(p["success_rate"]), *(_fmt_rate(p.get(k)) for k in pks),
              f"{p['abandoned']} ({_fmt_rate(p['abandonment_rate'])})",
              "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}",
              "-" if p.get("mean_turns_to_abandon") is None else f"{p['mean_turns_to_abandon']:.1f}",
              ", ".join(f"{k} {v}" for k, v in (p.get("user_flags") or {}).items()) or "-")
             for name, p in m["personas"].items()
-        ], numeric=(1, 2, 3, 4, 5, 6, 7))
+        ], numeric=tuple(range(1, 7 + len(pks))))
     else:
         personas = "<p class=note>The trials of this run carry no persona.</p>"
     ks = _table(("k", "pass^k", "95% CI", "pass@k", "95% CI"), [

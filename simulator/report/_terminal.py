@@ -117,13 +117,14 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
 
     if m["personas"]:
         personas = Table(title="personas")
-        for col in ("persona", "trials", "passed", "success", "pass^1", "abandoned", "mean turns",
+        ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
+        for col in ("persona", "trials", "passed", "success", *ks, "abandoned", "mean turns",
                     "turns to abandon", "user flags"):
             personas.add_column(col, justify="left" if col in ("persona", "user flags") else "right")
         for name, p in m["personas"].items():
             turns_out = p.get("mean_turns_to_abandon")
             personas.add_row(name, str(p["trials"]), str(p["passed"]), _rate(p["success_rate"]),
-                             _rate(p.get("pass^1")), f"{p['abandoned']} ({_rate(p['abandonment_rate'])})",
+                             *(_rate(p.get(k)) for k in ks), f"{p['abandoned']} ({_rate(p['abandonment_rate'])})",
                              "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}",
                              "-" if turns_out is None else f"{turns_out:.1f}",
                              ", ".join(f"{k} {v}" for k, v in (p.get("user_flags") or {}).items()) or "-")
