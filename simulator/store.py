@@ -105,12 +105,25 @@ runs = Table(
     Column("extra", JSON, nullable=False),
 )
 
+_TRIAL_KEY = ("run_id", "task_id", "persona", "trial")
+"""The columns naming a trial in every per-trial table (``persona`` is ``""`` in a run without personas)."""
+
+
+def _trial_key_columns() -> list[Column[Any]]:
+    """Fresh copies of the trial-key columns (a Column belongs to one table)."""
+    return [Column("run_id", String(255), nullable=False), Column("task_id", String(255), nullable=False),
+            Column("persona", String(64), nullable=False, default=""), Column("trial", Integer, nullable=False)]
+
+
+def _trial_ref(table: str) -> ForeignKeyConstraint:
+    """The foreign key from a per-trial table's key columns to its trial (rows go with their trial)."""
+    return ForeignKeyConstraint(list(_TRIAL_KEY), [f"trials.{c}" for c in _TRIAL_KEY], name=f"fk_{table}_trial",
+                                ondelete="CASCADE")
+
+
 trials = Table(
     "trials", metadata,
-    Column("run_id", String(255), nullable=False),
-    Column("task_id", String(255), nullable=False),
-    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
-    Column("trial", Integer, nullable=False),
+    *_trial_key_columns(),
     Column("seed", String(40), nullable=False),  # decimal text: seeds reach 2**64, beyond BIGINT
     Column("passed", Boolean, nullable=False),
     Column("termination_reason", String(64), nullable=False),
@@ -134,17 +147,14 @@ trials = Table(
     Column("user_calls", Integer, nullable=False),
     Column("cost_usd", Double),  # agent + user; NULL when either is unknown (never recorded as 0)
     Column("extra", JSON, nullable=False),  # fields without a column of their own (exact round trip)
-    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", name="pk_trials"),
-    UniqueConstraint("run_id", "task_id", "persona", "trial", name="uq_trials_run_task_persona_trial"),
+    PrimaryKeyConstraint(*_TRIAL_KEY, name="pk_trials"),
+    UniqueConstraint(*_TRIAL_KEY, name="uq_trials_run_task_persona_trial"),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_trials_run"),
 )
 
 messages = Table(
     "messages", metadata,
-    Column("run_id", String(255), nullable=False),
-    Column("task_id", String(255), nullable=False),
-    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
-    Column("trial", Integer, nullable=False),
+    *_trial_key_columns(),
     Column("idx", Integer, nullable=False),
     Column("role", String(16), nullable=False),
     Column("content", Text),
@@ -152,18 +162,13 @@ messages = Table(
     Column("tool_call_id", String(255)),
     Column("name", String(255)),
     Column("extra", JSON, nullable=False),
-    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", "idx", name="pk_messages"),
-    ForeignKeyConstraint(["run_id", "task_id", "persona", "trial"],
-                         ["trials.run_id", "trials.task_id", "trials.persona", "trials.trial"],
-                         name="fk_messages_trial", ondelete="CASCADE"),
+    PrimaryKeyConstraint(*_TRIAL_KEY, "idx", name="pk_messages"),
+    _trial_ref("messages"),
 )
 
 tool_calls = Table(
     "tool_calls", metadata,
-    Column("run_id", String(255), nullable=False),
-    Column("task_id", String(255), nullable=False),
-    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
-    Column("trial", Integer, nullable=False),
+    *_trial_key_columns(),
     Column("idx", Integer, nullable=False),
     Column("step", Integer, nullable=False),
     Column("call_id", String(255), nullable=False),
@@ -176,26 +181,19 @@ tool_calls = Table(
     Column("duration_s", Double, nullable=False),
     Column("bug", Text),
     Column("extra", JSON, nullable=False),
-    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", "idx", name="pk_tool_calls"),
-    ForeignKeyConstraint(["run_id", "task_id", "persona", "trial"],
-                         ["trials.run_id", "trials.task_id", "trials.persona", "trials.trial"],
-                         name="fk_tool_calls_trial", ondelete="CASCADE"),
+    PrimaryKeyConstraint(*_TRIAL_KEY, "idx", name="pk_tool_calls"),
+    _trial_ref("tool_calls"),
 )
 
 grades = Table(
     "grades", metadata,
-    Column("run_id", String(255), nullable=False),
-    Column("task_id", String(255), nullable=False),
-    Column("persona", String(64), nullable=False, default=""),  # "" for a run without personas
-    Column("trial", Integer, nullable=False),
+    *_trial_key_columns(),
     Column("passed", Boolean, nullable=False),
     Column("failure", Text),
     Column("components", JSON, nullable=False),
     Column("graded_at", DateTime(timezone=True), nullable=False),
-    PrimaryKeyConstraint("run_id", "task_id", "persona", "trial", name="pk_grades"),
-    ForeignKeyConstraint(["run_id", "task_id", "persona", "trial"],
-                         ["trials.run_id", "trials.task_id", "trials.persona", "trials.trial"],
-                         name="fk_grades_trial", ondelete="CASCADE"),
+    PrimaryKeyConstraint(*_TRIAL_KEY, name="pk_grades"),
+    _trial_ref("grades"),
 )
 
 _TRIAL_KEYS = ("task_id", "persona", "trial", "seed", "passed", "termination_reason", "grade", "trajectory",
