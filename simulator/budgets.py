@@ -20,15 +20,14 @@ import json
 import math
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
-import typer
 from pydantic import ValidationError
 
 from simulator.tasks import Budget
 
-__all__ = ["BASELINE_RULE", "BUDGETS_FORMAT", "BudgetFileError", "baseline_command", "derive_budgets", "load_budgets"]
+__all__ = ["BASELINE_RULE", "BUDGETS_FORMAT", "BudgetFileError", "derive_budgets", "load_budgets"]
 
 BUDGETS_FORMAT = "tausim.budgets"
 MARGIN = 1.2
@@ -133,32 +132,3 @@ def load_budgets(path: str | Path, task_ids: Collection[str], domain: str | None
             loc = ".".join(str(x) for x in err["loc"])
             raise BudgetFileError(f"--budgets {p}: task {task_id!r}: field {loc}: {err['msg']}") from e
     return out
-
-
-def baseline_command(
-    run: Annotated[Path, typer.Argument(help="A run document written by `tausim run --out`.")],
-    out: Annotated[Path, typer.Option(help="Where to write the budgets file (JSON).")],
-) -> None:
-    """Derive per-task budgets from a run's passing trials, to apply with `tausim run --budgets FILE`.
-
-    Ceilings: ceil(p95 * 1.2) for steps, tool calls and agent tokens, p95 * 1.2 for agent cost (USD).
-    Exceeding one fails the trial.
-    """
-    from rich.console import Console
-
-    from simulator.report import RunDocumentError, load_run_document
-
-    err = Console(stderr=True, soft_wrap=True)
-    try:
-        doc = load_run_document(run)
-    except RunDocumentError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from e
-    if out.is_dir() or not out.parent.is_dir():
-        err.print(f"[bold red]error:[/] --out {out}: not a file in an existing directory", highlight=False)
-        raise typer.Exit(2)
-    budgets = derive_budgets(doc, str(run))
-    out.write_text(json.dumps(budgets, indent=1) + "\n", encoding="utf-8")
-    Console(soft_wrap=True).print(f"wrote {out}: ceilings for {len(budgets['tasks'])} task(s)"
-                                  + (f"; no passing trial, no ceiling: {', '.join(budgets['skipped'])}"
-                                     if budgets["skipped"] else ""), highlight=False)

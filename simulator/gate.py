@@ -12,18 +12,13 @@ otherwise and 2 on unusable input.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
-
-import typer
-from rich.console import Console
-from rich.table import Table
+from typing import Any
 
 from simulator.metrics import cell_id, per_task_pass_hat_k, suite_metrics
 
-__all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "gate_command", "run_outcomes"]
+__all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "run_outcomes"]
 
 _EPS = 1e-9
 
@@ -148,51 +143,3 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
             rows.append(GateRow(metric, bv, cv, drop, f"candidate >= {limit:.4f}", cv >= limit - _EPS))
     regressed = sorted(((t, b1[t], c1[t]) for t in b1 if c1[t] < b1[t] - _EPS), key=lambda x: (x[2] - x[1], x[0]))
     return GateResult(k=k_used, rows=rows, regressed_tasks=regressed, notes=notes)
-
-
-def gate_command(
-    baseline: Annotated[str, typer.Option(help="Baseline run (a `tausim run --out` file, or a run id with --store).")],
-    candidate: Annotated[str, typer.Option(help="Candidate run (same forms as --baseline).")],
-    max_drop_pass1: Annotated[float, typer.Option(min=0.0, max=1.0, help="Largest allowed drop of pass^1.")] = 0.05,
-    max_drop_passk: Annotated[float, typer.Option(min=0.0, max=1.0, help="Largest allowed drop of pass^k.")] = 0.05,
-    k: Annotated[int, typer.Option(min=1, help="k of pass^k (lowered to the trials per task both runs have).")] = 4,
-    min_pass1: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Floor for the candidate's pass^1.")
-                         ] = None,
-    min_passk: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Floor for the candidate's pass^k.")
-                         ] = None,
-    store: Annotated[str | None, typer.Option(help="Results store URL; --baseline/--candidate are then run ids.")
-                     ] = None,
-) -> None:
-    """Fail (exit 1) when the candidate run regresses against the baseline beyond the thresholds (for CI).
-
-    Runs are paired by task (same task set required). Exit 0: no regression; 1: regression; 2: unusable input.
-    """
-    from simulator.report import RunDocumentError
-    from simulator.report._cli import _load
-
-    out = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True, soft_wrap=True)
-    try:
-        base_doc, cand_doc = _load(baseline, store), _load(candidate, store)
-        result = evaluate_gate(base_doc, cand_doc, max_drop_pass1=max_drop_pass1, max_drop_passk=max_drop_passk,
-                               k=k, min_pass1=min_pass1, min_passk=min_passk)
-    except (RunDocumentError, GateError) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
-        raise typer.Exit(2) from e
-    table = Table(title=f"tausim gate: {candidate} against {baseline}")
-    for col in ("metric", "baseline", "candidate", "drop", "threshold", "verdict"):
-        table.add_column(col, justify="left" if col in ("metric", "threshold", "verdict") else "right")
-    for r in result.rows:
-        table.add_row(r.metric, "-" if r.baseline is None else f"{r.baseline:.4f}", f"{r.candidate:.4f}",
-                      "-" if r.drop is None else f"{r.drop:+.4f}", r.threshold,
-                      "[green]pass[/]" if r.passed else "[bold red]FAIL[/]")
-    out.print(table)
-    for note in result.notes:
-        out.print(f"note: {note}", highlight=False)
-    if result.regressed_tasks:
-        out.print(f"tasks whose pass^1 dropped ({len(result.regressed_tasks)}): " + ", ".join(
-            f"{t} {b:.2f}->{c:.2f}" for t, b, c in result.regressed_tasks[:20]), highlight=False)
-    if not result.passed:
-        out.print("[bold red]gate: FAIL[/] (the candidate regressed)")
-        raise typer.Exit(1)
-    out.print("[green]gate: pass[/]")

@@ -602,7 +602,7 @@ def build_cli_runner(spec: WorkerSpec) -> Runner:
         params["cache"] = SQLiteCache(spec.cache)
     judge = None
     if config.judge is not None:
-        from simulator.grading._judge_cli import build_judge
+        from simulator.grading.judge import build_judge
 
         judge = build_judge(config.judge, api_base=spec.judge_api_base,
                             calibration=Path(spec.judge_calibration) if spec.judge_calibration else None,

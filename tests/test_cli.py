@@ -149,3 +149,18 @@ def test_unwritable_log_and_html_paths_are_clear_errors(tmp_path):
     assert invoke("run", "--task-ids", "cancel-no-longer-needed", "--out", out).exit_code == 0
     res = invoke("report", out, "--html", blocker / "x.html")
     assert res.exit_code == 2 and ("cannot write" in res.output or "does not exist" in res.output)
+
+
+def test_version_prints_the_installed_package_version():
+    from importlib import metadata
+
+    res = invoke("--version")
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == f"tausim {metadata.version('tausim')}"
+
+
+def test_every_command_lives_in_its_own_module_of_the_cli_package():
+    import simulator.cli as cli
+
+    for info in cli.app.registered_commands:
+        assert info.callback.__module__.startswith("simulator.cli."), (info.name, info.callback.__module__)

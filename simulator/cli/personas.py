@@ -1,4 +1,4 @@
-"""The ``tausim personas`` command (registered on the app in :mod:`simulator.cli`)."""
+"""The ``tausim personas`` command."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .loader import PersonaError, available_personas, load_persona, load_personas
+from personas.loader import PersonaError, available_personas, load_persona, load_personas
 
 __all__ = ["personas_command"]
 

@@ -1,4 +1,4 @@
-"""The ``tausim report`` and ``tausim export`` commands (registered on the app in :mod:`simulator.cli`)."""
+"""The ``tausim report`` and ``tausim export`` commands ."""
 
 from __future__ import annotations
 
@@ -11,13 +11,18 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ._analysis import analyze_run
-from ._export import EXPORT_FORMATS, to_tau_bench
-from ._html import render_html
-from ._load import RunDocumentError, load_run_document, load_run_from_store
-from ._terminal import print_summary
+from simulator.report import (
+    EXPORT_FORMATS,
+    RunDocumentError,
+    analyze_run,
+    load_run_document,
+    load_run_from_store,
+    print_summary,
+    render_html,
+    to_tau_bench,
+)
 
-__all__ = ["export_command", "report_command"]
+__all__ = ["export_command", "load_run", "report_command"]
 
 _RUN_HELP = "Run document (the JSON file of `tausim run --out`), or a run id when --store is given."
 _STORE_HELP = "Results store URL (e.g. sqlite:///runs.db); RUN is then a run id."
@@ -33,7 +38,12 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _load(run: str, store: str | None) -> dict[str, Any]:
+def load_run(run: str, store: str | None) -> dict[str, Any]:
+    """Load a run document from a ``tausim run --out`` file, or a run id of the results store at ``store``.
+
+    Raises:
+        RunDocumentError: no such file or run, or not a run document.
+    """
     if store is not None:
         return load_run_from_store(store, run)
     path = Path(run)
@@ -71,7 +81,7 @@ def report_command(
     if format not in ("text", "json"):
         raise _fail(f"--format {format!r}: use text or json")
     try:
-        doc = _load(run, store)
+        doc = load_run(run, store)
         report = analyze_run(doc, seed=bootstrap_seed)
         if html is not None:
             _write_atomic(html, render_html(report))
@@ -95,7 +105,7 @@ def export_command(
     if format not in EXPORT_FORMATS:
         raise _fail(f"--format {format!r}: use {', '.join(EXPORT_FORMATS)}")
     try:
-        results = to_tau_bench(_load(run, store))
+        results = to_tau_bench(load_run(run, store))
         text = json.dumps(results, indent=2, default=str) + "\n"
         if out is None:
             sys.stdout.write(text)

@@ -1,4 +1,4 @@
-"""``tausim judge calibrate`` and the helpers ``tausim run`` uses for ``--judge``."""
+"""The ``tausim judge`` commands: calibration of the LLM judge against human labels."""
 
 from __future__ import annotations
 
@@ -6,82 +6,26 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from simulator.grading.judge import (
+    DEFAULT_MIN_KAPPA,
     Calibration,
     Judge,
-    check_calibration,
-    load_calibration,
     load_labels,
     run_calibration,
 )
 
-__all__ = ["DEFAULT_MIN_KAPPA", "build_judge", "judge_app", "judge_summary_lines"]
-
-DEFAULT_MIN_KAPPA = 0.6
-"""Kappa a calibration must reach before the judge may gate (0.61-0.80 is "substantial" agreement in Landis &
-Koch's 1977 scale)."""
+__all__ = ["judge_app"]
 
 judge_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="The LLM judge: calibration against human labels.")
 _console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
 _err = Console(stderr=True, soft_wrap=True)
-
-
-def build_judge(model: str, *, api_base: str | None = None, calibration: Path | None = None,
-                min_kappa: float = DEFAULT_MIN_KAPPA, **params: Any) -> Judge:
-    """Build the run's judge and decide whether it gates (see :func:`simulator.grading.judge.check_calibration`).
-
-    Args:
-        model: the judge's litellm model string (``--judge``).
-        api_base: ``--judge-api-base``.
-        calibration: ``--judge-calibration`` file, or None (the judge then does not gate).
-        min_kappa: ``--judge-min-kappa``.
-        **params: further :class:`~simulator.llm.LLMClient` arguments (cache, limiters, max_attempts).
-
-    Raises:
-        ValueError: the calibration file cannot be read.
-    """
-    cal = load_calibration(calibration) if calibration is not None else None
-    gating, note = check_calibration(cal, model, min_kappa)
-    return Judge(model, api_base=api_base, gating=gating, gating_note=note, **params)
-
-
-def judge_summary_lines(trials: list[Any]) -> list[str]:
-    """Lines for the run summary about the judge component (empty when no trial has one).
-
-    Args:
-        trials: the run's :class:`~simulator.runner.TrialResult` objects.
-    """
-    judged = [t.grade.judge for t in trials if t.grade is not None and t.grade.judge is not None]
-    if not judged:
-        return []
-    not_graded = sum(1 for j in judged if j.status == "not_graded")
-    graded = [j for j in judged if j.status != "not_graded"]
-    lines = []
-    if not_graded:
-        lines.append(f"judge: {not_graded} trial(s) have judge assertions NOT GRADED (no --judge model); "
-                     "pass^k does not include the judge layer for them")
-    if graded:
-        failed = sum(1 for j in graded if j.status == "failed")
-        errors = sum(1 for j in graded for a in j.assertions if a.error is not None)
-        cost: float | None = 0.0
-        tokens = 0
-        for j in graded:
-            tokens += j.usage.prompt_tokens + j.usage.completion_tokens
-            cost = None if cost is None or j.usage.cost_usd is None else cost + j.usage.cost_usd
-        gating = graded[0].gating
-        lines.append(f"judge {graded[0].model}: {len(graded) - failed}/{len(graded)} trials passed, "
-                     f"{errors} assertion(s) failed closed (error/unparsable); "
-                     f"{'GATING' if gating else 'NOT GATING'}: {graded[0].note}")
-        lines.append(f"judge usage: {tokens} tokens, cost {'unknown' if cost is None else f'${cost:.4f}'} "
-                     "(not in agent/user cost)")
-    return lines
 
 
 @judge_app.command("calibrate")

@@ -1,0 +1,58 @@
+"""The ``tausim`` command: one module per command, registered on one typer app here.
+
+The CLI is the composition root: it may import every engine package, the reports and the shipped personas; no
+engine module imports it (an import-linter contract checks this).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from simulator.cli._common import console, package_versions
+from simulator.cli.domains import domains_command
+from simulator.cli.gate import baseline_command, gate_command
+from simulator.cli.judge import judge_app
+from simulator.cli.personas import personas_command
+from simulator.cli.play import play_command
+from simulator.cli.regrade import regrade_command
+from simulator.cli.replay import replay_command
+from simulator.cli.report import export_command, report_command
+from simulator.cli.run import run_command
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Multi-turn simulation of tool-using agents.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"tausim {package_versions().get('tausim', 'unknown')}", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Multi-turn simulation of tool-using agents."""
+
+
+app.command("run")(run_command)
+app.command("play")(play_command)
+app.command("replay")(replay_command)
+app.command("regrade")(regrade_command)
+app.command("domains")(domains_command)
+app.command("report")(report_command)
+app.command("export")(export_command)
+app.command("baseline")(baseline_command)
+app.command("gate")(gate_command)
+app.add_typer(judge_app, name="judge")
+app.command("personas")(personas_command)
+
+
+def main() -> None:
+    """Entry point of the ``tausim`` console script."""
+    app()

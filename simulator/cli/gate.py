@@ -1,0 +1,89 @@
+"""The ``tausim gate`` and ``tausim baseline`` commands: regression gate and budgets for CI."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from simulator.budgets import derive_budgets
+from simulator.cli.report import load_run
+from simulator.gate import GateError, evaluate_gate
+from simulator.report import RunDocumentError, load_run_document
+
+__all__ = ["baseline_command", "gate_command"]
+
+
+def gate_command(
+    baseline: Annotated[str, typer.Option(help="Baseline run (a `tausim run --out` file, or a run id with --store).")],
+    candidate: Annotated[str, typer.Option(help="Candidate run (same forms as --baseline).")],
+    max_drop_pass1: Annotated[float, typer.Option(min=0.0, max=1.0, help="Largest allowed drop of pass^1.")] = 0.05,
+    max_drop_passk: Annotated[float, typer.Option(min=0.0, max=1.0, help="Largest allowed drop of pass^k.")] = 0.05,
+    k: Annotated[int, typer.Option(min=1, help="k of pass^k (lowered to the trials per task both runs have).")] = 4,
+    min_pass1: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Floor for the candidate's pass^1.")
+                         ] = None,
+    min_passk: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Floor for the candidate's pass^k.")
+                         ] = None,
+    store: Annotated[str | None, typer.Option(help="Results store URL; --baseline/--candidate are then run ids.")
+                     ] = None,
+) -> None:
+    """Fail (exit 1) when the candidate run regresses against the baseline beyond the thresholds (for CI).
+
+    Runs are paired by task (same task set required). Exit 0: no regression; 1: regression; 2: unusable input.
+    """
+    out = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        base_doc, cand_doc = load_run(baseline, store), load_run(candidate, store)
+        result = evaluate_gate(base_doc, cand_doc, max_drop_pass1=max_drop_pass1, max_drop_passk=max_drop_passk,
+                               k=k, min_pass1=min_pass1, min_passk=min_passk)
+    except (RunDocumentError, GateError) as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from e
+    table = Table(title=f"tausim gate: {candidate} against {baseline}")
+    for col in ("metric", "baseline", "candidate", "drop", "threshold", "verdict"):
+        table.add_column(col, justify="left" if col in ("metric", "threshold", "verdict") else "right")
+    for r in result.rows:
+        table.add_row(r.metric, "-" if r.baseline is None else f"{r.baseline:.4f}", f"{r.candidate:.4f}",
+                      "-" if r.drop is None else f"{r.drop:+.4f}", r.threshold,
+                      "[green]pass[/]" if r.passed else "[bold red]FAIL[/]")
+    out.print(table)
+    for note in result.notes:
+        out.print(f"note: {note}", highlight=False)
+    if result.regressed_tasks:
+        out.print(f"tasks whose pass^1 dropped ({len(result.regressed_tasks)}): " + ", ".join(
+            f"{t} {b:.2f}->{c:.2f}" for t, b, c in result.regressed_tasks[:20]), highlight=False)
+    if not result.passed:
+        out.print("[bold red]gate: FAIL[/] (the candidate regressed)")
+        raise typer.Exit(1)
+    out.print("[green]gate: pass[/]")
+
+
+def baseline_command(
+    run: Annotated[Path, typer.Argument(help="A run document written by `tausim run --out`.")],
+    out: Annotated[Path, typer.Option(help="Where to write the budgets file (JSON).")],
+) -> None:
+    """Derive per-task budgets from a run's passing trials, to apply with `tausim run --budgets FILE`.
+
+    Ceilings: ceil(p95 * 1.2) for steps, tool calls and agent tokens, p95 * 1.2 for agent cost (USD).
+    Exceeding one fails the trial.
+    """
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        doc = load_run_document(run)
+    except RunDocumentError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from e
+    if out.is_dir() or not out.parent.is_dir():
+        err.print(f"[bold red]error:[/] --out {out}: not a file in an existing directory", highlight=False)
+        raise typer.Exit(2)
+    budgets = derive_budgets(doc, str(run))
+    out.write_text(json.dumps(budgets, indent=1) + "\n", encoding="utf-8")
+    Console(soft_wrap=True).print(f"wrote {out}: ceilings for {len(budgets['tasks'])} task(s)"
+                                  + (f"; no passing trial, no ceiling: {', '.join(budgets['skipped'])}"
+                                     if budgets["skipped"] else ""), highlight=False)
