@@ -1,4 +1,5 @@
-# Sourced by scripts/demo and scripts/test: create .venv if missing and install tausim with its dev tools.
+# Sourced by scripts/demo and scripts/test: create .venv if missing and install tausim with its dev tools and the
+# PostgreSQL driver (the store tests also run against PostgreSQL where TAUSIM_TEST_STORE_URL is set).
 # Re-installs only when pyproject.toml changed since the last install.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,7 +14,7 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! .venv/bin/python -c "import simulator, litellm" 2>/dev/null; then
   echo "installing tausim and its dependencies into .venv" >&2
   .venv/bin/python -m pip install --quiet --upgrade pip >&2
-  .venv/bin/python -m pip install --quiet -e ".[dev]" >&2
+  .venv/bin/python -m pip install --quiet -e ".[dev,postgres]" >&2
   echo "$want" > "$stamp"
 fi
 export LITELLM_LOCAL_MODEL_COST_MAP=True

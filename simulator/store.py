@@ -8,6 +8,8 @@ Tables (own :class:`~sqlalchemy.MetaData`, separate from every domain schema):
   ``""`` in a run without personas): seed, outcome, termination reason, error, timings, token usage and cost.
 - ``messages``, ``tool_calls``: the trajectory, one row per message and per dispatched tool call.
 - ``grades``: one row per graded trial, every grading component as JSON.
+- ``run_leases``: at most one row per run being run now: which process runs its missing trials and until when
+  its claim holds (see :class:`RunLease`). Added without a migration: an older store gets the table on open.
 
 A trial and all its rows are written in one transaction when it finishes (:meth:`ResultsStore.record`); a
 second record of the same ``(run_id, task_id, persona, trial)`` is refused by the unique constraint and ignored, so a
@@ -19,11 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +58,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from simulator._messages import Message
 from simulator.grading import Grade
@@ -63,11 +68,14 @@ from simulator.runner import RunConfig, RunResult, TrialKey, TrialResult, run_su
 from simulator.tasks import Task
 
 __all__ = [
+    "DEFAULT_LEASE_TTL_S",
     "DEFAULT_STORE_URL",
     "RESUME_FIELDS",
     "ConfigMismatchError",
+    "LeaseHeldError",
     "ResultsStore",
     "RunInfo",
+    "RunLease",
     "StoreError",
     "data_hash",
     "new_run_id",
@@ -82,6 +90,9 @@ RESUME_FIELDS = ("domain", "options", "agent", "user", "personas", "persona_defs
 """Config fields that must be equal for a run to be resumed (besides the data and task-set hashes)."""
 
 _SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+DEFAULT_LEASE_TTL_S = 60.0
+"""Seconds a run lease holds without a heartbeat (a process on another host that died blocks resume this long)."""
 
 metadata = MetaData()
 
@@ -196,6 +207,17 @@ grades = Table(
     _trial_ref("grades"),
 )
 
+run_leases = Table(
+    "run_leases", metadata,
+    Column("run_id", String(255), primary_key=True),
+    Column("owner", String(255), nullable=False),  # host:pid:random, one per RunLease object
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("acquired_at", DateTime(timezone=True), nullable=False),
+    Column("heartbeat_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+
 _TRIAL_KEYS = ("task_id", "persona", "trial", "seed", "passed", "termination_reason", "grade", "trajectory",
                "duration_s", "error")
 _TRAJ_KEYS = ("messages", "tool_calls", "agent_usage", "user_usage", "turns", "steps", "agent_seconds",
@@ -222,6 +244,25 @@ class ConfigMismatchError(StoreError):
         super().__init__(
             f"run {run_id!r} exists with a different value of {field}: stored {stored!r}, given {given!r}. "
             f"Resume it with the same settings, or start a new run id."
+        )
+
+
+class LeaseHeldError(StoreError):
+    """Another live process holds the run's lease: it is running the run's missing trials now.
+
+    Attributes:
+        run_id: the run.
+        owner: the holder's id (``host:pid:random``).
+        since: when the holder took the lease (UTC).
+        expires_at: when the lease lapses unless the holder renews it (UTC).
+    """
+
+    def __init__(self, run_id: str, owner: str, since: datetime, expires_at: datetime):
+        self.run_id, self.owner, self.since, self.expires_at = run_id, owner, since, expires_at
+        super().__init__(
+            f"run {run_id!r} is being run by another process ({owner}) since {since:%Y-%m-%d %H:%M:%S} UTC; "
+            f"its lease is renewed while it runs and lapses at {expires_at:%H:%M:%S} UTC if that process is gone. "
+            f"Wait for it to finish, then resume the run."
         )
 
 
@@ -311,6 +352,145 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def _pid_gone(pid: int) -> bool:
+    """Return whether no live process of this host has ``pid`` (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (not Linux) or the process just ended: trust the signal check
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+class RunLease:
+    """One process's exclusive claim on running a run's missing trials, held in the ``run_leases`` table.
+
+    :meth:`acquire` takes the lease atomically (a conditional UPDATE, else an INSERT that the primary key lets
+    only one process win; both databases lock the row or the table for the statement), then a daemon thread
+    renews it every ``heartbeat_s`` seconds; :meth:`release` stops the thread and deletes the row. A lease
+    whose holder stopped renewing it (``expires_at`` passed), or whose holder was a process of this host that
+    no longer exists (killed with ``kill -9``), is taken over, so a killed run can always be resumed: at once on
+    the same host, after at most ``ttl_s`` seconds from another host. Expiry compares the hosts' clocks (UTC);
+    keep them within a fraction of ``ttl_s``. Use it as a context manager.
+
+    Args:
+        store: the results store.
+        run_id: the run to claim.
+        ttl_s: seconds the lease holds after each renewal.
+        heartbeat_s: seconds between renewals; default ``ttl_s / 3``.
+
+    Raises:
+        ValueError: ``ttl_s`` or ``heartbeat_s`` not positive, or ``heartbeat_s >= ttl_s``.
+    """
+
+    def __init__(self, store: ResultsStore, run_id: str, *, ttl_s: float = DEFAULT_LEASE_TTL_S,
+                 heartbeat_s: float | None = None):
+        beat = ttl_s / 3 if heartbeat_s is None else heartbeat_s
+        if not (ttl_s > 0 and 0 < beat < ttl_s):
+            raise ValueError(f"lease ttl_s={ttl_s!r}, heartbeat_s={heartbeat_s!r}: need 0 < heartbeat_s < ttl_s")
+        self.store, self.run_id, self.ttl_s, self.heartbeat_s = store, run_id, ttl_s, beat
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:12]}"
+        """This lease's holder id: ``host:pid:random``."""
+        self.lost: str | None = None
+        """Why the lease was lost while held (another process took it over after it lapsed), or None."""
+        self.renew_error: str | None = None
+        """The last failed renewal's error (the database was unreachable; the next beat tries again), or None."""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lease now (acquired, not released, not lost)."""
+        return self._thread is not None and self.lost is None
+
+    def acquire(self) -> RunLease:
+        """Take the lease and start renewing it.
+
+        Returns:
+            This lease.
+
+        Raises:
+            LeaseHeldError: another live process holds it (the message names the run, the holder and since when).
+            StoreError: this object already holds it.
+        """
+        if self._thread is not None:
+            raise StoreError(f"lease of run {self.run_id!r} already acquired by {self.owner}")
+        run_leases.create(self.store.engine, checkfirst=True)  # a store created before leases existed
+        for _ in range(5):  # each round ends in a win, a refusal, or a lost race that the next round reads again
+            now = _now()
+            values = {"owner": self.owner, "host": self.host, "pid": self.pid, "acquired_at": now,
+                      "heartbeat_at": now, "expires_at": now + timedelta(seconds=self.ttl_s)}
+            with self.store.engine.begin() as conn:  # ours already, or lapsed: take it over
+                taken = conn.execute(update(run_leases).where(
+                    run_leases.c.run_id == self.run_id,
+                    (run_leases.c.owner == self.owner) | (run_leases.c.expires_at < now)).values(**values)).rowcount
+            if taken == 1:
+                break
+            with self.store.engine.connect() as conn:
+                row = conn.execute(select(run_leases).where(run_leases.c.run_id == self.run_id)).mappings().first()
+            if row is None:
+                try:
+                    with self.store.engine.begin() as conn:
+                        conn.execute(insert(run_leases).values(run_id=self.run_id, **values))
+                    break
+                except IntegrityError:
+                    continue  # another process inserted first: read its row
+            if row["host"] == self.host and row["pid"] != self.pid and _pid_gone(int(row["pid"])):
+                with self.store.engine.begin() as conn:  # its holder on this host is gone: take it over
+                    taken = conn.execute(update(run_leases).values(**values).where(
+                        run_leases.c.run_id == self.run_id, run_leases.c.owner == row["owner"])).rowcount
+                if taken == 1:
+                    break
+                continue
+            raise LeaseHeldError(self.run_id, row["owner"], _aware(row["acquired_at"]), _aware(row["expires_at"]))
+        else:
+            raise StoreError(f"lease of run {self.run_id!r}: changed hands five times while taking it; try again")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._beat, name=f"tausim-lease-{self.run_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        """Renew the lease every ``heartbeat_s`` seconds until released or lost."""
+        while not self._stop.wait(self.heartbeat_s):
+            now = _now()
+            try:
+                with self.store.engine.begin() as conn:
+                    n = conn.execute(update(run_leases).where(
+                        run_leases.c.run_id == self.run_id, run_leases.c.owner == self.owner).values(
+                        heartbeat_at=now, expires_at=now + timedelta(seconds=self.ttl_s))).rowcount
+            except SQLAlchemyError as e:
+                self.renew_error = f"{type(e).__name__}: {e}"
+                continue
+            self.renew_error = None
+            if n != 1:
+                self.lost = f"lease of run {self.run_id!r} was taken over by another process after it lapsed"
+                return
+
+    def release(self) -> None:
+        """Stop renewing and give the lease up (deletes the row only while this object holds it)."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        with self.store.engine.begin() as conn:
+            conn.execute(delete(run_leases).where(run_leases.c.run_id == self.run_id,
+                                                  run_leases.c.owner == self.owner))
+
+    def __enter__(self) -> RunLease:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class ResultsStore:
     """Runs and trials in a SQL database; any SQLAlchemy URL (``sqlite:///runs.db`` by default).
 
@@ -380,6 +560,25 @@ class ResultsStore:
         self.close()
 
     # --- runs ----------------------------------------------------------------------------------------------
+    def lease(self, run_id: str, *, ttl_s: float = DEFAULT_LEASE_TTL_S, heartbeat_s: float | None = None) -> RunLease:
+        """Return a (not yet acquired) lease on running ``run_id``; ``with store.lease(run_id): ...`` holds it.
+
+        Take it before reading which trials are missing (:meth:`recorded_keys`) and hold it until they are run,
+        so that two processes resuming the same run never both run them.
+
+        Args:
+            run_id: the run (it need not exist yet).
+            ttl_s: seconds the lease holds after each renewal (see :class:`RunLease`).
+            heartbeat_s: seconds between renewals; default ``ttl_s / 3``.
+
+        Returns:
+            The :class:`RunLease`; entering it raises :class:`LeaseHeldError` when another live process holds it.
+
+        Raises:
+            ValueError: bad ``ttl_s`` / ``heartbeat_s``.
+        """
+        return RunLease(self, run_id, ttl_s=ttl_s, heartbeat_s=heartbeat_s)
+
     def create_run(
         self,
         config: RunConfig,

@@ -8,6 +8,7 @@ absent.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 pytest.register_assert_rewrite("tests.json_folder", "tests.peer_gold", "tests.task_checks")
 
 from tests.peer_gold import peer_domain_dir  # noqa: E402 - after the assert rewrite registration
+from tests.store_urls import BACKENDS, fresh_store_url, report_header  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,3 +68,19 @@ def litellm() -> object:
     from tests.fake_llm import import_litellm
 
     return import_litellm()
+
+
+def pytest_report_header() -> str:
+    """Say which databases the store tests run against (PostgreSQL only with ``TAUSIM_TEST_STORE_URL``)."""
+    return report_header()
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a fresh, empty results-store database: a SQLite file, and a PostgreSQL database of its own.
+
+    The PostgreSQL case is skipped without ``TAUSIM_TEST_STORE_URL``, and fails where ``CI`` is set (see
+    ``tests/store_urls.py``).
+    """
+    with fresh_store_url(request.param, tmp_path) as url:
+        yield url

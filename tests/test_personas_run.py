@@ -128,9 +128,9 @@ def test_runner_refuses_personas_that_do_not_match_the_config(bank):
         Runner(dom, tpl, TASKS, OracleAgent, PersonaUser, cfg, personas=load_personas(["verbose"]))
 
 
-def test_store_keys_resume_and_reports_with_personas(bank, tmp_path):
+def test_store_keys_resume_and_reports_with_personas(bank, store_url):
     runner, res = persona_run(bank, ["cooperative", "impatient"], trials=2)
-    with ResultsStore(f"sqlite:///{tmp_path / 'runs.db'}") as st:
+    with ResultsStore(store_url) as st:  # SQLite and PostgreSQL
         st.create_run(runner.config, [t.id for t in TASKS], run_id="R")
         for t in res.trials[:5]:
             assert st.record("R", t) is True
@@ -263,11 +263,11 @@ def test_processes_run_personas_exactly_as_threads(tmp_path):
     assert docs[0]["by_persona"] == docs[1]["by_persona"]
 
 
-def test_resume_refuses_other_personas_or_edited_persona_files(tmp_path):
+def test_resume_refuses_other_personas_or_edited_persona_files(tmp_path, store_url):
     mine = tmp_path / "good.json"
     mine.write_text(json.dumps({"name": "good", "description": "a test user", "patience": 8,
                                 "abandonment_phrases": ["bye"]}))
-    url = f"sqlite:///{tmp_path / 'r.db'}"
+    url = store_url  # SQLite and PostgreSQL
 
     def run(*personas):
         extra = ["--personas", ",".join(personas)] if personas else []

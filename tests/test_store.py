@@ -1,4 +1,7 @@
-"""Results store: round trip, idempotent records, resume, config checks, regrade, and the kill -9 test."""
+"""Results store: round trip, idempotent records, resume, config checks, regrade, and the kill -9 test.
+
+Every test taking ``store`` or ``store_url`` runs against SQLite and PostgreSQL (see ``tests/store_urls.py``).
+"""
 
 import json
 import os
@@ -16,8 +19,15 @@ from simulator._messages import Message, ToolCall, Usage
 from simulator.agents import NullAgent, OracleAgent
 from simulator.cli import app
 from simulator.runner import RunConfig, Runner, run_summary_json
-from simulator.store import ConfigMismatchError, ResultsStore, StoreError, data_hash, tasks_hash, trials
-from simulator.store import metadata as store_metadata
+from simulator.store import (
+    ConfigMismatchError,
+    LeaseHeldError,
+    ResultsStore,
+    StoreError,
+    data_hash,
+    tasks_hash,
+    trials,
+)
 from simulator.tasks import parse_tasks
 from simulator.users import scripted_user_factory
 from tests import slow_agents
@@ -44,18 +54,10 @@ def bank(tmp_path):
     return dom, dom.template(write_data(tmp_path / "d"))
 
 
-@pytest.fixture(params=["sqlite", "other"])
-def store(request, tmp_path):
-    """A fresh store: a SQLite file, and the database at ``TAUSIM_TEST_STORE_URL`` when that is set."""
-    if request.param == "sqlite":
-        s = ResultsStore(f"sqlite:///{tmp_path / 'runs.db'}")
-    else:
-        url = os.environ.get("TAUSIM_TEST_STORE_URL")
-        if not url:
-            pytest.skip("set TAUSIM_TEST_STORE_URL (e.g. postgresql+psycopg://user@host/db) to test another database")
-        s = ResultsStore(url, create=False)
-        store_metadata.drop_all(s.engine)
-        store_metadata.create_all(s.engine)
+@pytest.fixture()
+def store(store_url):
+    """A fresh store in an empty database: a SQLite file, and a PostgreSQL database (see ``store_url``)."""
+    s = ResultsStore(store_url)
     yield s
     s.close()
 
@@ -174,19 +176,19 @@ def test_hashes_follow_contents(tmp_path):
     assert tasks_hash(TASKS) == tasks_hash(list(TASKS)) != tasks_hash(changed)
 
 
-def cli_run(db, run_id, *extra, agent="py:tests.slow_agents:counting_oracle"):
+def cli_run(url, run_id, *extra, agent="py:tests.slow_agents:counting_oracle"):
     return invoke("run", "--agent", agent, "--task-ids", "cancel-no-longer-needed,modify-order-address",
-                  "--trials", 3, "--concurrency", 2, "--store", f"sqlite:///{db}", "--run-id", run_id, *extra)
+                  "--trials", 3, "--concurrency", 2, "--store", url, "--run-id", run_id, *extra)
 
 
-def test_resume_runs_only_missing_trials(tmp_path):
-    db = tmp_path / "runs.db"
+def test_resume_runs_only_missing_trials(tmp_path, store_url):
+    db = store_url
     slow_agents.constructed.clear()
     res = cli_run(db, "R")
     assert res.exit_code == 0, res.output
     assert "run id: R (new; 6 trials planned" in res.output
     assert len(slow_agents.constructed) == 6
-    with ResultsStore(f"sqlite:///{db}") as st:  # lose two trials, as a kill would
+    with ResultsStore(db) as st:  # lose two trials, as a kill would
         with st.engine.begin() as conn:
             conn.execute(delete(trials).where(trials.c.run_id == "R", trials.c.trial == 1))
         assert len(st.recorded_keys("R")) == 4
@@ -205,41 +207,39 @@ def test_resume_runs_only_missing_trials(tmp_path):
     assert "running 0" in res.output and slow_agents.constructed == []
 
 
-def test_resume_with_other_config_is_refused(tmp_path):
-    db = tmp_path / "runs.db"
+def test_resume_with_other_config_is_refused(store_url):
+    db = store_url
     assert cli_run(db, "R").exit_code == 0
     slow_agents.constructed.clear()
     res = cli_run(db, "R", "--seed", 5)
     assert res.exit_code == 2
     assert "different value of seed" in res.output and "stored 0, given 5" in res.output
     res = invoke("run", "--agent", "py:tests.slow_agents:counting_oracle", "--task-ids", "cancel-no-longer-needed",
-                 "--trials", 3, "--store", f"sqlite:///{db}", "--run-id", "R")
+                 "--trials", 3, "--store", db, "--run-id", "R")
     assert res.exit_code == 2 and "tasks_hash" in res.output
     assert slow_agents.constructed == []
 
 
-def test_new_run_id_is_printed_and_unknown_run_refused(tmp_path):
-    db = tmp_path / "runs.db"
-    res = invoke("run", "--task-ids", "cancel-no-longer-needed", "--store", f"sqlite:///{db}")
+def test_new_run_id_is_printed_and_unknown_run_refused(tmp_path, store_url):
+    res = invoke("run", "--task-ids", "cancel-no-longer-needed", "--store", store_url)
     assert res.exit_code == 0, res.output
     run_id = res.output.split("run id: ", 1)[1].split()[0]
     assert len(run_id) == 32
-    with ResultsStore(f"sqlite:///{db}") as st:
+    with ResultsStore(store_url) as st:
         assert st.recorded_keys(run_id) == {("cancel-no-longer-needed", None, 0)}
-    res = invoke("regrade", "nope", "--store", f"sqlite:///{db}")
+    res = invoke("regrade", "nope", "--store", store_url)
     assert res.exit_code == 2 and "no run 'nope'" in res.output and run_id in res.output
     res = invoke("regrade", "nope", "--store", f"sqlite:///{tmp_path / 'missing.db'}")
     assert res.exit_code == 2 and "no such database file" in res.output
 
 
-def test_regrade_after_fixing_gold_actions_flips_the_grade(tmp_path):
+def test_regrade_after_fixing_gold_actions_flips_the_grade(tmp_path, store_url):
     builtin = json.loads((REPO / "domains" / "retail" / "tasks" / "builtin.json").read_text())
     keep = {"cancel-no-longer-needed", "modify-order-address"}
     builtin["tasks"] = [t for t in builtin["tasks"] if t["id"] in keep]
     task_file = tmp_path / "tasks.json"
     task_file.write_text(json.dumps(builtin))
-    db = tmp_path / "runs.db"
-    url = f"sqlite:///{db}"
+    url = store_url
     res = invoke("run", "--tasks", task_file, "--trials", 2, "--store", url, "--run-id", "G")
     assert res.exit_code == 0, res.output
     with ResultsStore(url) as st:
@@ -287,13 +287,18 @@ def _recorded(url, run_id):
         return 0
 
 
-def test_sigkill_mid_run_then_resume_records_every_trial_once(tmp_path):
-    """Kill -9 a run of 200 trials at concurrency 8, resume it: 200 recorded, none duplicated."""
+def test_sigkill_mid_run_then_resume_records_every_trial_once(tmp_path, store_url):
+    """Kill -9 a run of 200 trials at concurrency 8, resume it: 200 recorded, none duplicated.
+
+    While the killed run still runs, this process (a second OS process) is refused its lease, in the library
+    and by ``tausim run`` resuming the same run id; the lease the killed process leaves behind does not block
+    the resume.
+    """
     from domains.retail import RetailDomain
 
     task_ids = [t.id for t in RetailDomain().load_tasks(None)][:KILL_TASKS]
     assert len(task_ids) == KILL_TASKS
-    url = f"sqlite:///{tmp_path / 'x.db'}"
+    url = store_url
     cmd = [sys.executable, "-m", "simulator.cli", "run", "--domain", "retail",
            "--agent", "py:tests.slow_agents:slow_oracle", "--task-ids", ",".join(task_ids),
            "--trials", str(KILL_TRIALS), "--concurrency", "8", "--store", url, "--run-id", "R"]
@@ -312,6 +317,14 @@ def test_sigkill_mid_run_then_resume_records_every_trial_once(tmp_path):
         assert proc.poll() is None, f"the run ended before it could be killed ({seen} recorded): " \
                                     f"{log.read_text(errors='replace')[-2000:]}"
         assert seen >= 40, f"only {seen} trials recorded before the deadline"
+        with ResultsStore(url) as st:
+            with pytest.raises(LeaseHeldError, match=f"run 'R' is being run by another process .*:{proc.pid}:"):
+                st.lease("R").acquire()
+        contender = invoke(*cmd[3:])  # the same `tausim run` command, resuming the same run id
+        assert contender.exit_code == 2, contender.output
+        assert "run 'R' is being run by another process" in contender.output, contender.output
+        assert "resuming" not in contender.output
+        assert proc.poll() is None, "the run ended before it could be killed"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -335,12 +348,8 @@ def test_sigkill_mid_run_then_resume_records_every_trial_once(tmp_path):
     assert doc["metrics"]["pass^8"] == 1.0
 
 
-def test_regrade_with_missing_data_dir_is_a_clear_error(tmp_path):
-    from typer.testing import CliRunner
-
-    from simulator.cli import app
-
-    url = f"sqlite:///{tmp_path / 'r.db'}"
+def test_regrade_with_missing_data_dir_is_a_clear_error(tmp_path, store_url):
+    url = store_url
     res = CliRunner().invoke(app, ["run", "--task-ids", "cancel-no-longer-needed", "--store", url, "--run-id", "g"])
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(app, ["regrade", "g", "--store", url, "--data", str(tmp_path / "nowhere")])

@@ -41,8 +41,12 @@ from simulator.users import user_factory
 
 
 def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, data: Path | None,
-                    task_list: list[Any]) -> tuple[ResultsStore, str, set[TrialKey]]:
-    """Create the run in the store, or check that it can be resumed; return the store, run id and pairs to run."""
+                    task_list: list[Any], stack: ExitStack) -> tuple[ResultsStore, str, set[TrialKey]]:
+    """Create the run in the store, or check that it can be resumed; return the store, run id and pairs to run.
+
+    The run's lease is taken on ``stack`` (held until the stack closes) before the missing trials are read, so that
+    two processes resuming the same run id never both run them.
+    """
     results_store = connect_store(url)
     folder = (data if data is not None else dom.default_data_dir()).resolve()
     try:
@@ -50,6 +54,10 @@ def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, d
             run_id, config, [t.id for t in task_list], data_dir=str(folder), data_hash=data_hash(folder),
             tasks_hash=tasks_hash(task_list), git_revision=git_revision(),
             packages={**package_versions(), "python": sys.version.split()[0]})
+    except StoreError as e:
+        raise fail(str(e)) from e
+    try:
+        stack.enter_context(results_store.lease(info.run_id))
     except StoreError as e:
         raise fail(str(e)) from e
     done = results_store.recorded_keys(info.run_id)
@@ -221,10 +229,10 @@ def run_command(
     runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj, personas=persona_list)
     results_store: ResultsStore | None = None
     only: set[TrialKey] | None = None
+    stack = ExitStack()  # run-owned services: store lease, cache file, log file, progress bar
     if store is not None or run_id is not None:
         results_store, run_id, only = _open_store_run(store or DEFAULT_STORE_URL, run_id, config, dom, data,
-                                                      task_list)
-    stack = ExitStack()  # run-owned services: cache file, log file, progress bar
+                                                      task_list, stack)
     if "cache" in params:
         stack.callback(params["cache"].close)
     log_run_id = run_id or uuid.uuid4().hex[:12]
