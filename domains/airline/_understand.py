@@ -46,6 +46,7 @@ _NUMBER_WORDS = {"zero": 0, "no": 0, "one": 1, "a": 1, "an": 1, "single": 1, "an
                  "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _NUMBER = r"(\d+|zero|no|one|an|a|single|another|two|three|four|five|six|seven|eight|nine|ten)"
 
+
 def user_id_in(text: str) -> str | None:
     """Return the first user id (``first_last_1234``) in a message, or None."""
     m = re.search(r"\b[a-z]+(?:_[a-z]+)+_\d{3,5}\b", text, re.IGNORECASE)

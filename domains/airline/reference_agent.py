@@ -1251,5 +1251,3 @@ def _insurance(text: str) -> str | None:
 
 def _names_payment(text: str, profile: dict[str, Any]) -> bool:
     return bool(nl.find_payment(text, profile.get("payment_methods", {})))
-
-

@@ -28,6 +28,7 @@ from simulator.tools import Toolbox
 
 __all__ = ["ProcessResult", "check_process", "mentions_action"]
 
+
 class ProcessResult(BaseModel):
     """Outcome of the process rules."""
 
