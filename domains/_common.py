@@ -33,9 +33,7 @@ from sqlalchemy import JSON, MetaData, insert
 from sqlalchemy.orm import Session
 from sqlalchemy.types import UserDefinedType
 
-from simulator.database import StateSpec, TrialDatabase
-from simulator.domain import Domain, DomainError
-from simulator.tools import Toolbox, ToolContext, ToolError, tool
+from simulator import Domain, DomainError, StateSpec, Toolbox, ToolContext, ToolError, TrialDatabase, tool
 
 __all__ = [
     "JsonFolderDomain",

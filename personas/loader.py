@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .schema import Persona
+from simulator import Persona
 
 __all__ = ["PersonaError", "available_personas", "load_persona", "load_personas", "parse_persona"]
 

@@ -1,19 +1,24 @@
 """tausim: multi-turn simulation of conversational, tool-using agents (the engine).
 
 The engine knows nothing about a particular domain: domains register through the ``tausim.domains`` entry
-point group and provide a schema, data, tools, a policy and tasks.
+point group and provide a schema, data, tools, a policy and tasks. Domains import only the names exported here
+(``from simulator import ...``, see ``__all__``), never a ``simulator._*`` module; ``tests/test_walls.py`` and the
+import-linter contracts in ``pyproject.toml`` check it.
 """
 
 from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
-from simulator._protocols import Agent, AgentFactory, TrialContext, UserFactory, UserSimulator
+from simulator._protocols import Agent, AgentFactory, Progress, TrialContext, UserFactory, UserSimulator
+from simulator.agents.rates import REFERENCE_KNOBS, check_fault_rates
 from simulator.cache import SQLiteCache
+from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
+from simulator.persona import Persona
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
 from simulator.store import ResultsStore
-from simulator.tasks import Action, Task, TaskFileError, UserScenario, load_tasks
+from simulator.tasks import Action, Intent, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
 
 __all__ = [
@@ -24,4 +29,6 @@ __all__ = [
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
+    "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "check_fault_rates",
+    "asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help",
 ]

@@ -12,8 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from personas.schema import Persona
 from simulator._messages import AgentTurn, Message, UserTurn
+from simulator.persona import Persona
 from simulator.tasks import Task
 
 __all__ = ["PROGRESS_SIGNALS", "Agent", "AgentFactory", "Progress", "ProgressAware", "TrialContext", "UserFactory",

@@ -1,8 +1,9 @@
 """The trial loop: the user speaks, the agent acts (tool calls on the trial database), until termination.
 
 Termination is decided here, not by a simulator's say-so alone:
-- a user stop while the agent's last message awaits a yes/no answer is not a stop: the text is delivered and
-  the conversation goes on;
+- a user stop while the agent's last message asks for confirmation (:func:`simulator.cues.asks_confirmation`:
+  "Shall I proceed?", "Please confirm.", "Let me know if I should proceed.") is not a stop: the text is
+  delivered and the conversation goes on;
 - text attached to a stop is delivered before the trial ends;
 - a tool that ends the conversation (transfer to a human agent) ends the trial with ``agent_transfer``;
 - an unexpected exception inside a tool ends it with ``tool_bug`` (never shown as an agent mistake);
@@ -29,10 +30,10 @@ from pydantic import BaseModel, Field
 
 from simulator._messages import AgentTurn, Message, Usage, UserTurn
 from simulator._protocols import PROGRESS_SIGNALS, Agent, Progress, UserSimulator
+from simulator.cues import asks_confirmation, is_yes, offers_more_help
 from simulator.tools import Toolbox, ToolContext
 
 __all__ = ["CAP_REASONS", "ERROR_REASONS", "Limits", "ToolCallRecord", "TerminationReason", "Trajectory",
-           "awaits_confirmation",
            "run_conversation"]
 
 
@@ -133,42 +134,7 @@ class Trajectory(BaseModel):
         return [m.content for m in self.messages if m.role == "assistant" and m.content]
 
 
-_CONFIRM_RE = re.compile(
-    r"\b(confirm|proceed|go ahead|shall i|should i|do you want|would you like|is that (correct|right|ok)|"
-    r"(yes|y)\s*/\s*(no|n)|yes or no)\b",
-    re.IGNORECASE,
-)
-
-
-def awaits_confirmation(text: str | None) -> bool:
-    """Return True when an agent message asks the user a yes/no confirmation question.
-
-    A message awaits confirmation when it ends in a question whose last sentence asks to confirm or proceed
-    (e.g. "Shall I cancel it?", "Please confirm (yes/no).").
-
-    Args:
-        text: the agent's message.
-    """
-    if not text:
-        return False
-    tail = text.strip()
-    if not tail.endswith("?") and not re.search(r"\(?\byes\s*/\s*no\b\)?\W*$", tail, re.IGNORECASE):
-        return False
-    last = re.split(r"(?<=[.!?])\s+", tail)[-1]
-    return bool(_CONFIRM_RE.search(last))
-
-
 _VALUE_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[#$]?[A-Za-z_]*\d[\w-]*(?:[.,]\d+)*")
-_CLOSING_OFFER_RE = re.compile(
-    r"\banything else\b|\bsomething else\b|\bany(?: other| more| further) (?:questions?|requests?|things?|help)\b|"
-    r"\bhow (?:else )?(?:can|may) i (?:help|assist)\b|\bwhat can i (?:help|do for) you\b|\bis that all\b",
-    re.IGNORECASE,
-)
-_USER_YES_RE = re.compile(
-    r"^\W*(?:yes|yeah|yep|yup|sure|i confirm|confirm(?:ed)?|correct|absolutely|of course|go ahead|proceed|"
-    r"please (?:do|proceed|go ahead)|do it|(?:ok|okay|alright)\W+(?:go ahead|proceed|do it|please do))\b",
-    re.IGNORECASE,
-)
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -184,12 +150,12 @@ def _questions(text: str) -> list[str]:
     sentence; offers of more help ("anything else?") are not questions here.
     """
     norm = " ".join(text.lower().split())
-    if awaits_confirmation(text):
+    if asks_confirmation(text):
         return [norm]
     out = []
     for sent in _SENTENCE_RE.split(norm):
         sent = sent.strip(" -*")
-        if sent.endswith("?") and not _CLOSING_OFFER_RE.search(sent):
+        if sent.endswith("?") and not offers_more_help(sent):
             out.append(sent)
     return out
 
@@ -207,7 +173,7 @@ class _ProgressJudge:
 
     def on_user(self, text: str) -> None:
         self.values |= _values(text)
-        self.user_yes = bool(_USER_YES_RE.search(text))
+        self.user_yes = is_yes(text)
         self.user_asked = "?" in text
 
     def on_agent_turn(self, text: str, calls: list[ToolCallRecord]) -> Progress:
@@ -350,7 +316,7 @@ def run_conversation(
             if not msg.tool_calls:
                 traj.steps += 1
                 traj.turns += 1
-                awaiting = awaits_confirmation(msg.content)
+                awaiting = asks_confirmation(msg.content)
                 pending = judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
                 traj.progress.append(pending.as_dict())
                 break

@@ -46,8 +46,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from personas.schema import Persona
 from simulator.orchestrator import TerminationReason, Trajectory
+from simulator.persona import Persona
 from simulator.runner import RunConfig, Runner, TrialResult, derive_seed
 
 __all__ = ["ProcessExecutor", "WorkerError", "WorkerSpec", "build_cli_runner", "process_executor", "run_fingerprint",

@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from personas.schema import Persona
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.grading import Grade, Judge, grade_trial
 from simulator.metrics import cell_id, run_metrics, suite_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
+from simulator.persona import Persona
 from simulator.replay import GoldToolBug, goal_database, replay_trajectory
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext

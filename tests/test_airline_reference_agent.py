@@ -20,8 +20,8 @@ from domains.airline import _understand as nl
 from domains.airline.reference_agent import KNOBS, AirlineReferenceAgent
 from simulator._messages import Message, UserTurn
 from simulator._protocols import TrialContext
+from simulator.cues import asks_confirmation
 from simulator.domain import DomainError
-from simulator.orchestrator import awaits_confirmation
 from simulator.runner import RunConfig, Runner
 from simulator.tasks import Intent, Task
 from simulator.users import rule_user_factory
@@ -58,7 +58,7 @@ class AgendaUser:
         low = text.lower()
         if "transferring you" in low:
             return UserTurn(content="Okay, thank you.", stop=True)
-        if awaits_confirmation(text) and "(yes/no)" in low:
+        if asks_confirmation(text) and "(yes/no)" in low:
             if all(term.lower() in low for term in self.intent.confirm_terms):
                 return UserTurn(content="Yes, please go ahead.")
             return UserTurn(content=f"No, that's not what I want: {self._request()}.")
@@ -133,7 +133,7 @@ def test_confirmation_precedes_every_write_and_names_the_values(domain, tasks):
                     user = next(x for x in reversed(msgs[:i]) if x.role == "user")
                     asked = next(x for x in reversed(msgs[:i]) if x.role == "assistant" and x.content)
                     assert user.content.startswith("Yes")
-                    assert awaits_confirmation(asked.content)
+                    assert asks_confirmation(asked.content)
                     assert call.arguments["reservation_id"] in asked.content
     bags = next(t for t in res.trials if t.task_id == "add-bags").trajectory
     confirm = next(m.content for m in bags.messages if m.content and "(yes/no)" in m.content)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from simulator._messages import Message, ToolCall, Usage
+from simulator.cues import YES_RE
 from simulator.database import StateDiff
 from simulator.grading import check_budget, check_loops, check_process, grade_trial
-from simulator.grading.process import YES_RE
 from simulator.orchestrator import TerminationReason, ToolCallRecord, Trajectory
 from simulator.tasks import Budget, Precedence, ProcessRules, Task, UserScenario
 from tests.toy import BankDomain

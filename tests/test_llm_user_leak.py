@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 from personas.loader import load_personas
-from personas.schema import Persona
+from simulator import Persona
 from simulator._messages import AgentTurn, Message
 from simulator._protocols import Progress, TrialContext
-from simulator.orchestrator import TerminationReason, awaits_confirmation, run_conversation
+from simulator.cues import asks_confirmation
+from simulator.orchestrator import TerminationReason, run_conversation
 from simulator.tasks import Action, Intent, Task, UserScenario
 from simulator.users._leak import (
     Secret,
@@ -490,7 +491,7 @@ def test_no_persona_never_abandons(litellm: Any, fake: Any) -> None:
 
 def test_yes_stop_to_a_confirmation_request_does_not_end_the_trial(litellm: Any, fake: Any, bank: Any) -> None:
     confirm = "I will return the water bottle of order W4817420. Shall I proceed (yes/no)?"
-    assert awaits_confirmation(confirm)
+    assert asks_confirmation(confirm)
     fake(["Hi, I want to return my water bottle.", "yes ###STOP###", "Thanks, bye ###STOP###"])
     u = user()
     traj = run_conversation(ListAgent(confirm, "Done: the return is filed."), u, *bank)

@@ -1,7 +1,8 @@
 import pytest
 
 from simulator._messages import AgentTurn, Message, UserTurn
-from simulator.orchestrator import Limits, TerminationReason, awaits_confirmation, run_conversation
+from simulator.cues import asks_confirmation
+from simulator.orchestrator import Limits, TerminationReason, run_conversation
 from simulator.users import ScriptedUser
 from tests.convo import bank_trial, call, say
 
@@ -110,6 +111,33 @@ def test_stop_while_awaiting_confirmation_is_not_a_stop(env):
     assert traj.messages[-1].content == "Done."
 
 
+@pytest.mark.parametrize("request_text", [
+    "I will move $5 from A1 to B2. Please confirm.",
+    "I will move $5 from A1 to B2. Reply yes to confirm.",
+    "I will move $5 from A1 to B2. Let me know if I should proceed.",
+])
+def test_stop_during_an_imperative_confirmation_request_is_not_a_stop(env, request_text):
+    tb, ctx, _ = env
+    agent = ListAgent(say(request_text), call("transfer", src="A1", dst="B2", amount=5), say("Done."))
+    user = StopUser([UserTurn(content="move 5"), UserTurn(content="yes", stop=True),
+                     UserTurn(content="", stop=True)])
+    traj = run_conversation(agent, user, tb, ctx)
+    # the yes is delivered and the agent makes the write; the trial ends at the next stop
+    assert traj.termination_reason == TerminationReason.USER_STOP
+    assert [m.content for m in traj.messages if m.role == "user"] == ["move 5", "yes"]
+    assert [(c.name, c.status) for c in traj.tool_calls] == [("transfer", "ok")]
+    assert traj.messages[-1].content == "Done."
+
+
+def test_stop_after_a_plain_statement_ends_the_trial(env):
+    tb, ctx, _ = env
+    agent = ListAgent(say("I will move $5 from A1 to B2."), call("transfer", src="A1", dst="B2", amount=5))
+    user = StopUser([UserTurn(content="move 5"), UserTurn(content="yes", stop=True)])
+    traj = run_conversation(agent, user, tb, ctx)
+    assert traj.termination_reason == TerminationReason.USER_STOP
+    assert traj.tool_calls == []
+
+
 def test_text_attached_to_stop_is_delivered(env):
     tb, ctx, _ = env
     user = StopUser([UserTurn(content="hi"), UserTurn(content="thanks, bye", stop=True)])
@@ -138,7 +166,16 @@ def test_user_sees_only_text_messages(env):
     ("Your order was cancelled. Is there anything else?", False),
     ("Which order do you mean?", False),
     ("I have cancelled it.", False),
+    ("I will cancel order #W1. Please confirm.", True),
+    ("I will cancel order #W1. Reply yes to confirm.", True),
+    ("I will cancel order #W1. Let me know if I should proceed.", True),
+    ("Please confirm that you want the refund to your gift card.", True),
+    ("Let me know whether you would like me to go ahead.", True),
+    ("Please confirm your email address.", False),
+    ("Let me know if you have any other questions.", False),
+    ("Let me know if I can help with anything else.", False),
+    ("", False),
     (None, False),
 ])
-def test_awaits_confirmation(text, expected):
-    assert awaits_confirmation(text) is expected
+def test_asks_confirmation(text, expected):
+    assert asks_confirmation(text) is expected

@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from personas import Persona, PersonaError, available_personas, load_persona, load_personas, parse_persona
+from personas import PersonaError, available_personas, load_persona, load_personas, parse_persona
+from simulator import Persona
 from simulator.cli import app
 
 REQUIRED = ["cooperative", "terse", "verbose", "impatient", "abandoner", "drip-feeder", "mind-changer",

@@ -17,8 +17,8 @@ from personas.loader import load_personas
 from simulator._messages import Message, UserTurn
 from simulator._protocols import TrialContext, UserSimulator
 from simulator.agents import agent_factory
+from simulator.cues import asks_confirmation
 from simulator.domain import DomainError, get_domain
-from simulator.orchestrator import awaits_confirmation
 from simulator.runner import RunConfig, Runner, RunResult
 from simulator.tasks import Task, UserScenario
 from simulator.users import user_factory
@@ -57,7 +57,7 @@ class _YesUser:
         self.inner = inner
 
     def reply(self, messages: Sequence[Message]) -> UserTurn:
-        if messages and messages[-1].role == "assistant" and awaits_confirmation(messages[-1].content):
+        if messages and messages[-1].role == "assistant" and asks_confirmation(messages[-1].content):
             return UserTurn(content="Yes, please go ahead.")
         return self.inner.reply(messages)
 
@@ -129,7 +129,7 @@ def test_plain_english_cancel_by_name_and_zip() -> None:
         ("cancel_pending_order", {"order_id": "#W1773282", "reason": "no longer needed"}),
     ]
     texts = trial.trajectory.agent_texts()
-    confirm = next(t for t in texts if awaits_confirmation(t))
+    confirm = next(t for t in texts if asks_confirmation(t))
     assert "#W1773282" in confirm and "no longer needed" in confirm and "cancel" in confirm.lower()
     assert "$99.40" in confirm  # 23.84 + 75.56, the order's two items
 

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from personas import Persona, load_personas
+from personas import load_personas
+from simulator import Persona
 from simulator._messages import AgentTurn, Message, UserTurn
 from simulator._protocols import Progress, TrialContext
 from simulator.domain import DomainError

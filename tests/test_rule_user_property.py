@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from domains.airline import AirlineDomain
 from domains.retail import RetailDomain
-from personas import Persona, available_personas, load_personas
+from personas import available_personas, load_personas
+from simulator import Persona
 from simulator._messages import Message
 from simulator._protocols import Progress
 from simulator.tasks import Action, Intent, Task, UserScenario, load_tasks

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from domains.retail import RetailDomain
-from personas import Persona, load_personas
+from personas import load_personas
+from simulator import Persona
 from simulator._protocols import TrialContext
 from simulator.runner import RunConfig, Runner
 from simulator.tasks import Task

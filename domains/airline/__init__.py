@@ -17,8 +17,7 @@ from domains._common import JsonFolderDomain
 from domains.airline._data import dump_all, load_folder
 from domains.airline.models import Base
 from domains.airline.tools import MODES, TOOLS, airline_toolbox
-from simulator._protocols import Agent, TrialContext
-from simulator.domain import DomainError
+from simulator import Agent, DomainError, TrialContext
 
 __all__ = ["TOOLS", "AirlineDomain"]
 

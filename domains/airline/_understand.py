@@ -20,8 +20,6 @@ __all__ = [
     "dates_in",
     "find_payment",
     "intents_in",
-    "is_no",
-    "is_yes",
     "method_label",
     "names_in",
     "reason_in",
@@ -47,21 +45,6 @@ _MONTHS["sept"] = 9
 _NUMBER_WORDS = {"zero": 0, "no": 0, "one": 1, "a": 1, "an": 1, "single": 1, "another": 1, "two": 2, "a couple of": 2,
                  "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _NUMBER = r"(\d+|zero|no|one|an|a|single|another|two|three|four|five|six|seven|eight|nine|ten)"
-
-_YES = re.compile(
-    r"^\W*(yes|yeah|yep|yup|sure|i confirm|confirm(ed)?|correct|absolutely|of course|go ahead|proceed|"
-    r"please (do|proceed|go ahead)|do it|that'?s right|right|ok(ay)?|alright|fine)\b", re.IGNORECASE)
-_NO = re.compile(r"^\W*(no|nope|nah|don'?t|do not|not|cancel that|stop|wait|that'?s (not|wrong))\b", re.IGNORECASE)
-
-
-def is_yes(text: str) -> bool:
-    """Return True when the message starts with an explicit yes (and does not start with a no)."""
-    return bool(_YES.search(text)) and not is_no(text)
-
-
-def is_no(text: str) -> bool:
-    """Return True when the message starts with a no."""
-    return bool(_NO.search(text))
 
 
 def user_id_in(text: str) -> str | None:

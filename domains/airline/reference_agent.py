@@ -1,6 +1,6 @@
 """A rule-based reference agent for the airline domain (``--agent reference``), with fault knobs.
 
-The agent talks through the same :class:`~simulator._protocols.Agent` interface as an LLM agent and sees only
+The agent talks through the same :class:`~simulator.Agent` interface as an LLM agent and sees only
 what an LLM agent sees: the conversation, the tool results, the tool schemas and the policy. It never reads
 the task's scenario, gold actions or required outputs. It understands the member by patterns over plain
 English (:mod:`domains.airline._understand`) and follows the policy (``domains/airline/policy.md``):
@@ -52,9 +52,17 @@ from typing import Any
 import numpy as np
 
 from domains.airline import _understand as nl
-from simulator._messages import AgentTurn, Message, ToolCall
-from simulator._protocols import TrialContext
-from simulator.agents._rates import REFERENCE_KNOBS, check_rates
+from simulator import (
+    REFERENCE_KNOBS,
+    AgentTurn,
+    Message,
+    ToolCall,
+    TrialContext,
+    check_fault_rates,
+    is_closing,
+    is_no,
+    is_yes,
+)
 
 __all__ = ["KNOBS", "AirlineReferenceAgent", "check_faults"]
 
@@ -100,12 +108,12 @@ def _money_after(diff: float, method: dict[str, Any], saving: str) -> str:
 
 
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
-    """Validate fault knob rates (see :func:`simulator.agents._rates.check_rates`).
+    """Validate fault knob rates (see :func:`simulator.check_fault_rates`).
 
     Raises:
         ValueError: an unknown knob, or a rate that is not a number in [0, 1]; the message names it.
     """
-    return check_rates(faults, KNOBS, "airline reference agent")
+    return check_fault_rates(faults, KNOBS, "airline reference agent")
 
 
 @dataclass
@@ -294,11 +302,11 @@ class AirlineReferenceAgent:
         if self._draw("skip_confirmation", tool=tool):
             return True, ""
         reply = yield from self._say(f"{text} Shall I proceed (yes/no)?")
-        if nl.is_yes(reply):
+        if is_yes(reply):
             return True, reply
-        if not nl.is_no(reply):
+        if not is_no(reply):
             reply = yield from self._say("To be sure: shall I proceed with this exactly as described (yes/no)?")
-            if nl.is_yes(reply):
+            if is_yes(reply):
                 return True, reply
         return False, reply
 
@@ -321,7 +329,7 @@ class AirlineReferenceAgent:
             if not kinds and s.resume_trip is not None and _names_payment(request, s.profile):
                 kinds = ["book"]
             if not kinds:
-                if s.texts and _is_closing(request):
+                if s.texts and is_closing(request):
                     reply = yield from self._say("Thank you for contacting us. Have a good trip!")
                     request = reply
                     continue
@@ -1243,8 +1251,3 @@ def _insurance(text: str) -> str | None:
 
 def _names_payment(text: str, profile: dict[str, Any]) -> bool:
     return bool(nl.find_payment(text, profile.get("payment_methods", {})))
-
-
-def _is_closing(text: str) -> bool:
-    return bool(re.search(r"\b(that'?s all|nothing else|no,? thanks?|no thank|goodbye|bye|that is all|all set)\b",
-                          text.lower()))

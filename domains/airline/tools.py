@@ -92,7 +92,7 @@ from domains.airline.models import (
     User,
     UserReservation,
 )
-from simulator.tools import Toolbox, ToolContext, ToolError, tool
+from simulator import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
     "BOOKING_TIME",

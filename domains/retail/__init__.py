@@ -16,10 +16,7 @@ from domains.retail._data import dump_all, load_folder
 from domains.retail.models import Base
 from domains.retail.scenarios import derive_retail_scenario
 from domains.retail.tools import TOOLS, retail_toolbox
-from simulator._protocols import Agent, TrialContext
-from simulator.database import TemplateDatabase
-from simulator.domain import DomainError
-from simulator.tasks import Task, UserScenario
+from simulator import Agent, DomainError, Task, TemplateDatabase, TrialContext, UserScenario
 
 __all__ = ["TOOLS", "RetailDomain"]
 

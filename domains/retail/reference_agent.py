@@ -1,6 +1,6 @@
 """A rule-based customer-service agent for the retail domain (``--agent reference``).
 
-It talks through the same :class:`~simulator._protocols.Agent` interface as an LLM agent and sees only what
+It talks through the same :class:`~simulator.Agent` interface as an LLM agent and sees only what
 one sees: the conversation, the tool results, the tool schemas and the policy. It never reads the task's
 gold actions, required outputs or scenario. It understands the user by patterns over plain English (order ids
 ``#W...``, e-mail addresses, names with zip codes, item descriptions matched against the product names and
@@ -24,10 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from simulator._messages import AgentTurn, Message, ToolCall
-from simulator._protocols import TrialContext
-from simulator.agents._rates import REFERENCE_KNOBS, check_rates
-from simulator.grading.process import YES_RE
+from simulator import (
+    REFERENCE_KNOBS,
+    AgentTurn,
+    Message,
+    ToolCall,
+    TrialContext,
+    check_fault_rates,
+    is_closing,
+    is_no,
+    is_yes,
+)
 
 __all__ = ["FAULT_KNOBS", "RetailReferenceAgent", "check_faults"]
 
@@ -73,9 +80,6 @@ _RECENT_ORDER_RE = re.compile(
     re.IGNORECASE)
 """The order the user placed last (the last of the account's orders)."""
 _UNKNOWN_RE = re.compile(r"\b(?:don'?t|do not) (?:know|have|remember)|no idea|not sure", re.IGNORECASE)
-_NO_RE = re.compile(r"^\W*(?:no|nope|nah|don't|do not|not)\b", re.IGNORECASE)
-_DONE_RE = re.compile(r"\b(?:that's all|that is all|nothing else|no,? thanks?|no thank you|all set|that's it|bye)\b",
-                      re.IGNORECASE)
 _NEGATED_RE = re.compile(r"\b(?:instead of|rather than|not)\s+(?:to\s+)?(?:the\s+|my\s+|your\s+|a\s+)?"
                          r"[^,.;]*?(?:card|paypal|account)\b", re.IGNORECASE)
 _TRANSFER_RE = re.compile(
@@ -106,12 +110,12 @@ _REASONS = (("ordered by mistake", re.compile(r"by mistake|\bmistake|accident", 
 
 
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
-    """Validate fault knob rates (see :func:`simulator.agents._rates.check_rates`).
+    """Validate fault knob rates (see :func:`simulator.check_fault_rates`).
 
     Raises:
         ValueError: an unknown knob, or a rate that is not a number in [0, 1]; the message names it.
     """
-    return check_rates(faults, FAULT_KNOBS, "reference agent")
+    return check_fault_rates(faults, FAULT_KNOBS, "reference agent")
 
 
 def _money(x: float) -> str:
@@ -337,7 +341,7 @@ class RetailReferenceAgent:
 
     def _absorb_user(self, text: str) -> None:
         self._last_user = text
-        self._answer = "yes" if YES_RE.search(text) else "no" if _NO_RE.search(text) else None
+        self._answer = "yes" if is_yes(text) else "no" if is_no(text) else None
         for email in _EMAIL_RE.finditer(text):
             before = text[max(0, email.start() - 25):email.start()].lower()
             if self._user_id is None and not re.search(r"\bto\s*$|\bnew\b|\binto\s*$", before):
@@ -452,7 +456,7 @@ class RetailReferenceAgent:
                 self._fill_slot(current, text)
                 if current.kind is None:
                     current.kind = self._kind_of(current.text)
-            elif self._asking == "anything_else" and (_DONE_RE.search(text) or self._answer == "no"):
+            elif self._asking == "anything_else" and (is_closing(text) or self._answer == "no"):
                 self._closed = True
             elif self._user_id is None or self._answer == "yes" or re.search(
                     r"^\W*(?:ok|okay|alright|i see|thanks|thank you|got it|fine|understood)\b", text, re.IGNORECASE):

@@ -40,8 +40,7 @@ from sqlalchemy import select
 
 from domains.retail._data import ADDRESS_KEYS, order_record, product_record, user_record
 from domains.retail.models import Product
-from simulator.database import TemplateDatabase, TrialDatabase
-from simulator.tasks import Action, Intent, Task, UserScenario
+from simulator import Action, Intent, Task, TemplateDatabase, TrialDatabase, UserScenario
 
 __all__ = ["WRITE_TOOLS", "Derivation", "derive_retail_scenario", "render_address"]
 

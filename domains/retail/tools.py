@@ -27,7 +27,7 @@ from domains._common import calculate, note_new_keys, think, transfer_to_human_a
 from domains._common import raw_connection as _raw
 from domains.retail._data import order_record, product_record, user_record
 from domains.retail.models import Order, OrderItem, Payment, PaymentMethod, Product, User, Variant
-from simulator.tools import Toolbox, ToolContext, ToolError, tool
+from simulator import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
     "CANCEL_REASONS",

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from simulator._plugins import load_reference
 from simulator._protocols import Agent, AgentFactory, TrialContext
 from simulator.agents._faulty import FAULT_KINDS, FaultyOracleAgent, faulty_agent_factory, parse_fault_rates
-from simulator.agents._rates import parse_rates
 from simulator.agents._scripted import NullAgent, OracleAgent
+from simulator.agents.rates import parse_rates
 
 if TYPE_CHECKING:
     from simulator.domain import Domain

@@ -35,8 +35,8 @@ from typing import Any
 
 from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
-from simulator.agents._rates import parse_rates
-from simulator.grading.process import YES_RE
+from simulator.agents.rates import parse_rates
+from simulator.cues import is_yes
 
 __all__ = ["FAULT_KINDS", "FaultyOracleAgent", "faulty_agent_factory", "parse_fault_rates"]
 
@@ -166,7 +166,7 @@ class FaultyOracleAgent:
         item = self._plan[self._next]
         if item[0] == "call" and self._next > 0 and self._plan[self._next - 1][0] == "ask":
             last_user = next((m for m in reversed(messages) if m.role == "user"), None)
-            if last_user is None or not YES_RE.search(last_user.content or ""):
+            if last_user is None or not is_yes(last_user.content):
                 self._next = len(self._plan)
                 return AgentTurn(message=Message(role="assistant", content="Understood, I will not do that."))
         self._next += 1

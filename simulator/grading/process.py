@@ -3,10 +3,10 @@
 Confirmation before writes (``confirm_writes``): every successful call of a write tool (tools that end the
 conversation excepted) must be preceded, in the conversation, by
 
-1. a user message whose text starts with an explicit yes (:data:`YES_RE`: "yes", "yeah", "yep", "sure",
-   "confirm", "correct", "absolutely", "of course", "go ahead", "proceed", "please do", "do it", or "ok"/"okay"
-   followed by "go ahead"/"proceed"/"do it"/"please do"), and that user message is the last user message
-   before the call;
+1. a user message that is an explicit yes (:func:`simulator.cues.is_yes`: it starts with "yes", "yeah", "yep",
+   "sure", "confirm", "correct", "absolutely", "of course", "go ahead", "proceed", "please do", "do it", or
+   "ok"/"okay" followed by "go ahead"/"proceed"/"do it"/"please do"), and that user message is the last user
+   message before the call;
 2. an agent text message before that user message (the last one) that names the action: it contains the
    tool's action verb (the first word of the tool name, e.g. ``cancel`` of ``cancel_pending_order``, matched
    as a word prefix without a final "e"/"y", so "cancellation" and "modification" count) or one of the call's
@@ -21,18 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from simulator.cues import is_yes
 from simulator.orchestrator import ToolCallRecord, Trajectory
 from simulator.tasks import ProcessRules
 from simulator.tools import Toolbox
 
-__all__ = ["YES_RE", "ProcessResult", "check_process", "mentions_action"]
-
-YES_RE = re.compile(
-    r"^\W*(?:yes|yeah|yep|yup|sure|i confirm|confirm(?:ed)?|correct|absolutely|of course|go ahead|proceed|"
-    r"please (?:do|proceed|go ahead)|do it|(?:ok|okay|alright)\W+(?:go ahead|proceed|do it|please do))\b",
-    re.IGNORECASE,
-)
-"""An explicit user yes: the user message starts with one of these words (case-insensitive)."""
+__all__ = ["ProcessResult", "check_process", "mentions_action"]
 
 
 class ProcessResult(BaseModel):
@@ -95,7 +89,7 @@ def _confirmation_violations(trajectory: Trajectory, toolbox: Toolbox) -> list[s
         where = f"{call.name} (step {call.step})"
         i = position.get(call.call_id, len(trajectory.messages))
         u = next((j for j in range(i - 1, -1, -1) if trajectory.messages[j].role == "user"), None)
-        if u is None or not YES_RE.search(trajectory.messages[u].content or ""):
+        if u is None or not is_yes(trajectory.messages[u].content):
             out.append(f"write without an explicit user yes in the preceding user message: {where}")
             continue
         a = next((j for j in range(u - 1, -1, -1)

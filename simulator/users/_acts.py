@@ -8,7 +8,7 @@ last message as a set of dialogue acts:
 - ``request_slot``: asks for a value; ``slots`` names it by standard slot name (``order_id``, ``items``,
   ``new_items``, ``payment``, ``reason``, ``address``, ``reservation_id`` ..., see :data:`SLOT_PATTERNS`) or, for
   values no user ever knows, ``item_id``, ``product_id``, ``payment_method_id``, ``password`` ...
-- ``confirm``: states an action and asks yes/no (:func:`simulator.orchestrator.awaits_confirmation` holds and the
+- ``confirm``: states an action and asks yes/no (:func:`simulator.cues.asks_confirmation` holds and the
   question is not a "which/what" question).
 - ``offer_options``: lists choices (bullet or numbered lines, or "available options ... which one").
 - ``report_result``: says an action was carried out ("Done: ... has been cancelled").
@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from simulator.orchestrator import awaits_confirmation
+from simulator.cues import asks_confirmation, offers_more_help
 
 __all__ = ["ACTS", "IDENTITY_PATTERNS", "SLOT_PATTERNS", "DialogueActs", "classify", "sentences"]
 
@@ -97,11 +97,6 @@ _ASKING = _rx(
     r"share|send|let me know|specify|enter|choose|select|pick)\b|\bmay i (?:have|get|ask)\b"
 )
 _WH_QUESTION = _rx(r"^\W*(?:which|what|where|when|who|how)\b")
-_ANYTHING_ELSE = _rx(
-    r"\banything else\b|\bsomething else\b|\bany(?: other| more| further) (?:questions?|requests?|things?|issues?|"
-    r"help|concerns?)\b|\banything more\b|\bhelp (?:you )?with anything\b|\bis that all\b|\bwhat else can i\b|"
-    r"\bhow (?:else )?(?:can|may) i (?:help|assist)\b|\bwhat can i (?:help|do for) you\b"
-)
 _TRANSFER = _rx(
     r"\btransfer(?:ring|red)? you\b|\b(?:connect|escalat)(?:ing|ed|e)? (?:you|this|your)\b|"
     r"\bhand(?:ing)? (?:you )?(?:over )?to\b|\bto a human\b|\bhuman (?:agent|representative)s? will\b|"
@@ -189,10 +184,10 @@ class DialogueActs:
 
 
 def _is_confirm(text: str) -> bool:
-    if not awaits_confirmation(text):
+    if not asks_confirmation(text):
         return False
     last = sentences(text)[-1] if sentences(text) else text
-    return not _WH_QUESTION.search(last) and not _ANYTHING_ELSE.search(last)
+    return not _WH_QUESTION.search(last) and not offers_more_help(last)
 
 
 def classify(text: str | None) -> DialogueActs:
@@ -220,7 +215,7 @@ def classify(text: str | None) -> DialogueActs:
     for i, sent in enumerate(sents):
         asking = bool(_ASKING.search(sent))
         is_last = i == len(sents) - 1
-        if asking and _ANYTHING_ELSE.search(sent):
+        if asking and offers_more_help(sent):
             found.add("anything_else")
             continue
         if asking and not (confirm and is_last):

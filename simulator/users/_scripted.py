@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from simulator._messages import Message, UserTurn
 from simulator._protocols import TrialContext
-from simulator.orchestrator import awaits_confirmation
+from simulator.cues import asks_confirmation
 
 __all__ = ["ConfirmingUser", "ScriptedUser", "confirming_user_factory", "scripted_user_factory"]
 
@@ -65,7 +65,7 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
 class ConfirmingUser:
     """Says its opening line, then "yes, go ahead" to each confirmation question, and stops otherwise.
 
-    A confirmation question is an agent message for which :func:`simulator.orchestrator.awaits_confirmation` holds.
+    A confirmation question is an agent message for which :func:`simulator.cues.asks_confirmation` holds.
 
     Args:
         opening: the first message.
@@ -79,7 +79,7 @@ class ConfirmingUser:
         if not messages:
             return UserTurn(content=self._opening)
         last = messages[-1]
-        if last.role == "assistant" and awaits_confirmation(last.content):
+        if last.role == "assistant" and asks_confirmation(last.content):
             return UserTurn(content="yes, go ahead")
         return UserTurn(content="", stop=True)
 

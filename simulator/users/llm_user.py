@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from personas.schema import Persona
 from simulator._messages import Message, Usage, UserTurn
 from simulator._protocols import Progress, TrialContext
 from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, model_seed
+from simulator.persona import Persona
 from simulator.tasks import Task, UserScenario
 from simulator.users._leak import REDACTED, Secret, SecretMatcher, role_flip, task_secrets, tool_syntax
 

@@ -26,7 +26,7 @@ preferences, request wording, ask), so it cannot leak a secret by construction.
 Wording is drawn from :data:`simulator.users._phrasing.PHRASES` by a generator seeded from the trial seed: the
 same seed gives byte-identical messages against the same agent, different seeds give different wording.
 
-The persona (:class:`personas.Persona`, None: cooperative defaults) sets patience, reveal style, verbosity,
+The persona (:class:`simulator.Persona`, None: cooperative defaults) sets patience, reveal style, verbosity,
 politeness, typos, wrong answers, a mind change and policy pushing. Patience ``N``: the user abandons (with one of
 the persona's abandonment phrases, ``UserTurn(abandon=True)``) at the ``N``-th consecutive agent turn without
 progress (so ``patience=1`` gives up at the first such turn). A turn made progress when the orchestrator says so
@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from personas.schema import Persona
 from simulator._messages import Message, UserTurn
 from simulator._protocols import Progress, TrialContext, UserFactory
+from simulator.persona import Persona
 from simulator.tasks import Intent, Task, UserScenario
 from simulator.users._acts import SLOT_PATTERNS, DialogueActs, classify, sentences
 from simulator.users._phrasing import Phraser, Segment, join_segments

@@ -1,5 +1,8 @@
 """The persona schema: how a simulated user behaves, independent of what it wants (the task's scenario).
 
+:class:`Persona` is exported by :mod:`simulator`; the shipped persona files and their loader live in the
+``personas`` package (``personas/data/NAME.json``, :func:`personas.load_personas`).
+
 A persona is a JSON object validated by :class:`Persona`; unknown fields are refused, and numbers and booleans must
 be JSON numbers and booleans (``"patience": true`` or ``"typo_rate": "0.1"`` are refused, not converted). Rates
 are probabilities drawn by the trial seed, so a persona with non-zero rates still gives reproducible conversations.

@@ -1,10 +1,16 @@
-"""Parsing ``NAME=RATE[,NAME=RATE...]`` lists: the fault rates of agent specs such as ``faulty:`` and ``reference:``."""
+"""Fault rates of agents: parsing and checking ``NAME -> RATE`` (a probability in [0, 1]).
+
+:func:`parse_rates` parses ``NAME=RATE[,NAME=RATE...]`` lists (the ``faulty:`` and ``reference:`` agent specs);
+:func:`check_fault_rates` checks rates given as a mapping (a domain's reference agent built in Python).
+
+:data:`REFERENCE_KNOBS` and :func:`check_fault_rates` are exported by :mod:`simulator` for domains.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["REFERENCE_KNOBS", "check_rates", "parse_rates"]
+__all__ = ["REFERENCE_KNOBS", "check_fault_rates", "parse_rates"]
 
 
 def parse_rates(text: str, who: str, what: str, known: Sequence[str] | None = None,
@@ -50,7 +56,7 @@ REFERENCE_KNOBS = ("skip_confirmation", "wrong_item", "repeat_call", "early_tran
 """The fault knobs every domain's reference agent knows (see :meth:`simulator.domain.Domain.reference_agent`)."""
 
 
-def check_rates(rates: Mapping[str, float], known: Sequence[str], who: str) -> dict[str, float]:
+def check_fault_rates(rates: Mapping[str, float], known: Sequence[str], who: str) -> dict[str, float]:
     """Validate fault rates given as a mapping (e.g. to a reference agent built in Python).
 
     Args:
