@@ -12,6 +12,7 @@ from simulator.domain import Domain, DomainError, available_domains, get_domain
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
+from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
 from simulator.store import ResultsStore
 from simulator.tasks import Action, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
@@ -24,4 +25,5 @@ __all__ = [
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
+    "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
 ]

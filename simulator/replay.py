@@ -155,5 +155,6 @@ def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajec
     for i, call in enumerate(trajectory.tool_calls):
         if call.status != "ok":
             continue
+        ctx.step = call.step
         out.append((i, toolbox.dispatch(ctx, call.name, call.arguments)))
     return out
