@@ -9,12 +9,13 @@ from simulator._protocols import Agent, AgentFactory, TrialContext, UserFactory,
 from simulator.cache import SQLiteCache
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
+from simulator.grading import AssertionResult, AssertionsResult
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
 from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
 from simulator.store import ResultsStore
-from simulator.tasks import Action, Task, TaskFileError, UserScenario, load_tasks
+from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
     "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
+    "AssertionResult", "AssertionsResult", "InitialState", "Intent",
 ]

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from simulator._protocols import Agent, TrialContext
 from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
+from simulator.outcomes import check_task_outcomes
 from simulator.sinks import Clock, Sink
 from simulator.tasks import ProcessRules, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import Toolbox
@@ -189,6 +190,8 @@ class Domain(abc.ABC):
     def _checked(self, tasks: list[Task], source: str) -> list[Task]:
         """Refuse gold actions or process rules that name an unknown tool, and arguments that do not fit the schema.
 
+        Fixtures and assertions are checked too (:func:`simulator.outcomes.check_task_outcomes`).
+
         Raises:
             TaskFileError: naming the file, the task id, the action index and the field.
         """
@@ -215,6 +218,7 @@ class Domain(abc.ABC):
                     loc = ".".join(str(p) for p in err["loc"])
                     raise TaskFileError(f"{where}.arguments.{loc}: {err['msg']} "
                                         f"(value: {json.dumps(err.get('input'), default=str)[:80]})") from e
+            check_task_outcomes(self, task, source)
         return tasks
 
     def install_sinks(self) -> StateSpec:
