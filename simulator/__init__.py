@@ -13,12 +13,14 @@ from simulator.cache import SQLiteCache
 from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
+from simulator.grading import AssertionResult, AssertionsResult
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
+from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
 from simulator.store import ResultsStore
-from simulator.tasks import Action, Intent, Task, TaskFileError, UserScenario, load_tasks
+from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
 
 __all__ = [
@@ -31,4 +33,6 @@ __all__ = [
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
     "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "check_fault_rates",
     "asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help",
+    "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
+    "AssertionResult", "AssertionsResult", "InitialState",
 ]

@@ -23,6 +23,8 @@ from sqlalchemy import Engine, MetaData, Table, create_engine, event
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool, StaticPool
 
+from simulator.sinks import EVENTS_DDL
+
 __all__ = [
     "FieldDifference",
     "RowChange",
@@ -108,6 +110,8 @@ class TemplateDatabase:
             with Session(build) as s, s.begin():
                 populate(s)
             _install_write_log(raw, metadata)
+            raw.execute(EVENTS_DDL)  # the event log (see simulator.sinks), never compared
+            raw.commit()
             self.data: bytes = raw.serialize()
             build.dispose()
         finally:

@@ -20,6 +20,8 @@ from sqlalchemy.orm import Session
 
 from simulator._protocols import Agent, TrialContext
 from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
+from simulator.outcomes import check_task_outcomes
+from simulator.sinks import Clock, Sink
 from simulator.tasks import ProcessRules, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import Toolbox
 
@@ -43,6 +45,12 @@ class Domain(abc.ABC):
     """Registry name (``retail``)."""
     option_values: dict[str, tuple[str, ...]] = {}  # noqa: RUF012 - read-only class-level declaration
     """Allowed values of each domain option, e.g. ``{"mode": ("tau-bench", "tausim")}``."""
+    sinks: tuple[Sink, ...] = ()
+    """Sinks the domain includes (see :mod:`simulator.sinks`), e.g. ``(Outbox(), Ledger(), Clock("2024-06-01"))``:
+    their tables are added to the domain's schema and initialized in every template."""
+    events: tuple[str, ...] = ()
+    """Names of the domain events its tools emit (``ctx.emit``); task assertions may name these, the sinks'
+    events and the write tools."""
 
     def __init__(self) -> None:
         self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
@@ -182,6 +190,8 @@ class Domain(abc.ABC):
     def _checked(self, tasks: list[Task], source: str) -> list[Task]:
         """Refuse gold actions or process rules that name an unknown tool, and arguments that do not fit the schema.
 
+        Fixtures and assertions are checked too (:func:`simulator.outcomes.check_task_outcomes`).
+
         Raises:
             TaskFileError: naming the file, the task id, the action index and the field.
         """
@@ -208,7 +218,33 @@ class Domain(abc.ABC):
                     loc = ".".join(str(p) for p in err["loc"])
                     raise TaskFileError(f"{where}.arguments.{loc}: {err['msg']} "
                                         f"(value: {json.dumps(err.get('input'), default=str)[:80]})") from e
+            check_task_outcomes(self, task, source)
         return tasks
+
+    def install_sinks(self) -> StateSpec:
+        """Add the declared sinks' tables to the domain's schema (idempotent) and return the state spec."""
+        spec = self.state_spec()
+        for sink in self.sinks:
+            sink.define(spec.metadata)
+        return spec
+
+    def event_names(self) -> set[str]:
+        """Return every event name a trial can record: declared domain events, sinks' events, write tools."""
+        names = set(self.events)
+        for sink in self.sinks:
+            names.update(sink.event_names)
+        names.update(n for n, spec in self.toolbox().specs.items() if spec.kind == "write")
+        return names
+
+    def has_clock(self) -> bool:
+        """Return whether the domain declares a :class:`~simulator.sinks.Clock`."""
+        return any(isinstance(s, Clock) for s in self.sinks)
+
+    def _populate_with_sinks(self, session: Session, folder: Path, options: Mapping[str, Any]) -> None:
+        self.populate(session, folder, options)
+        session.flush()
+        for sink in self.sinks:
+            sink.initialize(session)
 
     def template(self, data_dir: Path | None = None, options: Mapping[str, Any] | None = None) -> TemplateDatabase:
         """Return the template database for a data set, building it on first use (thread-safe).
@@ -233,8 +269,8 @@ class Domain(abc.ABC):
                 if not folder.is_dir():
                     raise DomainError(f"--data {folder}: not a directory")
                 tpl = TemplateDatabase(
-                    self.state_spec().metadata,
-                    lambda s: self.populate(s, folder, opts),
+                    self.install_sinks().metadata,
+                    lambda s: self._populate_with_sinks(s, folder, opts),
                     name=f"{self.name}:{folder}",
                     options=opts,
                 )

@@ -323,6 +323,7 @@ def run_conversation(
             for call in msg.tool_calls:
                 if traj.steps >= limits.max_steps:
                     return end(TerminationReason.MAX_STEPS)
+                ctx.step = traj.steps
                 out = toolbox.dispatch(ctx, call.name, call.arguments)
                 traj.tool_seconds += out.duration_s
                 traj.tool_calls.append(ToolCallRecord(

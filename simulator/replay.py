@@ -9,10 +9,12 @@ from typing import Any
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
 from simulator.orchestrator import Trajectory
+from simulator.outcomes import FixtureError, apply_initial_state
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "replay_tasks",
+__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "initial_database", "prepare_trial",
+           "replay_tasks",
            "replay_trajectory", "tasks_not_replaying"]
 
 
@@ -49,18 +51,44 @@ def apply_actions(
     return outcomes
 
 
+def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
+    """Apply the task's ``initial_state`` (if any) to a fresh trial database, before anything else runs.
+
+    Raises:
+        GoldToolBug: the fixture could not be applied (the message names the task and the field).
+    """
+    if task.initial_state is None:
+        return
+    try:
+        apply_initial_state(domain.toolbox(), trial, task, domain.install_sinks().metadata)
+    except FixtureError as e:
+        raise GoldToolBug(f"initial_state failed: {e}") from e
+
+
 def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> bytes:
-    """Return the goal state of a task: the template with the task's gold actions replayed, serialized.
+    """Return the goal state of a task: the template with its fixture applied and its gold actions replayed.
 
     Returns:
         ``sqlite3.Connection.serialize()`` bytes of the goal database (compare with
         :func:`simulator.database.diff_against`).
 
     Raises:
-        GoldToolBug: a gold action hit a bug in a tool.
+        GoldToolBug: a gold action hit a bug in a tool, or the fixture could not be applied.
     """
     with template.trial() as trial:
+        prepare_trial(domain, trial, task)
         apply_actions(domain.toolbox(), trial, task.gold_actions)
+        return trial.raw.serialize()
+
+
+def initial_database(domain: Domain, template: TemplateDatabase, task: Task) -> bytes:
+    """Return the initial state of a task (the template with its fixture applied), serialized.
+
+    Raises:
+        GoldToolBug: the fixture could not be applied.
+    """
+    with template.trial() as trial:
+        prepare_trial(domain, trial, task)
         return trial.raw.serialize()
 
 
@@ -87,6 +115,10 @@ def tasks_not_replaying(domain: Domain, template: TemplateDatabase, tasks: Seque
             continue
         first = task.gold_actions[0]
         with template.trial() as trial:  # the first action alone: the rest does not decide
+            try:
+                prepare_trial(domain, trial, task)
+            except GoldToolBug:
+                continue  # its trials record it
             outcome = apply_actions(toolbox, trial, [first], raise_on_bug=False)[0]
         if outcome.status not in ("ok", "tool_bug"):
             out[task.id] = f"{first.name}: {outcome.content}"
@@ -128,6 +160,7 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
         initial = domain.dump(trial)
     for i, task in enumerate(tasks):
         with template.trial() as trial:
+            prepare_trial(domain, trial, task)
             outcomes = apply_actions(toolbox, trial, task.gold_actions)
             final = domain.dump(trial)
         yield ReplayResult(i, task.id, [o.content for o in outcomes], [o.status for o in outcomes],
@@ -155,5 +188,6 @@ def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajec
     for i, call in enumerate(trajectory.tool_calls):
         if call.status != "ok":
             continue
+        ctx.step = call.step
         out.append((i, toolbox.dispatch(ctx, call.name, call.arguments)))
     return out

@@ -22,11 +22,12 @@ from pydantic import BaseModel, Field
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
-from simulator.grading import Grade, Judge, grade_trial
+from simulator.grading import Grade, Judge, check_assertions, grade_trial
 from simulator.metrics import cell_id, run_metrics, suite_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
-from simulator.replay import GoldToolBug, goal_database, replay_trajectory
+from simulator.replay import GoldToolBug, goal_database, initial_database, prepare_trial, replay_trajectory
+from simulator.sinks import read_events
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
 
@@ -183,6 +184,7 @@ class Runner:
                        for name, spec in self._toolbox.specs.items()}
         self._policy = domain.policy()
         self._goals: dict[str, bytes | GoldToolBug] = {}
+        self._initials: dict[str, bytes] = {}
         self._goal_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in self.tasks}
 
     def goal(self, task: Task) -> bytes:
@@ -201,6 +203,21 @@ class Runner:
         if isinstance(goal, GoldToolBug):
             raise goal
         return goal
+
+    def initial(self, task: Task) -> bytes | None:
+        """Return the task's initial database (template plus fixture, serialized) when it has assertions.
+
+        Computed once per runner, after :meth:`goal` succeeded (the same fixture).
+
+        Returns:
+            The serialized database, or None for a task without assertions.
+        """
+        if not task.assertions:
+            return None
+        with self._goal_locks[task.id]:
+            if task.id not in self._initials:
+                self._initials[task.id] = initial_database(self.domain, self.template, task)
+            return self._initials[task.id]
 
     def run_trial(self, task: Task, trial_index: int, persona: str | None = None) -> TrialResult:
         """Run and grade one trial on a fresh copy of the template.
@@ -245,6 +262,7 @@ class Runner:
 
         try:
             goal = self.goal(task)
+            initial = self.initial(task)
         except GoldToolBug as e:
             return not_run(TerminationReason.TOOL_BUG, f"goal replay failed: {e}")
         ctx = TrialContext(
@@ -263,10 +281,13 @@ class Runner:
             return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
+            prepare_trial(self.domain, db, task)
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
             diff = diff_against(db.raw, goal, self._spec)
+            checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec)
         grade = grade_trial(task, traj, diff, self._toolbox, domain=self.domain,
-                            budget=(self.config.budgets or {}).get(task.id), judge=self.judge, trial_seed=seed)
+                            budget=(self.config.budgets or {}).get(task.id), judge=self.judge, trial_seed=seed,
+                            assertions=checks)
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
@@ -346,7 +367,8 @@ def regrade_trial(
 ) -> tuple[TrialResult, int]:
     """Grade a recorded trial again from its trajectory, without calling any model.
 
-    The trial's final state is rebuilt by replaying its successful tool calls on a fresh copy of the template,
+    The trial's final state is rebuilt by replaying its successful tool calls on a fresh copy of the template
+    (with the task's fixture applied first), its events and assertions are evaluated again,
     the goal state is recomputed from ``task`` (which may have been fixed since), and :func:`grade_trial` runs
     again.
 
@@ -375,13 +397,17 @@ def regrade_trial(
                                          "error": f"goal replay failed: {e}"}), 0
     toolbox = domain.toolbox()
     traj = result.trajectory
+    spec = domain.state_spec()
+    initial = initial_database(domain, template, task) if task.assertions else None
     with template.trial() as db:
+        prepare_trial(domain, db, task)
         outcomes = replay_trajectory(toolbox, db, traj)
-        diff = diff_against(db.raw, goal, domain.state_spec())
+        diff = diff_against(db.raw, goal, spec)
+        checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec)
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
     grade = grade_trial(task, traj, diff, toolbox, domain=domain, budget=budget,
-                        recorded_judge=result.grade.judge if result.grade is not None else None)
+                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
 
 

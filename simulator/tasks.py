@@ -8,6 +8,10 @@ Our format (``*.json``)::
                 "gold_actions": [{"name": "cancel_pending_order", "arguments": {...}}],
                 "required_outputs": ["..."], "tags": ["cancel"]}]}
 
+Version 2 adds, per task, ``initial_state`` (a fixture: rows to insert, update or delete, a clock time and setup
+actions), ``assertions`` (see :mod:`simulator.assertions`) and ``grade`` (the components that decide pass); a
+version 1 file may not use them.
+
 tau-bench v1 format: a JSON list of ``{"user_id", "instruction", "actions": [{"name", "kwargs"}], "outputs"}``;
 such tasks get ``id`` = their index in the file, as a string.
 """
@@ -15,13 +19,23 @@ such tasks get ``id`` = their index in the file, as a string.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["Action", "Budget", "Intent", "JudgeAssertion", "Precedence", "ProcessRules", "Task", "TaskFileError",
-           "UserScenario", "load_tasks", "parse_tasks"]
+from simulator.assertions import Assertion
+
+__all__ = ["DEFAULT_GRADE", "Action", "Budget", "GradeComponent", "InitialState", "Intent", "JudgeAssertion",
+           "Precedence", "ProcessRules", "RowUpdate", "Task", "TaskFileError", "UserScenario", "load_tasks",
+           "parse_tasks"]
+
+GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions"]
+"""A grading component that can decide a trial's pass."""
+
+DEFAULT_GRADE: tuple[GradeComponent, ...] = ("state", "outputs", "process", "loops", "budget")
+"""The components that decide pass when a task names none (plus ``assertions`` when it has some)."""
 
 
 class TaskFileError(ValueError):
@@ -206,6 +220,43 @@ class JudgeAssertion(BaseModel):
         return {"assertion": data} if isinstance(data, str) else data
 
 
+class RowUpdate(BaseModel):
+    """A fixture update: the row with primary key ``key`` gets the values of ``set``."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: dict[str, Any] = Field(min_length=1)
+    """Primary-key column -> value."""
+    set: dict[str, Any] = Field(min_length=1)
+    """Column -> new value."""
+
+
+class InitialState(BaseModel):
+    """A per-task fixture applied to the trial's database before the conversation (and to the goal state).
+
+    Applied in this order: ``delete``, ``update``, ``insert`` (each table in the order given), the clock's
+    ``now``, then the ``setup`` actions (tool calls recorded as setup events, not attributed to the agent).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    now: str | None = None
+    """The clock's "now" for the task (ISO 8601); needs a domain with a Clock sink."""
+    insert: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """Table -> rows to add (column -> value)."""
+    update: dict[str, list[RowUpdate]] = Field(default_factory=dict)
+    """Table -> rows to change."""
+    delete: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """Table -> primary keys (column -> value) of rows to remove."""
+    setup: list[Action] = Field(default_factory=list)
+    """Tool calls run after the rows, before the conversation; each must succeed."""
+
+    @field_validator("now")
+    @classmethod
+    def _iso(cls, v: str | None) -> str | None:
+        if v is not None:
+            datetime.fromisoformat(v)
+        return v
+
+
 class Task(BaseModel):
     """One scenario: the user, the gold actions, the required outputs and tags."""
 
@@ -231,6 +282,27 @@ class Task(BaseModel):
     """Ceilings on the trajectory (applied together with a run's ``--budgets`` file: the tighter wins)."""
     judge: list[JudgeAssertion] = Field(default_factory=list)
     """Yes/no assertions for the LLM judge (see :mod:`simulator.grading.judge`); graded only with a judge model."""
+    initial_state: InitialState | None = None
+    """Per-task fixture (version 2 files)."""
+    assertions: list[Assertion] = Field(default_factory=list)
+    """Declarative checks on the final state and the event log (version 2 files; see :mod:`simulator.assertions`)."""
+    grade: list[GradeComponent] | None = None
+    """Components that decide pass (version 2 files); the others are still computed and recorded. None: see
+    :meth:`grade_basis`."""
+
+    def grade_basis(self) -> tuple[GradeComponent, ...]:
+        """Return the components that decide pass.
+
+        ``grade`` when set; else :data:`DEFAULT_GRADE`, with ``assertions`` added when the task has some, and
+        ``state`` replaced by them when it has no gold action (several end states acceptable).
+        """
+        if self.grade is not None:
+            return tuple(dict.fromkeys(self.grade))
+        if not self.assertions:
+            return DEFAULT_GRADE
+        if self.gold_actions:
+            return (*DEFAULT_GRADE, "assertions")
+        return ("assertions", *DEFAULT_GRADE[1:])
 
 
 _V1_FIELDS = frozenset({"user_id", "instruction", "actions", "outputs", "annotator"})
@@ -293,8 +365,9 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
             except ValidationError as e:
                 raise TaskFileError(_validation_message(source, f"task [{i}]", e)) from e
     elif isinstance(data, dict) and data.get("format") == "tausim.tasks":
-        if data.get("version") != 1:
-            raise TaskFileError(f"{source}: field version: unsupported value {data.get('version')!r} (expected 1)")
+        version = data.get("version")
+        if version not in (1, 2):
+            raise TaskFileError(f"{source}: field version: unsupported value {version!r} (expected 1 or 2)")
         file_domain = data.get("domain")
         if domain is not None and file_domain is not None and file_domain != domain:
             raise TaskFileError(f"{source}: field domain: the file is for domain {file_domain!r}, not {domain!r}")
@@ -302,6 +375,11 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
         if not isinstance(raw_tasks, list):
             raise TaskFileError(f"{source}: field tasks: expected a list, got {type(raw_tasks).__name__}")
         for i, raw in enumerate(raw_tasks):
+            if version == 1 and isinstance(raw, dict):
+                newer = [k for k in ("initial_state", "assertions", "grade") if k in raw]
+                if newer:
+                    raise TaskFileError(f"{source}: task [{i}] (id {raw.get('id')!r}): field {newer[0]}: needs a "
+                                        'version 2 file ("version": 2)')
             try:
                 tasks.append(Task.model_validate(raw))
             except ValidationError as e:

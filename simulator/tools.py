@@ -28,6 +28,8 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from sqlalchemy.orm import Session
 
+from simulator.sinks import emit_event
+
 ToolKind = Literal["read", "write"]
 CallStatus = Literal["ok", "tool_error", "unknown_tool", "invalid_arguments", "tool_bug"]
 
@@ -47,15 +49,31 @@ class ToolError(Exception):
 
 @dataclass
 class ToolContext:
-    """What a tool may use: the trial's database session and the domain's options.
+    """What a tool may use: the trial's database session, the domain's options, and the event log.
 
     Attributes:
         session: SQLAlchemy session bound to the trial's own database connection.
         options: domain options (e.g. ``{"mode": "tau-bench"}``); read-only by convention.
+        step: the agent step of the current call (set by the orchestrator; None for setup actions and goal
+            replay), recorded with its events.
+        source: who makes the calls: ``"agent"`` (the conversation) or ``"setup"`` (a task's setup actions).
     """
 
     session: Session
     options: Mapping[str, Any] = field(default_factory=dict)
+    step: int | None = None
+    source: str = "agent"
+
+    def emit(self, name: str, **fields: Any) -> None:
+        """Record a named domain event in the trial's event log; kept only if the tool call succeeds.
+
+        E.g. ``ctx.emit("refund_committed", order_id="4812", amount=120.0)``.
+
+        Args:
+            name: the event name (one the domain declares in ``Domain.events``).
+            **fields: JSON-serialisable fields of the event.
+        """
+        emit_event(self, name, fields)
 
 
 @dataclass(frozen=True)
@@ -276,6 +294,8 @@ class Toolbox:
             result = spec.fn(ctx, **kwargs)
             content = _render(result)
             session.flush()
+            if spec.kind == "write":
+                emit_event(ctx, name, dict(arguments), kind="tool")
         except ToolError as e:
             txn.rollback()
             return CallOutcome(f"Error: {e}", "tool_error", spec.kind, time.perf_counter() - t0)

@@ -4,8 +4,11 @@ Components: ``state`` (final database vs goal state), ``outputs`` (required outp
 ``process`` (the task's rules on the trajectory, merged over the domain's defaults: forbidden/required tools,
 no writes, expected termination, precedence, confirmation before writes), ``loops`` (the same tool call
 repeated more than the task's threshold), ``budget`` (steps, tool calls, tokens, cost ceilings) and, for tasks
-with assertions, ``judge`` (an LLM judge's yes/no verdicts; counted only when calibrated, see
+with judge assertions, ``judge`` (an LLM judge's yes/no verdicts; counted only when calibrated, see
 :mod:`simulator.grading.judge`).
+Tasks with declarative assertions (task files version 2) also get ``assertions`` (see
+:mod:`simulator.grading.assertions`), and a task's ``grade`` names which components decide pass (see
+:meth:`simulator.tasks.Task.grade_basis`); the others are still computed and recorded.
 A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or was cut off by a cap (``max_turns``,
 ``max_steps``, ``budget_exceeded``) fails whatever its components say.
 """
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from simulator.database import StateDiff
+from simulator.grading.assertions import AssertionResult, AssertionsResult, check_assertions
 from simulator.grading.budget import BudgetResult, check_budget
 from simulator.grading.judge import Judge, JudgeResult, grade_judge
 from simulator.grading.loops import LoopsResult, check_loops
@@ -31,8 +35,9 @@ from simulator.tools import Toolbox
 if TYPE_CHECKING:
     from simulator.domain import Domain
 
-__all__ = ["BudgetResult", "Grade", "Judge", "JudgeResult", "LoopsResult", "OutputsResult", "ProcessResult",
-           "StateResult", "check_budget", "check_loops", "check_outputs", "check_process", "grade_state", "grade_trial"]
+__all__ = ["AssertionResult", "AssertionsResult", "BudgetResult", "Grade", "Judge", "JudgeResult", "LoopsResult",
+           "OutputsResult", "ProcessResult", "StateResult", "check_assertions", "check_budget", "check_loops",
+           "check_outputs", "check_process", "grade_state", "grade_trial"]
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""
@@ -53,12 +58,17 @@ class Grade(BaseModel):
     judge: JudgeResult | None = None
     """The LLM judge's verdicts on the task's assertions (None: the task has none); it fails the trial only
     when ``judge.gating`` (a calibrated judge)."""
+    assertions: AssertionsResult | None = None
+    """The task's declarative assertions (None: the task has none)."""
+    basis: list[str] | None = None
+    """The components that decided pass (see :meth:`simulator.tasks.Task.grade_basis`); None for grades recorded
+    before it existed (the default five)."""
     tool_accuracy: dict[str, int] | None = None
     """The trial's tool calls against the task's gold actions (not a pass/fail component): the counts of
     :func:`simulator.metrics.tool_call_accuracy`; None for grades recorded before it existed."""
     failure: str | None = None
-    """Why the trial failed, in short (``state``, ``outputs``, ``process``, ``loops``, ``budget``, or the error
-    termination reason; ``judge`` only for a gating judge)."""
+    """Why the trial failed, in short (the deciding components that failed: ``state``, ``outputs``, ``process``,
+    ``loops``, ``budget``, ``assertions``; or the error termination reason; ``judge`` only for a gating judge)."""
 
 
 def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict[str, int]:
@@ -70,7 +80,8 @@ def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict
 
 def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: Toolbox, *,
                 domain: Domain | None = None, budget: Budget | None = None, judge: Judge | None = None,
-                trial_seed: int | None = None, recorded_judge: JudgeResult | None = None) -> Grade:
+                trial_seed: int | None = None, recorded_judge: JudgeResult | None = None,
+                assertions: AssertionsResult | None = None) -> Grade:
     """Grade one trial.
 
     Args:
@@ -87,33 +98,38 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         trial_seed: the trial seed (the judge's response-cache key).
         recorded_judge: a judge component recorded earlier (regrading, where no model is called): reused when
             ``judge`` is None and it graded the same assertions as the task has now.
+        assertions: the task's declarative assertions evaluated on the trial (see :func:`check_assertions`);
+            None for a task without any.
 
     Returns:
         The :class:`Grade`.
     """
+    basis = task.grade_basis()
     state = grade_state(diff)
     out = check_outputs(task.required_outputs, trajectory.agent_texts())
     failures = []
     if trajectory.termination_reason in ERROR_REASONS or trajectory.termination_reason in CAP_REASONS:
         failures.append(str(trajectory.termination_reason))
-    if not state.passed:
+    if not state.passed and "state" in basis:
         failures.append("state")
-    if not out.passed:
+    if not out.passed and "outputs" in basis:
         failures.append("outputs")
     rules = task.process if domain is None else task.process.merged_over(domain.default_process_rules())
     process = check_process(rules, trajectory, toolbox)
-    if not process.passed:
+    if not process.passed and "process" in basis:
         failures.append("process")
     threshold = task.loop_threshold
     if threshold is None:
         threshold = domain.default_loop_threshold() if domain is not None else DEFAULT_LOOP_THRESHOLD
     loops = check_loops(trajectory, threshold, domain.volatile_arguments() if domain is not None else None)
-    if not loops.passed:
+    if not loops.passed and "loops" in basis:
         failures.append("loops")
     ceilings = task.budget.tightest(budget) if task.budget is not None else budget
     budget_result = check_budget(trajectory, ceilings)
-    if not budget_result.passed:
+    if not budget_result.passed and "budget" in basis:
         failures.append("budget")
+    if assertions is not None and not assertions.passed and "assertions" in basis:
+        failures.append("assertions")
     if (judge is None and recorded_judge is not None and recorded_judge.status != "not_graded"
             and [a.assertion for a in recorded_judge.assertions] == [a.assertion for a in task.judge]):
         judge_result: JudgeResult | None = recorded_judge
@@ -123,7 +139,8 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         failures.append("judge")
     return Grade(
         passed=not failures, state=state, outputs={"passed": out.passed, "missing": list(out.missing)},
-        process=process, loops=loops, budget=budget_result, judge=judge_result,
+        process=process, loops=loops, budget=budget_result, judge=judge_result, assertions=assertions,
+        basis=list(basis) if task.grade is not None or task.assertions else None,
         tool_accuracy=_tool_accuracy(task, trajectory, toolbox),
         failure=", ".join(failures) or None,
     )
