@@ -9,6 +9,7 @@ from simulator._protocols import Agent, AgentFactory, TrialContext, UserFactory,
 from simulator.cache import SQLiteCache
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
+from simulator.errors import TausimError
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
@@ -24,4 +25,5 @@ __all__ = [
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
+    "TausimError",
 ]

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from simulator._protocols import Agent, TrialContext
 from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
+from simulator.errors import DomainError
 from simulator.tasks import ProcessRules, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import Toolbox
 
@@ -28,8 +29,7 @@ __all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
 ENTRY_POINT_GROUP = "tausim.domains"
 
 
-class DomainError(ValueError):
-    """Unknown domain, unknown split, or unreadable domain data."""
+
 
 
 class Domain(abc.ABC):

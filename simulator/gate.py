@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.errors import GateError
 from simulator.metrics import cell_id, per_task_pass_hat_k, suite_metrics
 
 __all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "run_outcomes"]
@@ -23,8 +24,7 @@ __all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "run_outcomes"
 _EPS = 1e-9
 
 
-class GateError(ValueError):
-    """The two runs cannot be compared (different task sets, missing or duplicated trials)."""
+
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
+from simulator.errors import GoldToolBug
 from simulator.orchestrator import Trajectory
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
@@ -16,8 +17,7 @@ __all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "rep
            "replay_trajectory", "tasks_not_replaying"]
 
 
-class GoldToolBug(RuntimeError):
-    """A gold action made a tool raise an unexpected exception (a bug in the tool or the task)."""
+
 
 
 def apply_actions(

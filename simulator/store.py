@@ -56,6 +56,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from simulator._messages import Message
+from simulator.errors import ConfigMismatchError, StoreError
 from simulator.grading import Grade
 from simulator.metrics import cell_id, suite_metrics
 from simulator.orchestrator import ToolCallRecord, Trajectory
@@ -204,25 +205,6 @@ _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 _CALL_KEYS = ("step", "call_id", "name", "arguments", "raw_arguments", "kind", "status", "content", "duration_s",
               "bug")
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cost_usd", "calls")
-
-
-class StoreError(RuntimeError):
-    """The store cannot do what was asked (unknown run, run id taken, ...)."""
-
-
-class ConfigMismatchError(StoreError):
-    """A run id was reused with a configuration that differs from the stored run's.
-
-    Attributes:
-        field: the first differing field (``trials``, ``data_hash``, ...).
-    """
-
-    def __init__(self, run_id: str, field: str, stored: Any, given: Any):
-        self.field = field
-        super().__init__(
-            f"run {run_id!r} exists with a different value of {field}: stored {stored!r}, given {given!r}. "
-            f"Resume it with the same settings, or start a new run id."
-        )
 
 
 class RunInfo(BaseModel):

@@ -20,12 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simulator.errors import TaskFileError
+
 __all__ = ["Action", "Budget", "Intent", "JudgeAssertion", "Precedence", "ProcessRules", "Task", "TaskFileError",
            "UserScenario", "load_tasks", "parse_tasks"]
 
 
-class TaskFileError(ValueError):
-    """A task file is malformed; the message names the file, the task and the field."""
+
 
 
 class Action(BaseModel):

@@ -28,6 +28,8 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from sqlalchemy.orm import Session
 
+from simulator.errors import ToolError
+
 ToolKind = Literal["read", "write"]
 CallStatus = Literal["ok", "tool_error", "unknown_tool", "invalid_arguments", "tool_bug"]
 
@@ -41,8 +43,7 @@ __all__ = [
 ]
 
 
-class ToolError(Exception):
-    """An error the agent can recover from; its message is shown to the agent as ``Error: <message>``."""
+
 
 
 @dataclass

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from domains.airline import _understand as nl
+from simulator import TausimError
 from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
 from simulator.agents._rates import REFERENCE_KNOBS, check_rates
@@ -133,8 +134,8 @@ class _Result:
 Dialogue = Generator["_Call | _Say", Any, Any]
 
 
-class _Transferred(Exception):  # noqa: N818 - control flow, not an error
-    """Raised inside the dialogue after the transfer message; never leaves the agent."""
+class _Transferred(TausimError):  # noqa: N818 - control flow, not an error
+    """Raised inside the dialogue after the transfer message; never leaves the agent (see :mod:`simulator.errors`)."""
 
 
 @dataclass
