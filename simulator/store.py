@@ -58,7 +58,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from simulator._messages import Message
 from simulator.errors import ConfigMismatchError, StoreError
 from simulator.grading import Grade
-from simulator.metrics import cell_id, suite_metrics
+from simulator.metrics import reliability
 from simulator.orchestrator import ToolCallRecord, Trajectory
 from simulator.runner import RunConfig, RunResult, TrialKey, TrialResult, run_summary_json, trial_key
 from simulator.tasks import Task
@@ -798,11 +798,6 @@ def _metrics(info: RunInfo, results: Sequence[TrialResult]) -> dict[str, float]:
     """Suite metrics over the planned trials; planned trials not recorded count as failed."""
     if not info.task_ids:
         return {}
-    personas: list[str | None] = list(info.config.personas or []) or [None]
-    outcomes: dict[str, list[bool]] = {cell_id(t, p): [False] * info.config.trials
-                                       for t in info.task_ids for p in personas}
-    for r in results:
-        cell = cell_id(r.task_id, r.persona)
-        if cell in outcomes and 0 <= r.trial < info.config.trials:
-            outcomes[cell][r.trial] = r.passed
-    return suite_metrics(outcomes, info.config.trials)
+    records = [r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results]
+    return reliability(records, info.task_ids, info.config.trials, personas=info.config.personas,
+                       incomplete="count").suite
