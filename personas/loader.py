@@ -11,15 +11,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from simulator import Persona
+from simulator.errors import PersonaError
 
 __all__ = ["PersonaError", "available_personas", "load_persona", "load_personas", "parse_persona"]
 
 
-class PersonaError(ValueError):
-    """A persona file is missing or malformed, or a persona name is unknown.
 
-    The message names the file, the field and the value.
-    """
 
 
 def _data_dir() -> Traversable:

@@ -13,6 +13,7 @@ from simulator.cache import SQLiteCache
 from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
+from simulator.errors import TausimError
 from simulator.grading import AssertionResult, AssertionsResult
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
@@ -35,4 +36,5 @@ __all__ = [
     "asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help",
     "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
     "AssertionResult", "AssertionsResult", "InitialState",
+    "TausimError",
 ]

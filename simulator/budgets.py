@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from simulator.errors import BudgetFileError
 from simulator.tasks import Budget
 
 __all__ = ["BASELINE_RULE", "BUDGETS_FORMAT", "BudgetFileError", "derive_budgets", "load_budgets"]
@@ -35,8 +36,7 @@ BASELINE_RULE = ("per task, over its passing trials: ceil(p95 * 1.2) for steps, 
                  "p95 * 1.2 for agent cost (USD); p95 by linear interpolation")
 
 
-class BudgetFileError(ValueError):
-    """A budgets file cannot be used; the message names the file (and the task id)."""
+
 
 
 def _p95(values: list[float]) -> float:

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from simulator._protocols import Agent, TrialContext
 from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
+from simulator.errors import DomainError
 from simulator.outcomes import check_task_outcomes
 from simulator.sinks import Clock, Sink
 from simulator.tasks import ProcessRules, Task, TaskFileError, UserScenario, load_tasks
@@ -30,8 +31,7 @@ __all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
 ENTRY_POINT_GROUP = "tausim.domains"
 
 
-class DomainError(ValueError):
-    """Unknown domain, unknown split, or unreadable domain data."""
+
 
 
 class Domain(abc.ABC):

@@ -16,15 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.metrics import cell_id, per_task_pass_hat_k, suite_metrics
+from simulator.errors import GateError
+from simulator.metrics import Reliability, reliability
 
-__all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "run_outcomes"]
+__all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "run_outcomes", "run_reliability"]
 
 _EPS = 1e-9
 
 
-class GateError(ValueError):
-    """The two runs cannot be compared (different task sets, missing or duplicated trials)."""
+
 
 
 @dataclass(frozen=True)
@@ -55,29 +55,40 @@ class GateResult:
         return all(r.passed for r in self.rows)
 
 
+def run_reliability(doc: Mapping[str, Any], name: str, ks: list[int] | None = None) -> Reliability:
+    """Return a run's pass^k over its planned tasks (task cells ``task@persona`` in a run with personas).
+
+    Args:
+        doc: the run document.
+        name: how the messages call the run (``baseline``, ``candidate``).
+        ks: the ``k`` values; default ``1..n``.
+
+    Returns:
+        The run's :class:`simulator.metrics.Reliability`, every planned trial recorded exactly once.
+
+    Raises:
+        GateError: a trial is missing, recorded twice or outside the plan (the message names the run, the task
+            and the trial), or a ``k`` exceeds the run's trials per task.
+    """
+    n = int(doc["config"].get("trials", 1))
+    ids = doc.get("planned_task_ids") or doc.get("task_ids") or list(dict.fromkeys(t["task_id"] for t in doc["trials"]))
+    personas = [str(p) for p in doc["config"].get("personas") or []]
+    try:
+        return reliability(doc["trials"], [str(t) for t in ids], n, personas=personas, ks=ks)
+    except ValueError as e:
+        raise GateError(f"{name}: {e}") from e
+
+
 def run_outcomes(doc: Mapping[str, Any], name: str) -> tuple[dict[str, list[bool]], int]:
     """Return a run's outcomes per planned task (trial order) and its planned trials per task.
 
     In a run with personas the keys are task cells (``task@persona``, see :func:`simulator.metrics.cell_id`).
 
     Raises:
-        GateError: a trial is recorded twice or has an index outside the plan.
+        GateError: a trial is missing, recorded twice or has an index outside the plan.
     """
-    n = int(doc["config"].get("trials", 1))
-    ids = doc.get("planned_task_ids") or doc.get("task_ids") or list(dict.fromkeys(t["task_id"] for t in doc["trials"]))
-    personas = [str(p) for p in doc["config"].get("personas") or []]
-    if personas:  # a run with personas is compared cell by cell (task@persona)
-        ids = [cell_id(str(t), p) for t in ids for p in personas]
-    slots: dict[str, dict[int, bool]] = {str(t): {} for t in ids}
-    for t in doc["trials"]:
-        task_id, i = cell_id(str(t["task_id"]), t.get("persona") if personas else None), int(t["trial"])
-        if task_id not in slots:
-            raise GateError(f"{name}: trial of task {task_id!r} that its plan does not have")
-        if i >= n or i in slots[task_id]:
-            what = "recorded twice" if i in slots[task_id] else f"beyond the {n} planned"
-            raise GateError(f"{name}: task {task_id!r} trial {i} {what}")
-        slots[task_id][i] = bool(t["passed"])
-    return {tid: [s[i] for i in sorted(s)] for tid, s in slots.items()}, n
+    rel = run_reliability(doc, name)
+    return rel.outcomes, rel.trials_per_task
 
 
 def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, max_drop_pass1: float = 0.05,
@@ -106,9 +117,13 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     if personas[0] != personas[1]:
         raise GateError(f"the runs played different personas (baseline: {', '.join(personas[0]) or 'none'}; "
                         f"candidate: {', '.join(personas[1]) or 'none'}); gate runs of the same personas")
-    base, n_base = run_outcomes(baseline, "baseline")
-    cand, n_cand = run_outcomes(candidate, "candidate")
-    only_base, only_cand = sorted(set(base) - set(cand)), sorted(set(cand) - set(base))
+    n_base, n_cand = (int(doc["config"].get("trials", 1)) for doc in (baseline, candidate))
+    k_used = max(1, min(k, n_base, n_cand))
+    ks = sorted({1, k_used})
+    b_rel = run_reliability(baseline, "baseline", ks)
+    c_rel = run_reliability(candidate, "candidate", ks)
+    only_base = sorted(set(b_rel.outcomes) - set(c_rel.outcomes))
+    only_cand = sorted(set(c_rel.outcomes) - set(b_rel.outcomes))
     if only_base or only_cand:
         parts = []
         if only_base:
@@ -117,15 +132,11 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
             parts.append(f"only in the candidate: {', '.join(only_cand)}")
         raise GateError(f"the runs cover different task sets ({'; '.join(parts)}); gate runs of the same tasks")
     notes: list[str] = []
-    k_used = min(k, n_base, n_cand)
     if k_used < k:
         notes.append(f"k lowered from {k} to {k_used}: baseline has {n_base}, candidate {n_cand} trials per task")
-    try:
-        b = suite_metrics(base, n_base, sorted({1, k_used}))
-        c = suite_metrics(cand, n_cand, sorted({1, k_used}))
-        b1, c1 = per_task_pass_hat_k(base, n_base, 1), per_task_pass_hat_k(cand, n_cand, 1)
-    except ValueError as e:
-        raise GateError(str(e)) from e
+    b, c = b_rel.suite, c_rel.suite
+    b1 = {t: v["pass^1"] for t, v in b_rel.per_cell.items()}
+    c1 = {t: v["pass^1"] for t, v in c_rel.per_cell.items()}
     rows: list[GateRow] = []
     checks: list[tuple[str, str, float]] = [("pass^1", "drop", max_drop_pass1)]
     if min_pass1 is not None:

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from simulator._messages import Message, ToolCall, Usage
+from simulator.errors import LLMContextOverflow, LLMError, LLMInfraError, LLMRequestError
 from simulator.ratelimit import RateLimiterRegistry
 
 __all__ = [
@@ -43,34 +44,6 @@ __all__ = [
 
 DEFAULT_MAX_ATTEMPTS = 4
 """Attempts per call (first try included) before a transient failure becomes :class:`LLMInfraError`."""
-
-
-class LLMError(Exception):
-    """Base class of model-call failures; the message names the model.
-
-    Attributes:
-        model: the model string of the failed call.
-        attempts: how many attempts were made.
-        cause: class name of the underlying litellm/openai exception, when there was one.
-    """
-
-    def __init__(self, message: str, *, model: str, attempts: int = 1, cause: str | None = None) -> None:
-        super().__init__(message)
-        self.model = model
-        self.attempts = attempts
-        self.cause = cause
-
-
-class LLMInfraError(LLMError):
-    """The model API failed transiently (rate limit, timeout, connection, 5xx) and retries are exhausted."""
-
-
-class LLMContextOverflow(LLMError):
-    """The request exceeds the model's context window (not retried)."""
-
-
-class LLMRequestError(LLMError):
-    """The request cannot succeed by retrying: authentication, bad request, unknown model, bad response."""
 
 
 class LLMResult(BaseModel):

@@ -10,7 +10,10 @@ Definitions (for one task with ``n`` planned trials of which ``c`` succeeded):
   succeeds. Source: Chen et al. 2021, "Evaluating Large Language Models Trained on Code" (the Codex
   paper, arXiv:2107.03374), the unbiased estimator of section 2.1.
 
-The suite value of either is the mean over tasks. The denominator is always the *planned* number of
+The suite value of either is the mean over tasks. :func:`reliability` is the one place that turns a run's
+trial records into these numbers (grouping trials into task cells, counting a missing trial as a failure,
+ignoring a duplicate beyond the first record); the runner, the results store, ``--out``, ``tausim report``,
+the gate, regrade and the per-persona tables all call it. The denominator is always the *planned* number of
 trials: a trial that crashed or hit an API error must be passed in as a failure (``False``) and is
 reported on its own elsewhere; a task with fewer or more recorded outcomes than planned is refused, so a
 dropped trial can never silently shrink a denominator. ``k > n`` is refused.
@@ -33,6 +36,7 @@ import numpy.typing as npt
 
 __all__ = [
     "LAYERS",
+    "Reliability",
     "SummaryStats",
     "bootstrap_ci",
     "cell_id",
@@ -41,6 +45,7 @@ __all__ = [
     "per_task_pass_at_k",
     "per_task_pass_hat_k",
     "persona_metrics",
+    "reliability",
     "run_metrics",
     "success_counts",
     "suite_metrics",
@@ -257,6 +262,138 @@ def suite_metrics(
         result[f"pass@{k}"] = float(np.mean([pass_at_k(n, c, k) for c in c_values]))
     result["success_rate"] = sum(c_values) / (n * len(c_values))
     return result
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """pass^k and pass@k of a run over its planned task cells (see :func:`reliability`).
+
+    Attributes:
+        trials_per_task: planned trials per cell, ``n`` (the denominator).
+        outcomes: planned cell id -> its ``n`` outcomes in trial order; a missing trial is ``False``.
+        records: ``(cell id, trial index)`` -> the first record of each recorded *planned* pair, in the order
+            the records came.
+        missing: planned pairs without a record.
+        duplicates: records beyond the first of their (cell, trial) pair (planned or not).
+        unplanned: distinct recorded pairs the plan does not have (unknown cell or trial index outside 0..n-1).
+        suite: ``pass^k``/``pass@k`` for each ``k`` and ``success_rate``: means over cells (see
+            :func:`suite_metrics`).
+        per_cell: cell id -> ``{"successes": c, "pass^1", "pass@1", "pass^2", ...}`` for the same ``k``.
+    """
+
+    trials_per_task: int
+    outcomes: dict[str, list[bool]]
+    records: dict[tuple[str, int], Mapping[str, Any]]
+    missing: int
+    duplicates: int
+    unplanned: int
+    suite: dict[str, float]
+    per_cell: dict[str, dict[str, float]]
+
+    @property
+    def complete(self) -> bool:
+        """True when every planned pair is recorded exactly once and nothing unplanned is recorded."""
+        return not (self.missing or self.duplicates or self.unplanned)
+
+
+def reliability(
+    trials: Iterable[Mapping[str, Any]],
+    task_ids: Sequence[str],
+    trials_per_task: int,
+    *,
+    personas: Sequence[str] | None = None,
+    incomplete: str = "refuse",
+    ks: Iterable[int] | None = None,
+) -> Reliability:
+    """pass^k and pass@k of a run from its trial records, with the planned denominator: the one aggregation.
+
+    For each planned cell with ``c`` successes out of the planned ``n``: ``pass^k = C(c, k) / C(n, k)`` (Yao et al.
+    2024, "tau-bench", arXiv:2406.12045) and ``pass@k = 1 - C(n - c, k) / C(n, k)`` (Chen et al. 2021); the suite
+    value is the mean over cells.
+
+    Args:
+        trials: trial records, each with ``task_id``, ``trial`` (0-based index) and ``passed``, and ``persona``
+            in a run with personas (the JSON form of ``TrialResult``, or any mapping with those keys).
+        task_ids: the planned tasks (repeats ignored).
+        trials_per_task: planned trials per cell, ``n``.
+        personas: the planned persona names of a run with personas: the cells are then ``task@persona``
+            (:func:`cell_id`) for every task and persona; None or empty: the cells are the tasks.
+        incomplete: ``"refuse"``: a record of an unplanned pair, a duplicated pair or a missing planned pair
+            raises ValueError naming the cell and trial (the first such problem, records in order, then missing
+            pairs in plan order); ``"count"``: a missing trial counts as a failure, only the first record of a
+            pair counts, unplanned records are ignored, and all three are counted in the result.
+        ks: the ``k`` values; default ``1..n``.
+
+    Returns:
+        The :class:`Reliability`. Example: tasks ``a``, ``b``, ``n = 3``, records a/0 passed, a/1 failed, a/0
+        again (failed, ignored), b/0..2 passed, ``incomplete="count"``: a's outcomes ``[True, False, False]``
+        (a/2 missing), ``suite["pass^1"] = (1/3 + 1) / 2``, ``suite["pass^2"] = (0 + 1) / 2``, missing 1,
+        duplicates 1.
+
+    Raises:
+        ValueError: no planned task, ``n < 1``, an invalid ``incomplete`` or ``k``, or with ``"refuse"`` an
+            unplanned, duplicated or missing trial.
+    """
+    if incomplete not in ("refuse", "count"):
+        raise ValueError(f"incomplete must be 'refuse' or 'count', got {incomplete!r}")
+    if isinstance(trials_per_task, bool):
+        raise TypeError("trials_per_task must be an integer, got bool")
+    n = operator.index(trials_per_task)
+    if n < 1:
+        raise ValueError(f"planned trials per task must be at least 1, got {n}")
+    names: list[str | None] = list(dict.fromkeys(personas or []))
+    planned_ids = [cell_id(str(t), p) for t in dict.fromkeys(task_ids) for p in (names or [None])]
+    if not planned_ids:
+        raise ValueError("no tasks: the run plans none")
+    planned_set = set(planned_ids)
+    refuse = incomplete == "refuse"
+    records: dict[tuple[str, int], Mapping[str, Any]] = {}
+    seen_unplanned: set[tuple[str, int]] = set()
+    duplicates = 0
+    for t in trials:
+        key = (cell_id(str(t["task_id"]), t.get("persona") if names else None), int(t["trial"]))
+        if key[0] not in planned_set or not 0 <= key[1] < n:
+            if refuse:
+                raise ValueError(f"task {key[0]!r}: trial {key[1]} is not planned (tasks {len(planned_ids)}, "
+                                 f"trials per task {n})")
+            if key in seen_unplanned:
+                duplicates += 1
+            seen_unplanned.add(key)
+            continue
+        if key in records:
+            if refuse:
+                raise ValueError(f"task {key[0]!r}: trial {key[1]} recorded more than once (duplicated trial)")
+            duplicates += 1
+            continue
+        records[key] = t
+    outcomes: dict[str, list[bool]] = {}
+    missing = 0
+    for cell in planned_ids:
+        row: list[bool] = []
+        for i in range(n):
+            rec = records.get((cell, i))
+            if rec is None:
+                if refuse:
+                    have = sum(1 for j in range(n) if (cell, j) in records)
+                    raise ValueError(f"task {cell!r}: trial {i} is missing ({have} of {n} planned trials recorded); "
+                                     "the denominator is the planned number of trials")
+                missing += 1
+                row.append(False)
+            else:
+                row.append(bool(rec.get("passed")))
+        outcomes[cell] = row
+    suite = suite_metrics(outcomes, n, ks)
+    k_values = sorted(int(key[5:]) for key in suite if key.startswith("pass^"))
+    per_cell: dict[str, dict[str, float]] = {}
+    for cell, row in outcomes.items():
+        c = sum(row)
+        entry: dict[str, float] = {"successes": c}
+        for k in k_values:
+            entry[f"pass^{k}"] = pass_hat_k(n, c, k)
+            entry[f"pass@{k}"] = pass_at_k(n, c, k)
+        per_cell[cell] = entry
+    return Reliability(trials_per_task=n, outcomes=outcomes, records=records, missing=missing, duplicates=duplicates,
+                       unplanned=len(seen_unplanned), suite=suite, per_cell=per_cell)
 
 
 def bootstrap_ci(
@@ -653,63 +790,25 @@ def run_metrics(
         whole["by_persona"] = persona_metrics(trials, task_ids, trials_per_task, names, incomplete=incomplete,
                                               seed=seed, n_resamples=n_resamples)
         return whole
-    n = operator.index(trials_per_task)
-    planned_ids = list(dict.fromkeys(task_ids))
-    if not planned_ids:
-        raise ValueError("no tasks: the run plans none")
-    planned_set = set(planned_ids)
-    first: dict[tuple[str, int], Mapping[str, Any]] = {}
-    duplicates = 0
-    unplanned = 0
-    for t in trials:
-        key = (str(t["task_id"]), int(t["trial"]))
-        if key[0] not in planned_set or not 0 <= key[1] < n:
-            if incomplete == "refuse":
-                raise ValueError(f"task {key[0]!r}: trial {key[1]} is not planned (tasks {len(planned_ids)}, "
-                                 f"trials per task {n})")
-            unplanned += 1
-            continue
-        if key in first:
-            if incomplete == "refuse":
-                raise ValueError(f"task {key[0]!r}: trial {key[1]} recorded more than once (duplicated trial)")
-            duplicates += 1
-            continue
-        first[key] = t
-    outcomes: dict[str, list[bool]] = {}
-    missing = 0
-    for tid in planned_ids:
-        row: list[bool] = []
-        for i in range(n):
-            rec = first.get((tid, i))
-            if rec is None:
-                if incomplete == "refuse":
-                    raise ValueError(f"task {tid!r}: trial {i} is missing ({n} planned); the denominator is the "
-                                     "planned number of trials")
-                missing += 1
-                row.append(False)
-            else:
-                row.append(bool(rec.get("passed")))
-        outcomes[tid] = row
-    records = list(first.values())
-    out: dict[str, Any] = {"tasks": len(planned_ids), "trials_per_task": n, "planned": len(planned_ids) * n,
+    rel = reliability(trials, task_ids, trials_per_task, incomplete=incomplete)
+    n = rel.trials_per_task
+    records = list(rel.records.values())
+    out: dict[str, Any] = {"tasks": len(rel.outcomes), "trials_per_task": n, "planned": len(rel.outcomes) * n,
                            "recorded": len(records)}
-    out.update(suite_metrics(outcomes, n))
+    out.update(rel.suite)
     ci: dict[str, list[float]] = {}
-    per_task: dict[str, dict[str, Any]] = {tid: {"successes": sum(v)} for tid, v in outcomes.items()}
     for k in range(1, n + 1):
-        for name, fn in (("pass^", per_task_pass_hat_k), ("pass@", per_task_pass_at_k)):
-            values = fn(outcomes, n, k)
-            for tid, v in values.items():
-                per_task[tid][f"{name}{k}"] = v
-            low, high = bootstrap_ci(list(values.values()), rng=np.random.Generator(np.random.PCG64(seed)),
-                                     n_resamples=n_resamples)
+        for name in ("pass^", "pass@"):
+            values = [entry[f"{name}{k}"] for entry in rel.per_cell.values()]
+            low, high = bootstrap_ci(values, rng=np.random.Generator(np.random.PCG64(seed)), n_resamples=n_resamples)
             ci[f"{name}{k}"] = [low, high]
     out["ci95"] = ci
     out["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
-    out["per_task"] = per_task
-    out["missing_trials"] = missing
-    out["duplicate_records"] = duplicates
-    out["unplanned_trials"] = unplanned
+    out["per_task"] = rel.per_cell
+    out["missing_trials"] = rel.missing
+    out["duplicate_records"] = rel.duplicates
+    out["unplanned_trials"] = rel.unplanned
+    planned_ids = list(rel.outcomes)
 
     grades = [r["grade"] for r in records if isinstance(r.get("grade"), Mapping)]
     layers: dict[str, dict[str, Any]] = {}

@@ -8,6 +8,7 @@ from typing import Any
 
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
+from simulator.errors import GoldToolBug
 from simulator.orchestrator import Trajectory
 from simulator.outcomes import FixtureError, apply_initial_state
 from simulator.tasks import Action, Task
@@ -18,8 +19,7 @@ __all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "ini
            "replay_trajectory", "tasks_not_replaying"]
 
 
-class GoldToolBug(RuntimeError):
-    """A gold action made a tool raise an unexpected exception (a bug in the tool or the task)."""
+
 
 
 def apply_actions(

@@ -23,7 +23,7 @@ from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.grading import Grade, Judge, check_assertions, grade_trial
-from simulator.metrics import cell_id, run_metrics, suite_metrics
+from simulator.metrics import reliability, run_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
 from simulator.replay import GoldToolBug, goal_database, initial_database, prepare_trial, replay_trajectory
@@ -349,12 +349,10 @@ class Runner:
                 ex.shutdown(wait=not interrupted, cancel_futures=True)
         order = {key: i for i, key in enumerate(self.planned())}
         results.sort(key=lambda r: order[trial_key(r)])
-        personas: list[str | None] = list(self.personas) or [None]
-        outcomes: dict[str, list[bool]] = {cell_id(t.id, p): [] for t in self.tasks for p in personas}
-        for r in results:
-            outcomes[cell_id(r.task_id, r.persona)].append(r.passed)
-        complete = all(len(v) == self.config.trials for v in outcomes.values()) and bool(outcomes)
-        metrics = suite_metrics(outcomes, self.config.trials) if complete else {}
+        rel = reliability([r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results],
+                          [t.id for t in self.tasks], self.config.trials, personas=list(self.personas),
+                          incomplete="count") if self.tasks else None
+        metrics = rel.suite if rel is not None and rel.complete else {}
         reasons = Counter(r.termination_reason for r in results)
         return RunResult(config=self.config, trials=results, metrics=metrics,
                          termination_reasons=dict(sorted(reasons.items())),

@@ -61,8 +61,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from simulator._messages import Message
+from simulator.errors import ConfigMismatchError, LeaseHeldError, StoreError
 from simulator.grading import Grade
-from simulator.metrics import cell_id, suite_metrics
+from simulator.metrics import reliability
 from simulator.orchestrator import ToolCallRecord, Trajectory
 from simulator.runner import RunConfig, RunResult, TrialKey, TrialResult, run_summary_json, trial_key
 from simulator.tasks import Task
@@ -226,44 +227,6 @@ _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 _CALL_KEYS = ("step", "call_id", "name", "arguments", "raw_arguments", "kind", "status", "content", "duration_s",
               "bug")
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cost_usd", "calls")
-
-
-class StoreError(RuntimeError):
-    """The store cannot do what was asked (unknown run, run id taken, ...)."""
-
-
-class ConfigMismatchError(StoreError):
-    """A run id was reused with a configuration that differs from the stored run's.
-
-    Attributes:
-        field: the first differing field (``trials``, ``data_hash``, ...).
-    """
-
-    def __init__(self, run_id: str, field: str, stored: Any, given: Any):
-        self.field = field
-        super().__init__(
-            f"run {run_id!r} exists with a different value of {field}: stored {stored!r}, given {given!r}. "
-            f"Resume it with the same settings, or start a new run id."
-        )
-
-
-class LeaseHeldError(StoreError):
-    """Another live process holds the run's lease: it is running the run's missing trials now.
-
-    Attributes:
-        run_id: the run.
-        owner: the holder's id (``host:pid:random``).
-        since: when the holder took the lease (UTC).
-        expires_at: when the lease lapses unless the holder renews it (UTC).
-    """
-
-    def __init__(self, run_id: str, owner: str, since: datetime, expires_at: datetime):
-        self.run_id, self.owner, self.since, self.expires_at = run_id, owner, since, expires_at
-        super().__init__(
-            f"run {run_id!r} is being run by another process ({owner}) since {since:%Y-%m-%d %H:%M:%S} UTC; "
-            f"its lease is renewed while it runs and lapses at {expires_at:%H:%M:%S} UTC if that process is gone. "
-            f"Wait for it to finish, then resume the run."
-        )
 
 
 class RunInfo(BaseModel):
@@ -1015,11 +978,6 @@ def _metrics(info: RunInfo, results: Sequence[TrialResult]) -> dict[str, float]:
     """Suite metrics over the planned trials; planned trials not recorded count as failed."""
     if not info.task_ids:
         return {}
-    personas: list[str | None] = list(info.config.personas or []) or [None]
-    outcomes: dict[str, list[bool]] = {cell_id(t, p): [False] * info.config.trials
-                                       for t in info.task_ids for p in personas}
-    for r in results:
-        cell = cell_id(r.task_id, r.persona)
-        if cell in outcomes and 0 <= r.trial < info.config.trials:
-            outcomes[cell][r.trial] = r.passed
-    return suite_metrics(outcomes, info.config.trials)
+    records = [r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results]
+    return reliability(records, info.task_ids, info.config.trials, personas=info.config.personas,
+                       incomplete="count").suite

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simulator.assertions import Assertion
+from simulator.errors import TaskFileError
 
 __all__ = ["DEFAULT_GRADE", "Action", "Budget", "GradeComponent", "InitialState", "Intent", "JudgeAssertion",
            "Precedence", "ProcessRules", "RowUpdate", "Task", "TaskFileError", "UserScenario", "load_tasks",
@@ -38,8 +39,7 @@ DEFAULT_GRADE: tuple[GradeComponent, ...] = ("state", "outputs", "process", "loo
 """The components that decide pass when a task names none (plus ``assertions`` when it has some)."""
 
 
-class TaskFileError(ValueError):
-    """A task file is malformed; the message names the file, the task and the field."""
+
 
 
 class Action(BaseModel):

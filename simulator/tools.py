@@ -28,6 +28,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from sqlalchemy.orm import Session
 
+from simulator.errors import ToolError
 from simulator.sinks import emit_event
 
 ToolKind = Literal["read", "write"]
@@ -43,8 +44,7 @@ __all__ = [
 ]
 
 
-class ToolError(Exception):
-    """An error the agent can recover from; its message is shown to the agent as ``Error: <message>``."""
+
 
 
 @dataclass

@@ -94,11 +94,11 @@ def test_refuses_different_task_sets_naming_ids(tmp_path):
 def test_refuses_missing_or_duplicated_trials():
     missing = run_doc(BASE)
     missing["trials"] = missing["trials"][1:]
-    with pytest.raises(GateError, match="'t0': 3 outcomes recorded but 4 planned"):
+    with pytest.raises(GateError, match=r"candidate: task 't0': trial 0 is missing \(3 of 4 planned"):
         evaluate_gate(run_doc(BASE), missing)
     dup = run_doc(BASE)
     dup["trials"].append(dict(dup["trials"][0]))
-    with pytest.raises(GateError, match="candidate: task 't0' trial 0 recorded twice"):
+    with pytest.raises(GateError, match="candidate: task 't0': trial 0 recorded more than once"):
         evaluate_gate(run_doc(BASE), dup)
 
 

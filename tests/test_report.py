@@ -100,7 +100,8 @@ def test_planned_tasks_default_to_recorded_tasks():
 def test_text_summary(doc_file):
     res = invoke("report", doc_file)
     assert res.exit_code == 0, res.output
-    for text in ("planned 6, recorded 5, duplicates 1", "pass^k", "patient", "(+1 unknown)", "FAIL a trial 2"):
+    for text in ("planned 6, recorded 5, duplicates 1", "pass^k", "patient", "(+1 unknown)",
+                 "FAIL task a persona impatient trial 2"):
         assert text in res.stdout
 
 
@@ -217,3 +218,49 @@ def test_unknown_cost_is_never_zero(tmp_path):
     assert "cost per task: unknown" in res.stdout
     m = analyze_run(doc).metrics["cost_usd"]
     assert m["agent"]["total"] is None and m["agent"]["missing"] == 5 and m["per_task"] is None
+
+
+def test_run_and_report_print_the_same_summary(tmp_path):
+    out = tmp_path / "run.json"
+    run = invoke("run", "--task-ids", "cancel-no-longer-needed,modify-order-address", "--agent", "null",
+                 "--user", "py:tests.test_personas_run:PersonaUser", "--personas", "terse,abandoner",
+                 "--trials", "2", "--out", out, "--no-progress")
+    assert run.exit_code == 0, run.output
+    report = invoke("report", out, "--max-failures", "20")
+    assert report.exit_code == 0, report.output
+    run_lines, report_lines = run.stdout.splitlines(), report.stdout.splitlines()
+    assert run_lines[0].startswith("tausim run ") and report_lines[0].startswith("tausim report ")
+    assert run_lines[-1] == f"wrote {out}"
+    assert run_lines[1:-1] == report_lines[1:]  # one renderer: everything but the headline is the same
+    doc = json.loads(out.read_text())
+    failed = [t for t in doc["trials"] if not t["passed"]]
+    assert len(failed) == 8  # the null agent changes nothing: every trial of the 2 tasks x 2 personas fails
+    assert sum(1 for ln in run_lines if ln.startswith("FAIL task ")) == len(failed)
+    text = run.stdout
+    for part in ("by persona", "task cells (task@persona) passing every trial: 0/4", "termination reason",
+                 "FAIL task cancel-no-longer-needed persona terse trial 0", "expected 'cancelled', got 'pending'"):
+        assert part in text, part
+
+
+def test_failure_lines_show_every_failed_layer():
+    from simulator.report import failure_lines
+
+    t = trial("a@p", 1, False, failure="state, outputs, process", persona="p")
+    t["grade"]["loops"] = {"passed": False, "threshold": 2, "repeats": [{"tool": "get", "arguments": {"x": 1},
+                                                                         "count": 4}]}
+    t["grade"]["budget"] = {"passed": False, "exceeded": ["tool_calls 9 > 5"]}
+    t["grade"]["judge"] = {"status": "failed", "gating": True, "assertions": [
+        {"assertion": "asked first", "passed": False, "verdict": "no", "reason": "it did not ask"}]}
+    t["error"] = "Traceback ...\nValueError: boom\n"
+    assert failure_lines(t) == [
+        "FAIL task a persona p trial 1: user_stop; state, outputs, process",
+        "    error: ValueError: boom",
+        "    orders['#W1'].status: expected 'cancelled', got 'pending'",
+        "    missing outputs: ['180.42']",
+        "    process: forbidden tool called: cancel_order",
+        '    loop: get({"x": 1}) called 4 times (2 repeats allowed)',
+        "    budget: tool_calls 9 > 5",
+        "    judge: 'asked first': no: it did not ask",
+    ]
+    t["grade"]["judge"]["gating"] = False  # a judge that does not gate is not a reason for failing
+    assert not any(line.startswith("    judge") for line in failure_lines(t))

@@ -56,6 +56,7 @@ from simulator import (
     REFERENCE_KNOBS,
     AgentTurn,
     Message,
+    TausimError,
     ToolCall,
     TrialContext,
     check_fault_rates,
@@ -141,8 +142,8 @@ class _Result:
 Dialogue = Generator["_Call | _Say", Any, Any]
 
 
-class _Transferred(Exception):  # noqa: N818 - control flow, not an error
-    """Raised inside the dialogue after the transfer message; never leaves the agent."""
+class _Transferred(TausimError):  # noqa: N818 - control flow, not an error
+    """Raised inside the dialogue after the transfer message; never leaves the agent (see :mod:`simulator.errors`)."""
 
 
 @dataclass

@@ -14,9 +14,9 @@ from simulator.cli._common import (
     domain_options,
     fail,
 )
-from simulator.cli._summary import print_failure
 from simulator.cli.run import check_gold
 from simulator.domain import DomainError, get_domain
+from simulator.report import print_failure
 from simulator.runner import RunConfig, Runner
 from simulator.tasks import TaskFileError
 
@@ -61,5 +61,5 @@ def play_command(
     for c in trial.trajectory.tool_calls:
         console.print(f"  {c.name}({json.dumps(c.arguments)}) -> {c.status}", highlight=False, markup=False)
     if not trial.passed:
-        print_failure(trial)
+        print_failure(trial.model_dump(mode="json"), console)
 

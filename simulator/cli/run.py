@@ -27,12 +27,12 @@ from simulator.cli._common import (
     package_versions,
     write_json_atomic,
 )
-from simulator.cli._summary import print_summary
 from simulator.domain import DomainError, get_domain
 from simulator.processes import WorkerError
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
 from simulator.replay import tasks_not_replaying
+from simulator.report import analyze_run, print_summary
 from simulator.runlog import open_run_log
 from simulator.runner import RunConfig, Runner, TrialKey, TrialResult, run_summary_json
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
@@ -296,16 +296,18 @@ def run_command(
     if results_store is not None and run_id is not None:  # the whole run, earlier sessions included
         results_store.add_wall_seconds(run_id, result.wall_seconds)
         result = results_store.load_run_result(run_id)
+    if results_store is not None and run_id is not None:
+        doc = results_store.load_run_document(run_id)
+    else:
+        doc = run_summary_json(result, {"git_revision": git_revision(), "packages": package_versions(),
+                                        "python": sys.version.split()[0]})
     if out is not None:  # results first: a summary printed into a closed pipe must not lose them
-        if results_store is not None and run_id is not None:
-            doc = results_store.load_run_document(run_id)
-        else:
-            doc = run_summary_json(result, {"git_revision": git_revision(), "packages": package_versions(),
-                                            "python": sys.version.split()[0]})
         write_json_atomic(out, doc)
         if partial is not None:
             partial.unlink(missing_ok=True)
-    print_summary(result, see="--out" if out is not None else ("the store" if results_store else None))
+    # the same summary as `tausim report` of this run document
+    print_summary(analyze_run(doc), console, max_failures=20, command="run",
+                  see="--out" if out is not None else ("the store" if results_store else None))
     if out is not None:
         console.print(f"wrote {out}", highlight=False)
 

@@ -569,13 +569,13 @@ def build_judge(model: str, *, api_base: str | None = None, calibration: Path | 
     return Judge(model, api_base=api_base, gating=gating, gating_note=note, **params)
 
 
-def judge_summary_lines(trials: list[Any]) -> list[str]:
+def judge_summary_lines(judged: Iterable[JudgeResult]) -> list[str]:
     """Lines for the run summary about the judge component (empty when no trial has one).
 
     Args:
-        trials: the run's :class:`~simulator.runner.TrialResult` objects.
+        judged: the judge component of each trial that has one.
     """
-    judged = [t.grade.judge for t in trials if t.grade is not None and t.grade.judge is not None]
+    judged = list(judged)
     if not judged:
         return []
     not_graded = sum(1 for j in judged if j.status == "not_graded")

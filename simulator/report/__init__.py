@@ -4,14 +4,14 @@ A report reads a run document: the ``--out`` JSON file of ``tausim run`` (:func:
 of the results store (:func:`load_run_from_store`), analyses it (:func:`analyze_run`: planned, recorded and
 duplicated trials, pass^k and pass@k with bootstrap intervals over tasks, component rates, termination reasons,
 failure kinds, personas, cost and latency) and renders it (:func:`print_summary`, :func:`render_html`,
-:func:`to_tau_bench`).
+:func:`to_tau_bench`). :func:`print_summary` is also the summary ``tausim run`` prints of the run it just made.
 """
 
 from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, trial_outcome
 from ._export import EXPORT_FORMATS, to_tau_bench
 from ._html import render_html, trial_anchor
 from ._load import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
-from ._terminal import print_summary
+from ._terminal import failure_lines, print_failure, print_summary
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -21,8 +21,10 @@ __all__ = [
     "RunReport",
     "TrialCell",
     "analyze_run",
+    "failure_lines",
     "load_run_document",
     "load_run_from_store",
+    "print_failure",
     "print_summary",
     "render_html",
     "to_tau_bench",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.metrics import cell_id, persona_metrics, run_metrics
+from simulator.metrics import cell_id, persona_metrics, reliability, run_metrics
 from simulator.orchestrator import ERROR_REASONS
 
 from ._load import load_run_document
@@ -185,36 +185,25 @@ def analyze_run(
     if run_personas:  # a run with personas: the unit of reliability is the task cell (task@persona)
         trials = [{**t, "task_id": cell_id(str(t["task_id"]), _persona_name(t))} for t in trials]
         task_ids = [cell_id(tid, p) for tid in task_ids if "@" not in tid for p in run_personas] or task_ids
-    planned_set = set(task_ids)
-
-    first: dict[tuple[str, int], Mapping[str, Any]] = {}
-    duplicates = 0
-    for t in trials:
-        key = (t["task_id"], int(t["trial"]))
-        if key in first:
-            duplicates += 1
-        else:
-            first[key] = t
+    # the planned pairs' first records, duplicates and unplanned pairs: the same aggregation as pass^k's
+    rel = reliability(trials, task_ids, n, incomplete="count") if task_ids else None
+    first = rel.records if rel is not None else {}
+    duplicates = rel.duplicates if rel is not None else 0
+    unplanned = rel.unplanned if rel is not None else 0
     # A store document holds each trial once and counts the duplicate records it holds beside them.
     stored_duplicates = doc.get("duplicates")
     if isinstance(stored_duplicates, int) and not isinstance(stored_duplicates, bool):
         duplicates = max(duplicates, stored_duplicates)
-    unplanned = sum(1 for (tid, i) in first if tid not in planned_set or i >= n)
-    unique = list(first.values())
 
     cells: list[TrialCell] = []
-    outcomes: dict[str, list[bool]] = {}
     for tid in task_ids:
-        outcomes[tid] = []
         for i in range(n):
             rec = first.get((tid, i))
             if rec is None:
                 cells.append(TrialCell(tid, i, "missing", ("missing",), None))
-                outcomes[tid].append(False)
             else:
                 outcome, failures = trial_outcome(rec)
                 cells.append(TrialCell(tid, i, outcome, failures, rec))
-                outcomes[tid].append(bool(rec["passed"]))
 
     gold = doc.get("gold_actions")
     metrics: dict[str, Any] = {"tasks": len(task_ids), "trials_per_task": n}
@@ -268,6 +257,6 @@ def analyze_run(
     metrics["personas"] = dict(sorted(personas.items()))
     return RunReport(
         run_id=doc.get("run_id"), config=config, document=doc, task_ids=task_ids, trials_per_task=n,
-        planned=len(task_ids) * n, recorded=len(unique), duplicates=duplicates, unplanned=unplanned,
+        planned=len(task_ids) * n, recorded=len(first) + unplanned, duplicates=duplicates, unplanned=unplanned,
         cells=cells, metrics=metrics,
     )

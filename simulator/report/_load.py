@@ -8,14 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from simulator.errors import RunDocumentError
+
 __all__ = ["RUN_FORMAT", "RunDocumentError", "load_run_document", "load_run_from_store"]
 
 RUN_FORMAT = "tausim.run"
 """The value of the ``format`` field of every run document."""
 
 
-class RunDocumentError(ValueError):
-    """A run document cannot be read: missing file, malformed JSON, wrong format or malformed trials."""
+
 
 
 def _check_document(doc: Any, source: str) -> dict[str, Any]:

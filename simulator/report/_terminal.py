@@ -1,16 +1,20 @@
-"""Terminal summary of a run (rich tables)."""
+"""Terminal summary of a run (rich tables): the one summary ``tausim run`` and ``tausim report`` print."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from ._analysis import RunReport
+from simulator.grading.judge import JudgeResult, judge_summary_lines
 
-__all__ = ["format_cost", "format_seconds", "print_summary"]
+from ._analysis import RunReport, trial_outcome
+
+__all__ = ["failure_lines", "format_cost", "format_seconds", "print_failure", "print_summary"]
 
 
 def format_cost(stats: Mapping[str, Any], key: str = "total", show_missing: bool = True) -> str:
@@ -48,22 +52,108 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def print_summary(report: RunReport, console: Console, max_failures: int = 10) -> None:
-    """Print the terminal summary of a run.
+def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
+    """Describe one failed trial: a headline, then what went wrong (state differences, missing outputs, ...).
 
     Args:
-        report: the analysed run.
+        record: the trial (the JSON form of ``TrialResult``, as in a run document).
+        failures: the trial's failures for the headline; default those of :func:`trial_outcome`.
+
+    Returns:
+        Plain-text lines (no rich markup): ``FAIL task T[ persona P] trial I: REASON; FAILURES``, then indented
+        details: the error's last line, up to 5 state differences (``table[key].field: expected X, got Y``), up
+        to 3 added and removed rows, missing outputs, process violations, loops, exceeded budgets and the failed
+        assertions of a gating judge.
+    """
+    if failures is None:
+        failures = trial_outcome(record)[1]
+    persona = record.get("persona")
+    if isinstance(persona, Mapping):
+        persona = persona.get("name")
+    task = str(record.get("task_id"))
+    if persona and task.endswith(f"@{persona}"):  # a task cell of the report's analysis: task@persona
+        task = task[: -len(str(persona)) - 1]
+    who = f" persona {persona}" if persona else ""
+    lines = [f"FAIL task {task}{who} trial {record.get('trial')}: "
+             f"{record.get('termination_reason')}; {', '.join(failures) or 'not graded'}"]
+    error = record.get("error")
+    if error:
+        parts = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+        lines.append(f"    error: {parts[-1] if parts else error}")
+    g = record.get("grade")
+    if not isinstance(g, Mapping):
+        return lines
+
+    def part(name: str) -> Mapping[str, Any]:
+        value = g.get(name)
+        return value if isinstance(value, Mapping) else {}
+
+    state = part("state")
+    for d in (state.get("differences") or [])[:5]:
+        lines.append(f"    {d.get('table')}{d.get('key')}.{d.get('field')}: expected {d.get('expected')!r}, "
+                     f"got {d.get('actual')!r}")
+    for kind in ("added", "removed"):
+        for r in (state.get(kind) or [])[:3]:
+            lines.append(f"    {kind} {r.get('table')}{r.get('key')}")
+    if part("outputs").get("missing"):
+        lines.append(f"    missing outputs: {part('outputs')['missing']}")
+    lines.extend(f"    process: {v}" for v in part("process").get("violations") or [])
+    loops = part("loops")
+    for r in loops.get("repeats") or []:
+        lines.append(f"    loop: {r.get('tool')}({json.dumps(r.get('arguments'))}) called {r.get('count')} times "
+                     f"({loops.get('threshold')} repeats allowed)")
+    lines.extend(f"    budget: {v}" for v in part("budget").get("exceeded") or [])
+    judge = part("judge")
+    for a in (judge.get("assertions") or []) if judge.get("gating") else []:
+        if not a.get("passed"):
+            lines.append(f"    judge: {a.get('assertion')!r}: {a.get('verdict') or 'no verdict'}: {a.get('reason')}")
+    return lines
+
+
+def print_failure(record: Mapping[str, Any], console: Console, failures: Sequence[str] | None = None) -> None:
+    """Print :func:`failure_lines` of a failed trial (the headline's ``FAIL`` in red)."""
+    head, *rest = failure_lines(record, failures)
+    console.print("[red]FAIL[/]", end=" ", highlight=False)
+    console.print(head.removeprefix("FAIL "), highlight=False, markup=False)
+    for line in rest:
+        console.print(line, highlight=False, markup=False)
+
+
+def _judge_results(report: RunReport) -> list[JudgeResult]:
+    """The judge components of the run's planned trials (a malformed one, from an old document, is left out)."""
+    out = []
+    for cell in report.cells:
+        grade = cell.record.get("grade") if cell.record is not None else None
+        judge = grade.get("judge") if isinstance(grade, Mapping) else None
+        if isinstance(judge, Mapping):
+            try:
+                out.append(JudgeResult.model_validate(judge))
+            except ValidationError:
+                continue  # not a judge component this version can read: the summary has no judge line for it
+    return out
+
+
+def print_summary(report: RunReport, console: Console, max_failures: int = 10, *, command: str = "report",
+                  see: str | None = "--html") -> None:
+    """Print the terminal summary of a run: the one summary of ``tausim run`` and ``tausim report``.
+
+    Args:
+        report: the analysed run (:func:`analyze_run` of its run document).
         console: where to print.
-        max_failures: failed trials listed at most.
+        max_failures: failed trials listed at most (each with its state differences and other failures).
+        command: the command named in the headline (``run``, ``report``).
+        see: where the failed trials beyond ``max_failures`` can be read (``--out``, ``--html``), or None.
     """
     m = report.metrics
     cfg = report.config
+    wall = report.document.get("wall_seconds")
     console.print(
-        f"[bold]tausim report[/] run={report.run_id or '-'} domain={cfg.get('domain')} agent={cfg.get('agent')} "
+        f"[bold]tausim {command}[/] run={report.run_id or '-'} domain={cfg.get('domain')} agent={cfg.get('agent')} "
         f"user={cfg.get('user')} " + (
             f"tasks={len(report.task_ids) // len(cfg['personas'])} personas={len(cfg['personas'])} "
             f"trials/cell={report.trials_per_task}" if cfg.get("personas")
-            else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}"),
+            else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}")
+        + f" seed={cfg.get('seed')}" + (f" ({wall:.2f} s)" if isinstance(wall, int | float) and wall else ""),
         highlight=False, markup=True)
     line = f"planned {report.planned}, recorded {report.recorded}, duplicates {report.duplicates}"
     if m["missing_trials"]:
@@ -82,6 +172,15 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
             table.add_row(str(k), f"{m[f'pass^{k}']:.3f}", f"[{hat[0]:.3f}, {hat[1]:.3f}]",
                           f"{m[f'pass@{k}']:.3f}", f"[{at[0]:.3f}, {at[1]:.3f}]")
         console.print(table)
+        passing_by_cell: dict[str, bool] = {}
+        for cell in report.cells:
+            passing_by_cell[cell.task_id] = passing_by_cell.get(cell.task_id, True) and cell.outcome == "passed"
+        failing = [tid for tid, ok in passing_by_cell.items() if not ok]
+        what = "task cells (task@persona)" if cfg.get("personas") else "tasks"
+        console.print(f"{what} passing every trial: {len(passing_by_cell) - len(failing)}/{len(passing_by_cell)}",
+                      highlight=False)
+        if 0 < len(failing) <= 30:
+            console.print("  not passing every trial: " + ", ".join(failing), highlight=False, markup=False)
 
     comps = Table(title="grading components (graded trials)")
     for col, just in (("component", "left"), ("passed", "right"), ("graded", "right"), ("rate", "right")):
@@ -89,6 +188,8 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
     for name, c in (m.get("layers") or m["components"]).items():
         comps.add_row(name, str(c["passed"]), str(c["graded"]), _rate(c["rate"]))
     console.print(comps)
+    for line in judge_summary_lines(_judge_results(report)):
+        console.print(line, highlight=False, markup=False)
     if "state_pass_other_fail_rate" in m:
         console.print(
             f"state passed but another layer failed (\"got lucky\"): {_rate(m['state_pass_other_fail_rate'])}; "
@@ -116,7 +217,7 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
     console.print(counts)
 
     if m["personas"]:
-        personas = Table(title="personas")
+        personas = Table(title="by persona")
         ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
         for col in ("persona", "trials", "passed", "success", *ks, "abandoned", "mean turns",
                     "turns to abandon", "user flags"):
@@ -158,8 +259,8 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10) -
 
     failed = report.failed_cells()
     for cell in failed[:max_failures]:
-        reason = cell.record.get("termination_reason") if cell.record else "-"
-        console.print(f"[red]FAIL[/] {cell.task_id} trial {cell.trial}: {reason}; {', '.join(cell.failures)}",
-                      highlight=False)
+        if cell.record is not None:
+            print_failure(cell.record, console, cell.failures)
     if len(failed) > max_failures:
-        console.print(f"... and {len(failed) - max_failures} more failed trials (see --html)", highlight=False)
+        console.print(f"... and {len(failed) - max_failures} more failed trials" + (f" (see {see})" if see else ""),
+                      highlight=False)

@@ -1,0 +1,214 @@
+"""Every exception tausim raises, in one tree rooted at :class:`TausimError`.
+
+Catch :class:`TausimError` to catch anything tausim raised on purpose; anything else escaping tausim is a bug.
+Each class keeps the builtin base it had before the tree existed (a :class:`TaskFileError` is still a
+``ValueError``, a :class:`StoreError` still a ``RuntimeError``), so ``except ValueError`` around tausim calls
+behaves as it did. The old homes re-export each class (``from simulator.tasks import TaskFileError`` works).
+
+The tree::
+
+    TausimError(Exception)
+    ├── InputError                     bad input from the user; the message names the file, field and value
+    │   ├── TaskFileError(ValueError)      a task file (simulator.tasks)
+    │   ├── PersonaError(ValueError)       a persona file or name (personas.loader)
+    │   ├── BudgetFileError(ValueError)    a budgets file (simulator.budgets)
+    │   ├── RunDocumentError(ValueError)   a run document: ``tausim run --out`` file or stored run (report)
+    │   ├── DomainError(ValueError)        unknown domain or split, unreadable domain data (simulator.domain)
+    │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.gate)
+    │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
+    │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
+    │       └── LeaseHeldError             another live process is running the run's missing trials now
+    ├── ToolError                      a domain tool refuses a call: recoverable BY THE AGENT (simulator.tools)
+    ├── InfrastructureError            a service tausim depends on failed; the trial is ``infra_error`` or the
+    │   │                              run stops, never graded as the agent's failure
+    │   └── LLMError                       a model call failed (simulator.llm); ``.model``, ``.attempts``
+    │       ├── LLMInfraError                  transient (rate limit, timeout, 5xx) after every retry
+    │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
+    │       └── LLMRequestError                cannot succeed by retrying: auth, bad request, unknown model
+    ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
+    │   └── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
+    └── (control flow)                 private signals that never leave their module:
+        └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
+
+The channels differ in who can act on them:
+
+- :class:`InputError`: the user fixes a file or a flag; the CLI prints the message and exits 2.
+- :class:`ToolError`: the one error meant for the agent. A tool raises it for a request the domain refuses
+  (unknown order, wrong status); the orchestrator shows ``Error: <message>`` to the agent as the tool's output,
+  and the conversation goes on. Any other exception from a tool is a bug in the tool (status ``tool_bug``).
+- :class:`InfrastructureError`: nobody in the trial is at fault; the trial ends ``infra_error`` (it counts as a
+  failure in pass^k, with the planned denominator, and is reported on its own) or the command stops.
+- :class:`DefectError`: a maintainer fixes a domain or a task (``tausim domains --check``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "BudgetFileError",
+    "ConfigMismatchError",
+    "DefectError",
+    "DomainError",
+    "GateError",
+    "GoldToolBug",
+    "InfrastructureError",
+    "InputError",
+    "LeaseHeldError",
+    "LLMContextOverflow",
+    "LLMError",
+    "LLMInfraError",
+    "LLMRequestError",
+    "PersonaError",
+    "RunDocumentError",
+    "StoreError",
+    "TaskFileError",
+    "TausimError",
+    "ToolError",
+]
+
+
+class TausimError(Exception):
+    """Root of every exception tausim raises on purpose (see the module docstring for the tree)."""
+
+
+# ----------------------------------------------------------------------------------------------- input errors
+
+
+class InputError(TausimError):
+    """Bad input from the user (a file, a flag, a document); the message names the file, field and value."""
+
+
+class TaskFileError(InputError, ValueError):
+    """A task file is malformed; the message names the file, the task and the field."""
+
+
+class PersonaError(InputError, ValueError):
+    """A persona file is missing or malformed, or a persona name is unknown.
+
+    The message names the file, the field and the value.
+    """
+
+
+class BudgetFileError(InputError, ValueError):
+    """A budgets file cannot be used; the message names the file (and the task id)."""
+
+
+class RunDocumentError(InputError, ValueError):
+    """A run document cannot be read: missing file, malformed JSON, wrong format or malformed trials."""
+
+
+class DomainError(InputError, ValueError):
+    """Unknown domain, unknown split, or unreadable domain data."""
+
+
+class GateError(InputError, ValueError):
+    """The two runs cannot be compared (different task sets, missing or duplicated trials)."""
+
+
+class StoreError(InputError, RuntimeError):
+    """The store cannot do what was asked (unknown run, run id taken, ...)."""
+
+
+class ConfigMismatchError(StoreError):
+    """A run id was reused with a configuration that differs from the stored run's.
+
+    Args:
+        run_id: the run id.
+        field: the first differing field.
+        stored: its stored value.
+        given: its value now.
+
+    Attributes:
+        field: the first differing field (``trials``, ``data_hash``, ...).
+    """
+
+    def __init__(self, run_id: str, field: str, stored: Any, given: Any):
+        self.field = field
+        super().__init__(
+            f"run {run_id!r} exists with a different value of {field}: stored {stored!r}, given {given!r}. "
+            f"Resume it with the same settings, or start a new run id."
+        )
+
+
+# ------------------------------------------------------------------------------------------------ tool errors
+
+
+class ToolError(TausimError):
+    """An error the agent can recover from; its message is shown to the agent as ``Error: <message>``.
+
+    This is the only exception a domain tool raises on purpose: the conversation goes on and the agent may
+    correct its request. Any other exception escaping a tool is recorded as a tool bug.
+    """
+
+
+# -------------------------------------------------------------------------------------- infrastructure errors
+
+
+class InfrastructureError(TausimError):
+    """A service tausim depends on (a model API, a worker) failed; nobody in the trial is at fault."""
+
+
+class LLMError(InfrastructureError):
+    """Base class of model-call failures; the message names the model.
+
+    Args:
+        message: what failed.
+        model: the model string of the failed call.
+        attempts: how many attempts were made.
+        cause: class name of the underlying litellm/openai exception, when there was one.
+
+    Attributes:
+        model: the model string of the failed call.
+        attempts: how many attempts were made.
+        cause: class name of the underlying litellm/openai exception, when there was one.
+    """
+
+    def __init__(self, message: str, *, model: str, attempts: int = 1, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+        self.attempts = attempts
+        self.cause = cause
+
+
+class LLMInfraError(LLMError):
+    """The model API failed transiently (rate limit, timeout, connection, 5xx) and retries are exhausted."""
+
+
+class LLMContextOverflow(LLMError):
+    """The request exceeds the model's context window (not retried)."""
+
+
+class LLMRequestError(LLMError):
+    """The request cannot succeed by retrying: authentication, bad request, unknown model, bad response."""
+
+
+# ---------------------------------------------------------------------------------------------------- defects
+
+
+class DefectError(TausimError):
+    """A defect in a domain's tools or a task (not in the agent, not in the user's input): fix the code or task."""
+
+
+class GoldToolBug(DefectError, RuntimeError):
+    """A gold action made a tool raise an unexpected exception (a bug in the tool or the task)."""
+
+
+class LeaseHeldError(StoreError):
+    """Another live process holds the run's lease: it is running the run's missing trials now.
+
+    Attributes:
+        run_id: the run.
+        owner: the holder's id (``host:pid:random``).
+        since: when the holder took the lease (UTC).
+        expires_at: when the lease lapses unless the holder renews it (UTC).
+    """
+
+    def __init__(self, run_id: str, owner: str, since: datetime, expires_at: datetime):
+        self.run_id, self.owner, self.since, self.expires_at = run_id, owner, since, expires_at
+        super().__init__(
+            f"run {run_id!r} is being run by another process ({owner}) since {since:%Y-%m-%d %H:%M:%S} UTC; "
+            f"its lease is renewed while it runs and lapses at {expires_at:%H:%M:%S} UTC if that process is gone. "
+            f"Wait for it to finish, then resume the run."
+        )
