@@ -26,7 +26,8 @@ The tree::
     │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
     │       └── LLMRequestError                cannot succeed by retrying: auth, bad request, unknown model
     ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
-    │   └── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
+    │   ├── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
+    │   └── FixtureError(RuntimeError)     a task's ``initial_state`` cannot be applied (simulator.outcomes)
     └── (control flow)                 private signals that never leave their module:
         └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
 
@@ -51,6 +52,7 @@ __all__ = [
     "ConfigMismatchError",
     "DefectError",
     "DomainError",
+    "FixtureError",
     "GateError",
     "GoldToolBug",
     "InfrastructureError",
@@ -212,3 +214,7 @@ class LeaseHeldError(StoreError):
             f"its lease is renewed while it runs and lapses at {expires_at:%H:%M:%S} UTC if that process is gone. "
             f"Wait for it to finish, then resume the run."
         )
+
+
+class FixtureError(DefectError, RuntimeError):
+    """A task's ``initial_state`` could not be applied (a constraint failed, a setup action was refused)."""

@@ -30,6 +30,7 @@ from simulator.assertions import (
     UnchangedExceptAssertion,
 )
 from simulator.database import StateSpec, TrialDatabase
+from simulator.errors import FixtureError
 from simulator.sinks import Clock
 from simulator.tasks import Action, Task, TaskFileError
 from simulator.tools import CallOutcome, Toolbox, ToolContext
@@ -38,10 +39,6 @@ if TYPE_CHECKING:
     from simulator.domain import Domain
 
 __all__ = ["FixtureError", "apply_initial_state", "check_task_outcomes"]
-
-
-class FixtureError(RuntimeError):
-    """A task's ``initial_state`` could not be applied (a constraint failed, a setup action was refused)."""
 
 
 def _type_problem(col: Column[Any], value: Any) -> str | None:
