@@ -10,6 +10,7 @@ from simulator.cache import SQLiteCache
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
+from simulator.prepared import PreparedTask, prepare_tasks
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
 from simulator.store import ResultsStore
@@ -24,4 +25,5 @@ __all__ = [
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
+    "PreparedTask", "prepare_tasks",
 ]

@@ -29,7 +29,7 @@ from simulator.metrics import cell_id, persona_metrics
 from simulator.processes import WorkerError
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
-from simulator.replay import GoldToolBug, replay_tasks, tasks_not_replaying
+from simulator.replay import GoldReplay, GoldToolBug, replay_gold, replay_tasks, tasks_not_replaying
 from simulator.runlog import open_run_log
 from simulator.runner import RunConfig, Runner, RunResult, TrialKey, TrialResult, run_summary_json
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
@@ -124,14 +124,19 @@ def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, d
     return results_store, info.run_id, todo
 
 
-def _check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None) -> None:
+def _check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None,
+                selected: list[Any] | None = None) -> dict[str, GoldReplay]:
     """Refuse a task set whose gold actions do not replay on the data (tasks written for other data).
 
     See :func:`simulator.replay.tasks_not_replaying`. Some task sets have such tasks on purpose (about one in ten
     of tau-bench's), so the run is refused only when at least half of the tasks with gold actions (of the whole
-    task set, not only those selected) are such.
+    task set, not only those selected) are such. The ``selected`` tasks (those the run will run; default all)
+    have their gold actions replayed here, once: the check reads their statuses and the replays are returned
+    for the runner (``Runner(gold=...)``); the others have only their first gold action run.
     """
-    broken = tasks_not_replaying(dom, template, tasks)
+    toolbox = dom.toolbox()
+    replays = {t.id: replay_gold(dom, template, t, toolbox) for t in (tasks if selected is None else selected)}
+    broken = tasks_not_replaying(dom, template, tasks, replays)
     with_gold = sum(1 for t in tasks if t.gold_actions)
     if broken and 2 * len(broken) >= with_gold:
         first_id, first = next(iter(broken.items()))
@@ -139,6 +144,7 @@ def _check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None) ->
                     f"{data if data is not None else '(the built-in data set)'}, e.g. task {first_id}: "
                     f"{first[:160]}. These tasks were not written for this data: give --data the data set they "
                     "belong to.")
+    return replays
 
 
 def _print_summary(result: RunResult, max_failures: int = 20, see: str | None = None) -> None:
@@ -323,8 +329,7 @@ def run(
     try:
         dom = get_domain(domain)
         template = dom.template(data, _options(dom, data, option))
-        task_list = dom.load_tasks(tasks)
-        _check_gold(dom, template, task_list, data)
+        task_list = all_tasks = dom.load_tasks(tasks)
         budget_map = load_budgets(budgets, [t.id for t in task_list], domain) if budgets is not None else None
         if task_ids is not None:
             wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
@@ -335,6 +340,7 @@ def run(
             if unknown:
                 raise _fail(f"--task-ids: unknown task id(s) {', '.join(unknown)}")
             task_list = [t for t in task_list if t.id in set(wanted)]
+        gold = _check_gold(dom, template, all_tasks, data, task_list)
         params: dict[str, Any] = {}
         if temperature is not None:
             params["temperature"] = temperature
@@ -373,7 +379,8 @@ def run(
                                                                 if t.id in budget_map},
                        judge=judge, judge_gating=judge_obj.gating if judge_obj else False,
                        judge_note=judge_obj.gating_note if judge_obj else None)
-    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj, personas=persona_list)
+    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj, personas=persona_list,
+                    gold=gold)
     results_store: ResultsStore | None = None
     only: set[TrialKey] | None = None
     if store is not None or run_id is not None:
@@ -475,8 +482,8 @@ def play(
         dom = get_domain(domain)
         template = dom.template(data, _options(dom, data, option))
         all_tasks = dom.load_tasks(tasks)
-        _check_gold(dom, template, all_tasks, data)
         found = [t for t in all_tasks if t.id == task]
+        gold = _check_gold(dom, template, all_tasks, data, found)
         if not found:
             raise _fail(f"--task {task!r}: no such task in {tasks or 'the built-in tasks'} of domain {domain}")
         the_task = found[0]
@@ -490,7 +497,7 @@ def play(
         raise _fail(str(e)) from e
     config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
                        task_ids=[task], agent=agent, user="person", seed=seed, max_turns=max_turns)
-    runner = Runner(dom, template, [the_task], a_factory, terminal_user_factory(input, console), config)
+    runner = Runner(dom, template, [the_task], a_factory, terminal_user_factory(input, console), config, gold=gold)
     result = runner.run()
     trial = result.trials[0]
     console.print(f"\n[bold]{'PASS' if trial.passed else 'FAIL'}[/] ({trial.termination_reason}); "
