@@ -17,6 +17,7 @@ from simulator.errors import TausimError
 from simulator.grading import AssertionResult, AssertionsResult
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
+from simulator.prepared import PreparedTask, prepare_tasks
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
 from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
@@ -37,4 +38,5 @@ __all__ = [
     "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
     "AssertionResult", "AssertionsResult", "InitialState",
     "TausimError",
+    "PreparedTask", "prepare_tasks",
 ]

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from simulator._messages import AgentTurn, Message, UserTurn
 from simulator.persona import Persona
 from simulator.tasks import Task
+
+if TYPE_CHECKING:
+    from simulator.prepared import PreparedTask
 
 __all__ = ["PROGRESS_SIGNALS", "Agent", "AgentFactory", "Progress", "ProgressAware", "TrialContext", "UserFactory",
            "UserSimulator"]
@@ -70,6 +73,10 @@ class TrialContext:
             ``model_call``).
         persona: the simulated user's persona for this trial (``tausim run --personas``), or None (the
             user's default manner: cooperative, never abandons).
+        prepared: the task as the run prepared it (:class:`~simulator.prepared.PreparedTask`: effective rules,
+            goal replay, and what the run's user declared it needs: derived scenario, leak-guard secrets), or
+            None outside a run. Read-only, shared by the task's trials; users read it through
+            :func:`simulator.prepared.prepared_for`.
     """
 
     task: Task
@@ -82,6 +89,7 @@ class TrialContext:
     extra: dict[str, Any] = field(default_factory=dict)
     log: Any = None
     persona: Persona | None = None
+    prepared: PreparedTask | None = None
 
 
 @runtime_checkable

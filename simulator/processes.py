@@ -113,6 +113,7 @@ def _worker_main(build: Callable[[], Runner], threads: int, conn: Connection) ->
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops the workers
     try:
         runner = build()
+        runner.prepare()  # once, before the worker's threads run trials (see Runner.prepare)
         fingerprint = run_fingerprint(runner)
     except BaseException:  # noqa: BLE001 - reported to the parent, which fails the run with it
         conn.send(("startup_error", traceback.format_exc()))
@@ -209,6 +210,9 @@ class ProcessExecutor(Executor):
     Raises:
         ValueError: ``processes`` < 1, ``concurrency`` < ``processes`` or ``prefetch`` < 0.
     """
+
+    prepares_in_workers = True
+    """Each worker's runner prepares its tasks itself: :meth:`Runner.run` does not prepare them in the parent."""
 
     def __init__(self, build: Callable[[], Runner], processes: int, concurrency: int, *, retries: int = 1,
                  prefetch: int = 0, start_method: str = "spawn") -> None:

@@ -2,8 +2,9 @@
 
 After a fix to a task (its gold actions, required outputs or process rules) or to a grader, every recorded
 trial is graded again: its final state is rebuilt by replaying its successful tool calls on a fresh copy of
-the template (:func:`simulator.replay.replay_trajectory`), the goal state is recomputed from the task as it is
-now, and :func:`simulator.grading.grade_trial` runs again. The stored grades and outcomes are updated.
+the template (:func:`simulator.replay.replay_trajectory`), each task is prepared again as it is now (as a run
+prepares it, :func:`simulator.prepared.prepare_task`: gold replayed once, rules and the run's budget merged once),
+and :func:`simulator.grading.grade_trial` runs again. The stored grades and outcomes are updated.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from simulator.domain import DomainError, get_domain
 from simulator.metrics import cell_id
-from simulator.replay import GoldToolBug, goal_database
+from simulator.prepared import PreparedTask, prepare_task
 from simulator.runner import regrade_trial
 from simulator.store import ResultsStore, data_hash, tasks_hash
 
@@ -83,18 +84,17 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
     before = store.load_run_result(run_id)
     report = RegradeReport(run_id=run_id, old_metrics=before.metrics, new_metrics={},
                            tasks_hash_before=info.tasks_hash)
-    goals: dict[str, bytes | None] = {}
+    prepared: dict[str, PreparedTask] = {}
+    toolbox = dom.toolbox()
     for t in before.trials:
         task = by_id.get(t.task_id)
         if task is None:
             report.skipped.append((cell_id(t.task_id, t.persona), t.trial, "task no longer in the task set"))
             continue
-        if task.id not in goals:
-            try:
-                goals[task.id] = goal_database(dom, template, task)
-            except GoldToolBug:
-                goals[task.id] = None  # regrade_trial recomputes it and records the failure
-        new, diverged = regrade_trial(dom, template, task, t, goals[task.id], (cfg.budgets or {}).get(task.id))
+        if task.id not in prepared:
+            prepared[task.id] = prepare_task(dom, template, task, budget=(cfg.budgets or {}).get(task.id),
+                                             toolbox=toolbox)
+        new, diverged = regrade_trial(dom, template, task, t, prepared=prepared[task.id])
         if new is t:
             report.skipped.append((cell_id(t.task_id, t.persona), t.trial,
                                    "never ran: its goal state could not be computed"))

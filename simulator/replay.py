@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +14,9 @@ from simulator.outcomes import FixtureError, apply_initial_state
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "initial_database", "prepare_trial",
-           "replay_tasks",
-           "replay_trajectory", "tasks_not_replaying"]
+__all__ = ["GoldReplay", "GoldStatus", "GoldToolBug", "ReplayResult", "apply_actions", "goal_database",
+           "initial_database", "prepare_trial", "replay_gold", "replay_tasks", "replay_trajectory",
+           "tasks_not_replaying"]
 
 
 
@@ -65,6 +65,99 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
         raise GoldToolBug(f"initial_state failed: {e}") from e
 
 
+@dataclass(frozen=True)
+class GoldStatus:
+    """How one gold action went when the task's gold actions were replayed on a fresh copy of the data.
+
+    Attributes:
+        name: the tool called.
+        status: the call's status: ``ok``, ``tool_error``, ``invalid_arguments``, ``unknown_tool`` or
+            ``tool_bug`` (see :class:`~simulator.tools.CallOutcome`).
+        error: None when ``ok``; else the error text the tool returned (for ``tool_bug``: the traceback).
+    """
+
+    name: str
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GoldReplay:
+    """A task's gold actions replayed once on a fresh copy of the data: its goal state and each action's status.
+
+    Attributes:
+        task_id: the task.
+        actions: the gold actions replayed (a replay belongs to a task only while its gold actions are these).
+        statuses: one :class:`GoldStatus` per action run, in order; the replay stops after an action that ends the
+            conversation or hits a tool bug, so there may be fewer statuses than actions.
+        goal: the goal database (``sqlite3.Connection.serialize()`` bytes), or None when a gold action hit a tool
+            bug.
+        bug: the :class:`GoldToolBug` message when a gold action hit a tool bug (or the task's fixture could not
+            be applied), else None.
+        initial: the task's initial state (the template with its ``initial_state`` fixture applied, serialized)
+            when the task has declarative assertions (they compare final with initial), else None.
+    """
+
+    task_id: str
+    actions: tuple[Action, ...]
+    statuses: tuple[GoldStatus, ...]
+    goal: bytes | None
+    bug: str | None = None
+    initial: bytes | None = None
+
+    def goal_state(self) -> bytes:
+        """Return the goal database (serialized; compare with :func:`simulator.database.diff_against`).
+
+        Raises:
+            GoldToolBug: a gold action hit a bug in a tool (the recorded error, raised anew).
+        """
+        if self.goal is None:
+            raise GoldToolBug(self.bug or f"task {self.task_id!r}: no goal state")
+        return self.goal
+
+    def belongs_to(self, task: Task) -> bool:
+        """Return whether this replay is of ``task`` as it is (same id and gold actions)."""
+        return self.task_id == task.id and list(self.actions) == list(task.gold_actions)
+
+
+def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox: Toolbox | None = None) -> GoldReplay:
+    """Replay a task's gold actions once on a fresh copy of the template; a tool bug is recorded, not raised.
+
+    Args:
+        domain: the domain.
+        template: its template database (the initial state).
+        task: the task.
+        toolbox: the domain's tools if already built (default ``domain.toolbox()``).
+
+    Returns:
+        The :class:`GoldReplay`: goal state (None after a tool bug or a fixture that cannot be applied, whose
+        message is in ``bug``), per-action statuses and, for a task with assertions, its initial state.
+    """
+    toolbox = toolbox if toolbox is not None else domain.toolbox()
+    statuses: list[GoldStatus] = []
+    bug: str | None = None
+    initial: bytes | None = None
+    with template.trial() as trial:
+        try:
+            prepare_trial(domain, trial, task)
+        except GoldToolBug as e:
+            return GoldReplay(task.id, tuple(task.gold_actions), (), None, str(e))
+        if task.assertions:
+            initial = trial.raw.serialize()
+        ctx = ToolContext(trial.session, trial.options)
+        for action in task.gold_actions:
+            out = toolbox.dispatch(ctx, action.name, action.arguments)
+            if out.status == "tool_bug":
+                statuses.append(GoldStatus(action.name, out.status, out.bug or out.content))
+                bug = f"gold action {action.name}({action.arguments}) raised:\n{out.bug}"
+                break
+            statuses.append(GoldStatus(action.name, out.status, None if out.status == "ok" else out.content))
+            if out.ends_conversation:
+                break
+        goal = None if bug is not None else trial.raw.serialize()
+    return GoldReplay(task.id, tuple(task.gold_actions), tuple(statuses), goal, bug, initial)
+
+
 def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> bytes:
     """Return the goal state of a task: the template with its fixture applied and its gold actions replayed.
 
@@ -75,10 +168,7 @@ def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> byt
     Raises:
         GoldToolBug: a gold action hit a bug in a tool, or the fixture could not be applied.
     """
-    with template.trial() as trial:
-        prepare_trial(domain, trial, task)
-        apply_actions(domain.toolbox(), trial, task.gold_actions)
-        return trial.raw.serialize()
+    return replay_gold(domain, template, task).goal_state()
 
 
 def initial_database(domain: Domain, template: TemplateDatabase, task: Task) -> bytes:
@@ -92,7 +182,8 @@ def initial_database(domain: Domain, template: TemplateDatabase, task: Task) -> 
         return trial.raw.serialize()
 
 
-def tasks_not_replaying(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task]) -> dict[str, str]:
+def tasks_not_replaying(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task],
+                        replays: Mapping[str, GoldReplay] | None = None) -> dict[str, str]:
     """Return the tasks whose first gold action fails on the data, with that action's result.
 
     Such a task may have been written for other data (tau-bench's tasks against our built-in data: "no user
@@ -102,26 +193,36 @@ def tasks_not_replaying(domain: Domain, template: TemplateDatabase, tasks: Seque
     Args:
         domain: the domain.
         template: the data.
-        tasks: the tasks to check (one call each on a fresh copy of the data, well under a millisecond).
+        tasks: the tasks to check.
+        replays: task id -> the task's gold replay already made (e.g. ``PreparedTask.gold`` of a prepared run):
+            its recorded first status is read, nothing is replayed again. A task without one (or whose replay is
+            of other gold actions) has its first gold action run alone on a fresh copy of the data (well under a
+            millisecond).
 
     Returns:
         Task id -> ``"NAME: RESULT"`` of its failing first gold action; tasks with a gold tool bug are left out
         (their trials record it).
     """
     out: dict[str, str] = {}
-    toolbox = domain.toolbox()
+    toolbox: Toolbox | None = None
     for task in tasks:
         if not task.gold_actions:
             continue
         first = task.gold_actions[0]
-        with template.trial() as trial:  # the first action alone: the rest does not decide
-            try:
-                prepare_trial(domain, trial, task)
-            except GoldToolBug:
-                continue  # its trials record it
-            outcome = apply_actions(toolbox, trial, [first], raise_on_bug=False)[0]
-        if outcome.status not in ("ok", "tool_bug"):
-            out[task.id] = f"{first.name}: {outcome.content}"
+        replay = (replays or {}).get(task.id)
+        if replay is not None and replay.belongs_to(task) and replay.statuses:
+            status, result = replay.statuses[0].status, replay.statuses[0].error
+        else:
+            toolbox = toolbox if toolbox is not None else domain.toolbox()
+            with template.trial() as trial:  # the first action alone: the rest does not decide
+                try:
+                    prepare_trial(domain, trial, task)
+                except GoldToolBug:
+                    continue  # its trials record it
+                outcome = apply_actions(toolbox, trial, [first], raise_on_bug=False)[0]
+            status, result = outcome.status, outcome.content
+        if status not in ("ok", "tool_bug"):
+            out[task.id] = f"{first.name}: {result}"
     return out
 
 

@@ -8,11 +8,10 @@ can be spread over machines by an executor such as Dask's. Each trial derives it
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
@@ -26,7 +25,8 @@ from simulator.grading import Grade, Judge, check_assertions, grade_trial
 from simulator.metrics import reliability, run_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
-from simulator.replay import GoldToolBug, goal_database, initial_database, prepare_trial, replay_trajectory
+from simulator.prepared import PreparedTask, prepare_task, prepare_tasks, user_needs
+from simulator.replay import GoldReplay, GoldToolBug, initial_database, prepare_trial, replay_trajectory
 from simulator.sinks import read_events
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
@@ -141,9 +141,15 @@ class Runner:
         personas: the personas named by ``config.personas``, in that order (each trial's user gets one in
             ``TrialContext.persona``). Trials of the same (task, trial index) share their seed across personas
             (common random numbers: persona effects are compared on the same draws).
+        gold: task id -> gold replay already made (e.g. by the CLI's "written for other data" check); used by
+            :meth:`prepare` instead of replaying those tasks again.
+
+    Each task is prepared once (:meth:`prepare`, a :class:`~simulator.prepared.PreparedTask`: gold replayed once,
+    rules and budgets merged once, and what ``user_factory.needs`` declares) before its trials; trials share it.
 
     Raises:
-        ValueError: ``config.trials`` < 1, duplicate task ids, or ``personas`` not matching ``config.personas``.
+        ValueError: ``config.trials`` < 1, duplicate task ids, ``personas`` not matching ``config.personas``, or
+            a user factory declaring an unknown need.
     """
 
     def __init__(
@@ -157,6 +163,7 @@ class Runner:
         log: Any = None,
         judge: Judge | None = None,
         personas: Sequence[Persona] | None = None,
+        gold: Mapping[str, GoldReplay] | None = None,
     ):
         names = [p.name for p in personas or []]
         if names != list(config.personas or []):
@@ -183,41 +190,62 @@ class Runner:
         self._kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
                        for name, spec in self._toolbox.specs.items()}
         self._policy = domain.policy()
-        self._goals: dict[str, bytes | GoldToolBug] = {}
-        self._initials: dict[str, bytes] = {}
-        self._goal_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in self.tasks}
+        self._needs = user_needs(user_factory)
+        self._gold = dict(gold or {})
+        self.prepared: dict[str, PreparedTask] = {}
+        """Task id -> the task as prepared for this run (filled by :meth:`prepare`)."""
+
+    def prepare(self, task_ids: Iterable[str] | None = None) -> dict[str, PreparedTask]:
+        """Prepare tasks once (see :mod:`simulator.prepared`); tasks already prepared are left as they are.
+
+        Call it single-threaded before running trials from several threads (:meth:`run` does; a worker that
+        rebuilds the runner calls it once after building it). :meth:`run_trial` prepares a task not prepared yet
+        itself, which is right for a single caller.
+
+        Args:
+            task_ids: the tasks to prepare (ids of the runner's tasks); None: every task.
+
+        Returns:
+            :attr:`prepared` (task id -> :class:`~simulator.prepared.PreparedTask`).
+
+        Raises:
+            KeyError: an id that is not one of the runner's tasks.
+        """
+        by_id = {t.id: t for t in self.tasks}
+        wanted = list(by_id) if task_ids is None else list(dict.fromkeys(task_ids))
+        todo = [by_id[i] for i in wanted if i not in self.prepared]
+        if todo:
+            self.prepared.update(prepare_tasks(self.domain, self.template, todo, budgets=self.config.budgets,
+                                               needs=self._needs, toolbox=self._toolbox, gold=self._gold))
+        return self.prepared
+
+    def _prepared(self, task: Task) -> PreparedTask:
+        p = self.prepared.get(task.id)
+        if p is None and any(t.id == task.id for t in self.tasks):
+            p = self.prepare([task.id])[task.id]
+        if p is not None and (p.task is task or p.task == task):  # equal: e.g. a copy sent to a worker process
+            return p
+        # not one of the runner's tasks (or another version of one): prepared for this call only
+        return prepare_task(self.domain, self.template, task, budget=(self.config.budgets or {}).get(task.id),
+                            needs=self._needs, toolbox=self._toolbox, policy=self._policy)
 
     def goal(self, task: Task) -> bytes:
-        """Return the task's goal database (serialized), computed once per runner and shared by its trials.
+        """Return the task's goal database (serialized), from the task's preparation (made once per runner).
 
         Raises:
             GoldToolBug: a gold action hit a bug in a tool.
         """
-        with self._goal_locks[task.id]:
-            if task.id not in self._goals:
-                try:
-                    self._goals[task.id] = goal_database(self.domain, self.template, task)
-                except GoldToolBug as e:
-                    self._goals[task.id] = e
-            goal = self._goals[task.id]
-        if isinstance(goal, GoldToolBug):
-            raise goal
-        return goal
+        return self._prepared(task).gold.goal_state()
 
     def initial(self, task: Task) -> bytes | None:
         """Return the task's initial database (template plus fixture, serialized) when it has assertions.
 
-        Computed once per runner, after :meth:`goal` succeeded (the same fixture).
+        Made with the task's gold replay when the task was prepared (the same fixture, applied once).
 
         Returns:
             The serialized database, or None for a task without assertions.
         """
-        if not task.assertions:
-            return None
-        with self._goal_locks[task.id]:
-            if task.id not in self._initials:
-                self._initials[task.id] = initial_database(self.domain, self.template, task)
-            return self._initials[task.id]
+        return self._prepared(task).gold.initial
 
     def run_trial(self, task: Task, trial_index: int, persona: str | None = None) -> TrialResult:
         """Run and grade one trial on a fresh copy of the template.
@@ -260,16 +288,17 @@ class Runner:
                                termination_reason=str(reason), grade=None, trajectory=traj,
                                duration_s=time.perf_counter() - t0, error=error)
 
+        prepared = self._prepared(task)
         try:
-            goal = self.goal(task)
-            initial = self.initial(task)
+            goal = prepared.gold.goal_state()
+            initial = prepared.gold.initial
         except GoldToolBug as e:
             return not_run(TerminationReason.TOOL_BUG, f"goal replay failed: {e}")
         ctx = TrialContext(
             task=task, tools=self._tools, policy=self._policy, seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
-            persona=self.personas[persona] if persona is not None else None,
+            persona=self.personas[persona] if persona is not None else None, prepared=prepared,
         )
         try:
             agent = self.agent_factory(ctx)
@@ -285,8 +314,7 @@ class Runner:
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
             diff = diff_against(db.raw, goal, self._spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec)
-        grade = grade_trial(task, traj, diff, self._toolbox, domain=self.domain,
-                            budget=(self.config.budgets or {}).get(task.id), judge=self.judge, trial_seed=seed,
+        grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks)
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
@@ -306,6 +334,9 @@ class Runner:
         only: set[TrialKey] | None = None,
     ) -> RunResult:
         """Run the planned (task, persona, trial) keys (or a subset of them) and compute the metrics.
+
+        The planned tasks are prepared first (:meth:`prepare`), in this thread, unless the executor has a true
+        ``prepares_in_workers`` attribute (its trials run on runners rebuilt elsewhere, which prepare themselves).
 
         Args:
             executor: where trials run; default a thread pool of ``config.concurrency`` workers.
@@ -329,6 +360,8 @@ class Runner:
                 raise ValueError(f"not planned in this run: {sorted(unknown, key=str)[:5]}")
             plan = [p for p in plan if p in only]
         by_id = {t.id: t for t in self.tasks}
+        if not getattr(executor, "prepares_in_workers", False):
+            self.prepare(tid for tid, _, _ in plan)
         own = executor is None
         ex = executor or ThreadPoolExecutor(max_workers=max(1, self.config.concurrency))
         results: list[TrialResult] = []
@@ -361,7 +394,7 @@ class Runner:
 
 def regrade_trial(
     domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult, goal: bytes | None = None,
-    budget: Budget | None = None,
+    budget: Budget | None = None, prepared: PreparedTask | None = None,
 ) -> tuple[TrialResult, int]:
     """Grade a recorded trial again from its trajectory, without calling any model.
 
@@ -377,6 +410,9 @@ def regrade_trial(
         result: the recorded trial.
         goal: the task's goal database if already computed (see :func:`simulator.replay.goal_database`).
         budget: the run's budget for the task (its ``--budgets`` entry), if any.
+        prepared: the task prepared as for a run (:func:`simulator.prepared.prepare_task` with the run's budget):
+            its goal state and merged rules are used (``goal`` and ``budget`` are then not read); it must be of
+            ``task``. None: prepared here.
 
     The judge component recorded for the trial is kept (no model is called) when the task's assertions are
     unchanged; otherwise it becomes ``not_graded``.
@@ -388,23 +424,30 @@ def regrade_trial(
     """
     if result.grade is None and (result.error or "").startswith("goal replay failed"):
         return result, 0
+    toolbox = domain.toolbox()
+    if prepared is None:
+        gold = GoldReplay(task.id, tuple(task.gold_actions), (), goal) if goal is not None else None
+        prepared = prepare_task(domain, template, task, budget=budget, toolbox=toolbox, gold=gold)
+    elif not (prepared.task is task or prepared.task == task):
+        raise ValueError(f"regrade_trial: prepared task {prepared.task.id!r} is not task {task.id!r} as given")
     try:
-        goal = goal if goal is not None else goal_database(domain, template, task)
+        goal_state = prepared.gold.goal_state()
     except GoldToolBug as e:
         return result.model_copy(update={"passed": False, "grade": None,
                                          "error": f"goal replay failed: {e}"}), 0
-    toolbox = domain.toolbox()
     traj = result.trajectory
     spec = domain.state_spec()
-    initial = initial_database(domain, template, task) if task.assertions else None
+    initial = prepared.gold.initial
+    if initial is None and task.assertions:  # a goal state given without its initial state
+        initial = initial_database(domain, template, task)
     with template.trial() as db:
         prepare_trial(domain, db, task)
         outcomes = replay_trajectory(toolbox, db, traj)
-        diff = diff_against(db.raw, goal, spec)
+        diff = diff_against(db.raw, goal_state, spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec)
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
-    grade = grade_trial(task, traj, diff, toolbox, domain=domain, budget=budget,
+    grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
 

@@ -645,16 +645,33 @@ def test_every_secret_of_the_builtin_tasks_is_caught_in_every_format() -> None:
     assert planted > 1500
 
 
-def test_factory_computes_a_tasks_secrets_once_and_shares_them_among_its_trials() -> None:
+def test_users_read_the_prepared_secrets_and_the_factory_caches_none() -> None:
+    import dataclasses
+
+    from simulator.grading import effective_rules
+    from simulator.prepared import PreparedTask, user_needs
+    from simulator.replay import GoldReplay
+
     build = llm_user_factory(MODEL, max_attempts=1)
-    first, second = build(make_ctx(seed=1)), build(make_ctx(seed=2))
-    assert first._matcher is second._matcher  # the same task: compiled once
-    assert [str(s) for s in first.secrets] == [str(s) for s in task_secrets(make_task(), POLICY, tools=TOOLS)]
-    other = make_ctx(seed=3)
-    other.task = make_task().model_copy(update={"id": "other-task", "required_outputs": ["4242.42"]})
-    third = build(other)
-    assert third._matcher is not first._matcher
-    assert "4242.42" in [str(s) for s in third.secrets] and "4242.42" not in [str(s) for s in first.secrets]
-    changed = make_ctx(seed=4)  # same id, different content (a task fixed between runs): not the stale secrets
-    changed.task = make_task().model_copy(update={"required_outputs": ["777.77"]})
-    assert "777.77" in [str(s) for s in build(changed).secrets]
+    assert user_needs(build) == {"secrets"}  # a run prepares each task's secrets once
+    task = make_task()
+    matcher = SecretMatcher(task_secrets(task, POLICY, tools=TOOLS))
+    prepared = PreparedTask(task=task, rules=effective_rules(task), gold=GoldReplay(task.id, (), (), b""),
+                            secrets=matcher)
+
+    def ctx(seed: int, t: Task = task) -> TrialContext:
+        return dataclasses.replace(make_ctx(seed), task=t, prepared=prepared)
+
+    first, second = build(ctx(1)), build(ctx(2))
+    assert first._matcher is matcher and second._matcher is matcher  # the prepared one, shared by the trials
+    # nothing is cached in the factory: without a prepared task each trial compiles the task's secrets itself
+    third, fourth = build(make_ctx(seed=3)), build(make_ctx(seed=4))
+    assert third._matcher is not fourth._matcher and third._matcher is not matcher
+    expected = [str(s) for s in task_secrets(make_task(), POLICY, tools=TOOLS)]
+    assert [str(s) for s in third.secrets] == expected == [str(s) for s in first.secrets]
+    other = make_task().model_copy(update={"id": "other-task", "required_outputs": ["4242.42"]})
+    fifth = build(ctx(5, other))  # prepared for another task: not used
+    assert fifth._matcher is not matcher
+    assert "4242.42" in [str(s) for s in fifth.secrets] and "4242.42" not in [str(s) for s in first.secrets]
+    changed = make_task().model_copy(update={"required_outputs": ["777.77"]})  # same id, other content
+    assert "777.77" in [str(s) for s in build(ctx(6, changed)).secrets]

@@ -467,7 +467,13 @@ def test_rule_spec_needs_domain_and_template():
     assert callable(user_factory("rule", domain=BankDomain(), template=object(), temperature=0.0, cache=None))
 
 
-def test_factory_derives_once_per_task_and_uses_persona_and_seed():
+def test_factory_reads_the_prepared_scenario_and_uses_persona_and_seed():
+    import numpy as np
+
+    from simulator.grading import effective_rules
+    from simulator.prepared import PreparedTask, user_needs
+    from simulator.replay import GoldReplay
+
     calls = []
 
     class Dom:
@@ -478,23 +484,37 @@ def test_factory_derives_once_per_task_and_uses_persona_and_seed():
             return SCENARIO
 
     make = user_factory("rule", domain=Dom(), template="tpl")
+    assert user_needs(make) == {"scenario"}  # a run prepares the derived scenario once per task
     task = Task(id="t1", scenario=UserScenario(instructions="x"))
+    none = Task(id="none", scenario=UserScenario(instructions="x"))
     who = load_personas(["terse"])[0]
 
-    def ctx(seed):
-        import numpy as np
+    def prep(t, **kw):
+        return PreparedTask(task=t, rules=effective_rules(t), gold=GoldReplay(t.id, (), (), b""), **kw)
 
-        return TrialContext(task=task, tools=[], policy="", seed=seed, rng=np.random.default_rng(seed),
-                            domain="d", persona=who)
+    def ctx(seed, t=task, prepared=None):
+        return TrialContext(task=t, tools=[], policy="", seed=seed, rng=np.random.default_rng(seed),
+                            domain="d", persona=who, prepared=prepared)
 
-    u1, u2, u3 = make(ctx(1)), make(ctx(1)), make(ctx(2))
-    assert calls == ["t1"]
+    ready = prep(task, scenario=SCENARIO)
+    u1, u2, u3 = make(ctx(1, prepared=ready)), make(ctx(1, prepared=ready)), make(ctx(2, prepared=ready))
+    assert calls == []  # the factory derives nothing: the run prepared it
+    assert u1.scenario is SCENARIO
     assert u1.metadata["persona"] == "terse"
     assert u1.reply([]).content == u2.reply([]).content
     assert isinstance(u3, RuleUser)
+    with pytest.raises(DomainError, match="no agenda"):  # the reason recorded when the run was prepared
+        make(ctx(1, none, prep(none, scenario_error="task 'none': no agenda")))
+    assert calls == []
+    # a context without a prepared task (the factory used outside a run, or a wrapper that did not declare the
+    # need): derived for that trial, nothing cached in the factory
+    assert make(ctx(1)).scenario is SCENARIO and make(ctx(2)).scenario is SCENARIO
+    assert calls == ["t1", "t1"]
+    # a prepared task of another task (e.g. a wrapper replaced ctx.task) is not used
+    make(ctx(1, none.model_copy(update={"id": "t1", "scenario": UserScenario(instructions="y")}), ready))
+    assert calls == ["t1", "t1", "t1"]
     with pytest.raises(DomainError):
-        make(TrialContext(task=Task(id="none", scenario=UserScenario(instructions="x")), tools=[], policy="",
-                          seed=1, rng=None, domain="d"))  # type: ignore[arg-type]
+        make(ctx(1, none))
     assert rule_user_factory is not None
 
 

@@ -38,8 +38,8 @@ def play_command(
         dom = get_domain(domain)
         template = dom.template(data, domain_options(dom, data, option))
         all_tasks = dom.load_tasks(tasks)
-        check_gold(dom, template, all_tasks, data)
         found = [t for t in all_tasks if t.id == task]
+        gold = check_gold(dom, template, all_tasks, data, found)
         if not found:
             raise fail(f"--task {task!r}: no such task in {tasks or 'the built-in tasks'} of domain {domain}")
         the_task = found[0]
@@ -53,7 +53,7 @@ def play_command(
         raise fail(str(e)) from e
     config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
                        task_ids=[task], agent=agent, user="person", seed=seed, max_turns=max_turns)
-    runner = Runner(dom, template, [the_task], a_factory, terminal_user_factory(input, console), config)
+    runner = Runner(dom, template, [the_task], a_factory, terminal_user_factory(input, console), config, gold=gold)
     result = runner.run()
     trial = result.trials[0]
     console.print(f"\n[bold]{'PASS' if trial.passed else 'FAIL'}[/] ({trial.termination_reason}); "

@@ -31,7 +31,7 @@ from simulator.domain import DomainError, get_domain
 from simulator.processes import WorkerError
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
-from simulator.replay import tasks_not_replaying
+from simulator.replay import GoldReplay, replay_gold, tasks_not_replaying
 from simulator.report import analyze_run, print_summary
 from simulator.runlog import open_run_log
 from simulator.runner import RunConfig, Runner, TrialKey, TrialResult, run_summary_json
@@ -71,14 +71,22 @@ def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, d
     return results_store, info.run_id, todo
 
 
-def check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None) -> None:
+def check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None,
+               selected: list[Any] | None = None) -> dict[str, GoldReplay]:
     """Refuse a task set whose gold actions do not replay on the data (tasks written for other data).
 
     See :func:`simulator.replay.tasks_not_replaying`. Some task sets have such tasks on purpose (about one in ten
     of tau-bench's), so the run is refused only when at least half of the tasks with gold actions (of the whole
-    task set, not only those selected) are such.
+    task set, not only those selected) are such. The ``selected`` tasks (those the run will run; default all)
+    have their gold actions replayed here, once: the check reads their statuses and the replays are returned
+    for the runner (``Runner(gold=...)``); the others have only their first gold action run.
+
+    Returns:
+        Task id -> its :class:`~simulator.replay.GoldReplay`, for the selected tasks.
     """
-    broken = tasks_not_replaying(dom, template, tasks)
+    toolbox = dom.toolbox()
+    replays = {t.id: replay_gold(dom, template, t, toolbox) for t in (tasks if selected is None else selected)}
+    broken = tasks_not_replaying(dom, template, tasks, replays)
     with_gold = sum(1 for t in tasks if t.gold_actions)
     if broken and 2 * len(broken) >= with_gold:
         first_id, first = next(iter(broken.items()))
@@ -86,8 +94,7 @@ def check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None) -> 
                     f"{data if data is not None else '(the built-in data set)'}, e.g. task {first_id}: "
                     f"{first[:160]}. These tasks were not written for this data: give --data the data set they "
                     "belong to.")
-
-
+    return replays
 
 
 def _model_services(cache: Path | None, rpm: int | None) -> dict[str, Any]:
@@ -176,8 +183,7 @@ def run_command(
     try:
         dom = get_domain(domain)
         template = dom.template(data, domain_options(dom, data, option))
-        task_list = dom.load_tasks(tasks)
-        check_gold(dom, template, task_list, data)
+        task_list = all_tasks = dom.load_tasks(tasks)
         budget_map = load_budgets(budgets, [t.id for t in task_list], domain) if budgets is not None else None
         if task_ids is not None:
             wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
@@ -188,6 +194,7 @@ def run_command(
             if unknown:
                 raise fail(f"--task-ids: unknown task id(s) {', '.join(unknown)}")
             task_list = [t for t in task_list if t.id in set(wanted)]
+        gold = check_gold(dom, template, all_tasks, data, task_list)
         params: dict[str, Any] = {}
         if temperature is not None:
             params["temperature"] = temperature
@@ -226,7 +233,8 @@ def run_command(
                                                                 if t.id in budget_map},
                        judge=judge, judge_gating=judge_obj.gating if judge_obj else False,
                        judge_note=judge_obj.gating_note if judge_obj else None)
-    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj, personas=persona_list)
+    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj, personas=persona_list,
+                    gold=gold)
     results_store: ResultsStore | None = None
     only: set[TrialKey] | None = None
     stack = ExitStack()  # run-owned services: store lease, cache file, log file, progress bar

@@ -15,6 +15,7 @@ A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or wa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -29,15 +30,16 @@ from simulator.grading.process import ProcessResult, check_process
 from simulator.grading.state import StateResult, grade_state
 from simulator.metrics import tool_call_accuracy
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
-from simulator.tasks import Budget, Task
+from simulator.tasks import Budget, ProcessRules, Task
 from simulator.tools import Toolbox
 
 if TYPE_CHECKING:
     from simulator.domain import Domain
+    from simulator.prepared import PreparedTask
 
 __all__ = ["AssertionResult", "AssertionsResult", "BudgetResult", "Grade", "Judge", "JudgeResult", "LoopsResult",
-           "OutputsResult", "ProcessResult", "StateResult", "check_assertions", "check_budget", "check_loops",
-           "check_outputs", "check_process", "grade_state", "grade_trial"]
+           "OutputsResult", "ProcessResult", "StateResult", "TaskRules", "check_assertions", "check_budget",
+           "check_loops", "check_outputs", "check_process", "effective_rules", "grade_state", "grade_trial"]
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""
@@ -78,10 +80,46 @@ def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict
     return tool_call_accuracy(calls, gold, writes)
 
 
+class TaskRules(BaseModel):
+    """A task's effective grading rules in a run: its own merged with its domain's defaults and the run's budget."""
+
+    process: ProcessRules
+    """The task's process rules merged over the domain's defaults."""
+    loop_threshold: int
+    """Identical repeats of a tool call allowed (the task's, else the domain's, else the default)."""
+    volatile_arguments: dict[str, list[str]] = Field(default_factory=dict)
+    """Tool name -> top-level argument names loop detection ignores (the domain's)."""
+    budget: Budget | None = None
+    """The ceilings: the task's own budget with the run's (the tighter ceiling wins), or either, or None."""
+
+
+def effective_rules(task: Task, domain: Domain | None = None, budget: Budget | None = None) -> TaskRules:
+    """Merge a task's rules with its domain's defaults and the run's budget (the one place this is done).
+
+    Args:
+        task: the task (process rules, loop threshold, budget).
+        domain: the domain, for its default process rules, volatile arguments and loop threshold; None: no
+            defaults (threshold :data:`DEFAULT_LOOP_THRESHOLD`).
+        budget: the run's budget for this task (e.g. from ``--budgets``); applied with the task's own, the
+            tighter ceiling winning.
+
+    Returns:
+        The :class:`TaskRules`.
+    """
+    rules = task.process if domain is None else task.process.merged_over(domain.default_process_rules())
+    threshold = task.loop_threshold
+    if threshold is None:
+        threshold = domain.default_loop_threshold() if domain is not None else DEFAULT_LOOP_THRESHOLD
+    volatile: Mapping[str, list[str]] = domain.volatile_arguments() if domain is not None else {}
+    ceilings = task.budget.tightest(budget) if task.budget is not None else budget
+    return TaskRules(process=rules, loop_threshold=threshold,
+                     volatile_arguments={k: list(v) for k, v in volatile.items()}, budget=ceilings)
+
+
 def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: Toolbox, *,
                 domain: Domain | None = None, budget: Budget | None = None, judge: Judge | None = None,
                 trial_seed: int | None = None, recorded_judge: JudgeResult | None = None,
-                assertions: AssertionsResult | None = None) -> Grade:
+                prepared: PreparedTask | None = None, assertions: AssertionsResult | None = None) -> Grade:
     """Grade one trial.
 
     Args:
@@ -90,14 +128,16 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         diff: goal state versus the trial database's final state.
         toolbox: the domain's tools (kinds, for the process rules).
         domain: the domain, for its default process rules, volatile arguments and loop threshold; None: no
-            defaults (threshold :data:`DEFAULT_LOOP_THRESHOLD`).
+            defaults (threshold :data:`DEFAULT_LOOP_THRESHOLD`). Not read when ``prepared`` is given.
         budget: the run's budget for this task (e.g. from ``--budgets``); applied with the task's own, the
-            tighter ceiling winning.
+            tighter ceiling winning. Not read when ``prepared`` is given.
         judge: the run's LLM judge, for a task with ``judge`` assertions; None: such a task's judge component is
             recorded as ``not_graded`` (not counted).
         trial_seed: the trial seed (the judge's response-cache key).
         recorded_judge: a judge component recorded earlier (regrading, where no model is called): reused when
             ``judge`` is None and it graded the same assertions as the task has now.
+        prepared: the task prepared for the run (:class:`~simulator.prepared.PreparedTask`): its rules, merged
+            once when the run was prepared, are used as they are (``domain`` and ``budget`` are not read).
         assertions: the task's declarative assertions evaluated on the trial (see :func:`check_assertions`);
             None for a task without any.
 
@@ -114,18 +154,14 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         failures.append("state")
     if not out.passed and "outputs" in basis:
         failures.append("outputs")
-    rules = task.process if domain is None else task.process.merged_over(domain.default_process_rules())
-    process = check_process(rules, trajectory, toolbox)
+    rules = prepared.rules if prepared is not None else effective_rules(task, domain, budget)
+    process = check_process(rules.process, trajectory, toolbox)
     if not process.passed and "process" in basis:
         failures.append("process")
-    threshold = task.loop_threshold
-    if threshold is None:
-        threshold = domain.default_loop_threshold() if domain is not None else DEFAULT_LOOP_THRESHOLD
-    loops = check_loops(trajectory, threshold, domain.volatile_arguments() if domain is not None else None)
+    loops = check_loops(trajectory, rules.loop_threshold, rules.volatile_arguments)
     if not loops.passed and "loops" in basis:
         failures.append("loops")
-    ceilings = task.budget.tightest(budget) if task.budget is not None else budget
-    budget_result = check_budget(trajectory, ceilings)
+    budget_result = check_budget(trajectory, rules.budget)
     if not budget_result.passed and "budget" in basis:
         failures.append("budget")
     if assertions is not None and not assertions.passed and "assertions" in basis:

@@ -28,8 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -38,7 +37,8 @@ from simulator._messages import Message, Usage, UserTurn
 from simulator._protocols import Progress, TrialContext
 from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, model_seed
 from simulator.persona import Persona
-from simulator.tasks import Task, UserScenario
+from simulator.prepared import SECRETS, prepared_for
+from simulator.tasks import UserScenario
 from simulator.users._leak import REDACTED, Secret, SecretMatcher, role_flip, task_secrets, tool_syntax
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "AGENT_GREETING",
     "DEFAULT_USER_PROMPT",
     "LLMUser",
+    "LLMUserFactory",
     "STOP_TOKEN",
     "TRANSFER_TOKEN",
     "llm_user_factory",
@@ -243,8 +244,9 @@ class LLMUser:
             prompt_template: system prompt template (see :func:`render_user_prompt`).
             max_leak_retries: how many times a message that leaks a secret is asked for again before the
                 secret is redacted (0: redact at once).
-            matcher: the task's secrets, already compiled (a factory shares one per task among its trials);
-                None: computed from ``ctx`` (:func:`~simulator.users._leak.task_secrets`).
+            matcher: the task's secrets, already compiled; None: the run's prepared ones (``ctx.prepared.secrets``,
+                computed once per task when the run was prepared and shared by its trials), else computed from
+                ``ctx`` (:func:`~simulator.users._leak.task_secrets`).
 
         Raises:
             ValueError: ``max_leak_retries`` is negative.
@@ -264,6 +266,9 @@ class LLMUser:
         self.trial_seed = ctx.seed
         self.log = ctx.log.bind(role="user") if ctx.log is not None else None
         self.max_leak_retries = max_leak_retries
+        prepared = prepared_for(ctx)
+        if matcher is None and prepared is not None:
+            matcher = prepared.secrets
         self._matcher = matcher if matcher is not None else SecretMatcher(
             task_secrets(ctx.task, ctx.policy, tools=ctx.tools))
         self.secrets = self._matcher.secrets
@@ -378,9 +383,33 @@ class LLMUser:
         return turn.model_copy(update={"usage": usage})
 
 
+class LLMUserFactory:
+    """Builds an :class:`LLMUser` per trial, all sharing one model client; see :func:`llm_user_factory`.
+
+    Attributes:
+        needs: ``{"secrets"}``: a run prepares each task's leak-guard secrets once (:mod:`simulator.prepared`);
+            each user reads them from ``ctx.prepared`` (a context without them: computed for the trial).
+        client: the model client.
+        prompt_template: the system prompt template.
+        max_leak_retries: regenerations of a leaking message before it is redacted.
+    """
+
+    needs = frozenset({SECRETS})
+
+    def __init__(self, client: LLMClient, prompt_template: str, max_leak_retries: int) -> None:
+        self.client = client
+        self.prompt_template = prompt_template
+        self.max_leak_retries = max_leak_retries
+
+    def __call__(self, ctx: TrialContext) -> LLMUser:
+        """Build the trial's user."""
+        return LLMUser(ctx, self.client, prompt_template=self.prompt_template,
+                       max_leak_retries=self.max_leak_retries)
+
+
 def llm_user_factory(
     model: str, *, prompt_template: str = DEFAULT_USER_PROMPT, max_leak_retries: int = 2, **params: Any
-) -> Callable[[TrialContext], LLMUser]:
+) -> LLMUserFactory:
     """Return a factory building one :class:`LLMUser` per trial.
 
     Args:
@@ -392,7 +421,7 @@ def llm_user_factory(
             own trial seed; ``seed=None`` sends none.
 
     Returns:
-        A callable taking a :class:`~simulator._protocols.TrialContext`.
+        A :class:`LLMUserFactory` (a callable taking a :class:`~simulator._protocols.TrialContext`).
 
     Raises:
         KeyError: the template names an unknown field (checked here, before any trial runs).
@@ -401,21 +430,4 @@ def llm_user_factory(
     if max_leak_retries < 0:
         raise ValueError(f"max_leak_retries must be >= 0, got {max_leak_retries}")
     render_user_prompt(UserScenario(instructions=""), prompt_template)  # fail fast on a bad template
-    client = LLMClient(model, **params)
-    matchers: dict[tuple[str, str, str], tuple[Task, SecretMatcher]] = {}  # a task's secrets, shared by its trials
-    lock = threading.Lock()
-
-    def matcher_for(ctx: TrialContext) -> SecretMatcher:
-        key = (ctx.domain, ctx.task.id, hashlib.sha256(ctx.policy.encode("utf-8")).hexdigest())
-        with lock:
-            hit = matchers.get(key)
-            if hit is None or (hit[0] is not ctx.task and hit[0] != ctx.task):
-                hit = (ctx.task, SecretMatcher(task_secrets(ctx.task, ctx.policy, tools=ctx.tools)))
-                matchers[key] = hit
-            return hit[1]
-
-    def build(ctx: TrialContext) -> LLMUser:
-        return LLMUser(ctx, client, prompt_template=prompt_template, max_leak_retries=max_leak_retries,
-                       matcher=matcher_for(ctx))
-
-    return build
+    return LLMUserFactory(LLMClient(model, **params), prompt_template, max_leak_retries)

@@ -37,7 +37,6 @@ user's agenda (a confirmation request, options, a result, a refusal, a transfer)
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,11 +45,12 @@ import numpy as np
 from simulator._messages import Message, UserTurn
 from simulator._protocols import Progress, TrialContext, UserFactory
 from simulator.persona import Persona
-from simulator.tasks import Intent, Task, UserScenario
+from simulator.prepared import SCENARIO, prepared_for
+from simulator.tasks import Intent, UserScenario
 from simulator.users._acts import SLOT_PATTERNS, DialogueActs, classify, sentences
 from simulator.users._phrasing import Phraser, Segment, join_segments
 
-__all__ = ["RuleUser", "render_value", "rule_user_factory"]
+__all__ = ["RuleUser", "RuleUserFactory", "render_value", "rule_user_factory"]
 
 _STREAM = 0x52554C45  # "RULE": keeps the user's stream apart from other generators seeded by the trial seed
 
@@ -661,29 +661,47 @@ def _capitalised(segs: list[Segment]) -> list[Segment]:
     return segs
 
 
+class RuleUserFactory:
+    """Builds a :class:`RuleUser` per trial (the ``rule`` user spec); see :func:`rule_user_factory`.
+
+    Attributes:
+        needs: ``{"scenario"}``: a run prepares each task's derived scenario once (:mod:`simulator.prepared`).
+        domain: the run's domain (to derive a scenario that was not prepared).
+        template: the run's template database.
+    """
+
+    needs = frozenset({SCENARIO})
+
+    def __init__(self, domain: Any, template: Any) -> None:
+        self.domain = domain
+        self.template = template
+
+    def __call__(self, ctx: TrialContext) -> RuleUser:
+        """Build the trial's user from the prepared scenario (``ctx.prepared``), else one derived now.
+
+        Raises:
+            DomainError: the task has no agenda and the domain cannot derive one.
+        """
+        prepared = prepared_for(ctx)
+        scenario = prepared.derived_scenario() if prepared is not None else None
+        if scenario is None:  # not prepared for this user (e.g. a factory wrapping this one): derived for this trial
+            scenario = self.domain.derive_scenario(ctx.task, self.template)
+        return RuleUser(scenario, seed=ctx.seed, persona=ctx.persona)
+
+
 def rule_user_factory(domain: Any, template: Any) -> UserFactory:
     """Return a factory building a :class:`RuleUser` per trial (the ``rule`` user spec).
 
-    The scenario comes from ``domain.derive_scenario(task, template)`` (computed once per task id, thread-safe);
-    the persona from ``ctx.persona``; the wording generator from ``ctx.seed``.
+    The scenario is the one the run prepared (``ctx.prepared``: ``domain.derive_scenario(task, template)``
+    computed once per task when the run is prepared, as the factory's ``needs`` declares), or, when the trial's
+    context has none, derived for the trial; the persona comes from ``ctx.persona``; the wording generator from
+    ``ctx.seed``.
 
     Args:
         domain: the run's :class:`~simulator.domain.Domain`.
         template: the run's template database (passed to ``derive_scenario``).
 
     Returns:
-        ``Callable[[TrialContext], RuleUser]``.
+        A :class:`RuleUserFactory` (``Callable[[TrialContext], RuleUser]``).
     """
-    cache: dict[str, UserScenario] = {}
-    lock = threading.Lock()
-
-    def scenario_for(task: Task) -> UserScenario:
-        with lock:
-            if task.id not in cache:
-                cache[task.id] = domain.derive_scenario(task, template)
-            return cache[task.id]
-
-    def make(ctx: TrialContext) -> RuleUser:
-        return RuleUser(scenario_for(ctx.task), seed=ctx.seed, persona=ctx.persona)
-
-    return make
+    return RuleUserFactory(domain, template)
