@@ -179,10 +179,13 @@ def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
     """
     wanted = email.lower()
     # Candidates: the ASCII emails equal to it in SQL lower case (sqlite folds ASCII letters only, as Python
-    # does for ASCII text) and every email with another character, compared in Python.
-    for user_id, user_email in ctx.conn.execute(
-        "SELECT id, email FROM users WHERE lower(email) = ? OR email GLOB '*[^ -~]*' ORDER BY position", (wanted,)
-    ):
+    # does for ASCII text) and every email with another character (more bytes than characters), compared as
+    # Python compares them; the first in file order wins.
+    candidates = sorted(ctx.conn.execute(
+        "SELECT position, id, email FROM users WHERE lower(email) = ? OR length(email) <> length(CAST(email AS BLOB))",
+        (wanted,),
+    ).fetchall())
+    for _, user_id, user_email in candidates:
         if user_email.lower() == wanted:
             return str(user_id)
     raise ToolError("no user has that email address")
