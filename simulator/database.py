@@ -1,12 +1,9 @@
 """Per-trial databases, canonical state snapshots and state differences.
 
 Each trial owns a private in-memory SQLite database, a copy of its domain's *template* database. The template
-is built once per process per data set and kept as serialized bytes; one SQLAlchemy engine per template has a
-``creator`` that deserializes those bytes into a new in-memory connection, so every ``engine.connect()`` is
-an independent copy and trials never share a connection. A connection a trial gives back is kept in the pool
-and the template's bytes are deserialized into it again (~0.1 ms): the next trial gets a fresh copy on a
-connection whose parsed schema and prepared statements are still there, instead of paying ~0.3 ms to parse
-the schema and tens of microseconds per statement on a brand-new connection.
+is built once per process per data set and kept as serialized bytes; one SQLAlchemy engine (NullPool) per
+template has a ``creator`` that deserializes those bytes into a brand-new in-memory connection, so every
+``engine.connect()`` is an independent copy (~1 ms) and trials never share a connection.
 
 State comparison works on snapshots: per table, the rows as tuples keyed by primary key, fetched with one
 ``SELECT`` per table through the raw DB-API connection. Equal tuples are skipped cheaply; only differing rows
@@ -16,7 +13,6 @@ are compared field by field, floats at the declared precision (money: cents, so 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -24,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, MetaData, Table, create_engine, event
-from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import QueuePool, StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 __all__ = [
     "FieldDifference",
@@ -84,21 +79,6 @@ def _connect_template(data: bytes) -> sqlite3.Connection:
     return conn
 
 
-def _reset(conn: sqlite3.Connection, data: bytes) -> None:
-    """Make a used trial connection a fresh copy of the template (no transaction open, ``data`` in main).
-
-    Raises:
-        DisconnectionError: a database is still attached; the pool then discards the connection and opens a
-            new one (statements cached against an attached schema can crash sqlite 3.40 after the reset).
-    """
-    if conn.in_transaction:
-        conn.rollback()
-    attached = [row[1] for row in conn.execute("PRAGMA database_list").fetchall() if row[1] not in ("main", "temp")]
-    if attached:
-        raise DisconnectionError(f"trial connection left database(s) attached: {', '.join(attached)}")
-    conn.deserialize(data)
-
-
 class TemplateDatabase:
     """A domain's initial database, kept as serialized SQLite bytes, from which trial copies are made.
 
@@ -134,18 +114,8 @@ class TemplateDatabase:
             raw.close()
         data = self.data
         self.engine: Engine = create_engine(
-            "sqlite://", poolclass=QueuePool, creator=lambda: _connect_template(data),
-            pool_size=os.cpu_count() or 1, max_overflow=-1,  # idle copies kept: one per core; never blocks
+            "sqlite://", poolclass=NullPool, creator=lambda: _connect_template(data)
         )
-
-        @event.listens_for(self.engine, "checkin")
-        def _used(dbapi_connection: Any, record: Any) -> None:
-            record.info["used"] = True
-
-        @event.listens_for(self.engine, "checkout")
-        def _fresh_copy(dbapi_connection: Any, record: Any, proxy: Any) -> None:  # a used one: the template again
-            if record.info.pop("used", False):
-                _reset(dbapi_connection, data)
 
         @event.listens_for(self.engine, "begin")
         def _begin(conn: Any) -> None:  # pysqlite: emit BEGIN ourselves so rollback always works
@@ -153,7 +123,7 @@ class TemplateDatabase:
 
     @contextmanager
     def trial(self) -> Iterator[TrialDatabase]:
-        """Open a private copy of the template for one trial; given back on exit (reset before any reuse).
+        """Open a private copy of the template for one trial; closed (and discarded) on exit.
 
         Yields:
             A :class:`TrialDatabase`.
@@ -244,13 +214,9 @@ def diff_against(raw: sqlite3.Connection, goal: bytes, spec: StateSpec) -> State
 
     Both databases are copies of the same template, whose triggers log the rowid of every row inserted,
     updated or deleted (table ``_tausim_writes``). A row can differ only if one side wrote it, so the goal is
-    opened on a connection of its own and just the rows at the union of logged rowids are fetched from both sides
+    attached as schema ``goal`` and just the rows at the union of logged rowids are fetched from both sides
     and compared by primary key, field by field at the declared precision. The cost grows with the number of
     written rows, not with the size of the database.
-
-    (The goal is not ATTACHed to the trial's connection: trial connections are reused, and on sqlite 3.40 a
-    statement cached against a detached schema crashes the process once the connection's main database has
-    been deserialized again. Nothing may ATTACH on a trial connection.)
 
     Args:
         raw: the trial's sqlite3 connection (no transaction open).
@@ -260,12 +226,12 @@ def diff_against(raw: sqlite3.Connection, goal: bytes, spec: StateSpec) -> State
     Returns:
         The same :class:`StateDiff` as :func:`diff_snapshots` of full snapshots (expected = goal).
     """
-    other = sqlite3.connect(":memory:", isolation_level=None)
+    raw.execute("ATTACH DATABASE ':memory:' AS goal")
     try:
-        other.deserialize(goal)
+        raw.deserialize(goal, name="goal")
         written: dict[str, set[int]] = {}
-        for conn in (raw, other):
-            for tbl, rid in conn.execute(f'SELECT tbl, rid FROM "{WRITE_LOG}"'):
+        for schema in ("main", "goal"):
+            for tbl, rid in raw.execute(f'SELECT tbl, rid FROM {schema}."{WRITE_LOG}"'):
                 written.setdefault(tbl, set()).add(rid)
         expected: Snapshot = {}
         actual: Snapshot = {}
@@ -274,12 +240,13 @@ def diff_against(raw: sqlite3.Connection, goal: bytes, spec: StateSpec) -> State
             if not rids:
                 continue
             ids = json.dumps(sorted(rids))
-            sql, pk_idx = _select(table, spec, "main")
-            sql += " WHERE rowid IN (SELECT value FROM json_each(?))"
-            actual[table.name] = _keyed(raw.execute(sql, (ids,)).fetchall(), pk_idx)
-            expected[table.name] = _keyed(other.execute(sql, (ids,)).fetchall(), pk_idx)
+            where = " WHERE rowid IN (SELECT value FROM json_each(?))"
+            main_sql, pk_idx = _select(table, spec, "main")
+            goal_sql, _ = _select(table, spec, "goal")
+            actual[table.name] = _keyed(raw.execute(main_sql + where, (ids,)).fetchall(), pk_idx)
+            expected[table.name] = _keyed(raw.execute(goal_sql + where, (ids,)).fetchall(), pk_idx)
     finally:
-        other.close()
+        raw.execute("DETACH DATABASE goal")
     return diff_snapshots(expected, actual, spec)
 
 

@@ -125,26 +125,3 @@ def test_diff_against_goal_equals_full_snapshot_diff(tmp_path):
         t.raw.execute("INSERT INTO accounts VALUES ('C3', 'cy', 1.0)")
         t.raw.commit()
         assert diff_against(t.raw, goal_bytes, spec).equal is True
-
-
-def test_a_reused_connection_starts_from_the_template_again(tmp_path):
-    dom = BankDomain()
-    tpl = dom.template(write_data(tmp_path / "d"))
-    with tpl.trial() as t:
-        first = t.raw
-        t.raw.execute("UPDATE accounts SET balance = 1 WHERE id = 'A1'")
-        t.raw.execute("ATTACH DATABASE ':memory:' AS leftover")
-        t.raw.execute("BEGIN")
-        t.raw.execute("DELETE FROM accounts WHERE id = 'B2'")  # left in an open transaction
-    with tpl.trial() as t:  # a connection left with a database attached is not reused
-        assert t.raw is not first
-        second = t.raw
-        assert [row[1] for row in t.raw.execute("PRAGMA database_list")] == ["main"]
-        t.raw.execute("BEGIN")
-        t.raw.execute("UPDATE accounts SET balance = 1 WHERE id = 'A1'")  # left in an open transaction
-    with tpl.trial() as t:
-        assert t.raw is second  # the pooled connection, not a new one
-        assert dict(t.raw.execute("SELECT id, balance FROM accounts").fetchall()) == {"A1": 100.0, "B2": 25.0}
-        assert not t.raw.in_transaction
-    with tpl.trial() as a, tpl.trial() as b:  # two at once: two connections
-        assert a.raw is not b.raw
