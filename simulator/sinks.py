@@ -73,12 +73,16 @@ class Event:
 
 
 def _write(ctx: ToolContext, sql: str, params: Mapping[str, Any]) -> None:
-    """Run one sink write on the tool call's connection, inside its transaction (the only write path)."""
-    ctx.session.connection().exec_driver_sql(sql, dict(params))
+    """Run one sink write on the tool call's connection, inside its transaction (the only write path).
+
+    The trial's sqlite3 connection is the one under the session too, so the write joins the call's transaction
+    whether the toolbox runs tools through the ORM session or on the connection (``Toolbox(uses_session=False)``).
+    """
+    ctx.conn.execute(sql, dict(params))
 
 
 def _read(ctx: ToolContext, sql: str, params: Mapping[str, Any]) -> list[Any]:
-    return list(ctx.session.connection().exec_driver_sql(sql, dict(params)).fetchall())
+    return list(ctx.conn.execute(sql, dict(params)).fetchall())
 
 
 def emit_event(ctx: ToolContext, name: str, data: Mapping[str, Any], kind: str = "domain") -> None:

@@ -100,3 +100,25 @@ def test_domains_without_sinks_still_log_write_events(tmp_path):
         events = read_events(db.raw)
     assert [(e.name, e.kind, e.data) for e in events] == [
         ("transfer", "tool", {"src": "A1", "dst": "B2", "amount": 5.0})]
+
+
+def test_write_events_are_logged_for_tools_running_on_the_connection(tmp_path):
+    """Retail's tools run on the trial's sqlite3 connection (no ORM session): their writes are events too,
+    and a refused write leaves none."""
+    from simulator import get_domain
+
+    dom = get_domain("retail")
+    tpl = dom.template(None, dom.default_options(None))
+    tb = dom.toolbox()
+    assert tb.uses_session is False
+    task = next(t for t in dom.load_tasks(None) if any(tb.specs[a.name].kind == "write" for a in t.gold_actions))
+    with tpl.trial() as db:
+        ctx = ToolContext(db.session, db.options)
+        for i, action in enumerate(task.gold_actions):
+            ctx.step = i
+            assert tb.dispatch(ctx, action.name, action.arguments).status == "ok"
+        refused = tb.dispatch(ctx, "cancel_pending_order", {"order_id": "#NOPE", "reason": "no longer needed"})
+        assert refused.status == "tool_error"
+        logged = [(e.step, e.name, e.data) for e in read_events(db.raw) if e.kind == "tool"]
+    expected = [(i, a.name, a.arguments) for i, a in enumerate(task.gold_actions) if tb.specs[a.name].kind == "write"]
+    assert logged == expected and expected

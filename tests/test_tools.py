@@ -1,6 +1,6 @@
 import pytest
 
-from simulator.tools import Toolbox, ToolContext, tool
+from simulator.tools import Toolbox, ToolContext, ToolError, tool
 from tests.toy import BankDomain, write_data
 
 
@@ -72,3 +72,50 @@ def test_duplicate_tool_names_refused():
 
     with pytest.raises(ValueError, match="duplicate"):
         Toolbox([get_balance, get_balance])
+
+
+def _connection_toolbox():
+    """Tools that use only ctx.conn (the DB-API connection), as the built-in domains' tools do."""
+
+    @tool("write")
+    def pay(ctx: ToolContext, account_id: str, amount: float) -> str:
+        """Take money from an account, refusing to go below zero (after writing).
+
+        Args:
+            account_id: the account.
+            amount: the amount taken.
+        """
+        ctx.conn.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", (amount, account_id))
+        (left,) = ctx.conn.execute("SELECT balance FROM accounts WHERE id = ?", (account_id,)).fetchone()
+        if left < 0:
+            raise ToolError("insufficient funds")
+        if amount == 13:
+            raise KeyError("unlucky")
+        return f"{left}"
+
+    return Toolbox([pay], uses_session=False)
+
+
+def test_dispatch_on_the_connection_commits_and_rolls_back(bank):
+    _, tpl = bank
+    tb = _connection_toolbox()
+    with tpl.trial() as t:
+        ctx = ToolContext(t.session)
+        assert ctx.conn is t.raw
+        assert tb.dispatch(ctx, "pay", {"account_id": "A1", "amount": 10}).content == "90.0"
+        assert not t.raw.in_transaction  # committed
+        err = tb.dispatch(ctx, "pay", {"account_id": "A1", "amount": 1000})
+        assert (err.status, err.content) == ("tool_error", "Error: insufficient funds")
+        bug = tb.dispatch(ctx, "pay", {"account_id": "A1", "amount": 13})
+        assert bug.status == "tool_bug" and "KeyError" in (bug.bug or "")
+        assert balances(t) == {"A1": 90.0, "B2": 25.0}
+        bad = tb.dispatch(ctx, "pay", {"account_id": "A1", "amount": "x"})
+        assert bad.status == "invalid_arguments"
+        # inside a transaction the caller opened, a refused call rolls back to its savepoint only
+        t.raw.execute("BEGIN")
+        t.raw.execute("UPDATE accounts SET balance = 0 WHERE id = 'B2'")
+        assert tb.dispatch(ctx, "pay", {"account_id": "A1", "amount": 1000}).status == "tool_error"
+        assert tb.dispatch(ctx, "pay", {"account_id": "A1", "amount": 5}).status == "ok"
+        assert t.raw.in_transaction
+        t.raw.execute("COMMIT")
+        assert balances(t) == {"A1": 85.0, "B2": 0.0}

@@ -58,6 +58,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from datetime import date as Date
@@ -75,23 +76,11 @@ from pydantic import (
     TypeAdapter,
 )
 from pydantic_core import CoreSchema
-from sqlalchemy import func, select
 from typing_extensions import TypedDict
 
-from domains._common import calculate, note_new_keys, think, transfer_to_human_agents
-from domains._common import raw_connection as _raw
+from domains._common import Row, TableAccess, calculate, think, transfer_to_human_agents, with_new_keys
 from domains.airline._data import WRITTEN_SEGMENT_KEYS, flight_on_date, reservation_record, user_record
-from domains.airline.models import (
-    Flight,
-    FlightDate,
-    PaymentMethod,
-    Reservation,
-    ReservationFlight,
-    ReservationPassenger,
-    ReservationPayment,
-    User,
-    UserReservation,
-)
+from domains.airline.models import Base
 from simulator import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
@@ -265,88 +254,143 @@ def _money(x: float) -> float:
     return round(x, 2)
 
 
-def _get_user(ctx: ToolContext, user_id: str) -> User:
-    user = ctx.session.get(User, user_id)
+_DB = TableAccess(Base.metadata)
+"""Every read by key and every write of these tools (through the trial's sqlite3 connection)."""
+
+
+class _Rows:
+    """One call's access to the trial database: a row read twice by key is the same dict, so changes add up.
+
+    (A flight date listed twice takes its seats twice; a payment method refunded twice is credited twice.)
+    """
+
+    def __init__(self, ctx: ToolContext):
+        self.conn: sqlite3.Connection = ctx.conn
+        self._seen: dict[tuple[str, tuple[Any, ...]], Row] = {}
+
+    def get(self, table: str, *key: Any) -> Row | None:
+        """The row of ``table`` with primary key ``key``, or None."""
+        row = self._seen.get((table, key))
+        if row is None:
+            row = _DB.get(self.conn, table, *key)
+            if row is not None:
+                self._seen[table, key] = row
+        return row
+
+    def children(self, table: str, parent: str, key: str) -> list[Row]:
+        """The rows of ``table`` whose ``parent`` column is ``key``, in position order."""
+        return _DB.select(self.conn, table, f"{parent} = ? ORDER BY position", (key,))
+
+    def insert(self, table: str, values: dict[str, Any]) -> None:
+        """Insert a row."""
+        _DB.insert(self.conn, table, values)
+
+    def update(self, table: str, row: Row, **changes: Any) -> None:
+        """Set columns of a row (and of ``row``)."""
+        _DB.update(self.conn, table, row, **changes)
+
+    def delete(self, table: str, row: Row) -> None:
+        """Delete a row."""
+        _DB.delete(self.conn, table, row)
+        self._seen = {k: v for k, v in self._seen.items() if v is not row}
+
+
+def _get_user(rows: _Rows, user_id: str) -> Row:
+    user = rows.get("users", user_id)
     if user is None:
         raise ToolError(f"user {user_id!r} not found")
     return user
 
 
-def _reservation_to_change(ctx: ToolContext, reservation_id: str) -> Reservation:
+def _reservation_to_change(ctx: ToolContext, rows: _Rows, reservation_id: str) -> Row:
     """Return a reservation a write tool changes; in mode ``tausim`` refuse a cancelled one."""
-    reservation = ctx.session.get(Reservation, reservation_id)
+    reservation = rows.get("reservations", reservation_id)
     if reservation is None:
         raise ToolError(f"reservation {reservation_id!r} not found")
-    if reservation.status == "cancelled" and _corrected(ctx):
+    if reservation["status"] == "cancelled" and _corrected(ctx):
         raise ToolError(f"reservation {reservation_id} is cancelled and can no longer be changed")
     return reservation
 
 
-def _reservation_json(ctx: ToolContext, reservation_id: str) -> str:
-    return json.dumps(reservation_record(_raw(ctx), reservation_id))
+def _reservation_json(rows: _Rows, reservation_id: str) -> str:
+    return json.dumps(reservation_record(rows.conn, reservation_id))
 
 
-def _bookable(ctx: ToolContext, flight_number: str, date: str) -> tuple[Flight, FlightDate]:
+def _bookable(rows: _Rows, flight_number: str, date: str) -> tuple[Row, Row]:
     """Return a flight and its date entry, refusing a flight or date that does not exist or is not available."""
-    flight = ctx.session.get(Flight, flight_number)
+    flight = rows.get("flights", flight_number)
     if flight is None:
         raise ToolError(f"flight {flight_number} not found")
-    day = ctx.session.get(FlightDate, (flight_number, date))
+    day = rows.get("flight_dates", flight_number, date)
     if day is None:
         raise ToolError(f"flight {flight_number} not found on date {date}")
-    if day.status != "available":
-        raise ToolError(f"flight {flight_number} is not available on date {date} (status: {day.status})")
+    if day["status"] != "available":
+        raise ToolError(f"flight {flight_number} is not available on date {date} (status: {day['status']})")
     return flight, day
 
 
-def _check_seats(day: FlightDate, cabin: str, needed: int) -> float:
+def _check_seats(day: Row, cabin: str, needed: int) -> float:
     """Refuse when fewer than ``needed`` seats are left in the cabin; return the cabin's price."""
-    seats, price = day.seats(cabin), day.price(cabin)
+    seats, price = day[f"seats_{cabin}"], day[f"price_{cabin}"]
     if seats is None or price is None:
-        raise ToolError(f"flight {day.flight_number} on {day.date} has no {cabin} cabin for sale")
+        raise ToolError(f"flight {day['flight_number']} on {day['date']} has no {cabin} cabin for sale")
     if seats < needed:
-        raise ToolError(f"not enough seats on flight {day.flight_number} on {day.date}: {seats} {cabin} seat(s) "
-                        f"left, {needed} needed")
-    return price
+        raise ToolError(f"not enough seats on flight {day['flight_number']} on {day['date']}: {seats} {cabin} "
+                        f"seat(s) left, {needed} needed")
+    return price  # type: ignore[no-any-return]
 
 
-def _user_method(ctx: ToolContext, user_id: str, payment_id: str) -> PaymentMethod:
-    method = ctx.session.get(PaymentMethod, (user_id, payment_id))
+def _add_seats(rows: _Rows, day: Row, cabin: str, count: int) -> None:
+    """Change a cabin's available seats by ``count`` (negative to take seats); no-op without seat counts."""
+    current = day[f"seats_{cabin}"]
+    if current is not None:
+        rows.update("flight_dates", day, **{f"seats_{cabin}": current + count})
+
+
+def _user_method(rows: _Rows, user_id: str, payment_id: str) -> Row:
+    method = rows.get("payment_methods", user_id, payment_id)
     if method is None:
         raise ToolError(f"payment method {payment_id!r} not found in the profile of user {user_id}")
     return method
 
 
-def _has_balance(method: PaymentMethod) -> bool:
-    return method.source in ("gift_card", "certificate")
+def _has_balance(method: Row) -> bool:
+    return method["source"] in ("gift_card", "certificate")
 
 
-def _check_change_payment(method: PaymentMethod, cost: float) -> None:
+def _check_change_payment(method: Row, cost: float) -> None:
     """Refuse a certificate, and a gift card whose balance is below ``cost``, as payment of a change."""
-    if method.source == "certificate":
-        raise ToolError(f"a certificate ({method.id}) cannot pay for a change to a reservation")
-    if method.source == "gift_card" and (method.amount or 0) < cost:
-        raise ToolError(f"gift card {method.id} has a balance of {method.amount}, less than the {cost} to pay")
+    if method["source"] == "certificate":
+        raise ToolError(f"a certificate ({method['id']}) cannot pay for a change to a reservation")
+    if method["source"] == "gift_card" and (method["amount"] or 0) < cost:
+        raise ToolError(
+            f"gift card {method['id']} has a balance of {method['amount']}, less than the {cost} to pay"
+        )
 
 
-def _add_to_balance(method: PaymentMethod, amount: float) -> None:
+def _add_to_balance(rows: _Rows, method: Row, amount: float) -> None:
     """Change a gift card's or certificate's balance by ``amount`` (rounded to cents)."""
-    method.amount = _money((method.amount or 0) + amount)
+    rows.update("payment_methods", method, amount=_money((method["amount"] or 0) + amount))
 
 
-def _append_payment(reservation: Reservation, payment_id: str, amount: float) -> None:
-    reservation.payments.append(ReservationPayment(
-        position=len(reservation.payments), payment_id=payment_id, amount=amount
-    ))
+def _append_payment(rows: _Rows, reservation_id: str, history: list[Row], payment_id: str, amount: float) -> None:
+    """Append an entry to a reservation's payment history (``history``, its current rows, grows by it)."""
+    row: Row = {"reservation_id": reservation_id, "position": len(history), "payment_id": payment_id,
+                "amount": amount, "layout": None}
+    rows.insert("reservation_payments", row)
+    history.append(row)
 
 
-def _next_method_position(user: User) -> int:
-    return max((m.position for m in user.payment_methods), default=-1) + 1
+def _next_method_position(rows: _Rows, user_id: str) -> int:
+    found = rows.conn.execute(
+        "SELECT coalesce(max(position), -1) + 1 FROM payment_methods WHERE user_id = ?", (user_id,)
+    ).fetchone()
+    return int(found[0])
 
 
-def _new_reservation_id(ctx: ToolContext) -> str:
+def _new_reservation_id(rows: _Rows) -> str:
     """Return the first id of HATHAT, HATHAU, HATHAV, HATHAW, ... that no reservation has."""
-    taken = set(ctx.session.scalars(select(Reservation.id).where(Reservation.id.like("HATH%"))))
+    taken = {r[0] for r in rows.conn.execute("SELECT id FROM reservations WHERE id LIKE 'HATH%'")}
     candidates = (f"HATH{a}{b}" for a, b in itertools.product(_ID_ALPHABET, repeat=2))
     for candidate in itertools.dropwhile(lambda c: c != FIRST_RESERVATION_ID, candidates):
         if candidate not in taken:
@@ -354,11 +398,12 @@ def _new_reservation_id(ctx: ToolContext) -> str:
     raise ToolError("no free reservation id left")  # 1,000+ bookings in one trial
 
 
-def _segment(position: int, flight: Flight, day: FlightDate, price: float) -> ReservationFlight:
-    return ReservationFlight(
-        position=position, flight_number=flight.id, date=day.date, price=price, origin=flight.origin,
-        destination=flight.destination, layout={"": list(WRITTEN_SEGMENT_KEYS)},
-    )
+def _segment(reservation_id: str, position: int, flight: Row, day: Row, price: float) -> Row:
+    return {
+        "reservation_id": reservation_id, "position": position, "origin": flight["origin"],
+        "destination": flight["destination"], "flight_number": flight["id"], "date": day["date"], "price": price,
+        "layout": {"": list(WRITTEN_SEGMENT_KEYS)},
+    }
 
 
 @functools.cache
@@ -388,7 +433,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
         ctx: the trial's tool context.
         user_id: The user id, such as 'sara_doe_496'.
     """
-    record = user_record(_raw(ctx), user_id)
+    record = user_record(ctx.conn, user_id)
     if record is None:
         raise ToolError(f"user {user_id!r} not found")
     return json.dumps(record)
@@ -404,7 +449,7 @@ def get_reservation_details(ctx: ToolContext, reservation_id: str) -> str:
         ctx: the trial's tool context.
         reservation_id: The reservation id, such as '8JX2WO'.
     """
-    record = reservation_record(_raw(ctx), reservation_id)
+    record = reservation_record(ctx.conn, reservation_id)
     if record is None:
         raise ToolError(f"reservation {reservation_id!r} not found")
     return json.dumps(record)
@@ -417,22 +462,32 @@ def list_all_airports(ctx: ToolContext) -> str:
     Args:
         ctx: the trial's tool context.
     """
-    codes = set(ctx.session.scalars(select(Flight.origin).union(select(Flight.destination))))
+    codes = {r[0] for r in ctx.conn.execute("SELECT origin FROM flights UNION SELECT destination FROM flights")}
     cities = _airport_cities()
     known = {code: city for code, city in cities.items() if code in codes}
     return json.dumps({**known, **{code: code for code in sorted(codes - set(known))}})
 
 
-def _available_flights(ctx: ToolContext, origin: str, destination: str | None, date: str) -> list[Flight]:
-    """Flights from ``origin`` (to ``destination`` if given) open for booking on ``date``, in file order."""
-    query = (
-        select(Flight).join(FlightDate, FlightDate.flight_number == Flight.id)
-        .where(Flight.origin == origin, FlightDate.date == date, FlightDate.status == "available")
-        .order_by(Flight.position)
-    )
-    if destination is not None:
-        query = query.where(Flight.destination == destination)
-    return list(ctx.session.scalars(query))
+_AVAILABLE = (
+    "SELECT f.id, f.destination, f.scheduled_departure_time_est, f.scheduled_arrival_time_est "
+    "FROM flights AS f JOIN flight_dates AS d ON d.flight_number = f.id "
+    "WHERE f.origin = ? AND d.date = ? AND d.status = 'available'"
+)
+
+
+def _available_flights(
+    conn: sqlite3.Connection, origin: str, destination: str | None, date: str
+) -> list[tuple[str, str, str, str]]:
+    """Flights from ``origin`` (to ``destination`` if given) open for booking on ``date``, in file order.
+
+    Returns:
+        ``(flight number, destination, scheduled departure time, scheduled arrival time)`` per flight.
+    """
+    if destination is None:
+        return conn.execute(f"{_AVAILABLE} ORDER BY f.position", (origin, date)).fetchall()
+    return conn.execute(
+        f"{_AVAILABLE} AND f.destination = ? ORDER BY f.position", (origin, date, destination)
+    ).fetchall()
 
 
 @tool("read")
@@ -448,8 +503,8 @@ def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: 
         destination: The destination airport, three letters, such as 'LAX'.
         date: The date of the flight, 'YYYY-MM-DD', such as '2024-01-01'.
     """
-    conn = _raw(ctx)
-    return json.dumps([flight_on_date(conn, f.id, date) for f in _available_flights(ctx, origin, destination, date)])
+    conn = ctx.conn
+    return json.dumps([flight_on_date(conn, f[0], date) for f in _available_flights(conn, origin, destination, date)])
 
 
 @tool("read")
@@ -466,20 +521,19 @@ def search_onestop_flight(ctx: ToolContext, origin: str, destination: str, date:
         destination: The destination airport, three letters, such as 'LAX'.
         date: The date of the first flight, 'YYYY-MM-DD', such as '2024-05-01'.
     """
-    conn = _raw(ctx)
+    conn = ctx.conn
     results = []
-    for first in _available_flights(ctx, origin, None, date):
-        arrival = first.scheduled_arrival_time_est
+    for first, stop, _, arrival in _available_flights(conn, origin, None, date):
         next_day = arrival.endswith("+1")
         date2 = _next_day(date) if next_day else date
         if date2 is None:
             continue
         arrives_at = arrival.removesuffix("+1")
-        for second in _available_flights(ctx, first.destination, destination, date2):
-            if second.scheduled_departure_time_est < arrives_at:
+        for second, _, departure, _ in _available_flights(conn, stop, destination, date2):
+            if departure < arrives_at:
                 continue
-            leg1 = flight_on_date(conn, first.id, date)
-            leg2 = flight_on_date(conn, second.id, date2)
+            leg1 = flight_on_date(conn, first, date)
+            leg2 = flight_on_date(conn, second, date2)
             assert leg1 is not None and leg2 is not None
             results.append([{**leg1, "date": date}, {**leg2, "date": date2}])
     return json.dumps(results)
@@ -523,36 +577,37 @@ def book_reservation(
         insurance: Whether travel insurance is bought: 'yes' or 'no' (30 dollars per passenger).
     """
     corrected = _corrected(ctx)
-    user = _get_user(ctx, user_id)
+    rows = _Rows(ctx)
+    _get_user(rows, user_id)
     n = len(passengers)
     if corrected:
         if n == 0:
             raise ToolError("a reservation needs at least one passenger")
         _check_bag_counts(total_baggages, nonfree_baggages)
-    segments: list[tuple[Flight, FlightDate, float]] = []
+    segments: list[tuple[Row, Row, float]] = []
     demand: Counter[tuple[str, str]] = Counter()
     total: float = 0
     for ref in flights:
-        flight, day = _bookable(ctx, ref["flight_number"], ref["date"])
-        demand[flight.id, day.date] += n
-        price = _check_seats(day, cabin, demand[flight.id, day.date] if corrected else n)
+        flight, day = _bookable(rows, ref["flight_number"], ref["date"])
+        demand[flight["id"], day["date"]] += n
+        price = _check_seats(day, cabin, demand[flight["id"], day["date"]] if corrected else n)
         segments.append((flight, day, price))
         total += price * n
     if insurance == "yes":
         total += INSURANCE_FEE * n
     total += BAG_FEE * nonfree_baggages
-    methods: dict[str, PaymentMethod] = {}
+    methods: dict[str, Row] = {}
     charged: dict[str, float] = {}
     for payment in payment_methods:
         payment_id, amount = payment["payment_id"], payment["amount"]
-        method = methods.get(payment_id) or _user_method(ctx, user_id, payment_id)
+        method = methods.get(payment_id) or _user_method(rows, user_id, payment_id)
         methods[payment_id] = method
         if corrected and amount <= 0:
             raise ToolError(f"payment amounts must be positive ({payment_id}: {amount})")
         charged[payment_id] = charged.get(payment_id, 0) + amount
         needed = charged[payment_id] if corrected else amount
-        if _has_balance(method) and (method.amount or 0) < needed:
-            raise ToolError(f"not enough balance in payment method {payment_id}: {method.amount} available, "
+        if _has_balance(method) and (method["amount"] or 0) < needed:
+            raise ToolError(f"not enough balance in payment method {payment_id}: {method['amount']} available, "
                             f"{needed} to pay")
     paid = sum(p["amount"] for p in payment_methods)
     mismatch = abs(paid - total) >= 0.005 if corrected else paid != total
@@ -560,33 +615,33 @@ def book_reservation(
         raise ToolError(f"payment amounts do not add up: the total price is {_money(total)}, the payments "
                         f"add up to {_money(paid)}")
 
-    reservation_id = _new_reservation_id(ctx)
-    position = ctx.session.scalar(select(func.coalesce(func.max(Reservation.position), -1) + 1))
-    reservation = Reservation(
-        id=reservation_id, position=position, user_id=user_id, origin=origin, destination=destination,
-        flight_type=flight_type, cabin=cabin, created_at=BOOKING_TIME, total_baggages=total_baggages,
-        nonfree_baggages=nonfree_baggages, insurance=insurance,
-    )
-    reservation.flights = [_segment(i, f, d, price) for i, (f, d, price) in enumerate(segments)]
-    reservation.passengers = [ReservationPassenger(position=i, **p) for i, p in enumerate(passengers)]
-    reservation.payments = [
-        ReservationPayment(position=i, payment_id=p["payment_id"], amount=p["amount"])
-        for i, p in enumerate(payment_methods)
-    ]
-    ctx.session.add(reservation)
-    user.reservation_links.append(
-        UserReservation(user_id=user_id, position=len(user.reservation_links), reservation_id=reservation_id)
-    )
+    reservation_id = _new_reservation_id(rows)
+    conn = rows.conn
+    position = conn.execute("SELECT coalesce(max(position), -1) + 1 FROM reservations").fetchone()[0]
+    rows.insert("reservations", {
+        "id": reservation_id, "position": position, "user_id": user_id, "origin": origin,
+        "destination": destination, "flight_type": flight_type, "cabin": cabin, "created_at": BOOKING_TIME,
+        "total_baggages": total_baggages, "nonfree_baggages": nonfree_baggages, "insurance": insurance,
+    })
+    for i, (f, d, price) in enumerate(segments):
+        rows.insert("reservation_flights", _segment(reservation_id, i, f, d, price))
+    for i, person in enumerate(passengers):
+        rows.insert("reservation_passengers", {"reservation_id": reservation_id, "position": i, **person})
+    for i, payment in enumerate(payment_methods):
+        rows.insert("reservation_payments", {"reservation_id": reservation_id, "position": i,
+                                             "payment_id": payment["payment_id"], "amount": payment["amount"]})
+    links = conn.execute("SELECT count(*) FROM user_reservations WHERE user_id = ?", (user_id,)).fetchone()[0]
+    rows.insert("user_reservations", {"user_id": user_id, "position": links, "reservation_id": reservation_id})
     for payment_id, spent in charged.items():
         method = methods[payment_id]
-        if method.source == "gift_card":
-            _add_to_balance(method, -spent)
-        elif method.source == "certificate":
-            user.payment_methods.remove(method)
+        if method["source"] == "gift_card":
+            _add_to_balance(rows, method, -spent)
+        elif method["source"] == "certificate":
+            rows.delete("payment_methods", method)
     if corrected:
         for _, day, _ in segments:
-            day.add_seats(cabin, -n)
-    return _reservation_json(ctx, reservation_id)
+            _add_seats(rows, day, cabin, -n)
+    return _reservation_json(rows, reservation_id)
 
 
 def _check_bag_counts(total_baggages: int, nonfree_baggages: int) -> None:
@@ -607,41 +662,42 @@ def cancel_reservation(ctx: ToolContext, reservation_id: str) -> str:
         reservation_id: The reservation id, such as 'ZFA04Y'.
     """
     corrected = _corrected(ctx)
-    reservation = _reservation_to_change(ctx, reservation_id)
-    history = [(p.payment_id, p.amount) for p in reservation.payments]
+    rows = _Rows(ctx)
+    reservation = _reservation_to_change(ctx, rows, reservation_id)
+    payments = rows.children("reservation_payments", "reservation_id", reservation_id)
+    history = [(p["payment_id"], p["amount"]) for p in payments]
     for payment_id, amount in history:
-        _append_payment(reservation, payment_id, -amount)
-    reservation.status = "cancelled"
-    note_new_keys(reservation, "status")
+        _append_payment(rows, reservation_id, payments, payment_id, -amount)
+    rows.update("reservations", reservation, status="cancelled", layout=with_new_keys(reservation["layout"], "status"))
     if corrected:
-        seats = len(reservation.passengers)
-        for segment in reservation.flights:
-            day = ctx.session.get(FlightDate, (segment.flight_number, segment.date))
+        seats = len(rows.children("reservation_passengers", "reservation_id", reservation_id))
+        for segment in rows.children("reservation_flights", "reservation_id", reservation_id):
+            day = rows.get("flight_dates", segment["flight_number"], segment["date"])
             if day is not None:
-                day.add_seats(reservation.cabin, seats)
-        _refund_balances(ctx, reservation.user_id, history)
-    return _reservation_json(ctx, reservation_id)
+                _add_seats(rows, day, reservation["cabin"], seats)
+        _refund_balances(rows, reservation["user_id"], history)
+    return _reservation_json(rows, reservation_id)
 
 
-def _refund_balances(ctx: ToolContext, user_id: str, history: Sequence[tuple[str, float]]) -> None:
+def _refund_balances(rows: _Rows, user_id: str, history: Sequence[tuple[str, float]]) -> None:
     """Give gift cards and certificates back the net amount each paid (mode ``tausim``)."""
     net: dict[str, float] = {}
     for payment_id, amount in history:
         net[payment_id] = net.get(payment_id, 0) + amount
-    user = _get_user(ctx, user_id)
+    _get_user(rows, user_id)
     for payment_id, amount in net.items():
         amount = _money(amount)
         if amount == 0:
             continue
-        method = ctx.session.get(PaymentMethod, (user_id, payment_id))
+        method = rows.get("payment_methods", user_id, payment_id)
         if method is not None:
             if _has_balance(method):
-                _add_to_balance(method, amount)
+                _add_to_balance(rows, method, amount)
         elif payment_id.startswith("certificate_") and amount > 0:
-            user.payment_methods.append(PaymentMethod(
-                user_id=user_id, id=payment_id, position=_next_method_position(user), source="certificate",
-                amount=amount,
-            ))
+            rows.insert("payment_methods", {
+                "user_id": user_id, "id": payment_id, "position": _next_method_position(rows, user_id),
+                "source": "certificate", "amount": amount,
+            })
 
 
 @tool("write")
@@ -661,19 +717,20 @@ def update_reservation_baggages(
             'credit_card_7815826' or 'gift_card_7815826' (not a certificate).
     """
     corrected = _corrected(ctx)
-    reservation = _reservation_to_change(ctx, reservation_id)
+    rows = _Rows(ctx)
+    reservation = _reservation_to_change(ctx, rows, reservation_id)
     if corrected:
         _check_bag_counts(total_baggages, nonfree_baggages)
-    cost = BAG_FEE * max(0, nonfree_baggages - reservation.nonfree_baggages)
-    method = _user_method(ctx, reservation.user_id, payment_id)
+    cost = BAG_FEE * max(0, nonfree_baggages - reservation["nonfree_baggages"])
+    method = _user_method(rows, reservation["user_id"], payment_id)
     _check_change_payment(method, cost)
-    reservation.total_baggages = total_baggages
-    reservation.nonfree_baggages = nonfree_baggages
-    if method.source == "gift_card":
-        _add_to_balance(method, -cost)
+    rows.update("reservations", reservation, total_baggages=total_baggages, nonfree_baggages=nonfree_baggages)
+    if method["source"] == "gift_card":
+        _add_to_balance(rows, method, -cost)
     if cost != 0:
-        _append_payment(reservation, payment_id, cost)
-    return _reservation_json(ctx, reservation_id)
+        payments = rows.children("reservation_payments", "reservation_id", reservation_id)
+        _append_payment(rows, reservation_id, payments, payment_id, cost)
+    return _reservation_json(rows, reservation_id)
 
 
 @tool("write")
@@ -697,60 +754,63 @@ def update_reservation_flights(
             'credit_card_7815826' or 'gift_card_7815826' (not a certificate).
     """
     corrected = _corrected(ctx)
-    reservation = _reservation_to_change(ctx, reservation_id)
-    n = len(reservation.passengers)
-    old = list(reservation.flights)
+    rows = _Rows(ctx)
+    reservation = _reservation_to_change(ctx, rows, reservation_id)
+    n = len(rows.children("reservation_passengers", "reservation_id", reservation_id))
+    old = rows.children("reservation_flights", "reservation_id", reservation_id)
     new: list[tuple[str, str, float, str, str]] = []  # flight number, date, price, origin, destination
     kept: set[int] = set()
-    taken: list[FlightDate] = []
+    taken: list[Row] = []
     demand: Counter[tuple[str, str]] = Counter()
     total: float = 0
     for ref in flights:
         same = None
-        if cabin == reservation.cabin:
-            same = next((s for s in old if s.flight_number == ref["flight_number"] and s.date == ref["date"]), None)
+        if cabin == reservation["cabin"]:
+            same = next(
+                (s for s in old if s["flight_number"] == ref["flight_number"] and s["date"] == ref["date"]), None
+            )
         if same is not None:
-            kept.add(same.position)
-            new.append((same.flight_number, same.date, same.price, same.origin, same.destination))
-            total += same.price * n
+            kept.add(same["position"])
+            new.append((same["flight_number"], same["date"], same["price"], same["origin"], same["destination"]))
+            total += same["price"] * n
             continue
-        flight, day = _bookable(ctx, ref["flight_number"], ref["date"])
-        demand[flight.id, day.date] += n
-        price = _check_seats(day, cabin, demand[flight.id, day.date] if corrected else n)
+        flight, day = _bookable(rows, ref["flight_number"], ref["date"])
+        demand[flight["id"], day["date"]] += n
+        price = _check_seats(day, cabin, demand[flight["id"], day["date"]] if corrected else n)
         taken.append(day)
-        new.append((flight.id, day.date, price, flight.origin, flight.destination))
+        new.append((flight["id"], day["date"], price, flight["origin"], flight["destination"]))
         total += price * n
-    difference = _money(total - sum(s.price for s in old) * n)
-    method = _user_method(ctx, reservation.user_id, payment_id)
+    difference = _money(total - sum(s["price"] for s in old) * n)
+    method = _user_method(rows, reservation["user_id"], payment_id)
     _check_change_payment(method, difference)
 
     if corrected:
         for segment in old:
-            if segment.position not in kept:
-                day_back = ctx.session.get(FlightDate, (segment.flight_number, segment.date))
+            if segment["position"] not in kept:
+                day_back = rows.get("flight_dates", segment["flight_number"], segment["date"])
                 if day_back is not None:
-                    day_back.add_seats(reservation.cabin, n)
+                    _add_seats(rows, day_back, reservation["cabin"], n)
         for day in taken:
-            day.add_seats(cabin, -n)
-        reservation.cabin = cabin
+            _add_seats(rows, day, cabin, -n)
+        rows.update("reservations", reservation, cabin=cabin)
     written = {"": list(WRITTEN_SEGMENT_KEYS)}
     for i, (number, day_text, price, origin, destination) in enumerate(new):
         if i < len(old):
-            segment = old[i]
-            segment.flight_number, segment.date, segment.price = number, day_text, price
-            segment.origin, segment.destination, segment.layout = origin, destination, written
+            rows.update("reservation_flights", old[i], flight_number=number, date=day_text, price=price,
+                        origin=origin, destination=destination, layout=written)
         else:
-            reservation.flights.append(ReservationFlight(
-                position=i, flight_number=number, date=day_text, price=price, origin=origin,
-                destination=destination, layout=written,
-            ))
+            rows.insert("reservation_flights", {
+                "reservation_id": reservation_id, "position": i, "flight_number": number, "date": day_text,
+                "price": price, "origin": origin, "destination": destination, "layout": written,
+            })
     for segment in old[len(new):]:
-        reservation.flights.remove(segment)
-    if method.source == "gift_card":
-        _add_to_balance(method, -difference)
+        rows.delete("reservation_flights", segment)
+    if method["source"] == "gift_card":
+        _add_to_balance(rows, method, -difference)
     if difference != 0:
-        _append_payment(reservation, payment_id, difference)
-    return _reservation_json(ctx, reservation_id)
+        payments = rows.children("reservation_payments", "reservation_id", reservation_id)
+        _append_payment(rows, reservation_id, payments, payment_id, difference)
+    return _reservation_json(rows, reservation_id)
 
 
 @tool("write")
@@ -764,14 +824,16 @@ def update_reservation_passengers(ctx: ToolContext, reservation_id: str, passeng
         reservation_id: The reservation id, such as 'ZFA04Y'.
         passengers: Every passenger, in order, each {'first_name', 'last_name', 'dob'}.
     """
-    reservation = _reservation_to_change(ctx, reservation_id)
-    if len(passengers) != len(reservation.passengers):
+    rows = _Rows(ctx)
+    _reservation_to_change(ctx, rows, reservation_id)
+    current = rows.children("reservation_passengers", "reservation_id", reservation_id)
+    if len(passengers) != len(current):
         raise ToolError(f"the number of passengers cannot change: reservation {reservation_id} has "
-                        f"{len(reservation.passengers)}, {len(passengers)} given")
-    for row, person in zip(reservation.passengers, passengers, strict=True):
-        row.first_name, row.last_name, row.dob = person["first_name"], person["last_name"], person["dob"]
-        row.layout = None
-    return _reservation_json(ctx, reservation_id)
+                        f"{len(current)}, {len(passengers)} given")
+    for row, person in zip(current, passengers, strict=True):
+        rows.update("reservation_passengers", row, first_name=person["first_name"], last_name=person["last_name"],
+                    dob=person["dob"], layout=None)
+    return _reservation_json(rows, reservation_id)
 
 
 @tool("write")
@@ -786,17 +848,18 @@ def send_certificate(ctx: ToolContext, user_id: str, amount: Money) -> str:
         user_id: The user id, such as 'sara_doe_496'.
         amount: The certificate's amount, in dollars.
     """
-    user = _get_user(ctx, user_id)
+    rows = _Rows(ctx)
+    _get_user(rows, user_id)
     if _corrected(ctx) and amount <= 0:
         raise ToolError(f"a certificate's amount must be positive, not {amount}")
-    existing = {m.id for m in user.payment_methods}
+    existing = {r[0] for r in rows.conn.execute("SELECT id FROM payment_methods WHERE user_id = ?", (user_id,))}
     certificate_id = next(
         cid for cid in (f"certificate_{k}" for k in itertools.count(FIRST_CERTIFICATE)) if cid not in existing
     )
-    user.payment_methods.append(PaymentMethod(
-        user_id=user_id, id=certificate_id, position=_next_method_position(user), source="certificate",
-        amount=amount,
-    ))
+    rows.insert("payment_methods", {
+        "user_id": user_id, "id": certificate_id, "position": _next_method_position(rows, user_id),
+        "source": "certificate", "amount": amount,
+    })
     return f"Certificate {certificate_id} added to user {user_id} with amount {amount}."
 
 
@@ -821,4 +884,4 @@ TOOLS = (
 
 def airline_toolbox() -> Toolbox:
     """Return a :class:`~simulator.tools.Toolbox` of the airline tools."""
-    return Toolbox(TOOLS)
+    return Toolbox(TOOLS, uses_session=False)

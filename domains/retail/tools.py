@@ -18,15 +18,14 @@ Compatibility notes (the peer's behaviour, reproduced on purpose):
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import select
-
-from domains._common import calculate, note_new_keys, think, transfer_to_human_agents
-from domains._common import raw_connection as _raw
+from domains._common import Row, TableAccess, calculate, think, transfer_to_human_agents, with_new_keys
 from domains.retail._data import order_record, product_record, user_record
-from domains.retail.models import Order, OrderItem, Payment, PaymentMethod, Product, User, Variant
+from domains.retail.models import Base
 from simulator import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
@@ -59,94 +58,113 @@ WRITTEN_ADDRESS_KEYS = ["address1", "address2", "city", "state", "country", "zip
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _order_json(ctx: ToolContext, order_id: str) -> str:
-    return json.dumps(order_record(_raw(ctx), order_id))
+_DB = TableAccess(Base.metadata)
+"""Every read by key and every write of these tools (through the trial's sqlite3 connection)."""
 
 
-def _get_order(ctx: ToolContext, order_id: str) -> Order:
-    order = ctx.session.get(Order, order_id)
+def _order_json(conn: sqlite3.Connection, order_id: str) -> str:
+    return json.dumps(order_record(conn, order_id))
+
+
+def _get_order(conn: sqlite3.Connection, order_id: str) -> Row:
+    order = _DB.get(conn, "orders", order_id)
     if order is None:
         raise ToolError(f"no order with id {order_id!r}")
     return order
 
 
-def _get_user(ctx: ToolContext, user_id: str) -> User:
-    user = ctx.session.get(User, user_id)
+def _get_user(conn: sqlite3.Connection, user_id: str) -> Row:
+    user = _DB.get(conn, "users", user_id)
     if user is None:
         raise ToolError(f"no user with id {user_id!r}")
     return user
 
 
-def _require_status(order: Order, status: str, action: str) -> None:
-    if order.status != status:
-        raise ToolError(f"order {order.id} has status {order.status!r}; only {status} orders can be {action}")
+def _items(conn: sqlite3.Connection, order_id: str) -> list[Row]:
+    """An order's items, in list order."""
+    return _DB.select(conn, "order_items", "order_id = ? ORDER BY position", (order_id,))
 
 
-def _user_method(ctx: ToolContext, order: Order, payment_method_id: str) -> PaymentMethod:
-    method = ctx.session.get(PaymentMethod, (order.user_id, payment_method_id))
+def _payments(conn: sqlite3.Connection, order_id: str) -> list[Row]:
+    """An order's payment history, in list order."""
+    return _DB.select(conn, "payments", "order_id = ? ORDER BY position", (order_id,))
+
+
+def _require_status(order: Row, status: str, action: str) -> None:
+    if order["status"] != status:
+        raise ToolError(
+            f"order {order['id']} has status {order['status']!r}; only {status} orders can be {action}"
+        )
+
+
+def _user_method(conn: sqlite3.Connection, order: Row, payment_method_id: str) -> Row:
+    method = _DB.get(conn, "payment_methods", order["user_id"], payment_method_id)
     if method is None:
-        raise ToolError(f"payment method {payment_method_id!r} does not belong to user {order.user_id}")
+        raise ToolError(f"payment method {payment_method_id!r} does not belong to user {order['user_id']}")
     return method
 
 
-def _is_gift_card(method: PaymentMethod | None) -> bool:
-    return method is not None and method.source == "gift_card"
+def _is_gift_card(method: Row | None) -> bool:
+    return method is not None and method["source"] == "gift_card"
 
 
-def _add_to_balance(method: PaymentMethod | None, amount: float) -> None:
+def _add_to_balance(conn: sqlite3.Connection, method: Row | None, amount: float) -> None:
     """Change a gift card's balance by ``amount`` (rounded to cents); other methods are left alone."""
     if method is not None and _is_gift_card(method):
-        method.balance = round((method.balance or 0) + amount, 2)
+        _DB.update(conn, "payment_methods", method, balance=round((method["balance"] or 0) + amount, 2))
 
 
-def _append_payment(order: Order, kind: str, amount: float, payment_method_id: str) -> None:
-    order.payments.append(Payment(
-        position=len(order.payments), transaction_type=kind, amount=amount, payment_method_id=payment_method_id
-    ))
+def _append_payment(
+    conn: sqlite3.Connection, order_id: str, history: list[Row], kind: str, amount: float, payment_method_id: str
+) -> None:
+    """Append an entry to an order's payment history (``history``, its current rows, grows by it)."""
+    row: dict[str, Any] = {"order_id": order_id, "position": len(history), "transaction_type": kind, "amount": amount,
+                           "payment_method_id": payment_method_id, "layout": None}
+    _DB.insert(conn, "payments", row)
+    history.append(row)
 
 
-def _set_address(obj: User | Order, address1: str, address2: str, city: str, state: str, country: str,
-                 zip: str) -> None:
-    obj.address1, obj.address2, obj.city = address1, address2, city
-    obj.state, obj.country, obj.zip = state, country, zip
-    obj.layout = {**(obj.layout or {}), "address": list(WRITTEN_ADDRESS_KEYS)}
+def _set_address(conn: sqlite3.Connection, table: str, row: Row, address1: str, address2: str, city: str,
+                 state: str, country: str, zip: str) -> None:
+    _DB.update(conn, table, row, address1=address1, address2=address2, city=city, state=state, country=country,
+               zip=zip, layout={**(row["layout"] or {}), "address": list(WRITTEN_ADDRESS_KEYS)})
 
 
-def _check_items_present(order: Order, item_ids: Sequence[str]) -> None:
-    have = Counter(item.item_id for item in order.items)
+def _check_items_present(order: Row, items: Sequence[Row], item_ids: Sequence[str]) -> None:
+    have = Counter(item["item_id"] for item in items)
     for item_id, wanted in Counter(item_ids).items():
         if wanted > have[item_id]:
             where = "is not" if not have[item_id] else f"appears only {have[item_id]} time(s)"
-            raise ToolError(f"item {item_id} {where} in order {order.id} (asked for {wanted})")
+            raise ToolError(f"item {item_id} {where} in order {order['id']} (asked for {wanted})")
 
 
 def _check_swaps(
-    ctx: ToolContext, order: Order, item_ids: Sequence[str], new_item_ids: Sequence[str]
-) -> tuple[list[Variant], float]:
+    conn: sqlite3.Connection, order: Row, items: Sequence[Row], item_ids: Sequence[str], new_item_ids: Sequence[str]
+) -> tuple[list[Row], float]:
     """Validate an item change; return the new variants (per position) and the price difference.
 
     The difference is the sum over positions of ``new price - old price``, accumulated in list order and
     not rounded.
     """
-    _check_items_present(order, item_ids)
+    _check_items_present(order, items, item_ids)
     if len(item_ids) != len(new_item_ids):
         raise ToolError(
             f"item_ids has {len(item_ids)} entries but new_item_ids has {len(new_item_ids)}; they must pair up"
         )
-    first: dict[str, OrderItem] = {}
-    for item in order.items:
-        first.setdefault(item.item_id, item)
-    variants: list[Variant] = []
+    first: dict[str, Row] = {}
+    for item in items:
+        first.setdefault(item["item_id"], item)
+    variants: list[Row] = []
     difference = 0.0
     for old_id, new_id in zip(item_ids, new_item_ids, strict=True):
         old = first[old_id]
-        variant = ctx.session.get(Variant, (old.product_id, new_id))
+        variant = _DB.get(conn, "variants", old["product_id"], new_id)
         if variant is None:
-            raise ToolError(f"item {new_id} is not a variant of product {old.product_id} ({old.name})")
-        if not variant.available:
-            raise ToolError(f"item {new_id} ({old.name}) is not available")
+            raise ToolError(f"item {new_id} is not a variant of product {old['product_id']} ({old['name']})")
+        if not variant["available"]:
+            raise ToolError(f"item {new_id} ({old['name']}) is not available")
         variants.append(variant)
-        difference += variant.price - old.price
+        difference += variant["price"] - old["price"]
     return variants, difference
 
 
@@ -160,7 +178,14 @@ def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
         email: The user's email, such as 'something@example.com' (case does not matter).
     """
     wanted = email.lower()
-    for user_id, user_email in ctx.session.execute(select(User.id, User.email).order_by(User.position)):
+    # Candidates: the ASCII emails equal to it in SQL lower case (sqlite folds ASCII letters only, as Python
+    # does for ASCII text) and every email with another character (more bytes than characters), compared as
+    # Python compares them; the first in file order wins.
+    candidates = sorted(ctx.conn.execute(
+        "SELECT position, id, email FROM users WHERE lower(email) = ? OR length(email) <> length(CAST(email AS BLOB))",
+        (wanted,),
+    ).fetchall())
+    for _, user_id, user_email in candidates:
         if user_email.lower() == wanted:
             return str(user_id)
     raise ToolError("no user has that email address")
@@ -179,9 +204,7 @@ def find_user_id_by_name_zip(ctx: ToolContext, first_name: str, last_name: str, 
         zip: The zip code of the customer, such as '12345'.
     """
     first, last = first_name.lower(), last_name.lower()
-    rows = ctx.session.execute(
-        select(User.id, User.first_name, User.last_name).where(User.zip == zip).order_by(User.position)
-    )
+    rows = ctx.conn.execute("SELECT id, first_name, last_name FROM users WHERE zip = ? ORDER BY position", (zip,))
     for user_id, user_first, user_last in rows:
         if user_first.lower() == first and user_last.lower() == last:
             return str(user_id)
@@ -196,7 +219,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
         ctx: the trial's tool context.
         user_id: The user id, such as 'sara_doe_496'.
     """
-    record = user_record(_raw(ctx), user_id)
+    record = user_record(ctx.conn, user_id)
     if record is None:
         raise ToolError(f"no user with id {user_id!r}")
     return json.dumps(record)
@@ -210,7 +233,7 @@ def get_order_details(ctx: ToolContext, order_id: str) -> str:
         ctx: the trial's tool context.
         order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
     """
-    record = order_record(_raw(ctx), order_id)
+    record = order_record(ctx.conn, order_id)
     if record is None:
         raise ToolError(f"no order with id {order_id!r}")
     return json.dumps(record)
@@ -224,7 +247,7 @@ def get_product_details(ctx: ToolContext, product_id: str) -> str:
         ctx: the trial's tool context.
         product_id: The product id, such as '6086499569'. A product id differs from an item id.
     """
-    record = product_record(_raw(ctx), product_id)
+    record = product_record(ctx.conn, product_id)
     if record is None:
         raise ToolError(f"no product with id {product_id!r}")
     return json.dumps(record)
@@ -238,7 +261,7 @@ def list_all_product_types(ctx: ToolContext) -> str:
         ctx: the trial's tool context.
     """
     by_name: dict[str, str] = {}
-    for name, product_id in ctx.session.execute(select(Product.name, Product.id).order_by(Product.position)):
+    for name, product_id in ctx.conn.execute("SELECT name, id FROM products ORDER BY position"):
         by_name[name] = product_id
     return json.dumps(dict(sorted(by_name.items())))
 
@@ -257,17 +280,19 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
         order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
         reason: Why the order is cancelled: either 'no longer needed' or 'ordered by mistake'.
     """
-    order = _get_order(ctx, order_id)
+    conn = ctx.conn
+    order = _get_order(conn, order_id)
     _require_status(order, "pending", "cancelled")
     if reason not in CANCEL_REASONS:
         raise ToolError(f"reason must be one of {', '.join(repr(r) for r in CANCEL_REASONS)}, not {reason!r}")
-    for entry in list(order.payments):
-        _append_payment(order, "refund", entry.amount, entry.payment_method_id)
-        _add_to_balance(ctx.session.get(PaymentMethod, (order.user_id, entry.payment_method_id)), entry.amount)
-    order.status = "cancelled"
-    order.cancel_reason = reason
-    note_new_keys(order, "cancel_reason")
-    return _order_json(ctx, order_id)
+    history = _payments(conn, order_id)
+    for entry in list(history):
+        _append_payment(conn, order_id, history, "refund", entry["amount"], entry["payment_method_id"])
+        method = _DB.get(conn, "payment_methods", order["user_id"], entry["payment_method_id"])
+        _add_to_balance(conn, method, entry["amount"])
+    _DB.update(conn, "orders", order, status="cancelled", cancel_reason=reason,
+               layout=with_new_keys(order["layout"], "cancel_reason"))
+    return _order_json(conn, order_id)
 
 
 @tool("write")
@@ -288,10 +313,11 @@ def modify_pending_order_address(
         country: The country, such as 'USA'.
         zip: The zip code, such as '12345'.
     """
-    order = _get_order(ctx, order_id)
+    conn = ctx.conn
+    order = _get_order(conn, order_id)
     _require_status(order, "pending", "modified")
-    _set_address(order, address1, address2, city, state, country, zip)
-    return _order_json(ctx, order_id)
+    _set_address(conn, "orders", order, address1, address2, city, state, country, zip)
+    return _order_json(conn, order_id)
 
 
 @tool("write")
@@ -307,26 +333,29 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
         payment_method_id: The new payment method id, such as 'gift_card_0000000' or 'credit_card_0000000'
             (from the user's details).
     """
-    order = _get_order(ctx, order_id)
+    conn = ctx.conn
+    order = _get_order(conn, order_id)
     _require_status(order, "pending", "modified")
-    new_method = _user_method(ctx, order, payment_method_id)
-    history = order.payments
-    if len(history) != 1 or history[0].transaction_type != "payment":
-        raise ToolError(f"order {order.id} does not have exactly one payment, so its payment method cannot change")
-    current = history[0]
-    if current.payment_method_id == payment_method_id:
-        raise ToolError(f"order {order.id} is already paid with {payment_method_id}; choose another method")
-    amount = current.amount
-    if _is_gift_card(new_method) and (new_method.balance or 0) < amount:
+    new_method = _user_method(conn, order, payment_method_id)
+    history = _payments(conn, order_id)
+    if len(history) != 1 or history[0]["transaction_type"] != "payment":
         raise ToolError(
-            f"gift card {payment_method_id} has a balance of {new_method.balance}, less than the {amount} to pay"
+            f"order {order['id']} does not have exactly one payment, so its payment method cannot change"
         )
-    old_method_id = current.payment_method_id
-    _append_payment(order, "payment", amount, payment_method_id)
-    _append_payment(order, "refund", amount, old_method_id)
-    _add_to_balance(new_method, -amount)
-    _add_to_balance(ctx.session.get(PaymentMethod, (order.user_id, old_method_id)), amount)
-    return _order_json(ctx, order_id)
+    current = history[0]
+    if current["payment_method_id"] == payment_method_id:
+        raise ToolError(f"order {order['id']} is already paid with {payment_method_id}; choose another method")
+    amount = current["amount"]
+    if _is_gift_card(new_method) and (new_method["balance"] or 0) < amount:
+        raise ToolError(
+            f"gift card {payment_method_id} has a balance of {new_method['balance']}, less than the {amount} to pay"
+        )
+    old_method_id = current["payment_method_id"]
+    _append_payment(conn, order_id, history, "payment", amount, payment_method_id)
+    _append_payment(conn, order_id, history, "refund", amount, old_method_id)
+    _add_to_balance(conn, new_method, -amount)
+    _add_to_balance(conn, _DB.get(conn, "payment_methods", order["user_id"], old_method_id), amount)
+    return _order_json(conn, order_id)
 
 
 @tool("write")
@@ -349,24 +378,27 @@ def modify_pending_order_items(
         payment_method_id: The payment method that pays or receives the price difference, such as
             'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
     """
-    order = _get_order(ctx, order_id)
+    conn = ctx.conn
+    order = _get_order(conn, order_id)
     _require_status(order, "pending", "modified")
-    variants, difference = _check_swaps(ctx, order, item_ids, new_item_ids)
-    method = _user_method(ctx, order, payment_method_id)
-    if _is_gift_card(method) and (method.balance or 0) < difference:
+    items = _items(conn, order_id)
+    variants, difference = _check_swaps(conn, order, items, item_ids, new_item_ids)
+    method = _user_method(conn, order, payment_method_id)
+    if _is_gift_card(method) and (method["balance"] or 0) < difference:
         raise ToolError(
-            f"gift card {payment_method_id} has a balance of {method.balance}, less than the price difference "
+            f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price difference "
             f"{round(difference, 2)}"
         )
-    _append_payment(order, "payment" if difference > 0 else "refund", abs(difference), payment_method_id)
-    _add_to_balance(method, -difference)
+    history = _payments(conn, order_id)
+    _append_payment(conn, order_id, history, "payment" if difference > 0 else "refund", abs(difference),
+                    payment_method_id)
+    _add_to_balance(conn, method, -difference)
     for old_id, variant in zip(item_ids, variants, strict=True):
-        item = next(i for i in order.items if i.item_id == old_id)
-        item.item_id = variant.item_id
-        item.price = variant.price
-        item.options = dict(variant.options)
-    order.status = "pending (item modified)"
-    return _order_json(ctx, order_id)
+        item = next(i for i in items if i["item_id"] == old_id)
+        _DB.update(conn, "order_items", item, item_id=variant["item_id"], price=variant["price"],
+                   options=dict(variant["options"]))
+    _DB.update(conn, "orders", order, status="pending (item modified)")
+    return _order_json(conn, order_id)
 
 
 @tool("write")
@@ -387,9 +419,10 @@ def modify_user_address(
         country: The country, such as 'USA'.
         zip: The zip code, such as '12345'.
     """
-    user = _get_user(ctx, user_id)
-    _set_address(user, address1, address2, city, state, country, zip)
-    return json.dumps(user_record(_raw(ctx), user_id))
+    conn = ctx.conn
+    user = _get_user(conn, user_id)
+    _set_address(conn, "users", user, address1, address2, city, state, country, zip)
+    return json.dumps(user_record(conn, user_id))
 
 
 @tool("write")
@@ -410,21 +443,22 @@ def return_delivered_order_items(
         payment_method_id: Where the refund goes: the order's original payment method or a gift card of the
             user, such as 'gift_card_0000000' or 'credit_card_0000000'.
     """
-    order = _get_order(ctx, order_id)
+    conn = ctx.conn
+    order = _get_order(conn, order_id)
     _require_status(order, "delivered", "returned")
-    method = _user_method(ctx, order, payment_method_id)
-    original = order.payments[0].payment_method_id if order.payments else None
+    method = _user_method(conn, order, payment_method_id)
+    history = _payments(conn, order_id)
+    original = history[0]["payment_method_id"] if history else None
     if payment_method_id != original and not _is_gift_card(method):
         raise ToolError(
             f"a refund can go only to the original payment method ({original}) or to a gift card, "
             f"not to {payment_method_id}"
         )
-    _check_items_present(order, item_ids)
-    order.status = "return requested"
-    order.return_items = sorted(item_ids)
-    order.return_payment_method_id = payment_method_id
-    note_new_keys(order, "return_items", "return_payment_method_id")
-    return _order_json(ctx, order_id)
+    _check_items_present(order, _items(conn, order_id), item_ids)
+    _DB.update(conn, "orders", order, status="return requested", return_items=sorted(item_ids),
+               return_payment_method_id=payment_method_id,
+               layout=with_new_keys(order["layout"], "return_items", "return_payment_method_id"))
+    return _order_json(conn, order_id)
 
 
 @tool("write")
@@ -448,24 +482,25 @@ def exchange_delivered_order_items(
         payment_method_id: The payment method that pays or receives the price difference, such as
             'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
     """
-    order = _get_order(ctx, order_id)
+    conn = ctx.conn
+    order = _get_order(conn, order_id)
     _require_status(order, "delivered", "exchanged")
-    _, difference = _check_swaps(ctx, order, item_ids, new_item_ids)
-    method = _user_method(ctx, order, payment_method_id)
+    _, difference = _check_swaps(conn, order, _items(conn, order_id), item_ids, new_item_ids)
+    method = _user_method(conn, order, payment_method_id)
     difference = round(difference, 2)
-    if _is_gift_card(method) and (method.balance or 0) < difference:
+    if _is_gift_card(method) and (method["balance"] or 0) < difference:
         raise ToolError(
-            f"gift card {payment_method_id} has a balance of {method.balance}, less than the price difference "
+            f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price difference "
             f"{difference}"
         )
-    order.status = "exchange requested"
-    order.exchange_items = sorted(item_ids)
-    order.exchange_new_items = sorted(new_item_ids)
-    order.exchange_payment_method_id = payment_method_id
-    order.exchange_price_difference = difference
-    note_new_keys(order, "exchange_items", "exchange_new_items", "exchange_payment_method_id",
-                   "exchange_price_difference")
-    return _order_json(ctx, order_id)
+    _DB.update(
+        conn, "orders", order, status="exchange requested", exchange_items=sorted(item_ids),
+        exchange_new_items=sorted(new_item_ids), exchange_payment_method_id=payment_method_id,
+        exchange_price_difference=difference,
+        layout=with_new_keys(order["layout"], "exchange_items", "exchange_new_items", "exchange_payment_method_id",
+                             "exchange_price_difference"),
+    )
+    return _order_json(conn, order_id)
 
 
 TOOLS = (
@@ -491,4 +526,4 @@ TOOLS = (
 
 def retail_toolbox() -> Toolbox:
     """Return a :class:`~simulator.tools.Toolbox` of the retail tools."""
-    return Toolbox(TOOLS)
+    return Toolbox(TOOLS, uses_session=False)

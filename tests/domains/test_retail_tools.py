@@ -103,6 +103,17 @@ def test_sixteen_tools_with_documented_schemas() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ look-ups
+def test_email_lookup_compares_as_python_lowercases_also_beyond_ascii(env: Env) -> None:
+    """SQLite folds ASCII letters only; emails with other characters are still compared as Python does."""
+    conn = env.trial.raw
+    conn.execute("UPDATE users SET email = 'ÉLODIE.Kelvin@x.com' WHERE id = 'ethan_lopez_6291'")
+    conn.execute("UPDATE users SET email = '\u212aAte@x.com' WHERE id = 'noah_brown_6181'")  # KELVIN SIGN
+    conn.commit()
+    assert env.ok("find_user_id_by_email", email="élodie.kelvin@X.COM") == "ethan_lopez_6291"
+    assert env.ok("find_user_id_by_email", email="kate@x.com") == "noah_brown_6181"  # 'K'.lower() == 'k'
+    env.refused("find_user_id_by_email", email="elodie.kelvin@x.com")
+
+
 def test_lookups_return_the_file_records(env: Env, raw: dict[str, Any]) -> None:
     before = env.snap()
     assert env.ok("find_user_id_by_email", email="Ethan.Lopez8943@EXAMPLE.com") == "ethan_lopez_6291"

@@ -1,0 +1,66 @@
+"""TableAccess: the built-in domains' reads by key and writes through the DB-API connection."""
+
+import json
+import sqlite3
+
+import pytest
+from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table
+
+from domains._common import JsonNumber, TableAccess, json_column, with_new_keys
+
+
+@pytest.fixture()
+def db():
+    md = MetaData()
+    Table("things", md, Column("a", String, primary_key=True), Column("b", Integer, primary_key=True),
+          Column("price", JsonNumber), Column("ok", Boolean), Column("doc", json_column()))
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute('CREATE TABLE things (a TEXT, b INTEGER, price BLOB, ok INTEGER, doc TEXT, PRIMARY KEY (a, b))')
+    return TableAccess(md), conn
+
+
+def test_insert_and_get_convert_json_and_booleans(db):
+    access, conn = db
+    access.insert(conn, "things", {"a": "x", "b": 1, "price": 56, "ok": True, "doc": {"k": [1, "two"]}})
+    access.insert(conn, "things", {"a": "x", "b": 2})
+    assert conn.execute("SELECT price, typeof(price), ok, doc FROM things WHERE b = 1").fetchone() == (
+        56, "integer", 1, json.dumps({"k": [1, "two"]}))
+    assert conn.execute("SELECT doc IS NULL, ok IS NULL FROM things WHERE b = 2").fetchone() == (1, 1)
+    assert access.get(conn, "things", "x", 1) == {"a": "x", "b": 1, "price": 56, "ok": True, "doc": {"k": [1, "two"]}}
+    assert access.get(conn, "things", "x", 3) is None
+    assert [r["b"] for r in access.select(conn, "things", "a = ? ORDER BY b DESC", ("x",))] == [2, 1]
+
+
+def test_update_writes_only_changed_columns_and_a_changed_type_is_a_change(db):
+    access, conn = db
+    access.insert(conn, "things", {"a": "x", "b": 1, "price": 56, "ok": False, "doc": None})
+    row = access.get(conn, "things", "x", 1)
+    assert row is not None
+    statements = []
+    conn.set_trace_callback(statements.append)
+    access.update(conn, "things", row, price=56, ok=False)  # nothing changes: no statement
+    assert statements == []
+    access.update(conn, "things", row, price=56.0, doc=["d"])  # 56 -> 56.0 is a change (the dump shows it)
+    assert len(statements) == 1 and '"ok"' not in statements[0]
+    assert row["price"] == 56.0 and row["doc"] == ["d"]
+    assert conn.execute("SELECT price, typeof(price), doc FROM things").fetchone() == (56.0, "real", '["d"]')
+    access.delete(conn, "things", row)
+    assert access.get(conn, "things", "x", 1) is None
+
+
+def test_unknown_tables_and_columns_are_named(db):
+    access, conn = db
+    with pytest.raises(ValueError, match="unknown table 'nope'"):
+        access.get(conn, "nope", 1)
+    with pytest.raises(ValueError, match="unknown column"):
+        access.insert(conn, "things", {"a": "x", "b": 1, "colour": "red"})
+    access.insert(conn, "things", {"a": "x", "b": 1})
+    row = access.get(conn, "things", "x", 1)
+    with pytest.raises(ValueError, match="unknown column 'colour'"):
+        access.update(conn, "things", row, colour="red")
+
+
+def test_with_new_keys_appends_to_a_stored_order_only():
+    assert with_new_keys(None, "status") is None
+    assert with_new_keys({"address": ["zip"]}, "status") == {"address": ["zip"]}
+    assert with_new_keys({"": ["b", "a"]}, "status", "a") == {"": ["b", "a", "status"]}
