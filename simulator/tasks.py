@@ -376,7 +376,8 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
             raise TaskFileError(f"{source}: field tasks: expected a list, got {type(raw_tasks).__name__}")
         for i, raw in enumerate(raw_tasks):
             if version == 1 and isinstance(raw, dict):
-                newer = [k for k in ("initial_state", "assertions", "grade") if k in raw]
+                # a dumped version-1 task carries the newer fields empty (None, []): only a value needs version 2
+                newer = [k for k in ("initial_state", "assertions", "grade") if raw.get(k) not in (None, [])]
                 if newer:
                     raise TaskFileError(f"{source}: task [{i}] (id {raw.get('id')!r}): field {newer[0]}: needs a "
                                         'version 2 file ("version": 2)')

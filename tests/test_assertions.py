@@ -131,6 +131,9 @@ def test_version_1_files_refuse_version_2_fields_and_still_load():
         parse_tasks(_doc(_task(), version=1), "f.json")
     (t,) = parse_tasks(_doc({"id": "a", "scenario": {"instructions": "x"}}, version=1), "f.json")
     assert t.grade_basis() == ("state", "outputs", "process", "loops", "budget")
+    # a version-1 task dumped by the Task model carries the newer fields empty: it still loads as version 1
+    (again,) = parse_tasks(_doc(t.model_dump(mode="json"), version=1), "f.json")
+    assert again == t
 
 
 def test_a_fixture_that_cannot_apply_fails_the_trial_naming_the_task(tmp_path):
