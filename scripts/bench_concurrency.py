@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from _bench import machine, parser, retail
+from simulator.processes import ProcessExecutor, split_threads
 
 from simulator.agents import agent_factory
-from simulator.processes import ProcessExecutor, split_threads
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.users import user_factory
 
 CALLS_PER_TRIAL = 3
@@ -77,7 +78,7 @@ def build_runner(latency: float, peers: Path, concurrency: int, waves: int, per_
     register_provider(latency, priced)
     dom, template, tasks, _ = retail(peers, quiet=True)
     tasks = tasks[: math.ceil(waves * concurrency / per_task)]
-    config = RunConfig(domain="retail", agent="litellm:slow/agent", user="llm:slow/user", trials=per_task,
+    config = RunSpec(domain="retail", agent="litellm:slow/agent", user="llm:slow/user", trials=per_task,
                        concurrency=concurrency)
     params = {"max_attempts": 1}
     runner = Runner(dom, template, tasks, agent_factory("litellm:slow/agent", **params),

@@ -17,7 +17,8 @@ import pytest
 from domains.retail import RetailDomain
 from personas import Persona, load_personas
 from simulator._protocols import TrialContext
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.tasks import Task
 from simulator.users import rule_user_factory
 
@@ -62,7 +63,7 @@ def run(domain, template, tasks, persona: Persona | None = None, faults: dict[st
     def agent(ctx: TrialContext) -> Any:
         return domain.reference_agent(ctx, faults or {})
 
-    cfg = RunConfig(domain="retail", trials=trials, concurrency=2, seed=seed)
+    cfg = RunSpec(domain="retail", trials=trials, concurrency=2, seed=seed)
     return Runner(domain, template, tasks, agent, user, cfg).run()
 
 
