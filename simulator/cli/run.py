@@ -219,9 +219,11 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         typer.Exit: code 2 on bad input (before any trial runs), 130 on Ctrl-C.
     """
     stack = ExitStack()  # run-owned services: cache file, executor, log file, progress bar
+    data = Path(spec.data_dir) if spec.data_dir else None
     try:
+        dom = get_domain(spec.domain)  # record the effective domain options (the defaults for the data included)
+        spec = spec.model_copy(update={"options": {**dom.default_options(data), **spec.options}})
         services = stack.enter_context(RunServices.open(spec))
-        data = Path(spec.data_dir) if spec.data_dir else None
         runner = build_runner(spec, services, check=lambda d, t, ts: check_gold(d, t, ts, data))
     except (DomainError, TaskFileError, ValueError) as e:
         stack.close()
