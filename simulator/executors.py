@@ -11,16 +11,16 @@
   each worker runs as many trials at once as it has threads (``dask worker --nthreads``). Workers need tausim
   installed and the run's data directory, task file and cache file at the same paths.
 
-Either Dask executor registers a :class:`RunnerPlugin` that builds the run once per worker from the spec
-(:func:`simulator.build.build_runner`, the same path as the CLI's); each trial is a Dask task (``pure=False``)
-run on the worker's runner, and the finished :class:`~simulator.records.TrialResult` comes back as JSON with the
-trial's log lines. The driver alone writes the store, ``--out``, the progress bar and the log. A worker that
-dies is replaced and its trials rescheduled by Dask; a trial whose workers died more than
-``distributed.scheduler.allowed-failures`` times (Dask's ``KilledWorker``) is recorded ``infra_error`` and the
-run goes on. Trial seeds depend only on (run seed, task, trial index), so results are the same as with threads.
+Either Dask executor (:mod:`simulator.dask_executor`) registers a worker plugin that builds the run once per worker
+from the spec (:func:`simulator.build.build_runner`, the same path as the CLI's); each trial is a Dask task
+(``pure=False``) run on the worker's runner, and the finished :class:`~simulator.records.TrialResult` comes back as
+JSON with the trial's log lines. The driver alone writes the store, ``--out``, the progress bar and the log. A
+worker that dies is replaced and its trials rescheduled by Dask; a trial whose workers died more than
+``distributed.scheduler.allowed-failures`` times (Dask's ``KilledWorker``) is recorded ``infra_error`` and the run
+goes on. Trial seeds depend only on (run seed, task, trial index), so results are the same as with threads.
 
-Dask (``distributed``) is an optional dependency (``pip install 'tausim[dask]'``), imported only here and only
-when a Dask executor is used.
+Dask (``distributed``) is an optional dependency (``pip install 'tausim[dask]'``), imported only when a Dask
+executor is used.
 """
 
 from __future__ import annotations
