@@ -46,9 +46,11 @@ def test_local_dask_run_gives_the_same_trials_as_threads(tmp_path):
         out = tmp_path / f"{executor.replace(':', '')}.json"
         log = tmp_path / f"{executor.replace(':', '')}.jsonl"
         res = invoke("run", "--agent", "reference", "--user", "rule", "--personas", "all", "--seed", 3,
-                     "--concurrency", 2, "--executor", executor, "--out", out, "--log-file", log, "--no-progress")
+                     "--concurrency", 2, "--executor", executor, "--out", out, "--log-file", log, "--no-progress",
+                     "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--run-id", executor)
         assert res.exit_code == 0, res.output
-        docs[executor] = json.loads(out.read_text())
+        docs[executor] = json.loads(out.read_text())  # from the store: every trial was recorded by the driver
+        assert docs[executor]["run_id"] == executor and docs[executor]["complete"]
         events = [json.loads(line) for line in log.read_text().splitlines()]
         ends = [e for e in events if e["event"] == "trial_end"]
         assert len(ends) == len(docs[executor]["trials"])  # the driver wrote every worker trial's events
@@ -65,8 +67,12 @@ def test_local_dask_run_gives_the_same_trials_as_threads(tmp_path):
     assert dask["config"]["executor"] == "local:2"
 
 
-def test_a_trial_that_kills_its_workers_is_infra_error_and_the_run_goes_on(tmp_path):
-    spec = RunSpec.model_validate({"domain": "retail", "agent": "py:tests.crash_agents:crash_always",
+def test_a_trial_that_kills_its_workers_is_infra_error_and_the_run_goes_on(tmp_path, monkeypatch):
+    """Trial 0 kills every worker that runs it (infra_error after Dask's allowed failures); trial 1 kills one
+    worker once: Dask replaces the worker and runs the trial again, which passes."""
+    marker = tmp_path / "crashed-once"
+    monkeypatch.setenv(crash_agents.MARKER_ENV, str(marker))  # before the workers are spawned: they inherit it
+    spec = RunSpec.model_validate({"domain": "retail", "agent": "py:tests.crash_agents:crash_always_and_once",
                                    "task_ids": [crash_agents.CRASH_TASK, "exchange-two-items"], "trials": 2,
                                    "executor": "local:2", "concurrency": 2})
     runner = build_runner(spec)
@@ -79,6 +85,7 @@ def test_a_trial_that_kills_its_workers_is_infra_error_and_the_run_goes_on(tmp_p
     crashed = by_key[(crash_agents.CRASH_TASK, 0)]
     assert crashed.termination_reason == "infra_error" and not crashed.passed
     assert "died" in (crashed.error or "")
+    assert marker.read_text() == "crashed"  # trial 1 did kill a worker once, and then passed (below)
     others = [t for k, t in by_key.items() if k != (crash_agents.CRASH_TASK, 0)]
     assert all(t.passed and t.termination_reason != "infra_error" for t in others)
     ends = [json.loads(line) for line in lines if '"trial_end"' in line]
