@@ -146,13 +146,15 @@ def main() -> None:
             for _ in range(args.repeat):
                 cpu_before = workers_cpu(ex)
                 wall, cpu, result = measure(runner, ex)
-                cpu += workers_cpu(ex) - cpu_before
+                in_workers = workers_cpu(ex) - cpu_before
+                split = f" ({cpu:.2f} s driver and scheduler, {in_workers:.2f} s workers)" if ex is not None else ""
+                cpu += in_workers
                 trials = len(result.trials)
                 calls = sum(t.trajectory.agent_usage.calls + t.trajectory.user_usage.calls for t in result.trials)
                 bad = {k: v for k, v in result.termination_reasons.items() if k != "user_stop"}
                 ideal = math.ceil(trials / args.concurrency) * CALLS_PER_TRIAL * args.latency
                 print(f"  {how}: ideal {ideal:.2f} s, measured {wall:.2f} s -> efficiency {ideal / wall:.3f} "
-                      f"(target >= 0.9); CPU {cpu:.2f} s = {cpu / calls * 1000:.2f} ms per model call "
+                      f"(target >= 0.9); CPU {cpu:.2f} s{split} = {cpu / calls * 1000:.2f} ms per model call "
                       f"(all processes){note}" + (f"; unexpected terminations {bad}" if bad else ""))
 
 

@@ -93,8 +93,11 @@ class RunnerPlugin(WorkerPlugin):
         if self._services is not None:
             self._services.close()
 
-    def run(self, task_id: str, trial: int, persona: str | None) -> dict[str, Any]:
-        """Run one trial; return ``{"trial": TrialResult as JSON, "log": [JSON lines]}``."""
+    def run(self, task_id: str, trial: int, persona: str | None) -> str:
+        """Run one trial; return its :class:`TrialResult` JSON, then its log lines, one per line.
+
+        One string is the cheapest result for Dask to send back (a nested dict would be serialized item by item).
+        """
         if self._runner is None:
             raise RuntimeError("the tausim worker plugin was not set up")
         task = next(t for t in self._runner.tasks if t.id == task_id)
@@ -104,10 +107,10 @@ class RunnerPlugin(WorkerPlugin):
             result = self._runner.run_trial(task, trial, persona)
         finally:
             lines = self._buffer.take() if self._buffer is not None else []
-        return {"trial": result.model_dump(mode="json"), "log": lines}
+        return "\n".join([result.model_dump_json(), *lines])
 
 
-def _run_on_worker(plugin_name: str, task_id: str, trial: int, persona: str | None) -> dict[str, Any]:
+def _run_on_worker(plugin_name: str, task_id: str, trial: int, persona: str | None) -> str:
     """The Dask task of one trial: run it on the worker's runner (built by :class:`RunnerPlugin`)."""
     plugin: RunnerPlugin = get_worker().plugins[plugin_name]  # type: ignore[assignment]
     return plugin.run(task_id, trial, persona)
@@ -175,10 +178,10 @@ class DaskExecutor(Executor):
             if out.done():
                 return
             if f.status == "finished":
-                payload = f.result()
-                if self._log_sink is not None and payload["log"]:
-                    self._log_sink(payload["log"])
-                out.set_result(TrialResult.model_validate(payload["trial"]))
+                trial_json, *lines = f.result().split("\n")
+                if self._log_sink is not None and lines:
+                    self._log_sink(lines)
+                out.set_result(TrialResult.model_validate_json(trial_json))
             elif f.status == "cancelled":
                 out.cancel()
             else:

@@ -98,7 +98,11 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
     except ModuleNotFoundError as e:
         raise ExecutorError(f"--executor {spec.executor}: Dask is not installed ({e.name}); install the extra: "
                             "pip install 'tausim[dask]'") from e
-    settings: dict[str, Any] = {"distributed.scheduler.worker-saturation": 1.0}
+    # worker-saturation 1.0: a worker holds no more trials than threads (a queued trial would wait behind slow ones
+    # while another worker idles); no statistical profiler: it samples every thread's stack every 10 ms, holding
+    # the interpreter lock the trials' threads need (measured with scripts/bench-concurrency)
+    settings: dict[str, Any] = {"distributed.scheduler.worker-saturation": 1.0,
+                                "distributed.worker.profile.enabled": False}
     if allowed_failures is not None:
         settings["distributed.scheduler.allowed-failures"] = allowed_failures
     cluster = None
