@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simulator._protocols import UserFactory
 from simulator.cache import SQLiteCache
 from simulator.database import TemplateDatabase
 from simulator.domain import Domain, get_domain
@@ -63,7 +64,7 @@ class RunServices:
             try:
                 cache = SQLiteCache(spec.cache)
             except sqlite3.DatabaseError as e:
-                raise ValueError(f"cache {spec.cache}: {e}") from e
+                raise ValueError(f"cache (--cache) {spec.cache}: {e}") from e
         return cls(cache=cache, limiters=limiters)
 
     def params(self) -> dict[str, Any]:
@@ -106,7 +107,7 @@ def build_runner(
     *,
     log: Any = None,
     check: Callable[[Domain, TemplateDatabase, list[Task]], None] | None = None,
-    user_factory_override: Any = None,
+    user_factory_override: UserFactory | None = None,
 ) -> Runner:
     """Build the :class:`~simulator.runner.Runner` of a run spec.
 
@@ -140,6 +141,7 @@ def build_runner(
     services = services if services is not None else RunServices.open(spec)
     shared = services.params()
     agent = agent_factory(spec.agent.name, domain=dom, **spec.agent.model_params(), **shared)
+    users: UserFactory
     if user_factory_override is not None:
         users = user_factory_override
     elif spec.user.name == "rule":  # the rule-based user calls no model: it derives scenarios from the data

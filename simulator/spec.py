@@ -19,6 +19,9 @@ a run is executed or observed, not what its trials are:
 - ``data_dir``, ``tasks``: paths, which may be spelled differently between sessions; their *contents* are
   compared instead (the store's data-set and task-set hashes).
 
+Display settings (the progress bar) and where results go (``--out``, ``--store``, ``--run-id``) are not part of
+the spec.
+
 A spec file (``tausim run --spec FILE.json``) is the JSON of :meth:`RunSpec.model_dump`; see
 :func:`load_spec`.
 """
