@@ -6,15 +6,15 @@ the agent replies, the user stops, so every trial makes 3 sequential model calls
 the ideal wall time is ceil(trials / C) x 3 x latency; efficiency = ideal / measured. Tasks run 8 trials each
 (as in a pass^k run); their goal states (a one-off per task) are computed before the clock starts.
 
-Two set-ups are measured: threads only (one process, C threads), and ``--processes P`` worker processes
-sharing the C trials (:class:`simulator.processes.ProcessExecutor`, as ``tausim run --processes P``); each
-worker builds and warms up the same run before the clock starts (its start-up time is printed apart).
+Set-ups measured (``--executor``, repeatable; default ``threads`` and ``local:2``): ``threads`` (one process,
+C threads) and ``local:N`` (a Dask LocalCluster of N worker processes of about C/N threads each, as
+``tausim run --executor local:N``; each worker builds the run from its RunSpec with ``build_runner``). Cluster
+start-up and the untimed warm-up runs (goal states, litellm's lazy initialisation) are not timed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import math
 import os
@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _bench import machine, parser, retail
+from _bench import machine, parser, retail, retail_peer
 
-from simulator.agents import agent_factory
-from simulator.processes import ProcessExecutor, split_threads
-from simulator.runner import RunConfig, Runner
-from simulator.users import user_factory
+from simulator.build import build_runner
+from simulator.executors import open_executor
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 
 CALLS_PER_TRIAL = 3
 
@@ -71,22 +71,17 @@ def register_provider(latency: float, priced: bool = True) -> Any:
     return litellm
 
 
-def build_runner(latency: float, peers: Path, concurrency: int, waves: int, per_task: int,
-                 warm: bool = True, priced: bool = True) -> Runner:
-    """Build the benchmark's run (also in each worker process): slow provider, tasks, warm litellm and goals."""
-    register_provider(latency, priced)
-    dom, template, tasks, _ = retail(peers, quiet=True)
-    tasks = tasks[: math.ceil(waves * concurrency / per_task)]
-    config = RunConfig(domain="retail", agent="litellm:slow/agent", user="llm:slow/user", trials=per_task,
-                       concurrency=concurrency)
-    params = {"max_attempts": 1}
-    runner = Runner(dom, template, tasks, agent_factory("litellm:slow/agent", **params),
-                    user_factory("llm:slow/user", **params), config)
-    if warm:
-        runner.run_trial(tasks[0], 0)  # warm-up: litellm's first call initialises lazily
-        for task in tasks:  # goal states are a one-off per task (see bench-throughput); not part of this figure
-            runner.goal(task)
-    return runner
+def bench_spec(peers: Path, concurrency: int, waves: int, per_task: int, executor: str) -> RunSpec:
+    """Return the benchmark's run spec: the peer retail data (or the built-in one), enough tasks for the waves."""
+    _, _, tasks, _ = retail(peers, quiet=True)
+    peer = retail_peer(peers)
+    slow = {"args": {"max_attempts": 1}}
+    return RunSpec.model_validate({
+        "domain": "retail", "data_dir": str(peer / "data") if peer else None,
+        "tasks": str(peer / "tasks_test.json") if peer else None,
+        "task_ids": [t.id for t in tasks[: math.ceil(waves * concurrency / per_task)]],
+        "agent": {"name": "litellm:slow/agent", **slow}, "user": {"name": "llm:slow/user", **slow},
+        "trials": per_task, "concurrency": concurrency, "executor": executor})
 
 
 def measure(runner: Runner, executor: Any = None) -> tuple[float, float, Any]:
@@ -96,10 +91,13 @@ def measure(runner: Runner, executor: Any = None) -> tuple[float, float, Any]:
     return time.perf_counter() - t0, time.process_time() - cpu0, result
 
 
-def workers_cpu(executor: ProcessExecutor | None) -> float:
-    """CPU seconds (user + system) used so far by the executor's worker processes (Linux /proc; else 0)."""
+def workers_cpu(executor: Any) -> float:
+    """CPU seconds (user + system) used so far by a local Dask cluster's worker processes (Linux /proc; else 0)."""
+    client = getattr(executor, "client", None)
+    if client is None:
+        return 0.0
     total = 0.0
-    for pid in executor.pids() if executor is not None else []:
+    for pid in client.run(os.getpid).values():
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
@@ -111,8 +109,8 @@ def workers_cpu(executor: ProcessExecutor | None) -> float:
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--concurrency", type=int, default=32, help="trials at once (default: %(default)s)")
-    p.add_argument("--processes", type=int, default=os.cpu_count() or 2,
-                   help="worker processes sharing the concurrency (default: one per CPU, %(default)s; 1: threads only)")
+    p.add_argument("--executor", action="append",
+                   help="threads | local:N | dask://HOST:PORT; repeat to compare (default: threads and local:2)")
     p.add_argument("--latency", type=float, default=0.2, help="seconds per model call (default: %(default)s)")
     p.add_argument("--waves", type=int, default=4, help="trials = waves x concurrency (default: %(default)s)")
     p.add_argument("--trials-per-task", type=int, default=8, help="trials of each task (default: %(default)s)")
@@ -122,40 +120,41 @@ def main() -> None:
     p.add_argument("--unpriced", action="store_true",
                    help="leave the in-process models out of litellm's price map (as a local model is)")
     args = p.parse_args()
-    build = functools.partial(build_runner, args.latency, args.peers, args.concurrency, args.waves,
-                              args.trials_per_task, priced=not args.unpriced)
-    runner = build()
-    gc.collect()  # as `tausim run` does: the run's data lives to the end, keep it out of the cyclic collector
-    gc.freeze()
+    register_provider(args.latency, not args.unpriced)
     label = retail(args.peers)[3]
-    setups = [(1, None)] + ([(args.processes, split_threads(args.concurrency, args.processes))]
-                            if args.processes > 1 else [])
+    executors = args.executor or ["threads", "local:2"]
     print(f"bench-concurrency: {label}; {args.waves * args.concurrency} trials x {CALLS_PER_TRIAL} model calls, "
           f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, models "
           f"{'unpriced' if args.unpriced else 'priced'}, {args.warmup} untimed warm-up run(s) per set-up; "
           f"{machine()}")
-    for processes, threads in setups:
+    for executor in executors:
+        spec = bench_spec(args.peers, args.concurrency, args.waves, args.trials_per_task, executor)
         with contextlib.ExitStack() as stack:
-            ex, how, note = None, f"threads only (1 process x {args.concurrency} threads)", ""
-            if processes > 1:
-                t0 = time.perf_counter()
-                ex = stack.enter_context(ProcessExecutor(build, processes, args.concurrency))
-                ex.wait_ready()  # worker start-up (imports, data, warm-up) is a one-off, reported apart
-                how = f"{processes} processes x {'/'.join(map(str, threads or []))} threads"
-                note = f"; worker start-up {time.perf_counter() - t0:.1f} s (not timed)"
-            for _ in range(args.warmup):  # first runs pay one-off costs (lazy imports and caches in new threads)
+            runner = build_runner(spec)
+            gc.collect()  # as `tausim run` does: the run's data lives to the end, keep it out of the cyclic GC
+            gc.freeze()
+            t0 = time.perf_counter()
+            ex = stack.enter_context(open_executor(spec))
+            how, note = f"threads only (1 process x {args.concurrency} threads)", ""
+            if ex is not None:
+                workers = ex.client.scheduler_info()["workers"].values()  # type: ignore[attr-defined]
+                ex.client.run(register_provider, args.latency, not args.unpriced)  # type: ignore[attr-defined]
+                how = f"{executor}: {len(workers)} processes x {'/'.join(str(w['nthreads']) for w in workers)} threads"
+                note = f"; cluster start-up {time.perf_counter() - t0:.1f} s (not timed)"
+            for _ in range(args.warmup):  # first runs pay one-off costs (goal states, lazy imports, caches)
                 measure(runner, ex)
             for _ in range(args.repeat):
                 cpu_before = workers_cpu(ex)
                 wall, cpu, result = measure(runner, ex)
-                if ex is not None:
-                    cpu += workers_cpu(ex) - cpu_before
+                in_workers = workers_cpu(ex) - cpu_before
+                split = f" ({cpu:.2f} s driver and scheduler, {in_workers:.2f} s workers)" if ex is not None else ""
+                cpu += in_workers
                 trials = len(result.trials)
                 calls = sum(t.trajectory.agent_usage.calls + t.trajectory.user_usage.calls for t in result.trials)
                 bad = {k: v for k, v in result.termination_reasons.items() if k != "user_stop"}
                 ideal = math.ceil(trials / args.concurrency) * CALLS_PER_TRIAL * args.latency
                 print(f"  {how}: ideal {ideal:.2f} s, measured {wall:.2f} s -> efficiency {ideal / wall:.3f} "
-                      f"(target >= 0.9); CPU {cpu:.2f} s = {cpu / calls * 1000:.2f} ms per model call "
+                      f"(target >= 0.9); CPU {cpu:.2f} s{split} = {cpu / calls * 1000:.2f} ms per model call "
                       f"(all processes){note}" + (f"; unexpected terminations {bad}" if bad else ""))
 
 

@@ -13,7 +13,8 @@ import time
 from _bench import machine, parser, retail
 
 from simulator.agents import agent_factory
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.users import user_factory
 
 
@@ -26,7 +27,7 @@ def main() -> None:
     t0 = time.perf_counter()
     dom, template, tasks, label = retail(args.peers, args.split)
     setup = time.perf_counter() - t0
-    config = RunConfig(domain="retail", agent="oracle", user="scripted", trials=args.trials,
+    config = RunSpec(domain="retail", agent="oracle", user="scripted", trials=args.trials,
                        concurrency=args.concurrency)
     runner = Runner(dom, template, tasks, agent_factory("oracle"), user_factory("scripted"), config)
     t1 = time.perf_counter()

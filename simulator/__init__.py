@@ -9,6 +9,7 @@ import-linter contracts in ``pyproject.toml`` check it.
 from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator._protocols import Agent, AgentFactory, Progress, TrialContext, UserFactory, UserSimulator
 from simulator.agents.rates import REFERENCE_KNOBS, check_fault_rates
+from simulator.build import RunServices, build_runner
 from simulator.cache import SQLiteCache
 from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
@@ -19,15 +20,18 @@ from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_co
 from simulator.persona import Persona
 from simulator.prepared import PreparedTask, prepare_tasks
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
-from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
+from simulator.records import RunResult, TrialResult
+from simulator.runner import Runner, derive_seed
 from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
+from simulator.spec import ComponentSpec, JudgeSpec, RunSpec
 from simulator.store import ResultsStore
 from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
 
 __all__ = [
     "Action", "Agent", "AgentFactory", "AgentTurn", "CallOutcome", "Domain", "DomainError", "Limits",
-    "Message", "ResultsStore", "RunConfig", "RunResult", "Runner", "StateDiff", "StateSpec", "Task", "TaskFileError",
+    "Message", "ResultsStore", "RunResult", "RunServices", "RunSpec", "Runner", "StateDiff", "StateSpec", "Task",
+    "TaskFileError",
     "TemplateDatabase", "TerminationReason", "ToolCall", "ToolContext", "ToolError", "ToolSpec", "Toolbox",
     "Trajectory", "TrialContext", "TrialDatabase", "TrialResult", "Usage", "UserFactory", "UserScenario",
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
@@ -39,4 +43,5 @@ __all__ = [
     "AssertionResult", "AssertionsResult", "InitialState",
     "TausimError",
     "PreparedTask", "prepare_tasks",
+    "ComponentSpec", "JudgeSpec", "RunServices", "build_runner",
 ]

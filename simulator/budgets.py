@@ -53,7 +53,7 @@ def derive_budgets(doc: Mapping[str, Any], source: str = "<run>") -> dict[str, A
 
     Args:
         doc: a run document (``tausim run --out``), already checked by
-            :func:`simulator.report.load_run_document`.
+            :func:`simulator.records.load_run_document`.
         source: where it came from, recorded in the result.
 
     Returns:

@@ -15,6 +15,9 @@ The tree::
     │   ├── RunDocumentError(ValueError)   a run document: ``tausim run --out`` file or stored run (report)
     │   ├── DomainError(ValueError)        unknown domain or split, unreadable domain data (simulator.domain)
     │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.gate)
+    │   ├── SpecError(ValueError)          a run spec (file, stored spec, argument) does not validate (simulator.spec)
+    │   ├── ExecutorError(ValueError)      --executor unusable: unknown scheme, Dask missing, scheduler unreachable,
+    │   │                                  workers cannot build the run (simulator.executors)
     │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
@@ -52,6 +55,7 @@ __all__ = [
     "ConfigMismatchError",
     "DefectError",
     "DomainError",
+    "ExecutorError",
     "FixtureError",
     "GateError",
     "GoldToolBug",
@@ -63,6 +67,7 @@ __all__ = [
     "LLMInfraError",
     "LLMRequestError",
     "PersonaError",
+    "SpecError",
     "RunDocumentError",
     "StoreError",
     "TaskFileError",
@@ -114,22 +119,22 @@ class StoreError(InputError, RuntimeError):
 
 
 class ConfigMismatchError(StoreError):
-    """A run id was reused with a configuration that differs from the stored run's.
+    """A run id was reused with a spec that differs from the stored run's.
 
     Args:
         run_id: the run id.
-        field: the first differing field.
+        field: the first differing field, dotted for nested ones (``trials``, ``agent.temperature``, ``data_hash``).
         stored: its stored value.
         given: its value now.
 
     Attributes:
-        field: the first differing field (``trials``, ``data_hash``, ...).
+        field: the first differing field.
     """
 
     def __init__(self, run_id: str, field: str, stored: Any, given: Any):
         self.field = field
         super().__init__(
-            f"run {run_id!r} exists with a different value of {field}: stored {stored!r}, given {given!r}. "
+            f"run {run_id!r} cannot be resumed with a different spec: {field}: stored {stored!r}, now {given!r}. "
             f"Resume it with the same settings, or start a new run id."
         )
 
@@ -218,3 +223,11 @@ class LeaseHeldError(StoreError):
 
 class FixtureError(DefectError, RuntimeError):
     """A task's ``initial_state`` could not be applied (a constraint failed, a setup action was refused)."""
+
+
+class SpecError(InputError, ValueError):
+    """A run spec (a file, a stored spec or an argument) does not validate; the message names the field."""
+
+
+class ExecutorError(InputError, ValueError):
+    """The executor cannot be used: unknown scheme, Dask missing, unreachable scheduler, workers cannot build."""

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from simulator.build import build_runner
 from simulator.domain import DomainError, get_domain
 from simulator.metrics import cell_id
 from simulator.prepared import PreparedTask, prepare_task
 from simulator.runner import regrade_trial
+from simulator.spec import ComponentSpec
 from simulator.store import ResultsStore, data_hash, tasks_hash
 
 __all__ = ["RegradeReport", "regrade_run"]
@@ -78,8 +80,13 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
     if info.data_hash is not None and data_hash(used) != info.data_hash:
         raise ValueError(f"data set {used} changed since run {run_id!r} was recorded (content hash differs); "
                          f"give the original data with --data")
-    template = dom.template(folder, cfg.options)
-    by_id = {t.id: t for t in dom.load_tasks(tasks if tasks is not None else cfg.tasks)}
+    # the run as recorded, on the data and task set given now; no model is called, so no agent, user or judge
+    runner = build_runner(cfg.model_copy(update={
+        "data_dir": str(folder) if folder is not None else None, "tasks": tasks if tasks is not None else cfg.tasks,
+        "task_ids": None, "agent": ComponentSpec(name="null"), "user": ComponentSpec(name="scripted"),
+        "judge": None, "personas": None, "persona_defs": None, "cache": None, "rpm": None, "log_file": None}))
+    template = runner.template
+    by_id = {t.id: t for t in runner.tasks}
     planned = [by_id[t] for t in info.task_ids if t in by_id]
     before = store.load_run_result(run_id)
     report = RegradeReport(run_id=run_id, old_metrics=before.metrics, new_metrics={},

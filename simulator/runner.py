@@ -16,23 +16,24 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_complete
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
-from simulator.grading import Grade, Judge, check_assertions, grade_trial
-from simulator.metrics import reliability, run_metrics
+from simulator.grading import Judge, check_assertions, grade_trial
+from simulator.metrics import reliability
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
 from simulator.prepared import PreparedTask, prepare_task, prepare_tasks, user_needs
+from simulator.records import RunResult, TrialKey, TrialResult, run_summary_json, trial_key
 from simulator.replay import GoldReplay, GoldToolBug, initial_database, prepare_trial, replay_trajectory
 from simulator.sinks import read_events
+from simulator.spec import RunSpec
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
 
-__all__ = ["RunConfig", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
-           "run_summary_json", "trial_key"]
+__all__ = ["RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial", "run_summary_json",
+           "trial_key"]
 
 
 def derive_seed(run_seed: int, task_id: str, trial_index: int) -> int:
@@ -48,80 +49,6 @@ def derive_seed(run_seed: int, task_id: str, trial_index: int) -> int:
     """
     digest = hashlib.sha256(f"{run_seed}/{task_id}/{trial_index}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
-
-
-class RunConfig(BaseModel):
-    """What a run is: recorded with its results so the run can be rebuilt."""
-
-    domain: str
-    data_dir: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Domain options the tools ran with (e.g. ``{"mode": "tau-bench"}``)."""
-    tasks: str | None = None
-    """Task file or split name (None: the domain's built-in tasks)."""
-    task_ids: list[str] | None = None
-    agent: str = "oracle"
-    user: str = "scripted"
-    personas: list[str] | None = None
-    """Persona names the simulated user plays (``tausim run --personas``): the run is the product task x persona
-    x trial, and pass^k is computed per task cell (task, persona) and per persona; None: no persona dimension."""
-    persona_defs: dict[str, dict[str, Any]] | None = None
-    """The personas' definitions (their JSON, by name) as they were when the run started: a run records how its
-    users behaved, and a resumed run must use the same (a persona file may be edited in between)."""
-    trials: int = 1
-    concurrency: int = 1
-    seed: int = 0
-    max_turns: int = 30
-    max_steps: int = 60
-    budgets: dict[str, Budget] | None = None
-    """Per-task trajectory budgets (``tausim run --budgets``), applied with each task's own budget (the
-    tighter ceiling wins); None: only the tasks' own."""
-    judge: str | None = None
-    """The LLM judge's model (``tausim run --judge``) for tasks with judge assertions; None: no judge."""
-    judge_gating: bool = False
-    """Whether the judge's verdicts count in ``passed`` (a calibrated judge, see :mod:`simulator.grading.judge`)."""
-    judge_note: str | None = None
-    """Why the judge gates or not (calibration model, kappa)."""
-
-
-class TrialResult(BaseModel):
-    """One finished trial."""
-
-    task_id: str
-    trial: int
-    seed: int
-    persona: str | None = None
-    """The persona the simulated user played (None: a run without personas)."""
-    passed: bool
-    termination_reason: str
-    grade: Grade | None
-    """None when the trial could not be graded (its goal state could not be computed)."""
-    trajectory: Trajectory
-    duration_s: float
-    """Wall time of the whole trial in seconds (database copy, conversation, grading)."""
-    error: str | None = None
-
-
-class RunResult(BaseModel):
-    """A run's configuration, trials (in task, trial order) and metrics."""
-
-    config: RunConfig
-    trials: list[TrialResult]
-    metrics: dict[str, float] = Field(default_factory=dict)
-    """pass^k, pass@k and success rate; empty when the trials do not cover every planned (task, trial)."""
-    termination_reasons: dict[str, int] = Field(default_factory=dict)
-    wall_seconds: float = 0.0
-    planned: int | None = None
-    """Planned trials of the run (tasks x personas x trials); None when unknown."""
-
-
-TrialKey = tuple[str, str | None, int]
-"""A planned trial: (task id, persona name or None, trial index)."""
-
-
-def trial_key(result: TrialResult) -> TrialKey:
-    """Return the (task id, persona, trial index) key of a trial."""
-    return (result.task_id, result.persona, result.trial)
 
 
 class Runner:
@@ -159,7 +86,7 @@ class Runner:
         tasks: Sequence[Task],
         agent_factory: AgentFactory,
         user_factory: UserFactory,
-        config: RunConfig,
+        config: RunSpec,
         log: Any = None,
         judge: Judge | None = None,
         personas: Sequence[Persona] | None = None,
@@ -450,38 +377,3 @@ def regrade_trial(
     grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
-
-
-def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Return the ``--out`` JSON document of a run.
-
-    Args:
-        result: the finished run.
-        extra: extra top-level fields (e.g. git revision, package versions).
-
-    Returns:
-        ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
-        "planned", "recorded", "duplicates", ...}``; ``recorded`` counts the trials present and ``duplicates``
-        the trials beyond the first of a (task, persona, trial) key; with personas, ``by_persona`` (see
-        :func:`simulator.metrics.persona_metrics`) is also copied to the top level. ``metrics`` are those of
-        :func:`simulator.metrics.run_metrics` (the same as ``tausim report``'s): a complete run is checked
-        strictly (a duplicated trial is refused); a partial one (a results-store run still missing trials) counts
-        its missing trials as failed and reports them in ``missing_trials``.
-    """
-    doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
-    doc.update(extra or {})
-    doc.update(result.model_dump(mode="json"))
-    pairs = Counter(trial_key(t) for t in result.trials)
-    doc["recorded"] = len(pairs)
-    doc["duplicates"] = sum(n - 1 for n in pairs.values())
-    if doc.get("planned") is None:
-        doc["planned"] = len(pairs)
-    tasks = doc.get("task_ids") or result.config.task_ids or list(dict.fromkeys(t.task_id for t in result.trials))
-    if tasks and result.trials:
-        complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
-        doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,
-                                     personas=result.config.personas,
-                                     incomplete="refuse" if complete else "count")
-        if "by_persona" in doc["metrics"]:
-            doc["by_persona"] = doc["metrics"]["by_persona"]
-    return doc

@@ -2,8 +2,8 @@
 
 Tables (own :class:`~sqlalchemy.MetaData`, separate from every domain schema):
 
-- ``runs``: one row per run: its configuration (JSON, including the domain and caps), the data set's and the
-  task set's content hashes, the planned task ids, git revision and package versions.
+- ``runs``: one row per run: its :class:`~simulator.spec.RunSpec` verbatim (JSON, column ``config``), the data
+  set's and the task set's content hashes, the planned task ids, git revision and package versions.
 - ``trials``: one row per finished trial, unique per ``(run_id, task_id, persona, trial)`` (``persona`` is
   ``""`` in a run without personas): seed, outcome, termination reason, error, timings, token usage and cost.
 - ``messages``, ``tool_calls``: the trajectory, one row per message and per dispatched tool call.
@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -65,7 +65,8 @@ from simulator.errors import ConfigMismatchError, LeaseHeldError, StoreError
 from simulator.grading import Grade
 from simulator.metrics import reliability
 from simulator.orchestrator import ToolCallRecord, Trajectory
-from simulator.runner import RunConfig, RunResult, TrialKey, TrialResult, run_summary_json, trial_key
+from simulator.records import RunResult, TrialKey, TrialResult, run_summary_json, trial_key
+from simulator.spec import RESUME_EXEMPT, RunSpec, format_validation_error, spec_differences
 from simulator.tasks import Task
 
 __all__ = [
@@ -86,9 +87,9 @@ __all__ = [
 DEFAULT_STORE_URL = "sqlite:///runs.db"
 """The store used when none is given: ``runs.db`` in the working directory."""
 
-RESUME_FIELDS = ("domain", "options", "agent", "user", "personas", "persona_defs", "trials", "seed", "max_turns",
-                 "max_steps")
-"""Config fields that must be equal for a run to be resumed (besides the data and task-set hashes)."""
+RESUME_FIELDS = tuple(name for name in RunSpec.model_fields if name not in RESUME_EXEMPT)
+"""Spec fields that must be equal for a run to be resumed (besides the data and task-set hashes); see
+:data:`simulator.spec.RESUME_EXEMPT` for the others."""
 
 _SQLITE_BUSY_TIMEOUT_MS = 60_000
 
@@ -234,7 +235,8 @@ class RunInfo(BaseModel):
 
     run_id: str
     created_at: datetime
-    config: RunConfig
+    config: RunSpec
+    """The run's spec, as stored."""
     task_ids: list[str]
     """Planned task ids, in run order."""
     data_dir: str | None = None
@@ -544,7 +546,7 @@ class ResultsStore:
 
     def create_run(
         self,
-        config: RunConfig,
+        config: RunSpec,
         task_ids: Sequence[str],
         *,
         run_id: str | None = None,
@@ -582,8 +584,8 @@ class ResultsStore:
         try:
             with self.engine.begin() as conn:
                 conn.execute(insert(runs).values(
-                    run_id=info.run_id, created_at=info.created_at, domain=config.domain, agent=config.agent,
-                    user=config.user, seed=str(config.seed), trials=config.trials,
+                    run_id=info.run_id, created_at=info.created_at, domain=config.domain, agent=config.agent.name,
+                    user=config.user.name, seed=str(config.seed), trials=config.trials,
                     config=config.model_dump(mode="json"), task_ids=info.task_ids, data_dir=data_dir,
                     data_hash=data_hash, tasks_hash=tasks_hash, git_revision=git_revision, packages=info.packages,
                     wall_seconds=0.0, extra=info.extra,
@@ -605,8 +607,13 @@ class ResultsStore:
             row = conn.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
         if row is None:
             return None
+        try:
+            spec = RunSpec.model_validate(row["config"])
+        except ValidationError as e:
+            raise StoreError(format_validation_error(f"stored spec of run {run_id!r}", e)
+                             + " (runs recorded by an older tausim cannot be resumed; start a new run)") from e
         return RunInfo(run_id=row["run_id"], created_at=_aware(row["created_at"]),
-                       config=RunConfig.model_validate(row["config"]), task_ids=list(row["task_ids"]),
+                       config=spec, task_ids=list(row["task_ids"]),
                        data_dir=row["data_dir"], data_hash=row["data_hash"], tasks_hash=row["tasks_hash"],
                        git_revision=row["git_revision"], packages=dict(row["packages"] or {}),
                        wall_seconds=row["wall_seconds"] or 0.0, extra=dict(row["extra"] or {}))
@@ -638,7 +645,7 @@ class ResultsStore:
     def open_run(
         self,
         run_id: str | None,
-        config: RunConfig,
+        config: RunSpec,
         task_ids: Sequence[str],
         *,
         data_dir: str | None = None,
@@ -676,7 +683,7 @@ class ResultsStore:
         return info, True
 
     @staticmethod
-    def check_resumable(stored: RunInfo, config: RunConfig, *, data_hash: str | None,
+    def check_resumable(stored: RunInfo, config: RunSpec, *, data_hash: str | None,
                         tasks_hash: str | None) -> None:
         """Refuse to resume a run with settings that would make its trials incomparable.
 
@@ -687,21 +694,13 @@ class ResultsStore:
             tasks_hash: the task set's hash now.
 
         Raises:
-            ConfigMismatchError: naming the first differing field (see :data:`RESUME_FIELDS`, plus
-                ``data_hash`` and ``tasks_hash``).
+            ConfigMismatchError: naming the first differing field and both values (every spec field but
+                :data:`simulator.spec.RESUME_EXEMPT`, then ``data_hash`` and ``tasks_hash``).
         """
-        old = stored.config.model_dump(mode="json")
-        new = config.model_dump(mode="json")
-        for name in RESUME_FIELDS:
-            if old.get(name) != new.get(name):
-                if name == "persona_defs" and isinstance(old.get(name), dict) and isinstance(new.get(name), dict):
-                    a, b = old[name], new[name]
-                    for persona in a.keys() & b.keys():  # names are equal (checked before): the first changed field
-                        for key in sorted(a[persona].keys() | b[persona].keys()):
-                            if a[persona].get(key) != b[persona].get(key):
-                                raise ConfigMismatchError(stored.run_id, f"persona {persona!r} field {key}",
-                                                          a[persona].get(key), b[persona].get(key))
-                raise ConfigMismatchError(stored.run_id, name, old.get(name), new.get(name))
+        diffs = spec_differences(stored.config, config)
+        if diffs:
+            field, old, new = diffs[0]
+            raise ConfigMismatchError(stored.run_id, field, old, new)
         if stored.data_hash != data_hash:
             raise ConfigMismatchError(stored.run_id, "data_hash (contents of the data directory)",
                                       stored.data_hash, data_hash)

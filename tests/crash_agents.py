@@ -26,3 +26,15 @@ def crash_once(ctx):
         marker.write_text("crashed")
         os._exit(3)
     return OracleAgent(ctx)
+
+
+def crash_always_and_once(ctx):
+    """The oracle, except: trial 0 of :data:`CRASH_TASK` always kills the process; trial 1 kills it only while the
+    file named by ``TAUSIM_TEST_CRASH_MARKER`` is absent (the crash creates it), so its re-run succeeds."""
+    if ctx.task.id == CRASH_TASK and ctx.trial_index == 0:
+        os._exit(3)
+    marker = Path(os.environ[MARKER_ENV])
+    if ctx.task.id == CRASH_TASK and ctx.trial_index == 1 and not marker.exists():
+        marker.write_text("crashed")
+        os._exit(3)
+    return OracleAgent(ctx)

@@ -22,7 +22,8 @@ from simulator._messages import Message, UserTurn
 from simulator._protocols import TrialContext
 from simulator.cues import asks_confirmation
 from simulator.domain import DomainError
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.tasks import Intent, Task
 from simulator.users import rule_user_factory
 
@@ -109,7 +110,7 @@ def _run(domain: AirlineDomain, tasks: Sequence[Task], faults: dict[str, float] 
         return domain.reference_agent(ctx, faults or {})
 
     users = rule_user_factory(domain, domain.template()) if user == "rule" else agenda_user
-    cfg = RunConfig(domain="airline", trials=trials, concurrency=2, seed=seed)
+    cfg = RunSpec(domain="airline", trials=trials, concurrency=2, seed=seed)
     return Runner(domain, domain.template(), list(tasks), factory, users, cfg).run()
 
 
@@ -289,7 +290,7 @@ def test_repeat_question_makes_abandoners_abandon(domain, tasks):
             ctx.persona = persona
             return base(ctx)
 
-        cfg = RunConfig(domain="airline", trials=1, concurrency=2, seed=0)
+        cfg = RunSpec(domain="airline", trials=1, concurrency=2, seed=0)
         agent = lambda ctx: domain.reference_agent(ctx, {"repeat_question": 0.5})  # noqa: E731
         res = Runner(domain, domain.template(), list(tasks.values()), agent, users, cfg).run()
         counts[persona.name] = res.termination_reasons.get("user_abandon", 0)
@@ -324,7 +325,7 @@ class PlainUser:
      ["hat015 stl-msp on 2024-05-28; you pay $80 more, charged to mastercard", "anything else"]),
 ])
 def test_plain_english_conversations(domain, tasks, task_id, lines, asked):
-    cfg = RunConfig(domain="airline", trials=1, concurrency=1, seed=0)
+    cfg = RunSpec(domain="airline", trials=1, concurrency=1, seed=0)
     res = Runner(domain, domain.template(), [tasks[task_id]], lambda ctx: domain.reference_agent(ctx, {}),
                  lambda ctx: PlainUser(lines), cfg).run()
     trial = res.trials[0]

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from simulator.agents import OracleAgent
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.tasks import TaskFileError, parse_tasks
 from simulator.users import scripted_user_factory
 from tests.test_sinks import SinkBank
@@ -48,7 +49,7 @@ def _load(tmp_path, doc):
 
 def _run(tmp_path, tasks, agent):
     dom = SinkBank()
-    cfg = RunConfig(domain="sinkbank", trials=1)
+    cfg = RunSpec(domain="sinkbank", trials=1)
     tpl = dom.template(write_data(tmp_path / "data"))
     return Runner(dom, tpl, tasks, agent, scripted_user_factory(), cfg).run().trials[0]
 

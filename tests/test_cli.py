@@ -33,7 +33,8 @@ def test_custom_agent_by_reference(tmp_path):
                  "--out", out)
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
-    assert doc["config"]["agent"] == "py:tests.test_cli:make_agent"
+    assert doc["config"]["agent"]["name"] == "py:tests.test_cli:make_agent"  # the run spec: agent is a component
+    assert doc["config"]["format"] == "tausim.runspec" and doc["config"]["version"] == 1
     (trial,) = doc["trials"]
     assert trial["task_id"] == "cancel-no-longer-needed" and trial["passed"] is False
     assert trial["trajectory"]["messages"][1]["content"] == "Sorry, I cannot help."

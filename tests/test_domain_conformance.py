@@ -7,7 +7,8 @@ import pytest
 from simulator.agents import NullAgent, OracleAgent
 from simulator.domain import available_domains, get_domain
 from simulator.replay import apply_actions
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.users import scripted_user_factory
 
 DOMAINS = available_domains()
@@ -61,7 +62,7 @@ def test_gold_actions_replay_without_tool_bug(domain):
 
 def _run(domain, agent):
     tasks = domain.load_tasks()
-    cfg = RunConfig(domain=domain.name, trials=1, concurrency=2)
+    cfg = RunSpec(domain=domain.name, trials=1, concurrency=2)
     return Runner(domain, domain.template(), tasks, agent, scripted_user_factory(), cfg).run()
 
 

@@ -96,4 +96,4 @@ def test_groups():
     assert issubclass(errors.GoldToolBug, errors.DefectError)
     assert simulator.TausimError is TausimError
     e = errors.ConfigMismatchError("r", "seed", 0, 5)
-    assert e.field == "seed" and "stored 0, given 5" in str(e)
+    assert e.field == "seed" and "seed: stored 0, now 5" in str(e)

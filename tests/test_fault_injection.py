@@ -12,7 +12,8 @@ import pytest
 
 from simulator.agents import FAULT_KINDS, FaultyOracleAgent, agent_factory
 from simulator.agents._faulty import parse_fault_rates
-from simulator.runner import RunConfig, Runner, derive_seed, run_summary_json
+from simulator.runner import Runner, derive_seed, run_summary_json
+from simulator.spec import RunSpec
 from simulator.tasks import parse_tasks
 from simulator.users import user_factory
 from tests.toy import BankDomain, write_data
@@ -60,7 +61,7 @@ APPLIES = {"move": set(FAULT_KINDS), "peek": {"forbidden_tool", "over_budget"}}
 def run(tmp_path_factory):
     dom = BankDomain()
     tpl = dom.template(write_data(tmp_path_factory.mktemp("bank") / "d"))
-    cfg = RunConfig(domain="bank", agent="faulty", user="confirming", trials=TRIALS, seed=SEED)
+    cfg = RunSpec(domain="bank", agent="faulty", user="confirming", trials=TRIALS, seed=SEED)
     spec = "faulty:" + ",".join(f"{k}={RATE}" for k in FAULT_KINDS)
     return Runner(dom, tpl, TASKS, agent_factory(spec), user_factory("confirming"), cfg).run()
 
@@ -154,7 +155,7 @@ def test_clean_agent_and_confirming_user_pass_everything(tmp_path):
     dom = BankDomain()
     tpl = dom.template(write_data(tmp_path / "d"))
     res = Runner(dom, tpl, TASKS, agent_factory("faulty"), user_factory("confirming"),
-                 RunConfig(domain="bank", trials=3)).run()
+                 RunSpec(domain="bank", trials=3)).run()
     assert all(t.passed for t in res.trials), [t.grade.failure for t in res.trials if not t.passed]
     move = next(t for t in res.trials if t.task_id == "move-10")
     texts = [m.content for m in move.trajectory.messages if m.role in ("user", "assistant") and m.content]

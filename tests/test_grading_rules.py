@@ -300,13 +300,14 @@ def _call(name: str, cid: str, **args: Any) -> Message:
 
 
 def _run_bank(tmp_path, task: Task, script: list[Message], domain=None, budgets=None, replies=("hi",)):
-    from simulator.runner import RunConfig, Runner
+    from simulator.runner import Runner
+    from simulator.spec import RunSpec
     from simulator.users import ScriptedUser
     from tests.toy import write_data
 
     dom = domain or BankDomain()
     tpl = dom.template(write_data(tmp_path / "d"))
-    cfg = RunConfig(domain="bank", trials=1, budgets=budgets)
+    cfg = RunSpec(domain="bank", trials=1, budgets=budgets)
     res = Runner(dom, tpl, [task], lambda ctx: _Scripted(script), lambda ctx: ScriptedUser(list(replies)), cfg).run()
     return res.trials[0]
 

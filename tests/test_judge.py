@@ -25,7 +25,8 @@ from simulator.grading.judge import (
     render_transcript,
 )
 from simulator.llm import LLMClient
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.tasks import JudgeAssertion, parse_tasks
 from simulator.users import scripted_user_factory
 from tests.fake_llm import register
@@ -170,7 +171,7 @@ def test_run_with_judge_records_usage_apart_and_gates_when_calibrated(litellm, t
     gating, note = check_calibration(_cal("openai/gpt-4o-mini", 0.8), "openai/gpt-4o-mini", 0.6)
     judge = Judge("openai/gpt-4o-mini", gating=gating, gating_note=note,
                   client=LLMClient("openai/gpt-4o-mini", max_attempts=1, mock_response=resp))
-    cfg = RunConfig(domain="bank", agent="oracle")
+    cfg = RunSpec(domain="bank", agent="oracle")
     res = Runner(dom, tpl, tasks, OracleAgent, scripted_user_factory(), cfg, judge=judge).run()
     (trial,) = res.trials
     g = trial.grade
@@ -201,7 +202,7 @@ def test_uncalibrated_judge_is_recorded_but_does_not_gate(litellm, tmp_path, cal
     judge = Judge("openai/gpt-4o-mini", gating=gating, gating_note=note,
                   client=LLMClient("openai/gpt-4o-mini", max_attempts=1, mock_response='{"verdict": "no"}'))
     res = Runner(dom, dom.template(write_data(tmp_path / "d")), tasks, OracleAgent, scripted_user_factory(),
-                 RunConfig(domain="bank"), judge=judge).run()
+                 RunSpec(domain="bank"), judge=judge).run()
     (trial,) = res.trials
     assert trial.grade is not None and trial.grade.judge is not None
     assert trial.grade.judge.status == "failed" and not trial.grade.judge.gating
@@ -211,7 +212,7 @@ def test_uncalibrated_judge_is_recorded_but_does_not_gate(litellm, tmp_path, cal
 def test_run_without_judge_model_records_not_graded(tmp_path):
     dom = BankDomain()
     res = Runner(dom, dom.template(write_data(tmp_path / "d")), parse_tasks(JUDGED), OracleAgent,
-                 scripted_user_factory(), RunConfig(domain="bank")).run()
+                 scripted_user_factory(), RunSpec(domain="bank")).run()
     (trial,) = res.trials
     assert trial.grade is not None and trial.grade.judge is not None
     assert trial.grade.judge.status == "not_graded" and "2 judge assertion(s) not graded" in trial.grade.judge.note
@@ -389,7 +390,7 @@ def test_regrade_keeps_the_recorded_judge(litellm, tmp_path):
     tasks = parse_tasks(JUDGED)
     judge = Judge("openai/gpt-4o-mini", gating=True,
                   client=LLMClient("openai/gpt-4o-mini", max_attempts=1, mock_response='{"verdict": "no"}'))
-    (trial,) = Runner(dom, tpl, tasks, OracleAgent, scripted_user_factory(), RunConfig(domain="bank"),
+    (trial,) = Runner(dom, tpl, tasks, OracleAgent, scripted_user_factory(), RunSpec(domain="bank"),
                       judge=judge).run().trials
     assert not trial.passed
     again, _ = regrade_trial(dom, tpl, tasks[0], trial)  # no model called: the recorded verdicts are kept

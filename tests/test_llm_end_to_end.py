@@ -8,7 +8,8 @@ results, the user's stop token, usage counting.
 from __future__ import annotations
 
 from simulator.agents import agent_factory
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.tasks import parse_tasks
 from simulator.users import user_factory
 from tests.fake_llm import register, tool_calls_response
@@ -36,7 +37,7 @@ def test_litellm_agent_and_llm_user_run_a_trial(litellm, tmp_path, monkeypatch):
         {"id": "move", "scenario": {"instructions": "Move $10 from A1 to B2.", "known_info": {"account": "A1"}},
          "gold_actions": [{"name": "transfer", "arguments": {"src": "A1", "dst": "B2", "amount": 10}}],
          "required_outputs": ["90"]}]})
-    cfg = RunConfig(domain="bank", agent="litellm:fakeagent/m", user="llm:fakeuser/m")
+    cfg = RunSpec(domain="bank", agent="litellm:fakeagent/m", user="llm:fakeuser/m")
     runner = Runner(dom, dom.template(write_data(tmp_path / "d")), tasks,
                     agent_factory("litellm:fakeagent/m", max_attempts=1),
                     user_factory("llm:fakeuser/m", max_attempts=1), cfg)

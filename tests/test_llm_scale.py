@@ -26,7 +26,8 @@ from simulator.llm import LLMClient
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runlog import open_run_log
-from simulator.runner import RunConfig, Runner, RunResult, TrialResult
+from simulator.runner import Runner, RunResult, TrialResult
+from simulator.spec import RunSpec
 from simulator.tasks import parse_tasks
 from simulator.users import user_factory
 from tests.fake_llm import register, tool_calls_response
@@ -54,7 +55,7 @@ USER_SCRIPT = ["Hi, please move $10 from my account A1 to B2.", "Thanks! ###STOP
 def bank_run(tmp_path: Path, tasks: list[Any], trials: int, log: Any = None, **client: Any) -> RunResult:
     dom = BankDomain()
     template = dom.template(write_data(tmp_path / "bank"))
-    cfg = RunConfig(domain="bank", agent="litellm:fakeagent/m", user="llm:fakeuser/m", trials=trials)
+    cfg = RunSpec(domain="bank", agent="litellm:fakeagent/m", user="llm:fakeuser/m", trials=trials)
     runner = Runner(dom, template, tasks, agent_factory("litellm:fakeagent/m", **client),
                     user_factory("llm:fakeuser/m", **client), cfg, log=log)
     return runner.run()

@@ -578,7 +578,8 @@ def test_the_rule_user_never_trips_the_guard() -> None:
         pytest.skip("simulator.users.rule_user not present")
     from personas.loader import load_personas as personas_all
     from simulator.agents import agent_factory
-    from simulator.runner import RunConfig, Runner
+    from simulator.runner import Runner
+    from simulator.spec import RunSpec
     from simulator.users import user_factory
 
     dom = retail()
@@ -586,7 +587,7 @@ def test_the_rule_user_never_trips_the_guard() -> None:
     tasks = dom.load_tasks("builtin")
     tools = dom.toolbox().schemas()
     base = user_factory("rule", domain=dom, template=template)
-    cfg = RunConfig(domain="retail", agent="reference", user="rule", trials=1, seed=11)
+    cfg = RunSpec(domain="retail", agent="reference", user="rule", trials=1, seed=11)
     checked = agent_hits = 0
     for persona in personas_all(["cooperative", "confused", "policy-pusher"]):
         def users(ctx: TrialContext, persona: Persona = persona) -> Any:

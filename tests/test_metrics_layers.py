@@ -9,7 +9,8 @@ import pytest
 from simulator._messages import AgentTurn, Message
 from simulator.metrics import run_metrics, summarize_tool_accuracy, tool_call_accuracy
 from simulator.report import analyze_run
-from simulator.runner import RunConfig, Runner, run_summary_json
+from simulator.runner import Runner, run_summary_json
+from simulator.spec import RunSpec
 from simulator.tasks import parse_tasks
 from simulator.users import scripted_user_factory
 from tests.toy import BankDomain, write_data
@@ -39,7 +40,7 @@ def bank(tmp_path):
 
 def _run(bank, tasks, agent, trials, seed=0):
     dom, tpl = bank
-    cfg = RunConfig(domain="bank", trials=trials, seed=seed)
+    cfg = RunSpec(domain="bank", trials=trials, seed=seed)
     return Runner(dom, tpl, tasks, agent, scripted_user_factory(), cfg).run()
 
 

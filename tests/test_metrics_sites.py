@@ -8,7 +8,8 @@ from report_docs import trial
 from simulator.gate import GateError, evaluate_gate, run_reliability
 from simulator.metrics import reliability, run_metrics
 from simulator.report import analyze_run
-from simulator.runner import RunConfig, RunResult, TrialResult, run_summary_json
+from simulator.runner import RunResult, TrialResult, run_summary_json
+from simulator.spec import RunSpec
 from simulator.store import ResultsStore
 
 # Worked by hand for tasks a, b and n = 3 planned trials (a/0 passed, a/1 failed, a/0 again failed: a duplicate,
@@ -51,7 +52,7 @@ def test_every_site_agrees_on_an_incomplete_run_with_a_duplicate(tmp_path, perso
     m = run_metrics(doc["trials"], ["a", "b"], 3, personas=personas, incomplete="count")
     assert _suite(m) == pytest.approx(EXPECTED)
     assert (m["missing_trials"], m["duplicate_records"]) == (1, 1)
-    result = RunResult(config=RunConfig(**{k: v for k, v in doc["config"].items()}),
+    result = RunResult(config=RunSpec(**{k: v for k, v in doc["config"].items()}),
                        trials=[TrialResult.model_validate(t) for t in doc["trials"]], planned=6)
     out_doc = run_summary_json(result)
     assert _suite(out_doc["metrics"]) == pytest.approx(EXPECTED)
@@ -87,7 +88,7 @@ def test_sites_agree_once_the_run_is_complete():
     gate = evaluate_gate(doc, doc, k=2)
     assert [r.metric for r in gate.rows] == ["pass^1", "pass^2"]
     assert [r.candidate for r in gate.rows] == pytest.approx([2 / 3, 1 / 2])
-    result = RunResult(config=RunConfig(domain="retail", trials=3, task_ids=["a", "b"]),
+    result = RunResult(config=RunSpec(domain="retail", trials=3, task_ids=["a", "b"]),
                        trials=[TrialResult.model_validate(t) for t in doc["trials"]], planned=6)
     m = run_summary_json(result)["metrics"]  # a complete run is checked strictly
     assert _suite(m) == pytest.approx(EXPECTED) == _suite(analyze_run(doc).metrics)

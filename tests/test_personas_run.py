@@ -13,7 +13,8 @@ from simulator.cli import app
 from simulator.gate import run_outcomes
 from simulator.metrics import cell_id, persona_metrics, run_metrics
 from simulator.report import analyze_run
-from simulator.runner import RunConfig, Runner, run_summary_json
+from simulator.runner import Runner, run_summary_json
+from simulator.spec import RunSpec
 from simulator.store import ResultsStore
 from simulator.tasks import parse_tasks
 from tests.toy import BankDomain, write_data
@@ -54,7 +55,7 @@ def bank(tmp_path):
 def persona_run(bank, names, trials=2, only=None):
     dom, tpl = bank
     found = load_personas(names)
-    cfg = RunConfig(domain="bank", agent="oracle", user="py:test", trials=trials, personas=names)
+    cfg = RunSpec(domain="bank", agent="oracle", user="py:test", trials=trials, personas=names)
     runner = Runner(dom, tpl, TASKS, OracleAgent, PersonaUser, cfg, personas=found)
     return runner, runner.run(only=only)
 
@@ -123,7 +124,7 @@ def test_cell_id():
 
 def test_runner_refuses_personas_that_do_not_match_the_config(bank):
     dom, tpl = bank
-    cfg = RunConfig(domain="bank", trials=1, personas=["terse"])
+    cfg = RunSpec(domain="bank", trials=1, personas=["terse"])
     with pytest.raises(ValueError, match="do not match"):
         Runner(dom, tpl, TASKS, OracleAgent, PersonaUser, cfg, personas=load_personas(["verbose"]))
 
@@ -240,29 +241,6 @@ def test_impatient_personas_abandon_significantly_more_with_a_question_repeating
     assert abandoned["abandoner"] > abandoned["impatient"]  # patience 1 < patience 3
 
 
-def test_processes_run_personas_exactly_as_threads(tmp_path):
-    """Worker processes rebuild the run with its personas (and the rule user's domain): same trials as threads."""
-    docs = []
-    for processes in (1, 2):
-        out = tmp_path / f"p{processes}.json"
-        res = CliRunner().invoke(app, [
-            "run", "--domain", "retail",
-            "--task-ids", "cancel-no-longer-needed,exchange-two-items,refuse-return-pending",
-            "--agent", "reference:repeat_question=0.5", "--user", "rule", "--personas", "cooperative,abandoner",
-            "--trials", "2", "--concurrency", "2", "--processes", str(processes), "--out", str(out), "--no-progress"])
-        assert res.exit_code == 0, res.output
-        docs.append(json.loads(out.read_text()))
-
-    def trials(doc):
-        return sorted((t["task_id"], t["persona"], t["trial"], t["seed"], t["passed"], t["termination_reason"],
-                       json.dumps(t["trajectory"]["messages"]), json.dumps(t["trajectory"]["agent_metadata"]))
-                      for t in doc["trials"])
-
-    assert len(docs[1]["trials"]) == 3 * 2 * 2
-    assert trials(docs[0]) == trials(docs[1])
-    assert docs[0]["by_persona"] == docs[1]["by_persona"]
-
-
 def test_resume_refuses_other_personas_or_edited_persona_files(tmp_path, store_url):
     mine = tmp_path / "good.json"
     mine.write_text(json.dumps({"name": "good", "description": "a test user", "patience": 8,
@@ -277,12 +255,12 @@ def test_resume_refuses_other_personas_or_edited_persona_files(tmp_path, store_u
 
     assert run("cooperative", str(mine)).exit_code == 0
     res = run("verbose")
-    assert res.exit_code == 2 and "different value of personas: stored ['cooperative', 'good'], given ['verbose']" \
+    assert res.exit_code == 2 and "personas: stored ['cooperative', 'good'], now ['verbose']" \
         in res.output
     res = run()
-    assert res.exit_code == 2 and "given None" in res.output
+    assert res.exit_code == 2 and "now None" in res.output
     mine.write_text(mine.read_text().replace('"patience": 8', '"patience": 2'))
     res = run("cooperative", str(mine))
-    assert res.exit_code == 2 and "persona 'good' field patience: stored 8, given 2" in res.output
+    assert res.exit_code == 2 and "persona_defs.good.patience: stored 8, now 2" in res.output
     with ResultsStore(url) as st:  # the definitions are recorded with the run
         assert st.get_run("X").config.persona_defs["good"]["patience"] == 8

@@ -23,7 +23,8 @@ from simulator.domain import DomainError
 from simulator.grading import TaskRules
 from simulator.prepared import user_needs
 from simulator.replay import replay_gold, tasks_not_replaying
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.tasks import Budget, Intent, Precedence, ProcessRules, Task, UserScenario, parse_tasks
 from simulator.tools import Toolbox
 from simulator.users import ScriptedUser, scripted_user_factory
@@ -69,7 +70,7 @@ def bank(tmp_path: Path) -> tuple[BankDomain, Any]:
 
 def test_a_run_replays_each_tasks_gold_actions_once(bank, dispatches):
     dom, tpl = bank
-    cfg = RunConfig(domain="bank", agent="null", trials=3, concurrency=4)
+    cfg = RunSpec(domain="bank", agent="null", trials=3, concurrency=4)
     runner = Runner(dom, tpl, TASKS, NullAgent, scripted_user_factory(), cfg)
     res = runner.run()
     assert len(res.trials) == 12
@@ -96,7 +97,7 @@ def test_a_gold_tool_bug_is_recorded_once_and_fails_each_trial(bank, dispatches)
                           {"name": "explode", "arguments": {"account_id": "A1"}},
                           {"name": "get_balance", "arguments": {"account_id": "A1"}}]}]})
     runner = Runner(dom, tpl, tasks, OracleAgent, scripted_user_factory(),
-                    RunConfig(domain="bank", agent="oracle", trials=2))
+                    RunSpec(domain="bank", agent="oracle", trials=2))
     res = runner.run()
     assert len(dispatches) == 2  # the replay stops at the bug, and is made once for both trials
     gold = runner.prepared["bug"].gold
@@ -139,7 +140,7 @@ def test_effective_rules_and_budget_are_merged_once_as_by_hand(tmp_path, monkeyp
                 budget=Budget(max_steps=10, max_tool_calls=5, max_cost_usd=0.5))
     plain = Task(id="plain", scenario=UserScenario(instructions="y"), loop_threshold=1)
     run_budgets = {"t": Budget(max_steps=7, max_tokens=1000, max_cost_usd=1.0)}
-    cfg = RunConfig(domain="bank", agent="null", trials=3, budgets=run_budgets)
+    cfg = RunSpec(domain="bank", agent="null", trials=3, budgets=run_budgets)
     runner = Runner(dom, tpl, [task, plain], NullAgent, scripted_user_factory(), cfg)
     prepared = runner.prepare()
     # by hand: defaults' lists first then the task's (no duplicates); the task's confirm_writes and expected
@@ -215,7 +216,7 @@ def test_what_the_user_declares_is_computed_once_per_task(tmp_path, monkeypatch)
     dom = NeedsBank()
     tpl = dom.template(write_data(tmp_path / "d"))
     users = Recording({"scenario", "secrets"})
-    res = Runner(dom, tpl, TASKS, NullAgent, users, RunConfig(domain="bank", trials=3, concurrency=3)).run()
+    res = Runner(dom, tpl, TASKS, NullAgent, users, RunSpec(domain="bank", trials=3, concurrency=3)).run()
     assert len(res.trials) == 12 and len(users.seen) == 12
     assert sorted(dom.derived) == sorted(t.id for t in TASKS) and sorted(secrets_for) == sorted(dom.derived)
     by_task: dict[str, set[int]] = {}
@@ -241,13 +242,13 @@ def test_what_the_user_declares_is_computed_once_per_task(tmp_path, monkeypatch)
     dom.derived.clear()
     secrets_for.clear()
     bare = Recording(None)
-    Runner(dom, tpl, TASKS, NullAgent, bare, RunConfig(domain="bank", trials=2)).run()
+    Runner(dom, tpl, TASKS, NullAgent, bare, RunSpec(domain="bank", trials=2)).run()
     assert dom.derived == [] and secrets_for == []
     assert all(p is not None and p.scenario is None and p.scenario_error is None and p.secrets is None
                and p.gold.task_id == tid for tid, p in bare.seen)
 
     with pytest.raises(ValueError, match="unknown need"):
-        Runner(dom, tpl, TASKS, NullAgent, Recording({"secrets", "weights"}), RunConfig(domain="bank"))
+        Runner(dom, tpl, TASKS, NullAgent, Recording({"secrets", "weights"}), RunSpec(domain="bank"))
     with pytest.raises(ValueError, match="collection"):
         user_needs(Recording("scenario"))
 
@@ -284,7 +285,7 @@ def test_the_rule_user_plays_the_prepared_scenario(monkeypatch):
             played.append(ctx.prepared is not None and user.scenario is ctx.prepared.scenario)
             return user
 
-    cfg = RunConfig(domain="retail", agent="reference", user="rule", trials=3, concurrency=3)
+    cfg = RunSpec(domain="retail", agent="reference", user="rule", trials=3, concurrency=3)
     res = Runner(dom, tpl, tasks, agent_factory("reference", domain=dom), Checking(), cfg).run()
     assert len(res.trials) == 6 and played == [True] * 6
     assert sorted(derived) == sorted(t.id for t in tasks)  # once per task, not per trial
@@ -318,7 +319,7 @@ def test_the_llm_user_reads_the_prepared_secrets(bank, litellm, monkeypatch):
             return user
 
     tasks = TASKS[:2]
-    res = Runner(dom, tpl, tasks, NullAgent, Checking(), RunConfig(domain="bank", trials=4)).run()
+    res = Runner(dom, tpl, tasks, NullAgent, Checking(), RunSpec(domain="bank", trials=4)).run()
     assert [t.termination_reason for t in res.trials] == ["user_stop"] * 8
     assert shared == [True] * 8
     assert sorted(secrets_for) == ["ask", "move"]  # once per task, in the prepare phase
@@ -342,7 +343,7 @@ def test_the_gold_check_reads_the_prepared_statuses(bank, dispatches):
     assert len(dispatches) == 1
     # a runner given the replays does not replay those tasks again
     dispatches.clear()
-    runner = Runner(dom, tpl, tasks, NullAgent, scripted_user_factory(), RunConfig(domain="bank"),
+    runner = Runner(dom, tpl, tasks, NullAgent, scripted_user_factory(), RunSpec(domain="bank"),
                     gold={"move": replay_gold(dom, tpl, tasks[0])})
     assert len(dispatches) == 1
     runner.run()

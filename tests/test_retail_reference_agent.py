@@ -19,7 +19,8 @@ from simulator._protocols import TrialContext, UserSimulator
 from simulator.agents import agent_factory
 from simulator.cues import asks_confirmation
 from simulator.domain import DomainError, get_domain
-from simulator.runner import RunConfig, Runner, RunResult
+from simulator.runner import Runner, RunResult
+from simulator.spec import RunSpec
 from simulator.tasks import Task, UserScenario
 from simulator.users import user_factory
 from simulator.users._scripted import ScriptedUser
@@ -34,7 +35,7 @@ TRANSFER = "transfer_to_human_agents"
 
 def _run(spec: str, tasks: Sequence[Task] = TASKS, user: Callable[[TrialContext], UserSimulator] | None = None,
          trials: int = 1, seed: int = 0) -> RunResult:
-    cfg = RunConfig(domain="retail", agent=spec, user="rule", trials=trials, seed=seed)
+    cfg = RunSpec(domain="retail", agent=spec, user="rule", trials=trials, seed=seed)
     users = user or user_factory("rule", domain=DOMAIN, template=TEMPLATE)
     return Runner(DOMAIN, TEMPLATE, list(tasks), agent_factory(spec, domain=DOMAIN), users, cfg).run()
 
@@ -103,7 +104,7 @@ def test_agent_does_not_need_the_task() -> None:
     tasks = [BY_ID[i] for i in ("cancel-gift-card-balance", "exchange-two-items", "refuse-exchange-unavailable")]
     blank = Task(id="blank", scenario=UserScenario(instructions=""))
     inner = agent_factory("reference", domain=DOMAIN)
-    cfg = RunConfig(domain="retail", agent="reference", user="rule", trials=1, seed=3)
+    cfg = RunSpec(domain="retail", agent="reference", user="rule", trials=1, seed=3)
     result = Runner(DOMAIN, TEMPLATE, tasks, lambda ctx: inner(dataclasses.replace(ctx, task=blank)),
                     user_factory("rule", domain=DOMAIN, template=TEMPLATE), cfg).run()
     assert [t.passed for t in result.trials] == [True, True, True]
@@ -390,7 +391,7 @@ def test_identity_given_as_im_name_is_understood() -> None:
     """RuleUser's own "I'm NAME" / "This is NAME" wording: the agent asks for the zip next, not the name again."""
     for line in ("I'm Samuel Laine.", "this is Samuel Laine", "It's Samuel Laine here"):
         user = ScriptedUser(["I need to cancel my order #W1773282.", line])
-        cfg = RunConfig(domain="retail", agent="reference", user="py:test", trials=1)
+        cfg = RunSpec(domain="retail", agent="reference", user="py:test", trials=1)
         task = next(t for t in TASKS if t.id == "cancel-no-longer-needed")
         res = Runner(DOMAIN, TEMPLATE, [task], agent_factory("reference", domain=DOMAIN), lambda ctx, u=user: u,
                      cfg).run()
@@ -409,7 +410,7 @@ def test_lowercase_name_with_zip_and_dont_without_apostrophe() -> None:
     task = next(t for t in TASKS if t.id == "cancel-no-longer-needed")
     user = ScriptedUser(["hi, I want to cancel an order", "samuel laine 83782", "#W1773282",
                          "i dont need it anymore", "yes"])
-    cfg = RunConfig(domain="retail", agent="reference", user="py:test", trials=1)
+    cfg = RunSpec(domain="retail", agent="reference", user="py:test", trials=1)
     res = Runner(DOMAIN, TEMPLATE, [task], agent_factory("reference", domain=DOMAIN), lambda ctx: user, cfg).run()
     trial = res.trials[0]
     assert trial.passed, trial.trajectory.agent_texts()

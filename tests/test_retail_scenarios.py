@@ -309,12 +309,13 @@ def test_rule_user_plays_a_split_against_the_reference_agent(retail_peer_dir: Pa
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} not present")
     from simulator.agents import agent_factory
-    from simulator.runner import RunConfig, Runner
+    from simulator.runner import Runner
+    from simulator.spec import RunSpec
     from simulator.users import user_factory
 
     tasks = tasks_of(retail_peer_dir, split)
     assert len(tasks) == {"test": 115, "train": 500}[split]
-    config = RunConfig(domain="retail", data_dir=str(retail_peer_dir / "data"), options={"mode": "tau-bench"},
+    config = RunSpec(domain="retail", data_dir=str(retail_peer_dir / "data"), options={"mode": "tau-bench"},
                        tasks=str(retail_peer_dir / f"tasks_{split}.json"), agent="reference", user="rule", trials=1)
     runner = Runner(domain, template, tasks, agent_factory("reference", domain=domain),
                     user_factory("rule", domain=domain, template=template), config)

@@ -18,7 +18,8 @@ from domains.retail import RetailDomain
 from personas import load_personas
 from simulator import Persona
 from simulator._protocols import TrialContext
-from simulator.runner import RunConfig, Runner
+from simulator.runner import Runner
+from simulator.spec import RunSpec
 from simulator.tasks import Task
 from simulator.users import rule_user_factory
 
@@ -63,7 +64,7 @@ def run(domain, template, tasks, persona: Persona | None = None, faults: dict[st
     def agent(ctx: TrialContext) -> Any:
         return domain.reference_agent(ctx, faults or {})
 
-    cfg = RunConfig(domain="retail", trials=trials, concurrency=2, seed=seed)
+    cfg = RunSpec(domain="retail", trials=trials, concurrency=2, seed=seed)
     return Runner(domain, template, tasks, agent, user, cfg).run()
 
 

@@ -1,7 +1,8 @@
 import pytest
 
 from simulator.agents import NullAgent, OracleAgent
-from simulator.runner import RunConfig, Runner, derive_seed
+from simulator.runner import Runner, derive_seed
+from simulator.spec import RunSpec
 from simulator.tasks import parse_tasks
 from simulator.users import scripted_user_factory
 from tests.toy import BankDomain, write_data
@@ -26,7 +27,7 @@ def bank(tmp_path):
 
 def run(bank, agent, trials=2, concurrency=1, seed=0):
     dom, tpl = bank
-    cfg = RunConfig(domain="bank", agent="x", trials=trials, concurrency=concurrency, seed=seed)
+    cfg = RunSpec(domain="bank", agent="x", trials=trials, concurrency=concurrency, seed=seed)
     return Runner(dom, tpl, TASKS, agent, scripted_user_factory(), cfg).run()
 
 
@@ -98,6 +99,6 @@ def test_gold_tool_bug_is_recorded(bank):
     tasks = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [
         {"id": "bad", "scenario": {"instructions": "x"},
          "gold_actions": [{"name": "explode", "arguments": {"account_id": "A1"}}]}]})
-    res = Runner(dom, tpl, tasks, OracleAgent, scripted_user_factory(), RunConfig(domain="bank")).run()
+    res = Runner(dom, tpl, tasks, OracleAgent, scripted_user_factory(), RunSpec(domain="bank")).run()
     assert res.trials[0].termination_reason == "tool_bug" and not res.trials[0].passed
     assert "goal replay failed" in res.trials[0].error

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from simulator._messages import Message, ToolCall, Usage
 from simulator.agents import NullAgent, OracleAgent
 from simulator.cli import app
-from simulator.runner import RunConfig, Runner, run_summary_json
+from simulator.runner import Runner, run_summary_json
+from simulator.spec import ComponentSpec, RunSpec
 from simulator.store import (
     ConfigMismatchError,
     LeaseHeldError,
@@ -64,7 +65,7 @@ def store(store_url):
 
 def bank_run(bank, agent, trials=2, only=None, on_trial=None):
     dom, tpl = bank
-    cfg = RunConfig(domain="bank", agent="x", trials=trials)
+    cfg = RunSpec(domain="bank", agent="x", trials=trials)
     runner = Runner(dom, tpl, TASKS, agent, scripted_user_factory(), cfg)
     return runner, runner.run(on_trial=on_trial, only=only)
 
@@ -154,12 +155,19 @@ def test_check_resumable_names_the_field(bank, store):
     runner, _ = bank_run(bank, OracleAgent, trials=1, only=set())
     info = store.create_run(runner.config, ["move"], run_id="r", data_hash="d", tasks_hash="t")
     cfg = runner.config
-    store.check_resumable(info, cfg.model_copy(update={"concurrency": 7}), data_hash="d", tasks_hash="t")
-    for update, field in (({"trials": 2}, "trials"), ({"seed": 1}, "seed"), ({"agent": "y"}, "agent"),
-                          ({"max_steps": 3}, "max_steps"), ({"options": {"mode": "x"}}, "options")):
-        with pytest.raises(ConfigMismatchError, match=field) as e:
+    for exempt in ({"concurrency": 7}, {"executor": "local:2"}, {"log_file": "x.jsonl"}, {"rpm": 5},
+                   {"cache": "c.sqlite"}):
+        store.check_resumable(info, cfg.model_copy(update=exempt), data_hash="d", tasks_hash="t")
+    agent = cfg.agent
+    for update, field, old, new in (
+            ({"trials": 2}, "trials", 1, 2), ({"seed": 1}, "seed", 0, 1),
+            ({"agent": ComponentSpec(name="y")}, "agent.name", agent.name, "y"),
+            ({"agent": agent.model_copy(update={"temperature": 0.7})}, "agent.temperature", None, 0.7),
+            ({"max_steps": 3}, "max_steps", 60, 3), ({"options": {"mode": "x"}}, "options.mode", None, "x")):
+        with pytest.raises(ConfigMismatchError) as e:
             store.check_resumable(info, cfg.model_copy(update=update), data_hash="d", tasks_hash="t")
         assert e.value.field == field
+        assert f"{field}: stored {old!r}, now {new!r}" in str(e.value)
     with pytest.raises(ConfigMismatchError, match="data_hash"):
         store.check_resumable(info, cfg, data_hash="other", tasks_hash="t")
     with pytest.raises(ConfigMismatchError, match="tasks_hash"):
@@ -213,10 +221,12 @@ def test_resume_with_other_config_is_refused(store_url):
     slow_agents.constructed.clear()
     res = cli_run(db, "R", "--seed", 5)
     assert res.exit_code == 2
-    assert "different value of seed" in res.output and "stored 0, given 5" in res.output
+    assert "seed: stored 0, now 5" in res.output
     res = invoke("run", "--agent", "py:tests.slow_agents:counting_oracle", "--task-ids", "cancel-no-longer-needed",
                  "--trials", 3, "--store", db, "--run-id", "R")
-    assert res.exit_code == 2 and "tasks_hash" in res.output
+    assert res.exit_code == 2  # the spec names its task ids: the first difference (before the task-set hash)
+    assert "task_ids: stored ['cancel-no-longer-needed', 'modify-order-address'], now ['cancel-no-longer-needed']" \
+        in res.output
     assert slow_agents.constructed == []
 
 

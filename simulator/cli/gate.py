@@ -14,7 +14,7 @@ from rich.table import Table
 from simulator.budgets import derive_budgets
 from simulator.cli.report import load_run
 from simulator.gate import GateError, evaluate_gate
-from simulator.report import RunDocumentError, load_run_document
+from simulator.records import RunDocumentError, load_run_document
 
 __all__ = ["baseline_command", "gate_command"]
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from simulator.agents import agent_factory
+from simulator._protocols import TrialContext
+from simulator.build import build_runner
 from simulator.cli._common import (
     console,
     domain_options,
@@ -17,7 +19,7 @@ from simulator.cli._common import (
 from simulator.cli.run import check_gold
 from simulator.domain import DomainError, get_domain
 from simulator.report import print_failure
-from simulator.runner import RunConfig, Runner
+from simulator.spec import RunSpec
 from simulator.tasks import TaskFileError
 
 
@@ -36,24 +38,27 @@ def play_command(
 
     try:
         dom = get_domain(domain)
-        template = dom.template(data, domain_options(dom, data, option))
-        all_tasks = dom.load_tasks(tasks)
-        found = [t for t in all_tasks if t.id == task]
-        gold = check_gold(dom, template, all_tasks, data, found)
-        if not found:
+        spec = RunSpec.model_validate({
+            "domain": domain, "data_dir": str(data) if data else None, "tasks": tasks,
+            "options": domain_options(dom, data, option), "task_ids": [task], "agent": agent, "user": "person",
+            "seed": seed, "max_turns": max_turns})
+        all_ids = [t.id for t in dom.load_tasks(tasks)]
+        if task not in all_ids:
             raise fail(f"--task {task!r}: no such task in {tasks or 'the built-in tasks'} of domain {domain}")
-        the_task = found[0]
-        try:
-            scenario = dom.derive_scenario(the_task, template)
-        except DomainError:
-            scenario = the_task.scenario  # no structured scenario: the person reads the instruction alone
-        the_task = the_task.model_copy(update={"scenario": scenario})
-        a_factory = agent_factory(agent, domain=dom)
+        terminal = terminal_user_factory(input, console)
+
+        def person(ctx: TrialContext) -> Any:
+            """The person sees the task's structured scenario when the domain derives one."""
+            try:
+                scenario = dom.derive_scenario(ctx.task, runner.template)
+            except DomainError:
+                scenario = ctx.task.scenario  # no structured scenario: the person reads the instruction alone
+            return terminal(dataclasses.replace(ctx, task=ctx.task.model_copy(update={"scenario": scenario})))
+
+        runner = build_runner(spec, check=lambda d, t, ts, sel: check_gold(d, t, ts, data, sel),
+                              user_factory_override=person)
     except (DomainError, TaskFileError, ValueError) as e:
         raise fail(str(e)) from e
-    config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
-                       task_ids=[task], agent=agent, user="person", seed=seed, max_turns=max_turns)
-    runner = Runner(dom, template, [the_task], a_factory, terminal_user_factory(input, console), config, gold=gold)
     result = runner.run()
     trial = result.trials[0]
     console.print(f"\n[bold]{'PASS' if trial.passed else 'FAIL'}[/] ({trial.termination_reason}); "

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import gc
 import os
-import sqlite3
 import sys
+import threading
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from personas.loader import PersonaError, load_personas
-from simulator.agents import agent_factory
 from simulator.budgets import load_budgets
-from simulator.cache import SQLiteCache
+from simulator.build import RunServices, build_runner
 from simulator.cli._common import (
     connect_store,
     console,
@@ -28,19 +28,18 @@ from simulator.cli._common import (
     write_json_atomic,
 )
 from simulator.domain import DomainError, get_domain
-from simulator.processes import WorkerError
+from simulator.executors import ExecutorError, open_executor
 from simulator.progress import RunProgress
-from simulator.ratelimit import RateLimiterRegistry
+from simulator.records import TrialKey, TrialResult, run_summary_json
 from simulator.replay import GoldReplay, replay_gold, tasks_not_replaying
 from simulator.report import analyze_run, print_summary
-from simulator.runlog import open_run_log
-from simulator.runner import RunConfig, Runner, TrialKey, TrialResult, run_summary_json
+from simulator.runlog import run_logger
+from simulator.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error, load_spec
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
 from simulator.tasks import TaskFileError
-from simulator.users import user_factory
 
 
-def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, data: Path | None,
+def _open_store_run(url: str, run_id: str | None, config: RunSpec, dom: Any, data: Path | None,
                     task_list: list[Any], stack: ExitStack) -> tuple[ResultsStore, str, set[TrialKey]]:
     """Create the run in the store, or check that it can be resumed; return the store, run id and pairs to run.
 
@@ -91,34 +90,10 @@ def check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None,
     if broken and 2 * len(broken) >= with_gold:
         first_id, first = next(iter(broken.items()))
         raise fail(f"the first gold action of {len(broken)} of {with_gold} tasks fails on the data "
-                    f"{data if data is not None else '(the built-in data set)'}, e.g. task {first_id}: "
-                    f"{first[:160]}. These tasks were not written for this data: give --data the data set they "
-                    "belong to.")
+                   f"{data if data is not None else '(the built-in data set)'}, e.g. task {first_id}: "
+                   f"{first[:160]}. These tasks were not written for this data: give --data the data set they "
+                   "belong to.")
     return replays
-
-
-def _model_services(cache: Path | None, rpm: int | None) -> dict[str, Any]:
-    """Return the run-owned model services to hand to LLM agent and user factories.
-
-    Args:
-        cache: the ``--cache`` file, or None.
-        rpm: the ``--rpm`` limit, or None.
-
-    Returns:
-        ``{"cache": SQLiteCache, "limiters": RateLimiterRegistry}`` (each only when asked for).
-
-    Raises:
-        ValueError: the cache file is not an SQLite database.
-    """
-    services: dict[str, Any] = {}
-    if rpm is not None:
-        services["limiters"] = RateLimiterRegistry(rpm)  # shared by every client of a model in this run
-    if cache is not None:
-        try:
-            services["cache"] = SQLiteCache(cache)
-        except sqlite3.DatabaseError as e:
-            raise ValueError(f"--cache {cache}: {e}") from e
-    return services
 
 
 def run_command(
@@ -136,9 +111,16 @@ def run_command(
              "is then task x persona x trial and pass^k is reported per persona. Needs --user rule or llm:MODEL."
     )] = None,
     trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once (raise it for model-bound agents).")] = 1,
-    processes: Annotated[int, typer.Option(min=1, help="Worker processes sharing the --concurrency trials (more "
-                                                "than 1 spreads litellm's CPU work over cores).")] = 1,
+    concurrency: Annotated[int | None, typer.Option(
+        min=1, help="Trials run at once (raise it for model-bound agents); default 1.")] = None,
+    executor: Annotated[str | None, typer.Option(
+        help=f"Where trials run: {EXECUTOR_HELP}; default threads.")] = None,
+    dask_timeout: Annotated[float, typer.Option(
+        min=0.1, help="Seconds to wait for a dask:// scheduler.")] = 10.0,
+    spec_file: Annotated[Path | None, typer.Option(
+        "--spec", help="Run spec file (JSON, see simulator.spec.RunSpec): the run is the file's; only --out, "
+                       "--store, --run-id, --no-progress and, when given, --executor, --concurrency, --cache, "
+                       "--rpm and --log-file apply besides.")] = None,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     max_turns: Annotated[int, typer.Option(min=1, help="Messages of user and agent per trial.")] = 30,
     max_steps: Annotated[int, typer.Option(min=1, help="Agent actions per trial.")] = 60,
@@ -180,77 +162,123 @@ def run_command(
             raise fail(f"--out {out}: is a directory; give a file name such as {out / 'run.json'}")
         if not out.parent.is_dir():
             raise fail(f"--out {out}: directory {out.parent} does not exist")
+    execution = {k: v for k, v in (("executor", executor), ("concurrency", concurrency),
+                                   ("cache", str(cache) if cache else None), ("rpm", rpm),
+                                   ("log_file", str(log_file) if log_file else None)) if v is not None}
     try:
-        dom = get_domain(domain)
-        template = dom.template(data, domain_options(dom, data, option))
-        task_list = all_tasks = dom.load_tasks(tasks)
-        budget_map = load_budgets(budgets, [t.id for t in task_list], domain) if budgets is not None else None
-        if task_ids is not None:
-            wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
-            if not wanted:
-                raise fail("--task-ids: no task id given")
-            known = {t.id for t in task_list}
-            unknown = [t for t in wanted if t not in known]
-            if unknown:
-                raise fail(f"--task-ids: unknown task id(s) {', '.join(unknown)}")
-            task_list = [t for t in task_list if t.id in set(wanted)]
-        gold = check_gold(dom, template, all_tasks, data, task_list)
-        params: dict[str, Any] = {}
-        if temperature is not None:
-            params["temperature"] = temperature
-        if api_base is not None:
-            params["api_base"] = api_base
-        params.update(_model_services(cache, rpm))
-        persona_list = None
-        if personas is not None:
-            if not (user in ("rule",) or user.startswith(("llm:", "py:"))):
-                raise fail(f"--personas needs a user that plays personas (--user rule or llm:MODEL), not {user!r}")
-            try:
-                persona_list = load_personas(personas)
-            except PersonaError as e:
-                raise fail(f"--personas {personas}: {e}") from e
-        a_factory = agent_factory(agent, domain=dom, **params)
-        # the rule-based user calls no model: it takes the domain and template (to derive scenarios) only
-        u_factory = user_factory(user, **({"domain": dom, "template": template} if user == "rule" else params))
-        judge_obj = None
-        if judge is not None:
-            from simulator.grading.judge import build_judge
-
-            judge_obj = build_judge(judge, api_base=judge_api_base, calibration=judge_calibration,
-                                    min_kappa=judge_min_kappa,
-                                    **{k: v for k, v in params.items() if k in ("cache", "limiters")})
-        elif judge_calibration is not None:
-            raise fail("--judge-calibration needs --judge MODEL")
-    except (DomainError, TaskFileError, ValueError) as e:
+        if spec_file is not None:
+            spec = load_spec(spec_file)
+            if execution:
+                spec = RunSpec.model_validate({**spec.model_dump(), **execution})
+        else:
+            spec = _spec_from_options(
+                domain=domain, data=data, tasks=tasks, task_ids=task_ids, agent=agent, user=user,
+                personas=personas, trials=trials, seed=seed, max_turns=max_turns, max_steps=max_steps,
+                temperature=temperature, api_base=api_base, option=option, budgets=budgets, judge=judge,
+                judge_api_base=judge_api_base, judge_calibration=judge_calibration, judge_min_kappa=judge_min_kappa,
+                execution=execution)
+    except ValidationError as e:
+        raise fail(format_validation_error("run options", e)) from e
+    except (SpecError, DomainError, TaskFileError, ValueError) as e:
         raise fail(str(e)) from e
-    config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
-                       task_ids=task_ids.split(",") if task_ids else None, agent=agent, user=user,
-                       personas=[p.name for p in persona_list] if persona_list else None,
-                       persona_defs={p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
-                       trials=trials, concurrency=concurrency, seed=seed, max_turns=max_turns,
-                       max_steps=max_steps,
-                       budgets=None if budget_map is None else {t.id: budget_map[t.id] for t in task_list
-                                                                if t.id in budget_map},
-                       judge=judge, judge_gating=judge_obj.gating if judge_obj else False,
-                       judge_note=judge_obj.gating_note if judge_obj else None)
-    runner = Runner(dom, template, task_list, a_factory, u_factory, config, judge=judge_obj, personas=persona_list,
-                    gold=gold)
+    execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout)
+
+
+def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, task_ids: str | None, agent: str,
+                       user: str, personas: str | None, trials: int, seed: int, max_turns: int, max_steps: int,
+                       temperature: float | None, api_base: str | None, option: list[str] | None,
+                       budgets: Path | None, judge: str | None, judge_api_base: str | None,
+                       judge_calibration: Path | None, judge_min_kappa: float,
+                       execution: dict[str, Any]) -> RunSpec:
+    """Return the :class:`RunSpec` of ``tausim run``'s options (raises DomainError, ValueError ...)."""
+    dom = get_domain(domain)
+    wanted = None
+    if task_ids is not None:
+        wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
+        if not wanted:
+            raise ValueError("--task-ids: no task id given")
+    budget_map = None
+    if budgets is not None:
+        all_ids = [t.id for t in dom.load_tasks(tasks)]
+        selected = set(wanted) if wanted is not None else set(all_ids)
+        budget_map = {k: v for k, v in load_budgets(budgets, all_ids, domain).items() if k in selected}
+    persona_list = None
+    if personas is not None:
+        if not (user in ("rule",) or user.startswith(("llm:", "py:"))):
+            raise ValueError(f"--personas needs a user that plays personas (--user rule or llm:MODEL), not {user!r}")
+        try:
+            persona_list = load_personas(personas)
+        except PersonaError as e:
+            raise ValueError(f"--personas {personas}: {e}") from e
+    if judge is None and judge_calibration is not None:
+        raise ValueError("--judge-calibration needs --judge MODEL")
+    model = {k: v for k, v in (("temperature", temperature), ("api_base", api_base)) if v is not None}
+    return RunSpec.model_validate({
+        "domain": domain, "data_dir": str(data) if data else None, "tasks": tasks,
+        "options": domain_options(dom, data, option), "task_ids": wanted,
+        "agent": {"name": agent, **model}, "user": {"name": user, **model},
+        "judge": None if judge is None else {
+            "name": judge, "api_base": judge_api_base, "min_kappa": judge_min_kappa,
+            "calibration": str(judge_calibration) if judge_calibration is not None else None},
+        "personas": [p.name for p in persona_list] if persona_list else None,
+        "persona_defs": {p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
+        "trials": trials, "seed": seed, "max_turns": max_turns, "max_steps": max_steps,
+        "budgets": budget_map, **execution})
+
+
+def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
+            no_progress: bool = False, dask_timeout: float = 10.0) -> None:
+    """Run a spec as ``tausim run`` does: build, check, execute, record, print the summary.
+
+    Raises:
+        typer.Exit: code 2 on bad input (before any trial runs), 130 on Ctrl-C.
+    """
+    stack = ExitStack()  # run-owned services: cache file, store lease, executor, log file, progress bar
+    data = Path(spec.data_dir) if spec.data_dir else None
+    try:
+        dom = get_domain(spec.domain)  # record the effective domain options (the defaults for the data included)
+        spec = spec.model_copy(update={"options": {**dom.default_options(data), **spec.options}})
+        services = stack.enter_context(RunServices.open(spec))
+        runner = build_runner(spec, services, check=lambda d, t, ts, sel: check_gold(d, t, ts, data, sel))
+    except (DomainError, TaskFileError, ValueError) as e:
+        stack.close()
+        raise fail(str(e)) from e
+    except BaseException:
+        stack.close()
+        raise
     results_store: ResultsStore | None = None
     only: set[TrialKey] | None = None
-    stack = ExitStack()  # run-owned services: store lease, cache file, log file, progress bar
     if store is not None or run_id is not None:
-        results_store, run_id, only = _open_store_run(store or DEFAULT_STORE_URL, run_id, config, dom, data,
-                                                      task_list, stack)
-    if "cache" in params:
-        stack.callback(params["cache"].close)
-    log_run_id = run_id or uuid.uuid4().hex[:12]
-    if log_file is not None:
         try:
-            runner.log = stack.enter_context(open_run_log(log_file, log_run_id))
+            results_store, run_id, only = _open_store_run(store or DEFAULT_STORE_URL, run_id, spec, runner.domain,
+                                                          data, runner.tasks, stack)
+        except BaseException:
+            stack.close()
+            raise
+    log_run_id = run_id or uuid.uuid4().hex[:12]
+    log = None
+    log_sink = None
+    if spec.log_file is not None:
+        try:
+            log_handle = stack.enter_context(open(spec.log_file, "a", encoding="utf-8", buffering=1))
         except OSError as e:
             stack.close()
-            raise fail(f"--log-file {log_file}: cannot write ({e.strerror or e})") from e
-        runner.log.info("run_start", config=config.model_dump(mode="json"))
+            raise fail(f"--log-file {spec.log_file}: cannot write ({e.strerror or e})") from e
+        log = runner.log = run_logger(log_handle, log_run_id)
+        log_lock = threading.Lock()
+
+        def log_sink(lines: list[str]) -> None:  # trials' events from Dask workers, written by the driver alone
+            with log_lock:
+                log_handle.write("".join(line + "\n" for line in lines))
+
+    try:
+        executor = stack.enter_context(open_executor(spec, log_sink=log_sink, log_run_id=log_run_id,
+                                                     connect_timeout=dask_timeout))
+    except ExecutorError as e:
+        stack.close()
+        raise fail(str(e)) from e
+    if log is not None:
+        log.info("run_start", config=spec.model_dump(mode="json"))
     planned = len(only) if only is not None else len(runner.planned())
     progress = stack.enter_context(RunProgress(planned, console=console,
                                                enabled=sys.stdout.isatty() and not no_progress))
@@ -260,20 +288,6 @@ def run_command(
     except OSError as e:
         stack.close()
         raise fail(f"--out {out}: cannot write next to it ({e.strerror})") from e
-
-    executor = None
-    if processes > 1:  # trials run in worker processes that rebuild this run (see simulator/processes.py)
-        from simulator.processes import process_executor
-
-        try:
-            executor = stack.enter_context(process_executor(
-                config, processes, temperature=temperature, api_base=api_base, cache=cache, rpm=rpm,
-                judge_api_base=judge_api_base, judge_calibration=judge_calibration,
-                judge_min_kappa=judge_min_kappa, log_file=log_file, log_run_id=log_run_id,
-                personas=persona_list))
-        except ValueError as e:
-            stack.close()
-            raise fail(str(e)) from e
 
     def record(t: TrialResult) -> None:
         progress.update(t)
@@ -292,11 +306,9 @@ def run_command(
             result = runner.run(executor=executor, on_trial=record, only=only)
         except KeyboardInterrupt:
             _interrupted(partial_file, partial, run_id if results_store is not None else None, stack)
-        except WorkerError as e:
-            raise fail(f"{e} (trials finished so far are recorded)") from e
-        if runner.log is not None:
-            runner.log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
-                            metrics=result.metrics, termination_reasons=result.termination_reasons)
+        if log is not None:
+            log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
+                     metrics=result.metrics, termination_reasons=result.termination_reasons)
     finally:
         if partial_file is not None:
             partial_file.close()
@@ -313,12 +325,10 @@ def run_command(
         write_json_atomic(out, doc)
         if partial is not None:
             partial.unlink(missing_ok=True)
-    # the same summary as `tausim report` of this run document
     print_summary(analyze_run(doc), console, max_failures=20, command="run",
                   see="--out" if out is not None else ("the store" if results_store else None))
     if out is not None:
         console.print(f"wrote {out}", highlight=False)
-
 
 
 def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, stack: ExitStack) -> None:

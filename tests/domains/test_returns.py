@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator import Action, RunConfig, Runner, get_domain
+from simulator import Action, Runner, RunSpec, get_domain
 from simulator.agents import OracleAgent
 from simulator.users import scripted_user_factory
 
@@ -35,7 +35,7 @@ def _agent(actions):
 
 def _trial(domain, task, actions=None):
     agent = OracleAgent if actions is None else _agent(actions)
-    cfg = RunConfig(domain="returns", trials=1)
+    cfg = RunSpec(domain="returns", trials=1)
     return Runner(domain, domain.template(), [task], agent, scripted_user_factory(), cfg).run().trials[0]
 
 

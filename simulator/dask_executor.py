@@ -1,0 +1,211 @@
+"""The Dask side of :mod:`simulator.executors`: the worker plugin and the executor (imports ``distributed``)."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import Any
+
+from distributed import WorkerPlugin, get_worker
+
+from simulator.executors import ExecutorError, infra_error_result
+from simulator.records import TrialResult
+from simulator.runner import Runner
+from simulator.spec import RunSpec
+
+__all__ = ["DaskExecutor", "RunnerPlugin"]
+
+
+class _TrialLogBuffer:
+    """A text file for structlog's ``PrintLogger`` that keeps each thread's lines apart (one trial per thread)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def write(self, text: str) -> int:
+        parts: list[str] | None = getattr(self._local, "parts", None)
+        if parts is not None:
+            parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing to flush: lines are taken with :meth:`take`."""
+
+    def start(self) -> None:
+        self._local.parts = []
+
+    def take(self) -> list[str]:
+        parts: list[str] = getattr(self._local, "parts", None) or []
+        self._local.parts = None
+        return [line for line in "".join(parts).splitlines() if line]
+
+
+class RunnerPlugin(WorkerPlugin):
+    """Dask worker plugin: builds the run's :class:`Runner` once per worker and runs trials on it.
+
+    Args:
+        spec_json: the run spec as JSON.
+        log_run_id: run id for the trials' log events (None: no log lines are captured).
+        rpm_share: how many workers share ``spec.rpm`` (each limits itself to its share).
+    """
+
+    def __init__(self, spec_json: str, log_run_id: str | None = None, rpm_share: int = 1):
+        self.spec_json = spec_json
+        self.log_run_id = log_run_id
+        self.rpm_share = rpm_share
+        self.name = "tausim-run-" + hashlib.sha256(
+            f"{spec_json}/{log_run_id}".encode()).hexdigest()[:16]
+        self._runner: Runner | None = None
+        self._services: Any = None
+        self._buffer: _TrialLogBuffer | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec_json": self.spec_json, "log_run_id": self.log_run_id, "rpm_share": self.rpm_share,
+                "name": self.name, "_runner": None, "_services": None, "_buffer": None}
+
+    def setup(self, worker: Any = None) -> None:
+        """Build the runner from the spec (on the worker, once).
+
+        Raises:
+            Exception: whatever :func:`simulator.build.build_runner` raises (reported to the driver).
+        """
+        from simulator.build import RunServices, build_runner
+        from simulator.runlog import run_logger
+
+        spec = RunSpec.model_validate_json(self.spec_json)
+        self._services = RunServices.open(spec, rpm_share=self.rpm_share)
+        log = None
+        if self.log_run_id is not None:
+            self._buffer = _TrialLogBuffer()
+            log = run_logger(self._buffer, self.log_run_id)
+        self._runner = build_runner(spec, self._services, log=log)
+        self._runner.prepare()  # each task prepared once per worker, before its threads run trials
+        # the run's data lives as long as the worker: keep it out of the cyclic GC's full passes
+        gc.collect()
+        gc.freeze()
+
+    def teardown(self, worker: Any = None) -> None:
+        """Close the run's model services."""
+        if self._services is not None:
+            self._services.close()
+
+    def run(self, task_id: str, trial: int, persona: str | None) -> str:
+        """Run one trial; return its :class:`TrialResult` JSON, then its log lines, one per line.
+
+        One string is the cheapest result for Dask to send back (a nested dict would be serialized item by item).
+        """
+        if self._runner is None:
+            raise RuntimeError("the tausim worker plugin was not set up")
+        task = next(t for t in self._runner.tasks if t.id == task_id)
+        if self._buffer is not None:
+            self._buffer.start()
+        try:
+            result = self._runner.run_trial(task, trial, persona)
+        finally:
+            lines = self._buffer.take() if self._buffer is not None else []
+        return "\n".join([result.model_dump_json(), *lines])
+
+
+def _run_on_worker(plugin_name: str, task_id: str, trial: int, persona: str | None) -> str:
+    """The Dask task of one trial: run it on the worker's runner (built by :class:`RunnerPlugin`)."""
+    plugin: RunnerPlugin = get_worker().plugins[plugin_name]  # type: ignore[assignment]
+    return plugin.run(task_id, trial, persona)
+
+
+class DaskExecutor(Executor):
+    """A :class:`concurrent.futures.Executor` for :meth:`Runner.run` that runs trials on Dask workers.
+
+    Only ``submit(runner.run_trial, task, trial_index, persona)`` is supported (what :meth:`Runner.run`
+    submits); the worker runs the same trial on its own runner, built from the spec.
+
+    Args:
+        client: a connected ``distributed.Client``.
+        spec: the run spec (the workers build the run from it).
+        log_sink: called in the driver with each finished trial's log lines (JSON strings), or None.
+        log_run_id: run id carried by the workers' log events (needed with ``log_sink``).
+        rpm_share: how many workers share ``spec.rpm``.
+
+    Raises:
+        ExecutorError: a worker could not build the run.
+    """
+
+    prepares_in_workers = True
+    """Each worker's runner prepares the tasks itself (see :meth:`simulator.runner.Runner.run`)."""
+
+    def __init__(self, client: Any, spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None = None,
+                 log_run_id: str | None = None, rpm_share: int = 1):
+        self.client = client
+        self.spec = spec
+        self._log_sink = log_sink
+        self._lock = threading.Lock()
+        self._pending: dict[Any, Future[TrialResult]] = {}
+        self._plugin = RunnerPlugin(spec.model_dump_json(),
+                                    log_run_id if log_sink is not None else None, rpm_share)
+        try:
+            register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+            responses = register(self._plugin, name=self._plugin.name)
+        except Exception as e:  # noqa: BLE001 - any failure of a worker's build is reported as one error
+            raise ExecutorError(f"Dask workers could not build the run: {type(e).__name__}: {e}") from e
+        for worker, resp in (responses or {}).items():
+            if isinstance(resp, dict) and resp.get("status") == "error":
+                raise ExecutorError(f"Dask worker {worker} could not build the run: {resp.get('exception')}")
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Schedule ``runner.run_trial(task, trial_index, persona)`` on a Dask worker.
+
+        Returns:
+            A future of the :class:`TrialResult`.
+
+        Raises:
+            TypeError: ``fn`` is not a runner's ``run_trial``.
+        """
+        runner = getattr(fn, "__self__", None)
+        if not isinstance(runner, Runner) or getattr(fn, "__name__", "") != "run_trial":
+            raise TypeError("DaskExecutor runs Runner.run_trial only")
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        task, trial, persona = bound.arguments["task"], bound.arguments["trial_index"], bound.arguments["persona"]
+        out: Future[TrialResult] = Future()
+        t0 = time.perf_counter()
+        dask_future = self.client.submit(_run_on_worker, self._plugin.name, task.id, trial, persona, pure=False)
+        with self._lock:
+            self._pending[dask_future] = out  # a released Dask future would cancel its task: keep it
+
+        def done(f: Any) -> None:
+            with self._lock:
+                self._pending.pop(f, None)
+            if out.done():
+                return
+            if f.status == "finished":
+                trial_json, *lines = f.result().split("\n")
+                if self._log_sink is not None and lines:
+                    self._log_sink(lines)
+                out.set_result(TrialResult.model_validate_json(trial_json))
+            elif f.status == "cancelled":
+                out.cancel()
+            else:
+                exc = f.exception()
+                if type(exc).__name__ == "KilledWorker":
+                    out.set_result(infra_error_result(self.spec, task.id, trial, persona,
+                                                f"Dask workers died while running this trial: {exc}",
+                                                time.perf_counter() - t0))
+                else:
+                    out.set_exception(exc)
+
+        dask_future.add_done_callback(done)
+        return out
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Cancel the trials not finished when ``cancel_futures`` (the client is closed by :func:`open_executor`)."""
+        if cancel_futures or not wait:
+            with self._lock:
+                pending = list(self._pending)
+            if pending:
+                self.client.cancel(pending)
+
+

@@ -1,0 +1,139 @@
+"""Where a run's trials execute: threads in this process, or Dask distributed workers.
+
+``spec.executor`` (``tausim run --executor``) selects it:
+
+- ``threads`` (default): a thread pool of ``spec.concurrency`` threads in this process
+  (:meth:`simulator.runner.Runner.run` makes it).
+- ``local:N``: a Dask distributed ``LocalCluster`` on 127.0.0.1 with N worker processes (no dashboard), each of
+  ``ceil(concurrency / N)`` threads, so about ``concurrency`` trials are in flight in total. Processes spread
+  litellm's per-call CPU work over the cores that one interpreter lock would serialize.
+- ``dask://HOST:PORT``: an existing Dask cluster (``dask scheduler`` / ``dask worker``, on other machines);
+  each worker runs as many trials at once as it has threads (``dask worker --nthreads``). Workers need tausim
+  installed and the run's data directory, task file and cache file at the same paths.
+
+Either Dask executor (:mod:`simulator.dask_executor`) registers a worker plugin that builds the run once per worker
+from the spec (:func:`simulator.build.build_runner`, the same path as the CLI's); each trial is a Dask task
+(``pure=False``) run on the worker's runner, and the finished :class:`~simulator.records.TrialResult` comes back as
+JSON with the trial's log lines. The driver alone writes the store, ``--out``, the progress bar and the log. A
+worker that dies is replaced and its trials rescheduled by Dask; a trial whose workers died more than
+``distributed.scheduler.allowed-failures`` times (Dask's ``KilledWorker``) is recorded ``infra_error`` and the run
+goes on. Trial seeds depend only on (run seed, task, trial index), so results are the same as with threads.
+
+Dask (``distributed``) is an optional dependency (``pip install 'tausim[dask]'``), imported only when a Dask
+executor is used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from typing import Any
+
+from simulator.errors import ExecutorError
+from simulator.orchestrator import TerminationReason, Trajectory
+from simulator.records import TrialResult
+from simulator.runner import derive_seed
+from simulator.spec import RunSpec, parse_executor
+
+__all__ = ["ExecutorError", "infra_error_result", "open_executor"]
+
+
+def infra_error_result(spec: RunSpec, task_id: str, trial: int, persona: str | None, error: str,
+                       duration_s: float) -> TrialResult:
+    """Return the ``infra_error`` result of a trial that could not run (its workers died).
+
+    Args:
+        spec: the run spec (for the trial's seed).
+        task_id: the task id.
+        trial: the trial index.
+        persona: the persona name or None.
+        error: what happened.
+        duration_s: seconds since the trial was submitted.
+    """
+    reason = TerminationReason.INFRA_ERROR
+    return TrialResult(task_id=task_id, trial=trial, seed=derive_seed(spec.seed, task_id, trial), persona=persona,
+                       passed=False, termination_reason=str(reason), grade=None,
+                       trajectory=Trajectory(termination_reason=reason, error=error), duration_s=duration_s,
+                       error=error)
+
+
+@contextmanager
+def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None = None,
+                  log_run_id: str | None = None, connect_timeout: float = 10.0,
+                  allowed_failures: int | None = None) -> Iterator[Executor | None]:
+    """Start (or connect to) the executor ``spec.executor`` names; yield None for ``threads``.
+
+    Args:
+        spec: the run spec (``executor``, ``concurrency``).
+        log_sink: receives each finished trial's log lines in the driver (Dask executors).
+        log_run_id: the run id of those log lines.
+        connect_timeout: seconds to wait for a ``dask://`` scheduler.
+        allowed_failures: worker deaths a trial may cause before it is recorded ``infra_error`` (a
+            ``local:N`` cluster's scheduler setting); None: Dask's configured value (default 3).
+
+    Yields:
+        The executor for :meth:`Runner.run`, or None (threads: the runner makes its own pool).
+
+    Raises:
+        ExecutorError: unknown scheme, ``distributed`` not installed, unreachable scheduler, no workers, or
+            workers that cannot build the run.
+    """
+    try:
+        kind, arg = parse_executor(spec.executor)
+    except ValueError as e:
+        raise ExecutorError(str(e)) from e
+    if kind == "threads":
+        yield None
+        return
+    try:
+        import dask
+        from distributed import Client, LocalCluster
+
+        from simulator.dask_executor import DaskExecutor
+    except ModuleNotFoundError as e:
+        raise ExecutorError(f"--executor {spec.executor}: Dask is not installed ({e.name}); install the extra: "
+                            "pip install 'tausim[dask]'") from e
+    # worker-saturation 1.0: a worker holds no more trials than threads (a queued trial would wait behind slow ones
+    # while another worker idles); no statistical profiler: it samples every thread's stack every 10 ms, holding
+    # the interpreter lock the trials' threads need (measured with scripts/bench-concurrency)
+    settings: dict[str, Any] = {"distributed.scheduler.worker-saturation": 1.0,
+                                "distributed.worker.profile.enabled": False}
+    if allowed_failures is not None:
+        settings["distributed.scheduler.allowed-failures"] = allowed_failures
+    cluster = None
+    client = None
+    try:
+        with dask.config.set(settings):
+            if kind == "local":
+                assert isinstance(arg, int)
+                try:
+                    cluster = LocalCluster(n_workers=arg, threads_per_worker=math.ceil(spec.concurrency / arg),
+                                           processes=True, host="127.0.0.1", dashboard_address=None,
+                                           silence_logs=40)
+                    client = Client(cluster)
+                except (OSError, RuntimeError, TimeoutError) as e:
+                    raise ExecutorError(f"--executor {spec.executor}: cannot start a local Dask cluster: "
+                                        f"{type(e).__name__}: {e}") from e
+                workers = arg
+            else:
+                try:
+                    client = Client(str(arg), timeout=connect_timeout)
+                except (OSError, TimeoutError) as e:
+                    raise ExecutorError(f"--executor {spec.executor}: cannot reach the Dask scheduler at {arg} "
+                                        f"within {connect_timeout:g} s ({type(e).__name__})") from e
+                workers = len(client.scheduler_info().get("workers", {}))
+                if workers == 0:
+                    raise ExecutorError(f"--executor {spec.executor}: the Dask scheduler at {arg} has no workers; "
+                                        f"start some with `dask worker {arg}`")
+        executor = DaskExecutor(client, spec, log_sink=log_sink, log_run_id=log_run_id, rpm_share=workers)
+        try:
+            yield executor
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+    finally:
+        if client is not None:
+            client.close(timeout=10)
+        if cluster is not None:
+            cluster.close(timeout=10)

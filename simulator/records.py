@@ -1,0 +1,241 @@
+"""Record models: what a run leaves behind, and the run document that carries it.
+
+- :class:`TrialResult`: one finished trial (outcome, grade, trajectory, timings).
+- :class:`RunResult`: a run's :class:`~simulator.spec.RunSpec` (key ``config``), trials and metrics.
+- :func:`run_summary_json`: the run document (``{"format": "tausim.run", "version": 1, ...}``) written by
+  ``tausim run --out`` and returned by :meth:`simulator.store.ResultsStore.load_run_document`;
+  :func:`load_run_document` and :func:`load_run_from_store` read and check one (:class:`RunDocumentError`).
+
+The store, the reports, the gate, budgets and regrade read these; none of them imports the CLI or the report
+package to do so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from simulator.errors import RunDocumentError
+from simulator.grading import Grade
+from simulator.metrics import run_metrics
+from simulator.orchestrator import Trajectory
+from simulator.spec import RunSpec
+
+__all__ = ["RUN_FORMAT", "RunDocumentError", "RunResult", "TrialKey", "TrialResult", "load_run_document",
+           "load_run_from_store", "run_summary_json", "trial_key"]
+
+class TrialResult(BaseModel):
+    """One finished trial."""
+
+    task_id: str
+    trial: int
+    seed: int
+    persona: str | None = None
+    """The persona the simulated user played (None: a run without personas)."""
+    passed: bool
+    termination_reason: str
+    grade: Grade | None
+    """None when the trial could not be graded (its goal state could not be computed)."""
+    trajectory: Trajectory
+    duration_s: float
+    """Wall time of the whole trial in seconds (database copy, conversation, grading)."""
+    error: str | None = None
+
+
+class RunResult(BaseModel):
+    """A run's spec, trials (in task, trial order) and metrics."""
+
+    config: RunSpec
+    """The run's spec (stored verbatim)."""
+    trials: list[TrialResult]
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """pass^k, pass@k and success rate; empty when the trials do not cover every planned (task, trial)."""
+    termination_reasons: dict[str, int] = Field(default_factory=dict)
+    wall_seconds: float = 0.0
+    planned: int | None = None
+    """Planned trials of the run (tasks x personas x trials); None when unknown."""
+
+
+TrialKey = tuple[str, str | None, int]
+"""A planned trial: (task id, persona name or None, trial index)."""
+
+
+def trial_key(result: TrialResult) -> TrialKey:
+    """Return the (task id, persona, trial index) key of a trial."""
+    return (result.task_id, result.persona, result.trial)
+
+
+def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return the ``--out`` JSON document of a run.
+
+    Args:
+        result: the finished run.
+        extra: extra top-level fields (e.g. git revision, package versions).
+
+    Returns:
+        ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
+        "planned", "recorded", "duplicates", ...}``; ``recorded`` counts the trials present and ``duplicates``
+        the trials beyond the first of a (task, persona, trial) key; with personas, ``by_persona`` (see
+        :func:`simulator.metrics.persona_metrics`) is also copied to the top level. ``metrics`` are those of
+        :func:`simulator.metrics.run_metrics` (the same as ``tausim report``'s): a complete run is checked
+        strictly (a duplicated trial is refused); a partial one (a results-store run still missing trials) counts
+        its missing trials as failed and reports them in ``missing_trials``.
+    """
+    doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
+    doc.update(extra or {})
+    doc.update(result.model_dump(mode="json"))
+    pairs = Counter(trial_key(t) for t in result.trials)
+    doc["recorded"] = len(pairs)
+    doc["duplicates"] = sum(n - 1 for n in pairs.values())
+    if doc.get("planned") is None:
+        doc["planned"] = len(pairs)
+    tasks = doc.get("task_ids") or result.config.task_ids or list(dict.fromkeys(t.task_id for t in result.trials))
+    if tasks and result.trials:
+        complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
+        doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,
+                                     personas=result.config.personas,
+                                     incomplete="refuse" if complete else "count")
+        if "by_persona" in doc["metrics"]:
+            doc["by_persona"] = doc["metrics"]["by_persona"]
+    return doc
+
+
+RUN_FORMAT = "tausim.run"
+"""The value of the ``format`` field of every run document."""
+
+
+def _check_document(doc: Any, source: str) -> dict[str, Any]:
+    """Check the shape of a decoded run document and return it.
+
+    Args:
+        doc: the decoded document.
+        source: where it came from, for error messages.
+
+    Returns:
+        The document (the same object).
+
+    Raises:
+        RunDocumentError: the document is not a ``tausim.run`` object with a config and a list of trials.
+    """
+    if not isinstance(doc, Mapping):
+        raise RunDocumentError(f"{source}: expected a JSON object (a tausim run document), got {type(doc).__name__}")
+    fmt = doc.get("format")
+    if fmt != RUN_FORMAT:
+        raise RunDocumentError(f"{source}: not a tausim run document: \"format\" is {fmt!r}, expected {RUN_FORMAT!r} "
+                               "(write one with `tausim run --out FILE`)")
+    config = doc.get("config")
+    if not isinstance(config, Mapping):
+        raise RunDocumentError(f"{source}: \"config\" must be an object")
+    trials_planned = config.get("trials", 1)
+    if isinstance(trials_planned, bool) or not isinstance(trials_planned, int) or trials_planned < 1:
+        raise RunDocumentError(f"{source}: config.trials must be a positive integer, got {trials_planned!r}")
+    trials = doc.get("trials")
+    if not isinstance(trials, list):
+        raise RunDocumentError(f"{source}: \"trials\" must be a list")
+    for i, trial in enumerate(trials):
+        where = f"{source}: trials[{i}]"
+        if not isinstance(trial, Mapping):
+            raise RunDocumentError(f"{where}: expected an object, got {type(trial).__name__}")
+        if not isinstance(trial.get("task_id"), str):
+            raise RunDocumentError(f"{where}: \"task_id\" must be a string, got {trial.get('task_id')!r}")
+        index = trial.get("trial")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise RunDocumentError(f"{where}: \"trial\" must be a non-negative integer, got {index!r}")
+        if not isinstance(trial.get("passed"), bool):
+            raise RunDocumentError(f"{where}: \"passed\" must be true or false, got {trial.get('passed')!r}")
+        for key in ("grade", "trajectory"):
+            if trial.get(key) is not None and not isinstance(trial.get(key), Mapping):
+                raise RunDocumentError(f"{where}: \"{key}\" must be an object or null")
+    for key in ("planned_task_ids", "task_ids"):
+        ids = doc.get(key)
+        if ids is not None and not (isinstance(ids, list) and all(isinstance(t, str) for t in ids)):
+            raise RunDocumentError(f"{source}: \"{key}\" must be a list of task ids")
+    return dict(doc)
+
+
+def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """Read and check a run document.
+
+    Args:
+        path_or_doc: the path of an ``--out`` JSON file written by ``tausim run``, or an already decoded
+            document (e.g. from :meth:`ResultsStore.load_run_document`).
+
+    Returns:
+        The document: ``{"format": "tausim.run", "config", "trials", ...}``. Optional fields used by the
+        reports when present: ``run_id``, ``planned_task_ids`` or ``task_ids`` (every task of the plan, so
+        that a task with no recorded trial still counts), ``duplicates``, ``git_revision``.
+
+    Raises:
+        RunDocumentError: the file is missing or unreadable, is not valid JSON, or is not a tausim run document;
+            the message names the file.
+    """
+    if isinstance(path_or_doc, Mapping):
+        return _check_document(path_or_doc, "run document")
+    path = Path(path_or_doc)
+    if path.is_dir():
+        raise RunDocumentError(f"{path}: is a directory; give the JSON file written by `tausim run --out FILE`")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunDocumentError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunDocumentError(f"{path}: cannot read: {e}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RunDocumentError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    checked = _check_document(doc, str(path))
+    return checked
+
+
+def load_run_from_store(url: str, run_id: str) -> dict[str, Any]:
+    """Load a run from the results store (:mod:`simulator.store`, imported only here) and check it.
+
+    Args:
+        url: the store's SQLAlchemy URL, e.g. ``sqlite:///runs.db``.
+        run_id: the run's id.
+
+    Returns:
+        The run document, as :func:`load_run_document` returns it (with ``run_id`` set).
+
+    Raises:
+        RunDocumentError: the store module is not available, the URL is malformed, the SQLite file does not
+            exist, the store cannot be opened, or it has no such run.
+    """
+    try:
+        store_module = importlib.import_module("simulator.store")
+    except ModuleNotFoundError as e:
+        if e.name != "simulator.store":
+            raise
+        raise RunDocumentError("--store: the results store (simulator/store.py) is not available in this version "
+                               "of tausim; report from a file written by `tausim run --out FILE` instead") from None
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as e:
+        raise RunDocumentError(f"--store {url!r}: not a database URL ({e}); e.g. sqlite:///runs.db") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).is_file():
+            raise RunDocumentError(f"--store {url}: no such database file {parsed.database}")
+    store_error: type[Exception] = getattr(store_module, "StoreError", LookupError)
+    try:
+        store = store_module.ResultsStore(url, create=False)
+        try:
+            doc = store.load_run_document(run_id)
+        finally:
+            store.close()
+    except store_error as e:
+        raise RunDocumentError(f"--store {url}: {e}") from None
+    except SQLAlchemyError as e:
+        raise RunDocumentError(f"--store {url}: cannot read the results store: {type(e).__name__}: {e}") from None
+    checked = _check_document(doc, f"{url} run {run_id}")
+    checked.setdefault("run_id", run_id)
+    return checked

@@ -1,0 +1,166 @@
+"""Executors on Dask (``--executor local:N`` / ``dask://HOST:PORT``): same trials as threads, dead workers, bad input.
+
+Clusters bind to 127.0.0.1 only; one test runs a scheduler, a worker and ``tausim run --executor dask://`` inside
+a loopback-only network namespace (``unshare -n``) where that is available.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.build import build_runner
+from simulator.cli import app
+from simulator.executors import ExecutorError, open_executor
+from simulator.spec import RunSpec, parse_executor
+from tests import crash_agents, slow_agents
+
+pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def outcomes(doc):
+    """Per (task, persona, trial): passed, termination reason, seed and the trajectory's messages."""
+    return {(t["task_id"], t["persona"], t["trial"]): (t["passed"], t["termination_reason"], t["seed"],
+                                                      json.dumps(t["trajectory"]["messages"]))
+            for t in doc["trials"]}
+
+
+def test_local_dask_run_gives_the_same_trials_as_threads(tmp_path):
+    """Must-show: built-in retail tasks, reference agent, rule user, every persona: local:2 == threads."""
+    docs = {}
+    for executor in ("threads", "local:2"):
+        out = tmp_path / f"{executor.replace(':', '')}.json"
+        log = tmp_path / f"{executor.replace(':', '')}.jsonl"
+        res = invoke("run", "--agent", "reference", "--user", "rule", "--personas", "all", "--seed", 3,
+                     "--concurrency", 2, "--executor", executor, "--out", out, "--log-file", log, "--no-progress",
+                     "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--run-id", executor)
+        assert res.exit_code == 0, res.output
+        docs[executor] = json.loads(out.read_text())  # from the store: every trial was recorded by the driver
+        assert docs[executor]["run_id"] == executor and docs[executor]["complete"]
+        events = [json.loads(line) for line in log.read_text().splitlines()]
+        ends = [e for e in events if e["event"] == "trial_end"]
+        assert len(ends) == len(docs[executor]["trials"])  # the driver wrote every worker trial's events
+        assert {e["run_id"] for e in events} == {events[0]["run_id"]}
+    threads, dask = docs["threads"], docs["local:2"]
+    n_personas = len(threads["config"]["personas"])
+    assert n_personas >= 2 and len(threads["trials"]) == threads["planned"] > n_personas
+    assert outcomes(threads) == outcomes(dask)
+    def metrics(doc):  # all but wall-clock latencies
+        return {k: v for k, v in doc["metrics"].items() if k != "latency_s"}
+
+    assert metrics(threads)["pass^1"] > 0 and metrics(threads) == metrics(dask)
+    assert threads["by_persona"] == dask["by_persona"]
+    assert dask["config"]["executor"] == "local:2"
+
+
+def test_a_trial_that_kills_its_workers_is_infra_error_and_the_run_goes_on(tmp_path, monkeypatch):
+    """Trial 0 kills every worker that runs it (infra_error after Dask's allowed failures); trial 1 kills one
+    worker once: Dask replaces the worker and runs the trial again, which passes."""
+    marker = tmp_path / "crashed-once"
+    monkeypatch.setenv(crash_agents.MARKER_ENV, str(marker))  # before the workers are spawned: they inherit it
+    spec = RunSpec.model_validate({"domain": "retail", "agent": "py:tests.crash_agents:crash_always_and_once",
+                                   "task_ids": [crash_agents.CRASH_TASK, "exchange-two-items"], "trials": 2,
+                                   "executor": "local:2", "concurrency": 2})
+    runner = build_runner(spec)
+    lines: list[str] = []
+    with open_executor(spec, allowed_failures=1, log_sink=lines.extend, log_run_id="R") as ex:
+        assert ex is not None
+        result = runner.run(executor=ex)
+    by_key = {(t.task_id, t.trial): t for t in result.trials}
+    assert len(by_key) == 4
+    crashed = by_key[(crash_agents.CRASH_TASK, 0)]
+    assert crashed.termination_reason == "infra_error" and not crashed.passed
+    assert "died" in (crashed.error or "")
+    assert marker.read_text() == "crashed"  # trial 1 did kill a worker once, and then passed (below)
+    others = [t for k, t in by_key.items() if k != (crash_agents.CRASH_TASK, 0)]
+    assert all(t.passed and t.termination_reason != "infra_error" for t in others)
+    ends = [json.loads(line) for line in lines if '"trial_end"' in line]
+    assert sorted((e["task_id"], e["trial"]) for e in ends) == sorted(
+        (t.task_id, t.trial) for t in others)  # the crashed trial never ended on a worker
+
+
+def test_executor_strings():
+    assert parse_executor("threads") == ("threads", None)
+    assert parse_executor("local:3") == ("local", 3)
+    assert parse_executor("dask://10.1.2.3:8786") == ("dask", "tcp://10.1.2.3:8786")
+    for bad in ("thread", "local:0", "local:x", "dask://nohost", "ray://h:1"):
+        with pytest.raises(ValueError, match="--executor"):
+            parse_executor(bad)
+
+
+def test_bad_executor_fails_before_any_trial(tmp_path):
+    slow_agents.constructed.clear()
+    res = invoke("run", "--agent", "py:tests.slow_agents:counting_oracle", "--executor", "ray://h:1",
+                 "--no-progress")
+    assert res.exit_code == 2 and "--executor 'ray://h:1': unknown executor" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = invoke("run", "--agent", "py:tests.slow_agents:counting_oracle", "--executor", f"dask://127.0.0.1:{port}",
+                 "--dask-timeout", 1, "--out", tmp_path / "r.json", "--no-progress")
+    assert res.exit_code == 2, res.output
+    assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert slow_agents.constructed == [] and not (tmp_path / "r.json").exists()
+    with pytest.raises(ExecutorError, match="unknown executor"):
+        with open_executor(RunSpec.model_construct(domain="retail", executor="nope")):
+            pass
+
+
+_NETNS_SCRIPT = textwrap.dedent("""
+    import sys
+    from distributed import LocalCluster
+    from simulator.cli import app
+
+    if __name__ == "__main__":  # worker processes are spawned: they import this file again
+        with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
+                          dashboard_address=None) as cluster:
+            address = cluster.scheduler_address.removeprefix("tcp://")
+            try:
+                app(["run", "--agent", "reference", "--user", "rule", "--personas", "terse,impatient",
+                     "--task-ids", "cancel-no-longer-needed,exchange-two-items", "--trials", "2",
+                     "--executor", f"dask://{address}", "--out", sys.argv[1], "--no-progress"])
+            except SystemExit as e:
+                sys.exit(e.code)
+""")
+
+
+def _netns_available() -> bool:
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return False
+    return subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False).returncode == 0
+
+
+@pytest.mark.skipif(not _netns_available(), reason="needs `unshare -n` (root or user namespaces) and `ip`")
+def test_existing_dask_cluster_in_a_loopback_only_network_namespace(tmp_path):
+    out = tmp_path / "dask.json"
+    script = tmp_path / "run_in_netns.py"
+    script.write_text(_NETNS_SCRIPT)
+    cmd = f"ip link set lo up && exec {sys.executable} {script} {out}"
+    proc = subprocess.run(["unshare", "-n", "sh", "-c", cmd], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    dask = json.loads(out.read_text())
+    ref = tmp_path / "threads.json"
+    res = invoke("run", "--agent", "reference", "--user", "rule", "--personas", "terse,impatient",
+                 "--task-ids", "cancel-no-longer-needed,exchange-two-items", "--trials", 2, "--out", ref,
+                 "--no-progress")
+    assert res.exit_code == 0, res.output
+    threads = json.loads(ref.read_text())
+    assert len(dask["trials"]) == 2 * 2 * 2
+    assert outcomes(dask) == outcomes(threads)
