@@ -10,6 +10,8 @@ import pytest
 
 from domains.returns.reference_agent import ASK_ORDER
 from simulator import DomainError, RunConfig, Runner, get_domain, is_yes
+from simulator.grading.process import check_process
+from simulator.tasks import ProcessRules
 from simulator.users import rule_user_factory
 
 
@@ -40,9 +42,14 @@ def _writes(trial) -> list[tuple[str, dict[str, Any]]]:
     return [(c.name, c.arguments or {}) for c in trial.trajectory.tool_calls if c.kind == "write"]
 
 
-def test_reference_agent_vs_rule_user_passes_every_builtin_task(domain, template, tasks):
+@pytest.fixture(scope="module")
+def everything(domain, template, tasks):
+    return run(domain, template, tasks.values(), seed=0, trials=2)
+
+
+def test_reference_agent_vs_rule_user_passes_every_builtin_task(everything, tasks):
     assert len(tasks) >= 20
-    res = run(domain, template, tasks.values(), seed=0, trials=2)
+    res = everything
     failed = {t.task_id: (t.termination_reason, t.grade.failure if t.grade else t.error)
               for t in res.trials if not t.passed}
     assert failed == {}
@@ -61,6 +68,16 @@ def test_reference_agent_vs_rule_user_passes_every_builtin_task(domain, template
                     writes += 1
                     assert is_yes(last_user), (t.task_id, call.name, last_user)
         assert writes == len(_writes(t))
+
+
+def test_its_trials_keep_the_confirm_writes_rule_and_skipping_breaks_it(everything, domain, template, tasks):
+    # the built-in tasks leave confirm_writes off (the oracle never asks); the reference agent would pass it
+    rules = ProcessRules(confirm_writes=True)
+    for t in everything.trials:
+        assert check_process(rules, t.trajectory, domain.toolbox()).passed, t.task_id
+    skipped = run(domain, template, [tasks["refund-4812"]], {"skip_confirmation": 1.0}).trials[0]
+    result = check_process(rules, skipped.trajectory, domain.toolbox())
+    assert not result.passed and len(result.violations) == 2  # the refund and the email
 
 
 def test_confirmation_names_the_plan_values_before_the_first_write(domain, template, tasks):
