@@ -602,8 +602,8 @@ def summarize_tool_accuracy(counts: Iterable[Mapping[str, int]]) -> dict[str, An
 
 # ------------------------------------------------------------------------------------------ run metrics
 
-LAYERS = ("state", "outputs", "process", "loops", "budget", "judge")
-"""Grading layers reported by :func:`run_metrics` (``judge`` only when some trial has a judge grade)."""
+LAYERS = ("state", "outputs", "process", "loops", "budget", "assertions", "judge")
+"""Grading layers reported by :func:`run_metrics` (``assertions`` and ``judge`` only when some trial has them)."""
 
 _ERROR_REASONS = frozenset({"agent_error", "user_error", "tool_bug", "infra_error", "context_overflow"})
 
@@ -814,7 +814,7 @@ def run_metrics(
     layers: dict[str, dict[str, Any]] = {}
     for layer in LAYERS:
         flags = [f for f in (_layer_passed(g, layer) for g in grades) if f is not None]
-        if layer == "judge" and not flags:
+        if layer in ("assertions", "judge") and not flags:
             continue
         layers[layer] = {"passed": sum(flags), "graded": len(flags), "rate": _ratio(sum(flags), len(flags))}
     out["layers"] = layers

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from domains.returns.models import Approval, Base, Customer, Order, Refund, Return
 from domains.returns.tools import EVENTS, returns_toolbox
 from simulator import (
+    Agent,
     Clock,
     Domain,
     DomainError,
@@ -25,6 +26,7 @@ from simulator import (
     Outbox,
     StateSpec,
     Toolbox,
+    TrialContext,
     TrialDatabase,
 )
 
@@ -90,6 +92,27 @@ class ReturnsDomain(Domain):
                     raise DomainError(f"{path}: record {key!r}: field {fields[0]}: differs from its key")
                 session.add(model(**rec))
             session.flush()
+
+    def reference_agent(self, ctx: TrialContext, faults: Mapping[str, float]) -> Agent:
+        """Return the rule-based returns desk agent (:mod:`domains.returns.reference_agent`) for one trial.
+
+        Args:
+            ctx: the trial context (the agent reads only its seed).
+            faults: fault knob -> rate in [0, 1]; knobs: ``skip_confirmation``, ``wrong_item``, ``repeat_call``,
+                ``early_transfer``, ``forget_constraint``, ``repeat_question``.
+
+        Returns:
+            A :class:`~domains.returns.reference_agent.ReturnsReferenceAgent`.
+
+        Raises:
+            DomainError: an unknown knob or a rate outside [0, 1] (the message names it).
+        """
+        from domains.returns.reference_agent import ReturnsReferenceAgent
+
+        try:
+            return ReturnsReferenceAgent(ctx, faults)
+        except ValueError as e:
+            raise DomainError(str(e)) from e
 
     def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
         """Return ``{file stem: {key: record}}``, in the data files' layout."""

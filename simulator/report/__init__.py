@@ -7,11 +7,11 @@ failure kinds, personas, cost and latency) and renders it (:func:`print_summary`
 :func:`to_tau_bench`). :func:`print_summary` is also the summary ``tausim run`` prints of the run it just made.
 """
 
-from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, trial_outcome
+from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, assertion_label, assertion_rates, trial_outcome
 from ._export import EXPORT_FORMATS, to_tau_bench
 from ._html import render_html, trial_anchor
 from ._load import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
-from ._terminal import failure_lines, print_failure, print_summary
+from ._terminal import assertion_lines, failure_lines, involved_text, print_failure, print_summary
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -21,7 +21,11 @@ __all__ = [
     "RunReport",
     "TrialCell",
     "analyze_run",
+    "assertion_label",
+    "assertion_lines",
+    "assertion_rates",
     "failure_lines",
+    "involved_text",
     "load_run_document",
     "load_run_from_store",
     "print_failure",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,13 +15,13 @@ from simulator.orchestrator import ERROR_REASONS
 
 from ._load import load_run_document
 
-__all__ = ["OUTCOMES", "RunReport", "TrialCell", "analyze_run", "trial_outcome"]
+__all__ = ["OUTCOMES", "RunReport", "TrialCell", "analyze_run", "assertion_label", "assertion_rates", "trial_outcome"]
 
-OUTCOMES = ("passed", "state", "outputs", "process", "loops", "budget", "error", "missing")
+OUTCOMES = ("passed", "state", "outputs", "process", "loops", "budget", "assertions", "error", "missing")
 """Outcome of a cell of the task x trial matrix: passed, failed by component (the first failed one), error
 (the trial ended on an error reason or could not be graded) or missing (planned but not recorded)."""
 
-_COMPONENTS = ("state", "outputs", "process", "loops", "budget")
+_COMPONENTS = ("state", "outputs", "process", "loops", "budget", "assertions")
 _ERROR_REASONS = frozenset(str(r) for r in ERROR_REASONS)
 
 
@@ -91,8 +92,8 @@ def trial_outcome(trial: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
 
     Returns:
         ``(outcome, failures)``: outcome is ``passed``, ``error`` (error termination reason or no grade), or the
-        first failed component (``state``, ``outputs``, ``process``, ``loops``, ``budget``); failures lists every
-        failure.
+        first failed component (``state``, ``outputs``, ``process``, ``loops``, ``budget``, ``assertions``);
+        failures lists every failure.
     """
     grade = trial.get("grade")
     reason = str(trial.get("termination_reason") or "")
@@ -113,6 +114,61 @@ def trial_outcome(trial: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
         if f in _COMPONENTS:
             return f, tuple(failures)
     return "error", tuple(failures or ["failed"])
+
+
+_WHAT_END = re.compile(r": | = | called (?=\d|successfully)")
+
+
+def assertion_label(result: Mapping[str, Any]) -> str:
+    """Return what an assertion checks, in one line that is the same in every trial of a task.
+
+    The part of the result's ``summary`` before what was found (``refunds rows where order_id='4812'``,
+    ``orders[order_id='4812'].status``, ``receive_return()``), followed by the task's note in parentheses.
+
+    Args:
+        result: one assertion result (the JSON form of :class:`simulator.grading.AssertionResult`).
+
+    Returns:
+        E.g. ``"refunds[refund_id='RF4812-1'].amount (the approved amount)"``.
+    """
+    what = _WHAT_END.split(str(result.get("summary") or result.get("type") or "?"), maxsplit=1)[0]
+    note = result.get("note")
+    return f"{what} ({note})" if note else what
+
+
+def assertion_rates(cells: Iterable[TrialCell]) -> list[dict[str, Any]]:
+    """Count, per task and assertion, the trials in which the assertion passed.
+
+    Args:
+        cells: the run's planned cells (those without a record, or whose grade has no assertions, are skipped).
+
+    Returns:
+        One entry per (task, assertion index), in task order then index: ``{"task_id", "index", "type",
+        "label"`` (:func:`assertion_label`) ``, "passed", "skipped", "trials", "rate"}``; a skipped assertion (an
+        ``event_order`` whose later event never happened) counts as passed and in ``skipped``.
+    """
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    order: dict[str, int] = {}
+    for c in cells:
+        grade = c.record.get("grade") if c.record is not None else None
+        part = grade.get("assertions") if isinstance(grade, Mapping) else None
+        if not isinstance(part, Mapping):
+            continue
+        order.setdefault(c.task_id, len(order))
+        for r in part.get("results") or []:
+            if not isinstance(r, Mapping):
+                continue
+            index = int(r.get("index", 0))
+            row = rows.setdefault((c.task_id, index), {
+                "task_id": c.task_id, "index": index, "type": str(r.get("type")), "label": assertion_label(r),
+                "passed": 0, "skipped": 0, "trials": 0})
+            row["trials"] += 1
+            row["passed"] += bool(r.get("passed"))
+            row["skipped"] += bool(r.get("skipped"))
+    out = [rows[k] for k in sorted(rows, key=lambda k: (order[k[0]], k[1]))]
+    for row in out:
+        row["rate"] = row["passed"] / row["trials"]
+    return out
 
 
 def _persona_name(trial: Mapping[str, Any]) -> str | None:
@@ -171,7 +227,8 @@ def analyze_run(
         outputs, process: passed/graded/rate), ``termination_reasons``, ``failure_kinds``, ``outcomes`` (matrix
         cells per outcome), ``abandonment_rate``, ``personas``, ``cost_usd`` (agent, user, total per trial
         statistics; unknown costs are counted in ``missing``, never as 0), ``tokens``, ``latency_s``, ``turns``,
-        ``tool_calls``.
+        ``tool_calls``, ``assertions`` (per-assertion pass counts: :func:`assertion_rates`; empty when no task
+        has assertions).
 
     Raises:
         RunDocumentError: the document is malformed.
@@ -221,12 +278,13 @@ def analyze_run(
     metrics["outcomes"] = {o: sum(1 for c in cells if c.outcome == o) for o in OUTCOMES}
     layers = metrics.get("layers") or {}
     metrics["components"] = {comp: layers.get(comp, {"passed": 0, "graded": 0, "rate": None})
-                             for comp in _COMPONENTS}
+                             for comp in _COMPONENTS if comp != "assertions" or comp in layers}
     kinds: Counter[str] = Counter()
     for c in cells:
         if c.outcome != "passed":
             kinds.update(c.failures)
     metrics["failure_kinds"] = dict(kinds.most_common())
+    metrics["assertions"] = assertion_rates(cells)
 
     personas: dict[str, dict[str, Any]] = {}
     for r in in_plan:

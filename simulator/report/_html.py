@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ._analysis import OUTCOMES, RunReport, TrialCell
-from ._terminal import format_cost, format_seconds
+from ._terminal import format_cost, format_seconds, involved_text
 
 __all__ = ["render_html", "trial_anchor"]
 
@@ -26,6 +26,7 @@ _OUTCOME_LABELS = {
     "process": "failed: process",
     "loops": "failed: loops",
     "budget": "failed: budget",
+    "assertions": "failed: assertions",
     "error": "error",
     "missing": "missing",
 }
@@ -67,6 +68,8 @@ a.cell:hover{outline:2px solid var(--accent)}
 a.cell.sel{outline:3px solid var(--accent);outline-offset:1px}
 .o-passed{background:var(--ok)}.o-state{background:var(--state)}.o-outputs{background:var(--outputs)}
 .o-process{background:var(--process)}.o-loops{background:#c2418f}.o-budget{background:#8a6d1f}.o-error{background:var(--error)}
+.o-assertions{background:#b8502a}tr.a-fail td{background:#fdecec}
+ul.involved{margin:4px 0 0;padding-left:18px;font-size:12px}
 .o-missing{background:#fff;border:1px dashed #999 !important}
 .legend{display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px;font-size:12px;color:var(--muted)}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px;
@@ -368,7 +371,31 @@ def _grade_details(trial: Mapping[str, Any]) -> str:
     if exceeded:
         parts.append(f"<h4>Budget exceeded ({len(exceeded)})</h4>")
         parts.append("<ul>" + "".join(f"<li>{_e(v)}</li>" for v in exceeded) + "</ul>")
+    parts.append(_assertion_details(grade.get("assertions")))
     return "".join(parts)
+
+
+def _assertion_details(part: Any) -> str:
+    """Render a trial's assertions: verdict, expected, actual, and every row or event involved in a failed one."""
+    if not isinstance(part, Mapping):
+        return ""
+    results = [r for r in part.get("results") or [] if isinstance(r, Mapping)]
+    failed = sum(1 for r in results if not r.get("passed"))
+    rows = []
+    for r in results:
+        ok = bool(r.get("passed"))
+        verdict = "skipped" if r.get("skipped") else "passed" if ok else "FAILED"
+        note = f" <span class=note>({_e(r['note'])})</span>" if r.get("note") else ""
+        involved = "" if ok else "<ul class=involved>" + "".join(
+            f"<li><code>{_e(involved_text(i, limit=2000))}</code></li>" for i in r.get("involved") or []
+            if isinstance(i, Mapping)) + "</ul>"
+        rows.append(f"<tr class={'a-ok' if ok else 'a-fail'}><td class=n>{_e(r.get('index'))}</td>"
+                    f"<td>{_e(r.get('type'))}</td><td>{verdict}</td><td>{_e(r.get('summary'))}{note}{involved}</td>"
+                    f"<td><code>{_e(json.dumps(r.get('expected'), default=str))}</code></td>"
+                    f"<td><code>{_e(json.dumps(r.get('actual'), default=str))}</code></td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("#", "type", "result", "assertion", "expected", "actual"))
+    return (f"<h4>Assertions ({len(results) - failed} of {len(results)} passed)</h4>"
+            f"<table class=t><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _usage_cost(trial: Mapping[str, Any], who: str) -> str:
@@ -474,6 +501,13 @@ def render_html(report: RunReport, title: str | None = None) -> str:
     comps = _table(("component", "passed", "graded", "rate"), [
         (name, c["passed"], c["graded"], _fmt_rate(c["rate"])) for name, c in m["components"].items()
     ], numeric=(1, 2, 3))
+    assertion_rows = m.get("assertions") or []
+    assertions = "" if not assertion_rows else (
+        "<section id=\"assertions\"><h2>Assertions: passed / trials per task</h2>" + _table(
+            ("task", "#", "type", "assertion", "passed", "trials", "rate"),
+            [(r["task_id"], r["index"], r["type"], r["label"], r["passed"], r["trials"], _fmt_rate(r["rate"]))
+             for r in assertion_rows], numeric=(1, 4, 5, 6))
+        + "<p class=note>A skipped assertion (its later event never happened) counts as passed.</p></section>")
     reasons = _table(("termination reason", "trials"), list(m["termination_reasons"].items()), numeric=(1,))
     kinds = _table(("failure kind", "trials"), list(m["failure_kinds"].items()), numeric=(1,))
     statuses = _table(("tool call status", "calls"), list(m["tool_calls"]["statuses"].items()), numeric=(1,))
@@ -535,6 +569,7 @@ to see its transcript.</p></div></section>
 <section><h2>Termination reasons</h2>{reasons}</section>
 <section><h2>Failure kinds</h2>{kinds}</section>
 </div>
+{assertions}
 <div class=row>
 <section><h2>Personas</h2>{personas}</section>
 <section class=wide><h2>Cost and latency</h2>{cost_table}{cost_note}</section>

@@ -8,13 +8,20 @@ from typing import Any
 
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from simulator.grading.judge import JudgeResult, judge_summary_lines
 
 from ._analysis import RunReport, trial_outcome
 
-__all__ = ["failure_lines", "format_cost", "format_seconds", "print_failure", "print_summary"]
+__all__ = ["assertion_lines", "failure_lines", "format_cost", "format_seconds", "involved_text", "print_failure",
+           "print_summary"]
+
+MAX_INVOLVED = 3
+"""Rows or events shown under each failed assertion in the terminal (the HTML view shows them all)."""
+MAX_ASSERTION_ROWS = 40
+"""Per-assertion rows the summary lists in full; beyond it, only the assertions that failed at least once."""
 
 
 def format_cost(stats: Mapping[str, Any], key: str = "total", show_missing: bool = True) -> str:
@@ -52,6 +59,75 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, default=str, sort_keys=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _value(value: Any) -> str:
+    """A scalar as ``repr`` (as the state differences show values), a list or object as JSON (cut)."""
+    return _short(value) if isinstance(value, Mapping | list) else repr(value)
+
+
+def involved_text(item: Mapping[str, Any], limit: int = 160) -> str:
+    """Describe one row, change or event behind an assertion's verdict, in one line.
+
+    Args:
+        item: one entry of an assertion result's ``involved``: a row ``{"table", "row"}``, a change
+            ``{"table", "key", "field", "initial", "final"}``, an added or removed row ``{"table", "key",
+            "change", "row"}``, an event ``{"seq", "step", "source", "name", "data"}`` or a tool call.
+        limit: the longest JSON shown for a row or an event's data (longer is cut with ``...``).
+
+    Returns:
+        E.g. ``row refunds {"refund_id": "RF4812-1", ...}``, ``event #5 refund_committed (agent, step 5)
+        {"amount": 108.0, ...}``, ``changed orders["7351"].status: 'processing' -> 'cancelled'``.
+    """
+    if "seq" in item and "name" in item:
+        step = item.get("step")
+        where = f"{item.get('source')}" + (f", step {step}" if step is not None else "")
+        return f"event #{item['seq']} {item['name']} ({where}) {_short(item.get('data') or {}, limit)}"
+    key = json.dumps(item.get("key"), default=str) if "key" in item else ""
+    if "field" in item:
+        return (f"changed {item.get('table')}{key}.{item['field']}: {item.get('initial')!r} -> "
+                f"{item.get('final')!r}")
+    if "change" in item:
+        return f"{item['change']} {item.get('table')}{key} {_short(item.get('row'), limit)}"
+    if "row" in item:
+        return f"row {item.get('table')} {_short(item['row'], limit)}"
+    return _short(dict(item), limit)
+
+
+def assertion_lines(record: Mapping[str, Any], indent: str = "    ") -> list[str]:
+    """Describe the failed assertions of a trial: each with expected vs actual and the rows or events involved.
+
+    Args:
+        record: the trial (the JSON form of ``TrialResult``).
+        indent: the prefix of each headline (details get four more spaces).
+
+    Returns:
+        For each failed assertion: ``assertion #I TYPE: SUMMARY[; note: NOTE]``, then ``expected X, actual Y``
+        (scalars as ``repr``) and up to
+        :data:`MAX_INVOLVED` lines of :func:`involved_text` (``... and N more``); no line when none failed or the
+        trial has no assertions.
+    """
+    grade = record.get("grade")
+    part = grade.get("assertions") if isinstance(grade, Mapping) else None
+    if not isinstance(part, Mapping):
+        return []
+    lines: list[str] = []
+    for r in part.get("results") or []:
+        if not isinstance(r, Mapping) or r.get("passed"):
+            continue
+        note = f"; note: {r['note']}" if r.get("note") else ""
+        lines.append(f"{indent}assertion #{r.get('index')} {r.get('type')}: {r.get('summary')}{note}")
+        lines.append(f"{indent}    expected {_value(r.get('expected'))}, actual {_value(r.get('actual'))}")
+        involved = [i for i in r.get("involved") or [] if isinstance(i, Mapping)]
+        lines.extend(f"{indent}    {involved_text(i)}" for i in involved[:MAX_INVOLVED])
+        if len(involved) > MAX_INVOLVED:
+            lines.append(f"{indent}    ... and {len(involved) - MAX_INVOLVED} more")
+    return lines
+
+
 def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
     """Describe one failed trial: a headline, then what went wrong (state differences, missing outputs, ...).
 
@@ -62,8 +138,8 @@ def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = No
     Returns:
         Plain-text lines (no rich markup): ``FAIL task T[ persona P] trial I: REASON; FAILURES``, then indented
         details: the error's last line, up to 5 state differences (``table[key].field: expected X, got Y``), up
-        to 3 added and removed rows, missing outputs, process violations, loops, exceeded budgets and the failed
-        assertions of a gating judge.
+        to 3 added and removed rows, missing outputs, process violations, loops, exceeded budgets, the failed
+        declarative assertions (:func:`assertion_lines`) and the failed assertions of a gating judge.
     """
     if failures is None:
         failures = trial_outcome(record)[1]
@@ -103,6 +179,7 @@ def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = No
         lines.append(f"    loop: {r.get('tool')}({json.dumps(r.get('arguments'))}) called {r.get('count')} times "
                      f"({loops.get('threshold')} repeats allowed)")
     lines.extend(f"    budget: {v}" for v in part("budget").get("exceeded") or [])
+    lines.extend(assertion_lines(record))
     judge = part("judge")
     for a in (judge.get("assertions") or []) if judge.get("gating") else []:
         if not a.get("passed"):
@@ -131,6 +208,29 @@ def _judge_results(report: RunReport) -> list[JudgeResult]:
             except ValidationError:
                 continue  # not a judge component this version can read: the summary has no judge line for it
     return out
+
+
+def _print_assertion_rates(report: RunReport, console: Console) -> None:
+    """Print the per-assertion pass counts (all of them up to :data:`MAX_ASSERTION_ROWS`, else the failing ones)."""
+    rows = report.metrics.get("assertions") or []
+    if not rows:
+        return
+    failing = [r for r in rows if r["passed"] < r["trials"]]
+    shown = rows if len(rows) <= MAX_ASSERTION_ROWS else failing
+    tasks = len({r["task_id"] for r in rows})
+    title = (f"assertions: {len(rows) - len(failing)} of {len(rows)} passed in every trial ({tasks} tasks)"
+             + ("" if shown is rows else "; those failing at least once"))
+    if not shown:
+        console.print(title, highlight=False, markup=False)
+        return
+    table = Table(title=title)
+    for col, just in (("task", "left"), ("#", "right"), ("type", "left"), ("assertion", "left"),
+                      ("passed", "right"), ("trials", "right"), ("rate", "right")):
+        table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+    for r in shown:
+        table.add_row(escape(r["task_id"]), str(r["index"]), escape(r["type"]), escape(r["label"]), str(r["passed"]),
+                      str(r["trials"]), _rate(r["rate"]))
+    console.print(table)
 
 
 def print_summary(report: RunReport, console: Console, max_failures: int = 10, *, command: str = "report",
@@ -188,6 +288,7 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
     for name, c in (m.get("layers") or m["components"]).items():
         comps.add_row(name, str(c["passed"]), str(c["graded"]), _rate(c["rate"]))
     console.print(comps)
+    _print_assertion_rates(report, console)
     for line in judge_summary_lines(_judge_results(report)):
         console.print(line, highlight=False, markup=False)
     if "state_pass_other_fail_rate" in m:
