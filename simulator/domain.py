@@ -106,9 +106,10 @@ class Domain(abc.ABC):
         return ProcessRules()
 
     def volatile_arguments(self) -> dict[str, list[str]]:
-        """Return, per tool name, the top-level argument names that loop detection ignores; default: none.
+        """Return, per tool name, the argument fields that loop detection ignores; default: none.
 
-        E.g. ``{"search_flights": ["request_id"]}`` for timestamps or request ids.
+        E.g. ``{"search_flights": ["request_id"]}`` for timestamps or request ids. A plain name is ignored at any
+        depth (nested objects, objects in lists); a dotted path (``"meta.trace_id"``) names one nested field.
         """
         return {}
 

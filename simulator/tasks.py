@@ -278,6 +278,9 @@ class Task(BaseModel):
     """Turn cap for this task (overrides the run's default)."""
     loop_threshold: int | None = Field(default=None, ge=0)
     """Identical repeats of a tool call allowed before it counts as a loop (None: the domain's default)."""
+    loop_retries: int | None = Field(default=None, ge=0)
+    """Retries right after an error that loop detection exempts per identical call (None: one, see
+    :data:`simulator.grading.loops.DEFAULT_RETRIES`)."""
     budget: Budget | None = None
     """Ceilings on the trajectory (applied together with a run's ``--budgets`` file: the tighter wins)."""
     judge: list[JudgeAssertion] = Field(default_factory=list)

@@ -3,9 +3,9 @@
 Components: ``state`` (final database vs goal state), ``outputs`` (required outputs stated by the agent),
 ``process`` (the task's rules on the trajectory, merged over the domain's defaults: forbidden/required tools,
 no writes, expected termination, precedence, confirmation before writes), ``loops`` (the same tool call
-repeated more than the task's threshold), ``budget`` (steps, tool calls, tokens, cost ceilings) and, for tasks
-with judge assertions, ``judge`` (an LLM judge's yes/no verdicts; counted only when calibrated, see
-:mod:`simulator.grading.judge`).
+repeated more than the task's threshold, retries after an error exempt only up to the task's allowance),
+``budget`` (steps, tool calls, tokens, cost ceilings) and, for tasks with judge assertions, ``judge`` (an LLM
+judge's yes/no verdicts; counted only when calibrated, see :mod:`simulator.grading.judge`).
 Tasks with declarative assertions (task files version 2) also get ``assertions`` (see
 :mod:`simulator.grading.assertions`), and a task's ``grade`` names which components decide pass (see
 :meth:`simulator.tasks.Task.grade_basis`); the others are still computed and recorded.
@@ -23,7 +23,7 @@ from simulator.database import StateDiff
 from simulator.grading.assertions import AssertionResult, AssertionsResult, check_assertions
 from simulator.grading.budget import BudgetResult, check_budget
 from simulator.grading.judge import Judge, JudgeResult, grade_judge
-from simulator.grading.loops import LoopsResult, check_loops
+from simulator.grading.loops import DEFAULT_RETRIES, LoopsResult, check_loops
 from simulator.grading.outputs import OutputsResult, check_outputs
 from simulator.grading.process import ProcessResult, check_process
 from simulator.grading.state import StateResult, grade_state
@@ -121,7 +121,9 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
     threshold = task.loop_threshold
     if threshold is None:
         threshold = domain.default_loop_threshold() if domain is not None else DEFAULT_LOOP_THRESHOLD
-    loops = check_loops(trajectory, threshold, domain.volatile_arguments() if domain is not None else None)
+    retries = DEFAULT_RETRIES if task.loop_retries is None else task.loop_retries
+    loops = check_loops(trajectory, threshold, domain.volatile_arguments() if domain is not None else None,
+                        retries)
     if not loops.passed and "loops" in basis:
         failures.append("loops")
     ceilings = task.budget.tightest(budget) if task.budget is not None else budget
