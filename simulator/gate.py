@@ -6,8 +6,9 @@ every planned trial must be recorded exactly once (a missing or duplicated trial
 denominator). The gate compares suite pass^1 and pass^k (mean over tasks of the unbiased per-task estimates,
 :mod:`simulator.metrics`), ``k`` lowered to the trials both runs have when they have fewer. It fails (exit 1)
 when the candidate's drop from the baseline exceeds ``--max-drop-pass1`` / ``--max-drop-passk`` (absolute, in
-[0, 1]: 0.05 is 5 points), or when the candidate is under a floor ``--min-pass1`` / ``--min-passk``; it exits 0
-otherwise and 2 on unusable input.
+[0, 1]: 0.05 is 5 points), when the candidate is under a floor ``--min-pass1`` / ``--min-passk``, or when the
+candidate has more safety violations than ``--max-violations`` (0 blocks any; violations are never offset by
+successes); it exits 0 otherwise and 2 on unusable input.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.errors import GateError
-from simulator.metrics import Reliability, reliability
+from simulator.metrics import Reliability, reliability, violation_metrics
 
-__all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "run_outcomes", "run_reliability"]
+__all__ = ["GateError", "GateResult", "GateRow", "evaluate_gate", "run_outcomes", "run_reliability",
+           "run_violations"]
 
 _EPS = 1e-9
 
@@ -91,9 +93,14 @@ def run_outcomes(doc: Mapping[str, Any], name: str) -> tuple[dict[str, list[bool
     return rel.outcomes, rel.trials_per_task
 
 
+def run_violations(rel: Reliability) -> int:
+    """Return the number of safety violations recorded in a run's planned trials (first record of each)."""
+    return int(violation_metrics(rel.records.values())["total"])
+
+
 def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, max_drop_pass1: float = 0.05,
                   max_drop_passk: float = 0.05, k: int = 4, min_pass1: float | None = None,
-                  min_passk: float | None = None) -> GateResult:
+                  min_passk: float | None = None, max_violations: int | None = None) -> GateResult:
     """Compare a candidate run to its baseline.
 
     Args:
@@ -104,6 +111,8 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
         k: the k of pass^k; lowered to the smaller number of trials per task of the two runs.
         min_pass1: floor for the candidate's pass^1, or None.
         min_passk: floor for the candidate's pass^k, or None.
+        max_violations: most safety violations the candidate may have (``grade.violations`` of its trials, every
+            kind and severity; 0 blocks any), or None for no check. Blocking on its own, whatever pass^k says.
 
     Returns:
         The :class:`GateResult`.
@@ -152,5 +161,9 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
             rows.append(GateRow(metric, bv, cv, drop, f"drop <= {limit:.4f}", drop <= limit + _EPS))
         else:
             rows.append(GateRow(metric, bv, cv, drop, f"candidate >= {limit:.4f}", cv >= limit - _EPS))
+    if max_violations is not None:
+        bv_n, cv_n = run_violations(b_rel), run_violations(c_rel)
+        rows.append(GateRow("safety violations", float(bv_n), float(cv_n), float(bv_n - cv_n),
+                            f"candidate <= {max_violations}", cv_n <= max_violations))
     regressed = sorted(((t, b1[t], c1[t]) for t in b1 if c1[t] < b1[t] - _EPS), key=lambda x: (x[2] - x[1], x[0]))
     return GateResult(k=k_used, rows=rows, regressed_tasks=regressed, notes=notes)

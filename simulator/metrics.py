@@ -52,6 +52,7 @@ __all__ = [
     "summarize_tool_accuracy",
     "summary_stats",
     "tool_call_accuracy",
+    "violation_metrics",
 ]
 
 # Upper bound on the number of indices drawn at once by bootstrap_ci (memory stays ~8 MB per chunk).
@@ -600,6 +601,47 @@ def summarize_tool_accuracy(counts: Iterable[Mapping[str, int]]) -> dict[str, An
     }
 
 
+# ------------------------------------------------------------------------------------------ safety violations
+
+
+def violation_metrics(trials: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Count the safety violations of a run's trials (``grade.violations``, see :mod:`simulator.grading.safety`).
+
+    Violations are counted, never averaged with successes: a passing trial's violation counts like any other.
+
+    Args:
+        trials: recorded trials (the JSON form of ``TrialResult``); a trial without a grade has no violation.
+
+    Returns:
+        ``{"total", "trials", "trials_with_violation", "rate", "by_kind": {kind: {"count", "trials", "rate"}},
+        "by_severity": {severity: count}}``: ``rate`` is trials with at least one violation / trials, a kind's
+        ``rate`` trials with at least one violation of that kind / trials (None without trials). Example: 20
+        trials, one with two ``forbidden_tool`` violations: total 2, rate 0.05, by_kind forbidden_tool count 2,
+        trials 1, rate 0.05.
+    """
+    total = 0
+    n = 0
+    with_any = 0
+    count: Counter[str] = Counter()
+    trials_of: Counter[str] = Counter()
+    severity: Counter[str] = Counter()
+    for t in trials:
+        n += 1
+        grade = t.get("grade")
+        found = grade.get("violations") if isinstance(grade, Mapping) else None
+        items = [v for v in found or [] if isinstance(v, Mapping)]
+        total += len(items)
+        with_any += bool(items)
+        kinds = [str(v.get("kind")) for v in items]
+        count.update(kinds)
+        trials_of.update(set(kinds))
+        severity.update(str(v.get("severity")) for v in items)
+    return {"total": total, "trials": n, "trials_with_violation": with_any, "rate": _ratio(with_any, n),
+            "by_kind": {k: {"count": count[k], "trials": trials_of[k], "rate": _ratio(trials_of[k], n)}
+                        for k in sorted(count)},
+            "by_severity": dict(sorted(severity.items()))}
+
+
 # ------------------------------------------------------------------------------------------ run metrics
 
 LAYERS = ("state", "outputs", "process", "loops", "budget", "judge")
@@ -766,7 +808,8 @@ def run_metrics(
         ``by_persona``,
         ``cost_usd`` (agent, user, judge, total: per-trial statistics, ``per_task`` and ``per_success``; None
         when any cost is unknown, never $0), ``tokens``, ``latency_s`` (trial and per party, p50/p95),
-        ``tool_accuracy`` (see :func:`summarize_tool_accuracy`), ``missing_trials``, ``duplicate_records``.
+        ``tool_accuracy`` (see :func:`summarize_tool_accuracy`), ``violations`` (safety violations counted per kind
+        and severity, see :func:`violation_metrics`), ``missing_trials``, ``duplicate_records``.
 
         ``state_pass_other_fail_rate`` ("got lucky"): among graded trials, the share whose final database
         matched the goal (state passed) while another layer (outputs, process, loops, budget, judge) failed:
@@ -909,4 +952,5 @@ def run_metrics(
     out["tool_calls"] = {"per_trial": _stats_dict(per_trial), "statuses": dict(statuses.most_common()),
                          "errors": sum(v for k, v in statuses.items() if k != "ok")}
     out["tool_accuracy"] = summarize_tool_accuracy(accuracy) if accuracy else None
+    out["violations"] = violation_metrics(records)
     return out

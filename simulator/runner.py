@@ -23,6 +23,7 @@ from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.grading import Grade, Judge, check_assertions, grade_trial
+from simulator.grading.safety import record_owners
 from simulator.metrics import reliability, run_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
@@ -285,9 +286,10 @@ class Runner:
             traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
             diff = diff_against(db.raw, goal, self._spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec)
+            owners = record_owners(self.domain, traj, db)
         grade = grade_trial(task, traj, diff, self._toolbox, domain=self.domain,
                             budget=(self.config.budgets or {}).get(task.id), judge=self.judge, trial_seed=seed,
-                            assertions=checks)
+                            assertions=checks, owners=owners)
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
@@ -402,10 +404,12 @@ def regrade_trial(
         outcomes = replay_trajectory(toolbox, db, traj)
         diff = diff_against(db.raw, goal, spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec)
+        owners = record_owners(domain, traj, db)
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
     grade = grade_trial(task, traj, diff, toolbox, domain=domain, budget=budget,
-                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks)
+                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
+                        owners=owners)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
 
 

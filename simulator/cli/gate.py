@@ -29,6 +29,8 @@ def gate_command(
                          ] = None,
     min_passk: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Floor for the candidate's pass^k.")
                          ] = None,
+    max_violations: Annotated[int | None, typer.Option(
+        min=0, help="Most safety violations the candidate may have (0 blocks any), whatever its pass rate.")] = None,
     store: Annotated[str | None, typer.Option(help="Results store URL; --baseline/--candidate are then run ids.")
                      ] = None,
 ) -> None:
@@ -41,7 +43,7 @@ def gate_command(
     try:
         base_doc, cand_doc = load_run(baseline, store), load_run(candidate, store)
         result = evaluate_gate(base_doc, cand_doc, max_drop_pass1=max_drop_pass1, max_drop_passk=max_drop_passk,
-                               k=k, min_pass1=min_pass1, min_passk=min_passk)
+                               k=k, min_pass1=min_pass1, min_passk=min_passk, max_violations=max_violations)
     except (RunDocumentError, GateError) as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from e
@@ -49,8 +51,9 @@ def gate_command(
     for col in ("metric", "baseline", "candidate", "drop", "threshold", "verdict"):
         table.add_column(col, justify="left" if col in ("metric", "threshold", "verdict") else "right")
     for r in result.rows:
-        table.add_row(r.metric, "-" if r.baseline is None else f"{r.baseline:.4f}", f"{r.candidate:.4f}",
-                      "-" if r.drop is None else f"{r.drop:+.4f}", r.threshold,
+        fmt = ".0f" if r.metric == "safety violations" else ".4f"
+        table.add_row(r.metric, "-" if r.baseline is None else f"{r.baseline:{fmt}}", f"{r.candidate:{fmt}}",
+                      "-" if r.drop is None else f"{r.drop:+{fmt}}", r.threshold,
                       "[green]pass[/]" if r.passed else "[bold red]FAIL[/]")
     out.print(table)
     for note in result.notes:

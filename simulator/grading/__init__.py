@@ -15,6 +15,7 @@ A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or wa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -26,6 +27,7 @@ from simulator.grading.judge import Judge, JudgeResult, grade_judge
 from simulator.grading.loops import DEFAULT_RETRIES, LoopsResult, check_loops
 from simulator.grading.outputs import OutputsResult, check_outputs
 from simulator.grading.process import ProcessResult, check_process
+from simulator.grading.safety import Violation, find_violations
 from simulator.grading.state import StateResult, grade_state
 from simulator.metrics import tool_call_accuracy
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
@@ -36,8 +38,8 @@ if TYPE_CHECKING:
     from simulator.domain import Domain
 
 __all__ = ["AssertionResult", "AssertionsResult", "BudgetResult", "Grade", "Judge", "JudgeResult", "LoopsResult",
-           "OutputsResult", "ProcessResult", "StateResult", "check_assertions", "check_budget", "check_loops",
-           "check_outputs", "check_process", "grade_state", "grade_trial"]
+           "OutputsResult", "ProcessResult", "StateResult", "Violation", "check_assertions", "check_budget",
+           "check_loops", "check_outputs", "check_process", "grade_state", "grade_trial"]
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""
@@ -66,6 +68,9 @@ class Grade(BaseModel):
     tool_accuracy: dict[str, int] | None = None
     """The trial's tool calls against the task's gold actions (not a pass/fail component): the counts of
     :func:`simulator.metrics.tool_call_accuracy`; None for grades recorded before it existed."""
+    violations: list[Violation] = Field(default_factory=list)
+    """Safety violations (kind, severity, step, detail; see :mod:`simulator.grading.safety`), recorded whatever
+    the grade basis; empty for grades recorded before they existed."""
     failure: str | None = None
     """Why the trial failed, in short (the deciding components that failed: ``state``, ``outputs``, ``process``,
     ``loops``, ``budget``, ``assertions``; or the error termination reason; ``judge`` only for a gating judge)."""
@@ -81,7 +86,7 @@ def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict
 def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: Toolbox, *,
                 domain: Domain | None = None, budget: Budget | None = None, judge: Judge | None = None,
                 trial_seed: int | None = None, recorded_judge: JudgeResult | None = None,
-                assertions: AssertionsResult | None = None) -> Grade:
+                assertions: AssertionsResult | None = None, owners: Mapping[str, str] | None = None) -> Grade:
     """Grade one trial.
 
     Args:
@@ -100,6 +105,8 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
             ``judge`` is None and it graded the same assertions as the task has now.
         assertions: the task's declarative assertions evaluated on the trial (see :func:`check_assertions`);
             None for a task without any.
+        owners: call id -> the user owning the records the call acted on (see
+            :func:`simulator.grading.safety.record_owners`), for the ``other_user_records`` violations; None: none.
 
     Returns:
         The :class:`Grade`.
@@ -118,6 +125,7 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
     process = check_process(rules, trajectory, toolbox)
     if not process.passed and "process" in basis:
         failures.append("process")
+    violations = find_violations(rules, trajectory, toolbox, user_id=task.user_id, owners=owners)
     threshold = task.loop_threshold
     if threshold is None:
         threshold = domain.default_loop_threshold() if domain is not None else DEFAULT_LOOP_THRESHOLD
@@ -143,6 +151,6 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         passed=not failures, state=state, outputs={"passed": out.passed, "missing": list(out.missing)},
         process=process, loops=loops, budget=budget_result, judge=judge_result, assertions=assertions,
         basis=list(basis) if task.grade is not None or task.assertions else None,
-        tool_accuracy=_tool_accuracy(task, trajectory, toolbox),
+        tool_accuracy=_tool_accuracy(task, trajectory, toolbox), violations=violations,
         failure=", ".join(failures) or None,
     )

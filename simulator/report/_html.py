@@ -449,6 +449,17 @@ def _stats_rows(report: RunReport) -> list[tuple[str, ...]]:
     return rows
 
 
+def _safety(m: Mapping[str, Any]) -> str:
+    v = m.get("violations") or {}
+    if not v.get("total"):
+        return "<p class=note>No safety violation.</p>"
+    head = (f"<p><b>{v['total']} violation(s) in {v['trials_with_violation']} of {v['trials']} trials "
+            f"(violation rate {_fmt_rate(v['rate'])})</b>, counted apart from pass: never averaged away.</p>")
+    return head + _table(("kind", "violations", "trials", "rate"), [
+        (kind, k["count"], k["trials"], _fmt_rate(k["rate"])) for kind, k in v["by_kind"].items()],
+        numeric=(1, 2, 3))
+
+
 def render_html(report: RunReport, title: str | None = None) -> str:
     """Render the report page.
 
@@ -540,6 +551,7 @@ to see its transcript.</p></div></section>
 <section class=wide><h2>Cost and latency</h2>{cost_table}{cost_note}</section>
 <section><h2>Tool calls</h2>{statuses}<p class=note>{m['tool_calls']['errors']} calls did not return ok.</p></section>
 </div>
+<section id="safety"><h2>Safety violations</h2>{_safety(m)}</section>
 <section id="failed"><h2>Failed trials ({len(failed)})</h2><ul class=fails>{fails or '<li>none</li>'}</ul></section>
 <div id="trials" hidden>{articles}</div>
 </main>

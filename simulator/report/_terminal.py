@@ -133,6 +133,23 @@ def _judge_results(report: RunReport) -> list[JudgeResult]:
     return out
 
 
+def violation_lines(v: Mapping[str, Any] | None) -> list[str]:
+    """Return the summary lines of a run's safety violations (``metrics["violations"]``); none without the key.
+
+    Args:
+        v: the run's :func:`simulator.metrics.violation_metrics`, or None (a document from before violations).
+    """
+    if not v:
+        return []
+    if not v["total"]:
+        return [f"safety violations: 0 (violation rate {_rate(v['rate'])})"]
+    kinds = "; ".join(f"{kind} {k['count']} in {k['trials']} trials ({_rate(k['rate'])})"
+                      for kind, k in v["by_kind"].items())
+    sev = ", ".join(f"{s} {n}" for s, n in v["by_severity"].items())
+    return [f"safety violations: {v['total']} in {v['trials_with_violation']} of {v['trials']} trials "
+            f"(violation rate {_rate(v['rate'])}; {sev}): {kinds}"]
+
+
 def print_summary(report: RunReport, console: Console, max_failures: int = 10, *, command: str = "report",
                   see: str | None = "--html") -> None:
     """Print the terminal summary of a run: the one summary of ``tausim run`` and ``tausim report``.
@@ -196,6 +213,8 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
             f"infra errors: {m['infra_errors']} ({_rate(m['infra_error_rate'])} of planned, counted as failures); "
             f"loop rate: {_rate(m['loop_rate'])}; abandonment rate: {_rate(m['abandonment_rate'])}",
             highlight=False, markup=False)
+    for line in violation_lines(m.get("violations")):
+        console.print(line, highlight=False, markup=False)
     acc = m.get("tool_accuracy")
     if acc:
         console.print(
