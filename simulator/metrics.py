@@ -809,7 +809,10 @@ def run_metrics(
         ``cost_usd`` (agent, user, judge, total: per-trial statistics, ``per_task`` and ``per_success``; None
         when any cost is unknown, never $0), ``tokens``, ``latency_s`` (trial and per party, p50/p95),
         ``tool_accuracy`` (see :func:`summarize_tool_accuracy`), ``violations`` (safety violations counted per kind
-        and severity, see :func:`violation_metrics`), ``missing_trials``, ``duplicate_records``.
+        and severity, see :func:`violation_metrics`), ``trajectory`` and ``trajectory_per_task`` (the trajectory
+        metrics against each task's reference trajectory, see :mod:`simulator.trajectory_metrics`; reported apart
+        from pass), ``mean_steps`` (agent actions per trial), ``timeout_rate`` (trials ending ``timeout``),
+        ``missing_trials``, ``duplicate_records``.
 
         ``state_pass_other_fail_rate`` ("got lucky"): among graded trials, the share whose final database
         matched the goal (state passed) while another layer (outputs, process, loops, budget, judge) failed:
@@ -953,4 +956,25 @@ def run_metrics(
                          "errors": sum(v for k, v in statuses.items() if k != "ok")}
     out["tool_accuracy"] = summarize_tool_accuracy(accuracy) if accuracy else None
     out["violations"] = violation_metrics(records)
+    out.update(_trajectory_summary(records))
     return out
+
+
+def _trajectory_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The trajectory metrics of a run (see :mod:`simulator.trajectory_metrics`), suite and per task."""
+    from simulator.trajectory_metrics import summarize_trajectory_metrics
+
+    by_task: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        grade = r.get("grade")
+        traj = grade.get("trajectory") if isinstance(grade, Mapping) else None
+        if isinstance(traj, Mapping):
+            by_task.setdefault(str(r["task_id"]), []).append(traj)
+    steps = [v for v in (_traj_value(r, "steps") for r in records) if v is not None]
+    reasons = Counter(str(r.get("termination_reason")) for r in records)
+    return {
+        "trajectory": summarize_trajectory_metrics(t for rows in by_task.values() for t in rows),
+        "trajectory_per_task": {task: summarize_trajectory_metrics(rows) for task, rows in by_task.items()},
+        "mean_steps": float(np.mean(steps)) if steps else None,
+        "timeout_rate": _ratio(reasons.get("timeout", 0), len(records)),
+    }

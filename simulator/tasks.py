@@ -268,6 +268,9 @@ class Task(BaseModel):
     scenario: UserScenario
     gold_actions: list[Action] = Field(default_factory=list)
     """Tool calls whose replay on a fresh database yields the goal state."""
+    reference: list[Action] | None = None
+    """The reference trajectory of the trajectory metrics (:mod:`simulator.trajectory_metrics`), when it differs
+    from the gold actions (e.g. with the reads a good agent makes first); None: the gold actions."""
     required_outputs: list[str] = Field(default_factory=list)
     """Values the agent must state in its messages (whole-token match, numbers as numbers)."""
     tags: list[str] = Field(default_factory=list)

@@ -16,7 +16,7 @@ A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or wa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -33,6 +33,7 @@ from simulator.metrics import tool_call_accuracy
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
 from simulator.tasks import Budget, Task
 from simulator.tools import Toolbox
+from simulator.trajectory_metrics import trial_trajectory_metrics
 
 if TYPE_CHECKING:
     from simulator.domain import Domain
@@ -68,6 +69,10 @@ class Grade(BaseModel):
     tool_accuracy: dict[str, int] | None = None
     """The trial's tool calls against the task's gold actions (not a pass/fail component): the counts of
     :func:`simulator.metrics.tool_call_accuracy`; None for grades recorded before it existed."""
+    trajectory: dict[str, Any] | None = None
+    """The trial's tool calls against the task's reference trajectory (not a pass/fail component): see
+    :func:`simulator.trajectory_metrics.trial_trajectory_metrics`; None for grades recorded before it existed or
+    a task without a reference (no gold action and no ``reference``)."""
     violations: list[Violation] = Field(default_factory=list)
     """Safety violations (kind, severity, step, detail; see :mod:`simulator.grading.safety`), recorded whatever
     the grade basis; empty for grades recorded before they existed."""
@@ -81,6 +86,16 @@ def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict
     gold = [{"name": a.name, "arguments": a.arguments} for a in task.gold_actions]
     writes = {name for name, spec in toolbox.specs.items() if spec.kind == "write"}
     return tool_call_accuracy(calls, gold, writes)
+
+
+def _trajectory_metrics(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict[str, Any] | None:
+    reference = task.reference if task.reference is not None else task.gold_actions
+    if task.reference is None and not reference:
+        return None
+    calls = [{"name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments, "status": c.status,
+              "kind": c.kind} for c in trajectory.tool_calls]
+    writes = {name for name, spec in toolbox.specs.items() if spec.kind == "write"}
+    return trial_trajectory_metrics(calls, [{"name": a.name, "arguments": a.arguments} for a in reference], writes)
 
 
 def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: Toolbox, *,
@@ -152,5 +167,6 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         process=process, loops=loops, budget=budget_result, judge=judge_result, assertions=assertions,
         basis=list(basis) if task.grade is not None or task.assertions else None,
         tool_accuracy=_tool_accuracy(task, trajectory, toolbox), violations=violations,
+        trajectory=_trajectory_metrics(task, trajectory, toolbox),
         failure=", ".join(failures) or None,
     )

@@ -460,6 +460,28 @@ def _safety(m: Mapping[str, Any]) -> str:
         numeric=(1, 2, 3))
 
 
+_TRAJ_COLS = (("exact", "exact_match"), ("in order", "in_order_match"), ("set", "set_match"),
+              ("prefix", "prefix_match"), ("decision", "tool_decision_accuracy"),
+              ("selection", "tool_selection_accuracy"), ("parameters", "parameter_accuracy"),
+              ("utilisation", "utilisation_accuracy"), ("abstention", "abstention_rate"),
+              ("redundant", "redundant_call_rate"), ("recovery", "recovery_rate"))
+
+
+def _trajectory(m: Mapping[str, Any]) -> str:
+    suite = m.get("trajectory")
+    if not suite:
+        return "<p class=note>No trial has a reference trajectory.</p>"
+    rows = [("suite", suite["trials"], *(_fmt_rate(suite[k]) for _, k in _TRAJ_COLS))]
+    rows += [(task, t["trials"], *(_fmt_rate(t[k]) for _, k in _TRAJ_COLS))
+             for task, t in (m.get("trajectory_per_task") or {}).items() if t]
+    steps = m.get("mean_steps")
+    note = (f"<p class=note>Against each task's reference trajectory (gold actions unless the task gives one); "
+            f"reported apart from pass. Mean steps {'-' if steps is None else f'{steps:.1f}'}, timeout rate "
+            f"{_fmt_rate(m.get('timeout_rate'))}.</p>")
+    return _table(("task", "trials", *(c for c, _ in _TRAJ_COLS)), rows,
+                  numeric=tuple(range(1, 2 + len(_TRAJ_COLS)))) + note
+
+
 def render_html(report: RunReport, title: str | None = None) -> str:
     """Render the report page.
 
@@ -552,6 +574,7 @@ to see its transcript.</p></div></section>
 <section><h2>Tool calls</h2>{statuses}<p class=note>{m['tool_calls']['errors']} calls did not return ok.</p></section>
 </div>
 <section id="safety"><h2>Safety violations</h2>{_safety(m)}</section>
+<section id="trajectory" class=wide><h2>Trajectory metrics</h2>{_trajectory(m)}</section>
 <section id="failed"><h2>Failed trials ({len(failed)})</h2><ul class=fails>{fails or '<li>none</li>'}</ul></section>
 <div id="trials" hidden>{articles}</div>
 </main>

@@ -150,6 +150,29 @@ def violation_lines(v: Mapping[str, Any] | None) -> list[str]:
             f"(violation rate {_rate(v['rate'])}; {sev}): {kinds}"]
 
 
+def trajectory_lines(m: Mapping[str, Any]) -> list[str]:
+    """Return the summary lines of a run's trajectory metrics (reported apart from pass); none without them.
+
+    Args:
+        m: the run's metrics (``trajectory``, ``mean_steps``, ``timeout_rate`` of
+            :func:`~simulator.metrics.run_metrics`).
+    """
+    t = m.get("trajectory")
+    if not t:
+        return []
+    errors = ", ".join(f"{k} {_rate(v)}" for k, v in t["per_tool_error_rate"].items() if v) or "none"
+    return [
+        f"trajectory vs reference ({t['trials']} trials, apart from pass): exact {_rate(t['exact_match'])}, "
+        f"in order {_rate(t['in_order_match'])}, set {_rate(t['set_match'])}, prefix {_rate(t['prefix_match'])}; "
+        f"tool decision {_rate(t['tool_decision_accuracy'])}, selection {_rate(t['tool_selection_accuracy'])}, "
+        f"parameters {_rate(t['parameter_accuracy'])}, utilisation {_rate(t['utilisation_accuracy'])}",
+        f"abstention {_rate(t['abstention_rate'])} ({t['abstention_trials']} trials); redundant calls "
+        f"{_rate(t['redundant_call_rate'])}; recovery {_rate(t['recovery_rate'])}; timeout rate "
+        f"{_rate(m.get('timeout_rate'))}; mean steps "
+        + ("-" if m.get("mean_steps") is None else f"{m['mean_steps']:.1f}") + f"; tool error rates: {errors}",
+    ]
+
+
 def print_summary(report: RunReport, console: Console, max_failures: int = 10, *, command: str = "report",
                   see: str | None = "--html") -> None:
     """Print the terminal summary of a run: the one summary of ``tausim run`` and ``tausim report``.
@@ -214,6 +237,8 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
             f"loop rate: {_rate(m['loop_rate'])}; abandonment rate: {_rate(m['abandonment_rate'])}",
             highlight=False, markup=False)
     for line in violation_lines(m.get("violations")):
+        console.print(line, highlight=False, markup=False)
+    for line in trajectory_lines(m):
         console.print(line, highlight=False, markup=False)
     acc = m.get("tool_accuracy")
     if acc:
