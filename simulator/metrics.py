@@ -775,6 +775,7 @@ def run_metrics(
     write_tools: Iterable[str] = (),
     seed: int = 0,
     n_resamples: int = 2000,
+    tags: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """Every number of a run, from its trial records (the JSON form of ``TrialResult``).
 
@@ -796,6 +797,9 @@ def run_metrics(
         write_tools: the domain's write tool names (for the write-only tool-name precision/recall).
         seed: seed of the bootstrap generators (a fresh ``Generator(PCG64(seed))`` per interval).
         n_resamples: bootstrap resamples per interval.
+        tags: task id -> its tags; when given, ``by_tag`` gives each tag's ``pass^k``/``pass@k`` (k = 1..n),
+            ``success_rate`` and ``tasks`` over the planned tasks carrying it (the same aggregation,
+            :func:`reliability`, missing trials counted as failures).
 
     Returns:
         ``pass^k``/``pass@k`` for k = 1..n and ``success_rate`` (means over tasks; the planned ``n`` is the
@@ -830,8 +834,9 @@ def run_metrics(
         cells = [{**t, "task_id": cell_id(str(t["task_id"]), t.get("persona"))} for t in trials]
         cell_ids = [cell_id(tid, p) for tid in dict.fromkeys(task_ids) for p in names]
         cell_gold = None if gold is None else {cell_id(tid, p): g for tid, g in gold.items() for p in names}
+        cell_tags = None if tags is None else {cell_id(tid, p): tg for tid, tg in tags.items() for p in names}
         whole = run_metrics(cells, cell_ids, trials_per_task, incomplete=incomplete, gold=cell_gold,
-                            write_tools=write_tools, seed=seed, n_resamples=n_resamples)
+                            write_tools=write_tools, seed=seed, n_resamples=n_resamples, tags=cell_tags)
         whole["personas"] = names
         whole["by_persona"] = persona_metrics(trials, task_ids, trials_per_task, names, incomplete=incomplete,
                                               seed=seed, n_resamples=n_resamples)
@@ -955,8 +960,24 @@ def run_metrics(
     out["tool_calls"] = {"per_trial": _stats_dict(per_trial), "statuses": dict(statuses.most_common()),
                          "errors": sum(v for k, v in statuses.items() if k != "ok")}
     out["tool_accuracy"] = summarize_tool_accuracy(accuracy) if accuracy else None
+    if tags is not None:
+        out["by_tag"] = _by_tag(records, planned_ids, n, tags)
     out["violations"] = violation_metrics(records)
     out.update(_trajectory_summary(records))
+    return out
+
+
+def _by_tag(records: Sequence[Mapping[str, Any]], planned: Sequence[str], n: int,
+            tags: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
+    """pass^k per tag over the planned tasks carrying it (task cells ``task@persona`` carry their task's tags)."""
+    out: dict[str, dict[str, Any]] = {}
+    for tag in sorted({t for tg in tags.values() for t in tg}):
+        ids = [c for c in planned if tag in tags.get(c, tags.get(c.split("@")[0], ()))]
+        if not ids:
+            continue
+        wanted = set(ids)
+        rel = reliability([r for r in records if str(r["task_id"]) in wanted], ids, n, incomplete="count")
+        out[tag] = {"tasks": len(ids), **rel.suite}
     return out
 
 

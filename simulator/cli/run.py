@@ -36,6 +36,7 @@ from simulator.report import analyze_run, print_summary
 from simulator.runlog import open_run_log
 from simulator.runner import RunConfig, Runner, TrialKey, TrialResult, run_summary_json
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
+from simulator.suites import select_tasks, task_file_split
 from simulator.tasks import TaskFileError
 from simulator.users import user_factory
 
@@ -69,6 +70,10 @@ def _open_store_run(url: str, run_id: str | None, config: RunConfig, dom: Any, d
         console.print(f"run id: {info.run_id} (resuming: {len(done & set(info.planned_pairs()))} of "
                       f"{info.planned} trials recorded, running {len(todo)})", highlight=False)
     return results_store, info.run_id, todo
+
+
+def _csv(text: str | None) -> list[str]:
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
 
 
 def check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None) -> None:
@@ -119,6 +124,8 @@ def run_command(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
     task_ids: Annotated[str | None, typer.Option(help="Comma-separated task ids to run.")] = None,
+    tags: Annotated[str | None, typer.Option(help="Run the tasks carrying any of these tags (e.g. smoke).")] = None,
+    exclude_tags: Annotated[str | None, typer.Option(help="Leave out the tasks carrying any of these tags.")] = None,
     agent: Annotated[str, typer.Option(
         help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY"
     )] = "oracle",
@@ -188,6 +195,8 @@ def run_command(
             if unknown:
                 raise fail(f"--task-ids: unknown task id(s) {', '.join(unknown)}")
             task_list = [t for t in task_list if t.id in set(wanted)]
+        if tags or exclude_tags:  # suite tiers (simulator.suites)
+            task_list = select_tasks(task_list, _csv(tags), _csv(exclude_tags))
         params: dict[str, Any] = {}
         if temperature is not None:
             params["temperature"] = temperature
@@ -300,7 +309,8 @@ def run_command(
         doc = results_store.load_run_document(run_id)
     else:
         doc = run_summary_json(result, {"git_revision": git_revision(), "packages": package_versions(),
-                                        "python": sys.version.split()[0]})
+                                        "python": sys.version.split()[0], "split": task_file_split(tasks),
+                                        "task_tags": {t.id: list(t.tags) for t in task_list}})
     if out is not None:  # results first: a summary printed into a closed pipe must not lose them
         write_json_atomic(out, doc)
         if partial is not None:

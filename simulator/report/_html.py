@@ -482,6 +482,15 @@ def _trajectory(m: Mapping[str, Any]) -> str:
                   numeric=tuple(range(1, 2 + len(_TRAJ_COLS)))) + note
 
 
+def _by_tag(m: Mapping[str, Any], n: int) -> str:
+    if not m.get("by_tag"):
+        return ""
+    ks = [f"pass^{k}" for k in range(1, n + 1)]
+    return "<section id=\"by-tag\"><h2>pass^k by tag</h2>" + _table(("tag", "tasks", *ks), [
+        (tag, t["tasks"], *(_fmt_rate(t.get(k)) for k in ks)) for tag, t in m["by_tag"].items()],
+        numeric=tuple(range(1, 2 + n))) + "</section>"
+
+
 def render_html(report: RunReport, title: str | None = None) -> str:
     """Render the report page.
 
@@ -503,6 +512,8 @@ def render_html(report: RunReport, title: str | None = None) -> str:
            ("trials/cell", report.trials_per_task)) if cfg.get("personas")
           else (("tasks", len(report.task_ids)), ("trials/task", report.trials_per_task))),
         ("seed", cfg.get("seed")), ("git", (doc.get("git_revision") or "-")[:12]),
+        *((("split", f"{doc['split']}" + (" (holdout: never tune on it)" if doc["split"] == "holdout" else "")),)
+          if doc.get("split") else ()),
     ))
     comps = _table(("component", "passed", "graded", "rate"), [
         (name, c["passed"], c["graded"], _fmt_rate(c["rate"])) for name, c in m["components"].items()
@@ -574,6 +585,7 @@ to see its transcript.</p></div></section>
 <section><h2>Tool calls</h2>{statuses}<p class=note>{m['tool_calls']['errors']} calls did not return ok.</p></section>
 </div>
 <section id="safety"><h2>Safety violations</h2>{_safety(m)}</section>
+{_by_tag(m, report.trials_per_task)}
 <section id="trajectory" class=wide><h2>Trajectory metrics</h2>{_trajectory(m)}</section>
 <section id="failed"><h2>Failed trials ({len(failed)})</h2><ul class=fails>{fails or '<li>none</li>'}</ul></section>
 <div id="trials" hidden>{articles}</div>

@@ -195,6 +195,10 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
             else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}")
         + f" seed={cfg.get('seed')}" + (f" ({wall:.2f} s)" if isinstance(wall, int | float) and wall else ""),
         highlight=False, markup=True)
+    split = report.document.get("split")
+    if split:
+        console.print(f"task split: {split}" + (" (HOLDOUT: report on it, never tune on it)" if split == "holdout"
+                                                else ""), highlight=False, markup=False)
     line = f"planned {report.planned}, recorded {report.recorded}, duplicates {report.duplicates}"
     if m["missing_trials"]:
         line += f", [red]missing {m['missing_trials']} (counted as failures)[/]"
@@ -221,6 +225,15 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
                       highlight=False)
         if 0 < len(failing) <= 30:
             console.print("  not passing every trial: " + ", ".join(failing), highlight=False, markup=False)
+
+    if m.get("by_tag"):
+        ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
+        by_tag = Table(title="by tag (mean over the tasks carrying it)")
+        for col in ("tag", "tasks", *ks):
+            by_tag.add_column(col, justify="left" if col == "tag" else "right")
+        for tag, t in m["by_tag"].items():
+            by_tag.add_row(tag, str(t["tasks"]), *(_rate(t.get(k)) for k in ks))
+        console.print(by_tag)
 
     comps = Table(title="grading components (graded trials)")
     for col, just in (("component", "left"), ("passed", "right"), ("graded", "right"), ("rate", "right")):
