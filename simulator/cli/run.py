@@ -28,6 +28,7 @@ from simulator.cli._common import (
     write_json_atomic,
 )
 from simulator.domain import DomainError, get_domain
+from simulator.errors import InputError
 from simulator.processes import WorkerError
 from simulator.progress import RunProgress
 from simulator.ratelimit import RateLimiterRegistry
@@ -38,6 +39,7 @@ from simulator.runner import RunConfig, Runner, TrialKey, TrialResult, run_summa
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
 from simulator.suites import select_tasks, task_file_split
 from simulator.tasks import TaskFileError
+from simulator.tracing import file_tracing
 from simulator.users import user_factory
 
 
@@ -154,6 +156,9 @@ def run_command(
     cache: Annotated[Path | None, typer.Option(help="Model response cache (SQLite file); reruns replay it.")] = None,
     rpm: Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed per model.")] = None,
     log_file: Annotated[Path | None, typer.Option(help="Append the run's JSON-lines event log here.")] = None,
+    otel: Annotated[Path | None, typer.Option(
+        help="Append OpenTelemetry spans (run, trial, turn, tool, model; JSON lines) here (extra: tausim[otel]).")
+                    ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
     budgets: Annotated[Path | None, typer.Option(
         help="Per-task budgets file (from `tausim baseline`); a trial over a ceiling fails.")] = None,
@@ -252,6 +257,12 @@ def run_command(
             stack.close()
             raise fail(f"--log-file {log_file}: cannot write ({e.strerror or e})") from e
         runner.log.info("run_start", config=config.model_dump(mode="json"))
+    if otel is not None:  # OpenTelemetry spans (simulator.tracing); trial ids go to --out and --log-file
+        try:
+            runner.tracing = stack.enter_context(file_tracing(otel))
+        except (InputError, OSError) as e:
+            stack.close()
+            raise fail(f"--otel {otel}: {e}") from e
     planned = len(only) if only is not None else len(runner.planned())
     progress = stack.enter_context(RunProgress(planned, console=console,
                                                enabled=sys.stdout.isatty() and not no_progress))
