@@ -482,7 +482,7 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
         complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
         doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,
                                      personas=result.config.personas,
-                                     incomplete="refuse" if complete else "count", tags=doc.get("task_tags"))
+                                     incomplete="refuse" if complete else "count")
         if "by_persona" in doc["metrics"]:
             doc["by_persona"] = doc["metrics"]["by_persona"]
     return doc

@@ -87,7 +87,10 @@ def test_run_with_tags_on_a_holdout_split_records_and_reports_it(tmp_path):
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
     assert doc["split"] == "holdout" and sorted({t["task_id"] for t in doc["trials"]}) == sorted(held_ids)
-    assert doc["metrics"]["by_tag"]["refusal"]["tasks"] == len(held_ids)
+    assert doc["task_tags"] == {t.id: t.tags for t in load_tasks(paths["holdout"]) if t.id in held_ids}
     assert "HOLDOUT" in res.output and "by tag" in res.output
     report = invoke("report", out)
     assert "HOLDOUT" in report.output
+    summary = json.loads(invoke("report", out, "--format", "json").output)
+    assert summary["metrics"]["by_tag"]["refusal"]["tasks"] == len(held_ids)
+    assert summary["metrics"]["by_tag"]["refusal"]["pass^1"] == 1.0  # the oracle passes every refusal
