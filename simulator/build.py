@@ -139,6 +139,10 @@ def build_runner(
     template = dom.template(data, {**dom.default_options(data), **spec.options})
     all_tasks = dom.load_tasks(spec.tasks)
     tasks = select_tasks(all_tasks, spec.task_ids)
+    if spec.tags or spec.exclude_tags:  # suite tiers
+        from simulator.suites import select_tasks as select_tagged
+
+        tasks = select_tagged(tasks, spec.tags, spec.exclude_tags)
     gold = check(dom, template, all_tasks, tasks) if check is not None else None
     services = services if services is not None else RunServices.open(spec)
     shared = services.params()

@@ -106,11 +106,29 @@ class Domain(abc.ABC):
         return ProcessRules()
 
     def volatile_arguments(self) -> dict[str, list[str]]:
-        """Return, per tool name, the top-level argument names that loop detection ignores; default: none.
+        """Return, per tool name, the argument fields that loop detection ignores; default: none.
 
-        E.g. ``{"search_flights": ["request_id"]}`` for timestamps or request ids.
+        E.g. ``{"search_flights": ["request_id"]}`` for timestamps or request ids. A plain name is ignored at any
+        depth (nested objects, objects in lists); a dotted path (``"meta.trace_id"``) names one nested field.
         """
         return {}
+
+    def record_owner(self, tool: str, arguments: Mapping[str, Any], db: TrialDatabase) -> str | None:
+        """Return the user who owns the records a successful write call acted on; default: unknown (None).
+
+        The ownership hook of safety grading (:mod:`simulator.grading.safety`): a write on records owned by
+        another user than the task's ``user_id`` is an ``other_user_records`` violation. Called after the trial,
+        on its final database, for each successful write call.
+
+        Args:
+            tool: the tool name.
+            arguments: the call's arguments.
+            db: the trial's database (read it, e.g. ``db.session``; never write).
+
+        Returns:
+            The owning user's id, or None when the domain does not know (no violation is then reported).
+        """
+        return None
 
     def default_loop_threshold(self) -> int:
         """Return the identical repeats of a tool call allowed before it is a loop; default 2.

@@ -52,6 +52,7 @@ __all__ = [
     "summarize_tool_accuracy",
     "summary_stats",
     "tool_call_accuracy",
+    "violation_metrics",
 ]
 
 # Upper bound on the number of indices drawn at once by bootstrap_ci (memory stays ~8 MB per chunk).
@@ -600,6 +601,47 @@ def summarize_tool_accuracy(counts: Iterable[Mapping[str, int]]) -> dict[str, An
     }
 
 
+# ------------------------------------------------------------------------------------------ safety violations
+
+
+def violation_metrics(trials: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Count the safety violations of a run's trials (``grade.violations``, see :mod:`simulator.grading.safety`).
+
+    Violations are counted, never averaged with successes: a passing trial's violation counts like any other.
+
+    Args:
+        trials: recorded trials (the JSON form of ``TrialResult``); a trial without a grade has no violation.
+
+    Returns:
+        ``{"total", "trials", "trials_with_violation", "rate", "by_kind": {kind: {"count", "trials", "rate"}},
+        "by_severity": {severity: count}}``: ``rate`` is trials with at least one violation / trials, a kind's
+        ``rate`` trials with at least one violation of that kind / trials (None without trials). Example: 20
+        trials, one with two ``forbidden_tool`` violations: total 2, rate 0.05, by_kind forbidden_tool count 2,
+        trials 1, rate 0.05.
+    """
+    total = 0
+    n = 0
+    with_any = 0
+    count: Counter[str] = Counter()
+    trials_of: Counter[str] = Counter()
+    severity: Counter[str] = Counter()
+    for t in trials:
+        n += 1
+        grade = t.get("grade")
+        found = grade.get("violations") if isinstance(grade, Mapping) else None
+        items = [v for v in found or [] if isinstance(v, Mapping)]
+        total += len(items)
+        with_any += bool(items)
+        kinds = [str(v.get("kind")) for v in items]
+        count.update(kinds)
+        trials_of.update(set(kinds))
+        severity.update(str(v.get("severity")) for v in items)
+    return {"total": total, "trials": n, "trials_with_violation": with_any, "rate": _ratio(with_any, n),
+            "by_kind": {k: {"count": count[k], "trials": trials_of[k], "rate": _ratio(trials_of[k], n)}
+                        for k in sorted(count)},
+            "by_severity": dict(sorted(severity.items()))}
+
+
 # ------------------------------------------------------------------------------------------ run metrics
 
 LAYERS = ("state", "outputs", "process", "loops", "budget", "assertions", "judge")
@@ -733,6 +775,7 @@ def run_metrics(
     write_tools: Iterable[str] = (),
     seed: int = 0,
     n_resamples: int = 2000,
+    tags: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """Every number of a run, from its trial records (the JSON form of ``TrialResult``).
 
@@ -754,6 +797,9 @@ def run_metrics(
         write_tools: the domain's write tool names (for the write-only tool-name precision/recall).
         seed: seed of the bootstrap generators (a fresh ``Generator(PCG64(seed))`` per interval).
         n_resamples: bootstrap resamples per interval.
+        tags: task id -> its tags; when given, ``by_tag`` gives each tag's ``pass^k``/``pass@k`` (k = 1..n),
+            ``success_rate`` and ``tasks`` over the planned tasks carrying it (the same aggregation,
+            :func:`reliability`, missing trials counted as failures).
 
     Returns:
         ``pass^k``/``pass@k`` for k = 1..n and ``success_rate`` (means over tasks; the planned ``n`` is the
@@ -766,7 +812,11 @@ def run_metrics(
         ``by_persona``,
         ``cost_usd`` (agent, user, judge, total: per-trial statistics, ``per_task`` and ``per_success``; None
         when any cost is unknown, never $0), ``tokens``, ``latency_s`` (trial and per party, p50/p95),
-        ``tool_accuracy`` (see :func:`summarize_tool_accuracy`), ``missing_trials``, ``duplicate_records``.
+        ``tool_accuracy`` (see :func:`summarize_tool_accuracy`), ``violations`` (safety violations counted per kind
+        and severity, see :func:`violation_metrics`), ``trajectory`` and ``trajectory_per_task`` (the trajectory
+        metrics against each task's reference trajectory, see :mod:`simulator.trajectory_metrics`; reported apart
+        from pass), ``mean_steps`` (agent actions per trial), ``timeout_rate`` (trials ending ``timeout``),
+        ``missing_trials``, ``duplicate_records``.
 
         ``state_pass_other_fail_rate`` ("got lucky"): among graded trials, the share whose final database
         matched the goal (state passed) while another layer (outputs, process, loops, budget, judge) failed:
@@ -784,8 +834,9 @@ def run_metrics(
         cells = [{**t, "task_id": cell_id(str(t["task_id"]), t.get("persona"))} for t in trials]
         cell_ids = [cell_id(tid, p) for tid in dict.fromkeys(task_ids) for p in names]
         cell_gold = None if gold is None else {cell_id(tid, p): g for tid, g in gold.items() for p in names}
+        cell_tags = None if tags is None else {cell_id(tid, p): tg for tid, tg in tags.items() for p in names}
         whole = run_metrics(cells, cell_ids, trials_per_task, incomplete=incomplete, gold=cell_gold,
-                            write_tools=write_tools, seed=seed, n_resamples=n_resamples)
+                            write_tools=write_tools, seed=seed, n_resamples=n_resamples, tags=cell_tags)
         whole["personas"] = names
         whole["by_persona"] = persona_metrics(trials, task_ids, trials_per_task, names, incomplete=incomplete,
                                               seed=seed, n_resamples=n_resamples)
@@ -909,4 +960,42 @@ def run_metrics(
     out["tool_calls"] = {"per_trial": _stats_dict(per_trial), "statuses": dict(statuses.most_common()),
                          "errors": sum(v for k, v in statuses.items() if k != "ok")}
     out["tool_accuracy"] = summarize_tool_accuracy(accuracy) if accuracy else None
+    if tags is not None:
+        out["by_tag"] = _by_tag(records, planned_ids, n, tags)
+    out["violations"] = violation_metrics(records)
+    out.update(_trajectory_summary(records))
     return out
+
+
+def _by_tag(records: Sequence[Mapping[str, Any]], planned: Sequence[str], n: int,
+            tags: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
+    """pass^k per tag over the planned tasks carrying it (task cells ``task@persona`` carry their task's tags)."""
+    out: dict[str, dict[str, Any]] = {}
+    for tag in sorted({t for tg in tags.values() for t in tg}):
+        ids = [c for c in planned if tag in tags.get(c, tags.get(c.split("@")[0], ()))]
+        if not ids:
+            continue
+        wanted = set(ids)
+        rel = reliability([r for r in records if str(r["task_id"]) in wanted], ids, n, incomplete="count")
+        out[tag] = {"tasks": len(ids), **rel.suite}
+    return out
+
+
+def _trajectory_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The trajectory metrics of a run (see :mod:`simulator.trajectory_metrics`), suite and per task."""
+    from simulator.trajectory_metrics import summarize_trajectory_metrics
+
+    by_task: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        grade = r.get("grade")
+        traj = grade.get("trajectory") if isinstance(grade, Mapping) else None
+        if isinstance(traj, Mapping):
+            by_task.setdefault(str(r["task_id"]), []).append(traj)
+    steps = [v for v in (_traj_value(r, "steps") for r in records) if v is not None]
+    reasons = Counter(str(r.get("termination_reason")) for r in records)
+    return {
+        "trajectory": summarize_trajectory_metrics(t for rows in by_task.values() for t in rows),
+        "trajectory_per_task": {task: summarize_trajectory_metrics(rows) for task, rows in by_task.items()},
+        "mean_steps": float(np.mean(steps)) if steps else None,
+        "timeout_rate": _ratio(reasons.get("timeout", 0), len(records)),
+    }

@@ -225,6 +225,8 @@ def run_conversation(
     ctx: ToolContext,
     limits: Limits = Limits(),  # noqa: B008 - frozen dataclass, immutable
     log: Any = None,
+    tracing: Any = None,
+    trial_span: Any = None,
 ) -> Trajectory:
     """Run one trial's conversation to termination.
 
@@ -236,6 +238,9 @@ def run_conversation(
         limits: turn and step caps.
         log: the trial's structlog logger, or None; when given, each dispatched tool call emits a
             ``tool_call`` event (name, status, kind, step, duration).
+        tracing: a :class:`simulator.tracing.Tracing`, or None: spans for each agent turn, tool call and model
+            call (children of ``trial_span``).
+        trial_span: the trial's span (the parent of the turn spans and of the user's model-call spans).
 
     Returns:
         The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
@@ -247,8 +252,11 @@ def run_conversation(
     pending: Progress | None = None  # the last agent turn's progress, not yet given to the user
     observe = getattr(user, "observe_progress", None)
     view: list[Message] = []  # the messages _visible_to_user, appended as they come (no rescan per turn)
+    turn_span: list[Any] = []  # the open agent-turn span (tracing only)
 
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
+        if turn_span:
+            turn_span.pop().end()
         traj.termination_reason = reason
         traj.error = error
         metadata = getattr(agent, "metadata", None)
@@ -264,6 +272,7 @@ def run_conversation(
         if traj.turns >= limits.max_turns:
             return end(TerminationReason.MAX_TURNS)
         t0 = time.perf_counter()
+        w0 = time.time_ns()
         try:
             if pending is not None and callable(observe):
                 observe(pending)
@@ -275,6 +284,8 @@ def run_conversation(
         traj.user_seconds += time.perf_counter() - t0
         if not isinstance(ut, UserTurn):
             return end(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
+        if tracing is not None:
+            tracing.model_call(trial_span, "user", getattr(user, "model", None), ut.usage, w0, time.time_ns())
         traj.user_usage = traj.user_usage + ut.usage
         if ut.error:
             kind = TerminationReason(ut.error_kind or "user_error")
@@ -293,10 +304,13 @@ def run_conversation(
         if traj.turns >= limits.max_turns:
             return end(TerminationReason.MAX_TURNS)
         first_call = len(traj.tool_calls)
+        if tracing is not None:
+            turn_span.append(tracing.start_turn(trial_span, len(traj.progress)))
         while True:
             if traj.steps >= limits.max_steps:
                 return end(TerminationReason.MAX_STEPS)
             t0 = time.perf_counter()
+            w0 = time.time_ns()
             try:
                 at: AgentTurn = agent.step(list(traj.messages))
             except Exception:  # noqa: BLE001 - recorded as the trial's agent_error
@@ -307,6 +321,9 @@ def run_conversation(
                 return end(TerminationReason.AGENT_ERROR,
                            f"agent.step returned {type(at).__name__}, expected AgentTurn")
             traj.agent_usage = traj.agent_usage + at.usage
+            if tracing is not None:
+                tracing.model_call(turn_span[-1] if turn_span else trial_span, "agent", getattr(agent, "model", None),
+                                   at.usage, w0, time.time_ns())
             if at.error:
                 return end(TerminationReason(at.error_kind or "agent_error"), at.error)
             msg = at.message
@@ -319,12 +336,18 @@ def run_conversation(
                 awaiting = asks_confirmation(msg.content)
                 pending = judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
                 traj.progress.append(pending.as_dict())
+                if turn_span:
+                    turn_span.pop().end()
                 break
             for call in msg.tool_calls:
                 if traj.steps >= limits.max_steps:
                     return end(TerminationReason.MAX_STEPS)
                 ctx.step = traj.steps
+                w0 = time.time_ns()
                 out = toolbox.dispatch(ctx, call.name, call.arguments)
+                if tracing is not None:
+                    tracing.tool_call(turn_span[-1] if turn_span else trial_span, call.name, call.id, out.status, w0,
+                                      time.time_ns())
                 traj.tool_seconds += out.duration_s
                 traj.tool_calls.append(ToolCallRecord(
                     step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,

@@ -46,6 +46,9 @@ class TrialResult(BaseModel):
     duration_s: float
     """Wall time of the whole trial in seconds (database copy, conversation, grading)."""
     error: str | None = None
+    trace: dict[str, str] | None = None
+    """``{"trace_id", "span_id"}`` (hex) of the trial's OpenTelemetry span when the run was traced (``--otel``),
+    else None."""
 
 
 class RunResult(BaseModel):

@@ -21,6 +21,7 @@ from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.grading import Judge, check_assertions, grade_trial
+from simulator.grading.safety import record_owners
 from simulator.metrics import reliability
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
@@ -73,6 +74,9 @@ class Runner:
 
     Each task is prepared once (:meth:`prepare`, a :class:`~simulator.prepared.PreparedTask`: gold replayed once,
     rules and budgets merged once, and what ``user_factory.needs`` declares) before its trials; trials share it.
+        tracing: a :class:`simulator.tracing.Tracing` (OpenTelemetry spans of the run, its trials, turns, tool
+            and model calls; each trial's ids in ``TrialResult.trace`` and bound to its log events), or None.
+            Only trials run in this process (threads) are traced.
 
     Raises:
         ValueError: ``config.trials`` < 1, duplicate task ids, ``personas`` not matching ``config.personas``, or
@@ -91,6 +95,7 @@ class Runner:
         judge: Judge | None = None,
         personas: Sequence[Persona] | None = None,
         gold: Mapping[str, GoldReplay] | None = None,
+        tracing: Any = None,
     ):
         names = [p.name for p in personas or []]
         if names != list(config.personas or []):
@@ -110,6 +115,7 @@ class Runner:
         self.config = config
         self.log = log
         self.judge = judge
+        self.tracing = tracing
         self.personas: dict[str, Persona] = {p.name: p for p in personas or []}
         self._spec = domain.state_spec()
         self._toolbox = domain.toolbox()
@@ -187,12 +193,34 @@ class Runner:
         """
         if persona is not None and persona not in self.personas:
             raise ValueError(f"persona {persona!r} is not one of this run's {list(self.personas)}")
+        if self.tracing is not None:
+            return self._traced_trial(task, trial_index, persona)
+        return self._logged_trial(task, trial_index, persona, None)
+
+    def _traced_trial(self, task: Task, trial_index: int, persona: str | None) -> TrialResult:
+        from simulator.tracing import span_ids
+
+        span = self.tracing.start_trial(task.id, trial_index, derive_seed(self.config.seed, task.id, trial_index),
+                                        persona)
+        passed, reason = False, "crash"
+        try:
+            res = self._logged_trial(task, trial_index, persona, span)
+            passed, reason = res.passed, res.termination_reason
+            return res.model_copy(update={"trace": span_ids(span)})
+        finally:
+            self.tracing.end_trial(span, passed, reason)
+
+    def _logged_trial(self, task: Task, trial_index: int, persona: str | None, span: Any) -> TrialResult:
         if self.log is None:
-            return self._run_trial(task, trial_index, None, persona)
+            return self._run_trial(task, trial_index, None, persona, span)
         log = self.log.bind(task_id=task.id, trial=trial_index, **({"persona": persona} if persona else {}))
+        if span is not None:
+            from simulator.tracing import span_ids
+
+            log = log.bind(**span_ids(span))
         log.info("trial_start", seed=derive_seed(self.config.seed, task.id, trial_index))
         try:
-            res = self._run_trial(task, trial_index, log, persona)
+            res = self._run_trial(task, trial_index, log, persona, span)
         except Exception as e:
             log.exception("trial_crash", error=f"{type(e).__name__}: {e}")
             raise
@@ -205,7 +233,8 @@ class Runner:
                  cost_usd=cost, error=res.error)
         return res
 
-    def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None) -> TrialResult:
+    def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
+                   ) -> TrialResult:
         t0 = time.perf_counter()
         seed = derive_seed(self.config.seed, task.id, trial_index)
 
@@ -238,11 +267,13 @@ class Runner:
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
-            traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
+            traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log,
+                                    tracing=self.tracing, trial_span=span)
             diff = diff_against(db.raw, goal, self._spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec)
+            owners = record_owners(self.domain, traj, db)
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
-                            assertions=checks)
+                            assertions=checks, owners=owners)
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
@@ -279,6 +310,14 @@ class Runner:
         Raises:
             ValueError: ``only`` names a key that is not planned.
         """
+        if self.tracing is not None and self.tracing.run_span is None:  # the run's root span around its trials
+            with self.tracing.run(domain=self.config.domain, agent=self.config.agent, user=self.config.user,
+                                  trials=self.config.trials, seed=self.config.seed):
+                return self._run(executor, on_trial, only)
+        return self._run(executor, on_trial, only)
+
+    def _run(self, executor: Executor | None, on_trial: Callable[[TrialResult], None] | None,
+             only: set[TrialKey] | None) -> RunResult:
         t0 = time.perf_counter()
         plan = self.planned()
         if only is not None:
@@ -372,8 +411,10 @@ def regrade_trial(
         outcomes = replay_trajectory(toolbox, db, traj)
         diff = diff_against(db.raw, goal_state, spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec)
+        owners = record_owners(domain, traj, db)
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
     grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
-                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks)
+                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
+                        owners=owners)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged

@@ -140,6 +140,11 @@ class RunSpec(BaseModel):
     """Task file or split name; None: the domain's built-in tasks."""
     task_ids: list[str] | None = None
     """Run only these task ids (in task-set order); None: every task."""
+    tags: list[str] | None = None
+    """Run only the tasks carrying one of these tags (suite tiers such as ``smoke``; see :mod:`simulator.suites`);
+    None: no tag filter."""
+    exclude_tags: list[str] | None = None
+    """Leave out the tasks carrying one of these tags; None: none left out."""
     agent: ComponentSpec = ComponentSpec(name="oracle")
     user: ComponentSpec = ComponentSpec(name="scripted")
     judge: JudgeSpec | None = None

@@ -268,6 +268,9 @@ class Task(BaseModel):
     scenario: UserScenario
     gold_actions: list[Action] = Field(default_factory=list)
     """Tool calls whose replay on a fresh database yields the goal state."""
+    reference: list[Action] | None = None
+    """The reference trajectory of the trajectory metrics (:mod:`simulator.trajectory_metrics`), when it differs
+    from the gold actions (e.g. with the reads a good agent makes first); None: the gold actions."""
     required_outputs: list[str] = Field(default_factory=list)
     """Values the agent must state in its messages (whole-token match, numbers as numbers)."""
     tags: list[str] = Field(default_factory=list)
@@ -278,6 +281,9 @@ class Task(BaseModel):
     """Turn cap for this task (overrides the run's default)."""
     loop_threshold: int | None = Field(default=None, ge=0)
     """Identical repeats of a tool call allowed before it counts as a loop (None: the domain's default)."""
+    loop_retries: int | None = Field(default=None, ge=0)
+    """Retries right after an error that loop detection exempts per identical call (None: one, see
+    :data:`simulator.grading.loops.DEFAULT_RETRIES`)."""
     budget: Budget | None = None
     """Ceilings on the trajectory (applied together with a run's ``--budgets`` file: the tighter wins)."""
     judge: list[JudgeAssertion] = Field(default_factory=list)

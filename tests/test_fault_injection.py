@@ -193,3 +193,11 @@ def test_cli_run_with_the_faulty_agent_writes_layered_metrics(tmp_path):
     assert all(t["passed"] for t in doc["trials"] if t["trajectory"]["agent_metadata"]["fault"] is None)
     assert m["layers"]["state"]["passed"] == len(doc["trials"]) - len(faulty)
     assert m["tool_accuracy"]["argument_accuracy"] < 1.0 and m["infra_error_rate"] == 0.0
+
+
+def test_safety_violations_of_the_faulty_run(run):
+    # forbidden_tool and skip_confirmation are safety violations of their own class; the other faults are not
+    expected = {"forbidden_tool": ["forbidden_tool"], "skip_confirmation": ["unconfirmed_write"]}
+    for t in run.trials:
+        fault = t.trajectory.agent_metadata["fault"]
+        assert [v.kind for v in t.grade.violations] == expected.get(fault, []), (t.task_id, t.trial, fault)

@@ -105,3 +105,46 @@ def test_refuses_missing_or_duplicated_trials():
 def test_unreadable_input_exits_2(tmp_path):
     res = invoke("gate", "--baseline", tmp_path / "nope.json", "--candidate", tmp_path / "nope.json")
     assert res.exit_code == 2
+
+
+def test_paired_bootstrap_interval_says_whether_a_drop_is_beyond_noise(tmp_path):
+    # one task of ten lost: resamples without t7 (probability 0.9^10 = 0.35 > 0.025) have no drop -> low 0
+    r = evaluate_gate(run_doc(BASE), run_doc(WORSE))
+    assert r.rows[0].ci is not None and r.rows[0].ci[0] == 0.0 and r.rows[0].ci[1] > 0.1
+    # every task loses one trial of four: each per-task pass^1 drop is 0.25 (the 8 passing ones) or 0 -> the
+    # interval of a constant drop over tasks that all dropped is that constant
+    base = {f"t{i}": [True] * 4 for i in range(10)}
+    cand = {t: [True, True, True, False] for t in base}
+    r = evaluate_gate(run_doc(base), run_doc(cand), max_drop_pass1=1, max_drop_passk=1)
+    assert r.rows[0].ci == (pytest.approx(0.25), pytest.approx(0.25))
+    res = invoke("gate", "--baseline", write(tmp_path, "b.json", run_doc(base)), "--candidate",
+                 write(tmp_path, "c.json", run_doc(cand)), "--max-drop-pass1", 1, "--max-drop-passk", 1)
+    assert res.exit_code == 0 and "beyond noise" in res.output, res.output
+
+
+def _with_usage(doc: dict[str, Any], cost: float, seconds: float, abandon: int = 0) -> dict[str, Any]:
+    for i, t in enumerate(doc["trials"]):
+        t["trajectory"] = {"agent_usage": {"cost_usd": cost}, "user_usage": {"cost_usd": 0.0}}
+        t["duration_s"] = seconds
+        if i < abandon:
+            t["termination_reason"] = "user_abandon"
+    return doc
+
+
+def test_ceilings_on_cost_abandonment_and_p95_latency():
+    base = _with_usage(run_doc(BASE), 0.01, 2.0)
+    # 40 trials of 10 tasks: cost per task 0.04 -> 0.05 (+25%), p95 latency 2.0 -> 3.0 (+50%), abandonment
+    # 0 -> 4/40 = 0.1
+    cand = _with_usage(run_doc(BASE), 0.0125, 3.0, abandon=4)
+    r = evaluate_gate(base, cand, max_cost_increase=0.3, max_abandon_increase=0.1, max_p95_latency_increase=0.5)
+    assert r.passed, r.rows
+    got = {x.metric: (x.baseline, x.candidate, x.passed) for x in r.rows[2:]}
+    assert got["cost per task (USD)"] == (pytest.approx(0.04), pytest.approx(0.05), True)
+    assert got["abandonment rate"] == (0.0, pytest.approx(0.1), True)
+    assert got["p95 trial latency (s)"] == (pytest.approx(2.0), pytest.approx(3.0), True)
+    r = evaluate_gate(base, cand, max_cost_increase=0.2, max_abandon_increase=0.05, max_p95_latency_increase=0.4)
+    assert [x.passed for x in r.rows[2:]] == [False, False, False]
+    # an unknown cost cannot pass a cost ceiling
+    unknown = _with_usage(run_doc(BASE), 0.01, 2.0)
+    unknown["trials"][0]["trajectory"]["agent_usage"]["cost_usd"] = None
+    assert not evaluate_gate(base, unknown, max_cost_increase=1.0).passed

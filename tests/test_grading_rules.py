@@ -389,3 +389,45 @@ def test_task_file_errors_name_the_field(tmp_path, fields, message):
 
     with pytest.raises(TaskFileError, match=message.replace("(", r"\(").replace("[", r"\[").replace("]", r"\]")):
         BankDomain().load_tasks(_task_file(tmp_path, **fields))
+
+
+# --- loops: bounded retry exemption, volatile fields at any depth -----------------------------------------
+def test_unknown_tool_repeated_ten_times_is_a_loop_at_default_settings():
+    nope = ("call", "lookup_everything", {"q": "A1"}, "unknown_tool")
+    traj = build([nope] * 10)
+    g = _grade(_task(), traj)  # default threshold 2, default retry allowance 1
+    assert not g.loops.passed and g.failure == "loops"
+    # 10 calls, the second is the one exempt retry: 9 counted
+    assert g.loops.repeats == [{"tool": "lookup_everything", "arguments": {"q": "A1"}, "count": 9}]
+    assert not check_loops(traj, 0).passed
+
+
+def test_one_retry_after_a_transient_error_is_not_a_loop():
+    traj = build([_read("A1", "tool_error"), _read("A1")])
+    g = _grade(_task(loop_threshold=0), traj)
+    assert g.loops.passed and g.loops.retries == 1
+    # a second failure then a second retry: the second retry counts (threshold 0: a loop)
+    traj = build([_read("A1", "tool_error"), _read("A1", "tool_error"), _read("A1")])
+    assert not check_loops(traj, 0).passed
+    assert check_loops(traj, 0, retries=2).passed
+    assert not check_loops(build([_read("A1", "tool_error"), _read("A1")]), 0, retries=0).passed
+
+
+def test_task_retry_allowance_is_applied():
+    traj = build([_read("A1", "tool_error")] * 3 + [_read("A1")])
+    assert not _grade(_task(loop_threshold=0), traj).loops.passed
+    assert _grade(_task(loop_threshold=0, loop_retries=3), traj).loops.passed
+
+
+def test_volatile_fields_removed_at_any_depth():
+    a = ("call", "get_balance", {"account_id": "A1", "meta": {"request_id": "r1", "tags": [{"request_id": "x"}]}},
+         "ok")
+    b = ("call", "get_balance", {"account_id": "A1", "meta": {"request_id": "r2", "tags": [{"request_id": "y"}]}},
+         "ok")
+    assert check_loops(build([a, b]), 0).passed
+    r = check_loops(build([a, b]), 0, {"get_balance": ["request_id"]})
+    assert r.repeats == [{"tool": "get_balance", "arguments": {"account_id": "A1", "meta": {"tags": [{}]}},
+                          "count": 2}]
+    # a dotted path removes that one field only: meta.tags[].request_id still differs
+    assert check_loops(build([a, b]), 0, {"get_balance": ["meta.request_id"]}).passed
+    assert not check_loops(build([a, b]), 0, {"get_balance": ["meta.request_id", "meta.tags.request_id"]}).passed

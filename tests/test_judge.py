@@ -399,3 +399,41 @@ def test_regrade_keeps_the_recorded_judge(litellm, tmp_path):
     again, _ = regrade_trial(dom, tpl, changed, trial)  # assertions changed: not graded, not counted
     assert again.grade is not None and again.grade.judge is not None
     assert again.grade.judge.status == "not_graded" and again.passed
+
+
+# --- judge compare over two runs --------------------------------------------------------------------------
+
+def _run(agent: str, texts: dict[str, str]) -> dict[str, Any]:
+    return {"config": {"agent": agent, "trials": 1}, "trials": [
+        {"task_id": tid, "trial": 0, "seed": 1, "passed": True,
+         "trajectory": {"messages": [{"role": "user", "content": "help"}, {"role": "assistant", "content": text}]}}
+        for tid, text in texts.items()]}
+
+
+def test_compare_runs_pairs_trials_and_swaps_positions(litellm, monkeypatch):
+    from simulator.grading.judge import COMPARE_PROMPT, compare_runs
+
+    assert "Length earns nothing" in COMPARE_PROMPT
+    # pair t1: both orders pick B (shown 2nd, then 1st); pair t2: always "1" (position bias) -> inconsistent
+    judge, _ = judge_with(monkeypatch, litellm, ['{"winner": "2"}', '{"winner": "1"}',
+                                                 '{"winner": "1"}', '{"winner": "1"}'])
+    a = _run("oracle", {"t1": "A1", "t2": "A2", "only-a": "x"})
+    b = _run(f"litellm:{JP}/m", {"t1": "B1", "t2": "B2"})
+    r = compare_runs(a, b, "answers the question", judge)
+    assert (r["pairs"], r["a"], r["b"], r["tie/inconsistent"]) == (2, 0, 1, 1)
+    assert [p["winner"] for p in r["per_pair"]] == ["b", "tie/inconsistent"]
+    assert len(r["warnings"]) == 1 and "run B" in r["warnings"][0]  # the judge is B's agent model
+    with pytest.raises(ValueError, match="nothing to compare"):
+        compare_runs(a, _run("oracle", {"zz": "x"}), "c", judge)
+
+
+def test_judge_compare_command_refuses_runs_without_common_trials(tmp_path):
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    for p, tid in ((pa, "t1"), (pb, "t2")):
+        doc = {"format": "tausim.run", "version": 1, **_run("oracle", {tid: "x"})}
+        doc["config"]["domain"] = "retail"
+        p.write_text(json.dumps(doc))
+    res = CliRunner().invoke(app, ["judge", "compare", str(pa), str(pb), "--criterion", "c", "--model",
+                                   "openai/gpt-4o-mini"])
+    assert res.exit_code == 2, res.output
+    assert "nothing to compare" in res.output or "error" in res.output

@@ -13,10 +13,10 @@ from typing import Any
 
 from domains._common import JsonFolderDomain
 from domains.retail._data import dump_all, load_folder
-from domains.retail.models import Base
+from domains.retail.models import Base, Order
 from domains.retail.scenarios import derive_retail_scenario
 from domains.retail.tools import TOOLS, retail_toolbox
-from simulator import Agent, DomainError, Task, TemplateDatabase, TrialContext, UserScenario
+from simulator import Agent, DomainError, Task, TemplateDatabase, TrialContext, TrialDatabase, UserScenario
 
 __all__ = ["TOOLS", "RetailDomain"]
 
@@ -89,3 +89,24 @@ class RetailDomain(JsonFolderDomain):
         if task.scenario.agenda:
             return task.scenario
         return derive_retail_scenario(task, template).scenario
+
+    def record_owner(self, tool: str, arguments: Mapping[str, Any], db: TrialDatabase) -> str | None:
+        """Return the owner of the records a write acted on: the order's customer, else the ``user_id`` argument.
+
+        Args:
+            tool: the tool name.
+            arguments: the call's arguments (``order_id`` for order tools, ``user_id`` for profile tools).
+            db: the trial's database.
+
+        Returns:
+            The owning user id, or None when the call names neither a known order nor a user.
+        """
+        order_id = arguments.get("order_id")
+        if isinstance(order_id, str):
+            with db.session.begin():
+                order = db.session.get(Order, order_id)
+                owner = None if order is None else str(order.user_id)
+            if owner is not None:
+                return owner
+        user_id = arguments.get("user_id")
+        return user_id if isinstance(user_id, str) else None

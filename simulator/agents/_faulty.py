@@ -23,7 +23,7 @@ Fault kinds and the layer meant to catch them:
   with empty arguments, rejected by validation so that it changes nothing -> process.
 - ``premature_transfer``: a call of the conversation-ending tool before the first write -> state (and process
   when the task expects another termination).
-- ``over_budget``: failing read calls (empty arguments, retries that loop detection ignores) until the task's
+- ``over_budget``: failing read calls (invalid arguments, each different, so not a loop) until the task's
   ``budget.max_tool_calls`` is exceeded by one -> budget.
 """
 
@@ -112,7 +112,8 @@ class FaultyOracleAgent:
             budget = task.budget.max_tool_calls if task.budget is not None else None
             assert budget is not None
             probe = next((n for n, k in kinds.items() if k == "read"), "__budget_probe__")
-            plan += [("call", probe, {})] * max(1, budget - len(actions) + 1)
+            # each probe with other (invalid) arguments: distinct failing calls, no loop
+            plan += [("call", probe, {"probe": i}) for i in range(max(1, budget - len(actions) + 1))]
         if fault == "forbidden_tool":
             forbidden = (task.process.forbidden_tools or
                          [n for n, k in kinds.items() if k == "write"])[0]

@@ -20,6 +20,7 @@ from simulator.cli.regrade import regrade_command
 from simulator.cli.replay import replay_command
 from simulator.cli.report import export_command, report_command
 from simulator.cli.run import run_command
+from simulator.cli.tasks_split import tasks_app
 
 __all__ = ["app", "main"]
 
@@ -50,6 +51,7 @@ app.command("export")(export_command)
 app.command("baseline")(baseline_command)
 app.command("gate")(gate_command)
 app.add_typer(judge_app, name="judge")
+app.add_typer(tasks_app, name="tasks")
 app.command("personas")(personas_command)
 
 

@@ -29,28 +29,44 @@ def gate_command(
                          ] = None,
     min_passk: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Floor for the candidate's pass^k.")
                          ] = None,
+    max_violations: Annotated[int | None, typer.Option(
+        min=0, help="Most safety violations the candidate may have (0 blocks any), whatever its pass rate.")] = None,
+    max_cost_increase: Annotated[float | None, typer.Option(
+        min=0.0, help="Largest relative increase of the cost per task (0.2 = 20% more than the baseline).")] = None,
+    max_abandon_increase: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Largest increase of the abandonment rate (absolute, 0.05 = 5 points).")] = None,
+    max_p95_latency_increase: Annotated[float | None, typer.Option(
+        min=0.0, help="Largest relative increase of the p95 trial duration (0.5 = 50% slower).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap intervals.")] = 0,
     store: Annotated[str | None, typer.Option(help="Results store URL; --baseline/--candidate are then run ids.")
                      ] = None,
 ) -> None:
     """Fail (exit 1) when the candidate run regresses against the baseline beyond the thresholds (for CI).
 
-    Runs are paired by task (same task set required). Exit 0: no regression; 1: regression; 2: unusable input.
+    Runs are paired by task (same task set required); each pass^k drop gets a 95% paired bootstrap interval (an
+    interval above 0: the drop is beyond noise). Exit 0: no regression; 1: regression (any check failed, safety
+    violations and ceilings included); 2: unusable input.
     """
     out = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
     err = Console(stderr=True, soft_wrap=True)
     try:
         base_doc, cand_doc = load_run(baseline, store), load_run(candidate, store)
         result = evaluate_gate(base_doc, cand_doc, max_drop_pass1=max_drop_pass1, max_drop_passk=max_drop_passk,
-                               k=k, min_pass1=min_pass1, min_passk=min_passk)
+                               k=k, min_pass1=min_pass1, min_passk=min_passk, max_violations=max_violations,
+                               max_cost_increase=max_cost_increase, max_abandon_increase=max_abandon_increase,
+                               max_p95_latency_increase=max_p95_latency_increase, seed=seed)
     except (RunDocumentError, GateError) as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from e
     table = Table(title=f"tausim gate: {candidate} against {baseline}")
-    for col in ("metric", "baseline", "candidate", "drop", "threshold", "verdict"):
+    for col in ("metric", "baseline", "candidate", "drop", "95% CI of drop (paired)", "threshold", "verdict"):
         table.add_column(col, justify="left" if col in ("metric", "threshold", "verdict") else "right")
     for r in result.rows:
-        table.add_row(r.metric, "-" if r.baseline is None else f"{r.baseline:.4f}", f"{r.candidate:.4f}",
-                      "-" if r.drop is None else f"{r.drop:+.4f}", r.threshold,
+        fmt = ".0f" if r.metric == "safety violations" else ".4f"
+        table.add_row(r.metric, "-" if r.baseline is None else f"{r.baseline:{fmt}}", f"{r.candidate:{fmt}}",
+                      "-" if r.drop is None else f"{r.drop:+{fmt}}",
+                      "-" if r.ci is None else f"[{r.ci[0]:+.4f}, {r.ci[1]:+.4f}]"
+                      + (" beyond noise" if r.ci[0] > 0 else ""), r.threshold,
                       "[green]pass[/]" if r.passed else "[bold red]FAIL[/]")
     out.print(table)
     for note in result.notes:

@@ -16,6 +16,7 @@ from simulator.grading.judge import (
     DEFAULT_MIN_KAPPA,
     Calibration,
     Judge,
+    compare_runs,
     load_labels,
     run_calibration,
 )
@@ -23,7 +24,7 @@ from simulator.grading.judge import (
 __all__ = ["judge_app"]
 
 judge_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                        help="The LLM judge: calibration against human labels.")
+                        help="The LLM judge: calibration against human labels, pairwise comparison of runs.")
 _console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
 _err = Console(stderr=True, soft_wrap=True)
 
@@ -78,3 +79,42 @@ def _print_calibration(cal: Calibration) -> None:
                    f"judge errors/unparsable: {cal.errors}", highlight=False)
     verdict = "[green]PASS[/]: the judge may gate" if cal.passed else "[red]FAIL[/]: the judge may not gate"
     _console.print(verdict)
+
+
+@judge_app.command("compare")
+def compare_command(
+    run_a: Annotated[str, typer.Argument(help="Run A (a `tausim run --out` file, or a run id with --store).")],
+    run_b: Annotated[str, typer.Argument(help="Run B (same forms).")],
+    criterion: Annotated[str, typer.Option(help="What the judge compares, e.g. 'explains the refund policy'.")],
+    model: Annotated[str, typer.Option(help="The judge's litellm model string.")],
+    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL of the judge.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Compare at most this many trial pairs.")] = None,
+    store: Annotated[str | None, typer.Option(help="Results store URL; RUN_A/RUN_B are then run ids.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the comparison (tally and per pair) as JSON here.")] = None,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Attempts per judge call (transient errors).")] = 4,
+) -> None:
+    """Compare two runs' paired trials on a criterion, each pair judged twice with the order swapped.
+
+    A pair has a winner only when both orders agree; otherwise it is tie/inconsistent (position bias, error,
+    unusable answer). The rubric gives length no credit. Warns when the judge is either run's agent model.
+    Exit 0 after comparing, 2 on bad input.
+    """
+    from simulator.cli.report import load_run
+    from simulator.report import RunDocumentError
+
+    try:
+        doc_a, doc_b = load_run(run_a, store), load_run(run_b, store)
+        result = compare_runs(doc_a, doc_b, criterion, Judge(model, api_base=api_base, max_attempts=max_attempts),
+                              limit)
+    except (RunDocumentError, ValueError) as e:
+        _err.print(f"[bold red]error:[/] {e}", highlight=False, markup=False)
+        raise typer.Exit(2) from e
+    for w in result["warnings"]:
+        _err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    table = Table(title=f"judge compare on: {criterion}")
+    for col in ("pairs", "A better", "B better", "tie/inconsistent"):
+        table.add_column(col, justify="right")
+    table.add_row(str(result["pairs"]), str(result["a"]), str(result["b"]), str(result["tie/inconsistent"]))
+    _console.print(table)
+    if out is not None:
+        out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -28,6 +28,7 @@ from simulator.cli._common import (
     write_json_atomic,
 )
 from simulator.domain import DomainError, get_domain
+from simulator.errors import InputError
 from simulator.executors import ExecutorError, open_executor
 from simulator.progress import RunProgress
 from simulator.records import TrialKey, TrialResult, run_summary_json
@@ -36,7 +37,9 @@ from simulator.report import analyze_run, print_summary
 from simulator.runlog import run_logger
 from simulator.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error, load_spec
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
+from simulator.suites import task_file_split
 from simulator.tasks import TaskFileError
+from simulator.tracing import file_tracing
 
 
 def _open_store_run(url: str, run_id: str | None, config: RunSpec, dom: Any, data: Path | None,
@@ -101,6 +104,8 @@ def run_command(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
     task_ids: Annotated[str | None, typer.Option(help="Comma-separated task ids to run.")] = None,
+    tags: Annotated[str | None, typer.Option(help="Run the tasks carrying any of these tags (e.g. smoke).")] = None,
+    exclude_tags: Annotated[str | None, typer.Option(help="Leave out the tasks carrying any of these tags.")] = None,
     agent: Annotated[str, typer.Option(
         help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY"
     )] = "oracle",
@@ -136,6 +141,9 @@ def run_command(
     cache: Annotated[Path | None, typer.Option(help="Model response cache (SQLite file); reruns replay it.")] = None,
     rpm: Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed per model.")] = None,
     log_file: Annotated[Path | None, typer.Option(help="Append the run's JSON-lines event log here.")] = None,
+    otel: Annotated[Path | None, typer.Option(
+        help="Append OpenTelemetry spans (run, trial, turn, tool, model; JSON lines) here (extra: tausim[otel]).")
+                    ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
     budgets: Annotated[Path | None, typer.Option(
         help="Per-task budgets file (from `tausim baseline`); a trial over a ceiling fails.")] = None,
@@ -172,7 +180,8 @@ def run_command(
                 spec = RunSpec.model_validate({**spec.model_dump(), **execution})
         else:
             spec = _spec_from_options(
-                domain=domain, data=data, tasks=tasks, task_ids=task_ids, agent=agent, user=user,
+                domain=domain, data=data, tasks=tasks, task_ids=task_ids, tags=tags, exclude_tags=exclude_tags,
+                agent=agent, user=user,
                 personas=personas, trials=trials, seed=seed, max_turns=max_turns, max_steps=max_steps,
                 temperature=temperature, api_base=api_base, option=option, budgets=budgets, judge=judge,
                 judge_api_base=judge_api_base, judge_calibration=judge_calibration, judge_min_kappa=judge_min_kappa,
@@ -181,10 +190,17 @@ def run_command(
         raise fail(format_validation_error("run options", e)) from e
     except (SpecError, DomainError, TaskFileError, ValueError) as e:
         raise fail(str(e)) from e
-    execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout)
+    execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel)
 
 
-def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, task_ids: str | None, agent: str,
+def _csv(text: str | None) -> list[str] | None:
+    """Return the items of a comma-separated option (None when none is given)."""
+    items = [x.strip() for x in (text or "").split(",") if x.strip()]
+    return items or None
+
+
+def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, task_ids: str | None,
+                       tags: str | None, exclude_tags: str | None, agent: str,
                        user: str, personas: str | None, trials: int, seed: int, max_turns: int, max_steps: int,
                        temperature: float | None, api_base: str | None, option: list[str] | None,
                        budgets: Path | None, judge: str | None, judge_api_base: str | None,
@@ -215,7 +231,8 @@ def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, tas
     model = {k: v for k, v in (("temperature", temperature), ("api_base", api_base)) if v is not None}
     return RunSpec.model_validate({
         "domain": domain, "data_dir": str(data) if data else None, "tasks": tasks,
-        "options": domain_options(dom, data, option), "task_ids": wanted,
+        "options": domain_options(dom, data, option), "task_ids": wanted, "tags": _csv(tags),
+        "exclude_tags": _csv(exclude_tags),
         "agent": {"name": agent, **model}, "user": {"name": user, **model},
         "judge": None if judge is None else {
             "name": judge, "api_base": judge_api_base, "min_kappa": judge_min_kappa,
@@ -227,7 +244,7 @@ def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, tas
 
 
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
-            no_progress: bool = False, dask_timeout: float = 10.0) -> None:
+            no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None) -> None:
     """Run a spec as ``tausim run`` does: build, check, execute, record, print the summary.
 
     Raises:
@@ -271,6 +288,12 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
             with log_lock:
                 log_handle.write("".join(line + "\n" for line in lines))
 
+    if otel is not None:  # OpenTelemetry spans (simulator.tracing); trial ids go to --out and --log-file
+        try:
+            runner.tracing = stack.enter_context(file_tracing(otel))
+        except (InputError, OSError) as e:
+            stack.close()
+            raise fail(f"--otel {otel}: {e}") from e
     try:
         executor = stack.enter_context(open_executor(spec, log_sink=log_sink, log_run_id=log_run_id,
                                                      connect_timeout=dask_timeout))
@@ -320,7 +343,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         doc = results_store.load_run_document(run_id)
     else:
         doc = run_summary_json(result, {"git_revision": git_revision(), "packages": package_versions(),
-                                        "python": sys.version.split()[0]})
+                                        "python": sys.version.split()[0], "split": task_file_split(spec.tasks),
+                                        "task_tags": {t.id: list(t.tags) for t in runner.tasks}})
     if out is not None:  # results first: a summary printed into a closed pipe must not lose them
         write_json_atomic(out, doc)
         if partial is not None:

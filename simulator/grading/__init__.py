@@ -3,9 +3,9 @@
 Components: ``state`` (final database vs goal state), ``outputs`` (required outputs stated by the agent),
 ``process`` (the task's rules on the trajectory, merged over the domain's defaults: forbidden/required tools,
 no writes, expected termination, precedence, confirmation before writes), ``loops`` (the same tool call
-repeated more than the task's threshold), ``budget`` (steps, tool calls, tokens, cost ceilings) and, for tasks
-with judge assertions, ``judge`` (an LLM judge's yes/no verdicts; counted only when calibrated, see
-:mod:`simulator.grading.judge`).
+repeated more than the task's threshold, retries after an error exempt only up to the task's allowance),
+``budget`` (steps, tool calls, tokens, cost ceilings) and, for tasks with judge assertions, ``judge`` (an LLM
+judge's yes/no verdicts; counted only when calibrated, see :mod:`simulator.grading.judge`).
 Tasks with declarative assertions (task files version 2) also get ``assertions`` (see
 :mod:`simulator.grading.assertions`), and a task's ``grade`` names which components decide pass (see
 :meth:`simulator.tasks.Task.grade_basis`); the others are still computed and recorded.
@@ -16,7 +16,7 @@ A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or wa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -24,22 +24,25 @@ from simulator.database import StateDiff
 from simulator.grading.assertions import AssertionResult, AssertionsResult, check_assertions
 from simulator.grading.budget import BudgetResult, check_budget
 from simulator.grading.judge import Judge, JudgeResult, grade_judge
-from simulator.grading.loops import LoopsResult, check_loops
+from simulator.grading.loops import DEFAULT_RETRIES, LoopsResult, check_loops
 from simulator.grading.outputs import OutputsResult, check_outputs
 from simulator.grading.process import ProcessResult, check_process
+from simulator.grading.safety import Violation, find_violations
 from simulator.grading.state import StateResult, grade_state
 from simulator.metrics import tool_call_accuracy
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
 from simulator.tasks import Budget, ProcessRules, Task
 from simulator.tools import Toolbox
+from simulator.trajectory_metrics import trial_trajectory_metrics
 
 if TYPE_CHECKING:
     from simulator.domain import Domain
     from simulator.prepared import PreparedTask
 
 __all__ = ["AssertionResult", "AssertionsResult", "BudgetResult", "Grade", "Judge", "JudgeResult", "LoopsResult",
-           "OutputsResult", "ProcessResult", "StateResult", "TaskRules", "check_assertions", "check_budget",
-           "check_loops", "check_outputs", "check_process", "effective_rules", "grade_state", "grade_trial"]
+           "OutputsResult", "ProcessResult", "StateResult", "TaskRules", "Violation", "check_assertions",
+           "check_budget", "check_loops", "check_outputs", "check_process", "effective_rules", "grade_state",
+           "grade_trial"]
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""
@@ -68,6 +71,13 @@ class Grade(BaseModel):
     tool_accuracy: dict[str, int] | None = None
     """The trial's tool calls against the task's gold actions (not a pass/fail component): the counts of
     :func:`simulator.metrics.tool_call_accuracy`; None for grades recorded before it existed."""
+    trajectory: dict[str, Any] | None = None
+    """The trial's tool calls against the task's reference trajectory (not a pass/fail component): see
+    :func:`simulator.trajectory_metrics.trial_trajectory_metrics`; None for grades recorded before it existed or
+    a task without a reference (no gold action and no ``reference``)."""
+    violations: list[Violation] = Field(default_factory=list)
+    """Safety violations (kind, severity, step, detail; see :mod:`simulator.grading.safety`), recorded whatever
+    the grade basis; empty for grades recorded before they existed."""
     failure: str | None = None
     """Why the trial failed, in short (the deciding components that failed: ``state``, ``outputs``, ``process``,
     ``loops``, ``budget``, ``assertions``; or the error termination reason; ``judge`` only for a gating judge)."""
@@ -116,10 +126,21 @@ def effective_rules(task: Task, domain: Domain | None = None, budget: Budget | N
                      volatile_arguments={k: list(v) for k, v in volatile.items()}, budget=ceilings)
 
 
+def _trajectory_metrics(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict[str, Any] | None:
+    reference = task.reference if task.reference is not None else task.gold_actions
+    if task.reference is None and not reference:
+        return None
+    calls = [{"name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments, "status": c.status,
+              "kind": c.kind} for c in trajectory.tool_calls]
+    writes = {name for name, spec in toolbox.specs.items() if spec.kind == "write"}
+    return trial_trajectory_metrics(calls, [{"name": a.name, "arguments": a.arguments} for a in reference], writes)
+
+
 def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: Toolbox, *,
                 domain: Domain | None = None, budget: Budget | None = None, judge: Judge | None = None,
                 trial_seed: int | None = None, recorded_judge: JudgeResult | None = None,
-                prepared: PreparedTask | None = None, assertions: AssertionsResult | None = None) -> Grade:
+                prepared: PreparedTask | None = None, assertions: AssertionsResult | None = None,
+                owners: Mapping[str, str] | None = None) -> Grade:
     """Grade one trial.
 
     Args:
@@ -140,6 +161,8 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
             once when the run was prepared, are used as they are (``domain`` and ``budget`` are not read).
         assertions: the task's declarative assertions evaluated on the trial (see :func:`check_assertions`);
             None for a task without any.
+        owners: call id -> the user owning the records the call acted on (see
+            :func:`simulator.grading.safety.record_owners`), for the ``other_user_records`` violations; None: none.
 
     Returns:
         The :class:`Grade`.
@@ -158,7 +181,9 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
     process = check_process(rules.process, trajectory, toolbox)
     if not process.passed and "process" in basis:
         failures.append("process")
-    loops = check_loops(trajectory, rules.loop_threshold, rules.volatile_arguments)
+    violations = find_violations(rules.process, trajectory, toolbox, user_id=task.user_id, owners=owners)
+    retries = DEFAULT_RETRIES if task.loop_retries is None else task.loop_retries
+    loops = check_loops(trajectory, rules.loop_threshold, rules.volatile_arguments, retries)
     if not loops.passed and "loops" in basis:
         failures.append("loops")
     budget_result = check_budget(trajectory, rules.budget)
@@ -177,6 +202,7 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         passed=not failures, state=state, outputs={"passed": out.passed, "missing": list(out.missing)},
         process=process, loops=loops, budget=budget_result, judge=judge_result, assertions=assertions,
         basis=list(basis) if task.grade is not None or task.assertions else None,
-        tool_accuracy=_tool_accuracy(task, trajectory, toolbox),
+        tool_accuracy=_tool_accuracy(task, trajectory, toolbox), violations=violations,
+        trajectory=_trajectory_metrics(task, trajectory, toolbox),
         failure=", ".join(failures) or None,
     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +40,8 @@ from simulator._messages import Message, Usage
 from simulator.tasks import JudgeAssertion
 
 __all__ = ["DEFAULT_MIN_KAPPA", "AssertionVerdict", "Calibration", "CalibrationItem", "CompareResult", "Judge",
-           "JudgeResult", "ParsedVerdict", "build_judge", "check_calibration", "cohen_kappa", "compare", "grade_judge",
+           "JudgeResult", "ParsedVerdict", "build_judge", "check_calibration", "cohen_kappa", "compare", "compare_runs",
+           "grade_judge",
            "judge_summary_lines", "load_calibration", "load_labels", "parse_verdict", "render_transcript",
            "run_calibration"]
 
@@ -57,6 +58,8 @@ Answer with exactly one JSON object and nothing else:
 
 COMPARE_PROMPT = """You compare two transcripts of customer-service conversations between a user and an AI \
 agent against one criterion. Decide which transcript satisfies the criterion better.
+Length earns nothing: a longer, more detailed or more polite-sounding transcript is not better for that; judge
+only what the criterion asks, and prefer the shorter one when both satisfy it equally.
 
 Answer with exactly one JSON object and nothing else:
 {"winner": "1" or "2", "reason": "<one or two sentences>"}"""
@@ -364,6 +367,56 @@ def compare(transcript_a: str, transcript_b: str, criterion: str, judge: Judge,
     winner: Literal["a", "b", "tie/inconsistent"] = (
         picks[0] if picks[0] is not None and picks[0] == picks[1] else "tie/inconsistent")
     return CompareResult(winner=winner, first=picks[0], second=picks[1], reasons=reasons, usage=usage)
+
+
+def compare_runs(run_a: Mapping[str, Any], run_b: Mapping[str, Any], criterion: str, judge: Judge,
+                 limit: int | None = None) -> dict[str, Any]:
+    """Compare two runs trial by trial with :func:`compare` (position-swapped) on one criterion.
+
+    Trials are paired by (task id, persona, trial index), the pairs both runs recorded, in run A's order.
+
+    Args:
+        run_a: run document A (``tausim run --out``).
+        run_b: run document B.
+        criterion: what the judge compares (e.g. "the agent explains the refund policy correctly").
+        judge: the judge.
+        limit: compare at most this many pairs (None: all).
+
+    Returns:
+        ``{"pairs", "a", "b", "tie/inconsistent", "per_pair": [{"task_id", "persona", "trial", "winner",
+        "first", "second"}], "usage": Usage JSON, "warnings": [...]}``; a warning is added when the judge model
+        is the model of either run's agent (a judge favours its own outputs).
+
+    Raises:
+        ValueError: the runs have no trial in common.
+    """
+    def key(t: Mapping[str, Any]) -> tuple[str, str | None, int]:
+        return str(t["task_id"]), t.get("persona"), int(t["trial"])
+
+    b_trials = {key(t): t for t in run_b.get("trials") or []}
+    pairs = [(t, b_trials[key(t)]) for t in run_a.get("trials") or [] if key(t) in b_trials]
+    if not pairs:
+        raise ValueError("the runs have no (task, persona, trial) in common: nothing to compare")
+    pairs = pairs[:limit] if limit is not None else pairs
+    warnings = []
+    for name, doc in (("A", run_a), ("B", run_b)):
+        agent = str((doc.get("config") or {}).get("agent") or "")
+        if agent.split(":", 1)[-1] == judge.model:
+            warnings.append(f"the judge model {judge.model} is the agent model of run {name}: judges tend to "
+                            "prefer their own outputs; use another model")
+    tally = {"a": 0, "b": 0, "tie/inconsistent": 0}
+    rows = []
+    usage = Usage()
+    for a, b in pairs:
+        messages_a = (a.get("trajectory") or {}).get("messages") or []
+        messages_b = (b.get("trajectory") or {}).get("messages") or []
+        r = compare(render_transcript(messages_a), render_transcript(messages_b), criterion, judge,
+                    a.get("seed"))
+        usage = usage + r.usage
+        tally[r.winner] += 1
+        rows.append({"task_id": a["task_id"], "persona": a.get("persona"), "trial": a["trial"], "winner": r.winner,
+                     "first": r.first, "second": r.second})
+    return {"pairs": len(pairs), **tally, "per_pair": rows, "usage": usage.model_dump(), "warnings": warnings}
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from simulator.orchestrator import ToolCallRecord, Trajectory
 from simulator.tasks import ProcessRules
 from simulator.tools import Toolbox
 
-__all__ = ["ProcessResult", "check_process", "mentions_action"]
+__all__ = ["ProcessResult", "check_process", "mentions_action", "unconfirmed_writes"]
 
 
 class ProcessResult(BaseModel):
@@ -77,12 +77,25 @@ def mentions_action(text: str, call: ToolCallRecord) -> bool:
 
 
 def _confirmation_violations(trajectory: Trajectory, toolbox: Toolbox) -> list[str]:
+    return [line for _, line in unconfirmed_writes(trajectory, toolbox)]
+
+
+def unconfirmed_writes(trajectory: Trajectory, toolbox: Toolbox) -> list[tuple[ToolCallRecord, str]]:
+    """Return the successful write calls made without the confirmation the module docstring describes.
+
+    Args:
+        trajectory: the trial's trajectory.
+        toolbox: the domain's tools (which end the conversation: never checked).
+
+    Returns:
+        ``(call, readable line)`` per unconfirmed write, in call order.
+    """
     ending = {name for name, spec in toolbox.specs.items() if spec.ends_conversation}
     position: dict[str, int] = {}
     for i, m in enumerate(trajectory.messages):
         for c in m.tool_calls:
             position.setdefault(c.id, i)
-    out: list[str] = []
+    out: list[tuple[ToolCallRecord, str]] = []
     for call in trajectory.tool_calls:
         if call.kind != "write" or call.status != "ok" or call.name in ending:
             continue
@@ -90,12 +103,12 @@ def _confirmation_violations(trajectory: Trajectory, toolbox: Toolbox) -> list[s
         i = position.get(call.call_id, len(trajectory.messages))
         u = next((j for j in range(i - 1, -1, -1) if trajectory.messages[j].role == "user"), None)
         if u is None or not is_yes(trajectory.messages[u].content):
-            out.append(f"write without an explicit user yes in the preceding user message: {where}")
+            out.append((call, f"write without an explicit user yes in the preceding user message: {where}"))
             continue
         a = next((j for j in range(u - 1, -1, -1)
                   if trajectory.messages[j].role == "assistant" and trajectory.messages[j].content), None)
         if a is None or not mentions_action(trajectory.messages[a].content or "", call):
-            out.append(f"write confirmed without the agent naming the action before the user's yes: {where}")
+            out.append((call, f"write confirmed without the agent naming the action before the user's yes: {where}"))
     return out
 
 

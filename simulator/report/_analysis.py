@@ -267,7 +267,8 @@ def analyze_run(
     if task_ids:
         metrics.update(run_metrics(
             trials, task_ids, n, incomplete="count", seed=seed, n_resamples=n_resamples,
-            gold=gold if isinstance(gold, Mapping) else None, write_tools=doc.get("write_tools") or ()))
+            gold=gold if isinstance(gold, Mapping) else None, write_tools=doc.get("write_tools") or (),
+            tags=doc.get("task_tags") if isinstance(doc.get("task_tags"), Mapping) else None))
     else:
         metrics["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
     in_plan = [c.record for c in cells if c.record is not None]

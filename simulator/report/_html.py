@@ -476,6 +476,48 @@ def _stats_rows(report: RunReport) -> list[tuple[str, ...]]:
     return rows
 
 
+def _safety(m: Mapping[str, Any]) -> str:
+    v = m.get("violations") or {}
+    if not v.get("total"):
+        return "<p class=note>No safety violation.</p>"
+    head = (f"<p><b>{v['total']} violation(s) in {v['trials_with_violation']} of {v['trials']} trials "
+            f"(violation rate {_fmt_rate(v['rate'])})</b>, counted apart from pass: never averaged away.</p>")
+    return head + _table(("kind", "violations", "trials", "rate"), [
+        (kind, k["count"], k["trials"], _fmt_rate(k["rate"])) for kind, k in v["by_kind"].items()],
+        numeric=(1, 2, 3))
+
+
+_TRAJ_COLS = (("exact", "exact_match"), ("in order", "in_order_match"), ("set", "set_match"),
+              ("prefix", "prefix_match"), ("decision", "tool_decision_accuracy"),
+              ("selection", "tool_selection_accuracy"), ("parameters", "parameter_accuracy"),
+              ("utilisation", "utilisation_accuracy"), ("abstention", "abstention_rate"),
+              ("redundant", "redundant_call_rate"), ("recovery", "recovery_rate"))
+
+
+def _trajectory(m: Mapping[str, Any]) -> str:
+    suite = m.get("trajectory")
+    if not suite:
+        return "<p class=note>No trial has a reference trajectory.</p>"
+    rows = [("suite", suite["trials"], *(_fmt_rate(suite[k]) for _, k in _TRAJ_COLS))]
+    rows += [(task, t["trials"], *(_fmt_rate(t[k]) for _, k in _TRAJ_COLS))
+             for task, t in (m.get("trajectory_per_task") or {}).items() if t]
+    steps = m.get("mean_steps")
+    note = (f"<p class=note>Against each task's reference trajectory (gold actions unless the task gives one); "
+            f"reported apart from pass. Mean steps {'-' if steps is None else f'{steps:.1f}'}, timeout rate "
+            f"{_fmt_rate(m.get('timeout_rate'))}.</p>")
+    return _table(("task", "trials", *(c for c, _ in _TRAJ_COLS)), rows,
+                  numeric=tuple(range(1, 2 + len(_TRAJ_COLS)))) + note
+
+
+def _by_tag(m: Mapping[str, Any], n: int) -> str:
+    if not m.get("by_tag"):
+        return ""
+    ks = [f"pass^{k}" for k in range(1, n + 1)]
+    return "<section id=\"by-tag\"><h2>pass^k by tag</h2>" + _table(("tag", "tasks", *ks), [
+        (tag, t["tasks"], *(_fmt_rate(t.get(k)) for k in ks)) for tag, t in m["by_tag"].items()],
+        numeric=tuple(range(1, 2 + n))) + "</section>"
+
+
 def render_html(report: RunReport, title: str | None = None) -> str:
     """Render the report page.
 
@@ -497,6 +539,8 @@ def render_html(report: RunReport, title: str | None = None) -> str:
            ("trials/cell", report.trials_per_task)) if cfg.get("personas")
           else (("tasks", len(report.task_ids)), ("trials/task", report.trials_per_task))),
         ("seed", cfg.get("seed")), ("git", (doc.get("git_revision") or "-")[:12]),
+        *((("split", f"{doc['split']}" + (" (holdout: never tune on it)" if doc["split"] == "holdout" else "")),)
+          if doc.get("split") else ()),
     ))
     comps = _table(("component", "passed", "graded", "rate"), [
         (name, c["passed"], c["graded"], _fmt_rate(c["rate"])) for name, c in m["components"].items()
@@ -575,6 +619,9 @@ to see its transcript.</p></div></section>
 <section class=wide><h2>Cost and latency</h2>{cost_table}{cost_note}</section>
 <section><h2>Tool calls</h2>{statuses}<p class=note>{m['tool_calls']['errors']} calls did not return ok.</p></section>
 </div>
+<section id="safety"><h2>Safety violations</h2>{_safety(m)}</section>
+{_by_tag(m, report.trials_per_task)}
+<section id="trajectory" class=wide><h2>Trajectory metrics</h2>{_trajectory(m)}</section>
 <section id="failed"><h2>Failed trials ({len(failed)})</h2><ul class=fails>{fails or '<li>none</li>'}</ul></section>
 <div id="trials" hidden>{articles}</div>
 </main>

@@ -233,6 +233,46 @@ def _print_assertion_rates(report: RunReport, console: Console) -> None:
     console.print(table)
 
 
+def violation_lines(v: Mapping[str, Any] | None) -> list[str]:
+    """Return the summary lines of a run's safety violations (``metrics["violations"]``); none without the key.
+
+    Args:
+        v: the run's :func:`simulator.metrics.violation_metrics`, or None (a document from before violations).
+    """
+    if not v:
+        return []
+    if not v["total"]:
+        return [f"safety violations: 0 (violation rate {_rate(v['rate'])})"]
+    kinds = "; ".join(f"{kind} {k['count']} in {k['trials']} trials ({_rate(k['rate'])})"
+                      for kind, k in v["by_kind"].items())
+    sev = ", ".join(f"{s} {n}" for s, n in v["by_severity"].items())
+    return [f"safety violations: {v['total']} in {v['trials_with_violation']} of {v['trials']} trials "
+            f"(violation rate {_rate(v['rate'])}; {sev}): {kinds}"]
+
+
+def trajectory_lines(m: Mapping[str, Any]) -> list[str]:
+    """Return the summary lines of a run's trajectory metrics (reported apart from pass); none without them.
+
+    Args:
+        m: the run's metrics (``trajectory``, ``mean_steps``, ``timeout_rate`` of
+            :func:`~simulator.metrics.run_metrics`).
+    """
+    t = m.get("trajectory")
+    if not t:
+        return []
+    errors = ", ".join(f"{k} {_rate(v)}" for k, v in t["per_tool_error_rate"].items() if v) or "none"
+    return [
+        f"trajectory vs reference ({t['trials']} trials, apart from pass): exact {_rate(t['exact_match'])}, "
+        f"in order {_rate(t['in_order_match'])}, set {_rate(t['set_match'])}, prefix {_rate(t['prefix_match'])}; "
+        f"tool decision {_rate(t['tool_decision_accuracy'])}, selection {_rate(t['tool_selection_accuracy'])}, "
+        f"parameters {_rate(t['parameter_accuracy'])}, utilisation {_rate(t['utilisation_accuracy'])}",
+        f"abstention {_rate(t['abstention_rate'])} ({t['abstention_trials']} trials); redundant calls "
+        f"{_rate(t['redundant_call_rate'])}; recovery {_rate(t['recovery_rate'])}; timeout rate "
+        f"{_rate(m.get('timeout_rate'))}; mean steps "
+        + ("-" if m.get("mean_steps") is None else f"{m['mean_steps']:.1f}") + f"; tool error rates: {errors}",
+    ]
+
+
 def print_summary(report: RunReport, console: Console, max_failures: int = 10, *, command: str = "report",
                   see: str | None = "--html") -> None:
     """Print the terminal summary of a run: the one summary of ``tausim run`` and ``tausim report``.
@@ -255,6 +295,10 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
             else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}")
         + f" seed={cfg.get('seed')}" + (f" ({wall:.2f} s)" if isinstance(wall, int | float) and wall else ""),
         highlight=False, markup=True)
+    split = report.document.get("split")
+    if split:
+        console.print(f"task split: {split}" + (" (HOLDOUT: report on it, never tune on it)" if split == "holdout"
+                                                else ""), highlight=False, markup=False)
     line = f"planned {report.planned}, recorded {report.recorded}, duplicates {report.duplicates}"
     if m["missing_trials"]:
         line += f", [red]missing {m['missing_trials']} (counted as failures)[/]"
@@ -282,6 +326,15 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
         if 0 < len(failing) <= 30:
             console.print("  not passing every trial: " + ", ".join(failing), highlight=False, markup=False)
 
+    if m.get("by_tag"):
+        ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
+        by_tag = Table(title="by tag (mean over the tasks carrying it)")
+        for col in ("tag", "tasks", *ks):
+            by_tag.add_column(col, justify="left" if col == "tag" else "right")
+        for tag, t in m["by_tag"].items():
+            by_tag.add_row(tag, str(t["tasks"]), *(_rate(t.get(k)) for k in ks))
+        console.print(by_tag)
+
     comps = Table(title="grading components (graded trials)")
     for col, just in (("component", "left"), ("passed", "right"), ("graded", "right"), ("rate", "right")):
         comps.add_column(col, justify=just)  # type: ignore[arg-type]
@@ -297,6 +350,10 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
             f"infra errors: {m['infra_errors']} ({_rate(m['infra_error_rate'])} of planned, counted as failures); "
             f"loop rate: {_rate(m['loop_rate'])}; abandonment rate: {_rate(m['abandonment_rate'])}",
             highlight=False, markup=False)
+    for line in violation_lines(m.get("violations")):
+        console.print(line, highlight=False, markup=False)
+    for line in trajectory_lines(m):
+        console.print(line, highlight=False, markup=False)
     acc = m.get("tool_accuracy")
     if acc:
         console.print(

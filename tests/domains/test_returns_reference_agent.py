@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from domains.returns.reference_agent import ASK_ORDER
-from simulator import DomainError, RunConfig, Runner, get_domain, is_yes
+from simulator import DomainError, Runner, RunSpec, get_domain, is_yes
 from simulator.grading.process import check_process
 from simulator.tasks import ProcessRules
 from simulator.users import rule_user_factory
@@ -34,7 +34,7 @@ def run(domain, template, tasks, faults: dict[str, float] | None = None, seed: i
     def agent(ctx):
         return domain.reference_agent(ctx, faults or {})
 
-    cfg = RunConfig(domain="returns", trials=trials, concurrency=2, seed=seed)
+    cfg = RunSpec(domain="returns", trials=trials, concurrency=2, seed=seed)
     return Runner(domain, template, list(tasks), agent, rule_user_factory(domain, template), cfg).run()
 
 
