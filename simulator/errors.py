@@ -15,6 +15,7 @@ The tree::
     │   ├── RunDocumentError(ValueError)   a run document: ``tausim run --out`` file or stored run (report)
     │   ├── DomainError(ValueError)        unknown domain or split, unreadable domain data (simulator.domain)
     │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.gate)
+    │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
     │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
@@ -26,7 +27,8 @@ The tree::
     │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
     │       └── LLMRequestError                cannot succeed by retrying: auth, bad request, unknown model
     ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
-    │   └── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
+    │   ├── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
+    │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
         └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
 
@@ -62,10 +64,12 @@ __all__ = [
     "LLMRequestError",
     "PersonaError",
     "RunDocumentError",
+    "ScaffoldError",
     "StoreError",
     "TaskFileError",
     "TausimError",
     "ToolError",
+    "WallClockRead",
 ]
 
 
@@ -101,6 +105,10 @@ class RunDocumentError(InputError, ValueError):
 
 class DomainError(InputError, ValueError):
     """Unknown domain, unknown split, or unreadable domain data."""
+
+
+class ScaffoldError(InputError, ValueError):
+    """``tausim domain new``: a name that is no Python identifier, or a target folder that exists."""
 
 
 class GateError(InputError, ValueError):
@@ -212,3 +220,10 @@ class LeaseHeldError(StoreError):
             f"its lease is renewed while it runs and lapses at {expires_at:%H:%M:%S} UTC if that process is gone. "
             f"Wait for it to finish, then resume the run."
         )
+
+
+class WallClockRead(DefectError, RuntimeError):
+    """Raised inside a tool that reads the wall clock while :func:`simulator.authoring.check_domain` watches it.
+
+    Tools take "now" only from the domain's clock (:class:`simulator.sinks.Clock`).
+    """

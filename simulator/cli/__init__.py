@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from simulator.cli._common import console, package_versions
+from simulator.cli.domain import domain_app
 from simulator.cli.domains import domains_command
 from simulator.cli.gate import baseline_command, gate_command
 from simulator.cli.judge import judge_app
@@ -51,6 +52,7 @@ app.command("baseline")(baseline_command)
 app.command("gate")(gate_command)
 app.add_typer(judge_app, name="judge")
 app.command("personas")(personas_command)
+app.add_typer(domain_app, name="domain")
 
 
 def main() -> None:
