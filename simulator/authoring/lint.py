@@ -103,23 +103,29 @@ def _scenario_text(task: Task) -> str:
     return _norm(" ".join(parts))
 
 
-def _slots(task: Task) -> dict[str, set[str]]:
-    """Scalar values the scenario gives by name: known_info and every agenda intent's slots (fallbacks too)."""
-    out: dict[str, set[str]] = {}
+def _slot_groups(task: Task) -> list[dict[str, set[str]]]:
+    """Return the scalar values the scenario gives by name, in groups that must each agree with the gold.
 
-    def add(mapping: Mapping[str, Any]) -> None:
+    The groups: ``known_info``, and each agenda intent together with its fallbacks (either may be what the gold
+    does).
+    """
+
+    def add(group: dict[str, set[str]], mapping: Mapping[str, Any]) -> None:
         for k, v in mapping.items():
             if isinstance(v, str | int | float) and not isinstance(v, bool):
-                out.setdefault(k, set()).add(_norm(str(v)))
+                group.setdefault(k, set()).add(_norm(str(v)))
 
-    add(task.scenario.known_info)
-    intents = list(task.scenario.agenda)
-    while intents:
-        intent = intents.pop()
-        add(intent.slots)
-        if intent.fallback is not None:
-            intents.append(intent.fallback)
-    return out
+    known: dict[str, set[str]] = {}
+    add(known, task.scenario.known_info)
+    groups = [known]
+    for intent in task.scenario.agenda:
+        group: dict[str, set[str]] = {}
+        current: Any = intent
+        while current is not None:
+            add(group, current.slots)
+            current = current.fallback
+        groups.append(group)
+    return groups
 
 
 class _Ids:
@@ -290,12 +296,13 @@ def _contradictions(domain: Domain, task: Task, toolbox: Toolbox, ids: _Ids) -> 
             if key is not None and isinstance(value, str | int | float) and not isinstance(value, bool):
                 used.setdefault(key, set()).add(_norm(str(value)))
     written_keys = {k for a in writes for k, _ in _leaves(a.arguments) if k is not None}
-    for key, values in sorted(_slots(task).items()):
-        overlap = any(_mentions(u, [v]) or _mentions(v, [u]) for u in used.get(key, set()) for v in values)
-        if key in written_keys and key not in domain.prose_arguments and not overlap:
-            out.append(Finding("scenario-contradiction", "warning", f"the scenario gives {key} "
-                               f"{sorted(values)} but the gold writes use {sorted(used.get(key, set()))}",
-                               task_id=task.id))
+    for group in _slot_groups(task):
+        for key, values in sorted(group.items()):
+            overlap = any(_mentions(u, [v]) or _mentions(v, [u]) for u in used.get(key, set()) for v in values)
+            if key in written_keys and key not in domain.prose_arguments and not overlap:
+                out.append(Finding("scenario-contradiction", "warning", f"the scenario gives {key} "
+                                   f"{', '.join(sorted(values))} but the gold actions use "
+                                   f"{', '.join(sorted(used.get(key, set())))}", task_id=task.id))
     named = ids.found(task.scenario.instructions)
     for key in sorted(written_keys & set(named)):
         mentioned = {_norm(v) for v in named[key]}

@@ -21,6 +21,7 @@ from simulator.cli.regrade import regrade_command
 from simulator.cli.replay import replay_command
 from simulator.cli.report import export_command, report_command
 from simulator.cli.run import run_command
+from simulator.cli.tasks import tasks_app
 
 __all__ = ["app", "main"]
 
@@ -53,6 +54,7 @@ app.command("gate")(gate_command)
 app.add_typer(judge_app, name="judge")
 app.command("personas")(personas_command)
 app.add_typer(domain_app, name="domain")
+app.add_typer(tasks_app, name="tasks")
 
 
 def main() -> None:

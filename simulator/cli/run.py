@@ -27,6 +27,7 @@ from simulator.cli._common import (
     package_versions,
     write_json_atomic,
 )
+from simulator.cli.tasks import refuse_lint_errors
 from simulator.domain import DomainError, get_domain
 from simulator.processes import WorkerError
 from simulator.progress import RunProgress
@@ -146,6 +147,8 @@ def run_command(
              "unrecorded trials run. Default: a new id.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Model response cache (SQLite file); reruns replay it.")] = None,
     rpm: Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed per model.")] = None,
+    allow_lint_errors: Annotated[bool, typer.Option("--allow-lint-errors", help="Run even when `tausim tasks lint` "
+                                                    "finds errors in the selected tasks.")] = False,
     log_file: Annotated[Path | None, typer.Option(help="Append the run's JSON-lines event log here.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
     budgets: Annotated[Path | None, typer.Option(
@@ -188,6 +191,7 @@ def run_command(
             if unknown:
                 raise fail(f"--task-ids: unknown task id(s) {', '.join(unknown)}")
             task_list = [t for t in task_list if t.id in set(wanted)]
+        refuse_lint_errors(dom, template, task_list, allow_lint_errors)  # tausim tasks lint: errors refuse the run
         params: dict[str, Any] = {}
         if temperature is not None:
             params["temperature"] = temperature
