@@ -9,8 +9,10 @@ from typing import Annotated
 import typer
 
 from simulator.authoring import Finding, check_domain, count_by_rule, errors
+from simulator.authoring.scaffold import new_domain
 from simulator.cli._common import console, fail
 from simulator.domain import DomainError, get_domain
+from simulator.errors import ScaffoldError
 from simulator.tasks import TaskFileError
 
 __all__ = ["domain_app", "print_findings"]
@@ -58,3 +60,18 @@ def check_command(
     print_findings(findings, fmt, f"domain {name}")
     if errors(findings):
         raise typer.Exit(1)
+
+
+@domain_app.command("new")
+def new_command(
+    name: Annotated[str, typer.Argument(help="Domain name (also its Python package name), e.g. kiosk.")],
+    directory: Annotated[Path, typer.Option("--dir", help="Where the package folder DIR/NAME is made.")] = Path("."),
+) -> None:
+    """Write an installable domain package that passes `tausim domain check NAME` as it is."""
+    try:
+        root = new_domain(name, directory)
+    except ScaffoldError as e:
+        raise fail(str(e)) from e
+    console.print(f"wrote {root}", highlight=False)
+    console.print(f"next: pip install -e {root} && tausim domain check {name} && "
+                  f"tausim run --domain {name} --agent oracle", highlight=False)
