@@ -37,7 +37,7 @@ _FILES = {
 
 
 def class_name(name: str) -> str:
-    """Return the domain class name for a domain name: ``kiosk`` -> ``KioskDomain``, ``pet_shop`` -> ``PetShopDomain``."""
+    """Return the class name of a domain: ``kiosk`` -> ``KioskDomain``, ``pet_shop`` -> ``PetShopDomain``."""
     return "".join(part.capitalize() for part in name.split("_") if part) + "Domain"
 
 
