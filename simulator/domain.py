@@ -11,6 +11,7 @@ import abc
 import json
 import threading
 from collections.abc import Mapping
+from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,8 @@ from simulator.database import StateSpec, TemplateDatabase, TrialDatabase
 from simulator.errors import DomainError
 from simulator.outcomes import check_task_outcomes
 from simulator.sinks import Clock, Sink
-from simulator.tasks import ProcessRules, Task, TaskFileError, UserScenario, load_tasks
-from simulator.tools import Toolbox
+from simulator.tasks import Action, ProcessRules, Task, TaskFileError, UserScenario, load_tasks
+from simulator.tools import Toolbox, ToolContext
 
 __all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
 
@@ -51,6 +52,16 @@ class Domain(abc.ABC):
     events: tuple[str, ...] = ()
     """Names of the domain events its tools emit (``ctx.emit``); task assertions may name these, the sinks'
     events and the write tools."""
+    entities: Mapping[str, tuple[str, str]] = {}  # noqa: RUF012 - read-only class-level declaration
+    """What the authoring checks (:mod:`simulator.authoring`) need to know about ids: tool argument name ->
+    ``(table, key column)`` of the entity such an argument names, at any depth of the arguments (e.g.
+    ``{"order_id": ("orders", "id"), "payment_id": ("payment_methods", "id")}``). ``tausim tasks lint`` reports
+    gold arguments naming no such row; ``check_domain`` samples read tools' arguments from these tables."""
+    user_entity: tuple[str, str] | None = None
+    """``(table, key column)`` of the entity a task's ``user_id`` names (e.g. ``("users", "id")``); None: not
+    checked."""
+    prose_arguments: frozenset[str] = frozenset({"summary", "reason", "thought", "expression", "body"})
+    """Argument names whose values are free text, never expected verbatim in the scenario or tool results."""
 
     def __init__(self) -> None:
         self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
@@ -253,6 +264,37 @@ class Domain(abc.ABC):
             names.update(sink.event_names)
         names.update(n for n, spec in self.toolbox().specs.items() if spec.kind == "write")
         return names
+
+    def current_time(self, trial: TrialDatabase) -> datetime | None:
+        """Return the domain's "now" in a trial database (what its rules compare dates with); None: no notion.
+
+        The default reads the :class:`~simulator.sinks.Clock` sink when the domain declares one (a task's
+        ``initial_state.now`` included); a domain whose "now" is a constant of its policy returns that.
+
+        Args:
+            trial: a trial database (the task's fixture applied).
+        """
+        if not self.has_clock():
+            return None
+        row = trial.raw.execute("SELECT now FROM clock WHERE id = 1").fetchone()
+        return datetime.fromisoformat(row[0]) if row else None
+
+    def forbidden_write(self, ctx: ToolContext, action: Action, now: datetime | None) -> str | None:
+        """Return why the domain's own rules forbid a write at time ``now``, or None when they allow it.
+
+        Used by ``tausim tasks lint`` on every gold write, on the state just before the action, to find gold
+        actions the policy forbids although the tool accepts them (e.g. cancelling a reservation with a segment
+        that has already flown). The default allows everything.
+
+        Args:
+            ctx: a tool context on the trial database, state as before the action (read it, never write).
+            action: the gold write action.
+            now: :meth:`current_time` of the task.
+
+        Returns:
+            A one-line reason naming the entity, or None.
+        """
+        return None
 
     def has_clock(self) -> bool:
         """Return whether the domain declares a :class:`~simulator.sinks.Clock`."""

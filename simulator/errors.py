@@ -18,6 +18,7 @@ The tree::
     │   ├── SpecError(ValueError)          a run spec (file, stored spec, argument) does not validate (simulator.spec)
     │   ├── ExecutorError(ValueError)      --executor unusable: unknown scheme, Dask missing, scheduler unreachable,
     │   │                                  workers cannot build the run (simulator.executors)
+    │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
     │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
@@ -30,7 +31,8 @@ The tree::
     │       └── LLMRequestError                cannot succeed by retrying: auth, bad request, unknown model
     ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
     │   ├── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
-    │   └── FixtureError(RuntimeError)     a task's ``initial_state`` cannot be applied (simulator.outcomes)
+    │   ├── FixtureError(RuntimeError)     a task's ``initial_state`` cannot be applied (simulator.outcomes)
+    │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
         └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
 
@@ -69,10 +71,12 @@ __all__ = [
     "PersonaError",
     "SpecError",
     "RunDocumentError",
+    "ScaffoldError",
     "StoreError",
     "TaskFileError",
     "TausimError",
     "ToolError",
+    "WallClockRead",
 ]
 
 
@@ -108,6 +112,10 @@ class RunDocumentError(InputError, ValueError):
 
 class DomainError(InputError, ValueError):
     """Unknown domain, unknown split, or unreadable domain data."""
+
+
+class ScaffoldError(InputError, ValueError):
+    """``tausim domain new``: a name that is no Python identifier, or a target folder that exists."""
 
 
 class GateError(InputError, ValueError):
@@ -231,3 +239,8 @@ class SpecError(InputError, ValueError):
 
 class ExecutorError(InputError, ValueError):
     """The executor cannot be used: unknown scheme, Dask missing, unreachable scheduler, workers cannot build."""
+class WallClockRead(DefectError, RuntimeError):
+    """Raised inside a tool that reads the wall clock while :func:`simulator.authoring.check_domain` watches it.
+
+    Tools take "now" only from the domain's clock (:class:`simulator.sinks.Clock`).
+    """

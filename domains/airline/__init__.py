@@ -10,14 +10,16 @@ and refunds (see :mod:`domains.airline.tools`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from domains._common import JsonFolderDomain
+from domains.airline import _rules
 from domains.airline._data import dump_all, load_folder
 from domains.airline.models import Base
 from domains.airline.tools import MODES, TOOLS, airline_toolbox
-from simulator import Agent, DomainError, TrialContext
+from simulator import Action, Agent, DomainError, ToolContext, TrialContext, TrialDatabase
 
 __all__ = ["TOOLS", "AirlineDomain"]
 
@@ -61,6 +63,17 @@ class AirlineDomain(JsonFolderDomain):
     load_folder = staticmethod(load_folder)
     dump_all = staticmethod(dump_all)
     make_toolbox = staticmethod(airline_toolbox)
+    entities = {"user_id": ("users", "id"), "reservation_id": ("reservations", "id"),  # noqa: RUF012
+                "flight_number": ("flights", "id"), "payment_id": ("payment_methods", "id")}
+    user_entity = ("users", "id")
+
+    def current_time(self, trial: TrialDatabase) -> datetime | None:
+        """Return the policy's "now", 2024-05-15 15:00:00 (US Eastern), for every task."""
+        return _rules.NOW
+
+    def forbidden_write(self, ctx: ToolContext, action: Action, now: datetime | None) -> str | None:
+        """Return why the policy forbids a gold write at ``now`` (cancelling a trip with a flown segment)."""
+        return _rules.forbidden_write(ctx, action, now)
 
     def default_options(self, data_dir: Path | None) -> dict[str, Any]:
         """Return ``{"mode": "tausim"}`` for the built-in data set (None), ``{"mode": "tau-bench"}`` otherwise."""

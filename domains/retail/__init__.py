@@ -47,6 +47,10 @@ class RetailDomain(JsonFolderDomain):
     load_folder = staticmethod(load_folder)
     dump_all = staticmethod(dump_all)
     make_toolbox = staticmethod(retail_toolbox)
+    entities = {"user_id": ("users", "id"), "order_id": ("orders", "id"),  # noqa: RUF012 - read-only declaration
+                "item_ids": ("order_items", "item_id"), "new_item_ids": ("variants", "item_id"),
+                "product_id": ("products", "id"), "payment_method_id": ("payment_methods", "id")}
+    user_entity = ("users", "id")
 
     def default_options(self, data_dir: Path | None) -> dict[str, Any]:
         """Return ``{"mode": "tau-bench"}`` (retail's only mode)."""

@@ -52,6 +52,9 @@ class ReturnsDomain(Domain):
     name = "returns"
     sinks = (Outbox(), Ledger(), Clock("2024-06-01T09:00:00"))
     events = EVENTS
+    entities = {"customer_id": ("customers", "customer_id"), "order_id": ("orders", "order_id"),  # noqa: RUF012
+                "approval_id": ("approvals", "approval_id")}
+    user_entity = ("customers", "customer_id")
 
     def __init__(self) -> None:
         super().__init__()

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from simulator.cli._common import console, package_versions
+from simulator.cli.domain import domain_app
 from simulator.cli.domains import domains_command
 from simulator.cli.gate import baseline_command, gate_command
 from simulator.cli.judge import judge_app
@@ -20,7 +21,7 @@ from simulator.cli.regrade import regrade_command
 from simulator.cli.replay import replay_command
 from simulator.cli.report import export_command, report_command
 from simulator.cli.run import run_command
-from simulator.cli.tasks_split import tasks_app
+from simulator.cli.tasks import tasks_app
 
 __all__ = ["app", "main"]
 
@@ -51,8 +52,9 @@ app.command("export")(export_command)
 app.command("baseline")(baseline_command)
 app.command("gate")(gate_command)
 app.add_typer(judge_app, name="judge")
-app.add_typer(tasks_app, name="tasks")
 app.command("personas")(personas_command)
+app.add_typer(domain_app, name="domain")
+app.add_typer(tasks_app, name="tasks")
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ from simulator.cli._common import (
     package_versions,
     write_json_atomic,
 )
+from simulator.cli.tasks import refuse_lint_errors
 from simulator.domain import DomainError, get_domain
 from simulator.errors import InputError
 from simulator.executors import ExecutorError, open_executor
@@ -141,6 +142,8 @@ def run_command(
     cache: Annotated[Path | None, typer.Option(help="Model response cache (SQLite file); reruns replay it.")] = None,
     rpm: Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed per model.")] = None,
     log_file: Annotated[Path | None, typer.Option(help="Append the run's JSON-lines event log here.")] = None,
+    allow_lint_errors: Annotated[bool, typer.Option("--allow-lint-errors", help="Run even when `tausim tasks lint` "
+                                                    "finds errors in the selected tasks.")] = False,
     otel: Annotated[Path | None, typer.Option(
         help="Append OpenTelemetry spans (run, trial, turn, tool, model; JSON lines) here (extra: tausim[otel]).")
                     ] = None,
@@ -190,7 +193,8 @@ def run_command(
         raise fail(format_validation_error("run options", e)) from e
     except (SpecError, DomainError, TaskFileError, ValueError) as e:
         raise fail(str(e)) from e
-    execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel)
+    execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
+            allow_lint_errors=allow_lint_errors)
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -243,8 +247,17 @@ def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, tas
         "budgets": budget_map, **execution})
 
 
+def _check_tasks(dom: Any, template: Any, tasks: list[Any], selected: list[Any], data: Path | None,
+                 allow_lint_errors: bool) -> dict[str, GoldReplay]:
+    """The checks before a run: tasks written for other data (:func:`check_gold`), then lint errors."""
+    replays = check_gold(dom, template, tasks, data, selected)
+    refuse_lint_errors(dom, template, selected, allow_lint_errors)
+    return replays
+
+
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
-            no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None) -> None:
+            no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None,
+            allow_lint_errors: bool = False) -> None:
     """Run a spec as ``tausim run`` does: build, check, execute, record, print the summary.
 
     Raises:
@@ -256,7 +269,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         dom = get_domain(spec.domain)  # record the effective domain options (the defaults for the data included)
         spec = spec.model_copy(update={"options": {**dom.default_options(data), **spec.options}})
         services = stack.enter_context(RunServices.open(spec))
-        runner = build_runner(spec, services, check=lambda d, t, ts, sel: check_gold(d, t, ts, data, sel))
+        runner = build_runner(spec, services, check=lambda d, t, ts, sel: _check_tasks(d, t, ts, sel, data,
+                                                                                allow_lint_errors))
     except (DomainError, TaskFileError, ValueError) as e:
         stack.close()
         raise fail(str(e)) from e

@@ -1,0 +1,347 @@
+"""``lint_tasks``: find defects in a task set against a domain and its data, before any trial runs.
+
+Every task's fixture is applied and its gold actions replayed once, on a fresh copy of the data; the rules
+(id, severity) are:
+
+errors (a run refuses the task set unless ``--allow-lint-errors``):
+
+- ``fixture``: the task's ``initial_state`` cannot be applied;
+- ``gold-tool-bug``: a gold action makes a tool crash;
+- ``unknown-user``: the task's ``user_id`` is no row of the domain's :attr:`~simulator.domain.Domain.user_entity`;
+- ``unknown-id``: a gold write's argument declared as an entity id (:attr:`~simulator.domain.Domain.entities`)
+  names no row at that point of the replay (a wrong order id in the third gold action, a task written for other
+  data); in a gold read action it is a warning (it cannot change the goal state);
+- ``assertion-fails-oracle``: an assertion fails on the oracle's final state (the gold actions replayed);
+
+warnings (suspicious, or known quirks of public benchmarks):
+
+- ``gold-error``: a gold action is refused by the tool (tau-bench keeps such calls on purpose);
+- ``forbidden-write``: a gold write the domain's own rules forbid at the task's clock time
+  (:meth:`~simulator.domain.Domain.forbidden_write`, e.g. cancelling a trip with a flown segment);
+- ``null-passes``: a do-nothing agent passes (no state change, no process rule, required output or assertion it
+  fails), graded with the real grader on an empty trajectory;
+- ``output-unsourced``: a required output appears in no tool result of the gold trajectory nor the scenario;
+- ``undiscoverable``: a gold argument value appears neither in the scenario nor in what read tools return on the
+  ids the scenario and earlier results give (nor in the policy or tool schemas);
+- ``duplicate``: another task has the same user and the same gold writes;
+- ``scenario-contradiction``: the scenario names a value (``known_info``/agenda slot of an argument's name, or an
+  entity id in the instructions) that differs from the one the gold writes use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date
+from typing import Any
+
+from simulator._messages import Message
+from simulator.authoring.findings import Finding
+from simulator.database import StateSpec, TemplateDatabase, diff_against
+from simulator.domain import Domain
+from simulator.errors import GoldToolBug
+from simulator.grading import check_assertions, grade_trial
+from simulator.grading.outputs import find_output
+from simulator.orchestrator import TerminationReason, ToolCallRecord, Trajectory
+from simulator.replay import prepare_trial
+from simulator.sinks import read_events
+from simulator.tasks import Action, Task
+from simulator.tools import Toolbox, ToolContext
+
+__all__ = ["DISCOVERY_CALLS", "lint_tasks"]
+
+DISCOVERY_CALLS = 40
+"""Read-tool calls per task at most when looking for where a gold argument value can be learnt."""
+_NULL_TEXT = "I understand. Unfortunately I cannot make any changes right now."
+_TOKEN = re.compile(r"[#\w][\w.@#-]*\w|\w")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+
+
+def _leaves(value: Any, key: str | None = None) -> list[tuple[str | None, Any]]:
+    if isinstance(value, Mapping):
+        return [leaf for k, v in value.items() for leaf in _leaves(v, str(k))]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v, key)]
+    return [(key, value)]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().replace("#", " ").replace("_", " ").split())
+
+
+def _variants(value: str) -> list[str]:
+    out = [_norm(value)]
+    try:
+        d = date.fromisoformat(value)
+    except ValueError:
+        return out
+    month = _MONTHS[d.month - 1]
+    return [*out, f"{month} {d.day}", f"{d.day} {month}", f"{month[:3]} {d.day}", f"{d.month}/{d.day}"]
+
+
+def _mentions(value: str, texts: Iterable[str]) -> bool:
+    """Whether a value (or, for an ISO date, a spoken form of it) occurs as whole words in normalized texts."""
+    joined = "\n".join(texts)
+    pats = [re.compile(rf"(?<![a-z0-9]){re.escape(v)}(?![a-z0-9])") for v in _variants(value) if v and v in joined]
+    return any(p.search(joined) for p in pats)
+
+
+def _exists(raw: Any, table: str, column: str, value: Any) -> bool:
+    return raw.execute(f'SELECT 1 FROM "{table}" WHERE "{column}" = ? LIMIT 1', (value,)).fetchone() is not None
+
+
+def _call(action: Action) -> str:
+    return f"{action.name}({json.dumps(action.arguments, sort_keys=True, default=str)[:100]})"
+
+
+def _scenario_text(task: Task) -> str:
+    sc = task.scenario
+    parts = [sc.instructions, sc.opening or "", json.dumps(sc.known_info, default=str),
+             json.dumps(sc.identity), json.dumps([i.model_dump(mode="json") for i in sc.agenda]), task.user_id or ""]
+    return _norm(" ".join(parts))
+
+
+def _slot_groups(task: Task) -> list[dict[str, set[str]]]:
+    """Return the scalar values the scenario gives by name, in groups that must each agree with the gold.
+
+    The groups: ``known_info``, and each agenda intent together with its fallbacks (either may be what the gold
+    does).
+    """
+
+    def add(group: dict[str, set[str]], mapping: Mapping[str, Any]) -> None:
+        for k, v in mapping.items():
+            if isinstance(v, str | int | float) and not isinstance(v, bool):
+                group.setdefault(k, set()).add(_norm(str(v)))
+
+    known: dict[str, set[str]] = {}
+    add(known, task.scenario.known_info)
+    groups = [known]
+    for intent in task.scenario.agenda:
+        group: dict[str, set[str]] = {}
+        current: Any = intent
+        while current is not None:
+            add(group, current.slots)
+            current = current.fallback
+        groups.append(group)
+    return groups
+
+
+class _Ids:
+    """The ids of every declared entity in the template (for finding ids in texts without a query per token)."""
+
+    def __init__(self, domain: Domain, template: TemplateDatabase) -> None:
+        self.by_arg: dict[str, set[str]] = {}
+        with template.trial() as t:
+            for arg, (table, column) in domain.entities.items():
+                rows = t.raw.execute(f'SELECT DISTINCT "{column}" FROM "{table}"').fetchall()
+                self.by_arg[arg] = {str(r[0]) for r in rows}
+
+    def found(self, text: str) -> dict[str, set[str]]:
+        """Return ``{argument name: ids of its entity}`` occurring as tokens in ``text``."""
+        tokens = set(_TOKEN.findall(text))
+        return {arg: hits for arg, ids in self.by_arg.items() if (hits := tokens & ids)}
+
+
+class _Discovery:
+    """What an agent can learn about a task.
+
+    The scenario, the policy, tool schemas, results of gold calls, and results of read tools called on the ids
+    these give (computed only when a value is not found otherwise).
+    """
+
+    def __init__(self, base: list[str], ids: _Ids, toolbox: Toolbox, entities: Iterable[str]) -> None:
+        self.texts = base
+        self.ids = ids
+        self.toolbox = toolbox
+        self.lookups = [(name, params[0]) for name, spec in toolbox.specs.items()
+                        if spec.kind == "read" and not spec.ends_conversation
+                        and len(params := list(spec.schema["function"]["parameters"].get("properties", {}))) == 1
+                        and params[0] in set(entities)]
+        self.called: set[tuple[str, str]] = set()
+        self.raw_texts: list[str] = []
+
+    def add(self, text: str) -> None:
+        self.raw_texts.append(text)
+        self.texts.append(_norm(text))
+
+    def knows(self, value: str, ctx: ToolContext) -> bool:
+        if _mentions(value, self.texts):
+            return True
+        budget = DISCOVERY_CALLS - len(self.called)
+        while budget > 0:
+            found: dict[str, set[str]] = {}
+            for text in self.raw_texts:
+                for arg, hits in self.ids.found(text).items():
+                    found.setdefault(arg, set()).update(hits)
+            todo = [(name, arg, v) for name, arg in self.lookups for v in sorted(found.get(arg, ()))
+                    if (name, v) not in self.called]
+            if not todo:
+                return False
+            for name, arg, v in todo[:budget]:
+                self.called.add((name, v))
+                out = self.toolbox.dispatch(ctx, name, {arg: v})
+                if out.status == "ok":
+                    self.add(out.content)
+            if _mentions(value, self.texts):
+                return True
+            budget = DISCOVERY_CALLS - len(self.called)
+        return False
+
+
+def _write_key(task: Task, toolbox: Toolbox) -> tuple[Any, ...] | None:
+    writes = tuple((a.name, json.dumps(a.arguments, sort_keys=True, default=str)) for a in task.gold_actions
+                   if toolbox.kind(a.name) == "write")
+    return (task.user_id, writes) if writes else None
+
+
+def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: Toolbox, spec: StateSpec,
+               base_texts: list[str], ids: _Ids) -> list[Finding]:
+    out: list[Finding] = []
+
+    def add(rule: str, severity: str, message: str, tool: str | None = None) -> None:
+        out.append(Finding(rule, severity, message, task_id=task.id, tool=tool))  # type: ignore[arg-type]
+
+    with template.trial() as db:
+        try:
+            prepare_trial(domain, db, task)
+        except GoldToolBug as e:
+            add("fixture", "error", str(e).splitlines()[0][:240])
+            return out
+        raw = db.raw
+        if domain.user_entity is not None and task.user_id is not None \
+                and not _exists(raw, *domain.user_entity, task.user_id):
+            add("unknown-user", "error", f"user {task.user_id!r} is not in the data "
+                                         f"({domain.user_entity[0]}.{domain.user_entity[1]})")
+        initial = raw.serialize()
+        null_traj = Trajectory(messages=[Message(role="assistant", content=_NULL_TEXT)], turns=1, steps=1,
+                               termination_reason=TerminationReason.USER_STOP)
+        null_checks = check_assertions(task.assertions, raw, initial, read_events(raw), null_traj, spec)
+        now = domain.current_time(db)
+        ctx = ToolContext(db.session, db.options)
+        scenario = _scenario_text(task)
+        discovery = _Discovery([scenario, *base_texts], ids, toolbox, domain.entities)
+        discovery.raw_texts.append(" ".join([task.scenario.instructions, json.dumps(task.scenario.known_info),
+                                             task.user_id or ""]))
+        records: list[ToolCallRecord] = []
+        results: list[str] = []
+        for i, action in enumerate(task.gold_actions):
+            tool_spec = toolbox.specs.get(action.name)
+            if tool_spec is None:
+                continue  # refused when the file was loaded
+            missing = False
+            for key, value in _leaves(action.arguments):
+                entity = domain.entities.get(key or "")
+                if entity is not None and isinstance(value, str | int) and not _exists(raw, *entity, value):
+                    missing = True
+                    add("unknown-id", "error" if tool_spec.kind == "write" else "warning",
+                        f"gold {tool_spec.kind} action {i} {action.name}: {key} {value!r} is not in the data "
+                        f"({entity[0]}.{entity[1]})", action.name)
+            if tool_spec.kind == "write" and not tool_spec.ends_conversation:
+                txn = db.session.begin()  # the hook only reads; whatever it does is rolled back
+                try:
+                    reason = domain.forbidden_write(ctx, action, now)
+                finally:
+                    txn.rollback()
+                if reason:
+                    add("forbidden-write", "warning", f"gold action {i} {action.name}: {reason}", action.name)
+            for key, value in _leaves(action.arguments):
+                if isinstance(value, str) and value.strip() and key not in domain.prose_arguments \
+                        and not discovery.knows(value, ctx):
+                    add("undiscoverable", "warning", f"gold action {i} {action.name}: {key} {value!r} is neither "
+                                                     "in the scenario nor returned by a tool the agent can call "
+                                                     "on what it is told", action.name)
+            res = toolbox.dispatch(ctx, action.name, action.arguments)
+            records.append(ToolCallRecord(step=i, call_id=f"gold-{i}", name=action.name, arguments=action.arguments,
+                                          kind=res.kind, status=res.status, content=res.content, duration_s=0.0))
+            if res.status == "tool_bug":
+                last = (res.bug or "").strip().splitlines()[-1:] or [""]
+                add("gold-tool-bug", "error", f"gold action {i} {_call(action)} crashed: {last[0][:160]}",
+                    action.name)
+            elif res.status != "ok" and not missing:
+                add("gold-error", "warning", f"gold action {i} {_call(action)} fails on the data: "
+                                             f"{res.content[:160]}", action.name)
+            results.append(res.content)
+            discovery.add(res.content)
+            if res.ends_conversation:
+                break
+        diff = diff_against(raw, initial, spec)
+        grade = grade_trial(task, null_traj, diff, toolbox, domain=domain, assertions=null_checks)
+        if grade.passed:
+            add("null-passes", "warning", "a do-nothing agent passes: the gold actions change nothing and no "
+                                          "required output, assertion or process rule fails it")
+        if task.assertions:
+            oracle = Trajectory(tool_calls=records, termination_reason=TerminationReason.USER_STOP,
+                                messages=[Message(role="assistant", content=" ".join(task.required_outputs))])
+            checks = check_assertions(task.assertions, raw, initial, read_events(raw), oracle, spec)
+            for r in checks.results if checks is not None else []:
+                if not r.passed and not r.skipped:
+                    add("assertion-fails-oracle", "error", f"assertion {r.index} ({r.type}) fails on the gold final "
+                                                           f"state: {r.summary[:160]}")
+        for o in task.required_outputs:
+            if not find_output(o, [*results, task.scenario.instructions]):
+                add("output-unsourced", "warning", f"required output {o!r} appears in no tool result of the gold "
+                                                   "trajectory nor the scenario (the agent must compute it)")
+    out += _contradictions(domain, task, toolbox, ids)
+    return out
+
+
+def _contradictions(domain: Domain, task: Task, toolbox: Toolbox, ids: _Ids) -> list[Finding]:
+    out: list[Finding] = []
+    writes = [a for a in task.gold_actions if toolbox.kind(a.name) == "write"]
+    used: dict[str, set[str]] = {}
+    for a in task.gold_actions:
+        for key, value in _leaves(a.arguments):
+            if key is not None and isinstance(value, str | int | float) and not isinstance(value, bool):
+                used.setdefault(key, set()).add(_norm(str(value)))
+    written_keys = {k for a in writes for k, _ in _leaves(a.arguments) if k is not None}
+    for group in _slot_groups(task):
+        for key, values in sorted(group.items()):
+            overlap = any(_mentions(u, [v]) or _mentions(v, [u]) for u in used.get(key, set()) for v in values)
+            if key in written_keys and key not in domain.prose_arguments and not overlap:
+                out.append(Finding("scenario-contradiction", "warning", f"the scenario gives {key} "
+                                   f"{', '.join(sorted(values))} but the gold actions use "
+                                   f"{', '.join(sorted(used.get(key, set())))}", task_id=task.id))
+    named = ids.found(task.scenario.instructions)
+    for key in sorted(written_keys & set(named)):
+        mentioned = {_norm(v) for v in named[key]}
+        in_writes = {_norm(str(v)) for a in writes for k, v in _leaves(a.arguments) if k == key}
+        if not mentioned & set().union(*used.values()) and in_writes - mentioned:
+            out.append(Finding("scenario-contradiction", "warning", f"the instructions name {key} "
+                               f"{', '.join(sorted(named[key]))} but the gold writes use "
+                               f"{', '.join(sorted(in_writes - mentioned))}", task_id=task.id))
+    return out
+
+
+def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatabase | None = None) -> list[Finding]:
+    """Lint a task set against a domain and its data (see the module docstring for the rules).
+
+    Args:
+        domain: the domain.
+        tasks: the tasks (e.g. ``domain.load_tasks(path)``).
+        template: the data set's template database; None: the domain's built-in data set.
+
+    Returns:
+        The findings, task by task in task order (duplicates after the task they duplicate); errors mean the task
+        set is wrong for this data.
+    """
+    template = template if template is not None else domain.template()
+    toolbox = domain.toolbox()
+    spec = domain.install_sinks()
+    base = [_norm(domain.policy()), _norm(json.dumps(toolbox.schemas()))]
+    ids = _Ids(domain, template)
+    findings: list[Finding] = []
+    first_of: dict[tuple[Any, ...], str] = {}
+    for task in tasks:
+        findings += _lint_task(domain, template, task, toolbox, spec, base, ids)
+        key = _write_key(task, toolbox)
+        if key is not None:
+            if key in first_of:
+                findings.append(Finding("duplicate", "warning", f"same user and gold writes as task {first_of[key]}",
+                                        task_id=task.id))
+            else:
+                first_of[key] = task.id
+    return findings
+
+

@@ -1,0 +1,100 @@
+"""The ``tausim tasks`` commands: ``lint`` (a task file's defects) and ``split`` (train / holdout splits)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from simulator.authoring import Finding, errors, lint_tasks
+from simulator.cli._common import domain_options, fail
+from simulator.cli.domain import print_findings
+from simulator.domain import DomainError, get_domain
+from simulator.suites import split_task_file
+from simulator.tasks import TaskFileError
+
+__all__ = ["lint_command", "refuse_lint_errors", "split_command", "tasks_app"]
+
+tasks_app = typer.Typer(no_args_is_help=True, help="Work on task files.")
+
+
+def _file_domain(path: Path) -> str | None:
+    """Return the ``domain`` a tausim task file names, or None (tau-bench lists name none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None  # the loader reports it with file and position
+    return data.get("domain") if isinstance(data, dict) else None
+
+
+@tasks_app.command("lint")
+def lint_command(
+    file: Annotated[Path, typer.Argument(help="Task file (tausim format or a tau-bench task list).")],
+    domain: Annotated[str | None, typer.Option(help="Domain (default: the one the file names).")] = None,
+    data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
+    option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+) -> None:
+    """Lint a task file: one finding per line (rule, severity, task, reason); exit 1 when any is an error."""
+    if fmt not in ("text", "json"):
+        raise fail(f"--format {fmt!r}: expected text or json")
+    name = domain or _file_domain(file)
+    if name is None:
+        raise fail(f"{file}: the file names no domain; give --domain")
+    try:
+        dom = get_domain(name)
+        template = dom.template(data, domain_options(dom, data, option))
+        task_list = dom.load_tasks(str(file))
+    except (DomainError, TaskFileError) as e:
+        raise fail(str(e)) from e
+    findings = lint_tasks(dom, task_list, template=template)
+    print_findings(findings, fmt, f"{file} ({len(task_list)} tasks, domain {name})")
+    if errors(findings):
+        raise typer.Exit(1)
+
+
+def refuse_lint_errors(dom: Any, template: Any, tasks: list[Any], allow: bool) -> list[Finding]:
+    """Lint the tasks a run is about to run; refuse the run (exit 2) on lint errors unless ``allow``.
+
+    Args:
+        dom: the run's domain.
+        template: the run's data.
+        tasks: the tasks to run.
+        allow: ``--allow-lint-errors``: run anyway.
+
+    Returns:
+        Every finding (warnings included), for the caller to report if it wants.
+
+    Raises:
+        typer.Exit: code 2, naming the errors (at most ten) and how to see all or run anyway.
+    """
+    findings = lint_tasks(dom, tasks, template=template)
+    bad = errors(findings)
+    if bad and not allow:
+        shown = "; ".join(f.line().removeprefix("error ") for f in bad[:10])
+        more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
+        raise fail(f"the task set has {len(bad)} lint error(s): {shown}{more}. See `tausim tasks lint`; pass "
+                   "--allow-lint-errors to run anyway.")
+    return findings
+
+
+@tasks_app.command("split")
+def split_command(
+    file: Annotated[Path, typer.Argument(help="A tausim task file.")],
+    holdout: Annotated[float, typer.Option(help="Share of the tasks held out, in (0, 1).")] = 0.2,
+    seed: Annotated[int, typer.Option(help="Seed of the random split.")] = 0,
+    out_dir: Annotated[Path | None, typer.Option(help="Where to write (default: beside FILE).")] = None,
+) -> None:
+    """Write FILE's train and holdout splits (FILE.train.json, FILE.holdout.json); tune on train only.
+
+    A run of a split file records its split, and reports mark holdout runs. Exit 2 on a bad file or option.
+    """
+    try:
+        paths = split_task_file(file, holdout, seed, out_dir)
+    except TaskFileError as e:
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(2) from e
+    Console(soft_wrap=True).print(f"wrote {paths['train']} and {paths['holdout']} (seed {seed})", highlight=False)
