@@ -13,6 +13,7 @@ from simulator.cache import SQLiteCache
 from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
+from simulator.dual import SetupError, env_caller, syncer
 from simulator.errors import TausimError
 from simulator.grading import AssertionResult, AssertionsResult
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
@@ -22,7 +23,7 @@ from simulator.ratelimit import RateLimiter, RateLimiterRegistry
 from simulator.runner import RunConfig, Runner, RunResult, TrialResult, derive_seed
 from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
 from simulator.store import ResultsStore
-from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks
+from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks, parse_tasks
 from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "AssertionResult", "AssertionsResult", "InitialState",
     "TausimError",
     "PreparedTask", "prepare_tasks",
+    "SetupError", "env_caller", "syncer", "parse_tasks",
 ]
