@@ -29,6 +29,7 @@ from simulator.assertions import (
     UnchangedExceptAssertion,
 )
 from simulator.database import StateSpec, diff_against, values_equal
+from simulator.errors import ToolError
 from simulator.orchestrator import Trajectory
 from simulator.sinks import Event
 
@@ -198,9 +199,15 @@ def _check_one(i: int, a: Any, st: _State, events: Sequence[Event], trajectory: 
         what = f"{a.side}.{a.function}({_where_text(a.arguments)})"
         if env is None:
             raise ValueError(f"assertion {what}: the domain has no assertion functions")
-        value = env(a.side, a.function, a.arguments)
-        ok = type(value) is type(a.expected) and value == a.expected if isinstance(a.expected, bool) else _eq(
-            value, a.expected, dec)
+        try:
+            value = env(a.side, a.function, a.arguments)
+        except (ToolError, ValueError) as e:  # the function refuses the final state (e.g. a record is missing)
+            return AssertionResult(**base, passed=False, expected=a.expected, actual=f"error: {e}",
+                                   summary=f"{what} raised: {e}")
+        if isinstance(a.expected, bool):
+            ok = isinstance(value, bool) and value == a.expected
+        else:
+            ok = _eq(value, a.expected, dec)
         return AssertionResult(**base, passed=ok, expected=a.expected, actual=value,
                                summary=f"{what} returned {value!r} (expected {a.expected!r})")
     raise TypeError(f"unknown assertion type {type(a).__name__}")
