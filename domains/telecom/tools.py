@@ -384,7 +384,10 @@ AGENT_ASSERTIONS: dict[str, Callable[..., bool]] = {
 
 
 def sync(ctx: ToolContext) -> None:
-    """Bring the user's surroundings in line with the agent's records, then re-derive the phone's connection.
+    """Bring the user's surroundings in line with the agent's records.
+
+    The phone's connection is derived again by the phone's own actions (a network search: reboot, airplane mode,
+    SIM, data, roaming), not here, as in tau2: a resumed line shows service after the user restarts the phone.
 
     From the line of the user's phone number: line active, roaming allowed, data allowance used up; a paid
     payment request marks its bill paid and is cleared; a bill awaiting payment becomes the user's payment
