@@ -14,6 +14,7 @@ from simulator.cache import SQLiteCache
 from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
+from simulator.dual import SetupError, env_caller, syncer
 from simulator.errors import TausimError
 from simulator.grading import AssertionResult, AssertionsResult
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
@@ -25,7 +26,7 @@ from simulator.runner import Runner, derive_seed
 from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
 from simulator.spec import ComponentSpec, JudgeSpec, RunSpec
 from simulator.store import ResultsStore
-from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks
+from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks, parse_tasks
 from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
 
 __all__ = [
@@ -44,4 +45,5 @@ __all__ = [
     "TausimError",
     "PreparedTask", "prepare_tasks",
     "ComponentSpec", "JudgeSpec", "RunServices", "build_runner",
+    "SetupError", "env_caller", "syncer", "parse_tasks",
 ]

@@ -82,6 +82,9 @@ class Message(BaseModel):
     """For role ``tool``: the id of the call this result answers."""
     name: str | None = None
     """For role ``tool``: the tool name."""
+    requestor: Literal["user"] | None = None
+    """``user`` for the simulated user's own tool calls and their results (dual control): they stay on the user's
+    side (the agent never sees them); None for every other message."""
 
     def openai(self) -> dict[str, Any]:
         """Return the message as an OpenAI chat-completions message dict."""
@@ -122,3 +125,7 @@ class UserTurn(BaseModel):
     error: str | None = None
     """Set when the simulator failed; ends the trial with ``user_error`` or ``infra_error``."""
     error_kind: Literal["user_error", "infra_error"] | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Calls of the user's own tools (dual-control domains, see :meth:`simulator.domain.Domain.user_toolbox`): the
+    orchestrator runs them on the user's side of the trial database, shows the results to the user only, and asks
+    the user again; ``content`` of such a turn stays on the user's side. Empty for every other domain."""

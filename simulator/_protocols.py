@@ -77,6 +77,7 @@ class TrialContext:
             goal replay, and what the run's user declared it needs: derived scenario, leak-guard secrets), or
             None outside a run. Read-only, shared by the task's trials; users read it through
             :func:`simulator.prepared.prepared_for`.
+        user_tools: the schemas of the user's own tools (dual control, see ``Domain.user_toolbox``).
     """
 
     task: Task
@@ -90,6 +91,8 @@ class TrialContext:
     log: Any = None
     persona: Persona | None = None
     prepared: PreparedTask | None = None
+    user_tools: list[dict[str, Any]] = field(default_factory=list)
+    """OpenAI function schemas of the simulated user's own tools (dual-control domains; empty otherwise)."""
 
 
 @runtime_checkable

@@ -15,7 +15,11 @@ the goal-state comparison. Each is an object with a ``type``:
 - ``event_order``: each ``after`` event (fields matching ``where``) has a ``before`` event (fields matching
   ``where``) earlier; skipped when no ``after`` event happens, as a precedence is;
 - ``tool_called`` / ``tool_not_called``: the agent called tool ``name`` (successfully, for ``tool_called``; any
-  call, for ``tool_not_called``) with arguments containing ``arguments``;
+  call, for ``tool_not_called``) with arguments containing ``arguments``; ``requestor`` ``user`` looks at the
+  simulated user's own calls instead, ``any`` at both;
+- ``env``: a domain's assertion function (``function`` on the ``agent`` or ``user`` side, see
+  :meth:`simulator.domain.Domain.assertion_functions`) called with ``arguments`` on the final state returns
+  ``expected`` (tau2-bench ``env_assertions``);
 - ``sent``: outbox messages matching ``recipient`` / ``template`` / ``channel`` number ``equals`` (or
   ``min``/``max``).
 
@@ -28,7 +32,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Assertion", "CountAssertion", "EventCountAssertion", "EventOrderAssertion", "FieldAssertion",
+__all__ = ["Assertion", "CountAssertion", "EnvFunctionAssertion", "EventCountAssertion", "EventOrderAssertion",
+           "FieldAssertion",
            "NetChangeAssertion", "RowFilter", "SentAssertion", "ToolCalledAssertion", "ToolNotCalledAssertion",
            "UnchangedExceptAssertion"]
 
@@ -145,6 +150,8 @@ class ToolCalledAssertion(_Base):
     type: Literal["tool_called"]
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    requestor: Literal["agent", "user", "any"] = "agent"
+    """Whose calls count: the agent's, the simulated user's own (dual control), or both."""
 
 
 class ToolNotCalledAssertion(_Base):
@@ -153,6 +160,19 @@ class ToolNotCalledAssertion(_Base):
     type: Literal["tool_not_called"]
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    requestor: Literal["agent", "user", "any"] = "agent"
+    """Whose calls count: the agent's, the simulated user's own (dual control), or both."""
+
+
+class EnvFunctionAssertion(_Base):
+    """A domain assertion function, called on the final state, returns ``expected``."""
+
+    type: Literal["env"]
+    side: Literal["agent", "user"] = "agent"
+    """Whose side the function reads (the agent's database or the simulated user's)."""
+    function: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    expected: Any = True
 
 
 class SentAssertion(_Counted):
@@ -166,7 +186,7 @@ class SentAssertion(_Counted):
 
 Assertion = Annotated[
     CountAssertion | FieldAssertion | NetChangeAssertion | UnchangedExceptAssertion | EventCountAssertion
-    | EventOrderAssertion | ToolCalledAssertion | ToolNotCalledAssertion | SentAssertion,
+    | EventOrderAssertion | ToolCalledAssertion | ToolNotCalledAssertion | SentAssertion | EnvFunctionAssertion,
     Field(discriminator="type"),
 ]
 """One assertion (a pydantic discriminated union on ``type``)."""

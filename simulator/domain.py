@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -93,6 +93,57 @@ class Domain(abc.ABC):
         """Return the database as the domain's native nested JSON (``{table: {key: record}}``)."""
 
     # --- optional hooks with defaults ------------------------------------------------------------------
+    # dual control (a user who acts on its own side, e.g. telecom's phone): see simulator/dual.py
+    def user_toolbox(self) -> Toolbox | None:
+        """Return the simulated user's own tools (dual control), or None (the default: the user only talks).
+
+        They run on the same trial database as the agent's tools, on the tables of :meth:`user_tables`.
+        """
+        return None
+
+    def user_tables(self) -> frozenset[str]:
+        """Return the tables of the user's side of the database (telecom: ``device``, ``surroundings``).
+
+        Default none. The schema holds them with the agent's tables; state diffs and assertions cover both.
+        """
+        return frozenset()
+
+    def sync(self, ctx: ToolContext) -> None:
+        """Bring the two sides of a trial's database in line after a step (agent or user); default: nothing.
+
+        Called after every tool call and every message of agent or user, and after each setup action, only when
+        the database changed since the last sync. Writes through ``ctx.conn``.
+
+        Args:
+            ctx: a tool context on the trial's database.
+        """
+        return None  # noqa: PLR1711 - an optional hook: no sync by default
+
+    def environment_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
+        """Return the non-tool functions a task's setup actions may call on a side; default none.
+
+        tau2's ``initialization_actions``, e.g. telecom's ``break_apn_settings``.
+
+        Args:
+            side: ``"agent"`` or ``"user"``.
+
+        Returns:
+            Name -> ``fn(ctx: ToolContext, **arguments) -> Any`` (writes through ``ctx.conn``; raises
+            :class:`~simulator.tools.ToolError` on bad arguments). Tools of that side need not be listed.
+        """
+        return {}
+
+    def assertion_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
+        """Return the functions ``env`` assertions may call on a side (tau2's ``env_assertions``); default none.
+
+        Args:
+            side: ``"agent"`` or ``"user"``.
+
+        Returns:
+            Name -> ``fn(ctx: ToolContext, **arguments) -> value`` (read only).
+        """
+        return {}
+
     def package_dir(self) -> Path:
         """Return the domain package's directory (holds data/, tasks/, policy.md)."""
         import sys
@@ -235,9 +286,15 @@ class Domain(abc.ABC):
                 if name not in toolbox.specs:
                     raise TaskFileError(f"{source}: task {task.id!r}: field process.{field}: unknown tool {name!r} "
                                         f"in domain {self.name!r}")
+            user_tools = self.user_toolbox()
             for i, action in enumerate(task.gold_actions):
                 where = f"{source}: task {task.id!r}: field gold_actions[{i}]"
-                spec = toolbox.specs.get(action.name)
+                side = toolbox
+                if action.requestor == "user":
+                    if user_tools is None:
+                        raise TaskFileError(f"{where}.requestor: domain {self.name!r} has no user-side tools")
+                    side = user_tools
+                spec = side.specs.get(action.name)
                 if spec is None:
                     raise TaskFileError(f"{where}.name: unknown tool {action.name!r} in domain {self.name!r}")
                 try:

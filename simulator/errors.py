@@ -32,6 +32,7 @@ The tree::
     ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
     │   ├── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
     │   ├── FixtureError(RuntimeError)     a task's ``initial_state`` cannot be applied (simulator.outcomes)
+    │   ├── SetupError(ValueError)         a task's setup action or environment function failed (simulator.dual)
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
         └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
@@ -69,6 +70,7 @@ __all__ = [
     "LLMInfraError",
     "LLMRequestError",
     "PersonaError",
+    "SetupError",
     "SpecError",
     "RunDocumentError",
     "ScaffoldError",
@@ -244,3 +246,7 @@ class WallClockRead(DefectError, RuntimeError):
 
     Tools take "now" only from the domain's clock (:class:`simulator.sinks.Clock`).
     """
+
+
+class SetupError(DefectError, ValueError):
+    """A setup action (or environment function) failed; the message names the action and the error."""

@@ -23,15 +23,16 @@ import json
 import re
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from simulator._messages import AgentTurn, Message, Usage, UserTurn
+from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator._protocols import PROGRESS_SIGNALS, Agent, Progress, UserSimulator
 from simulator.cues import asks_confirmation, is_yes, offers_more_help
-from simulator.tools import Toolbox, ToolContext
+from simulator.tools import CallOutcome, Toolbox, ToolContext
 
 __all__ = ["CAP_REASONS", "ERROR_REASONS", "Limits", "ToolCallRecord", "TerminationReason", "Trajectory",
            "run_conversation"]
@@ -95,6 +96,8 @@ class ToolCallRecord(BaseModel):
     content: str
     duration_s: float
     bug: str | None = None
+    requestor: Literal["agent", "user", "setup"] = "agent"
+    """Who made the call: the agent, the simulated user on its own side (dual control), or the task's setup."""
 
 
 class Trajectory(BaseModel):
@@ -227,6 +230,10 @@ def run_conversation(
     log: Any = None,
     tracing: Any = None,
     trial_span: Any = None,
+    *,
+    user_toolbox: Toolbox | None = None,
+    user_ctx: ToolContext | None = None,
+    sync: Callable[[], None] | None = None,
 ) -> Trajectory:
     """Run one trial's conversation to termination.
 
@@ -241,6 +248,12 @@ def run_conversation(
         tracing: a :class:`simulator.tracing.Tracing`, or None: spans for each agent turn, tool call and model
             call (children of ``trial_span``).
         trial_span: the trial's span (the parent of the turn spans and of the user's model-call spans).
+        user_toolbox: the simulated user's own tools (dual control); None: a user turn with tool calls ends the
+            trial with ``user_error``. The user's calls run on ``user_ctx``, are recorded with requestor ``user``
+            (in ``tool_calls`` and, marked ``requestor="user"``, in ``messages``, never shown to the agent) and
+            count as steps; the user is asked again after them.
+        user_ctx: tool context of the user's side (the same trial database, ``source="user"``).
+        sync: the domain's sync hook, called after every step of agent or user (each tool call and each message).
 
     Returns:
         The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
@@ -253,6 +266,8 @@ def run_conversation(
     observe = getattr(user, "observe_progress", None)
     view: list[Message] = []  # the messages _visible_to_user, appended as they come (no rescan per turn)
     turn_span: list[Any] = []  # the open agent-turn span (tracing only)
+    seen: list[Message] = []  # the messages the agent sees: all but the user's own tool calls and results
+    after_step = sync if sync is not None else _nothing
 
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         if turn_span:
@@ -271,31 +286,51 @@ def run_conversation(
         # --- user turn --------------------------------------------------------------------------------
         if traj.turns >= limits.max_turns:
             return end(TerminationReason.MAX_TURNS)
-        t0 = time.perf_counter()
-        w0 = time.time_ns()
-        try:
-            if pending is not None and callable(observe):
-                observe(pending)
-            pending = None
-            ut: UserTurn = user.reply(list(view))
-        except Exception:  # noqa: BLE001 - recorded as the trial's user_error
+        while True:
+            t0 = time.perf_counter()
+            w0 = time.time_ns()
+            try:
+                if pending is not None and callable(observe):
+                    observe(pending)
+                pending = None
+                ut: UserTurn = user.reply(list(view))
+            except Exception:  # noqa: BLE001 - recorded as the trial's user_error
+                traj.user_seconds += time.perf_counter() - t0
+                return end(TerminationReason.USER_ERROR, traceback.format_exc())
             traj.user_seconds += time.perf_counter() - t0
-            return end(TerminationReason.USER_ERROR, traceback.format_exc())
-        traj.user_seconds += time.perf_counter() - t0
-        if not isinstance(ut, UserTurn):
-            return end(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
-        if tracing is not None:
-            tracing.model_call(trial_span, "user", getattr(user, "model", None), ut.usage, w0, time.time_ns())
-        traj.user_usage = traj.user_usage + ut.usage
-        if ut.error:
-            kind = TerminationReason(ut.error_kind or "user_error")
-            return end(kind, ut.error)
+            if not isinstance(ut, UserTurn):
+                return end(TerminationReason.USER_ERROR,
+                           f"user.reply returned {type(ut).__name__}, expected UserTurn")
+            if tracing is not None:
+                tracing.model_call(trial_span, "user", getattr(user, "model", None), ut.usage, w0, time.time_ns())
+            traj.user_usage = traj.user_usage + ut.usage
+            if ut.error:
+                kind = TerminationReason(ut.error_kind or "user_error")
+                return end(kind, ut.error)
+            if not ut.tool_calls:
+                break
+            if user_toolbox is None or user_ctx is None:
+                return end(TerminationReason.USER_ERROR, "the user called tools "
+                           f"({', '.join(c.name for c in ut.tool_calls)}) but the domain has no user-side tools")
+            ask = Message(role="user", content=ut.content or None, tool_calls=list(ut.tool_calls), requestor="user")
+            traj.messages.append(ask)
+            view.append(ask)
+            for call in ut.tool_calls:
+                if traj.steps >= limits.max_steps:
+                    return end(TerminationReason.MAX_STEPS)
+                result, out = _dispatch(user_toolbox, user_ctx, call, traj, log, "user", tracing, trial_span)
+                view.append(result)
+                after_step()
+                if out.status == "tool_bug":
+                    return end(TerminationReason.TOOL_BUG, out.bug)
         if ut.content:
             user_msg = Message(role="user", content=ut.content)
             traj.messages.append(user_msg)
             view.append(user_msg)
+            seen.append(user_msg)
             traj.turns += 1
             judge.on_user(ut.content)
+            after_step()
         if ut.abandon:
             return end(TerminationReason.USER_ABANDON)
         if ut.stop and not (awaiting and ut.content):
@@ -312,7 +347,7 @@ def run_conversation(
             t0 = time.perf_counter()
             w0 = time.time_ns()
             try:
-                at: AgentTurn = agent.step(list(traj.messages))
+                at: AgentTurn = agent.step(list(seen))
             except Exception:  # noqa: BLE001 - recorded as the trial's agent_error
                 traj.agent_seconds += time.perf_counter() - t0
                 return end(TerminationReason.AGENT_ERROR, traceback.format_exc())
@@ -328,11 +363,13 @@ def run_conversation(
                 return end(TerminationReason(at.error_kind or "agent_error"), at.error)
             msg = at.message
             traj.messages.append(msg)
+            seen.append(msg)
             if _visible_to_user(msg):
                 view.append(msg)
             if not msg.tool_calls:
                 traj.steps += 1
                 traj.turns += 1
+                after_step()
                 awaiting = asks_confirmation(msg.content)
                 pending = judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
                 traj.progress.append(pending.as_dict())
@@ -342,25 +379,44 @@ def run_conversation(
             for call in msg.tool_calls:
                 if traj.steps >= limits.max_steps:
                     return end(TerminationReason.MAX_STEPS)
-                ctx.step = traj.steps
-                w0 = time.time_ns()
-                out = toolbox.dispatch(ctx, call.name, call.arguments)
-                if tracing is not None:
-                    tracing.tool_call(turn_span[-1] if turn_span else trial_span, call.name, call.id, out.status, w0,
-                                      time.time_ns())
-                traj.tool_seconds += out.duration_s
-                traj.tool_calls.append(ToolCallRecord(
-                    step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,
-                    raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
-                    status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug,
-                ))
-                if log is not None:
-                    log.info("tool_call", step=traj.steps, call_id=call.id, name=call.name, kind=out.kind,
-                             status=out.status, duration_s=round(out.duration_s, 6))
-                traj.steps += 1
-                traj.messages.append(Message(role="tool", content=out.content, tool_call_id=call.id,
-                                             name=call.name))
+                result, out = _dispatch(toolbox, ctx, call, traj, log, "agent", tracing,
+                                        turn_span[-1] if turn_span else trial_span)
+                seen.append(result)
+                after_step()
                 if out.status == "tool_bug":
                     return end(TerminationReason.TOOL_BUG, out.bug)
                 if out.ends_conversation:
                     return end(TerminationReason.AGENT_TRANSFER)
+
+
+def _nothing() -> None:
+    """The sync hook of a domain without one."""
+
+
+def _dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajectory, log: Any,
+              requestor: Literal["agent", "user"], tracing: Any = None,
+              span: Any = None) -> tuple[Message, CallOutcome]:
+    """Run one call, record it in the trajectory (a step); return its result message (already appended) and outcome.
+
+    With ``tracing``, the call is a span (``execute_tool NAME``), a child of ``span``.
+    """
+    ctx.step = traj.steps
+    w0 = time.time_ns()
+    out = toolbox.dispatch(ctx, call.name, call.arguments)
+    if tracing is not None:
+        tracing.tool_call(span, call.name, call.id, out.status, w0, time.time_ns())
+    traj.tool_seconds += out.duration_s
+    traj.tool_calls.append(ToolCallRecord(
+        step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,
+        raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
+        status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug, requestor=requestor,
+    ))
+    if log is not None:
+        log.info("tool_call", step=traj.steps, call_id=call.id, name=call.name, kind=out.kind,
+                 status=out.status, duration_s=round(out.duration_s, 6),
+                 **({"requestor": requestor} if requestor != "agent" else {}))
+    traj.steps += 1
+    result = Message(role="tool", content=out.content, tool_call_id=call.id, name=call.name,
+                     requestor="user" if requestor == "user" else None)
+    traj.messages.append(result)
+    return result, out

@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simulator.assertions import (
     CountAssertion,
+    EnvFunctionAssertion,
     EventCountAssertion,
     EventOrderAssertion,
     FieldAssertion,
@@ -172,6 +173,15 @@ def check_task_outcomes(domain: Domain, task: Task, source: str) -> None:
             for i, key in enumerate(keys):
                 c.key(table, key, f"initial_state.delete.{name}[{i}]")
         for i, action in enumerate(fx.setup):
+            side = "user" if action.requestor == "user" else "agent"
+            if action.name in domain.environment_functions(side):
+                continue  # a non-tool environment function (dual-control domains); checked when it runs
+            if side == "user":
+                user_tools = domain.user_toolbox()
+                if user_tools is None or action.name not in user_tools.specs:
+                    raise c.fail(f"initial_state.setup[{i}].name", f"unknown user-side function {action.name!r} "
+                                                                   f"in domain {domain.name!r}")
+                continue
             c.action(action, f"initial_state.setup[{i}]")
     for i, a in enumerate(task.assertions):
         at = f"assertions[{i}]"
@@ -197,7 +207,19 @@ def check_task_outcomes(domain: Domain, task: Task, source: str) -> None:
             c.event(a.before, f"{at}.before")
             c.event(a.after, f"{at}.after")
         elif isinstance(a, ToolCalledAssertion | ToolNotCalledAssertion):
-            c.tool(a.name, a.arguments, at)
+            if a.requestor == "agent":
+                c.tool(a.name, a.arguments, at)
+            else:
+                user_tools = domain.user_toolbox()
+                known = set(user_tools.specs if user_tools is not None else ())
+                if a.requestor == "any":
+                    known |= set(c.toolbox.specs)
+                if a.name not in known:
+                    raise c.fail(f"{at}.name", f"unknown {a.requestor}-side tool {a.name!r} in domain {domain.name!r}")
+        elif isinstance(a, EnvFunctionAssertion):
+            if a.function not in domain.assertion_functions(a.side):
+                raise c.fail(f"{at}.function", f"domain {domain.name!r} has no {a.side}-side assertion function "
+                                               f"{a.function!r}")
         elif isinstance(a, SentAssertion) and "outbox" not in c.tables:
             raise c.fail(f"{at}.type", f"domain {domain.name!r} declares no Outbox sink")
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
+from simulator.dual import SetupError, has_user_side, run_action, run_setup_actions, syncer
 from simulator.errors import GoldToolBug
 from simulator.orchestrator import Trajectory
 from simulator.outcomes import FixtureError, apply_initial_state
@@ -59,9 +60,16 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
     """
     if task.initial_state is None:
         return
+    fx = task.initial_state
+    dual = has_user_side(domain) and bool(fx.setup)
     try:
-        apply_initial_state(domain.toolbox(), trial, task, domain.install_sinks().metadata)
-    except FixtureError as e:
+        if dual:  # setup actions may call environment functions, on either side: run them here, with sync
+            bare = task.model_copy(update={"initial_state": fx.model_copy(update={"setup": []})})
+            apply_initial_state(domain.toolbox(), trial, bare, domain.install_sinks().metadata)
+            run_setup_actions(domain, ToolContext(trial.session, trial.options), fx.setup, domain.toolbox())
+        else:
+            apply_initial_state(domain.toolbox(), trial, task, domain.install_sinks().metadata)
+    except (FixtureError, SetupError) as e:
         raise GoldToolBug(f"initial_state failed: {e}") from e
 
 
@@ -145,8 +153,11 @@ def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox:
         if task.assertions:
             initial = trial.raw.serialize()
         ctx = ToolContext(trial.session, trial.options)
+        sides = (toolbox, domain.user_toolbox())
+        sync = syncer(domain, ctx)
         for action in task.gold_actions:
-            out = toolbox.dispatch(ctx, action.name, action.arguments)
+            out = run_action(domain, ctx, action, sides, functions=False)
+            sync()
             if out.status == "tool_bug":
                 statuses.append(GoldStatus(action.name, out.status, out.bug or out.content))
                 bug = f"gold action {action.name}({action.arguments}) raised:\n{out.bug}"
@@ -268,7 +279,9 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
                            json_diff(initial, final))
 
 
-def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajectory) -> list[tuple[int, CallOutcome]]:
+def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajectory, *,
+                      user_toolbox: Toolbox | None = None,
+                      sync: Callable[[ToolContext], None] | None = None) -> list[tuple[int, CallOutcome]]:
     """Rebuild a trial's final state: run the trajectory's successful tool calls, in order, on a database.
 
     Calls that did not succeed in the trial (``tool_error``, ``invalid_arguments``, ``unknown_tool``,
@@ -279,6 +292,8 @@ def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajec
         toolbox: the domain's tools.
         trial: a fresh copy of the template the trial ran on (changed in place).
         trajectory: the recorded trajectory.
+        user_toolbox: the user's own tools (dual control): calls with requestor ``user`` run there.
+        sync: the domain's sync hook (:meth:`simulator.domain.Domain.sync`), run after each replayed call.
 
     Returns:
         ``(index in trajectory.tool_calls, outcome)`` for each call replayed; an outcome whose status or
@@ -290,5 +305,9 @@ def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajec
         if call.status != "ok":
             continue
         ctx.step = call.step
-        out.append((i, toolbox.dispatch(ctx, call.name, call.arguments)))
+        side = user_toolbox if call.requestor == "user" and user_toolbox is not None else toolbox
+        ctx.source = "user" if call.requestor == "user" else "agent"
+        out.append((i, side.dispatch(ctx, call.name, call.arguments)))
+        if sync is not None:
+            sync(ctx)
     return out

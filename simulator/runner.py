@@ -20,6 +20,7 @@ import numpy as np
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
+from simulator.dual import env_caller, has_user_side, syncer
 from simulator.grading import Judge, check_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.metrics import reliability
@@ -123,6 +124,8 @@ class Runner:
         self._kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
                        for name, spec in self._toolbox.specs.items()}
         self._policy = domain.policy()
+        self._user_toolbox = domain.user_toolbox()
+        self._user_tools = self._user_toolbox.schemas() if self._user_toolbox is not None else []
         self._needs = user_needs(user_factory)
         self._gold = dict(gold or {})
         self.prepared: dict[str, PreparedTask] = {}
@@ -255,6 +258,7 @@ class Runner:
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
             persona=self.personas[persona] if persona is not None else None, prepared=prepared,
+            user_tools=list(self._user_tools),
         )
         try:
             agent = self.agent_factory(ctx)
@@ -267,10 +271,19 @@ class Runner:
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
-            traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log,
-                                    tracing=self.tracing, trial_span=span)
+            tool_ctx = ToolContext(db.session, db.options)
+            if self._user_toolbox is None:
+                traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
+                                        trial_span=span)
+            else:
+                user_ctx = ToolContext(db.session, db.options)
+                user_ctx.source = "user"
+                traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
+                                        trial_span=span, user_toolbox=self._user_toolbox, user_ctx=user_ctx,
+                                        sync=syncer(self.domain, tool_ctx))
             diff = diff_against(db.raw, goal, self._spec)
-            checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec)
+            checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
+                                      env=env_caller(self.domain, tool_ctx))
             owners = record_owners(self.domain, traj, db)
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=owners)
@@ -408,9 +421,11 @@ def regrade_trial(
         initial = initial_database(domain, template, task)
     with template.trial() as db:
         prepare_trial(domain, db, task)
-        outcomes = replay_trajectory(toolbox, db, traj)
+        outcomes = replay_trajectory(toolbox, db, traj, user_toolbox=domain.user_toolbox(),
+                                     sync=domain.sync if has_user_side(domain) else None)
         diff = diff_against(db.raw, goal_state, spec)
-        checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec)
+        checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec,
+                                  env=env_caller(domain, ToolContext(db.session, db.options)))
         owners = record_owners(domain, traj, db)
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)

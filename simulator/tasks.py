@@ -50,6 +50,9 @@ class Action(BaseModel):
     """Tool name."""
     arguments: dict[str, Any] = Field(default_factory=dict)
     """Tool arguments."""
+    requestor: Literal["assistant", "user"] = "assistant"
+    """Who makes the call: the agent, or (dual-control domains) the user on its own side (a user tool, or in a
+    setup action a user-side environment function)."""
 
 
 class Intent(BaseModel):

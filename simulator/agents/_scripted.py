@@ -27,7 +27,20 @@ class OracleAgent:
         self._done = False
 
     def step(self, messages: Sequence[Message]) -> AgentTurn:
-        """Return the next gold action as a tool call, then a closing message with the outputs."""
+        """Return the next gold action as a tool call, then a closing message with the outputs.
+
+        A gold action the user performs (``requestor: user``, dual control) is asked of the user instead: the
+        oracle names the run of consecutive user actions in one message (``Please do this on your side, in
+        order: toggle_roaming(); reboot_device().``) and goes on once the user has answered.
+        """
+        if self._next < len(self._actions) and self._actions[self._next].requestor == "user":
+            run = []
+            while self._next < len(self._actions) and self._actions[self._next].requestor == "user":
+                run.append(self._actions[self._next])
+                self._next += 1
+            steps = "; ".join(f"{a.name}({', '.join(f'{k}={v!r}' for k, v in a.arguments.items())})" for a in run)
+            return AgentTurn(message=Message(role="assistant",
+                                             content=f"Please do this on your side, in order: {steps}."))
         if self._next < len(self._actions):
             a = self._actions[self._next]
             self._next += 1

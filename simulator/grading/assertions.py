@@ -9,7 +9,7 @@ compare with it (``net_change``, ``unchanged_except``, ``sent``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -17,6 +17,7 @@ from sqlalchemy import Table
 
 from simulator.assertions import (
     CountAssertion,
+    EnvFunctionAssertion,
     EventCountAssertion,
     EventOrderAssertion,
     FieldAssertion,
@@ -28,6 +29,7 @@ from simulator.assertions import (
     UnchangedExceptAssertion,
 )
 from simulator.database import StateSpec, diff_against, values_equal
+from simulator.errors import ToolError
 from simulator.orchestrator import Trajectory
 from simulator.sinks import Event
 
@@ -112,7 +114,12 @@ def _where_text(where: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in where.items())
 
 
-def _check_one(i: int, a: Any, st: _State, events: Sequence[Event], trajectory: Trajectory) -> AssertionResult:
+EnvCall = Callable[[str, str, Mapping[str, Any]], Any]
+"""Calls a domain assertion function: ``(side, function name, arguments) -> value``."""
+
+
+def _check_one(i: int, a: Any, st: _State, events: Sequence[Event], trajectory: Trajectory,
+               env: EnvCall | None = None) -> AssertionResult:
     dec = st.spec.float_decimals
     base = {"index": i, "type": a.type, "note": a.note}
     if isinstance(a, CountAssertion):
@@ -167,8 +174,9 @@ def _check_one(i: int, a: Any, st: _State, events: Sequence[Event], trajectory: 
                                involved=_events_json(sorted([*early, *befores[:1]], key=lambda e: e.seq)))
     if isinstance(a, ToolCalledAssertion | ToolNotCalledAssertion):
         wanted_ok = isinstance(a, ToolCalledAssertion)
+        who = a.requestor
         calls = [c for c in trajectory.tool_calls if c.name == a.name and (not wanted_ok or c.status == "ok")
-                 and _match(c.arguments or {}, a.arguments, dec)]
+                 and (who == "any" or c.requestor == who) and _match(c.arguments or {}, a.arguments, dec)]
         involved = [{"step": c.step, "name": c.name, "arguments": c.arguments, "status": c.status}
                     for c in calls[:MAX_INVOLVED]]
         what = f"{a.name}({_where_text(a.arguments)})"
@@ -187,6 +195,21 @@ def _check_one(i: int, a: Any, st: _State, events: Sequence[Event], trajectory: 
                                summary=f"messages sent where {_where_text(where) or 'any'}: {len(msgs)} "
                                        f"(expected {a.expected_text()})",
                                involved=_rows_json("outbox", msgs))
+    if isinstance(a, EnvFunctionAssertion):
+        what = f"{a.side}.{a.function}({_where_text(a.arguments)})"
+        if env is None:
+            raise ValueError(f"assertion {what}: the domain has no assertion functions")
+        try:
+            value = env(a.side, a.function, a.arguments)
+        except (ToolError, ValueError) as e:  # the function refuses the final state (e.g. a record is missing)
+            return AssertionResult(**base, passed=False, expected=a.expected, actual=f"error: {e}",
+                                   summary=f"{what} raised: {e}")
+        if isinstance(a.expected, bool):
+            ok = isinstance(value, bool) and value == a.expected
+        else:
+            ok = _eq(value, a.expected, dec)
+        return AssertionResult(**base, passed=ok, expected=a.expected, actual=value,
+                               summary=f"{what} returned {value!r} (expected {a.expected!r})")
     raise TypeError(f"unknown assertion type {type(a).__name__}")
 
 
@@ -228,7 +251,8 @@ def _unchanged_except(base: dict[str, Any], a: UnchangedExceptAssertion, st: _St
 
 
 def check_assertions(assertions: Sequence[Any], raw: sqlite3.Connection, initial: bytes | None,
-                     events: Sequence[Event], trajectory: Trajectory, spec: StateSpec) -> AssertionsResult | None:
+                     events: Sequence[Event], trajectory: Trajectory, spec: StateSpec,
+                     env: EnvCall | None = None) -> AssertionsResult | None:
     """Evaluate a task's assertions on a trial's final state, event log and trajectory.
 
     Args:
@@ -240,6 +264,8 @@ def check_assertions(assertions: Sequence[Any], raw: sqlite3.Connection, initial
         events: the trial's events (:func:`simulator.sinks.read_events`).
         trajectory: the trial's trajectory (its tool calls, for ``tool_called`` / ``tool_not_called``).
         spec: the domain's state spec (tables, float precision).
+        env: calls the domain's assertion functions (``env`` assertions; see
+            :func:`simulator.dual.env_caller`); None when the domain has none.
 
     Returns:
         The :class:`AssertionsResult`, or None when the task has no assertion.
@@ -254,7 +280,7 @@ def check_assertions(assertions: Sequence[Any], raw: sqlite3.Connection, initial
         raw.execute("ATTACH DATABASE ':memory:' AS initial")
         raw.deserialize(initial, name="initial")
     try:
-        results = [_check_one(i, a, st, events, trajectory) for i, a in enumerate(assertions)]
+        results = [_check_one(i, a, st, events, trajectory, env) for i, a in enumerate(assertions)]
     finally:
         if initial is not None:
             raw.execute("DETACH DATABASE initial")

@@ -301,6 +301,8 @@ def _transcript(trial: Mapping[str, Any]) -> str:
         role = str(msg.get("role") or "?")
         role_cls = role if role in ("user", "assistant", "tool", "system") else "other"
         parts = [f'<div class="msg {role_cls}"><div class=who><span class=role>{_e(role)}</span>']
+        if msg.get("requestor") == "user":  # dual control: the user's own tool call or its result
+            parts.append(" <span class=note>requestor user (on the user's device, not shown to the agent)</span>")
         if role == "tool":
             rec = records.get(str(msg.get("tool_call_id")))
             parts.append(f" &middot; result of <span class=fn>{_e(msg.get('name'))}</span> "

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
-from simulator._messages import Message, UserTurn
+from simulator._messages import Message, ToolCall, UserTurn
 from simulator._protocols import TrialContext
 from simulator.cues import asks_confirmation
+from simulator.tasks import Action
 
-__all__ = ["ConfirmingUser", "ScriptedUser", "confirming_user_factory", "scripted_user_factory"]
+__all__ = ["ConfirmingUser", "ScriptedUser", "UserActions", "confirming_user_factory", "scripted_user_factory"]
 
 STOP_TOKEN = "###STOP###"
 
@@ -25,14 +27,18 @@ class ScriptedUser:
         ValueError: ``lines`` is empty.
     """
 
-    def __init__(self, lines: Sequence[str]):
+    def __init__(self, lines: Sequence[str], actions: Sequence[Action] = ()):
         if not lines:
             raise ValueError("ScriptedUser needs at least one line")
         self._lines = list(lines)
         self._i = 0
+        self._acts = UserActions(actions)
 
     def reply(self, messages: Sequence[Message]) -> UserTurn:
-        """Return the next line, or a stop once the lines are used up."""
+        """Return the user's own tool calls the agent asked for, the next line, or a stop once lines are used up."""
+        acted = self._acts.reply(messages)
+        if acted is not None:
+            return acted
         if self._i >= len(self._lines):
             return UserTurn(content="", stop=True)
         line = self._lines[self._i]
@@ -40,6 +46,47 @@ class ScriptedUser:
         if STOP_TOKEN in line:
             return UserTurn(content=line.split(STOP_TOKEN, 1)[0].strip(), stop=True)
         return UserTurn(content=line)
+
+
+class UserActions:
+    """The actions a rule-following user performs on its own side when the agent asks for them (dual control).
+
+    The user holds a queue of actions (its part of the task's gold actions, ``requestor: user``). When the
+    agent's last message names the next queued action's tool (``toggle_roaming``), the user performs it and the
+    following queued actions the message also names, in order, as tool calls; after their results it says what
+    it did. Anything else is left to the user's own rules.
+
+    Args:
+        actions: the queue, in order.
+    """
+
+    def __init__(self, actions: Sequence[Action]):
+        self._queue = list(actions)
+        self._next = 0
+        self._calls = 0
+
+    def reply(self, messages: Sequence[Message]) -> UserTurn | None:
+        """Return tool calls for the actions the agent asked for, a report after their results, or None.
+
+        Args:
+            messages: the conversation as the user sees it (its own tool calls and results included).
+        """
+        if not messages or not self._queue:
+            return None
+        last = messages[-1]
+        if last.role == "tool" and last.requestor == "user":
+            done = [m.content or "" for m in reversed(messages) if m.role == "tool" and m.requestor == "user"]
+            return UserTurn(content="I did that. " + " ".join(done[:1]).strip())
+        if last.role != "assistant" or not last.content or self._next >= len(self._queue):
+            return None
+        calls = []
+        text = last.content
+        while self._next < len(self._queue) and re.search(rf"\b{re.escape(self._queue[self._next].name)}\b", text):
+            a = self._queue[self._next]
+            calls.append(ToolCall(id=f"user_{self._calls}", name=a.name, arguments=dict(a.arguments)))
+            self._calls += 1
+            self._next += 1
+        return UserTurn(content="", tool_calls=calls) if calls else None
 
 
 def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[TrialContext], ScriptedUser]:
@@ -57,7 +104,7 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
         if fixed is not None:
             return ScriptedUser(fixed)
         opening = ctx.task.scenario.opening or "Hi, I need some help with my account and orders."
-        return ScriptedUser([opening])
+        return ScriptedUser([opening], [a for a in ctx.task.gold_actions if a.requestor == "user"])
 
     return make
 

@@ -1,0 +1,238 @@
+"""tau2-bench's mock world (our own implementation): tasks of users, and a user-side notification inbox.
+
+The agent creates tasks and updates their status (4 tools); the user can read and dismiss notifications in their
+inbox (2 tools, dual control). Data: tau2's ``db.json`` and ``user_db.json`` (``--data`` their folder); tasks:
+its ``tasks.json`` (read by :mod:`domains._tau2tasks`). Registered as ``mock``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import MetaData
+from sqlalchemy.orm import Session
+
+from domains._docs import Docs, doc_table, insert_docs
+from domains._tau2tasks import is_tau2_file, read_tau2_tasks
+from simulator import (
+    Domain,
+    DomainError,
+    StateSpec,
+    Task,
+    Toolbox,
+    ToolContext,
+    ToolError,
+    TrialDatabase,
+    tool,
+)
+
+__all__ = ["MockDomain"]
+
+
+def _folder() -> Path:
+    return Path(__file__).resolve().parents[3] / "shared" / "peers" / "tau2-bench" / "mock"
+
+
+@tool("write")
+def create_task(ctx: ToolContext, user_id: str, title: str, description: str | None = None) -> dict[str, Any]:
+    """Create a new task for a user.
+
+    Args:
+        ctx: the trial's tool context.
+        user_id: The ID of the user creating the task.
+        title: The title of the task.
+        description: Optional description of the task.
+    """
+    docs = Docs(ctx.conn)
+    user = docs.get("users", user_id)
+    if user is None:
+        raise ToolError(f"User {user_id} not found")
+    count = ctx.conn.execute("SELECT count(*) FROM tasks").fetchone()[0]
+    task_id = f"task_{count + 1}"
+    task = {"task_id": task_id, "title": title, "description": description, "status": "pending"}
+    docs.put("tasks", task_id, task)
+    user["tasks"].append(task_id)
+    docs.put("users", user_id, user)
+    return task
+
+
+@tool("read")
+def get_users(ctx: ToolContext) -> list[dict[str, Any]]:
+    """Get all users in the database."""
+    return Docs(ctx.conn).all("users")
+
+
+@tool("write")
+def update_task_status(ctx: ToolContext, task_id: str, status: Literal["pending", "completed"]) -> dict[str, Any]:
+    """Update the status of a task.
+
+    Args:
+        ctx: the trial's tool context.
+        task_id: The ID of the task to update.
+        status: The new status of the task.
+    """
+    docs = Docs(ctx.conn)
+    task = docs.get("tasks", task_id)
+    if task is None:
+        raise ToolError(f"Task {task_id} not found")
+    task["status"] = status
+    docs.put("tasks", task_id, task)
+    return task
+
+
+@tool("read", ends_conversation=True)
+def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
+    """Transfer the user to a human agent, with a summary of the user's issue.
+
+    Only when the user explicitly asks for one, or the policy and tools cannot solve the issue.
+
+    Args:
+        ctx: the trial's tool context.
+        summary: A summary of the user's issue.
+    """
+    return "Transfer successful"
+
+
+@tool("read")
+def check_notifications(ctx: ToolContext) -> list[dict[str, Any]]:
+    """Check all notifications in your inbox."""
+    return Docs(ctx.conn).all("notifications")
+
+
+@tool("write")
+def dismiss_notification(ctx: ToolContext, notification_id: str) -> str:
+    """Dismiss (mark as read) a notification.
+
+    Args:
+        ctx: the trial's tool context.
+        notification_id: The ID of the notification to dismiss.
+    """
+    docs = Docs(ctx.conn)
+    note = docs.get("notifications", notification_id)
+    if note is None:
+        raise ToolError(f"Notification {notification_id} not found")
+    note["status"] = "read"
+    docs.put("notifications", notification_id, note)
+    return f"Notification {notification_id} dismissed"
+
+
+def _add_notification(ctx: ToolContext, notification_id: str, message: str, task_id: str | None = None) -> str:
+    Docs(ctx.conn).put("notifications", notification_id, {"notification_id": notification_id, "message": message,
+                                                            "status": "unread", "task_id": task_id})
+    return f"notification {notification_id} added"
+
+
+def _number_of_tasks(ctx: ToolContext, user_id: str, expected_number: int) -> bool:
+    user = Docs(ctx.conn).get("users", user_id)
+    if user is None:
+        raise ValueError(f"User {user_id} not found")
+    return len(user["tasks"]) == expected_number
+
+
+def _task_status(ctx: ToolContext, task_id: str, expected_status: str) -> bool:
+    task = Docs(ctx.conn).get("tasks", task_id)
+    if task is None:
+        raise ValueError(f"Task {task_id} not found")
+    return bool(task["status"] == expected_status)
+
+
+def _notification_status(ctx: ToolContext, notification_id: str, expected_status: str) -> bool:
+    note = Docs(ctx.conn).get("notifications", notification_id)
+    if note is None:
+        raise ValueError(f"Notification {notification_id} not found")
+    return bool(note["status"] == expected_status)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise DomainError(f"--data {path.parent}: missing {path.name}") from e
+    except ValueError as e:
+        raise DomainError(f"{path}: not valid JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise DomainError(f"{path}: expected an object of tables")
+    return data
+
+
+class MockDomain(Domain):
+    """tau2's mock world: users and their tasks; a user-side notification inbox."""
+
+    name = "mock"
+
+    def __init__(self) -> None:
+        super().__init__()
+        md = MetaData()
+        self._tables = {n: doc_table(md, n) for n in ("tasks", "users", "notifications")}
+        self._spec = StateSpec(md)
+        self._toolbox = Toolbox([create_task, get_users, update_task_status, transfer_to_human_agents],
+                                uses_session=False)
+        self._user_toolbox = Toolbox([check_notifications, dismiss_notification], uses_session=False)
+
+    def state_spec(self) -> StateSpec:
+        """Return the tables ``tasks``, ``users`` (agent) and ``notifications`` (user)."""
+        return self._spec
+
+    def toolbox(self) -> Toolbox:
+        """Return the agent's 4 tools."""
+        return self._toolbox
+
+    def user_toolbox(self) -> Toolbox:
+        """Return the user's inbox tools."""
+        return self._user_toolbox
+
+    def user_tables(self) -> frozenset[str]:
+        """Return ``notifications``."""
+        return frozenset({"notifications"})
+
+    def environment_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
+        """Return ``add_notification`` on the user's side."""
+        return {"add_notification": _add_notification} if side == "user" else {}
+
+    def assertion_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
+        """Return the task checks (agent) and the notification check (user)."""
+        if side == "user":
+            return {"assert_notification_status": _notification_status}
+        return {"assert_number_of_tasks": _number_of_tasks, "assert_task_status": _task_status}
+
+    def default_data_dir(self) -> Path:
+        """Return the tau2-bench mock folder beside the repository."""
+        return _folder()
+
+    def policy(self) -> str:
+        """Return tau2's mock ``policy.md``."""
+        try:
+            return (_folder() / "policy.md").read_text(encoding="utf-8")
+        except OSError as e:
+            raise DomainError(f"mock policy not found: {e}") from e
+
+    def task_splits(self) -> dict[str, Path]:
+        """Return no built-in split: tasks come from tau2's ``tasks.json`` (``--tasks``)."""
+        return {}
+
+    def populate(self, session: Session, data_dir: Path, options: Mapping[str, Any]) -> None:
+        """Load ``db.json`` (tasks, users) and ``user_db.json`` (notifications).
+
+        Raises:
+            DomainError: a file is missing or malformed.
+        """
+        agent = _read_json(Path(data_dir) / "db.json")
+        user = _read_json(Path(data_dir) / "user_db.json")
+        for table, data in (("tasks", agent.get("tasks", {})), ("users", agent.get("users", {})),
+                            ("notifications", user.get("notifications", {}))):
+            insert_docs(session, self._tables[table], data.items())
+
+    def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
+        """Return ``{table: {id: record}}``."""
+        return Docs(trial.raw).dump(self._tables)
+
+    def load_tasks(self, source: str | None = None) -> list[Task]:
+        """Load tau2's mock ``tasks.json`` (``source``; None: the default data folder's)."""
+        path = Path(source) if source is not None else _folder() / "tasks.json"
+        if not path.exists() or not is_tau2_file(path):
+            raise DomainError(f"--tasks {source}: not a tau2-bench mock task file")
+        base = _read_json(path.parent / "db.json")
+        return self._checked(read_tau2_tasks(path, records=lambda t: base.get(t, {})), str(path))

@@ -1,0 +1,146 @@
+"""Telecom technical support with dual control (tau2-bench's telecom world, our own implementation).
+
+The agent works on the carrier's records (customers, lines, plans, bills, devices; 13 tools); the user works on
+their own phone (30 tools: status bar, speed test, airplane mode, SIM, data, roaming, APN, Wi-Fi calling, VPN, app
+permissions, reboot, payment). Both sides live in the trial's database: the agent's document tables and the user's
+single-object tables ``device`` and ``surroundings``. After every step the domain syncs the user's surroundings
+from the agent's records (line active, roaming allowed, data allowance, payment requests; paid requests mark
+bills paid). Data: tau2's ``db.toml`` and ``user_db.toml`` (``--data`` their folder); tasks: tau2's
+``tasks.json`` (read by :mod:`domains._tau2tasks`). Registered as ``telecom``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import MetaData
+from sqlalchemy.orm import Session
+
+from domains._docs import SINGLE, Docs, deep_merge, doc_table, insert_docs
+from domains._tau2tasks import is_tau2_file, read_tau2_tasks
+from domains.telecom import phone as _phone
+from domains.telecom import tools as _tools
+from simulator import Domain, DomainError, StateSpec, Task, Toolbox, ToolContext, TrialDatabase
+
+__all__ = ["TelecomDomain"]
+
+AGENT_TABLES = {"plans": "plan_id", "customers": "customer_id", "lines": "line_id", "bills": "bill_id",
+                "devices": "device_id"}
+"""Agent-side table -> the id field of its records."""
+USER_TABLES = ("device", "surroundings")
+
+
+def _plain(value: Any) -> Any:
+    """TOML dates and times as ISO text (tau2's JSON form), recursively."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return dict(_plain(tomllib.load(f)))
+    except FileNotFoundError as e:
+        raise DomainError(f"--data {path.parent}: missing {path.name}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise DomainError(f"{path}: not valid TOML: {e}") from e
+
+
+class TelecomDomain(Domain):
+    """Telecom technical support: the agent fixes the account, the user fixes the phone."""
+
+    name = "telecom"
+
+    def __init__(self) -> None:
+        super().__init__()
+        md = MetaData()
+        self._tables = {n: doc_table(md, n) for n in [*AGENT_TABLES, *USER_TABLES]}
+        self._spec = StateSpec(md, float_decimals=6)
+        self._toolbox = Toolbox(_tools.AGENT_TOOLS, uses_session=False)
+        self._user_toolbox = Toolbox(_phone.USER_TOOLS, uses_session=False)
+
+    def state_spec(self) -> StateSpec:
+        """Return both sides' tables (documents compared whole)."""
+        return self._spec
+
+    def toolbox(self) -> Toolbox:
+        """Return the agent's 13 tools."""
+        return self._toolbox
+
+    def user_toolbox(self) -> Toolbox:
+        """Return the user's 30 phone tools."""
+        return self._user_toolbox
+
+    def user_tables(self) -> frozenset[str]:
+        """Return ``device`` and ``surroundings``."""
+        return frozenset(USER_TABLES)
+
+    def sync(self, ctx: ToolContext) -> None:
+        """Sync the user's surroundings from the agent's records (see :func:`domains.telecom.tools.sync`)."""
+        _tools.sync(ctx)
+
+    def environment_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
+        """Return the setup functions of a side (user: break APN, unseat SIM, ...; agent: data usage, overdue bill)."""
+        return _phone.ENV_FUNCTIONS if side == "user" else _tools.AGENT_ENV_FUNCTIONS
+
+    def assertion_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
+        """Return the assertion functions of a side (9 user-side, 4 agent-side)."""
+        return _phone.ASSERTIONS if side == "user" else _tools.AGENT_ASSERTIONS
+
+    def default_data_dir(self) -> Path:
+        """Return the tau2-bench telecom folder beside the repository (``../shared/peers/tau2-bench/telecom``)."""
+        return Path(__file__).resolve().parents[3] / "shared" / "peers" / "tau2-bench" / "telecom"
+
+    def policy(self) -> str:
+        """Return tau2's main policy and tech support manual, as tau2 gives them to the agent."""
+        folder = self.default_data_dir()
+        try:
+            main = (folder / "main_policy.md").read_text(encoding="utf-8")
+            manual = (folder / "tech_support_manual.md").read_text(encoding="utf-8")
+        except OSError as e:
+            raise DomainError(f"telecom policy not found in {folder}: {e}") from e
+        return (f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{manual}\n"
+                "</tech_support_policy>")
+
+    def task_splits(self) -> dict[str, Path]:
+        """Return no built-in split: tasks come from tau2's ``tasks.json`` (``--tasks``)."""
+        return {}
+
+    def populate(self, session: Session, data_dir: Path, options: Mapping[str, Any]) -> None:
+        """Load ``db.toml`` (agent) and ``user_db.toml`` (user, over the phone's defaults).
+
+        Raises:
+            DomainError: a file is missing or malformed, or a record lacks its id.
+        """
+        data = _read_toml(Path(data_dir) / "db.toml")
+        for table, key in AGENT_TABLES.items():
+            records = data.get(table, [])
+            for i, r in enumerate(records):
+                if key not in r:
+                    raise DomainError(f"{data_dir}/db.toml: {table}[{i}]: missing {key}")
+            insert_docs(session, self._tables[table], ((r[key], r) for r in records))
+        user = _read_toml(Path(data_dir) / "user_db.toml") if (Path(data_dir) / "user_db.toml").exists() else {}
+        insert_docs(session, self._tables["device"],
+                    [(SINGLE, deep_merge(_phone.default_device(), user.get("device", {})))])
+        insert_docs(session, self._tables["surroundings"],
+                    [(SINGLE, deep_merge(_phone.default_surroundings(), user.get("surroundings", {})))])
+
+    def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
+        """Return ``{table: {id: record}}``; the single objects under id ``"1"``."""
+        return Docs(trial.raw).dump(self._tables)
+
+    def load_tasks(self, source: str | None = None) -> list[Task]:
+        """Load tau2's telecom ``tasks.json`` (``source``; None: the default data folder's)."""
+        path = Path(source) if source is not None else self.default_data_dir() / "tasks.json"
+        if not path.exists() or not is_tau2_file(path):
+            raise DomainError(f"--tasks {source}: not a tau2-bench telecom task file")
+        return self._checked(read_tau2_tasks(path), str(path))

@@ -1,0 +1,139 @@
+"""Dual control: a simulated user who acts on its own side of the trial database (tau2-bench's telecom).
+
+A domain declares its user side through optional hooks of :class:`~simulator.domain.Domain`:
+:meth:`~simulator.domain.Domain.user_toolbox` (the user's tools), :meth:`~simulator.domain.Domain.user_tables`
+(the user's tables, e.g. telecom's single-row ``device`` and ``surroundings``),
+:meth:`~simulator.domain.Domain.sync` (run after every step), :meth:`~simulator.domain.Domain.environment_functions`
+(non-tool functions a task's setup actions call) and :meth:`~simulator.domain.Domain.assertion_functions` (what
+``env`` assertions call). Both sides live in the trial's one SQLite database, so provisioning is one copy, a
+state diff covers both, and the sync is a few statements on the same connection.
+
+Every call has a requestor: ``agent`` (the conversation's agent), ``user`` (the simulated user's own tools; see
+:class:`~simulator._messages.UserTurn`), ``setup`` (the task's setup actions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from simulator.domain import Domain
+from simulator.errors import SetupError, ToolError
+from simulator.grading.assertions import EnvCall
+from simulator.tasks import Action
+from simulator.tools import CallOutcome, Toolbox, ToolContext
+
+__all__ = ["SetupError", "env_caller", "has_user_side", "run_action", "run_setup_actions", "syncer"]
+
+
+def has_user_side(domain: Domain) -> bool:
+    """Return whether the domain declares user-side tools or environment/assertion functions."""
+    return domain.user_toolbox() is not None or bool(domain.environment_functions("agent")) or bool(
+        domain.environment_functions("user"))
+
+
+def syncer(domain: Domain, ctx: ToolContext) -> Callable[[], None]:
+    """Return the trial's sync hook: :meth:`Domain.sync` run only when the database changed since the last run.
+
+    Args:
+        domain: the domain.
+        ctx: a tool context on the trial's database.
+
+    Returns:
+        A no-argument callable for :func:`simulator.orchestrator.run_conversation`'s ``sync``.
+    """
+    conn = ctx.conn
+    last = [-1]
+
+    def sync() -> None:
+        if conn.total_changes == last[0]:
+            return
+        domain.sync(ctx)
+        last[0] = conn.total_changes
+
+    return sync
+
+
+def run_action(domain: Domain, ctx: ToolContext, action: Action, toolboxes: tuple[Toolbox, Toolbox | None], *,
+               functions: bool = True) -> CallOutcome:
+    """Run one action on its requestor's side: an environment function of that side, else a tool.
+
+    Args:
+        domain: the domain.
+        ctx: a tool context on the trial's database.
+        action: the action (``requestor`` picks the side).
+        toolboxes: ``(agent tools, user tools or None)``.
+        functions: look the name up in the side's environment functions first (setup actions); False: tools only.
+
+    Returns:
+        The :class:`~simulator.tools.CallOutcome` (a function's result rendered as text; ``tool_error`` when it
+        raised :class:`~simulator.errors.ToolError`). A function's other exceptions propagate.
+    """
+    side = "user" if action.requestor == "user" else "agent"
+    fn = domain.environment_functions(side).get(action.name) if functions else None
+    if fn is not None:
+        conn = ctx.conn
+        conn.execute("BEGIN")
+        try:
+            value = fn(ctx, **action.arguments)
+        except ToolError as e:
+            conn.execute("ROLLBACK")
+            return CallOutcome(f"Error: {e}", "tool_error", "write", 0.0)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return CallOutcome(value if isinstance(value, str) else repr(value), "ok", "write", 0.0)
+    toolbox = toolboxes[1] if side == "user" else toolboxes[0]
+    if toolbox is None:
+        return CallOutcome(f"Error: domain {domain.name!r} has no user-side tools", "unknown_tool", None, 0.0)
+    return toolbox.dispatch(ctx, action.name, action.arguments)
+
+
+def run_setup_actions(domain: Domain, ctx: ToolContext, actions: Sequence[Action], toolbox: Toolbox) -> None:
+    """Run a task's setup actions in order (requestor ``setup``), syncing after each; each must succeed.
+
+    Args:
+        domain: the domain.
+        ctx: a tool context on the trial's database.
+        actions: the setup actions.
+        toolbox: the agent's tools.
+
+    Raises:
+        SetupError: an action did not succeed (naming its index, name and the error).
+    """
+    user_tools = domain.user_toolbox()
+    source, ctx.source = ctx.source, "setup"
+    try:
+        sync = syncer(domain, ctx)
+        for i, action in enumerate(actions):
+            out = run_action(domain, ctx, action, (toolbox, user_tools))
+            if out.status != "ok":
+                raise SetupError(f"setup[{i}] {action.requestor}:{action.name}: {out.content}")
+            sync()
+    finally:
+        ctx.source = source
+
+
+def env_caller(domain: Domain, ctx: ToolContext) -> EnvCall | None:
+    """Return the caller of the domain's assertion functions on a trial's database, or None when it has none.
+
+    Args:
+        domain: the domain.
+        ctx: a tool context on the trial's (final) database.
+
+    Returns:
+        ``call(side, name, arguments) -> value``; an unknown function raises ``ValueError`` naming it.
+    """
+    tables: dict[str, Mapping[str, Callable[..., Any]]] = {
+        side: domain.assertion_functions(side) for side in ("agent", "user")}
+    if not any(tables.values()):
+        return None
+
+    def call(side: str, name: str, arguments: Mapping[str, Any]) -> Any:
+        fn = tables.get(side, {}).get(name)
+        if fn is None:
+            raise ValueError(f"domain {domain.name!r} has no {side}-side assertion function {name!r}")
+        return fn(ctx, **arguments)
+
+    return call
