@@ -15,6 +15,7 @@ The tree::
     │   ├── RunDocumentError(ValueError)   a run document: ``tausim run --out`` file or stored run (report)
     │   ├── DomainError(ValueError)        unknown domain or split, unreadable domain data (simulator.domain)
     │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.gate)
+    │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.peer_results)
     │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
@@ -62,6 +63,7 @@ __all__ = [
     "LLMError",
     "LLMInfraError",
     "LLMRequestError",
+    "PeerResultsError",
     "PersonaError",
     "RunDocumentError",
     "StoreError",
@@ -107,6 +109,10 @@ class DomainError(InputError, ValueError):
 
 class GateError(InputError, ValueError):
     """The two runs cannot be compared (different task sets, missing or duplicated trials)."""
+
+
+class PeerResultsError(InputError, ValueError):
+    """A peer's results file (tau-bench or tau2) cannot be imported; the message names the file, record and field."""
 
 
 class StoreError(InputError, RuntimeError):

@@ -26,7 +26,14 @@ from simulator.metrics import reliability, run_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
 from simulator.prepared import PreparedTask, prepare_task, prepare_tasks, user_needs
-from simulator.replay import GoldReplay, GoldToolBug, initial_database, prepare_trial, replay_trajectory
+from simulator.replay import (
+    GoldReplay,
+    GoldToolBug,
+    diverging_calls,
+    initial_database,
+    prepare_trial,
+    replay_trajectory,
+)
 from simulator.sinks import read_events
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
@@ -395,7 +402,7 @@ class Runner:
 def regrade_trial(
     domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult, goal: bytes | None = None,
     budget: Budget | None = None, prepared: PreparedTask | None = None,
-) -> tuple[TrialResult, int]:
+) -> tuple[TrialResult, list[str]]:
     """Grade a recorded trial again from its trajectory, without calling any model.
 
     The trial's final state is rebuilt by replaying its successful tool calls on a fresh copy of the template
@@ -419,11 +426,13 @@ def regrade_trial(
 
     Returns:
         ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
-        the number of replayed tool calls whose status or output differs from the recorded one. A trial that
-        never ran its conversation (its goal state could not be computed then) is returned unchanged.
+        the tool names of the replayed calls whose observation differs in meaning from the recorded one
+        (:func:`simulator.replay.same_observation`: an error where a success was recorded or the reverse, or
+        another JSON value). A trial that never ran its conversation (its goal state could not be computed then)
+        is returned unchanged.
     """
     if result.grade is None and (result.error or "").startswith("goal replay failed"):
-        return result, 0
+        return result, []
     toolbox = domain.toolbox()
     if prepared is None:
         gold = GoldReplay(task.id, tuple(task.gold_actions), (), goal) if goal is not None else None
@@ -434,7 +443,7 @@ def regrade_trial(
         goal_state = prepared.gold.goal_state()
     except GoldToolBug as e:
         return result.model_copy(update={"passed": False, "grade": None,
-                                         "error": f"goal replay failed: {e}"}), 0
+                                         "error": f"goal replay failed: {e}"}), []
     traj = result.trajectory
     spec = domain.state_spec()
     initial = prepared.gold.initial
@@ -445,8 +454,7 @@ def regrade_trial(
         outcomes = replay_trajectory(toolbox, db, traj)
         diff = diff_against(db.raw, goal_state, spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec)
-    diverged = sum(1 for i, o in outcomes
-                   if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
+    diverged = [c.name for c in diverging_calls(traj, outcomes)]
     grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks)
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged

@@ -13,6 +13,7 @@ import typer
 from simulator.cli._common import console, package_versions
 from simulator.cli.domains import domains_command
 from simulator.cli.gate import baseline_command, gate_command
+from simulator.cli.imports import import_command
 from simulator.cli.judge import judge_app
 from simulator.cli.personas import personas_command
 from simulator.cli.play import play_command
@@ -44,6 +45,7 @@ app.command("run")(run_command)
 app.command("play")(play_command)
 app.command("replay")(replay_command)
 app.command("regrade")(regrade_command)
+app.command("import")(import_command)
 app.command("domains")(domains_command)
 app.command("report")(report_command)
 app.command("export")(export_command)
