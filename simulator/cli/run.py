@@ -130,7 +130,9 @@ def run_command(
         help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY"
     )] = "oracle",
     user: Annotated[str, typer.Option(
-        help="scripted | confirming | rule | llm:MODEL | py:MODULE:FACTORY")] = "scripted",
+        help="scripted | confirming | rule | llm:MODEL | replay:RUN[:TASK/TRIAL] | py:MODULE:FACTORY")] = "scripted",
+    fallback_user: Annotated[str | None, typer.Option(
+        help="With --user replay:...: who continues after the conversation diverges (rule | llm:MODEL).")] = None,
     personas: Annotated[str | None, typer.Option(
         help="Personas the simulated user plays: NAME[,NAME...] (shipped names or .json files) or all; the run "
              "is then task x persona x trial and pass^k is reported per persona. Needs --user rule or llm:MODEL."
@@ -211,7 +213,9 @@ def run_command(
                 raise fail(f"--personas {personas}: {e}") from e
         a_factory = agent_factory(agent, domain=dom, **params)
         # the rule-based user calls no model: it takes the domain and template (to derive scenarios) only
-        u_factory = user_factory(user, **({"domain": dom, "template": template} if user == "rule" else params))
+        u_factory = user_factory(user, **({"domain": dom, "template": template} if user == "rule" else params),
+                                 **({"store": store, "fallback": fallback_user, "domain": dom, "template": template}
+                                    if user.startswith("replay:") else {}))
         judge_obj = None
         if judge is not None:
             from simulator.grading.judge import build_judge
