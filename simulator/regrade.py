@@ -31,6 +31,7 @@ from simulator.peer_results import PEER_REWARD
 from simulator.prepared import PreparedTask, prepare_task
 from simulator.runner import RunConfig, TrialResult, regrade_trial
 from simulator.store import ResultsStore, data_hash, tasks_hash
+from simulator.user_review import review_user
 
 __all__ = ["PeerDisagreement", "RegradeReport", "regrade_document", "regrade_run", "regrade_trials"]
 
@@ -74,6 +75,9 @@ class RegradeReport:
         peer_compared: imported trials (with a peer reward) graded again.
         peer_agreed: of those, the ones where tausim's verdict equals the peer's (reward 1 = pass).
         disagreements: the others, with their state differences.
+        user_review: the user-simulator review's flags over the regraded trials (:mod:`simulator.user_review`):
+            trials per flag; imported peer conversations had real (often LLM) simulated users.
+        simulator_suspects: ``(task id, trial, flags)`` of failed trials whose failure may be the simulator's.
         skipped: ``(task id, trial, why)``: trials left as they were.
         tasks_hash_before: the run's task-set hash before.
         tasks_hash_after: the task-set hash now recorded.
@@ -89,6 +93,8 @@ class RegradeReport:
     peer_compared: int = 0
     peer_agreed: int = 0
     disagreements: list[PeerDisagreement] = field(default_factory=list)
+    user_review: dict[str, int] = field(default_factory=dict)
+    simulator_suspects: list[tuple[str, int, list[str]]] = field(default_factory=list)
     skipped: list[tuple[str, int, str]] = field(default_factory=list)
     tasks_hash_before: str | None = None
     tasks_hash_after: str | None = None
@@ -147,6 +153,7 @@ def regrade_trials(config: RunConfig, task_ids: Sequence[str], trials: Sequence[
     prepared: dict[str, PreparedTask] = {}
     toolbox = dom.toolbox()
     by_tool: Counter[str] = Counter()
+    flags: Counter[str] = Counter()
     out: list[TrialResult] = []
     for t in trials:
         cell = cell_id(t.task_id, t.persona)
@@ -159,10 +166,19 @@ def regrade_trials(config: RunConfig, task_ids: Sequence[str], trials: Sequence[
             prepared[task.id] = prepare_task(dom, template, task, budget=(config.budgets or {}).get(task.id),
                                              toolbox=toolbox)
         new, diverged = regrade_trial(dom, template, task, t, prepared=prepared[task.id])
-        out.append(new)
         if new is t:
+            out.append(new)
             report.skipped.append((cell, t.trial, "never ran: its goal state could not be computed"))
             continue
+        review = review_user(task, new.trajectory, passed=new.passed,
+                             goal_reached=new.grade.state.passed if new.grade is not None else None,
+                             derived=prepared[task.id].scenario)
+        new = new.model_copy(update={"trajectory": new.trajectory.model_copy(update={
+            "user_metadata": {**new.trajectory.user_metadata, "review": review.as_dict()}})})
+        out.append(new)
+        flags.update(review.flags)
+        if review.failure_may_be_simulator:
+            report.simulator_suspects.append((cell, t.trial, list(review.flags)))
         report.regraded += 1
         if diverged:
             report.diverged.append((cell, t.trial, len(diverged)))
@@ -178,6 +194,7 @@ def regrade_trials(config: RunConfig, task_ids: Sequence[str], trials: Sequence[
                 report.disagreements.append(PeerDisagreement(
                     cell, t.trial, float(peer), new.passed, new.grade.failure if new.grade else new.error,
                     _state_differences(new)))
+    report.user_review = dict(flags.most_common())
     report.diverged_by_tool = dict(sorted(by_tool.items(), key=lambda kv: (-kv[1], kv[0])))
     report.tasks_hash_after = tasks_hash(planned) if len(planned) == len(task_ids) else tasks_hash_before
     return report, out

@@ -37,6 +37,7 @@ from simulator.replay import (
 from simulator.sinks import read_events
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
+from simulator.user_review import review_user
 
 __all__ = ["RunConfig", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
            "run_summary_json", "trial_key"]
@@ -323,6 +324,8 @@ class Runner:
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec)
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks)
+        traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
+                                                   derived=prepared.scenario).as_dict()
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,

@@ -231,3 +231,14 @@ def test_malformed_results_are_refused_naming_file_and_record(tmp_path: Path, co
     with pytest.raises(PeerResultsError, match="bad.json|--format") as e:
         read_peer_results(path, fmt, get_domain("retail"))
     assert message in str(e.value)
+
+
+@needs_peers
+def test_regrade_reviews_the_peer_user(tmp_path: Path) -> None:
+    traj = _conversation(WRONG, 30.89)
+    traj[7]["content"] = "Thought: the agent wants a yes.\nYes."  # a ReAct user's reasoning reached the agent
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([{"task_id": 75, "reward": 0.0, "trial": 0, "traj": traj}]))
+    text = cli("regrade", path, "--format", "tau-bench", "--domain", "retail", "--data", RETAIL / "data")
+    assert "user-simulator review: reasoning_leak 1 (trials flagged)" in text
+    assert "failure may be the simulator's: 75 trial 0 (reasoning_leak)" in text
