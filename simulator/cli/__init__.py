@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from simulator.cli._common import console, package_versions
+from simulator.cli.calibrate import calibrate_command
 from simulator.cli.domains import domains_command
 from simulator.cli.gate import baseline_command, gate_command
 from simulator.cli.imports import import_command
@@ -46,6 +47,7 @@ app.command("play")(play_command)
 app.command("replay")(replay_command)
 app.command("regrade")(regrade_command)
 app.command("import")(import_command)
+app.command("calibrate")(calibrate_command)
 app.command("domains")(domains_command)
 app.command("report")(report_command)
 app.command("export")(export_command)
