@@ -152,6 +152,8 @@ def build_runner(
         users = user_factory_override
     elif spec.user.name == "rule":  # the rule-based user calls no model: it derives scenarios from the data
         users = user_factory("rule", domain=dom, template=template, **spec.user.args)
+    elif spec.user.name.startswith("replay:"):  # a recorded run's user turns (args: store, fallback)
+        users = user_factory(spec.user.name, domain=dom, template=template, **spec.user.model_params(), **shared)
     else:
         users = user_factory(spec.user.name, **spec.user.model_params(), **shared)
     judge = None

@@ -19,6 +19,7 @@ The tree::
     │   ├── ExecutorError(ValueError)      --executor unusable: unknown scheme, Dask missing, scheduler unreachable,
     │   │                                  workers cannot build the run (simulator.executors)
     │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
+    │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.peer_results)
     │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
@@ -69,6 +70,7 @@ __all__ = [
     "LLMError",
     "LLMInfraError",
     "LLMRequestError",
+    "PeerResultsError",
     "PersonaError",
     "SetupError",
     "SpecError",
@@ -122,6 +124,10 @@ class ScaffoldError(InputError, ValueError):
 
 class GateError(InputError, ValueError):
     """The two runs cannot be compared (different task sets, missing or duplicated trials)."""
+
+
+class PeerResultsError(InputError, ValueError):
+    """A peer's results file (tau-bench or tau2) cannot be imported; the message names the file, record and field."""
 
 
 class StoreError(InputError, RuntimeError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -10,14 +11,14 @@ from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
 from simulator.dual import SetupError, has_user_side, run_action, run_setup_actions, syncer
 from simulator.errors import GoldToolBug
-from simulator.orchestrator import Trajectory
+from simulator.orchestrator import ToolCallRecord, Trajectory
 from simulator.outcomes import FixtureError, apply_initial_state
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["GoldReplay", "GoldStatus", "GoldToolBug", "ReplayResult", "apply_actions", "goal_database",
-           "initial_database", "prepare_trial", "replay_gold", "replay_tasks", "replay_trajectory",
-           "tasks_not_replaying"]
+__all__ = ["GoldReplay", "GoldStatus", "GoldToolBug", "ReplayResult", "apply_actions", "diverging_calls",
+           "goal_database", "initial_database", "prepare_trial", "replay_gold", "replay_tasks", "replay_trajectory",
+           "same_observation", "tasks_not_replaying"]
 
 
 
@@ -311,3 +312,49 @@ def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajec
         if sync is not None:
             sync(ctx)
     return out
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return ("json", json.loads(text))
+    except ValueError:
+        return ("text", text.strip())
+
+
+def same_observation(recorded_status: str, recorded: str, status: str, content: str) -> bool:
+    """Whether a replayed tool call saw what was recorded, compared by meaning rather than by text.
+
+    Two errors are the same observation whatever their wording (an error is an error: the state is unchanged
+    either way); an error and a success differ; two successes are equal when their texts parse to equal JSON
+    values (key order and spacing do not matter), else when their texts are equal after stripping whitespace.
+
+    Args:
+        recorded_status: the recorded call's status (``ok`` or an error status).
+        recorded: the recorded observation text.
+        status: the replayed call's status.
+        content: the replayed observation text.
+
+    Returns:
+        True when the observations agree.
+    """
+    if (recorded_status == "ok") != (status == "ok"):
+        return False
+    if status != "ok":
+        return True
+    return bool(_json_or_text(recorded) == _json_or_text(content))
+
+
+def diverging_calls(trajectory: Trajectory, outcomes: Sequence[tuple[int, CallOutcome]]) -> list[ToolCallRecord]:
+    """The recorded calls whose replay (:func:`replay_trajectory`) saw another observation (:func:`same_observation`).
+
+    Args:
+        trajectory: the recorded trajectory.
+        outcomes: ``(index in trajectory.tool_calls, outcome)`` as :func:`replay_trajectory` returns them.
+
+    Returns:
+        The diverging recorded calls, in order.
+    """
+    calls = trajectory.tool_calls
+    return [calls[i] for i, o in outcomes
+            if not same_observation(calls[i].status, calls[i].content, o.status, o.content)]
+

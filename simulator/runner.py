@@ -28,11 +28,19 @@ from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_co
 from simulator.persona import Persona
 from simulator.prepared import PreparedTask, prepare_task, prepare_tasks, user_needs
 from simulator.records import RunResult, TrialKey, TrialResult, run_summary_json, trial_key
-from simulator.replay import GoldReplay, GoldToolBug, initial_database, prepare_trial, replay_trajectory
+from simulator.replay import (
+    GoldReplay,
+    GoldToolBug,
+    diverging_calls,
+    initial_database,
+    prepare_trial,
+    replay_trajectory,
+)
 from simulator.sinks import read_events
 from simulator.spec import RunSpec
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
+from simulator.user_review import review_user
 
 __all__ = ["RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial", "run_summary_json",
            "trial_key"]
@@ -287,6 +295,8 @@ class Runner:
             owners = record_owners(self.domain, traj, db)
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=owners)
+        traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
+                                                   derived=prepared.scenario).as_dict()
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
@@ -374,7 +384,7 @@ class Runner:
 def regrade_trial(
     domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult, goal: bytes | None = None,
     budget: Budget | None = None, prepared: PreparedTask | None = None,
-) -> tuple[TrialResult, int]:
+) -> tuple[TrialResult, list[str]]:
     """Grade a recorded trial again from its trajectory, without calling any model.
 
     The trial's final state is rebuilt by replaying its successful tool calls on a fresh copy of the template
@@ -398,11 +408,13 @@ def regrade_trial(
 
     Returns:
         ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
-        the number of replayed tool calls whose status or output differs from the recorded one. A trial that
-        never ran its conversation (its goal state could not be computed then) is returned unchanged.
+        the tool names of the replayed calls whose observation differs in meaning from the recorded one
+        (:func:`simulator.replay.same_observation`: an error where a success was recorded or the reverse, or
+        another JSON value). A trial that never ran its conversation (its goal state could not be computed then)
+        is returned unchanged.
     """
     if result.grade is None and (result.error or "").startswith("goal replay failed"):
-        return result, 0
+        return result, []
     toolbox = domain.toolbox()
     if prepared is None:
         gold = GoldReplay(task.id, tuple(task.gold_actions), (), goal) if goal is not None else None
@@ -413,7 +425,7 @@ def regrade_trial(
         goal_state = prepared.gold.goal_state()
     except GoldToolBug as e:
         return result.model_copy(update={"passed": False, "grade": None,
-                                         "error": f"goal replay failed: {e}"}), 0
+                                         "error": f"goal replay failed: {e}"}), []
     traj = result.trajectory
     spec = domain.state_spec()
     initial = prepared.gold.initial
@@ -427,8 +439,7 @@ def regrade_trial(
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec,
                                   env=env_caller(domain, ToolContext(db.session, db.options)))
         owners = record_owners(domain, traj, db)
-    diverged = sum(1 for i, o in outcomes
-                   if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
+    diverged = [c.name for c in diverging_calls(traj, outcomes)]
     grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
                         owners=owners)

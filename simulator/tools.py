@@ -284,7 +284,8 @@ class Toolbox:
 
         The transaction is committed when the tool returns and rolled back when it raises, so a rejected or
         crashing call leaves the database as it was. (Inside a transaction the caller opened, a savepoint is
-        used instead.)
+        used instead.) The arguments are validated with the domain options as pydantic's validation context,
+        so a domain's argument types may accept more in one mode than in another.
 
         Args:
             ctx: the trial's tool context.
@@ -307,7 +308,7 @@ class Toolbox:
                 spec.kind, time.perf_counter() - t0,
             )
         try:
-            validated = spec.arguments_model.model_validate(dict(arguments))
+            validated = spec.arguments_model.model_validate(dict(arguments), context=ctx.options)
         except ValidationError as e:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}" for err in e.errors()

@@ -60,7 +60,7 @@ import itertools
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date as Date
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal
@@ -75,7 +75,7 @@ from pydantic import (
     StrictInt,
     TypeAdapter,
 )
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, core_schema
 from typing_extensions import TypedDict
 
 from domains._common import Row, TableAccess, calculate, think, transfer_to_human_agents, with_new_keys
@@ -218,22 +218,53 @@ class Payment(TypedDict):
     amount: Annotated[Money, Field(description="Amount paid with this method, in dollars.")]
 
 
-class FlightRefs(list[FlightRef], _Declared):
+class _Items(_Declared):
+    """Base of the argument lists whose items are objects (:class:`FlightRef`, :class:`Passenger`, ...).
+
+    In mode ``tausim`` an item with a key its type does not declare is refused. In mode ``tau-bench`` such keys
+    are dropped before validation, as the peer does: it reads the keys it needs from each item and ignores or
+    overwrites the others (an agent that copies a flight's ``origin``, ``destination`` and ``price`` into
+    ``update_reservation_flights`` gets its change). The mode is read from the validation context, which
+    :meth:`simulator.tools.Toolbox.dispatch` sets to the trial's domain options (no context: mode ``tausim``).
+    Missing or mistyped declared keys are refused in both modes.
+    """
+
+    __item__: ClassVar[Any]
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """Validate as ``__validate_as__``, after dropping undeclared item keys in mode ``tau-bench``."""
+        declared = frozenset(cls.__item__.__required_keys__ | cls.__item__.__optional_keys__)
+
+        def lenient(value: Any, info: core_schema.ValidationInfo) -> Any:
+            options = info.context if isinstance(info.context, Mapping) else {}
+            if options.get("mode", DEFAULT_MODE) != "tau-bench" or not isinstance(value, list):
+                return value
+            return [{k: v for k, v in item.items() if k in declared} if isinstance(item, dict) else item
+                    for item in value]
+
+        return core_schema.with_info_before_validator_function(lenient, handler.generate_schema(cls.__validate_as__))
+
+
+class FlightRefs(list[FlightRef], _Items):
     """A list of :class:`FlightRef`."""
 
     __validate_as__ = list[FlightRef]
+    __item__ = FlightRef
 
 
-class Passengers(list[Passenger], _Declared):
+class Passengers(list[Passenger], _Items):
     """A list of :class:`Passenger`."""
 
     __validate_as__ = list[Passenger]
+    __item__ = Passenger
 
 
-class Payments(list[Payment], _Declared):
+class Payments(list[Payment], _Items):
     """A list of :class:`Payment`."""
 
     __validate_as__ = list[Payment]
+    __item__ = Payment
 
 
 Cabin = Literal["basic_economy", "economy", "business"]

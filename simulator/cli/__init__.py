@@ -11,9 +11,11 @@ from typing import Annotated
 import typer
 
 from simulator.cli._common import console, package_versions
+from simulator.cli.calibrate import calibrate_command
 from simulator.cli.domain import domain_app
 from simulator.cli.domains import domains_command
 from simulator.cli.gate import baseline_command, gate_command
+from simulator.cli.imports import import_command
 from simulator.cli.judge import judge_app
 from simulator.cli.personas import personas_command
 from simulator.cli.play import play_command
@@ -46,6 +48,8 @@ app.command("run")(run_command)
 app.command("play")(play_command)
 app.command("replay")(replay_command)
 app.command("regrade")(regrade_command)
+app.command("import")(import_command)
+app.command("calibrate")(calibrate_command)
 app.command("domains")(domains_command)
 app.command("report")(report_command)
 app.command("export")(export_command)

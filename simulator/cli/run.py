@@ -111,7 +111,9 @@ def run_command(
         help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY"
     )] = "oracle",
     user: Annotated[str, typer.Option(
-        help="scripted | confirming | rule | llm:MODEL | py:MODULE:FACTORY")] = "scripted",
+        help="scripted | confirming | rule | llm:MODEL | replay:RUN[:TASK/TRIAL] | py:MODULE:FACTORY")] = "scripted",
+    fallback_user: Annotated[str | None, typer.Option(
+        help="With --user replay:...: who continues after the conversation diverges (rule | llm:MODEL).")] = None,
     personas: Annotated[str | None, typer.Option(
         help="Personas the simulated user plays: NAME[,NAME...] (shipped names or .json files) or all; the run "
              "is then task x persona x trial and pass^k is reported per persona. Needs --user rule or llm:MODEL."
@@ -184,7 +186,7 @@ def run_command(
         else:
             spec = _spec_from_options(
                 domain=domain, data=data, tasks=tasks, task_ids=task_ids, tags=tags, exclude_tags=exclude_tags,
-                agent=agent, user=user,
+                agent=agent, user=user, fallback_user=fallback_user, store=store,
                 personas=personas, trials=trials, seed=seed, max_turns=max_turns, max_steps=max_steps,
                 temperature=temperature, api_base=api_base, option=option, budgets=budgets, judge=judge,
                 judge_api_base=judge_api_base, judge_calibration=judge_calibration, judge_min_kappa=judge_min_kappa,
@@ -204,7 +206,8 @@ def _csv(text: str | None) -> list[str] | None:
 
 
 def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, task_ids: str | None,
-                       tags: str | None, exclude_tags: str | None, agent: str,
+                       tags: str | None, exclude_tags: str | None, agent: str, fallback_user: str | None,
+                       store: str | None,
                        user: str, personas: str | None, trials: int, seed: int, max_turns: int, max_steps: int,
                        temperature: float | None, api_base: str | None, option: list[str] | None,
                        budgets: Path | None, judge: str | None, judge_api_base: str | None,
@@ -233,11 +236,16 @@ def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, tas
     if judge is None and judge_calibration is not None:
         raise ValueError("--judge-calibration needs --judge MODEL")
     model = {k: v for k, v in (("temperature", temperature), ("api_base", api_base)) if v is not None}
+    if fallback_user is not None and not user.startswith("replay:"):
+        raise ValueError("--fallback-user goes with --user replay:RUN")
+    # a replay user reads the recorded run (a file, or a run id of --store) and may hand over to a fallback user
+    replay = {"args": {k: v for k, v in (("store", store), ("fallback", fallback_user)) if v is not None}} \
+        if user.startswith("replay:") else {}
     return RunSpec.model_validate({
         "domain": domain, "data_dir": str(data) if data else None, "tasks": tasks,
         "options": domain_options(dom, data, option), "task_ids": wanted, "tags": _csv(tags),
         "exclude_tags": _csv(exclude_tags),
-        "agent": {"name": agent, **model}, "user": {"name": user, **model},
+        "agent": {"name": agent, **model}, "user": {"name": user, **model, **replay},
         "judge": None if judge is None else {
             "name": judge, "api_base": judge_api_base, "min_kappa": judge_min_kappa,
             "calibration": str(judge_calibration) if judge_calibration is not None else None},

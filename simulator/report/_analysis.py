@@ -171,6 +171,21 @@ def assertion_rates(cells: Iterable[TrialCell]) -> list[dict[str, Any]]:
     return out
 
 
+def _user_review(cells: Sequence[TrialCell]) -> dict[str, Any]:
+    """The user-simulator review over the recorded trials (``user_metadata["review"]``).
+
+    See :mod:`simulator.user_review`. Returns ``{"flags": {flag: trials}, "failure_may_be_simulator": [...]}``.
+    """
+    flags: Counter[str] = Counter()
+    suspects = []
+    for c in cells:
+        review = ((c.record or {}).get("trajectory") or {}).get("user_metadata", {}).get("review") or {}
+        flags.update(review.get("flags") or [])
+        if review.get("failure_may_be_simulator") and c.outcome != "passed":
+            suspects.append(f"{c.task_id} trial {c.trial} ({', '.join(review.get('flags') or [])})")
+    return {"flags": dict(flags.most_common()), "failure_may_be_simulator": suspects}
+
+
 def _persona_name(trial: Mapping[str, Any]) -> str | None:
     persona = trial.get("persona")
     if persona is None:
@@ -225,7 +240,8 @@ def analyze_run(
         k = 1..n, ``success_rate``, ``ci95`` (``{"pass^k": [low, high], ...}``, percentile bootstrap over tasks),
         ``bootstrap``, ``missing_trials``, ``unplanned_trials``, ``errored_trials``, ``components`` (state,
         outputs, process: passed/graded/rate), ``termination_reasons``, ``failure_kinds``, ``outcomes`` (matrix
-        cells per outcome), ``abandonment_rate``, ``personas``, ``cost_usd`` (agent, user, total per trial
+        cells per outcome), ``abandonment_rate``, ``personas``, ``user_review`` (the user-simulator review's flag
+        counts and the failed trials whose failure may be the simulator's), ``cost_usd`` (agent, user, total per trial
         statistics; unknown costs are counted in ``missing``, never as 0), ``tokens``, ``latency_s``, ``turns``,
         ``tool_calls``, ``assertions`` (per-assertion pass counts: :func:`assertion_rates`; empty when no task
         has assertions).
@@ -286,6 +302,7 @@ def analyze_run(
             kinds.update(c.failures)
     metrics["failure_kinds"] = dict(kinds.most_common())
     metrics["assertions"] = assertion_rates(cells)
+    metrics["user_review"] = _user_review(cells)
 
     personas: dict[str, dict[str, Any]] = {}
     for r in in_plan:

@@ -373,6 +373,14 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
         f = kinds[i] if i < len(kinds) else ("", "")
         counts.add_row(r[0], str(r[1]), f[0], str(f[1]))
     console.print(counts)
+    review = m.get("user_review") or {}
+    if review.get("flags"):
+        console.print("user-simulator review: " + ", ".join(f"{k} {v}" for k, v in review["flags"].items())
+                      + " (trials flagged)", highlight=False, markup=False)
+        suspects = review.get("failure_may_be_simulator") or []
+        if suspects:
+            console.print(f"  failure may be the simulator's: {len(suspects)} failed trials, e.g. "
+                          + "; ".join(suspects[:5]), highlight=False, markup=False)
 
     if m["personas"]:
         personas = Table(title="by persona")

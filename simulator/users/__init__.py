@@ -27,11 +27,14 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
     """Return the user-simulator factory named by a spec string.
 
     Args:
-        spec: ``scripted``, ``confirming``, ``rule``, ``llm:MODEL`` or ``py:package.module:factory`` (a callable
+        spec: ``scripted``, ``confirming``, ``rule``, ``llm:MODEL``, ``replay:RUN[:TASK/TRIAL]`` (a recorded run's
+            user turns, :mod:`simulator.users.replay_user`) or ``py:package.module:factory`` (a callable
             taking the :class:`TrialContext` and returning an object with ``reply(messages)``).
         **params: model parameters for LLM users; for ``rule``: ``domain`` (the run's
             :class:`~simulator.domain.Domain`) and ``template`` (its template database), both required; model
-            parameters (``temperature``, ``cache`` ...) do not apply to it and are ignored.
+            parameters (``temperature``, ``cache`` ...) do not apply to it and are ignored. For ``replay:``:
+            ``store`` (the results store URL holding RUN) and ``fallback`` (the spec of the user that continues
+            after a divergence), the other parameters going to the fallback.
 
     Returns:
         A callable building one simulated user per trial.
@@ -58,5 +61,16 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
         return llm_user_factory(model, **params)
     if spec.startswith("py:"):
         return load_reference(spec, "user")  # type: ignore[no-any-return]
-    raise ValueError(f"--user {spec!r}: unknown user; use scripted, confirming, rule, llm:MODEL or "
+    if spec.startswith("replay:"):
+        from simulator.users.replay_user import replay_user_factory
+
+        rest = dict(params)
+        store, fallback = rest.pop("store", None), rest.pop("fallback", None)
+        if fallback is not None and fallback.startswith("replay:"):
+            raise ValueError(f"--fallback-user {fallback!r}: a replay user cannot continue a replay")
+        if fallback is not None and fallback != "rule":  # only the rule user takes the domain and template
+            rest = {k: v for k, v in rest.items() if k not in ("domain", "template")}
+        return replay_user_factory(spec[len("replay:"):], store=store,  # type: ignore[return-value]
+                                   fallback=user_factory(fallback, **rest) if fallback is not None else None)
+    raise ValueError(f"--user {spec!r}: unknown user; use scripted, confirming, rule, llm:MODEL, replay:RUN or "
                      "py:MODULE:FACTORY")

@@ -383,7 +383,6 @@ def test_booking_refusals_change_nothing(env: Env, changes: dict[str, Any], why:
     [
         {"cabin": "first"},
         {"insurance": "maybe"},
-        {"flights": [{"flight_number": "HAT001", "date": DAY, "price": 1}]},  # extra key
         {"passengers": [{"first_name": "Ann", "last_name": "Lee"}]},  # no dob
         {"payment_methods": [{"payment_id": "credit_card_1", "amount": True}]},
         {"payment_methods": [{"payment_id": "credit_card_1", "amount": "650"}]},
@@ -599,6 +598,70 @@ def test_passengers_are_replaced_but_not_counted_anew(env: Env) -> None:
     assert env.ok("update_reservation_passengers", reservation_id="RES001", passengers=new)["passengers"] == new
     env.refused("update_reservation_passengers", reservation_id="RES001", passengers=new[:1])
     env.refused("update_reservation_passengers", reservation_id="NOPE00", passengers=new)
+
+
+# ------------------------------------------------------------------------------------------------ nested extra keys
+# tau-bench reads the keys it needs from each nested item and ignores or overwrites the others; mode tau-bench
+# accepts such items and acts as if the extra keys were absent; mode tausim refuses them as invalid arguments.
+_EXTRA_FLIGHTS = [{"flight_number": "HAT001", "date": DAY, "origin": "JFK", "destination": "ATL", "price": 1},
+                  {"flight_number": "HAT003", "date": DAY, "origin": "ATL", "destination": "SEA", "price": 2}]
+_EXTRA_CASES = {
+    "update_reservation_flights.flights": ("update_reservation_flights", {
+        "reservation_id": "RES001", "cabin": "economy", "payment_id": "gift_card_1", "flights": _EXTRA_FLIGHTS}),
+    "book_reservation.flights": ("book_reservation", _booking(flights=[
+        {"flight_number": "HAT001", "date": DAY, "price": 0, "cabin": "economy"},
+        {"flight_number": "HAT002", "date": DAY, "origin": "XXX"}])),
+    "book_reservation.passengers": ("book_reservation", _booking(passengers=[
+        {"first_name": "Ann", "last_name": "Lee", "dob": "1980-01-02", "gender": "f"},
+        {"first_name": "Cy", "last_name": "Lee", "dob": "2010-07-08", "age": 14}])),
+    "book_reservation.payment_methods": ("book_reservation", _booking(payment_methods=[
+        {"payment_id": "certificate_1", "amount": 250, "source": "certificate"},
+        {"payment_id": "gift_card_1", "amount": 300, "balance": 300},
+        {"payment_id": "credit_card_1", "amount": 100, "brand": "visa"}])),
+    "update_reservation_passengers.passengers": ("update_reservation_passengers", {
+        "reservation_id": "RES001", "passengers": [
+            {"first_name": "Ann", "last_name": "Lee", "dob": "1980-01-02", "seat": "12A"},
+            {"first_name": "Dee", "last_name": "Lee", "dob": "2001-02-03", "relation": "child"}]}),
+}
+
+
+def _without_extras(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The same call with every nested item cut down to the keys its type declares (written out by hand)."""
+    keys = {"flights": ("flight_number", "date"), "passengers": ("first_name", "last_name", "dob"),
+            "payment_methods": ("payment_id", "amount")}
+    return {k: [{f: item[f] for f in keys[k]} for item in v] if k in keys else v for k, v in arguments.items()}
+
+
+@pytest.mark.parametrize("case", sorted(_EXTRA_CASES))
+def test_nested_extra_keys_are_ignored_in_tau_bench_mode(tau: Env, templates: Any, case: str) -> None:
+    name, arguments = _EXTRA_CASES[case]
+    result = tau.ok(name, **json.loads(json.dumps(arguments)))
+    # the same call without the extra keys, on a fresh tau-bench trial, gives the same reservation and state
+    domain, by_mode = templates
+    with by_mode[TAU].trial() as trial:
+        clean = Env(domain, trial)
+        assert clean.ok(name, **_without_extras(name, arguments)) == result
+        assert json.dumps(clean.dump()) == json.dumps(tau.dump())
+    if name == "update_reservation_flights":  # the extra origin/destination/price were overwritten, not stored
+        assert [f["price"] for f in result["flights"]] == [100, 160]
+        assert result["payment_history"][-1] == {"payment_id": "gift_card_1", "amount": 40}
+
+
+@pytest.mark.parametrize("case", sorted(_EXTRA_CASES))
+def test_nested_extra_keys_are_refused_in_tausim_mode(tausim: Env, case: str) -> None:
+    name, arguments = _EXTRA_CASES[case]
+    content = tausim.refused(name, status="invalid_arguments", **json.loads(json.dumps(arguments)))
+    assert "Extra inputs are not permitted" in content
+    tausim.ok(name, **_without_extras(name, arguments))  # the same call without them is accepted
+
+
+@pytest.mark.parametrize("mode", [TAU, TAUSIM])
+def test_missing_nested_keys_are_refused_in_both_modes(templates: Any, mode: str) -> None:
+    domain, by_mode = templates
+    with by_mode[mode].trial() as trial:
+        Env(domain, trial).refused("update_reservation_flights", status="invalid_arguments", reservation_id="RES001",
+                                   cabin="economy", payment_id="gift_card_1",
+                                   flights=[{"flight_number": "HAT001", "origin": "JFK"}])
 
 
 # ------------------------------------------------------------------------------------------------ certificates
