@@ -158,7 +158,11 @@ def awaits_confirmation(text: str | None) -> bool:
     return bool(_CONFIRM_RE.search(last))
 
 
-_VALUE_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[#$]?[A-Za-z_]*\d[\w-]*(?:[.,]\d+)*")
+# Linear on any input: an email is tried only where a run of [\w.+-] starts, and an id or number not inside a
+# run of letters (a failed try there fails at every later letter of the run, so rescanning it from each
+# position, quadratic in a long token, gives nothing).
+_VALUE_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+"
+                       r"|(?:(?<![A-Za-z_])|(?![A-Za-z_]))[#$]?[A-Za-z_]*+\d[\w-]*(?:[.,]\d+)*")
 _CLOSING_OFFER_RE = re.compile(
     r"\banything else\b|\bsomething else\b|\bany(?: other| more| further) (?:questions?|requests?|things?|help)\b|"
     r"\bhow (?:else )?(?:can|may) i (?:help|assist)\b|\bwhat can i (?:help|do for) you\b|\bis that all\b",
@@ -231,11 +235,12 @@ class _ProgressJudge:
         if norm and norm in self.texts:
             signals.add("agent_repeat")
         self.texts.add(norm)
-        if _values(text) - self.values:
+        values = _values(text)
+        if values - self.values:
             signals.add("new_info")
-        elif self.user_asked and _values(text):
+        elif self.user_asked and values:
             signals.add("answered")
-        self.values |= _values(text)
+        self.values |= values
         for q in _questions(text):
             signals.add("repeated_question" if q in self.questions else "new_question")
             self.questions.add(q)
