@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from simulator._messages import AgentTurn, Message, Usage, UserTurn
 from simulator._protocols import PROGRESS_SIGNALS, Agent, Progress, UserSimulator
+from simulator._text import clip_long_tokens
 from simulator.tools import Toolbox, ToolContext
 
 __all__ = ["CAP_REASONS", "ERROR_REASONS", "Limits", "ToolCallRecord", "TerminationReason", "Trajectory",
@@ -210,6 +211,7 @@ class _ProgressJudge:
         self.user_asked = False
 
     def on_user(self, text: str) -> None:
+        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
         self.values |= _values(text)
         self.user_yes = bool(_USER_YES_RE.search(text))
         self.user_asked = "?" in text
@@ -235,6 +237,7 @@ class _ProgressJudge:
         if norm and norm in self.texts:
             signals.add("agent_repeat")
         self.texts.add(norm)
+        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
         values = _values(text)
         if values - self.values:
             signals.add("new_info")
@@ -355,7 +358,7 @@ def run_conversation(
             if not msg.tool_calls:
                 traj.steps += 1
                 traj.turns += 1
-                awaiting = awaits_confirmation(msg.content)
+                awaiting = awaits_confirmation(clip_long_tokens(msg.content or ""))
                 pending = judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
                 traj.progress.append(pending.as_dict())
                 break

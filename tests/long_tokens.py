@@ -8,7 +8,8 @@ runs it in a subprocess with a time-out that quadratic scanning cannot meet at a
 Parts: ``trial_retail`` / ``trial_airline`` (a whole trial through the Runner: orchestrator, RuleUser, grading;
 the agent's first message is the token), ``leak_guard`` (the LLM user's secret matcher, role-flip and
 tool-syntax checks, stop-token parsing), ``graders`` (outputs, process, loops, judge-answer parsing),
-``retail_agent`` / ``airline_agent`` (the reference agents, the user's messages carrying the token).
+``retail_agent`` / ``airline_agent`` (the reference agents, the user's messages carrying the token),
+``patterns`` (the rewritten regexes alone on the uncut token).
 """
 
 from __future__ import annotations
@@ -127,14 +128,28 @@ def _graders(token: str) -> dict[str, Any]:
     records[0].call_id = "c1"
     traj = Trajectory(messages=messages, tool_calls=records)
     process = check_process(ProcessRules(confirm_writes=True), traj, dom.toolbox())
-    loops = check_loops(traj, 2, dom.volatile_arguments())
+    loops = check_loops(traj, 1, dom.volatile_arguments())
     verdicts = [parse_verdict(token).error is not None, parse_verdict("VERDICT: " + token).verdict,
                 parse_verdict(token + "\nVERDICT: yes").verdict]
     return {"outputs_missing": len(outputs.missing), "process_violations": len(process.violations),
             "loops_passed": loops.passed, "verdicts": verdicts}
 
 
+def _patterns(token: str) -> dict[str, Any]:
+    """The rewritten regexes on the whole token, uncut (the parts above scan a cut copy of long tokens)."""
+    from domains.retail.reference_agent import _ADDRESS_RE, _EMAIL_RE, _LOOSE_NAME_RE
+    from simulator.orchestrator import _values
+    from simulator.users.llm_user import parse_user_reply
+
+    spaced = " ".join(token[: len(token) // 2])  # the token's characters, one a word: "1 , 1 , ..."
+    return {"values": len(_values(token)), "emails": len(list(_EMAIL_RE.finditer(token))),
+            "email_sub_same": _EMAIL_RE.sub(" ", token) == token,
+            "loose_name": _LOOSE_NAME_RE.search(token) is not None, "address": _ADDRESS_RE.search(spaced) is not None,
+            "stop": parse_user_reply(token).stop}
+
+
 PARTS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "patterns": _patterns,
     "trial_retail": lambda tok: _trial("retail", tok),
     "trial_airline": lambda tok: _trial("airline", tok),
     "leak_guard": _leak_guard,

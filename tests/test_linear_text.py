@@ -77,9 +77,29 @@ def test_reference_agent_on_million_character_user_messages(domain: str) -> None
         assert row["turns"] >= 2, row
 
 
+def test_rewritten_regexes_on_uncut_million_character_tokens() -> None:
+    rows = {r["kind"]: r for r in _run_part("patterns")}
+    assert rows["letters"]["values"] == 0 and rows["digits"]["values"] == 1 and rows["base64"]["values"] > 1000
+    assert all(r["emails"] == 0 and r["email_sub_same"] and not r["loose_name"] and not r["address"]
+               and not r["stop"] for r in rows.values()), rows
+
+
 def test_every_part_is_tested() -> None:
     assert set(PARTS) == {"trial_retail", "trial_airline", "leak_guard", "graders", "retail_agent",
-                          "airline_agent"}
+                          "airline_agent", "patterns"}
+
+
+def test_clip_long_tokens_keeps_ordinary_text_and_cuts_long_tokens_to_their_ends() -> None:
+    from simulator._text import MAX_TOKEN_CHARS, clip_long_tokens
+
+    ordinary = "Your order #W2378156 (https://example.com/track?id=123) ships tomorrow.\nAnything else?"
+    assert clip_long_tokens(ordinary) == ordinary
+    edge = "x" * MAX_TOKEN_CHARS
+    assert clip_long_tokens(f"a {edge} b") == f"a {edge} b"
+    long = "a" * 1000 + "?"
+    half = MAX_TOKEN_CHARS // 2
+    assert clip_long_tokens(f"Hi {long}\n{long} ok") == f"Hi {'a' * half}{'a' * (half - 1)}?\n" \
+                                                          f"{'a' * half}{'a' * (half - 1)}? ok"
 
 
 # --- behaviour on ordinary text: what the old patterns gave -------------------------------------------------

@@ -54,6 +54,7 @@ import numpy as np
 from domains.airline import _understand as nl
 from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
+from simulator._text import clip_long_tokens
 from simulator.agents._rates import REFERENCE_KNOBS, check_rates
 
 __all__ = ["KNOBS", "AirlineReferenceAgent", "check_faults"]
@@ -198,7 +199,9 @@ class AirlineReferenceAgent:
         if self._done:
             return self._turn(_Say("This conversation has been handed over to a human agent."))
         if self._dialogue is None:
-            self._dialogue = self._main(last.content or "" if last is not None and last.role == "user" else "")
+            # a long token names nothing: cut to its ends, so that parsing it stays cheap
+            self._dialogue = self._main(clip_long_tokens(last.content or "") if last is not None and last.role == "user"
+                                        else "")
             action = next(self._dialogue)
         else:
             if last is None:
@@ -207,7 +210,7 @@ class AirlineReferenceAgent:
                 content = last.content or ""
                 value = _Result(ok=not content.startswith("Error"), content=content)
             else:
-                value = last.content or ""
+                value = clip_long_tokens(last.content or "")
             action = self._dialogue.send(value)
         return self._turn(action)
 

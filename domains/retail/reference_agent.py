@@ -26,6 +26,7 @@ import numpy as np
 
 from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
+from simulator._text import clip_long_tokens
 from simulator.agents._rates import REFERENCE_KNOBS, check_rates
 from simulator.grading.process import YES_RE
 
@@ -300,7 +301,7 @@ class RetailReferenceAgent:
             if m.role == "tool":
                 self._absorb_tool(m)
             elif m.role == "user":
-                self._absorb_user(m.content or "")
+                self._absorb_user(clip_long_tokens(m.content or ""))  # a long token names nothing
         self._seen = len(messages)
         if self._queue:
             name, args = self._queue.pop(0)
