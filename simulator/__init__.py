@@ -8,6 +8,7 @@ import-linter contracts in ``pyproject.toml`` check it.
 
 from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator._protocols import Agent, AgentFactory, Progress, TrialContext, UserFactory, UserSimulator
+from simulator._text import clip_long_tokens
 from simulator.agents.rates import REFERENCE_KNOBS, check_fault_rates
 from simulator.build import RunServices, build_runner
 from simulator.cache import SQLiteCache
@@ -44,6 +45,6 @@ __all__ = [
     "AssertionResult", "AssertionsResult", "InitialState",
     "TausimError",
     "PreparedTask", "prepare_tasks",
-    "ComponentSpec", "JudgeSpec", "RunServices", "build_runner",
+    "ComponentSpec", "JudgeSpec", "RunServices", "build_runner", "clip_long_tokens",
     "SetupError", "env_caller", "syncer", "parse_tasks",
 ]

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator._protocols import PROGRESS_SIGNALS, Agent, Progress, UserSimulator
+from simulator._text import clip_long_tokens
 from simulator.cues import asks_confirmation, is_yes, offers_more_help
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
@@ -137,7 +138,11 @@ class Trajectory(BaseModel):
         return [m.content for m in self.messages if m.role == "assistant" and m.content]
 
 
-_VALUE_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[#$]?[A-Za-z_]*\d[\w-]*(?:[.,]\d+)*")
+# Linear on any input: an email is tried only where a run of [\w.+-] starts, and an id or number not inside a
+# run of letters (a failed try there fails at every later letter of the run, so rescanning it from each
+# position, quadratic in a long token, gives nothing).
+_VALUE_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+"
+                       r"|(?:(?<![A-Za-z_])|(?![A-Za-z_]))[#$]?[A-Za-z_]*+\d[\w-]*(?:[.,]\d+)*")
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -175,6 +180,7 @@ class _ProgressJudge:
         self.user_asked = False
 
     def on_user(self, text: str) -> None:
+        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
         self.values |= _values(text)
         self.user_yes = is_yes(text)
         self.user_asked = "?" in text
@@ -200,11 +206,13 @@ class _ProgressJudge:
         if norm and norm in self.texts:
             signals.add("agent_repeat")
         self.texts.add(norm)
-        if _values(text) - self.values:
+        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
+        values = _values(text)
+        if values - self.values:
             signals.add("new_info")
-        elif self.user_asked and _values(text):
+        elif self.user_asked and values:
             signals.add("answered")
-        self.values |= _values(text)
+        self.values |= values
         for q in _questions(text):
             signals.add("repeated_question" if q in self.questions else "new_question")
             self.questions.add(q)
@@ -370,7 +378,7 @@ def run_conversation(
                 traj.steps += 1
                 traj.turns += 1
                 after_step()
-                awaiting = asks_confirmation(msg.content)
+                awaiting = asks_confirmation(clip_long_tokens(msg.content or ""))
                 pending = judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
                 traj.progress.append(pending.as_dict())
                 if turn_span:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator._messages import Message
+from simulator._text import clip_long_tokens
 from simulator.cues import asks_confirmation
 from simulator.orchestrator import Trajectory
 from simulator.tasks import Task, UserScenario
@@ -39,7 +40,8 @@ REVIEW_FLAGS = ("invented_facts", "reasoning_leak", "accepted_false_completion",
 """Every flag :func:`review_user` may raise, in report order."""
 
 _REASONING_RE = re.compile(r"(?im)^\s*(thought|action|observation)\s*:")
-_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# linear on any input: an e-mail is tried only where a run of [\w.+-] starts (possessive runs, no rescans)
+_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 _TOKEN_RE = re.compile(r"#?[A-Za-z0-9][A-Za-z0-9_\-]*(?:\.\d+)?")
 _NAME_RE = re.compile(r"\b([A-Z][a-z]+)\s+([A-Z][a-z]+)\b")
 _DONE_RE = re.compile(
@@ -69,6 +71,7 @@ def _number_value(token: str) -> float | None:
 
 def _values(text: str) -> list[str]:
     """The checkable values of a user message: e-mails, ids, numbers and names, in order of appearance."""
+    text = clip_long_tokens(text)  # a token of thousands of characters is no fact to check
     found: list[str] = list(_EMAIL_RE.findall(text))
     rest = _EMAIL_RE.sub(" ", text)
     for token in _TOKEN_RE.findall(rest):

@@ -31,6 +31,7 @@ from simulator import (
     ToolCall,
     TrialContext,
     check_fault_rates,
+    clip_long_tokens,
     is_closing,
     is_no,
     is_yes,
@@ -50,15 +51,19 @@ ASK_ORDER = "Which order is it? Please give the order id (like #W0000000)."
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 
 _ORDER_RE = re.compile(r"#?\b(W\d{7})\b", re.IGNORECASE)
-_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
+"""An email; tried only where a run of word characters, dots, pluses and hyphens starts (linear: a long
+unbroken token is scanned once, not from each of its characters)."""
 _ZIP_RE = re.compile(r"\bzip(?:\s*code)?(?:\s+is)?\s*[:#]?\s*(\d{5})\b", re.IGNORECASE)
 _NAME_RE = re.compile(r"\b(?i:i'm|i am|my name is|this is|name is|name:|it's|it is)\s+([A-Z][a-z'-]+)\s+"
                       r"([A-Z][a-z'-]+)")
-_LOOSE_NAME_RE = re.compile(r"\b([A-Za-z][a-z'-]+)\s+([A-Za-z][a-z'-]+)\s*,?\s*(?:zip(?:\s*code)?\s*)?(\d{5})\b")
-"""A name right before a zip code ("Samuel Laine, 83782", "samuel laine 83782"); names are title-cased."""
+_LOOSE_NAME_RE = re.compile(r"\b([A-Za-z][a-z'-]{1,40}+)\s+([A-Za-z][a-z'-]{1,40}+)\s*,?\s*(?:zip(?:\s*code)?\s*)?"
+                            r"(\d{5})\b")
+"""A name right before a zip code ("Samuel Laine, 83782", "samuel laine 83782"); names are title-cased. A name
+word has at most 41 letters (so a long hyphenated token costs linear time, not a rescan from every hyphen)."""
 _ADDRESS_RE = re.compile(
-    r"(?<![\w#-])(?P<a1>\d+\s[^,\n]*?),\s*(?:(?P<a2>[^,\n]+?),\s*)?"
-    r"(?P<city>[A-Za-z][A-Za-z .'-]*?),\s*(?P<state>[A-Z]{2})\s+"
+    r"(?<![\w#-])(?P<a1>\d+\s[^,\n]{0,100}?),\s*(?:(?P<a2>[^,\n]{1,100}?),\s*)?"
+    r"(?P<city>[A-Za-z][A-Za-z .'-]{0,60}?),\s*(?P<state>[A-Z]{2})\s+"
     r"(?P<zip>\d{5})(?:\s*,\s*(?P<country>[A-Z][A-Za-z]*(?: [A-Z][a-z]+){0,2})\b)?")
 _ADDRESS_REF_RE = re.compile(
     r"\b(?:to|as|use|using)\s+(?:the\s+|my\s+)?(?:same\s+)?(?:shipping\s+|delivery\s+)?"
@@ -300,7 +305,7 @@ class RetailReferenceAgent:
             if m.role == "tool":
                 self._absorb_tool(m)
             elif m.role == "user":
-                self._absorb_user(m.content or "")
+                self._absorb_user(clip_long_tokens(m.content or ""))  # a long token names nothing
         self._seen = len(messages)
         if self._queue:
             name, args = self._queue.pop(0)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from simulator._text import clip_long_tokens
 from simulator.cues import asks_confirmation, offers_more_help
 
 __all__ = ["ACTS", "IDENTITY_PATTERNS", "SLOT_PATTERNS", "DialogueActs", "classify", "sentences"]
@@ -194,13 +195,16 @@ def classify(text: str | None) -> DialogueActs:
     """Classify an agent message into dialogue acts.
 
     Args:
-        text: the agent's message (None or blank: ``unclear``).
+        text: the agent's message (None or blank: ``unclear``). Tokens longer than
+            :data:`~simulator._text.MAX_TOKEN_CHARS` are cut to their ends first (they hold no cue; the cut keeps
+            the scanning of a degenerate million-character token cheap); ``DialogueActs.text`` is the cut text.
 
     Returns:
         The :class:`DialogueActs` of the message.
     """
     if not text or not text.strip():
         return DialogueActs(acts=("unclear",), text=text or "")
+    text = clip_long_tokens(text)
     found: set[str] = set()
     ident: list[str] = []
     slots: list[str] = []

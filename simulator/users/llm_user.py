@@ -89,7 +89,8 @@ Rules:
 """
 """Default system prompt template (``str.format`` fields: instructions, known_info, unknown_info)."""
 
-_TOKEN_RE = re.compile(r"#{2,}\s*(STOP|TRANSFER|ABANDON)\s*#{2,}", re.IGNORECASE)
+_TOKEN_RE = re.compile(r"(?<!#)#{2,}+\s*+(STOP|TRANSFER|ABANDON)\s*#{2,}", re.IGNORECASE)
+"""A stop token; tried only where a run of "#" starts (a long run of "#" is scanned once, not from each "#")."""
 
 
 def _format_known(known: dict[str, Any]) -> str:
