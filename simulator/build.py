@@ -141,15 +141,15 @@ def build_runner(
     tasks = select_tasks(all_tasks, spec.task_ids)
     gold = check(dom, template, all_tasks, tasks) if check is not None else None
     services = services if services is not None else RunServices.open(spec)
-    shared = services.params()
-    agent = agent_factory(spec.agent.name, domain=dom, **spec.agent.model_params(), **shared)
+    shared = {**services.params(), "timeout": spec.request_timeout}  # every model client of the run
+    agent = agent_factory(spec.agent.name, domain=dom, **{**shared, **spec.agent.model_params()})
     users: UserFactory
     if user_factory_override is not None:
         users = user_factory_override
     elif spec.user.name == "rule":  # the rule-based user calls no model: it derives scenarios from the data
         users = user_factory("rule", domain=dom, template=template, **spec.user.args)
     else:
-        users = user_factory(spec.user.name, **spec.user.model_params(), **shared)
+        users = user_factory(spec.user.name, **{**shared, **spec.user.model_params()})
     judge = None
     if spec.judge is not None:
         from simulator.grading.judge import build_judge
@@ -157,8 +157,8 @@ def build_runner(
         j = spec.judge
         judge = build_judge(j.name, api_base=j.api_base,
                             calibration=Path(j.calibration) if j.calibration is not None else None,
-                            min_kappa=j.min_kappa, **{k: v for k, v in j.model_params().items() if k != "api_base"},
-                            **shared)
+                            min_kappa=j.min_kappa,
+                            **{**shared, **{k: v for k, v in j.model_params().items() if k != "api_base"}})
     personas = None
     if spec.personas:
         from simulator.persona import Persona

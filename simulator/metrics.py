@@ -605,7 +605,8 @@ def summarize_tool_accuracy(counts: Iterable[Mapping[str, int]]) -> dict[str, An
 LAYERS = ("state", "outputs", "process", "loops", "budget", "judge")
 """Grading layers reported by :func:`run_metrics` (``judge`` only when some trial has a judge grade)."""
 
-_ERROR_REASONS = frozenset({"agent_error", "user_error", "tool_bug", "infra_error", "context_overflow"})
+_ERROR_REASONS = frozenset({"agent_error", "user_error", "tool_bug", "infra_error", "context_overflow", "setup_error",
+                            "timeout"})
 
 
 def _usage_of(trial: Mapping[str, Any], who: str) -> Mapping[str, Any] | None:
