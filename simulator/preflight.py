@@ -69,6 +69,7 @@ def preflight(runner: Runner) -> list[str]:
         task_id, persona, trial = plan[0]
         task = next(t for t in runner.tasks if t.id == task_id)
         ctx = runner.trial_context(task, trial, persona)
+        ctx.extra["preflight"] = True  # built to be checked, never run
         for role, factory in (("agent", runner.agent_factory), ("user", runner.user_factory)):
             spec = getattr(runner.config, role).name
             try:
