@@ -26,6 +26,7 @@ _OUTCOME_LABELS = {
     "process": "failed: process",
     "loops": "failed: loops",
     "budget": "failed: budget",
+    "cutoff": "failed: cut off (max turns/steps)",
     "error": "error",
     "missing": "missing",
 }
@@ -66,7 +67,7 @@ a.cell{display:block;width:20px;height:20px;border-radius:3px;border:1px solid r
 a.cell:hover{outline:2px solid var(--accent)}
 a.cell.sel{outline:3px solid var(--accent);outline-offset:1px}
 .o-passed{background:var(--ok)}.o-state{background:var(--state)}.o-outputs{background:var(--outputs)}
-.o-process{background:var(--process)}.o-loops{background:#c2418f}.o-budget{background:#8a6d1f}.o-error{background:var(--error)}
+.o-process{background:var(--process)}.o-loops{background:#c2418f}.o-budget{background:#8a6d1f}.o-cutoff{background:#6b7a8f}.o-error{background:var(--error)}
 .o-missing{background:#fff;border:1px dashed #999 !important}
 .legend{display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px;font-size:12px;color:var(--muted)}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px;
