@@ -84,6 +84,7 @@ def preflight(runner: Runner) -> list[str]:
             client.preflight()
         except LLMError as e:
             message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise SetupError(f"{role} {message}", kind=_kind(e)) from e
+            server = f" (server {client.api_base})" if client.api_base else ""
+            raise SetupError(f"{role} {message}{server}", kind=_kind(e)) from e
         checks.append(f"{role} model {client.model}: ok")
     return checks
