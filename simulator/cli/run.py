@@ -510,6 +510,8 @@ def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, st
         where.append(f"finished trials are in {partial}")
     if run_id is not None:
         where.append(f"rerun the same command with --run-id {run_id} to resume")
+    elif partial is not None:
+        where.append(f"resume with --resume-from {partial}")
     err.print("interrupted" + (": " + "; ".join(where) if where else ""), highlight=False)
     sys.stdout.flush()
     os._exit(130)  # worker threads may be inside a model call or a stuck agent: do not join them
