@@ -178,7 +178,7 @@ def test_auth_errors_are_not_retried(litellm, tmp_path, monkeypatch):
         "fakeuser": [USER_SCRIPT[0]],
     })
     res = bank_run(tmp_path, bank_tasks("move"), trials=1, max_attempts=4, **FAST)
-    assert res.trials[0].termination_reason == "agent_error"
+    assert res.trials[0].termination_reason == "setup_error"  # refused credentials: the set-up's, not the agent's
     assert len(providers["fakeagent"].calls) == 1
 
 
