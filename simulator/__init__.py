@@ -15,7 +15,7 @@ from simulator.cache import SQLiteCache
 from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
-from simulator.dual import SetupError, env_caller, syncer
+from simulator.dual import SetupActionError, env_caller, syncer
 from simulator.errors import TausimError
 from simulator.grading import AssertionResult, AssertionsResult
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
@@ -46,5 +46,5 @@ __all__ = [
     "TausimError",
     "PreparedTask", "prepare_tasks",
     "ComponentSpec", "JudgeSpec", "RunServices", "build_runner", "clip_long_tokens",
-    "SetupError", "env_caller", "syncer", "parse_tasks",
+    "SetupActionError", "env_caller", "syncer", "parse_tasks",
 ]

@@ -108,7 +108,7 @@ class AgentTurn(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
     """Set when the agent failed (e.g. the model API failed after retries); ends the trial."""
-    error_kind: Literal["agent_error", "infra_error", "context_overflow"] | None = None
+    error_kind: Literal["agent_error", "infra_error", "context_overflow", "setup_error"] | None = None
     """Termination reason to use when ``error`` is set."""
 
 
@@ -124,7 +124,7 @@ class UserTurn(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
     """Set when the simulator failed; ends the trial with ``user_error`` or ``infra_error``."""
-    error_kind: Literal["user_error", "infra_error"] | None = None
+    error_kind: Literal["user_error", "infra_error", "setup_error"] | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     """Calls of the user's own tools (dual-control domains, see :meth:`simulator.domain.Domain.user_toolbox`): the
     orchestrator runs them on the user's side of the trial database, shows the results to the user only, and asks

@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["load_reference"]
+
+
+def _path_hint(module_name: str, error: ImportError) -> str:
+    """A hint when the module is in the current directory but that directory is not on the import path."""
+    top = module_name.split(".")[0]
+    if not isinstance(error, ModuleNotFoundError) or error.name not in (top, module_name):
+        return ""
+    cwd = Path.cwd()
+    here = (cwd / f"{top}.py").is_file() or (cwd / top).is_dir()
+    on_path = any(Path(p or ".").resolve() == cwd.resolve() for p in sys.path)
+    if not here or on_path:
+        return ""
+    return (f". {top!r} is in the current directory {cwd}, which is not on Python's import path: run with "
+            "PYTHONPATH=. set, e.g. `PYTHONPATH=. tausim run ...`")
 
 
 def load_reference(spec: str, what: str) -> Any:
@@ -28,7 +44,8 @@ def load_reference(spec: str, what: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise ValueError(f"--{what} {spec!r}: cannot import module {module_name!r}: {e}") from e
+        raise ValueError(f"--{what} {spec!r}: cannot import module {module_name!r}: {e}{_path_hint(module_name, e)}"
+                         ) from e
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):

@@ -67,7 +67,9 @@ class TrialContext:
         domain: domain name.
         trial_index: index of this trial among the task's trials (0-based).
         extra: free-form run options (e.g. model parameters). The runner sets ``tool_kinds``: tool name ->
-            ``"read"``, ``"write"`` or ``"ending"`` (a tool that ends the conversation).
+            ``"read"``, ``"write"`` or ``"ending"`` (a tool that ends the conversation); the pre-flight
+            (:mod:`simulator.preflight`) sets ``preflight: True`` on the context it builds a trial-less agent and
+            user with.
         log: the trial's structlog logger (bound to run id, task id and trial index), or None when the run
             keeps no log; components may emit their own events on it (LLM agents and users emit
             ``model_call``).

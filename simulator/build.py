@@ -145,8 +145,8 @@ def build_runner(
         tasks = select_tagged(tasks, spec.tags, spec.exclude_tags)
     gold = check(dom, template, all_tasks, tasks) if check is not None else None
     services = services if services is not None else RunServices.open(spec)
-    shared = services.params()
-    agent = agent_factory(spec.agent.name, domain=dom, **spec.agent.model_params(), **shared)
+    shared = {**services.params(), "timeout": spec.request_timeout}  # every model client of the run
+    agent = agent_factory(spec.agent.name, domain=dom, **{**shared, **spec.agent.model_params()})
     users: UserFactory
     if user_factory_override is not None:
         users = user_factory_override
@@ -155,7 +155,7 @@ def build_runner(
     elif spec.user.name.startswith("replay:"):  # a recorded run's user turns (args: store, fallback)
         users = user_factory(spec.user.name, domain=dom, template=template, **spec.user.model_params(), **shared)
     else:
-        users = user_factory(spec.user.name, **spec.user.model_params(), **shared)
+        users = user_factory(spec.user.name, **{**shared, **spec.user.model_params()})
     judge = None
     if spec.judge is not None:
         from simulator.grading.judge import build_judge
@@ -163,8 +163,8 @@ def build_runner(
         j = spec.judge
         judge = build_judge(j.name, api_base=j.api_base,
                             calibration=Path(j.calibration) if j.calibration is not None else None,
-                            min_kappa=j.min_kappa, **{k: v for k, v in j.model_params().items() if k != "api_base"},
-                            **shared)
+                            min_kappa=j.min_kappa,
+                            **{**shared, **{k: v for k, v in j.model_params().items() if k != "api_base"}})
     personas = None
     if spec.personas:
         from simulator.persona import Persona

@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from simulator.domain import Domain
-from simulator.errors import SetupError, ToolError
+from simulator.errors import SetupActionError, ToolError
 from simulator.grading.assertions import EnvCall
 from simulator.tasks import Action
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["SetupError", "env_caller", "has_user_side", "run_action", "run_setup_actions", "syncer"]
+__all__ = ["SetupActionError", "env_caller", "has_user_side", "run_action", "run_setup_actions", "syncer"]
 
 
 def has_user_side(domain: Domain) -> bool:
@@ -100,7 +100,7 @@ def run_setup_actions(domain: Domain, ctx: ToolContext, actions: Sequence[Action
         toolbox: the agent's tools.
 
     Raises:
-        SetupError: an action did not succeed (naming its index, name and the error).
+        SetupActionError: an action did not succeed (naming its index, name and the error).
     """
     user_tools = domain.user_toolbox()
     source, ctx.source = ctx.source, "setup"
@@ -109,7 +109,7 @@ def run_setup_actions(domain: Domain, ctx: ToolContext, actions: Sequence[Action
         for i, action in enumerate(actions):
             out = run_action(domain, ctx, action, (toolbox, user_tools))
             if out.status != "ok":
-                raise SetupError(f"setup[{i}] {action.requestor}:{action.name}: {out.content}")
+                raise SetupActionError(f"setup[{i}] {action.requestor}:{action.name}: {out.content}")
             sync()
     finally:
         ctx.source = source

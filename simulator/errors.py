@@ -20,6 +20,9 @@ The tree::
     │   │                                  workers cannot build the run (simulator.executors)
     │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
     │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.peer_results)
+    │   ├── SetupError                     the run cannot work as set up: missing credentials, unknown model,
+    │   │                                  unreachable server, a factory that raises (simulator.preflight);
+    │   │                                  ``.kind`` names the class
     │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
@@ -30,10 +33,12 @@ The tree::
     │       ├── LLMInfraError                  transient (rate limit, timeout, 5xx) after every retry
     │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
     │       └── LLMRequestError                cannot succeed by retrying: auth, bad request, unknown model
+    │           └── LLMSetupError                  no call of this model can work: missing or refused
+    │                                              credentials, unknown model (trial ``setup_error``)
     ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
     │   ├── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
     │   ├── FixtureError(RuntimeError)     a task's ``initial_state`` cannot be applied (simulator.outcomes)
-    │   ├── SetupError(ValueError)         a task's setup action or environment function failed (simulator.dual)
+    │   ├── SetupActionError(ValueError)   a task's setup action or environment function failed (simulator.dual)
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
         └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
@@ -71,7 +76,9 @@ __all__ = [
     "LLMInfraError",
     "LLMRequestError",
     "PeerResultsError",
+    "LLMSetupError",
     "PersonaError",
+    "SetupActionError",
     "SetupError",
     "SpecError",
     "RunDocumentError",
@@ -207,6 +214,14 @@ class LLMRequestError(LLMError):
     """The request cannot succeed by retrying: authentication, bad request, unknown model, bad response."""
 
 
+class LLMSetupError(LLMRequestError):
+    """No call of this model can succeed as set up: missing or refused credentials, or an unknown model.
+
+    A trial whose agent or user meets it ends ``setup_error`` and the run stops (exit 2): no other trial can
+    succeed either. ``tausim run``'s pre-flight raises it before any trial runs.
+    """
+
+
 # ---------------------------------------------------------------------------------------------------- defects
 
 
@@ -245,6 +260,22 @@ class SpecError(InputError, ValueError):
     """A run spec (a file, a stored spec or an argument) does not validate; the message names the field."""
 
 
+class SetupError(InputError):
+    """The run cannot work as set up; found before (pre-flight) or during the run. The CLI exits 2.
+
+    Args:
+        message: one line naming the cause (the missing variable, the model, the server, the factory).
+        kind: ``credentials``, ``model``, ``server`` or ``factory``.
+
+    Attributes:
+        kind: the cause's class, as above.
+    """
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class ExecutorError(InputError, ValueError):
     """The executor cannot be used: unknown scheme, Dask missing, unreachable scheduler, workers cannot build."""
 class WallClockRead(DefectError, RuntimeError):
@@ -254,5 +285,5 @@ class WallClockRead(DefectError, RuntimeError):
     """
 
 
-class SetupError(DefectError, ValueError):
-    """A setup action (or environment function) failed; the message names the action and the error."""
+class SetupActionError(DefectError, ValueError):
+    """A task's setup action (or environment function) failed; the message names the action and the error."""

@@ -7,8 +7,15 @@ fails at once. Failures surface as our own exceptions, so callers never depend o
 
 * :class:`LLMInfraError`: the API failed transiently and retries are exhausted (trial ends ``infra_error``);
 * :class:`LLMContextOverflow`: the conversation no longer fits the model's context window;
-* :class:`LLMRequestError`: a request that cannot succeed by retrying (authentication, bad request, unknown
-  model, unparsable response).
+* :class:`LLMRequestError`: a request that cannot succeed by retrying (bad request, unparsable response); its
+  subclass :class:`LLMSetupError` when no call of the model can work as set up (missing or refused credentials,
+  unknown model or provider): the trial ends ``setup_error`` and the run stops.
+
+Timeouts: each request waits at most ``timeout`` seconds (``tausim run --request-timeout``, default 60); a
+request that times out is retried once at most (:data:`MAX_TIMEOUT_ATTEMPTS`), so a server that accepts and never
+answers costs two timeouts, not one per attempt. :meth:`LLMClient.preflight` checks a model before a run: the
+provider is known, its API key variable is set (litellm's ``validate_environment``, no request made), then one
+cheap call (``max_tokens=1``) answers.
 
 litellm is imported lazily (its import takes seconds) and with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that it
 never tries to download its price list. Offline tests pass ``mock_response=...`` (text, a ``ModelResponse``
@@ -29,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from simulator._messages import Message, ToolCall, Usage
-from simulator.errors import LLMContextOverflow, LLMError, LLMInfraError, LLMRequestError
+from simulator.errors import LLMContextOverflow, LLMError, LLMInfraError, LLMRequestError, LLMSetupError
 from simulator.ratelimit import RateLimiterRegistry
 
 __all__ = [
@@ -39,11 +46,21 @@ __all__ = [
     "LLMInfraError",
     "LLMRequestError",
     "LLMResult",
+    "LLMSetupError",
     "model_seed",
 ]
 
 DEFAULT_MAX_ATTEMPTS = 4
 """Attempts per call (first try included) before a transient failure becomes :class:`LLMInfraError`."""
+
+DEFAULT_REQUEST_TIMEOUT = 60.0
+"""Seconds one request may take before it is abandoned (``tausim run --request-timeout``)."""
+
+MAX_TIMEOUT_ATTEMPTS = 2
+"""Attempts of a call whose requests time out: a server that never answers is not asked again and again."""
+
+PREFLIGHT_MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "Reply with the word ok."}]
+"""The request :meth:`LLMClient.preflight` sends (with ``max_tokens=1``)."""
 
 
 class LLMResult(BaseModel):
@@ -109,6 +126,15 @@ def _is_transient(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIError) and isinstance(status, int) and status >= 500
 
 
+def _is_setup(exc: BaseException) -> bool:
+    """Return True for failures no call of the model can escape: credentials, unknown model or provider."""
+    import openai
+
+    if _MISSING_KEY.search(str(exc)) or "LLM Provider NOT provided" in str(exc):
+        return True
+    return isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError | openai.NotFoundError)
+
+
 def _to_llm_error(exc: BaseException, model: str, attempts: int) -> LLMError:
     """Translate a litellm/openai exception into our typed error, naming the model."""
     litellm = _litellm()
@@ -117,6 +143,11 @@ def _to_llm_error(exc: BaseException, model: str, attempts: int) -> LLMError:
     if isinstance(exc, litellm.ContextWindowExceededError):
         return LLMContextOverflow(
             f"model {model}: context window exceeded: {detail}", model=model, attempts=attempts, cause=cause
+        )
+    if _is_setup(exc):
+        return LLMSetupError(
+            f"model {model}: cannot be used as set up (credentials, model name or provider): {cause}: "
+            f"{detail.splitlines()[0][:300]}", model=model, attempts=attempts, cause=cause,
         )
     if _is_transient(exc):
         return LLMInfraError(
@@ -241,7 +272,8 @@ class LLMClient:
             wait_initial: backoff multiplier in seconds: the wait after failed attempt n (1-based) is
                 uniform in ``[0, min(wait_max, wait_initial * 2**(n-1))]`` (full jitter); 0 disables waiting.
             wait_max: upper bound of one wait, in seconds.
-            timeout: request timeout in seconds passed to litellm (None: litellm's default).
+            timeout: request timeout in seconds passed to litellm (None: litellm's default); a call whose
+                requests time out is tried :data:`MAX_TIMEOUT_ATTEMPTS` times at most.
             cache: optional response cache (any mutable mapping owned by the caller, e.g. per run). Keys
                 cover the model, messages, tools, parameters and the trial seed; only successes are stored.
             limiters: the run's rate-limiter registry; every API request (each retry included) first waits
@@ -328,7 +360,8 @@ class LLMClient:
         Raises:
             LLMInfraError: transient failures persisted through every attempt.
             LLMContextOverflow: the request exceeds the model's context window.
-            LLMRequestError: authentication, bad request, unknown model or a response without choices.
+            LLMSetupError: missing or refused credentials, unknown model or provider.
+            LLMRequestError: bad request or a response without choices.
         """
         litellm = _litellm()
         merged = {k: v for k, v in {**self._params, **params}.items() if v is not None}
@@ -369,10 +402,31 @@ class LLMClient:
 
     def _call_with_retries(self, litellm: Any, request: dict[str, Any]) -> tuple[Any, int, float]:
         """Run ``litellm.completion`` under tenacity; return (response, attempts, latency in seconds)."""
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+        import openai
+        from tenacity import (
+            RetryCallState,
+            Retrying,
+            retry_if_exception,
+            stop_after_attempt,
+            stop_any,
+            wait_random_exponential,
+        )
+        from tenacity.stop import stop_base
+
+        class StopAfterTimeouts(stop_base):
+            """Stop once :data:`MAX_TIMEOUT_ATTEMPTS` attempts of this call timed out."""
+
+            def __init__(self) -> None:
+                self.timeouts = 0
+
+            def __call__(self, state: RetryCallState) -> bool:
+                exc = state.outcome.exception() if state.outcome is not None else None
+                if isinstance(exc, openai.APITimeoutError):
+                    self.timeouts += 1
+                return self.timeouts >= MAX_TIMEOUT_ATTEMPTS
 
         retrying = Retrying(
-            stop=stop_after_attempt(self.max_attempts),
+            stop=stop_any(stop_after_attempt(self.max_attempts), StopAfterTimeouts()),
             wait=wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
             retry=retry_if_exception(_is_transient),
             reraise=True,
@@ -386,14 +440,54 @@ class LLMClient:
                 self.rate_limiter.acquire()
             return litellm.completion(**request)
 
-        import openai
-
         start = time.perf_counter()
         try:
             response = retrying(attempt)
         except openai.OpenAIError as exc:  # litellm's API errors subclass these; anything else is a bug
             raise _to_llm_error(exc, self.model, attempts) from exc
         return response, attempts, time.perf_counter() - start
+
+    def preflight(self) -> LLMResult:
+        """Check that the model can be called as set up: one cheap call, made after offline checks.
+
+        In order: a response to :data:`PREFLIGHT_MESSAGES` already in the cache passes at once; the provider
+        must be known to litellm; without ``api_base`` and ``api_key``, the provider's key variables must be set
+        (litellm's ``validate_environment``: no request is made, so a missing key fails in milliseconds); then
+        one request with ``max_tokens=1``, at most :data:`MAX_TIMEOUT_ATTEMPTS` attempts. The client's default
+        parameters apply (a ``mock_response`` among them answers offline).
+
+        Returns:
+            The call's result.
+
+        Raises:
+            LLMSetupError: unknown provider, a missing key variable (the message names it), refused credentials,
+                unknown model.
+            LLMInfraError: the server could not be reached or did not answer in time.
+            LLMRequestError: the server refused the request.
+        """
+        litellm = _litellm()
+        params: dict[str, Any] = {"max_tokens": 1}
+        merged = {k: v for k, v in {**self._params, **params}.items() if v is not None}
+        if self.cache is not None and self.cache.get(self.cache_key(PREFLIGHT_MESSAGES, None, merged, None)):
+            return self.complete(list(PREFLIGHT_MESSAGES), **params)
+        try:
+            litellm.get_llm_provider(self.model, api_base=self.api_base)
+        except Exception as e:  # noqa: BLE001 - litellm raises BadRequestError (and others) for an unknown provider
+            raise LLMSetupError(f"model {self.model}: unknown to litellm (no such provider): "
+                                f"{str(e).strip().splitlines()[0][:200]}", model=self.model, attempts=0,
+                                cause=type(e).__name__) from e
+        if self.api_base is None and self._api_key is None and "mock_response" not in merged:
+            env = litellm.validate_environment(model=self.model)
+            missing = [str(k) for k in env.get("missing_keys") or []]
+            if missing:
+                raise LLMSetupError(f"model {self.model}: environment variable {', '.join(missing)} is not set "
+                                    "(the provider's API key); export it, or give --api-base for a local server",
+                                    model=self.model, attempts=0, cause="missing_keys")
+        probe = LLMClient(self.model, api_base=self.api_base, api_key=self._api_key,
+                          max_attempts=min(self.max_attempts, MAX_TIMEOUT_ATTEMPTS), wait_initial=self.wait_initial,
+                          wait_max=self.wait_max, timeout=self.timeout, cache=self.cache, **self._params)
+        probe.rate_limiter = self.rate_limiter
+        return probe.complete(list(PREFLIGHT_MESSAGES), **params)
 
     def _priced_usage(self, litellm: Any, response: Any, attempts: int) -> Usage:
         """Usage of a response; after a failed pricing, the model is checked once and skipped if unmapped."""

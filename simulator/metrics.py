@@ -647,7 +647,8 @@ def violation_metrics(trials: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 LAYERS = ("state", "outputs", "process", "loops", "budget", "assertions", "judge")
 """Grading layers reported by :func:`run_metrics` (``assertions`` and ``judge`` only when some trial has them)."""
 
-_ERROR_REASONS = frozenset({"agent_error", "user_error", "tool_bug", "infra_error", "context_overflow"})
+_ERROR_REASONS = frozenset({"agent_error", "user_error", "tool_bug", "infra_error", "context_overflow", "setup_error",
+                            "timeout"})
 
 
 def _usage_of(trial: Mapping[str, Any], who: str) -> Mapping[str, Any] | None:

@@ -53,11 +53,16 @@ class TerminationReason(enum.StrEnum):
     TOOL_BUG = "tool_bug"
     INFRA_ERROR = "infra_error"
     CONTEXT_OVERFLOW = "context_overflow"
+    SETUP_ERROR = "setup_error"
+    """The run cannot work as set up (missing credentials, unknown model): the run stops after such a trial."""
+    TIMEOUT = "timeout"
+    """The trial ran past the run's ``trial_timeout``; its thread was abandoned (see :mod:`simulator.runner`)."""
 
 
 ERROR_REASONS = frozenset({
     TerminationReason.AGENT_ERROR, TerminationReason.USER_ERROR, TerminationReason.TOOL_BUG,
-    TerminationReason.INFRA_ERROR, TerminationReason.CONTEXT_OVERFLOW,
+    TerminationReason.INFRA_ERROR, TerminationReason.CONTEXT_OVERFLOW, TerminationReason.SETUP_ERROR,
+    TerminationReason.TIMEOUT,
 })
 """Reasons that mean the trial could not be completed; such a trial always counts as failed."""
 
@@ -302,7 +307,7 @@ def run_conversation(
                     observe(pending)
                 pending = None
                 ut: UserTurn = user.reply(list(view))
-            except Exception:  # noqa: BLE001 - recorded as the trial's user_error
+            except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's user_error
                 traj.user_seconds += time.perf_counter() - t0
                 return end(TerminationReason.USER_ERROR, traceback.format_exc())
             traj.user_seconds += time.perf_counter() - t0
@@ -356,7 +361,7 @@ def run_conversation(
             w0 = time.time_ns()
             try:
                 at: AgentTurn = agent.step(list(seen))
-            except Exception:  # noqa: BLE001 - recorded as the trial's agent_error
+            except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
                 traj.agent_seconds += time.perf_counter() - t0
                 return end(TerminationReason.AGENT_ERROR, traceback.format_exc())
             traj.agent_seconds += time.perf_counter() - t0

@@ -5,6 +5,12 @@
 - :func:`run_summary_json`: the run document (``{"format": "tausim.run", "version": 1, ...}``) written by
   ``tausim run --out`` and returned by :meth:`simulator.store.ResultsStore.load_run_document`;
   :func:`load_run_document` and :func:`load_run_from_store` read and check one (:class:`RunDocumentError`).
+- the partial run file (``--out FILE`` writes ``FILE.partial.jsonl`` while the run goes on), a JSON-lines
+  file: its first line is the header :func:`partial_header` (``{"format": "tausim.partial", "version": 1,
+  "config": <RunSpec>, "planned": N}``), each further line one finished :class:`TrialResult` in completion order.
+  A crash can cut the last line short: :func:`load_partial` drops such a line. :func:`load_run_document` reads a
+  partial file as the run document of the trials it holds (so ``tausim report FILE.partial.jsonl`` works), and
+  ``tausim run --resume-from FILE.partial.jsonl`` runs only the trials it does not hold.
 
 The store, the reports, the gate, budgets and regrade read these; none of them imports the CLI or the report
 package to do so.
@@ -19,16 +25,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from simulator.errors import RunDocumentError
 from simulator.grading import Grade
 from simulator.metrics import run_metrics
 from simulator.orchestrator import Trajectory
-from simulator.spec import RunSpec
+from simulator.spec import RunSpec, format_validation_error
 
-__all__ = ["RUN_FORMAT", "RunDocumentError", "RunResult", "TrialKey", "TrialResult", "load_run_document",
-           "load_run_from_store", "run_summary_json", "trial_key"]
+__all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "RunResult", "TrialKey", "TrialResult",
+           "load_partial", "load_run_document", "load_run_from_store", "partial_document", "partial_header",
+           "run_summary_json", "trial_key"]
 
 class TrialResult(BaseModel):
     """One finished trial."""
@@ -63,6 +70,10 @@ class RunResult(BaseModel):
     wall_seconds: float = 0.0
     planned: int | None = None
     """Planned trials of the run (tasks x personas x trials); None when unknown."""
+    aborted: str | None = None
+    """Why the run stopped before its planned trials ran (one line), or None."""
+    abort_kind: str | None = None
+    """``setup_error`` (a trial met a set-up error) or ``error_rate`` (``max_error_rate`` exceeded), or None."""
 
 
 TrialKey = tuple[str, str | None, int]
@@ -111,6 +122,94 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
 
 RUN_FORMAT = "tausim.run"
 """The value of the ``format`` field of every run document."""
+
+PARTIAL_FORMAT = "tausim.partial"
+"""The value of the ``format`` field of a partial run file's header line."""
+
+
+def partial_header(spec: RunSpec, planned: int) -> dict[str, Any]:
+    """Return the header (first line) of a partial run file.
+
+    Args:
+        spec: the run's spec.
+        planned: the run's planned trials (tasks x personas x trials).
+
+    Returns:
+        ``{"format": "tausim.partial", "version": 1, "config": <spec as JSON>, "planned": planned}``.
+    """
+    return {"format": PARTIAL_FORMAT, "version": 1, "config": spec.model_dump(mode="json"), "planned": planned}
+
+
+def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | None]:
+    """Read a partial run file (see the module docstring).
+
+    Args:
+        path: the ``FILE.partial.jsonl`` file.
+
+    Returns:
+        ``(spec, trials, planned)``: the trials in file order, the first of each (task, persona, trial) key
+        only; a last line cut short by a crash is dropped.
+
+    Raises:
+        RunDocumentError: missing or unreadable file, a first line that is not the header, an invalid spec, or
+            a line other than the last that is not a trial (the message names the file and line).
+    """
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise RunDocumentError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunDocumentError(f"{p}: cannot read: {e}") from None
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, Mapping) or header.get("format") != PARTIAL_FORMAT:
+        raise RunDocumentError(f"{p}: line 1: not a tausim partial run file (expected the header "
+                               f'{{"format": "{PARTIAL_FORMAT}", ...}} that `tausim run --out` writes)')
+    try:
+        spec = RunSpec.model_validate(header.get("config"))
+    except ValidationError as e:
+        raise RunDocumentError(format_validation_error(f"{p}: line 1: config", e)) from None
+    planned = header.get("planned")
+    trials: list[TrialResult] = []
+    seen: set[TrialKey] = set()
+    body = [(i, line) for i, line in enumerate(lines[1:], start=2) if line.strip()]
+    for n, (i, line) in enumerate(body):
+        try:
+            trial = TrialResult.model_validate_json(line)
+        except ValidationError as e:
+            if n == len(body) - 1:  # the line a crash cut short
+                break
+            raise RunDocumentError(format_validation_error(f"{p}: line {i}", e)) from None
+        if trial_key(trial) not in seen:
+            seen.add(trial_key(trial))
+            trials.append(trial)
+    return spec, trials, planned if isinstance(planned, int) and not isinstance(planned, bool) else None
+
+
+def partial_document(path: str | Path) -> dict[str, Any]:
+    """Return the run document of the trials a partial run file holds (``"partial": true``).
+
+    Raises:
+        RunDocumentError: as :func:`load_partial`.
+    """
+    spec, trials, planned = load_partial(path)
+    reasons = Counter(t.termination_reason for t in trials)
+    result = RunResult(config=spec, trials=trials, termination_reasons=dict(sorted(reasons.items())),
+                       planned=planned)
+    doc = run_summary_json(result, {"partial": True, "source": str(path)})
+    return _check_document(doc, str(path))
+
+
+def _is_partial(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(head, Mapping) and head.get("format") == PARTIAL_FORMAT
 
 
 def _check_document(doc: Any, source: str) -> dict[str, Any]:
@@ -170,7 +269,8 @@ def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, 
             document (e.g. from :meth:`ResultsStore.load_run_document`).
 
     Returns:
-        The document: ``{"format": "tausim.run", "config", "trials", ...}``. Optional fields used by the
+        The document: ``{"format": "tausim.run", "config", "trials", ...}``; a partial run file (see the
+        module docstring) gives the document of the trials it holds. Optional fields used by the
         reports when present: ``run_id``, ``planned_task_ids`` or ``task_ids`` (every task of the plan, so
         that a task with no recorded trial still counts), ``duplicates``, ``git_revision``.
 
@@ -189,6 +289,8 @@ def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, 
         raise RunDocumentError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RunDocumentError(f"{path}: cannot read: {e}") from None
+    if _is_partial(text):
+        return partial_document(path)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

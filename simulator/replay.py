@@ -9,7 +9,7 @@ from typing import Any
 
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
-from simulator.dual import SetupError, has_user_side, run_action, run_setup_actions, syncer
+from simulator.dual import SetupActionError, has_user_side, run_action, run_setup_actions, syncer
 from simulator.errors import GoldToolBug
 from simulator.orchestrator import ToolCallRecord, Trajectory
 from simulator.outcomes import FixtureError, apply_initial_state
@@ -70,7 +70,7 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
             run_setup_actions(domain, ToolContext(trial.session, trial.options), fx.setup, domain.toolbox())
         else:
             apply_initial_state(domain.toolbox(), trial, task, domain.install_sinks().metadata)
-    except (FixtureError, SetupError) as e:
+    except (FixtureError, SetupActionError) as e:
         raise GoldToolBug(f"initial_state failed: {e}") from e
 
 

@@ -3,11 +3,23 @@
 Trials are submitted to any :class:`concurrent.futures.Executor` (a thread pool by default), so the same run
 can be spread over machines by an executor such as Dask's. Each trial derives its seed from
 ``sha256(run seed, task id, trial index)`` and owns a ``numpy.random.Generator(PCG64(seed))``.
+
+Time limit (``RunSpec.trial_timeout``): a trial then runs in a thread of its own, and the runner waits for it at
+most that long. A thread cannot be killed in Python: past the limit the trial is recorded ``timeout`` and its
+thread is *abandoned*: a daemon thread, left to finish (or hang) in the background on its own copy of the
+database. Its result is dropped and, from the moment it was abandoned, its log events are muted, so it never
+writes anything about a trial that is already recorded; a daemon thread does not keep the process alive.
+
+Stopping early (:meth:`Runner.run`): the first trial ending ``setup_error`` (missing credentials, unknown
+model: no other trial can succeed) stops the run, and so does an error rate above ``RunSpec.max_error_rate``
+once :data:`ERROR_RATE_MIN_TRIALS` trials finished. Queued trials are cancelled, running ones are waited for and
+kept; :attr:`RunResult.aborted` says why.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 import traceback
 from collections import Counter
@@ -24,7 +36,7 @@ from simulator.dual import env_caller, has_user_side, syncer
 from simulator.grading import Judge, check_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.metrics import reliability
-from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
+from simulator.orchestrator import ERROR_REASONS, Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
 from simulator.prepared import PreparedTask, prepare_task, prepare_tasks, user_needs
 from simulator.records import RunResult, TrialKey, TrialResult, run_summary_json, trial_key
@@ -42,8 +54,34 @@ from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
 from simulator.user_review import review_user
 
-__all__ = ["RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial", "run_summary_json",
-           "trial_key"]
+__all__ = ["ERROR_RATE_MIN_TRIALS", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
+           "run_summary_json", "trial_key"]
+
+ERROR_RATE_MIN_TRIALS = 10
+"""Finished trials before ``RunSpec.max_error_rate`` is checked (a few early errors do not stop a run)."""
+
+_ERRORS = frozenset(str(r) for r in ERROR_REASONS)
+
+
+class _MutedWhenAbandoned:
+    """A structlog logger proxy that drops every event once its trial was abandoned (``trial_timeout``)."""
+
+    def __init__(self, log: Any, abandoned: threading.Event) -> None:
+        self._log = log
+        self._abandoned = abandoned
+
+    def bind(self, **values: Any) -> _MutedWhenAbandoned:
+        return _MutedWhenAbandoned(self._log.bind(**values), self._abandoned)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._log, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return None if self._abandoned.is_set() else attr(*args, **kwargs)
+
+        return call
 
 
 def derive_seed(run_seed: int, task_id: str, trial_index: int) -> int:
@@ -223,7 +261,7 @@ class Runner:
 
     def _logged_trial(self, task: Task, trial_index: int, persona: str | None, span: Any) -> TrialResult:
         if self.log is None:
-            return self._run_trial(task, trial_index, None, persona, span)
+            return self._run_bounded(task, trial_index, None, persona, span)
         log = self.log.bind(task_id=task.id, trial=trial_index, **({"persona": persona} if persona else {}))
         if span is not None:
             from simulator.tracing import span_ids
@@ -231,7 +269,7 @@ class Runner:
             log = log.bind(**span_ids(span))
         log.info("trial_start", seed=derive_seed(self.config.seed, task.id, trial_index))
         try:
-            res = self._run_trial(task, trial_index, log, persona, span)
+            res = self._run_bounded(task, trial_index, log, persona, span)
         except Exception as e:
             log.exception("trial_crash", error=f"{type(e).__name__}: {e}")
             raise
@@ -244,16 +282,74 @@ class Runner:
                  cost_usd=cost, error=res.error)
         return res
 
+    def _not_run(self, task: Task, trial_index: int, persona: str | None, reason: TerminationReason, error: str,
+                 t0: float) -> TrialResult:
+        """The result of a trial that ended before (or without) its conversation: failed, not graded."""
+        traj = Trajectory(termination_reason=reason, error=error)
+        return TrialResult(task_id=task.id, trial=trial_index, seed=derive_seed(self.config.seed, task.id, trial_index),
+                           persona=persona, passed=False, termination_reason=str(reason), grade=None,
+                           trajectory=traj, duration_s=time.perf_counter() - t0, error=error)
+
+    def _run_bounded(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
+                     ) -> TrialResult:
+        """Run a trial within ``config.trial_timeout`` (see the module docstring); without one, in this thread."""
+        timeout = self.config.trial_timeout
+        if timeout is None:
+            return self._run_trial(task, trial_index, log, persona, span)
+        t0 = time.perf_counter()
+        abandoned = threading.Event()
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["result"] = self._run_trial(task, trial_index, None if log is None else
+                                                _MutedWhenAbandoned(log, abandoned), persona, span)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, which raises it
+                box["error"] = e
+
+        thread = threading.Thread(target=target, name=f"tausim-trial-{task.id}-{trial_index}", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            abandoned.set()  # the thread runs on in the background; its result and events are dropped
+            return self._not_run(task, trial_index, persona, TerminationReason.TIMEOUT,
+                                 f"the trial ran past the trial timeout of {timeout:g} s (an agent, user or tool "
+                                 "that did not return); its thread was abandoned", t0)
+        if "error" in box:
+            raise box["error"]
+        result: TrialResult = box["result"]
+        return result
+
+    def trial_context(self, task: Task, trial_index: int, persona: str | None = None, log: Any = None
+                      ) -> TrialContext:
+        """Return the :class:`TrialContext` a trial's agent and user are built with (the task prepared first).
+
+        Args:
+            task: one of the runner's tasks.
+            trial_index: 0-based trial index.
+            persona: the persona the user plays, or None.
+            log: the trial's logger, or None.
+
+        Raises:
+            GoldToolBug: the task's goal state cannot be computed.
+        """
+        seed = derive_seed(self.config.seed, task.id, trial_index)
+        prepared = self._prepared(task)
+        return TrialContext(
+            task=task, tools=self._tools, policy=self._policy, seed=seed,
+            rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
+            log=log, extra={"tool_kinds": dict(self._kinds)},
+            persona=self.personas[persona] if persona is not None else None, prepared=prepared,
+            user_tools=list(self._user_tools),
+        )
+
     def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
                    ) -> TrialResult:
         t0 = time.perf_counter()
         seed = derive_seed(self.config.seed, task.id, trial_index)
 
         def not_run(reason: TerminationReason, error: str) -> TrialResult:
-            traj = Trajectory(termination_reason=reason, error=error)
-            return TrialResult(task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=False,
-                               termination_reason=str(reason), grade=None, trajectory=traj,
-                               duration_s=time.perf_counter() - t0, error=error)
+            return self._not_run(task, trial_index, persona, reason, error, t0)
 
         prepared = self._prepared(task)
         try:
@@ -261,20 +357,14 @@ class Runner:
             initial = prepared.gold.initial
         except GoldToolBug as e:
             return not_run(TerminationReason.TOOL_BUG, f"goal replay failed: {e}")
-        ctx = TrialContext(
-            task=task, tools=self._tools, policy=self._policy, seed=seed,
-            rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
-            log=log, extra={"tool_kinds": dict(self._kinds)},
-            persona=self.personas[persona] if persona is not None else None, prepared=prepared,
-            user_tools=list(self._user_tools),
-        )
+        ctx = self.trial_context(task, trial_index, persona, log)
         try:
             agent = self.agent_factory(ctx)
-        except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
+        except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
             return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + traceback.format_exc())
         try:
             user = self.user_factory(ctx)
-        except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
+        except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
             return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
@@ -329,6 +419,8 @@ class Runner:
         Returns:
             The :class:`RunResult`, trials sorted by task order then trial index. Its metrics are computed
             when the trials cover every planned pair, and are empty otherwise (a subset cannot give pass^k).
+            A run stopped early (a ``setup_error`` trial, or ``config.max_error_rate`` exceeded) has
+            ``aborted`` (why) and ``abort_kind`` (``setup_error`` or ``error_rate``) set.
 
         Raises:
             ValueError: ``only`` names a key that is not planned.
@@ -355,14 +447,22 @@ class Runner:
         ex = executor or ThreadPoolExecutor(max_workers=max(1, self.config.concurrency))
         results: list[TrialResult] = []
         interrupted = False
+        aborted: tuple[str, str] | None = None
         try:
             futures: list[Future[TrialResult]] = [ex.submit(self.run_trial, by_id[tid], i, p)
                                                   for tid, p, i in plan]
             for fut in as_completed(futures):
+                if fut.cancelled():  # dropped after the run was stopped
+                    continue
                 res = fut.result()
                 results.append(res)
                 if on_trial is not None:
                     on_trial(res)
+                if aborted is None:
+                    aborted = self._stop_reason(results)
+                    if aborted is not None:
+                        for f in futures:  # queued trials are dropped; running ones finish and are kept
+                            f.cancel()
         except KeyboardInterrupt:
             interrupted = True  # drop queued trials and do not wait for running ones (a stuck agent never ends)
             raise
@@ -378,7 +478,26 @@ class Runner:
         reasons = Counter(r.termination_reason for r in results)
         return RunResult(config=self.config, trials=results, metrics=metrics,
                          termination_reasons=dict(sorted(reasons.items())),
-                         wall_seconds=time.perf_counter() - t0, planned=len(self.planned()))
+                         wall_seconds=time.perf_counter() - t0, planned=len(self.planned()),
+                         abort_kind=aborted[0] if aborted else None, aborted=aborted[1] if aborted else None)
+
+    def _stop_reason(self, results: Sequence[TrialResult]) -> tuple[str, str] | None:
+        """Return ``(kind, message)`` when the run must stop after its latest trial (see the module docstring)."""
+        last = results[-1]
+        if last.termination_reason == TerminationReason.SETUP_ERROR:
+            first = (last.error or "").strip().splitlines()
+            return ("setup_error", f"trial {last.task_id}#{last.trial} ended setup_error: "
+                                   f"{first[0] if first else 'no detail'}")
+        rate = self.config.max_error_rate
+        if rate is None or len(results) < ERROR_RATE_MIN_TRIALS:
+            return None
+        errors = sum(1 for r in results if r.termination_reason in _ERRORS)
+        if errors / len(results) > rate:
+            reasons = Counter(r.termination_reason for r in results if r.termination_reason in _ERRORS)
+            top = ", ".join(f"{k} {v}" for k, v in reasons.most_common(3))
+            return ("error_rate", f"{errors} of the first {len(results)} finished trials ended on an error "
+                                  f"({top}), above max_error_rate {rate:g}")
+        return None
 
 
 def regrade_trial(

@@ -17,7 +17,9 @@ a run is executed or observed, not what its trials are:
 - ``log_file``: where events are appended; ``cache``, ``rpm``: model services (a response cache replays what
   the same request returned before, a rate limit only delays calls);
 - ``data_dir``, ``tasks``: paths, which may be spelled differently between sessions; their *contents* are
-  compared instead (the store's data-set and task-set hashes).
+  compared instead (the store's data-set and task-set hashes);
+- ``request_timeout``, ``max_error_rate``, ``preflight``: how model calls wait and when a failing run is stopped,
+  not what a trial is. ``trial_timeout`` is compared: it decides which trials end ``timeout``.
 
 Display settings (the progress bar) and where results go (``--out``, ``--store``, ``--run-id``) are not part of
 the spec.
@@ -44,7 +46,8 @@ __all__ = ["EXECUTOR_HELP", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "Ju
 SPEC_FORMAT: Final = "tausim.runspec"
 """The value of every spec's ``format`` field."""
 
-RESUME_EXEMPT = ("executor", "concurrency", "log_file", "cache", "rpm", "data_dir", "tasks")
+RESUME_EXEMPT = ("executor", "concurrency", "log_file", "cache", "rpm", "data_dir", "tasks", "request_timeout",
+                 "max_error_rate", "preflight")
 """Spec fields that may differ when a stored run is resumed (see the module docstring for why)."""
 
 EXECUTOR_HELP = "threads | local:N (a Dask LocalCluster of N processes) | dask://HOST:PORT (a Dask scheduler)"
@@ -169,6 +172,17 @@ class RunSpec(BaseModel):
     """Requests per minute allowed per model."""
     log_file: str | None = None
     """JSON-lines event log the run appends to."""
+    trial_timeout: float | None = Field(default=None, gt=0)
+    """Seconds a trial may run; past it the trial is recorded ``timeout`` and its thread abandoned (see
+    :mod:`simulator.runner`); None: no limit."""
+    request_timeout: float = Field(default=60.0, gt=0)
+    """Seconds one model request may take (a timed-out call is tried twice at most, see :mod:`simulator.llm`)."""
+    max_error_rate: float | None = Field(default=0.5, ge=0, le=1)
+    """Stop the run once more than this share of its finished trials ended on an error reason, checked from the
+    10th finished trial on (:data:`simulator.runner.ERROR_RATE_MIN_TRIALS`); None: never stop."""
+    preflight: bool = True
+    """Before any trial: build one agent and one user and make one cheap call per distinct model
+    (:mod:`simulator.preflight`); a set-up error stops the run before it starts."""
 
     @field_validator("executor")
     @classmethod

@@ -36,7 +36,12 @@ def slow_oracle(ctx):
 
 
 def counting_oracle(ctx):
-    """The oracle; records the (task, trial) of each construction in :data:`constructed`."""
+    """The oracle; records the (task, trial) of each construction for a trial in :data:`constructed`.
+
+    The pre-flight's construction (``ctx.extra["preflight"]``) is not a trial's and is not recorded.
+    """
+    if ctx.extra.get("preflight"):
+        return OracleAgent(ctx)
     with _lock:
         constructed.append((ctx.task.id, ctx.trial_index))
     return OracleAgent(ctx)
@@ -56,14 +61,14 @@ def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: f
     """Start ``python -m simulator.cli`` with ``args``, send Ctrl-C once ``partial`` holds ``after_lines`` trials.
 
     Returns:
-        (exit code, stderr, the trials in ``partial``).
+        (exit code, stderr, the trials in ``partial``: the lines after its header).
     """
     proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not (partial.exists()
-                                                    and partial.read_text().count("\n") >= after_lines):
+        while time.monotonic() < deadline and not (partial.exists()  # the header line, then one line a trial
+                                                    and partial.read_text().count("\n") >= after_lines + 1):
             time.sleep(0.1)
         assert partial.exists(), "no trial finished in time"
         proc.send_signal(signal.SIGINT)
@@ -71,4 +76,6 @@ def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: f
     finally:
         if proc.poll() is None:
             proc.kill()
-    return proc.returncode, stderr, [json.loads(x) for x in partial.read_text().splitlines()]
+    lines = [json.loads(x) for x in partial.read_text().splitlines()]
+    assert lines and lines[0]["format"] == "tausim.partial"
+    return proc.returncode, stderr, lines[1:]

@@ -103,11 +103,13 @@ def failing_factory(ctx):
 
 
 def test_user_code_errors_are_recorded_per_trial(tmp_path):
-    for ref, text in (("py:tests.test_cli:wrong_type_agent", "agent.step returned str, expected AgentTurn"),
-                      ("py:tests.test_cli:failing_factory", "cannot build this agent")):
+    # a factory that raises is a set-up error for the pre-flight (test_reliability.py); without it, per trial
+    for ref, text, extra in (
+            ("py:tests.test_cli:wrong_type_agent", "agent.step returned str, expected AgentTurn", []),
+            ("py:tests.test_cli:failing_factory", "cannot build this agent", ["--no-preflight"])):
         out = tmp_path / "run.json"
         res = invoke("run", "--agent", ref, "--task-ids", "cancel-no-longer-needed,modify-order-address",
-                     "--out", out)
+                     "--out", out, *extra)
         assert res.exit_code == 0, res.output
         trials = json.loads(out.read_text())["trials"]
         assert len(trials) == 2

@@ -351,7 +351,8 @@ def _retail_task_file(tmp_path):
 
 
 def test_cli_run_with_calibrated_judge(litellm, monkeypatch, tmp_path):
-    register(monkeypatch, litellm, {JP: ['{"verdict": "no", "reason": "no confirmation seen"}']})
+    # the pre-flight's one call first, then the trial's judge call
+    register(monkeypatch, litellm, {JP: ["ok", '{"verdict": "no", "reason": "no confirmation seen"}']})
     cal = tmp_path / "cal.json"
     cal.write_text(_cal(f"{JP}/m", 0.75).model_dump_json())
     out = tmp_path / "run.json"

@@ -159,7 +159,7 @@ def test_infra_error_after_retries(litellm: Any, fake: Any) -> None:
 
 @pytest.mark.parametrize("make,kind", [
     (lambda lt: lt.ContextWindowExceededError("too long", "m", PROVIDER), "context_overflow"),
-    (lambda lt: lt.AuthenticationError("bad key", PROVIDER, "m"), "agent_error"),
+    (lambda lt: lt.AuthenticationError("bad key", PROVIDER, "m"), "setup_error"),  # credentials: the set-up's
     (lambda lt: lt.BadRequestError("bad", "m", PROVIDER), "agent_error"),
 ])
 def test_error_kinds(litellm: Any, fake: Any, make: Any, kind: str) -> None:

@@ -18,6 +18,7 @@ from simulator.llm import (
     LLMInfraError,
     LLMRequestError,
     LLMResult,
+    LLMSetupError,
     model_seed,
 )
 from tests.fake_llm import register, tool_calls_response
@@ -164,15 +165,30 @@ def test_unknown_provider_is_request_error_naming_model(litellm: Any) -> None:
     lambda lt: lt.RateLimitError("rate limited", PROVIDER, "m"),
     lambda lt: lt.InternalServerError("boom", PROVIDER, "m"),
     lambda lt: lt.ServiceUnavailableError("unavailable", PROVIDER, "m"),
-    lambda lt: lt.Timeout("timed out", "m", PROVIDER),
     lambda lt: lt.APIConnectionError("refused", PROVIDER, "m"),
-], ids=["rate_limit", "500", "503", "timeout", "connection"])
+], ids=["rate_limit", "500", "503", "connection"])
 def test_transient_errors_retried_then_succeed(litellm: Any, fake: Any, make: Any) -> None:
     provider = fake([make(litellm), make(litellm), "finally"])
     r = client(f"{PROVIDER}/m1", max_attempts=4).complete(MSGS)
     assert r.message.content == "finally"
     assert r.attempts == 3
     assert len(provider.calls) == 3
+
+
+def test_a_timeout_is_retried_once_only(litellm: Any, fake: Any) -> None:
+    """A server that accepts and never answers costs two request timeouts, not one per attempt."""
+    provider = fake([litellm.Timeout("timed out", "m", PROVIDER), "finally"])
+    r = client(f"{PROVIDER}/m1", max_attempts=4).complete(MSGS)
+    assert r.message.content == "finally" and r.attempts == 2
+    provider = fake([litellm.Timeout("timed out", "m", PROVIDER), litellm.Timeout("timed out", "m", PROVIDER),
+                     "never reached"])
+    with pytest.raises(LLMInfraError) as ei:
+        client(f"{PROVIDER}/m1", max_attempts=4).complete(MSGS)
+    assert ei.value.attempts == 2 and len(provider.calls) == 2
+    # other transient failures do not use up the timeout allowance
+    provider = fake([litellm.RateLimitError("rl", PROVIDER, "m"), litellm.Timeout("timed out", "m", PROVIDER),
+                     litellm.RateLimitError("rl", PROVIDER, "m"), "finally"])
+    assert client(f"{PROVIDER}/m1", max_attempts=4).complete(MSGS).attempts == 4
 
 
 def test_retries_exhausted_raise_infra_error(litellm: Any, fake: Any) -> None:
@@ -192,18 +208,19 @@ def test_default_attempts_is_four(litellm: Any, fake: Any) -> None:
 
 
 @pytest.mark.parametrize("make,error", [
-    (lambda lt: lt.AuthenticationError("bad key", PROVIDER, "m"), LLMRequestError),
+    (lambda lt: lt.AuthenticationError("bad key", PROVIDER, "m"), LLMSetupError),
     (lambda lt: lt.BadRequestError("bad", "m", PROVIDER), LLMRequestError),
-    (lambda lt: lt.NotFoundError("no model", "m", PROVIDER), LLMRequestError),
+    (lambda lt: lt.NotFoundError("no model", "m", PROVIDER), LLMSetupError),
     (lambda lt: lt.ContextWindowExceededError("too long", "m", PROVIDER), LLMContextOverflow),
     # litellm reports a missing key as a 500; it is an auth error all the same
     (lambda lt: lt.InternalServerError("OpenAIException - Missing credentials. Please pass an `api_key`", PROVIDER,
-                                       "m"), LLMRequestError),
+                                       "m"), LLMSetupError),
 ], ids=["auth", "bad_request", "not_found", "context_window", "missing_key_as_500"])
 def test_non_transient_errors_not_retried(litellm: Any, fake: Any, make: Any, error: type) -> None:
     provider = fake([make(litellm), "never reached"])
     with pytest.raises(error) as ei:
         client(f"{PROVIDER}/m1", max_attempts=4).complete(MSGS)
+    assert type(ei.value) is error  # set-up errors (credentials, unknown model) apart from other bad requests
     assert len(provider.calls) == 1
     assert f"{PROVIDER}/m1" in str(ei.value)
 

@@ -134,7 +134,7 @@ def test_cli_run_with_api_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     with openai_server(scripts) as server:
         res = CliRunner().invoke(app, ["run", "--tasks", str(task_file), "--agent", "litellm:openai/agent",
                                        "--user", "llm:openai/user", "--api-base", server.api_base, "--out", str(out),
-                                       "--no-progress"])
+                                       "--no-progress", "--no-preflight"])  # exact call counts: no pre-flight call
         assert res.exit_code == 0, res.output
         assert len(server.requests["agent"]) == 1 and len(server.requests["user"]) == 2
     (trial,) = json.loads(out.read_text())["trials"]

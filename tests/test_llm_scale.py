@@ -178,7 +178,7 @@ def test_auth_errors_are_not_retried(litellm, tmp_path, monkeypatch):
         "fakeuser": [USER_SCRIPT[0]],
     })
     res = bank_run(tmp_path, bank_tasks("move"), trials=1, max_attempts=4, **FAST)
-    assert res.trials[0].termination_reason == "agent_error"
+    assert res.trials[0].termination_reason == "setup_error"  # refused credentials: the set-up's, not the agent's
     assert len(providers["fakeagent"].calls) == 1
 
 
@@ -311,11 +311,14 @@ def test_cli_cache_log_rpm_rerun_calls_no_model(litellm, tmp_path, monkeypatch):
             "--agent", "litellm:fakeagent/m", "--user", "llm:fakeuser/m", "--cache", str(tmp_path / "c.sqlite"),
             "--rpm", "1000", "--no-progress"]
     user = ["Hi, I want to cancel an order.", "Never mind. ###STOP###"]
-    first = register(monkeypatch, litellm, {"fakeagent": ["I can help with that."] * 2, "fakeuser": user * 2})
+    # one pre-flight call per model first (cached too: the rerun's pre-flight calls no model either)
+    first = register(monkeypatch, litellm, {"fakeagent": ["ok"] + ["I can help with that."] * 2,
+                                            "fakeuser": ["ok"] + user * 2})
     res1 = CliRunner().invoke(app, [*args, "--log-file", str(tmp_path / "a.jsonl"), "--out",
                                     str(tmp_path / "a.json")], catch_exceptions=False)
     assert res1.exit_code == 0, res1.output
-    assert len(first["fakeagent"].calls) == 2 and len(first["fakeuser"].calls) == 4
+    assert len(first["fakeagent"].calls) == 3 and len(first["fakeuser"].calls) == 5
+    assert first["fakeagent"].calls[0]["optional_params"].get("max_tokens") == 1
     second = register(monkeypatch, litellm, {"fakeagent": [], "fakeuser": []})
     res2 = CliRunner().invoke(app, [*args, "--log-file", str(tmp_path / "b.jsonl"), "--out",
                                     str(tmp_path / "b.json")], catch_exceptions=False)

@@ -151,15 +151,15 @@ def test_infra_error(litellm: Any, fake: Any) -> None:
     assert not turn.stop
 
 
-@pytest.mark.parametrize("make", [
-    lambda lt: lt.AuthenticationError("bad key", PROVIDER, "m"),
-    lambda lt: lt.ContextWindowExceededError("too long", "m", PROVIDER),
+@pytest.mark.parametrize("make,kind", [
+    (lambda lt: lt.AuthenticationError("bad key", PROVIDER, "m"), "setup_error"),  # the set-up, not the user
+    (lambda lt: lt.ContextWindowExceededError("too long", "m", PROVIDER), "user_error"),
 ])
-def test_other_errors_are_user_errors(litellm: Any, fake: Any, make: Any) -> None:
+def test_other_errors_are_user_errors(litellm: Any, fake: Any, make: Any, kind: str) -> None:
     provider = fake([make(litellm), "never"])
     turn = user().reply([])
     assert len(provider.calls) == 1
-    assert turn.error_kind == "user_error" and turn.error is not None and MODEL in turn.error
+    assert turn.error_kind == kind and turn.error is not None and MODEL in turn.error
 
 
 def test_empty_reply_is_user_error(litellm: Any, fake: Any) -> None:

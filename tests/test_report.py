@@ -63,7 +63,7 @@ def test_metrics_by_hand():
     assert m["components"]["process"] == {"passed": 5, "graded": 5, "rate": 1.0}
     assert m["failure_kinds"] == {"state": 1, "outputs": 1, "missing": 1}
     assert m["outcomes"] == {"passed": 3, "state": 1, "outputs": 1, "process": 0, "loops": 0, "budget": 0,
-                             "assertions": 0, "error": 0, "missing": 1}
+                             "assertions": 0, "cutoff": 0, "error": 0, "missing": 1}
     assert m["assertions"] == [] and "assertions" not in m["components"]  # no task of this run has assertions
     assert m["termination_reasons"] == {"user_stop": 5}
     # Unknown cost (None) is excluded and counted, never $0; the duplicate's 0.5 is ignored.

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from simulator._messages import AgentTurn, Message
 from simulator._protocols import TrialContext
-from simulator.llm import LLMClient, LLMContextOverflow, LLMError, LLMInfraError, model_seed
+from simulator.llm import LLMClient, LLMContextOverflow, LLMError, LLMInfraError, LLMSetupError, model_seed
 
 __all__ = ["DEFAULT_AGENT_INSTRUCTION", "LiteLLMAgent", "litellm_agent_factory", "to_openai_messages"]
 
@@ -102,7 +102,8 @@ class LiteLLMAgent:
 
         Returns:
             The assistant message with its usage; on a model failure an empty assistant message with
-            ``error`` and ``error_kind`` (``infra_error``, ``context_overflow`` or ``agent_error``).
+            ``error`` and ``error_kind`` (``infra_error``, ``context_overflow``, ``setup_error`` for missing
+            credentials or an unknown model, or ``agent_error``).
         """
         defaults = self.client.params
         params: dict[str, Any] = {}
@@ -119,12 +120,14 @@ class LiteLLMAgent:
             return _failed(str(e), "infra_error")
         except LLMContextOverflow as e:
             return _failed(str(e), "context_overflow")
+        except LLMSetupError as e:
+            return _failed(str(e), "setup_error")
         except LLMError as e:
             return _failed(str(e), "agent_error")
         return AgentTurn(message=result.message, usage=result.usage)
 
 
-def _failed(error: str, kind: Literal["agent_error", "infra_error", "context_overflow"]) -> AgentTurn:
+def _failed(error: str, kind: Literal["agent_error", "infra_error", "context_overflow", "setup_error"]) -> AgentTurn:
     return AgentTurn(message=Message(role="assistant", content=None), error=error, error_kind=kind)
 
 
@@ -141,11 +144,13 @@ def litellm_agent_factory(
             ``max_tokens``, ...). Without ``seed`` each trial sends its own trial seed; ``seed=None`` sends none.
 
     Returns:
-        A callable taking a :class:`~simulator._protocols.TrialContext`.
+        A callable taking a :class:`~simulator._protocols.TrialContext`; its ``client`` attribute is the
+        :class:`~simulator.llm.LLMClient` its agents share (the pre-flight checks it).
     """
     client = LLMClient(model, **params)
 
     def build(ctx: TrialContext) -> LiteLLMAgent:
         return LiteLLMAgent(ctx, client, instruction=instruction)
 
+    build.client = client  # type: ignore[attr-defined]
     return build

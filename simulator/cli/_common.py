@@ -53,10 +53,21 @@ def package_versions() -> dict[str, str]:
 
 
 def write_json_atomic(path: Path, doc: Any) -> None:
-    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename (never a half-written file)."""
+    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename (never a half-written file).
+
+    Raises:
+        OSError: the file cannot be written (the temporary file is removed).
+    """
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the folder itself is gone: nothing to clean up
+        raise
 
 
 def domain_options(dom: Any, data: Path | None, pairs: list[str] | None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from simulator.grading.judge import (
@@ -52,7 +53,7 @@ def calibrate_command(
     try:
         items = load_labels(labels)
     except ValueError as e:
-        _err.print(f"[bold red]error:[/] {e}", highlight=False, markup=False)
+        _err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
     judge = Judge(model, api_base=api_base, max_attempts=max_attempts)
     cal = run_calibration(items, judge, min_kappa, labels_file=labels)

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
+import signal
 import sys
+import tempfile
 import threading
 import uuid
-from contextlib import ExitStack
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 
 from personas.loader import PersonaError, load_personas
 from simulator.budgets import load_budgets
@@ -29,10 +35,19 @@ from simulator.cli._common import (
 )
 from simulator.cli.tasks import refuse_lint_errors
 from simulator.domain import DomainError, get_domain
-from simulator.errors import InputError
+from simulator.errors import InputError, RunDocumentError, SetupError
 from simulator.executors import ExecutorError, open_executor
+from simulator.preflight import preflight
 from simulator.progress import RunProgress
-from simulator.records import TrialKey, TrialResult, run_summary_json
+from simulator.records import (
+    RunResult,
+    TrialKey,
+    TrialResult,
+    load_partial,
+    partial_header,
+    run_summary_json,
+    trial_key,
+)
 from simulator.replay import GoldReplay, replay_gold, tasks_not_replaying
 from simulator.report import analyze_run, print_summary
 from simulator.runlog import run_logger
@@ -159,11 +174,32 @@ def run_command(
         help="Calibration file (`tausim judge calibrate --out`); without one of the same model reaching "
              "--judge-min-kappa the judge is recorded but does not gate.")] = None,
     judge_min_kappa: Annotated[float, typer.Option(help="Minimum calibration kappa for the judge to gate.")] = 0.6,
+    trial_timeout: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds a trial may run; past it the trial is recorded `timeout` (its thread is "
+                        "abandoned). Default: no limit.")] = None,
+    request_timeout: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds one model request may take (a timed-out call is tried twice at most); "
+                        "default 60.")] = None,
+    max_error_rate: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Stop the run (exit 1) once more than this share of finished trials ended on an "
+                               "error, checked from the 10th trial on; default 0.5; 1 never stops.")] = None,
+    no_preflight: Annotated[bool, typer.Option(
+        "--no-preflight", help="Skip the pre-flight (one agent and user built, one cheap call per model).")] = False,
+    resume_from: Annotated[Path | None, typer.Option(
+        help="Resume a run without a store from its FILE.partial.jsonl (written next to --out): the run is the "
+             "file's; only the trials it lacks run.")] = None,
 ) -> None:
     """Run trials of tasks with an agent and a simulated user; print pass^k and failures.
 
     With --store (or --run-id) every finished trial is recorded in the results store; rerunning with the same
     --run-id resumes the run: only the trials not recorded yet are run, and the summary covers the whole run.
+    With --out, finished trials are also appended to FILE.partial.jsonl as they finish; --resume-from that file
+    resumes the run without a store.
+
+    Exit codes: 0 when the run completed; 2 on bad input or a set-up error (pre-flight, or a trial that met one:
+    missing API key, unknown model, unreachable server, a factory that raises); 1 when the run was stopped by
+    --max-error-rate or the run document could not be written to --out (it is then written elsewhere, named);
+    130 on Ctrl-C.
     """
     for flag, path in (("--cache", cache), ("--log-file", log_file)):
         if path is not None and (path.is_dir() or not path.parent.is_dir()):
@@ -177,9 +213,18 @@ def run_command(
             raise fail(f"--out {out}: directory {out.parent} does not exist")
     execution = {k: v for k, v in (("executor", executor), ("concurrency", concurrency),
                                    ("cache", str(cache) if cache else None), ("rpm", rpm),
-                                   ("log_file", str(log_file) if log_file else None)) if v is not None}
+                                   ("log_file", str(log_file) if log_file else None),
+                                   ("request_timeout", request_timeout), ("max_error_rate", max_error_rate),
+                                   ("preflight", False if no_preflight else None)) if v is not None}
+    previous: list[TrialResult] | None = None
     try:
-        if spec_file is not None:
+        if resume_from is not None:
+            if spec_file is not None or store is not None or run_id is not None:
+                raise ValueError("--resume-from resumes a run without a store: give it without --spec, --store "
+                                 "and --run-id")
+            spec, previous, _ = load_partial(resume_from)
+            spec = RunSpec.model_validate({**spec.model_dump(), **execution})
+        elif spec_file is not None:
             spec = load_spec(spec_file)
             if execution:
                 spec = RunSpec.model_validate({**spec.model_dump(), **execution})
@@ -190,13 +235,13 @@ def run_command(
                 personas=personas, trials=trials, seed=seed, max_turns=max_turns, max_steps=max_steps,
                 temperature=temperature, api_base=api_base, option=option, budgets=budgets, judge=judge,
                 judge_api_base=judge_api_base, judge_calibration=judge_calibration, judge_min_kappa=judge_min_kappa,
-                execution=execution)
+                execution={**execution, **({"trial_timeout": trial_timeout} if trial_timeout is not None else {})})
     except ValidationError as e:
         raise fail(format_validation_error("run options", e)) from e
-    except (SpecError, DomainError, TaskFileError, ValueError) as e:
+    except (SpecError, DomainError, TaskFileError, RunDocumentError, ValueError) as e:
         raise fail(str(e)) from e
     execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
-            allow_lint_errors=allow_lint_errors)
+            allow_lint_errors=allow_lint_errors, previous=previous)
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -265,12 +310,28 @@ def _check_tasks(dom: Any, template: Any, tasks: list[Any], selected: list[Any],
 
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
             no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None,
-            allow_lint_errors: bool = False) -> None:
+            allow_lint_errors: bool = False, previous: list[TrialResult] | None = None) -> None:
     """Run a spec as ``tausim run`` does: build, check, execute, record, print the summary.
 
+    Args:
+        spec: the run.
+        out: ``--out`` file, or None.
+        store: ``--store`` URL, or None.
+        run_id: ``--run-id``, or None.
+        no_progress: no progress bar.
+        dask_timeout: seconds to wait for a ``dask://`` scheduler.
+        otel: file the run's OpenTelemetry spans are appended to (``--otel``), or None.
+        allow_lint_errors: run even when the task lint finds errors (``--allow-lint-errors``).
+        previous: trials already run (``--resume-from``): only the planned trials not among them run, and the
+            run document holds both.
+
     Raises:
-        typer.Exit: code 2 on bad input (before any trial runs), 130 on Ctrl-C.
+        typer.Exit: code 2 on bad input or a set-up error (before any trial runs, or when a trial meets one),
+            1 when the run was stopped by ``max_error_rate`` or ``--out`` could not be written (the document is
+            then written to a fallback file, named), 130 on Ctrl-C.
     """
+    if store is not None:
+        _check_store_url(store)
     stack = ExitStack()  # run-owned services: cache file, store lease, executor, log file, progress bar
     data = Path(spec.data_dir) if spec.data_dir else None
     try:
@@ -279,6 +340,11 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         services = stack.enter_context(RunServices.open(spec))
         runner = build_runner(spec, services, check=lambda d, t, ts, sel: _check_tasks(d, t, ts, sel, data,
                                                                                 allow_lint_errors))
+        if spec.preflight:
+            preflight(runner)
+    except SetupError as e:
+        stack.close()
+        raise fail(f"set-up error ({e.kind}): {e}") from e
     except (DomainError, TaskFileError, ValueError) as e:
         stack.close()
         raise fail(str(e)) from e
@@ -287,6 +353,12 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         raise
     results_store: ResultsStore | None = None
     only: set[TrialKey] | None = None
+    if previous is not None:
+        plan = set(runner.planned())
+        previous = [t for t in previous if trial_key(t) in plan]
+        only = plan - {trial_key(t) for t in previous}
+        console.print(f"resuming: {len(previous)} of {len(plan)} trials recorded, running {len(only)}",
+                      highlight=False)
     if store is not None or run_id is not None:
         try:
             results_store, run_id, only = _open_store_run(store or DEFAULT_STORE_URL, run_id, spec, runner.domain,
@@ -329,7 +401,7 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
                                                enabled=sys.stdout.isatty() and not no_progress))
     partial = out.with_name(out.name + ".partial.jsonl") if out else None
     try:
-        partial_file = partial.open("w", encoding="utf-8") if partial else None
+        partial_file = _open_partial(partial, spec, len(runner.planned()), previous or []) if partial else None
     except OSError as e:
         stack.close()
         raise fail(f"--out {out}: cannot write next to it ({e.strerror})") from e
@@ -353,11 +425,18 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
             _interrupted(partial_file, partial, run_id if results_store is not None else None, stack)
         if log is not None:
             log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
-                     metrics=result.metrics, termination_reasons=result.termination_reasons)
+                     metrics=result.metrics, termination_reasons=result.termination_reasons,
+                     **({"aborted": result.aborted} if result.aborted else {}))
     finally:
         if partial_file is not None:
             partial_file.close()
         stack.close()
+    aborted, abort_kind = result.aborted, result.abort_kind
+    if previous:
+        order = {key: i for i, key in enumerate(runner.planned())}
+        trials = sorted([*previous, *result.trials], key=lambda t: order[trial_key(t)])
+        result = RunResult(config=spec, trials=trials, planned=len(order), wall_seconds=result.wall_seconds,
+                           termination_reasons=dict(sorted(Counter(t.termination_reason for t in trials).items())))
     if results_store is not None and run_id is not None:  # the whole run, earlier sessions included
         results_store.add_wall_seconds(run_id, result.wall_seconds)
         result = results_store.load_run_result(run_id)
@@ -367,14 +446,104 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         doc = run_summary_json(result, {"git_revision": git_revision(), "packages": package_versions(),
                                         "python": sys.version.split()[0], "split": task_file_split(spec.tasks),
                                         "task_tags": {t.id: list(t.tags) for t in runner.tasks}})
-    if out is not None:  # results first: a summary printed into a closed pipe must not lose them
-        write_json_atomic(out, doc)
-        if partial is not None:
-            partial.unlink(missing_ok=True)
+    if aborted:
+        doc.update(aborted=aborted, abort_kind=abort_kind)
+    written = _write_run(out, doc) if out is not None else None  # results first: a summary into a closed pipe
+    if written is not None and partial is not None:                # must not lose them
+        partial.unlink(missing_ok=True)
     print_summary(analyze_run(doc), console, max_failures=20, command="run",
-                  see="--out" if out is not None else ("the store" if results_store else None))
-    if out is not None:
-        console.print(f"wrote {out}", highlight=False)
+                  see="--out" if written is not None else ("the store" if results_store else None))
+    if written is not None:
+        console.print(f"wrote {written}", highlight=False)
+    code = 0
+    if aborted:
+        code = 2 if abort_kind == "setup_error" else 1
+        resume = (f"; resume it with --run-id {run_id}" if results_store is not None else
+                  f"; resume it with --resume-from {partial}" if partial is not None and written is None else "")
+        err.print(f"[bold red]error:[/] run stopped: {escape(aborted)}{resume}", highlight=False)
+    if out is not None and written != out:
+        code = code or 1
+    if code:
+        raise typer.Exit(code)
+
+
+def _check_store_url(url: str) -> None:
+    """Refuse a store URL whose database would vanish with the process (``sqlite://``, ``sqlite:///:memory:``)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - a malformed URL is reported by connect_store
+        return
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise fail(f"--store {url}: an in-memory database keeps nothing after the run; give a file, e.g. "
+                   f"{DEFAULT_STORE_URL}")
+
+
+def _open_partial(path: Path, spec: RunSpec, planned: int, previous: list[TrialResult]) -> Any:
+    """Start the partial run file (header, then the ``previous`` trials) and return it open for appending.
+
+    It is written to a temporary file renamed into place, so resuming from the same file never loses it.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    handle = tmp.open("w", encoding="utf-8")
+    try:
+        handle.write(json.dumps(partial_header(spec, planned)) + "\n")
+        for t in previous:
+            handle.write(t.model_dump_json() + "\n")
+        handle.flush()
+        os.replace(tmp, path)
+    except BaseException:
+        handle.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    return handle
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[list[int]]:
+    """Hold Ctrl-C (SIGINT) off while the body runs (main thread only); yields the list of signals received."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    old = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _write_run(out: Path, doc: dict[str, Any]) -> Path | None:
+    """Write the run document to ``out``, or to a fallback file when ``out`` cannot be written; Ctrl-C waits.
+
+    Returns:
+        The file written (``out`` or the fallback), or None when neither could be written (the error says so).
+    """
+    with _sigint_deferred() as received:
+        written: Path | None = None
+        try:
+            write_json_atomic(out, doc)
+            written = out
+        except OSError as e:
+            name = f"tausim-run-{uuid.uuid4().hex[:8]}.json"
+            for folder in (Path.cwd(), Path(tempfile.gettempdir())):
+                try:
+                    write_json_atomic(folder / name, doc)
+                except OSError:
+                    continue
+                written = folder / name
+                break
+            where = (f"the run was written to {written} instead" if written is not None else
+                     "no fallback file could be written either (finished trials stay in the partial file or store)")
+            err.print(f"[bold red]error:[/] --out {escape(str(out))}: cannot write ({escape(e.strerror or str(e))}); "
+                      f"{escape(where)}", highlight=False)
+    if received:
+        err.print(f"interrupted: {'the run was written to ' + str(written) if written else 'nothing was written'}",
+                  highlight=False)
+        sys.stdout.flush()
+        raise typer.Exit(130)
+    return written
 
 
 def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, stack: ExitStack) -> None:
@@ -387,6 +556,8 @@ def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, st
         where.append(f"finished trials are in {partial}")
     if run_id is not None:
         where.append(f"rerun the same command with --run-id {run_id} to resume")
+    elif partial is not None:
+        where.append(f"resume with --resume-from {partial}")
     err.print("interrupted" + (": " + "; ".join(where) if where else ""), highlight=False)
     sys.stdout.flush()
     os._exit(130)  # worker threads may be inside a model call or a stuck agent: do not join them

@@ -34,9 +34,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from simulator._messages import Message, Usage
+from simulator.spec import format_validation_error
 from simulator.tasks import JudgeAssertion
 
 __all__ = ["DEFAULT_MIN_KAPPA", "AssertionVerdict", "Calibration", "CalibrationItem", "CompareResult", "Judge",
@@ -484,14 +485,17 @@ def load_labels(path: str | Path) -> list[CalibrationItem]:
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        expected = 'expected {"transcript", "assertion", "label": "yes"|"no"}'
         try:
             raw = json.loads(line)
-            if isinstance(raw, dict) and isinstance(raw.get("label"), str):
-                raw["label"] = raw["label"].strip().lower()
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: line {i}: malformed JSON at column {e.colno}: {e.msg}; {expected}") from e
+        if isinstance(raw, dict) and isinstance(raw.get("label"), str):
+            raw["label"] = raw["label"].strip().lower()
+        try:
             items.append(CalibrationItem.model_validate(raw))
-        except ValueError as e:  # json.JSONDecodeError and pydantic.ValidationError are ValueErrors
-            raise ValueError(f"{p}: line {i}: expected {{\"transcript\", \"assertion\", \"label\": \"yes\"|\"no\"}}: "
-                             f"{str(e).splitlines()[0]}") from e
+        except ValidationError as e:
+            raise ValueError(f"{format_validation_error(f'{p}: line {i}', e)}; {expected}") from e
     if not items:
         raise ValueError(f"{p}: the labels file holds no item")
     return items

@@ -11,18 +11,20 @@ from typing import Any
 import numpy as np
 
 from simulator.metrics import cell_id, persona_metrics, reliability, run_metrics
-from simulator.orchestrator import ERROR_REASONS
+from simulator.orchestrator import CAP_REASONS, ERROR_REASONS
 
 from ._load import load_run_document
 
 __all__ = ["OUTCOMES", "RunReport", "TrialCell", "analyze_run", "assertion_label", "assertion_rates", "trial_outcome"]
 
-OUTCOMES = ("passed", "state", "outputs", "process", "loops", "budget", "assertions", "error", "missing")
-"""Outcome of a cell of the task x trial matrix: passed, failed by component (the first failed one), error
-(the trial ended on an error reason or could not be graded) or missing (planned but not recorded)."""
+OUTCOMES = ("passed", "state", "outputs", "process", "loops", "budget", "assertions", "cutoff", "error", "missing")
+"""Outcome of a cell of the task x trial matrix: passed, failed by component (the first failed one), cutoff
+(cut off by ``max_turns`` or ``max_steps``: a failure, not an error), error (the trial ended on an error reason
+or could not be graded) or missing (planned but not recorded)."""
 
 _COMPONENTS = ("state", "outputs", "process", "loops", "budget", "assertions")
 _ERROR_REASONS = frozenset(str(r) for r in ERROR_REASONS)
+_CAP_REASONS = frozenset(str(r) for r in CAP_REASONS)
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,10 @@ def trial_outcome(trial: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
         trial: one trial of a run document.
 
     Returns:
-        ``(outcome, failures)``: outcome is ``passed``, ``error`` (error termination reason or no grade), or the
-        first failed component (``state``, ``outputs``, ``process``, ``loops``, ``budget``, ``assertions``);
-        failures lists every failure.
+        ``(outcome, failures)``: outcome is ``passed``, ``error`` (error termination reason or no grade), the
+        first failed component (``state``, ``outputs``, ``process``, ``loops``, ``budget``, ``assertions``), or
+        ``cutoff`` (a trial cut off by ``max_turns``/``max_steps`` with no component failed); failures lists
+        every failure.
     """
     grade = trial.get("grade")
     reason = str(trial.get("termination_reason") or "")
@@ -113,6 +116,8 @@ def trial_outcome(trial: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
     for f in failures:
         if f in _COMPONENTS:
             return f, tuple(failures)
+    if reason in _CAP_REASONS or any(f in _CAP_REASONS for f in failures):
+        return "cutoff", tuple(failures or [reason])
     return "error", tuple(failures or ["failed"])
 
 

@@ -28,8 +28,10 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
     task id itself when it is a decimal number (tau-bench tasks), else its position in the run's plan (the original
     id is kept in ``info["tausim_task_id"]``). ``traj`` holds the conversation as OpenAI chat messages (the agent's
     system prompt is not recorded by tausim, so it is absent). ``info`` carries the termination reason, the grade
-    (as ``reward_info``), the seed, the error and the costs; in a run with personas each trial's ``persona`` too
-    (``task_id`` stays the task's index, so the trials of a task under every persona share it). Only the first
+    (as ``reward_info``), the seed, the error and the costs; in a run with personas each trial's ``persona`` too.
+    With personas ``task_id`` stays the task's index and ``trial`` is numbered across personas
+    (``persona index * trials + trial index``, the original index in ``info["tausim_trial"]``), so each
+    ``(task_id, trial)`` pair is one trial, as tau-bench expects. Only the first
     record of a duplicated trial is exported; missing trials are absent (tau-bench counts them as failures when
     it computes pass^k over the trial indices present).
 
@@ -44,6 +46,7 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
     """
     report = analyze_run(doc_or_path, n_resamples=1)
     personas = [str(p) for p in report.config.get("personas") or []]
+    trials = int(report.config.get("trials") or 1)
 
     def plain(cell_task_id: str) -> str:  # the task of a cell (task@persona)
         for p in personas:
@@ -71,8 +74,12 @@ def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:
             "agent_cost": (traj.get("agent_usage") or {}).get("cost_usd"),
             "user_cost": (traj.get("user_usage") or {}).get("cost_usd"),
         }
+        number = cell.trial
         if trial.get("persona") is not None:
             info["persona"] = trial["persona"]
+            info["tausim_trial"] = cell.trial
+            if trial["persona"] in personas:
+                number = personas.index(trial["persona"]) * trials + cell.trial
         out.append({"task_id": index[plain(cell.task_id)], "reward": reward, "info": info,
-                    "traj": _openai_messages(trial), "trial": cell.trial})
+                    "traj": _openai_messages(trial), "trial": number})
     return out

@@ -27,6 +27,7 @@ _OUTCOME_LABELS = {
     "loops": "failed: loops",
     "budget": "failed: budget",
     "assertions": "failed: assertions",
+    "cutoff": "failed: cut off (max turns/steps)",
     "error": "error",
     "missing": "missing",
 }
@@ -67,7 +68,7 @@ a.cell{display:block;width:20px;height:20px;border-radius:3px;border:1px solid r
 a.cell:hover{outline:2px solid var(--accent)}
 a.cell.sel{outline:3px solid var(--accent);outline-offset:1px}
 .o-passed{background:var(--ok)}.o-state{background:var(--state)}.o-outputs{background:var(--outputs)}
-.o-process{background:var(--process)}.o-loops{background:#c2418f}.o-budget{background:#8a6d1f}.o-error{background:var(--error)}
+.o-process{background:var(--process)}.o-loops{background:#c2418f}.o-budget{background:#8a6d1f}.o-cutoff{background:#6b7a8f}.o-error{background:var(--error)}
 .o-assertions{background:#b8502a}tr.a-fail td{background:#fdecec}
 ul.involved{margin:4px 0 0;padding-left:18px;font-size:12px}
 .o-missing{background:#fff;border:1px dashed #999 !important}

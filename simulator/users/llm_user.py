@@ -35,7 +35,7 @@ import numpy as np
 
 from simulator._messages import Message, Usage, UserTurn
 from simulator._protocols import Progress, TrialContext
-from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, model_seed
+from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, LLMSetupError, model_seed
 from simulator.persona import Persona
 from simulator.prepared import SECRETS, prepared_for
 from simulator.tasks import UserScenario
@@ -336,8 +336,9 @@ class LLMUser:
             The user's turn; ``stop``/``abandon`` set from the reply's token, ``abandon`` with a persona phrase
             once the persona's patience is exhausted. A message leaking a secret is asked for again, then
             redacted (see the module docstring); usage sums every call. On a model failure an empty turn with
-            ``error`` and ``error_kind`` (``infra_error`` when the API failed after retries, else
-            ``user_error``); an empty reply without a token is a ``user_error`` too.
+            ``error`` and ``error_kind`` (``infra_error`` when the API failed after retries, ``setup_error``
+            for missing credentials or an unknown model, else ``user_error``); an empty reply without a token is
+            a ``user_error`` too.
         """
         turn_no = sum(1 for m in messages if m.role == "user")
         persona = self.persona
@@ -353,6 +354,8 @@ class LLMUser:
                 result = self._complete(self.build_request(messages, corrections))
             except LLMInfraError as e:
                 return UserTurn(content="", usage=usage, error=str(e), error_kind="infra_error")
+            except LLMSetupError as e:  # missing credentials, unknown model: the set-up, not the user
+                return UserTurn(content="", usage=usage, error=str(e), error_kind="setup_error")
             except LLMError as e:
                 return UserTurn(content="", usage=usage, error=str(e), error_kind="user_error")
             usage = usage + result.usage
