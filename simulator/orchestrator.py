@@ -51,6 +51,7 @@ class TerminationReason(enum.StrEnum):
     TOOL_BUG = "tool_bug"
     INFRA_ERROR = "infra_error"
     CONTEXT_OVERFLOW = "context_overflow"
+    TOO_MANY_ERRORS = "too_many_errors"
 
 
 ERROR_REASONS = frozenset({
@@ -61,6 +62,7 @@ ERROR_REASONS = frozenset({
 
 CAP_REASONS = frozenset({
     TerminationReason.MAX_TURNS, TerminationReason.MAX_STEPS, TerminationReason.BUDGET_EXCEEDED,
+    TerminationReason.TOO_MANY_ERRORS,
 })
 """Reasons that mean the trial was cut off by a cap before the conversation ended. As in tau-bench (no reward
 without the episode being done), such a trial counts as failed, whatever its final state."""
@@ -73,10 +75,16 @@ class Limits:
     Attributes:
         max_turns: messages of user and agent together (tool messages excluded).
         max_steps: agent actions (each tool call and each text message counts one).
+        max_tool_errors: failed tool calls after which the trial ends with ``too_many_errors`` (None: no
+            limit; tau2's suites use 10).
+        greeting: the agent's fixed first message, said before the user's first turn (None: the user speaks
+            first); it counts as a turn, not as an agent step.
     """
 
     max_turns: int = 30
     max_steps: int = 60
+    max_tool_errors: int | None = None
+    greeting: str | None = None
 
 
 class ToolCallRecord(BaseModel):
@@ -225,6 +233,7 @@ def run_conversation(
     ctx: ToolContext,
     limits: Limits = Limits(),  # noqa: B008 - frozen dataclass, immutable
     log: Any = None,
+    history: list[Message] | None = None,
 ) -> Trajectory:
     """Run one trial's conversation to termination.
 
@@ -236,6 +245,8 @@ def run_conversation(
         limits: turn and step caps.
         log: the trial's structlog logger, or None; when given, each dispatched tool call emits a
             ``tool_call`` event (name, status, kind, step, duration).
+        history: a prior conversation the trial starts with (tau2 ``message_history``; its tool calls were
+            replayed on the database already); the greeting, if any, follows it only when it is empty.
 
     Returns:
         The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
@@ -247,6 +258,16 @@ def run_conversation(
     pending: Progress | None = None  # the last agent turn's progress, not yet given to the user
     observe = getattr(user, "observe_progress", None)
     view: list[Message] = []  # the messages _visible_to_user, appended as they come (no rescan per turn)
+    tool_errors = 0
+    for m in history or []:
+        traj.messages.append(m)
+        if _visible_to_user(m):
+            view.append(m)
+    if limits.greeting is not None and not history:
+        hello = Message(role="assistant", content=limits.greeting)
+        traj.messages.append(hello)
+        view.append(hello)
+        traj.turns += 1
 
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         traj.termination_reason = reason
@@ -341,3 +362,7 @@ def run_conversation(
                     return end(TerminationReason.TOOL_BUG, out.bug)
                 if out.ends_conversation:
                     return end(TerminationReason.AGENT_TRANSFER)
+                if out.status != "ok":
+                    tool_errors += 1
+                    if limits.max_tool_errors is not None and tool_errors >= limits.max_tool_errors:
+                        return end(TerminationReason.TOO_MANY_ERRORS)

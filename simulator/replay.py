@@ -6,24 +6,33 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
-from simulator.errors import GoldToolBug
+from simulator.errors import DomainError, GoldToolBug
 from simulator.orchestrator import Trajectory
 from simulator.outcomes import FixtureError, apply_initial_state
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "initial_database", "prepare_trial",
-           "replay_tasks",
-           "replay_trajectory", "tasks_not_replaying"]
+__all__ = ["GoldToolBug", "ReplayResult", "apply_actions", "goal_database", "gold_calls", "initial_database",
+           "prepare_trial", "replay_tasks", "replay_trajectory", "tasks_not_replaying"]
+
+_log = structlog.get_logger("tausim.replay")
 
 
 
+
+
+def gold_calls(task: Task) -> list[Action]:
+    """Return the gold actions replayed on the agent's side (user-side ones belong to dual-control domains)."""
+    return [a for a in task.gold_actions if a.requestor == "assistant"]
 
 
 def apply_actions(
-    toolbox: Toolbox, trial: TrialDatabase, actions: Sequence[Action], *, raise_on_bug: bool = True
+    toolbox: Toolbox, trial: TrialDatabase, actions: Sequence[Action], *, raise_on_bug: bool = True,
+    log_errors: bool = False,
 ) -> list[CallOutcome]:
     """Run actions in order on a trial database, stopping after one that ends the conversation.
 
@@ -32,6 +41,8 @@ def apply_actions(
         trial: the database to change.
         actions: the calls to make.
         raise_on_bug: raise :class:`GoldToolBug` on a ``tool_bug`` outcome instead of returning it.
+        log_errors: tau2's gold replay: a tool bug is only logged (a warning), never raised, and the
+            replay goes on past a conversation-ending call.
 
     Returns:
         One :class:`CallOutcome` per action run.
@@ -43,10 +54,12 @@ def apply_actions(
     outcomes = []
     for action in actions:
         out = toolbox.dispatch(ctx, action.name, action.arguments)
-        if out.status == "tool_bug" and raise_on_bug:
+        if out.status == "tool_bug" and log_errors:
+            _log.warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
+        elif out.status == "tool_bug" and raise_on_bug:
             raise GoldToolBug(f"gold action {action.name}({action.arguments}) raised:\n{out.bug}")
         outcomes.append(out)
-        if out.ends_conversation:
+        if out.ends_conversation and not log_errors:
             break
     return outcomes
 
@@ -60,8 +73,10 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
     if task.initial_state is None:
         return
     try:
-        apply_initial_state(domain.toolbox(), trial, task, domain.install_sinks().metadata)
-    except FixtureError as e:
+        if task.initial_state.data:
+            domain.merge_data(trial, task.initial_state.data)
+        apply_initial_state(domain.toolbox_for(trial.options), trial, task, domain.install_sinks().metadata)
+    except (FixtureError, DomainError) as e:
         raise GoldToolBug(f"initial_state failed: {e}") from e
 
 
@@ -77,7 +92,7 @@ def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> byt
     """
     with template.trial() as trial:
         prepare_trial(domain, trial, task)
-        apply_actions(domain.toolbox(), trial, task.gold_actions)
+        apply_actions(domain.toolbox_for(trial.options), trial, gold_calls(task), log_errors=task.suite == "tau2")
         return trial.raw.serialize()
 
 
@@ -109,11 +124,11 @@ def tasks_not_replaying(domain: Domain, template: TemplateDatabase, tasks: Seque
         (their trials record it).
     """
     out: dict[str, str] = {}
-    toolbox = domain.toolbox()
+    toolbox = domain.toolbox_for(template.options)
     for task in tasks:
-        if not task.gold_actions:
+        if not gold_calls(task):
             continue
-        first = task.gold_actions[0]
+        first = gold_calls(task)[0]
         with template.trial() as trial:  # the first action alone: the rest does not decide
             try:
                 prepare_trial(domain, trial, task)
@@ -155,13 +170,13 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
     Raises:
         GoldToolBug: a gold action hit a bug in a tool.
     """
-    toolbox = domain.toolbox()
+    toolbox = domain.toolbox_for(template.options)
     with template.trial() as trial:
         initial = domain.dump(trial)
     for i, task in enumerate(tasks):
         with template.trial() as trial:
             prepare_trial(domain, trial, task)
-            outcomes = apply_actions(toolbox, trial, task.gold_actions)
+            outcomes = apply_actions(toolbox, trial, gold_calls(task), log_errors=task.suite == "tau2")
             final = domain.dump(trial)
         yield ReplayResult(i, task.id, [o.content for o in outcomes], [o.status for o in outcomes],
                            json_diff(initial, final))

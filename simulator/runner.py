@@ -22,9 +22,10 @@ from pydantic import BaseModel, Field
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
-from simulator.grading import Grade, Judge, check_assertions, grade_trial
+from simulator.grading import Grade, Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.metrics import reliability, run_metrics
 from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
+from simulator.outcomes import history_messages
 from simulator.persona import Persona
 from simulator.replay import GoldToolBug, goal_database, initial_database, prepare_trial, replay_trajectory
 from simulator.sinks import read_events
@@ -82,6 +83,9 @@ class RunConfig(BaseModel):
     """Whether the judge's verdicts count in ``passed`` (a calibrated judge, see :mod:`simulator.grading.judge`)."""
     judge_note: str | None = None
     """Why the judge gates or not (calibration model, kappa)."""
+    policy_sha256: str | None = None
+    """sha256 of the policy text the agent got (an imported suite's own policy, e.g. tau2's ``policy.md``, or
+    the domain's); set by the :class:`Runner`."""
 
 
 class TrialResult(BaseModel):
@@ -178,11 +182,12 @@ class Runner:
         self.judge = judge
         self.personas: dict[str, Persona] = {p.name: p for p in personas or []}
         self._spec = domain.state_spec()
-        self._toolbox = domain.toolbox()
+        self._toolbox = domain.toolbox_for(template.options)  # a tool mode may add or hide tools (tau2)
         self._tools = self._toolbox.schemas()
         self._kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
                        for name, spec in self._toolbox.specs.items()}
-        self._policy = domain.policy()
+        self._policy = domain.policy_for(template.data_dir, template.options)
+        config.policy_sha256 = hashlib.sha256(self._policy.encode()).hexdigest()
         self._goals: dict[str, bytes | GoldToolBug] = {}
         self._initials: dict[str, bytes] = {}
         self._goal_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in self.tasks}
@@ -279,15 +284,22 @@ class Runner:
             user = self.user_factory(ctx)
         except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
             return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
-        limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
+        conduct = task.conduct
+        limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps,
+                        max_tool_errors=conduct.max_tool_errors if conduct else None,
+                        greeting=conduct.greeting if conduct else None)
+        history = history_messages(task.initial_state.history) if task.initial_state is not None else None
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
-            traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log)
+            traj = run_conversation(agent, user, self._toolbox, ToolContext(db.session, db.options), limits, log=log,
+                                    history=history)
             diff = diff_against(db.raw, goal, self._spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec)
+            env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
         grade = grade_trial(task, traj, diff, self._toolbox, domain=self.domain,
                             budget=(self.config.budgets or {}).get(task.id), judge=self.judge, trial_seed=seed,
-                            assertions=checks)
+                            assertions=checks, env_assertions=env,
+                            communicate=str(self.template.options.get("communicate", "tausim")))
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
@@ -393,7 +405,7 @@ def regrade_trial(
     except GoldToolBug as e:
         return result.model_copy(update={"passed": False, "grade": None,
                                          "error": f"goal replay failed: {e}"}), 0
-    toolbox = domain.toolbox()
+    toolbox = domain.toolbox_for(template.options)
     traj = result.trajectory
     spec = domain.state_spec()
     initial = initial_database(domain, template, task) if task.assertions else None
@@ -402,10 +414,12 @@ def regrade_trial(
         outcomes = replay_trajectory(toolbox, db, traj)
         diff = diff_against(db.raw, goal, spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec)
+        env = check_env_assertions(domain, db, task.env_assertions) if task.env_assertions else None
     diverged = sum(1 for i, o in outcomes
                    if o.status != traj.tool_calls[i].status or o.content != traj.tool_calls[i].content)
     grade = grade_trial(task, traj, diff, toolbox, domain=domain, budget=budget,
-                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks)
+                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
+                        env_assertions=env, communicate=str(template.options.get("communicate", "tausim")))
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
 
 

@@ -13,6 +13,14 @@ Compatibility notes (the peer's behaviour, reproduced on purpose):
 - when the same item id is listed twice, successive occurrences in the order are changed; the price
   difference uses the price of the first occurrence of each listed id;
 - an address written by a tool has its keys in the order ``address1, address2, city, state, country, zip``.
+
+Mode ``tau2`` (option ``mode``, the default for a tau2-bench ``db.json``) reproduces tau2-bench's retail tools
+(``../shared/spec/tau2-semantics.md``): the toolbox has ``get_item_details`` and no ``think`` (15 tools);
+``modify_pending_order_address`` and ``modify_pending_order_payment`` accept any status containing "pending";
+``modify_pending_order_items`` refuses a new item id equal to the old one and gives every modified item the
+price and options of the *last* new variant (tau2's quirk, kept so its gold states replay); and responses are
+rendered as tau2's models dump them: users carry ``user_id`` first, payment methods and orders have their
+model's key order, and an order's optional fields are present as ``null``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from simulator import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
     "CANCEL_REASONS",
+    "MODES",
+    "TAU2_TOOLS",
     "TOOLS",
     "calculate",
     "cancel_pending_order",
@@ -39,6 +49,7 @@ __all__ = [
     "find_user_id_by_name_zip",
     "get_order_details",
     "get_product_details",
+    "get_item_details",
     "get_user_details",
     "list_all_product_types",
     "modify_pending_order_address",
@@ -57,10 +68,61 @@ CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 WRITTEN_ADDRESS_KEYS = ["address1", "address2", "city", "state", "country", "zip"]
 """Key order of an address replaced by a tool (the peer's order, which differs from the data files')."""
 
+MODES = ("tau-bench", "tau2")
+"""Tool modes: tau-bench's semantics, or tau2-bench's (see the module docstring)."""
+
+# tau2's model key orders (a pydantic dump lists every field, optional ones as null)
+_T2_USER = ("user_id", "name", "address", "email", "payment_methods", "orders")
+_T2_ADDRESS = ("address1", "address2", "city", "country", "state", "zip")
+_T2_METHOD = {"credit_card": ("source", "id", "brand", "last_four"), "paypal": ("source", "id"),
+              "gift_card": ("source", "id", "balance")}
+_T2_ORDER = ("order_id", "user_id", "address", "items", "status", "fulfillments", "payment_history", "cancel_reason",
+             "exchange_items", "exchange_new_items", "exchange_payment_method_id", "exchange_price_difference",
+             "return_items", "return_payment_method_id")
+_T2_ITEM = ("name", "product_id", "item_id", "price", "options")
+_T2_PAYMENT = ("transaction_type", "amount", "payment_method_id")
+_T2_VARIANT = ("item_id", "options", "available", "price")
+
+
+def _tau2(ctx: ToolContext) -> bool:
+    """True in mode ``tau2``."""
+    return bool(ctx.options.get("mode") == "tau2")
+
+
+def _keys(obj: dict, keys: Sequence[str]) -> dict:  # type: ignore[type-arg]
+    return {k: obj.get(k) for k in keys}
+
+
+def tau2_user(user_id: str, rec: dict) -> dict:  # type: ignore[type-arg]
+    """Render a user record as tau2's ``User`` model dumps it (``user_id`` first, methods in model order)."""
+    out = _keys({**rec, "user_id": user_id}, _T2_USER)
+    out["address"] = _keys(rec["address"], _T2_ADDRESS)
+    out["payment_methods"] = {k: _keys(m, _T2_METHOD.get(m.get("source"), tuple(m)))
+                              for k, m in rec["payment_methods"].items()}
+    return out
+
+
+def tau2_order(rec: dict) -> dict:  # type: ignore[type-arg]
+    """Render an order record as tau2's ``Order`` model dumps it (optional fields present as null)."""
+    out = _keys(rec, _T2_ORDER)
+    out["address"] = _keys(rec["address"], _T2_ADDRESS)
+    out["items"] = [_keys(i, _T2_ITEM) for i in rec["items"]]
+    out["payment_history"] = [_keys(p, _T2_PAYMENT) for p in rec["payment_history"]]
+    return out
+
 
 # ------------------------------------------------------------------------------------------------ helpers
 def _order_json(ctx: ToolContext, order_id: str) -> str:
-    return json.dumps(order_record(_raw(ctx), order_id))
+    record = order_record(_raw(ctx), order_id)
+    assert record is not None
+    return json.dumps(tau2_order(record) if _tau2(ctx) else record)
+
+
+def _user_json(ctx: ToolContext, user_id: str) -> str:
+    record = user_record(_raw(ctx), user_id)
+    if record is None:
+        raise ToolError(f"no user with id {user_id!r}")
+    return json.dumps(tau2_user(user_id, record) if _tau2(ctx) else record)
 
 
 def _get_order(ctx: ToolContext, order_id: str) -> Order:
@@ -77,8 +139,9 @@ def _get_user(ctx: ToolContext, user_id: str) -> User:
     return user
 
 
-def _require_status(order: Order, status: str, action: str) -> None:
-    if order.status != status:
+def _require_status(order: Order, status: str, action: str, contains: bool = False) -> None:
+    """Refuse an order whose status is not ``status`` (with ``contains``: does not contain it)."""
+    if (status not in order.status) if contains else (order.status != status):
         raise ToolError(f"order {order.id} has status {order.status!r}; only {status} orders can be {action}")
 
 
@@ -196,10 +259,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
         ctx: the trial's tool context.
         user_id: The user id, such as 'sara_doe_496'.
     """
-    record = user_record(_raw(ctx), user_id)
-    if record is None:
-        raise ToolError(f"no user with id {user_id!r}")
-    return json.dumps(record)
+    return _user_json(ctx, user_id)
 
 
 @tool("read")
@@ -210,10 +270,9 @@ def get_order_details(ctx: ToolContext, order_id: str) -> str:
         ctx: the trial's tool context.
         order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
     """
-    record = order_record(_raw(ctx), order_id)
-    if record is None:
+    if order_record(_raw(ctx), order_id) is None:
         raise ToolError(f"no order with id {order_id!r}")
-    return json.dumps(record)
+    return _order_json(ctx, order_id)
 
 
 @tool("read")
@@ -228,6 +287,21 @@ def get_product_details(ctx: ToolContext, product_id: str) -> str:
     if record is None:
         raise ToolError(f"no product with id {product_id!r}")
     return json.dumps(record)
+
+
+@tool("read")
+def get_item_details(ctx: ToolContext, item_id: str) -> str:
+    """Get an item's details: its options, availability and price (mode tau2 only).
+
+    Args:
+        ctx: the trial's tool context.
+        item_id: The item id, such as '6086499569'. An item id differs from a product id.
+    """
+    variant = ctx.session.scalars(select(Variant).where(Variant.item_id == item_id)).first()
+    if variant is None:
+        raise ToolError("Item not found")
+    return json.dumps(_keys({"item_id": variant.item_id, "options": dict(variant.options),
+                             "available": bool(variant.available), "price": variant.price}, _T2_VARIANT))
 
 
 @tool("read")
@@ -289,7 +363,7 @@ def modify_pending_order_address(
         zip: The zip code, such as '12345'.
     """
     order = _get_order(ctx, order_id)
-    _require_status(order, "pending", "modified")
+    _require_status(order, "pending", "modified", contains=_tau2(ctx))
     _set_address(order, address1, address2, city, state, country, zip)
     return _order_json(ctx, order_id)
 
@@ -308,7 +382,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
             (from the user's details).
     """
     order = _get_order(ctx, order_id)
-    _require_status(order, "pending", "modified")
+    _require_status(order, "pending", "modified", contains=_tau2(ctx))
     new_method = _user_method(ctx, order, payment_method_id)
     history = order.payments
     if len(history) != 1 or history[0].transaction_type != "payment":
@@ -351,6 +425,9 @@ def modify_pending_order_items(
     """
     order = _get_order(ctx, order_id)
     _require_status(order, "pending", "modified")
+    tau2 = _tau2(ctx)
+    if tau2 and any(old == new for old, new in zip(item_ids, new_item_ids, strict=False)):
+        raise ToolError("The new item id should be different from the old item id")
     variants, difference = _check_swaps(ctx, order, item_ids, new_item_ids)
     method = _user_method(ctx, order, payment_method_id)
     if _is_gift_card(method) and (method.balance or 0) < difference:
@@ -360,11 +437,13 @@ def modify_pending_order_items(
         )
     _append_payment(order, "payment" if difference > 0 else "refund", abs(difference), payment_method_id)
     _add_to_balance(method, -difference)
+    last = variants[-1] if variants else None
     for old_id, variant in zip(item_ids, variants, strict=True):
         item = next(i for i in order.items if i.item_id == old_id)
         item.item_id = variant.item_id
-        item.price = variant.price
-        item.options = dict(variant.options)
+        source = last if tau2 and last is not None else variant  # tau2: the last variant's price and options
+        item.price = source.price
+        item.options = dict(source.options)
     order.status = "pending (item modified)"
     return _order_json(ctx, order_id)
 
@@ -389,7 +468,7 @@ def modify_user_address(
     """
     user = _get_user(ctx, user_id)
     _set_address(user, address1, address2, city, state, country, zip)
-    return json.dumps(user_record(_raw(ctx), user_id))
+    return _user_json(ctx, user_id)
 
 
 @tool("write")
@@ -488,7 +567,10 @@ TOOLS = (
 )
 """The 16 retail tools, in the order their schemas are offered to the agent."""
 
+TAU2_TOOLS = tuple(sorted((*(t for t in TOOLS if t is not think), get_item_details), key=lambda t: t.__name__))
+"""The 15 tools of mode ``tau2``: tau2-bench's set (``get_item_details`` added, no ``think``)."""
 
-def retail_toolbox() -> Toolbox:
-    """Return a :class:`~simulator.tools.Toolbox` of the retail tools."""
-    return Toolbox(TOOLS)
+
+def retail_toolbox(mode: str = "tau-bench") -> Toolbox:
+    """Return a :class:`~simulator.tools.Toolbox` of the retail tools of a mode (``tau2``: :data:`TAU2_TOOLS`)."""
+    return Toolbox(TAU2_TOOLS if mode == "tau2" else TOOLS)
