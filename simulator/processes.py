@@ -587,7 +587,7 @@ def build_cli_runner(spec: WorkerSpec) -> Runner:
     config = spec.config
     dom = get_domain(config.domain)
     template = dom.template(Path(config.data_dir) if config.data_dir else None, dict(config.options))
-    tasks = dom.load_tasks(config.tasks)
+    tasks = dom.load_tasks(config.tasks, split=config.split)
     if config.task_ids is not None:
         wanted = {t.strip() for t in config.task_ids if t.strip()}
         tasks = [t for t in tasks if t.id in wanted]

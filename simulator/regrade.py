@@ -78,7 +78,8 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
         raise ValueError(f"data set {used} changed since run {run_id!r} was recorded (content hash differs); "
                          f"give the original data with --data")
     template = dom.template(folder, cfg.options)
-    by_id = {t.id: t for t in dom.load_tasks(tasks if tasks is not None else cfg.tasks)}
+    by_id = {t.id: t for t in dom.load_tasks(tasks if tasks is not None else cfg.tasks,
+                                             split=cfg.split if tasks is None else None)}
     planned = [by_id[t] for t in info.task_ids if t in by_id]
     before = store.load_run_result(run_id)
     report = RegradeReport(run_id=run_id, old_metrics=before.metrics, new_metrics={},

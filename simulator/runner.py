@@ -60,6 +60,8 @@ class RunConfig(BaseModel):
     """Domain options the tools ran with (e.g. ``{"mode": "tau-bench"}``)."""
     tasks: str | None = None
     """Task file or split name (None: the domain's built-in tasks)."""
+    split: str | None = None
+    """Split of a tau2-bench task file (``tausim run --split``; None: tau2's default, ``base``)."""
     task_ids: list[str] | None = None
     agent: str = "oracle"
     user: str = "scripted"

@@ -15,7 +15,8 @@ Compatibility notes (the peer's behaviour, reproduced on purpose):
 - an address written by a tool has its keys in the order ``address1, address2, city, state, country, zip``.
 
 Mode ``tau2`` (option ``mode``, the default for a tau2-bench ``db.json``) reproduces tau2-bench's retail tools
-(``../shared/spec/tau2-semantics.md``): the toolbox has ``get_item_details`` and no ``think`` (15 tools);
+(``../shared/spec/tau2-semantics.md``): the toolbox has ``get_item_details`` and no ``think`` (16 tools, as
+tau2's source has; the spec's "15" counts one short);
 ``modify_pending_order_address`` and ``modify_pending_order_payment`` accept any status containing "pending";
 ``modify_pending_order_items`` refuses a new item id equal to the old one and gives every modified item the
 price and options of the *last* new variant (tau2's quirk, kept so its gold states replay); and responses are
@@ -568,7 +569,7 @@ TOOLS = (
 """The 16 retail tools, in the order their schemas are offered to the agent."""
 
 TAU2_TOOLS = tuple(sorted((*(t for t in TOOLS if t is not think), get_item_details), key=lambda t: t.__name__))
-"""The 15 tools of mode ``tau2``: tau2-bench's set (``get_item_details`` added, no ``think``)."""
+"""The 16 tools of mode ``tau2``: tau2-bench's set (``get_item_details`` added, no ``think``)."""
 
 
 def retail_toolbox(mode: str = "tau-bench") -> Toolbox:

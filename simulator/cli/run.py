@@ -118,6 +118,8 @@ def run_command(
     domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
+    split: Annotated[str | None, typer.Option(
+        help="Split of a tau2-bench task file (split_tasks.json beside it; default: its 'base').")] = None,
     task_ids: Annotated[str | None, typer.Option(help="Comma-separated task ids to run.")] = None,
     agent: Annotated[str, typer.Option(
         help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY"
@@ -176,7 +178,7 @@ def run_command(
     try:
         dom = get_domain(domain)
         template = dom.template(data, domain_options(dom, data, option))
-        task_list = dom.load_tasks(tasks)
+        task_list = dom.load_tasks(tasks, split=split)
         check_gold(dom, template, task_list, data)
         budget_map = load_budgets(budgets, [t.id for t in task_list], domain) if budgets is not None else None
         if task_ids is not None:
@@ -216,7 +218,8 @@ def run_command(
             raise fail("--judge-calibration needs --judge MODEL")
     except (DomainError, TaskFileError, ValueError) as e:
         raise fail(str(e)) from e
-    config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, options=template.options,
+    config = RunConfig(domain=domain, data_dir=str(data) if data else None, tasks=tasks, split=split,
+                       options=template.options,
                        task_ids=task_ids.split(",") if task_ids else None, agent=agent, user=user,
                        personas=[p.name for p in persona_list] if persona_list else None,
                        persona_defs={p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
