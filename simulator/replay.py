@@ -73,6 +73,9 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
     if task.initial_state is None:
         return
     try:
+        if task.initial_state.user_data:  # the extension point of dual-control domains
+            raise DomainError(f"task {task.id!r}: initial_state.initialization_data.user_data: domain "
+                              f"{domain.name!r} has no user side")
         if task.initial_state.data:
             domain.merge_data(trial, task.initial_state.data)
         apply_initial_state(domain.toolbox_for(trial.options), trial, task, domain.install_sinks().metadata)

@@ -295,6 +295,9 @@ class InitialState(BaseModel):
     data: dict[str, Any] | None = None
     """Native data (``{table: {key: record}}``, as the domain dumps it) deep-merged into the database before
     anything else (tau2 ``initialization_data.agent_data``)."""
+    user_data: dict[str, Any] | None = None
+    """The user side's data to merge (tau2 ``initialization_data.user_data``), for dual-control domains; a
+    domain without a user side refuses a task that has it (when its trial is prepared)."""
     history: list[dict[str, Any]] = Field(default_factory=list)
     """A prior conversation (tau2 ``message_history``): messages ``{role, content, tool_calls}`` the trial
     starts with; the assistant's tool calls whose result is not an error are replayed before the trial."""

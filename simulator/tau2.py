@@ -174,13 +174,14 @@ def _initial_state(w: _Where, raw: Any) -> InitialState | None:
     if raw is None:
         return None
     st = w.obj(raw, "initial_state", _INIT_FIELDS)
-    data = None
+    data = user_data = None
     init = st.get("initialization_data")
     if init is not None:
         init = w.obj(init, "initial_state.initialization_data", frozenset({"agent_data", "user_data"}))
         if init.get("agent_data") is not None:
             data = w.obj(init["agent_data"], "initial_state.initialization_data.agent_data")
-        # user_data: the user side of dual-control domains (see the module docstring)
+        if init.get("user_data") is not None:
+            user_data = w.obj(init["user_data"], "initial_state.initialization_data.user_data")
     setup = []
     for i, a in enumerate(w.array(st.get("initialization_actions"), "initial_state.initialization_actions")):
         field = f"initial_state.initialization_actions[{i}]"
@@ -200,9 +201,9 @@ def _initial_state(w: _Where, raw: Any) -> InitialState | None:
             raise w.fail(f"initial_state.message_history[{i}].role",
                          f"expected assistant, user, tool or system, got {_kind(msg.get('role'))}")
         history.append(msg)
-    if data is None and not setup and not history:
+    if data is None and user_data is None and not setup and not history:
         return None
-    return InitialState(setup=setup, data=data, history=history)
+    return InitialState(setup=setup, data=data, user_data=user_data, history=history)
 
 
 def _task(w: _Where, raw: dict[str, Any]) -> Task:

@@ -368,3 +368,38 @@ def test_out_of_scope_token_is_a_stop_only_when_the_suite_says_so():
     plain = parse_user_reply("I am not sure. ###OUT-OF-SCOPE###")
     assert not plain.stop and "OUT-OF-SCOPE" in plain.content
     assert parse_user_reply("Thanks ###TRANSFER###").stop
+
+
+def test_initial_state_data_merge_and_message_history_replay(tmp_path):
+    """agent_data is deep-merged into the DB; the history's successful mutating calls are replayed."""
+    dom = get_domain("retail")
+    tpl = dom.template(PEERS / "retail")
+    history = [
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "h1", "name": "cancel_pending_order",
+                         "arguments": {"order_id": ORDER, "reason": "no longer needed"}},
+                        {"id": "h2", "name": "modify_user_address",
+                         "arguments": {"user_id": USER, "address1": "x", "address2": "", "city": "c", "state": "s",
+                                       "country": "USA", "zip": "00000"}}]},
+        {"role": "tool", "id": "h1", "content": "{}", "error": False},
+        {"role": "tool", "id": "h2", "content": "Error: refused", "error": True},
+        {"role": "user", "content": "thanks"},
+    ]
+    raw = _task(initial_state={"initialization_data": {"agent_data": {"users": {USER: {"email": "new@x.com"}}}},
+                               "message_history": history})
+    (task,) = parse_tau2_tasks([raw], "tasks.json")
+    from simulator.replay import prepare_trial
+
+    with tpl.trial() as db:
+        prepare_trial(dom, db, task)
+        state = dom.dump(db)
+    assert state["users"][USER]["email"] == "new@x.com"
+    assert state["users"][USER]["name"]["first_name"] == "Sofia"  # the rest of the record kept
+    assert state["orders"][ORDER]["status"] == "cancelled"
+    assert state["users"][USER]["address"]["city"] != "c"  # the failed call is not replayed
+    bad = _task(initial_state={"initialization_data": {"user_data": {"device": {}}}})
+    (task,) = parse_tau2_tasks([bad], "tasks.json")
+    from simulator.replay import GoldToolBug
+
+    with tpl.trial() as db, pytest.raises(GoldToolBug, match="user_data: domain 'retail' has no user side"):
+        prepare_trial(dom, db, task)
