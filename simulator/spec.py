@@ -138,6 +138,9 @@ class RunSpec(BaseModel):
     """Data directory; None: the domain's built-in data set."""
     tasks: str | None = None
     """Task file or split name; None: the domain's built-in tasks."""
+    split: str | None = None
+    """Split of a tau2-bench task file (the ``split_tasks.json`` beside it; ``--split``); None: tau2's default,
+    ``base``, when the split file has one (see :func:`simulator.tau2.load_tau2_tasks`)."""
     task_ids: list[str] | None = None
     """Run only these task ids (in task-set order); None: every task."""
     tags: list[str] | None = None
@@ -169,6 +172,10 @@ class RunSpec(BaseModel):
     """Requests per minute allowed per model."""
     log_file: str | None = None
     """JSON-lines event log the run appends to."""
+    policy_sha256: str | None = None
+    """sha256 of the policy text the agent gets (an imported suite's own policy, e.g. tau2's ``policy.md``, or
+    the domain's): computed by :func:`simulator.build.build_runner` and recorded with the run (a value given in
+    a spec is replaced)."""
 
     @field_validator("executor")
     @classmethod
