@@ -180,23 +180,6 @@ class Domain(abc.ABC):
         """
         raise DomainError(f"domain {self.name!r} cannot merge initialization data into its database")
 
-    def env_assertion(self, trial: TrialDatabase, env_type: str, func_name: str, arguments: Mapping[str, Any]) -> Any:
-        """Call one of the domain's assertion functions on a trial's final state (tau2 ``env_assertions``).
-
-        Args:
-            trial: the trial database (read only).
-            env_type: ``assistant`` (the agent's side) or ``user`` (the user's side, for dual-control domains).
-            func_name: the function's name.
-            arguments: its arguments.
-
-        Returns:
-            The function's value (compared with the assertion's ``assert_value``).
-
-        Raises:
-            DomainError: the domain has no such function.
-        """
-        raise DomainError(f"domain {self.name!r} has no {env_type}-side assertion function {func_name!r}")
-
     def package_dir(self) -> Path:
         """Return the domain package's directory (holds data/, tasks/, policy.md)."""
         import sys

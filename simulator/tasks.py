@@ -63,7 +63,8 @@ class Action(BaseModel):
 class EnvAssertion(BaseModel):
     """A check on the final environment (tau2 ``env_assertions``): a domain function's value.
 
-    Graded as component ``env_assertions``; see :meth:`simulator.domain.Domain.env_assertion`.
+    Graded as component ``env_assertions``: the function is one of the domain's
+    :meth:`~simulator.domain.Domain.assertion_functions` (the same as the ``env`` assertion type calls).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -17,10 +17,10 @@ from simulator._messages import AgentTurn, Message, ToolCall, UserTurn
 from simulator.cli import app
 from simulator.domain import get_domain
 from simulator.errors import TaskFileError
-from simulator.grading.tau2 import action_matches, communicated_tau2
+from simulator.grading.tau2 import action_matches, check_env_assertions, communicated_tau2
 from simulator.orchestrator import Limits, TerminationReason, run_conversation
 from simulator.replay import replay_tasks
-from simulator.tasks import Action
+from simulator.tasks import Action, EnvAssertion
 from simulator.tau2 import GREETING, load_tau2_tasks, parse_tau2_tasks
 from simulator.users.llm_user import parse_user_reply
 
@@ -403,3 +403,22 @@ def test_initial_state_data_merge_and_message_history_replay(tmp_path):
 
     with tpl.trial() as db, pytest.raises(GoldToolBug, match="user_data: domain 'retail' has no user side"):
         prepare_trial(dom, db, task)
+
+
+def test_env_assertions_call_the_domains_assertion_functions():
+    """tau2 env_assertions and the ``env`` assertion type share one domain hook: ``assertion_functions``."""
+    dom = get_domain("mock")
+    checks = [
+        EnvAssertion(func_name="assert_number_of_tasks", arguments={"user_id": "user_1", "expected_number": 1}),
+        EnvAssertion(func_name="assert_number_of_tasks", arguments={"user_id": "user_1", "expected_number": 2}),
+        EnvAssertion(func_name="assert_task_status", arguments={"task_id": "task_1", "expected_status": "done"},
+                     assert_value=False),
+        EnvAssertion(func_name="assert_number_of_tasks", arguments={"user_id": "nobody", "expected_number": 1}),
+        EnvAssertion(env_type="user", func_name="assert_number_of_tasks", arguments={}),
+    ]
+    with dom.template().trial() as db:
+        res = check_env_assertions(dom, db, checks)
+    assert [r.passed for r in res.results] == [True, False, True, False, False]
+    assert not res.passed
+    assert "User nobody not found" in (res.results[3].error or "")
+    assert "no user-side assertion function 'assert_number_of_tasks'" in (res.results[4].error or "")

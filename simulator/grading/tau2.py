@@ -3,8 +3,9 @@
 - ``actions`` (ACTION): each gold action must be matched by some tool call of the trial, in any order: the
   same name (and requestor), and equal values for the arguments named by the action's ``compare_args`` (all
   of its arguments when absent; none when ``[]``). Calls are the trajectory's, successful or not, as in tau2.
-- ``env_assertions`` (ENV_ASSERTION): each assertion calls a domain function on the trial's final state
-  (:meth:`simulator.domain.Domain.env_assertion`) and must return its ``assert_value``.
+- ``env_assertions`` (ENV_ASSERTION): each assertion calls a domain function on the trial's final state (one
+  of :meth:`simulator.domain.Domain.assertion_functions` of its side, as the ``env`` assertion type does) and
+  must return its ``assert_value``.
 - the tau2 COMMUNICATE rule (:func:`communicated_tau2`), the ``communicate=tau2`` compatibility option: each
   string must be a case-insensitive substring of some assistant message, commas removed on both sides (so
   ``"10"`` is found in ``"$100"``; tausim's default rule, :func:`simulator.grading.outputs.check_outputs`, is
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from simulator.errors import DomainError
+from simulator.errors import ToolError
 from simulator.orchestrator import Trajectory
 from simulator.tasks import Action, EnvAssertion
+from simulator.tools import ToolContext
 
 if TYPE_CHECKING:
     from simulator.database import TrialDatabase
@@ -109,7 +111,7 @@ def check_env_assertions(domain: Domain, trial: TrialDatabase, assertions: Seque
     """Evaluate environment assertions on a trial's final state.
 
     Args:
-        domain: the domain (its :meth:`~simulator.domain.Domain.env_assertion`).
+        domain: the domain (its :meth:`~simulator.domain.Domain.assertion_functions`).
         trial: the trial database after the conversation.
         assertions: the task's ``env_assertions``.
 
@@ -117,13 +119,22 @@ def check_env_assertions(domain: Domain, trial: TrialDatabase, assertions: Seque
         The :class:`EnvAssertionsResult`; a function the domain does not know fails its assertion (recorded
         with the error), it does not raise.
     """
+    ctx = ToolContext(trial.session, trial.options)
+    sides = {side: domain.assertion_functions(side) for side in ("agent", "user")}
     results = []
     for a in assertions:
-        try:
-            actual = domain.env_assertion(trial, a.env_type, a.func_name, a.arguments)
-        except DomainError as e:
+        fn = sides["user" if a.env_type == "user" else "agent"].get(a.func_name)
+        error = None
+        if fn is None:
+            error = f"domain {domain.name!r} has no {a.env_type}-side assertion function {a.func_name!r}"
+        else:
+            try:
+                actual = fn(ctx, **a.arguments)
+            except (ToolError, TypeError, ValueError) as e:  # bad arguments: the assertion fails, with the error
+                error = f"{a.func_name}: {type(e).__name__}: {e}"
+        if error is not None:
             results.append(EnvAssertionResult(func_name=a.func_name, env_type=a.env_type, arguments=a.arguments,
-                                              expected=a.assert_value, passed=False, error=str(e), message=a.message))
+                                              expected=a.assert_value, passed=False, error=error, message=a.message))
             continue
         results.append(EnvAssertionResult(
             func_name=a.func_name, env_type=a.env_type, arguments=a.arguments, expected=a.assert_value,
