@@ -37,6 +37,7 @@ from sqlalchemy.types import UserDefinedType
 from simulator import Domain, DomainError, StateSpec, Toolbox, ToolContext, ToolError, TrialDatabase, tool
 
 __all__ = [
+    "TAU2_DB_FILE",
     "JsonFolderDomain",
     "JsonNumber",
     "Layout",
@@ -45,15 +46,19 @@ __all__ = [
     "Rows",
     "TableAccess",
     "calculate",
+    "deep_merge",
     "dump_tables",
     "gc_paused",
     "group_rows",
     "insert_rows",
+    "is_tau2_data",
     "json_column",
     "key_layout",
     "kind",
     "raw_connection",
     "read_records",
+    "read_tables",
+    "strip_user_id",
     "select_rows",
     "shape",
     "think",
@@ -268,6 +273,74 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
     return data
+
+
+TAU2_DB_FILE = "db.json"
+"""The single data file of a tau2-bench data set: ``{table: {key: record}}``."""
+
+
+def is_tau2_data(data: Path | None) -> bool:
+    """Return whether ``data`` is a tau2-bench data set: a ``db.json`` file, or a folder holding one.
+
+    Args:
+        data: the ``--data`` path, or None (the built-in data set, never tau2).
+    """
+    if data is None:
+        return False
+    p = Path(data)
+    return (p.is_file() and p.suffix == ".json") or (p.is_dir() and (p / TAU2_DB_FILE).is_file())
+
+
+def read_tables(data: Path, names: tuple[str, ...], domain: str) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Read a data set's tables: a folder of ``<table>.json`` files (tau-bench) or one tau2 ``db.json``.
+
+    Args:
+        data: a folder holding ``users.json``... (tau-bench layout) or ``db.json`` (tau2), or the ``db.json``
+            file itself.
+        names: the table names (``("users", "orders", "products")``).
+        domain: the domain's name, for error messages.
+
+    Returns:
+        ``{table: (source, records)}`` in the order of ``names``; ``source`` names the file (and, for a
+        ``db.json``, the table as ``db.json#users``) in error messages.
+
+    Raises:
+        DomainError: a file is missing, not JSON, not an object, or a ``db.json`` lacks a table or has an
+            unknown one (the message names the file and the key).
+    """
+    data = Path(data)
+    if not is_tau2_data(data):
+        return {n: (data / f"{n}.json", read_records(data, f"{n}.json", domain)) for n in names}
+    path = data if data.is_file() else data / TAU2_DB_FILE
+    doc = read_records(path.parent, path.name, domain)
+    missing = [n for n in names if n not in doc]
+    if missing:
+        raise DomainError(f"{path}: field {missing[0]}: missing ({domain} data needs {', '.join(names)})")
+    unknown = [k for k in doc if k not in names]
+    if unknown:
+        raise DomainError(f"{path}: field {unknown[0]}: unexpected table (allowed: {', '.join(names)})")
+    out = {}
+    for n in names:
+        if not isinstance(doc[n], dict):
+            raise DomainError(f"{path}: field {n}: expected an object of records keyed by id, got {kind(doc[n])}")
+        out[n] = (Path(f"{path}#{n}"), doc[n])
+    return out
+
+
+def strip_user_id(r: RecordChecker, raw: Any) -> Any:
+    """Return a user record without tau2's ``user_id`` key, checking that it equals the record's key.
+
+    tau2-bench adds ``user_id`` to every user of a ``db.json``; the tables store the id once (the key), and
+    the tau2 tool mode renders it back. A record that is not an object is returned as it is (the caller's
+    check names the problem).
+    """
+    if not isinstance(raw, dict) or "user_id" not in raw:
+        return raw
+    value = raw["user_id"]
+    if not isinstance(value, str):
+        r.fail("user_id", f"expected a string, got {kind(value)}")
+    r.same_id(value, "user_id", r.key)
+    return {k: v for k, v in raw.items() if k != "user_id"}
 
 
 def insert_rows(session: Session, rows: Mapping[type, list[dict[str, Any]]]) -> None:
@@ -648,33 +721,84 @@ class JsonFolderDomain(Domain):
         """Insert the data folder's records into an empty database (raises DomainError on malformed input)."""
         raise NotImplementedError
 
+    tables: ClassVar[tuple[str, ...]] = ()
+    """The data set's tables, in file order (``users``, ``orders``, ``products``)."""
+
+    @staticmethod
+    def load_tables(session: Session, tables: Mapping[str, tuple[Path, dict[str, Any]]]) -> None:
+        """Insert already read tables (``{table: (source, records)}``) into an empty database."""
+        raise NotImplementedError
+
     @staticmethod
     def dump_all(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
         """Return the database as the nested JSON of the data files."""
         raise NotImplementedError
 
     @staticmethod
-    def make_toolbox() -> Toolbox:
-        """Build the domain's toolbox."""
+    def make_toolbox(mode: str) -> Toolbox:
+        """Build the domain's toolbox for a tool mode."""
         raise NotImplementedError
+
+    tau2_options: ClassVar[dict[str, Any] | None] = {"mode": "tau2"}  # type: ignore[misc]
+    """tau2-bench tasks run in tool mode ``tau2``."""
 
     def __init__(self) -> None:
         super().__init__()
+        self._toolboxes: dict[str, Toolbox] = {}
         md = self.metadata
         self._spec = StateSpec(
             md,
             volatile_columns={t.name: frozenset({"layout"}) for t in md.sorted_tables if "layout" in t.c},
             float_decimals=2,
         )
-        self._toolbox = self.make_toolbox()
+        self._toolbox = self.make_toolbox(self.default_options(None).get("mode", ""))
 
     def state_spec(self) -> StateSpec:
         """Return the schema and comparison rules (money at cent precision, key order ignored)."""
         return self._spec
 
     def toolbox(self) -> Toolbox:
-        """Return the domain's tools."""
+        """Return the domain's tools (those of the built-in data set's mode)."""
         return self._toolbox
+
+    def toolbox_for(self, options: Mapping[str, Any]) -> Toolbox:
+        """Return the tools of the options' tool mode (mode ``tau2`` has tau2-bench's tool set)."""
+        mode = str(options.get("mode", ""))
+        if mode != "tau2":
+            return self._toolbox
+        if mode not in self._toolboxes:
+            self._toolboxes[mode] = self.make_toolbox(mode)
+        return self._toolboxes[mode]
+
+    def default_options(self, data_dir: Path | None) -> dict[str, Any]:
+        """Return the tool options for a data set.
+
+        ``{"mode": "tau2", "communicate": "tausim"}`` for tau2-bench data (a ``db.json``), else
+        :meth:`legacy_options`.
+        """
+        if is_tau2_data(data_dir):
+            return {"mode": "tau2", "communicate": "tausim"}
+        return self.legacy_options(data_dir)
+
+    def legacy_options(self, data_dir: Path | None) -> dict[str, Any]:
+        """Return the options for the built-in data set (None) or a tau-bench data folder."""
+        return {}
+
+    def policy_for(self, data_dir: Path | None, options: Mapping[str, Any]) -> str:
+        """Return the suite's own ``policy.md`` for tau2-bench data (next to ``db.json``), else :meth:`policy`.
+
+        Raises:
+            DomainError: tau2 data without a ``policy.md`` beside it.
+        """
+        if not is_tau2_data(data_dir):
+            return self.policy()
+        assert data_dir is not None
+        folder = Path(data_dir) if Path(data_dir).is_dir() else Path(data_dir).parent
+        path = folder / "policy.md"
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise DomainError(f"{path}: cannot read the suite's policy: {e.strerror or e}") from e
 
     def policy(self) -> str:
         """Return the policy (the package's policy.md), or :attr:`policy_placeholder` while it is absent."""
@@ -699,3 +823,42 @@ class JsonFolderDomain(Domain):
     def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
         """Return ``{file name without .json: {key: record}}`` as in the data files."""
         return self.dump_all(trial.raw)
+
+    def merge_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
+        """Deep-merge native data into a trial database (tau2 ``initialization_data.agent_data``).
+
+        Dump, merge (objects key by key, other values replaced), reload the domain's tables.
+
+        Raises:
+            DomainError: an unknown table, or a merged record that is malformed (names the record and field).
+        """
+        unknown = [k for k in data if k not in self.tables]
+        if unknown:
+            raise DomainError(f"initialization_data.agent_data: field {unknown[0]}: unknown table "
+                              f"(tables: {', '.join(self.tables)})")
+        merged = deep_merge(self.dump(trial), data)
+        session = trial.session
+        with session.begin():
+            conn = session.connection()
+            for table in reversed(self.metadata.sorted_tables):
+                conn.execute(table.delete())
+            self.load_tables(session, {n: (Path(f"initialization_data.agent_data#{n}"), merged[n])
+                                       for n in self.tables})
+
+
+def deep_merge(base: Any, patch: Any) -> Any:
+    """Return ``base`` with ``patch`` merged in: objects key by key (recursively), any other value replaced.
+
+    Args:
+        base: the current value (not changed).
+        patch: the values to merge.
+
+    Returns:
+        A new value.
+    """
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = deep_merge(base[k], v) if k in base else v
+        return out
+    return patch

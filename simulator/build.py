@@ -14,6 +14,7 @@ cache file; use it as a context manager around the run::
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -137,7 +138,7 @@ def build_runner(
     dom = get_domain(spec.domain)
     data = Path(spec.data_dir) if spec.data_dir is not None else None
     template = dom.template(data, {**dom.default_options(data), **spec.options})
-    all_tasks = dom.load_tasks(spec.tasks)
+    all_tasks = dom.load_tasks(spec.tasks, split=spec.split)
     tasks = select_tasks(all_tasks, spec.task_ids)
     if spec.tags or spec.exclude_tags:  # suite tiers
         from simulator.suites import select_tasks as select_tagged
@@ -172,6 +173,9 @@ def build_runner(
         if spec.persona_defs is None:
             raise ValueError("personas need their definitions (persona_defs) in the run spec")
         personas = [Persona.model_validate(spec.persona_defs[name]) for name in spec.personas]
+    # the policy the agent gets (a suite's own, e.g. tau2's policy.md) is recorded by its hash
+    policy = dom.policy_for(template.data_dir, template.options)
+    spec = spec.model_copy(update={"policy_sha256": hashlib.sha256(policy.encode()).hexdigest()})
     runner = Runner(dom, template, tasks, agent, users, spec, log=log, judge=judge, personas=personas, gold=gold)
     runner.services = services  # type: ignore[attr-defined]
     return runner

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, MetaData, Table, create_engine, event
@@ -103,6 +104,8 @@ class TemplateDatabase:
         self.metadata = metadata
         self.name = name
         self.options: dict[str, Any] = dict(options or {})
+        self.data_dir: Path | None = None
+        """The data set the template was built from (set by :meth:`simulator.domain.Domain.template`)."""
         raw = sqlite3.connect(":memory:", check_same_thread=False)
         try:
             build = create_engine("sqlite://", creator=lambda: raw, poolclass=StaticPool)

@@ -27,9 +27,14 @@ from simulator.sinks import Clock, Sink
 from simulator.tasks import Action, ProcessRules, Task, TaskFileError, UserScenario, load_tasks
 from simulator.tools import Toolbox, ToolContext
 
-__all__ = ["Domain", "DomainError", "available_domains", "get_domain"]
+__all__ = ["SUITE_OPTIONS", "Domain", "DomainError", "available_domains", "get_domain"]
 
 ENTRY_POINT_GROUP = "tausim.domains"
+
+SUITE_OPTIONS: dict[str, tuple[str, ...]] = {"communicate": ("tausim", "tau2")}
+"""Options every domain accepts (besides its own :attr:`Domain.option_values`), read by the grader:
+``communicate`` = the rule of the ``outputs`` component (``tausim``: whole tokens, numbers as numbers;
+``tau2``: tau2-bench's case-insensitive substring with commas removed)."""
 
 
 
@@ -62,6 +67,9 @@ class Domain(abc.ABC):
     checked."""
     prose_arguments: frozenset[str] = frozenset({"summary", "reason", "thought", "expression", "body"})
     """Argument names whose values are free text, never expected verbatim in the scenario or tool results."""
+    tau2_options: dict[str, Any] | None = None
+    """The options under which the domain runs tau2-bench task files (e.g. ``{"mode": "tau2"}``: their gold
+    actions are checked against that toolbox); None: the domain cannot load tau2 tasks."""
 
     def __init__(self) -> None:
         self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
@@ -143,6 +151,34 @@ class Domain(abc.ABC):
             Name -> ``fn(ctx: ToolContext, **arguments) -> value`` (read only).
         """
         return {}
+
+    def toolbox_for(self, options: Mapping[str, Any]) -> Toolbox:
+        """Return the tools offered under some options (a tool mode may add or hide tools); default: :meth:`toolbox`.
+
+        Args:
+            options: the template's options (``{"mode": "tau2"}``).
+        """
+        return self.toolbox()
+
+    def policy_for(self, data_dir: Path | None, options: Mapping[str, Any]) -> str:
+        """Return the policy the agent gets with a data set; default: :meth:`policy`.
+
+        A domain running an imported suite gives that suite's own policy (e.g. the ``policy.md`` next to a
+        tau2 ``db.json``).
+
+        Args:
+            data_dir: the ``--data`` path (None: the built-in data set).
+            options: the template's options.
+        """
+        return self.policy()
+
+    def merge_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
+        """Deep-merge native data (``{table: {key: record}}``) into a trial database (tau2 ``agent_data``).
+
+        Raises:
+            DomainError: the domain cannot merge data, or the merged data is malformed.
+        """
+        raise DomainError(f"domain {self.name!r} cannot merge initialization data into its database")
 
     def package_dir(self) -> Path:
         """Return the domain package's directory (holds data/, tasks/, policy.md)."""
@@ -244,8 +280,11 @@ class Domain(abc.ABC):
         folder = self.package_dir() / "tasks"
         return {p.stem: p for p in sorted(folder.glob("*.json"))}
 
-    def load_tasks(self, source: str | None = None) -> list[Task]:
+    def load_tasks(self, source: str | None = None, split: str | None = None) -> list[Task]:
         """Load tasks from a file path or a built-in split name (None: every built-in split, in order).
+
+        A tau2-bench ``tasks.json`` (or its ``split_tasks.json``) is loaded by :func:`simulator.tau2.load_tau2_tasks`
+        with ``split`` (None: tau2's default split ``base`` when the split file has one, else every task).
 
         Raises:
             DomainError: an unknown split name.
@@ -261,13 +300,23 @@ class Domain(abc.ABC):
         if source in splits:
             return self._checked(load_tasks(splits[source], self.name), str(splits[source]))
         if Path(source).exists():
+            from simulator.tau2 import is_tau2_task_file, load_tau2_tasks
+
+            if split is not None and not is_tau2_task_file(source):
+                raise DomainError(f"--split {split}: splits apply to tau2-bench task files, not {source}")
+            if is_tau2_task_file(source):
+                if self.tau2_options is None:
+                    raise DomainError(f"--tasks {source}: a tau2-bench task file; domain {self.name!r} cannot run "
+                                      "tau2 tasks")
+                tasks = load_tau2_tasks(source, split=split)
+                return self._checked(tasks, source, self.toolbox_for(self.tau2_options))
             return self._checked(load_tasks(source, self.name), source)
         raise DomainError(
             f"--tasks {source!r}: neither a file nor a split of domain {self.name!r} "
             f"(splits: {', '.join(splits) or 'none'})"
         )
 
-    def _checked(self, tasks: list[Task], source: str) -> list[Task]:
+    def _checked(self, tasks: list[Task], source: str, toolbox: Toolbox | None = None) -> list[Task]:
         """Refuse gold actions or process rules that name an unknown tool, and arguments that do not fit the schema.
 
         Fixtures and assertions are checked too (:func:`simulator.outcomes.check_task_outcomes`).
@@ -275,7 +324,7 @@ class Domain(abc.ABC):
         Raises:
             TaskFileError: naming the file, the task id, the action index and the field.
         """
-        toolbox = self.toolbox()
+        toolbox = toolbox if toolbox is not None else self.toolbox()
         for task in tasks:
             rules = task.process
             named = [(f"forbidden_tools[{i}]", n) for i, n in enumerate(rules.forbidden_tools)]
@@ -288,7 +337,8 @@ class Domain(abc.ABC):
                                         f"in domain {self.name!r}")
             user_tools = self.user_toolbox()
             for i, action in enumerate(task.gold_actions):
-                where = f"{source}: task {task.id!r}: field gold_actions[{i}]"
+                field = f"evaluation_criteria.actions[{i}]" if task.suite == "tau2" else f"gold_actions[{i}]"
+                where = f"{source}: task {task.id!r}: field {field}"
                 side = toolbox
                 if action.requestor == "user":
                     if user_tools is None:
@@ -304,7 +354,7 @@ class Domain(abc.ABC):
                     loc = ".".join(str(p) for p in err["loc"])
                     raise TaskFileError(f"{where}.arguments.{loc}: {err['msg']} "
                                         f"(value: {json.dumps(err.get('input'), default=str)[:80]})") from e
-            check_task_outcomes(self, task, source)
+            check_task_outcomes(self, task, source, toolbox)
         return tasks
 
     def install_sinks(self) -> StateSpec:
@@ -373,24 +423,25 @@ class Domain(abc.ABC):
         folder = Path(data_dir) if data_dir is not None else self.default_data_dir()
         opts = dict(options) if options is not None else self.default_options(data_dir)
         for k, v in opts.items():
-            allowed = self.option_values.get(k)
+            allowed = self.option_values.get(k) or SUITE_OPTIONS.get(k)
             if allowed is None:
                 raise DomainError(f"--option {k}={v}: domain {self.name!r} has no option {k!r} "
-                                  f"(options: {', '.join(self.option_values) or 'none'})")
+                                  f"(options: {', '.join([*self.option_values, *SUITE_OPTIONS])})")
             if v not in allowed:
                 raise DomainError(f"--option {k}={v}: allowed values are {', '.join(allowed)}")
         key = (str(folder.resolve()), tuple(sorted(opts.items())))
         with self._lock:
             tpl = self._templates.get(key)
             if tpl is None:
-                if not folder.is_dir():
-                    raise DomainError(f"--data {folder}: not a directory")
+                if not (folder.is_dir() or folder.is_file()):
+                    raise DomainError(f"--data {folder}: not a directory or a data file")
                 tpl = TemplateDatabase(
                     self.install_sinks().metadata,
                     lambda s: self._populate_with_sinks(s, folder, opts),
                     name=f"{self.name}:{folder}",
                     options=opts,
                 )
+                tpl.data_dir = folder if data_dir is not None else None
                 self._templates[key] = tpl
             return tpl
 

@@ -57,6 +57,7 @@ class TerminationReason(enum.StrEnum):
     """The run cannot work as set up (missing credentials, unknown model): the run stops after such a trial."""
     TIMEOUT = "timeout"
     """The trial ran past the run's ``trial_timeout``; its thread was abandoned (see :mod:`simulator.runner`)."""
+    TOO_MANY_ERRORS = "too_many_errors"
 
 
 ERROR_REASONS = frozenset({
@@ -68,6 +69,7 @@ ERROR_REASONS = frozenset({
 
 CAP_REASONS = frozenset({
     TerminationReason.MAX_TURNS, TerminationReason.MAX_STEPS, TerminationReason.BUDGET_EXCEEDED,
+    TerminationReason.TOO_MANY_ERRORS,
 })
 """Reasons that mean the trial was cut off by a cap before the conversation ended. As in tau-bench (no reward
 without the episode being done), such a trial counts as failed, whatever its final state."""
@@ -80,10 +82,16 @@ class Limits:
     Attributes:
         max_turns: messages of user and agent together (tool messages excluded).
         max_steps: agent actions (each tool call and each text message counts one).
+        max_tool_errors: failed tool calls after which the trial ends with ``too_many_errors`` (None: no
+            limit; tau2's suites use 10).
+        greeting: the agent's fixed first message, said before the user's first turn (None: the user speaks
+            first); it counts as a turn, not as an agent step.
     """
 
     max_turns: int = 30
     max_steps: int = 60
+    max_tool_errors: int | None = None
+    greeting: str | None = None
 
 
 class ToolCallRecord(BaseModel):
@@ -247,6 +255,7 @@ def run_conversation(
     user_toolbox: Toolbox | None = None,
     user_ctx: ToolContext | None = None,
     sync: Callable[[], None] | None = None,
+    history: list[Message] | None = None,
 ) -> Trajectory:
     """Run one trial's conversation to termination.
 
@@ -267,6 +276,8 @@ def run_conversation(
             count as steps; the user is asked again after them.
         user_ctx: tool context of the user's side (the same trial database, ``source="user"``).
         sync: the domain's sync hook, called after every step of agent or user (each tool call and each message).
+        history: a prior conversation the trial starts with (tau2 ``message_history``; its tool calls were
+            replayed on the database already); the greeting, if any, follows it only when it is empty.
 
     Returns:
         The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
@@ -281,6 +292,18 @@ def run_conversation(
     turn_span: list[Any] = []  # the open agent-turn span (tracing only)
     seen: list[Message] = []  # the messages the agent sees: all but the user's own tool calls and results
     after_step = sync if sync is not None else _nothing
+    tool_errors = 0  # failed agent tool calls (limits.max_tool_errors)
+    for m in history or []:
+        traj.messages.append(m)
+        seen.append(m)
+        if _visible_to_user(m):
+            view.append(m)
+    if limits.greeting is not None and not history:
+        hello = Message(role="assistant", content=limits.greeting)
+        traj.messages.append(hello)
+        seen.append(hello)
+        view.append(hello)
+        traj.turns += 1
 
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         if turn_span:
@@ -400,6 +423,10 @@ def run_conversation(
                     return end(TerminationReason.TOOL_BUG, out.bug)
                 if out.ends_conversation:
                     return end(TerminationReason.AGENT_TRANSFER)
+                if out.status != "ok":
+                    tool_errors += 1
+                    if limits.max_tool_errors is not None and tool_errors >= limits.max_tool_errors:
+                        return end(TerminationReason.TOO_MANY_ERRORS)
 
 
 def _nothing() -> None:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from sqlalchemy import Column, Table
 from sqlalchemy.exc import SQLAlchemyError
 
+from simulator._messages import Message, ToolCall
 from simulator.assertions import (
     CountAssertion,
     EnvFunctionAssertion,
@@ -39,7 +40,7 @@ from simulator.tools import CallOutcome, Toolbox, ToolContext
 if TYPE_CHECKING:
     from simulator.domain import Domain
 
-__all__ = ["FixtureError", "apply_initial_state", "check_task_outcomes"]
+__all__ = ["FixtureError", "apply_initial_state", "check_task_outcomes", "history_messages", "replay_history"]
 
 
 def _type_problem(col: Column[Any], value: Any) -> str | None:
@@ -132,13 +133,14 @@ class _Checker:
             raise self.fail(f"{field}.arguments.{loc}", err["msg"]) from e
 
 
-def check_task_outcomes(domain: Domain, task: Task, source: str) -> None:
+def check_task_outcomes(domain: Domain, task: Task, source: str, toolbox: Toolbox | None = None) -> None:
     """Check a task's ``initial_state`` and ``assertions`` against its domain (at load time).
 
     Args:
         domain: the domain (its schema with sinks, tools and declared events).
         task: the task.
         source: the task file, for messages.
+        toolbox: the tools the task runs with (None: the domain's :meth:`~simulator.domain.Domain.toolbox`).
 
     Raises:
         TaskFileError: naming the file, the task, the field (e.g. ``assertions[2].where.order``) and the
@@ -148,7 +150,7 @@ def check_task_outcomes(domain: Domain, task: Task, source: str) -> None:
     if task.initial_state is None and not task.assertions:
         return
     spec = domain.install_sinks()
-    c = _Checker(source, task, spec, domain.toolbox(), domain.event_names(), domain.name)
+    c = _Checker(source, task, spec, toolbox or domain.toolbox(), domain.event_names(), domain.name)
     fx = task.initial_state
     if fx is not None:
         if fx.now is not None and not domain.has_clock():
@@ -172,6 +174,7 @@ def check_task_outcomes(domain: Domain, task: Task, source: str) -> None:
             table = c.table(name, f"initial_state.delete.{name}")
             for i, key in enumerate(keys):
                 c.key(table, key, f"initial_state.delete.{name}[{i}]")
+        setup_field = "initial_state.initialization_actions" if task.suite == "tau2" else "initial_state.setup"
         for i, action in enumerate(fx.setup):
             side = "user" if action.requestor == "user" else "agent"
             if action.name in domain.environment_functions(side):
@@ -179,10 +182,10 @@ def check_task_outcomes(domain: Domain, task: Task, source: str) -> None:
             if side == "user":
                 user_tools = domain.user_toolbox()
                 if user_tools is None or action.name not in user_tools.specs:
-                    raise c.fail(f"initial_state.setup[{i}].name", f"unknown user-side function {action.name!r} "
-                                                                   f"in domain {domain.name!r}")
+                    raise c.fail(f"{setup_field}[{i}].name", f"unknown user-side function {action.name!r} "
+                                                                f"in domain {domain.name!r}")
                 continue
-            c.action(action, f"initial_state.setup[{i}]")
+            c.action(action, f"{setup_field}[{i}]")
     for i, a in enumerate(task.assertions):
         at = f"assertions[{i}]"
         if isinstance(a, CountAssertion | NetChangeAssertion):
@@ -270,8 +273,62 @@ def apply_initial_state(toolbox: Toolbox, trial: TrialDatabase, task: Task, meta
     ctx = ToolContext(session, trial.options, step=None, source="setup")
     outcomes = []
     for i, action in enumerate(fx.setup):
+        if action.requestor != "assistant":
+            raise FixtureError(f"{where}.setup[{i}] ({action.name}): a user-side action needs a dual-control domain")
         out = toolbox.dispatch(ctx, action.name, action.arguments)
         if out.status != "ok":
             raise FixtureError(f"{where}.setup[{i}] ({action.name}): {out.content}")
         outcomes.append(out)
+    outcomes += replay_history(toolbox, ctx, fx.history)
     return outcomes
+
+
+def replay_history(toolbox: Toolbox, ctx: ToolContext, history: list[dict[str, Any]]) -> list[CallOutcome]:
+    """Replay a prior conversation's agent tool calls (tau2 ``message_history``) on the trial database.
+
+    Every assistant tool call is dispatched in order, except those whose tool message says it failed
+    (``"error": true``): a failed call changed nothing. Read calls change nothing either way.
+
+    Args:
+        toolbox: the tools.
+        ctx: the setup tool context.
+        history: the messages (``{role, content, tool_calls: [{id, name, arguments}]}``; tool messages
+            ``{role: "tool", id, content, error}``).
+
+    Returns:
+        The outcomes of the replayed calls.
+    """
+    failed = {m.get("id") for m in history if m.get("role") == "tool" and m.get("error")}
+    out = []
+    for m in history:
+        if m.get("role") != "assistant" or m.get("requestor", "assistant") != "assistant":
+            continue
+        for call in m.get("tool_calls") or []:
+            if call.get("id") in failed:
+                continue
+            out.append(toolbox.dispatch(ctx, str(call.get("name")), dict(call.get("arguments") or {})))
+    return out
+
+
+def history_messages(history: list[dict[str, Any]]) -> list[Message]:
+    """Convert a prior conversation (tau2 ``message_history``) into the trial's first messages.
+
+    Args:
+        history: the messages as in :func:`replay_history` (system messages are left out).
+
+    Returns:
+        :class:`~simulator._messages.Message` objects: user and assistant texts, assistant tool calls and the
+        tool results.
+    """
+    out = []
+    for m in history:
+        role = m.get("role")
+        if role == "assistant":
+            calls = [ToolCall(id=str(c.get("id")), name=str(c.get("name")), arguments=dict(c.get("arguments") or {}))
+                     for c in m.get("tool_calls") or []]
+            out.append(Message(role="assistant", content=m.get("content"), tool_calls=calls))
+        elif role == "user":
+            out.append(Message(role="user", content=m.get("content") or ""))
+        elif role == "tool":
+            out.append(Message(role="tool", content=str(m.get("content") or ""), tool_call_id=str(m.get("id"))))
+    return out

@@ -143,15 +143,17 @@ def regrade_trials(config: RunSpec, task_ids: Sequence[str], trials: Sequence[Tr
     folder = data if data is not None else (Path(recorded_data_dir) if config.data_dir and recorded_data_dir
                                              else (Path(config.data_dir) if config.data_dir else None))
     used = folder if folder is not None else dom.default_data_dir()
-    if not used.is_dir():
-        raise DomainError(f"--data {used}: not a directory (the run's data set must still exist to regrade it)")
+    if not used.exists():
+        raise DomainError(f"--data {used}: not a directory or data file (the run's data set must still exist to "
+                          "regrade it)")
     if recorded_data_hash is not None and data_hash(used) != recorded_data_hash:
         raise ValueError(f"data set {used} changed since run {run_id!r} was recorded (content hash differs); "
                          f"give the original data with --data")
     # the run as recorded, on the data and task set given now; no model is called, so no agent, user or judge
     runner = build_runner(config.model_copy(update={
         "data_dir": str(folder) if folder is not None else None,
-        "tasks": tasks if tasks is not None else config.tasks, "task_ids": None, "tags": None, "exclude_tags": None,
+        "tasks": tasks if tasks is not None else config.tasks, "split": config.split if tasks is None else None,
+        "task_ids": None, "tags": None, "exclude_tags": None,
         "agent": ComponentSpec(name="null"), "user": ComponentSpec(name="scripted"), "judge": None,
         "personas": None, "persona_defs": None, "cache": None, "rpm": None, "log_file": None}))
     dom = runner.domain

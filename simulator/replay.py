@@ -7,25 +7,35 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
 from simulator.database import TemplateDatabase, TrialDatabase, json_diff
 from simulator.domain import Domain
 from simulator.dual import SetupActionError, has_user_side, run_action, run_setup_actions, syncer
-from simulator.errors import GoldToolBug
+from simulator.errors import DomainError, GoldToolBug
 from simulator.orchestrator import ToolCallRecord, Trajectory
-from simulator.outcomes import FixtureError, apply_initial_state
+from simulator.outcomes import FixtureError, apply_initial_state, replay_history
 from simulator.tasks import Action, Task
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
 __all__ = ["GoldReplay", "GoldStatus", "GoldToolBug", "ReplayResult", "apply_actions", "diverging_calls",
-           "goal_database", "initial_database", "prepare_trial", "replay_gold", "replay_tasks", "replay_trajectory",
-           "same_observation", "tasks_not_replaying"]
+           "goal_database", "gold_calls", "initial_database", "prepare_trial", "replay_gold", "replay_tasks",
+           "replay_trajectory", "same_observation", "tasks_not_replaying"]
+
+_log = structlog.get_logger("tausim.replay")
 
 
 
+
+
+def gold_calls(task: Task) -> list[Action]:
+    """Return the gold actions replayed on the agent's side (user-side ones belong to dual-control domains)."""
+    return [a for a in task.gold_actions if a.requestor == "assistant"]
 
 
 def apply_actions(
-    toolbox: Toolbox, trial: TrialDatabase, actions: Sequence[Action], *, raise_on_bug: bool = True
+    toolbox: Toolbox, trial: TrialDatabase, actions: Sequence[Action], *, raise_on_bug: bool = True,
+    log_errors: bool = False,
 ) -> list[CallOutcome]:
     """Run actions in order on a trial database, stopping after one that ends the conversation.
 
@@ -34,6 +44,8 @@ def apply_actions(
         trial: the database to change.
         actions: the calls to make.
         raise_on_bug: raise :class:`GoldToolBug` on a ``tool_bug`` outcome instead of returning it.
+        log_errors: tau2's gold replay: a tool bug is only logged (a warning), never raised, and the
+            replay goes on past a conversation-ending call.
 
     Returns:
         One :class:`CallOutcome` per action run.
@@ -45,10 +57,12 @@ def apply_actions(
     outcomes = []
     for action in actions:
         out = toolbox.dispatch(ctx, action.name, action.arguments)
-        if out.status == "tool_bug" and raise_on_bug:
+        if out.status == "tool_bug" and log_errors:
+            _log.warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
+        elif out.status == "tool_bug" and raise_on_bug:
             raise GoldToolBug(f"gold action {action.name}({action.arguments}) raised:\n{out.bug}")
         outcomes.append(out)
-        if out.ends_conversation:
+        if out.ends_conversation and not log_errors:
             break
     return outcomes
 
@@ -64,13 +78,22 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
     fx = task.initial_state
     dual = has_user_side(domain) and bool(fx.setup)
     try:
+        if fx.user_data:  # the extension point of dual-control domains: no domain merges user data yet
+            raise DomainError(f"task {task.id!r}: initial_state.initialization_data.user_data: domain "
+                              f"{domain.name!r} " + ("cannot merge user data" if has_user_side(domain)
+                                                     else "has no user side"))
+        if fx.data:
+            domain.merge_data(trial, fx.data)
+        toolbox = domain.toolbox_for(trial.options)
         if dual:  # setup actions may call environment functions, on either side: run them here, with sync
-            bare = task.model_copy(update={"initial_state": fx.model_copy(update={"setup": []})})
-            apply_initial_state(domain.toolbox(), trial, bare, domain.install_sinks().metadata)
-            run_setup_actions(domain, ToolContext(trial.session, trial.options), fx.setup, domain.toolbox())
+            bare = task.model_copy(update={"initial_state": fx.model_copy(update={"setup": [], "history": []})})
+            apply_initial_state(toolbox, trial, bare, domain.install_sinks().metadata)
+            ctx = ToolContext(trial.session, trial.options, step=None, source="setup")
+            run_setup_actions(domain, ctx, fx.setup, toolbox)
+            replay_history(toolbox, ctx, fx.history)
         else:
-            apply_initial_state(domain.toolbox(), trial, task, domain.install_sinks().metadata)
-    except (FixtureError, SetupActionError) as e:
+            apply_initial_state(toolbox, trial, task, domain.install_sinks().metadata)
+    except (FixtureError, SetupActionError, DomainError) as e:
         raise GoldToolBug(f"initial_state failed: {e}") from e
 
 
@@ -136,13 +159,14 @@ def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox:
         domain: the domain.
         template: its template database (the initial state).
         task: the task.
-        toolbox: the domain's tools if already built (default ``domain.toolbox()``).
+        toolbox: the domain's tools if already built (default ``domain.toolbox_for(template.options)``).
 
     Returns:
         The :class:`GoldReplay`: goal state (None after a tool bug or a fixture that cannot be applied, whose
         message is in ``bug``), per-action statuses and, for a task with assertions, its initial state.
     """
-    toolbox = toolbox if toolbox is not None else domain.toolbox()
+    toolbox = toolbox if toolbox is not None else domain.toolbox_for(template.options)
+    tau2 = task.suite == "tau2"  # tau2's gold replay: a tool bug is only logged, and no call ends the replay
     statuses: list[GoldStatus] = []
     bug: str | None = None
     initial: bytes | None = None
@@ -159,12 +183,14 @@ def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox:
         for action in task.gold_actions:
             out = run_action(domain, ctx, action, sides, functions=False)
             sync()
-            if out.status == "tool_bug":
+            if out.status == "tool_bug" and tau2:
+                _log.warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
+            elif out.status == "tool_bug":
                 statuses.append(GoldStatus(action.name, out.status, out.bug or out.content))
                 bug = f"gold action {action.name}({action.arguments}) raised:\n{out.bug}"
                 break
             statuses.append(GoldStatus(action.name, out.status, None if out.status == "ok" else out.content))
-            if out.ends_conversation:
+            if out.ends_conversation and not tau2:
                 break
         goal = None if bug is not None else trial.raw.serialize()
     return GoldReplay(task.id, tuple(task.gold_actions), tuple(statuses), goal, bug, initial)
@@ -218,14 +244,14 @@ def tasks_not_replaying(domain: Domain, template: TemplateDatabase, tasks: Seque
     out: dict[str, str] = {}
     toolbox: Toolbox | None = None
     for task in tasks:
-        if not task.gold_actions:
+        if not gold_calls(task):
             continue
         first = task.gold_actions[0]
         replay = (replays or {}).get(task.id)
         if replay is not None and replay.belongs_to(task) and replay.statuses:
             status, result = replay.statuses[0].status, replay.statuses[0].error
         else:
-            toolbox = toolbox if toolbox is not None else domain.toolbox()
+            toolbox = toolbox if toolbox is not None else domain.toolbox_for(template.options)
             with template.trial() as trial:  # the first action alone: the rest does not decide
                 try:
                     prepare_trial(domain, trial, task)
@@ -268,13 +294,13 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
     Raises:
         GoldToolBug: a gold action hit a bug in a tool.
     """
-    toolbox = domain.toolbox()
+    toolbox = domain.toolbox_for(template.options)
     with template.trial() as trial:
         initial = domain.dump(trial)
     for i, task in enumerate(tasks):
         with template.trial() as trial:
             prepare_trial(domain, trial, task)
-            outcomes = apply_actions(toolbox, trial, task.gold_actions)
+            outcomes = apply_actions(toolbox, trial, gold_calls(task), log_errors=task.suite == "tau2")
             final = domain.dump(trial)
         yield ReplayResult(i, task.id, [o.content for o in outcomes], [o.status for o in outcomes],
                            json_diff(initial, final))

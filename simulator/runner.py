@@ -33,10 +33,11 @@ from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.dual import env_caller, has_user_side, syncer
-from simulator.grading import Judge, check_assertions, grade_trial
+from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.metrics import reliability
 from simulator.orchestrator import ERROR_REASONS, Limits, TerminationReason, Trajectory, run_conversation
+from simulator.outcomes import history_messages
 from simulator.persona import Persona
 from simulator.prepared import PreparedTask, prepare_task, prepare_tasks, user_needs
 from simulator.records import RunResult, TrialKey, TrialResult, run_summary_json, trial_key
@@ -165,11 +166,11 @@ class Runner:
         self.tracing = tracing
         self.personas: dict[str, Persona] = {p.name: p for p in personas or []}
         self._spec = domain.state_spec()
-        self._toolbox = domain.toolbox()
+        self._toolbox = domain.toolbox_for(template.options)  # a tool mode may add or hide tools (tau2)
         self._tools = self._toolbox.schemas()
         self._kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
                        for name, spec in self._toolbox.specs.items()}
-        self._policy = domain.policy()
+        self._policy = domain.policy_for(template.data_dir, template.options)  # e.g. a tau2 suite's policy.md
         self._user_toolbox = domain.user_toolbox()
         self._user_tools = self._user_toolbox.schemas() if self._user_toolbox is not None else []
         self._needs = user_needs(user_factory)
@@ -366,25 +367,31 @@ class Runner:
             user = self.user_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
             return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
-        limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
+        conduct = task.conduct
+        limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps,
+                        max_tool_errors=conduct.max_tool_errors if conduct else None,
+                        greeting=conduct.greeting if conduct else None)
+        history = history_messages(task.initial_state.history) if task.initial_state is not None else None
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
             if self._user_toolbox is None:
                 traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
-                                        trial_span=span)
+                                        trial_span=span, history=history)
             else:
                 user_ctx = ToolContext(db.session, db.options)
                 user_ctx.source = "user"
                 traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
                                         trial_span=span, user_toolbox=self._user_toolbox, user_ctx=user_ctx,
-                                        sync=syncer(self.domain, tool_ctx))
+                                        sync=syncer(self.domain, tool_ctx), history=history)
             diff = diff_against(db.raw, goal, self._spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
                                       env=env_caller(self.domain, tool_ctx))
+            env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
             owners = record_owners(self.domain, traj, db)
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
-                            assertions=checks, owners=owners)
+                            assertions=checks, owners=owners, env_assertions=env,
+                            communicate=str(self.template.options.get("communicate", "tausim")))
         traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
                                                    derived=prepared.scenario).as_dict()
         return TrialResult(
@@ -534,7 +541,7 @@ def regrade_trial(
     """
     if result.grade is None and (result.error or "").startswith("goal replay failed"):
         return result, []
-    toolbox = domain.toolbox()
+    toolbox = domain.toolbox_for(template.options)
     if prepared is None:
         gold = GoldReplay(task.id, tuple(task.gold_actions), (), goal) if goal is not None else None
         prepared = prepare_task(domain, template, task, budget=budget, toolbox=toolbox, gold=gold)
@@ -557,9 +564,11 @@ def regrade_trial(
         diff = diff_against(db.raw, goal_state, spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec,
                                   env=env_caller(domain, ToolContext(db.session, db.options)))
+        env = check_env_assertions(domain, db, task.env_assertions) if task.env_assertions else None
         owners = record_owners(domain, traj, db)
     diverged = [c.name for c in diverging_calls(traj, outcomes)]
     grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
-                        owners=owners)
+                        owners=owners, env_assertions=env,
+                        communicate=str(template.options.get("communicate", "tausim")))
     return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged

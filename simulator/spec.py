@@ -141,6 +141,9 @@ class RunSpec(BaseModel):
     """Data directory; None: the domain's built-in data set."""
     tasks: str | None = None
     """Task file or split name; None: the domain's built-in tasks."""
+    split: str | None = None
+    """Split of a tau2-bench task file (the ``split_tasks.json`` beside it; ``--split``); None: tau2's default,
+    ``base``, when the split file has one (see :func:`simulator.tau2.load_tau2_tasks`)."""
     task_ids: list[str] | None = None
     """Run only these task ids (in task-set order); None: every task."""
     tags: list[str] | None = None
@@ -183,6 +186,10 @@ class RunSpec(BaseModel):
     preflight: bool = True
     """Before any trial: build one agent and one user and make one cheap call per distinct model
     (:mod:`simulator.preflight`); a set-up error stops the run before it starts."""
+    policy_sha256: str | None = None
+    """sha256 of the policy text the agent gets (an imported suite's own policy, e.g. tau2's ``policy.md``, or
+    the domain's): computed by :func:`simulator.build.build_runner` and recorded with the run (a value given in
+    a spec is replaced)."""
 
     @field_validator("executor")
     @classmethod

@@ -278,9 +278,13 @@ def data_hash(data_dir: str | Path) -> str:
         FileNotFoundError: ``data_dir`` is not a directory.
     """
     root = Path(data_dir)
+    h = hashlib.sha256()
+    if root.is_file():  # a data file (a tau2 db.json given as --data)
+        h.update(root.name.encode() + b"\0")
+        h.update(hashlib.sha256(root.read_bytes()).digest())
+        return h.hexdigest()
     if not root.is_dir():
         raise FileNotFoundError(f"data directory {root} not found")
-    h = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root)
         if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):

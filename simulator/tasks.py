@@ -28,12 +28,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simulator.assertions import Assertion
 from simulator.errors import TaskFileError
 
-__all__ = ["DEFAULT_GRADE", "Action", "Budget", "GradeComponent", "InitialState", "Intent", "JudgeAssertion",
-           "Precedence", "ProcessRules", "RowUpdate", "Task", "TaskFileError", "UserScenario", "load_tasks",
-           "parse_tasks"]
+__all__ = ["DEFAULT_GRADE", "Action", "Budget", "Conduct", "EnvAssertion", "GradeComponent", "InitialState", "Intent",
+           "JudgeAssertion", "Precedence", "ProcessRules", "RowUpdate", "Task", "TaskFileError", "UserScenario",
+           "load_tasks", "parse_tasks"]
 
-GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions"]
-"""A grading component that can decide a trial's pass."""
+GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions", "actions", "env_assertions",
+                         "judge"]
+"""A grading component that can decide a trial's pass (``actions``, ``env_assertions`` and ``judge`` are the
+tau2-bench reward bases ACTION, ENV_ASSERTION and NL_ASSERTION; DB is ``state``, COMMUNICATE ``outputs``)."""
 
 DEFAULT_GRADE: tuple[GradeComponent, ...] = ("state", "outputs", "process", "loops", "budget")
 """The components that decide pass when a task names none (plus ``assertions`` when it has some)."""
@@ -53,6 +55,47 @@ class Action(BaseModel):
     requestor: Literal["assistant", "user"] = "assistant"
     """Who makes the call: the agent, or (dual-control domains) the user on its own side (a user tool, or in a
     setup action a user-side environment function)."""
+    compare_args: list[str] | None = None
+    """For the ``actions`` component: the arguments a trial's call must match (None: all of them; ``[]``: the
+    name only)."""
+
+
+class EnvAssertion(BaseModel):
+    """A check on the final environment (tau2 ``env_assertions``): a domain function's value.
+
+    Graded as component ``env_assertions``: the function is one of the domain's
+    :meth:`~simulator.domain.Domain.assertion_functions` (the same as the ``env`` assertion type calls).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    env_type: Literal["assistant", "user"] = "assistant"
+    """Which side's function: the agent's (``assistant``) or, in dual-control domains, the user's."""
+    func_name: str = Field(min_length=1)
+    """The function's name."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Its arguments."""
+    assert_value: Any = True
+    """The value it must return."""
+    message: str | None = None
+    """What the check means, for reports."""
+
+
+class Conduct(BaseModel):
+    """How a suite runs and ends its trials (tau2-bench's orchestration rules for its imported tasks).
+
+    None on a task: tausim's own rules (nothing here applies).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    greeting: str | None = None
+    """The agent's fixed first message, said before the user speaks (None: the user speaks first)."""
+    max_tool_errors: int | None = Field(default=None, ge=1)
+    """Tool calls that may fail before the trial ends with ``too_many_errors`` (None: no limit)."""
+    graded_endings: list[str] | None = None
+    """Termination reasons whose trial is graded; any other fails (None: tausim's rule, where only error and
+    cap reasons fail)."""
+    stop_tokens: list[str] = Field(default_factory=list)
+    """Extra tokens with which the simulated user ends the conversation (e.g. ``###OUT-OF-SCOPE###``)."""
 
 
 class Intent(BaseModel):
@@ -251,6 +294,15 @@ class InitialState(BaseModel):
     """Table -> primary keys (column -> value) of rows to remove."""
     setup: list[Action] = Field(default_factory=list)
     """Tool calls run after the rows, before the conversation; each must succeed."""
+    data: dict[str, Any] | None = None
+    """Native data (``{table: {key: record}}``, as the domain dumps it) deep-merged into the database before
+    anything else (tau2 ``initialization_data.agent_data``)."""
+    user_data: dict[str, Any] | None = None
+    """The user side's data to merge (tau2 ``initialization_data.user_data``), for dual-control domains; a
+    domain without a user side refuses a task that has it (when its trial is prepared)."""
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    """A prior conversation (tau2 ``message_history``): messages ``{role, content, tool_calls}`` the trial
+    starts with; the assistant's tool calls whose result is not an error are replayed before the trial."""
 
     @field_validator("now")
     @classmethod
@@ -298,6 +350,12 @@ class Task(BaseModel):
     grade: list[GradeComponent] | None = None
     """Components that decide pass (version 2 files); the others are still computed and recorded. None: see
     :meth:`grade_basis`."""
+    env_assertions: list[EnvAssertion] = Field(default_factory=list)
+    """Domain-function checks on the final environment (tau2 tasks; component ``env_assertions``)."""
+    conduct: Conduct | None = None
+    """The suite's orchestration and ending rules (tau2 tasks); None: tausim's."""
+    suite: str | None = None
+    """The suite the task was imported from (``tau2``), or None for our own and tau-bench v1 tasks."""
 
     def grade_basis(self) -> tuple[GradeComponent, ...]:
         """Return the components that decide pass.
@@ -306,7 +364,7 @@ class Task(BaseModel):
         ``state`` replaced by them when it has no gold action (several end states acceptable).
         """
         if self.grade is not None:
-            return tuple(dict.fromkeys(self.grade))
+            return tuple(dict.fromkeys(self.grade))  # may be empty: a tau2 task without criteria
         if not self.assertions:
             return DEFAULT_GRADE
         if self.gold_actions:

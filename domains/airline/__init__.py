@@ -16,7 +16,7 @@ from typing import Any
 
 from domains._common import JsonFolderDomain
 from domains.airline import _rules
-from domains.airline._data import dump_all, load_folder
+from domains.airline._data import TABLES, dump_all, load_folder, load_tables
 from domains.airline.models import Base
 from domains.airline.tools import MODES, TOOLS, airline_toolbox
 from simulator import Action, Agent, DomainError, ToolContext, TrialContext, TrialDatabase
@@ -60,7 +60,9 @@ class AirlineDomain(JsonFolderDomain):
 
     metadata = Base.metadata
     policy_placeholder = _POLICY_PLACEHOLDER
+    tables = TABLES
     load_folder = staticmethod(load_folder)
+    load_tables = staticmethod(load_tables)
     dump_all = staticmethod(dump_all)
     make_toolbox = staticmethod(airline_toolbox)
     entities = {"user_id": ("users", "id"), "reservation_id": ("reservations", "id"),  # noqa: RUF012
@@ -75,7 +77,7 @@ class AirlineDomain(JsonFolderDomain):
         """Return why the policy forbids a gold write at ``now`` (cancelling a trip with a flown segment)."""
         return _rules.forbidden_write(ctx, action, now)
 
-    def default_options(self, data_dir: Path | None) -> dict[str, Any]:
+    def legacy_options(self, data_dir: Path | None) -> dict[str, Any]:
         """Return ``{"mode": "tausim"}`` for the built-in data set (None), ``{"mode": "tau-bench"}`` otherwise."""
         return {"mode": "tausim" if data_dir is None else "tau-bench"}
 

@@ -25,9 +25,10 @@ from domains._common import (
     group_rows,
     insert_rows,
     key_layout,
-    read_records,
+    read_tables,
     select_rows,
     shape,
+    strip_user_id,
 )
 from domains.airline.models import (
     CABINS,
@@ -54,7 +55,9 @@ __all__ = [
     "dump_all",
     "flight_on_date",
     "flight_record",
+    "TABLES",
     "load_folder",
+    "load_tables",
     "reservation_record",
     "user_record",
 ]
@@ -99,21 +102,34 @@ DATE_KEYS = ("status", "available_seats", "prices", *TIME_KEYS)
 
 
 # ------------------------------------------------------------------------------------------------ loading
+TABLES = ("users", "reservations", "flights")
+"""The tables of an airline data set (one file each, or one key each of a tau2 ``db.json``)."""
+
+
 def load_folder(session: Session, folder: Path) -> None:
-    """Insert the data set in ``folder`` (users.json, reservations.json, flights.json) into an empty database.
+    """Insert a data set into an empty database.
 
     Args:
         session: a Session on a database with the airline schema and no rows.
-        folder: the data directory.
+        folder: the data directory (users.json, reservations.json, flights.json), or a tau2 ``db.json`` (the
+            file or its folder), whose users may carry their ``user_id``.
 
     Raises:
         DomainError: a file is missing, not JSON, or a record is malformed or refers to a user or flight that
             does not exist (the message names file, key and field).
     """
-    folder = Path(folder)
-    users = read_records(folder, "users.json", "airline")
-    reservations = read_records(folder, "reservations.json", "airline")
-    flights = read_records(folder, "flights.json", "airline")
+    load_tables(session, read_tables(Path(folder), TABLES, "airline"))
+
+
+def load_tables(session: Session, tables: Mapping[str, tuple[Path, dict[str, Any]]]) -> None:
+    """Insert already read tables (``{table: (source, records)}``, see :func:`read_tables`) into an empty database.
+
+    Raises:
+        DomainError: a record is malformed or refers to a user or flight that does not exist.
+    """
+    users = tables["users"][1]
+    reservations = tables["reservations"][1]
+    flights = tables["flights"][1]
     rows: dict[type, list[dict[str, Any]]] = {
         m: []
         for m in (
@@ -121,9 +137,9 @@ def load_folder(session: Session, folder: Path) -> None:
             ReservationFlight, ReservationPassenger, ReservationPayment,
         )
     }
-    _load_users(folder / "users.json", users, rows)
-    _load_flights(folder / "flights.json", flights, rows)
-    _load_reservations(folder / "reservations.json", reservations, users, flights, rows)
+    _load_users(tables["users"][0], users, rows)
+    _load_flights(tables["flights"][0], flights, rows)
+    _load_reservations(tables["reservations"][0], reservations, users, flights, rows)
     insert_rows(session, rows)
 
 
@@ -140,7 +156,7 @@ def _person(r: RecordChecker, raw: Any, field: str) -> dict[str, Any]:
 def _load_users(path: Path, users: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
     for pos, (uid, raw) in enumerate(users.items()):
         r = RecordChecker(path, uid)
-        rec = r.obj(raw, "", USER_KEYS)
+        rec = r.obj(strip_user_id(r, raw), "", USER_KEYS)
         name = r.obj(rec["name"], "name", NAME_KEYS)
         addr = r.obj(rec["address"], "address", ADDRESS_KEYS)
         rows[User].append({

@@ -39,13 +39,23 @@ corrects the bookkeeping:
   precision (``|paid - total| < 0.005``) rather than as exact floats; bag counts must satisfy
   ``0 <= nonfree_baggages <= total_baggages``.
 
-In both modes ``search_onestop_flight`` pairs a first flight available on the date with a connecting flight
-(from its destination to the requested one) available on the same date, or on the next calendar date when the
-first flight's arrival time ends in ``+1``; the connection must not leave before the first flight arrives (time
-of day, ``+1`` removed; leaving at the arrival time is allowed), and shows the seats and prices of its own
-date. An unparsable date finds nothing, as in ``search_direct_flight``. ``list_all_airports`` lists the codes
-that appear in the flight schedule, named from the peer's and the built-in network's airport lists (an unknown
-code is named by itself).
+Mode ``tau2`` (the default for a tau2-bench ``db.json``) reproduces tau2-bench's airline tools
+(``../shared/spec/tau2-semantics.md``): the tau-bench semantics, plus ``get_flight_status`` and without
+``think``; a booking takes ``len(passengers)`` seats of the cabin on every booked flight (cancelling gives
+none back); a flight change sets the reservation's ``cabin`` (seats unchanged); ``send_certificate`` refuses
+a fourth certificate ("Too many certificates") and a booking a fourth new reservation id ("Too many
+reservations"); ``search_onestop_flight`` looks the connection up on tau2's second-leg date
+(``2024-05-<day + 1>`` after a ``+1`` arrival, not zero-padded) and keeps a connection leaving at or after the
+first flight's arrival time as text; responses are rendered as tau2's models dump them (users carry
+``user_id``, a reservation's ``status`` and a direct flight's ``date`` are present as null).
+
+In modes ``tau-bench`` and ``tausim`` ``search_onestop_flight`` pairs a first flight available on the date
+with a connecting flight (from its destination to the requested one) available on the same date, or on the next
+calendar date when the first flight's arrival time ends in ``+1``; the connection must not leave before the first
+flight arrives (time of day, ``+1`` removed; leaving at the arrival time is allowed), and shows the seats and
+prices of its own date. An unparsable date finds nothing, as in ``search_direct_flight``. ``list_all_airports``
+lists the codes that appear in the flight schedule, named from the peer's and the built-in network's airport
+lists (an unknown code is named by itself).
 
 Policy rules (basic economy flights cannot change, at most one certificate, bags can only be added, ...) are
 the agent's to apply and are not enforced by the tools in either mode, as in the peer. Money: gift-card and
@@ -60,7 +70,7 @@ import itertools
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date as Date
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal
@@ -87,6 +97,7 @@ __all__ = [
     "BOOKING_TIME",
     "DEFAULT_MODE",
     "MODES",
+    "TAU2_TOOLS",
     "TOOLS",
     "FlightRef",
     "Passenger",
@@ -95,6 +106,7 @@ __all__ = [
     "book_reservation",
     "calculate",
     "cancel_reservation",
+    "get_flight_status",
     "get_reservation_details",
     "get_user_details",
     "list_all_airports",
@@ -108,7 +120,7 @@ __all__ = [
     "update_reservation_passengers",
 ]
 
-MODES = ("tau-bench", "tausim")
+MODES = ("tau-bench", "tausim", "tau2")
 """Tool modes: the peer's semantics, or the corrected bookkeeping (see the module docstring)."""
 DEFAULT_MODE = "tausim"
 """Mode used when the options name none."""
@@ -280,6 +292,49 @@ def _corrected(ctx: ToolContext) -> bool:
     return bool(mode == "tausim")
 
 
+def _tau2(ctx: ToolContext) -> bool:
+    """True in mode ``tau2``."""
+    return bool(ctx.options.get("mode") == "tau2")
+
+
+_T2_USER = ("user_id", "name", "address", "email", "dob", "payment_methods", "saved_passengers", "membership",
+            "reservations")
+_T2_METHOD = {"credit_card": ("source", "id", "brand", "last_four"), "gift_card": ("source", "id", "amount"),
+              "certificate": ("source", "id", "amount")}
+_T2_RESERVATION = ("reservation_id", "user_id", "origin", "destination", "flight_type", "cabin", "flights",
+                   "passengers", "payment_history", "created_at", "total_baggages", "nonfree_baggages", "insurance",
+                   "status")
+_T2_SEGMENT = ("flight_number", "origin", "destination", "date", "price")
+_T2_DIRECT = ("flight_number", "origin", "destination", "status", "scheduled_departure_time_est",
+              "scheduled_arrival_time_est", "date", "available_seats", "prices")
+_T2_CERTIFICATES = 3
+"""tau2 gives at most three new certificates (and three new reservation ids) per trial."""
+
+
+def _keys(obj: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    return {k: obj.get(k) for k in keys}
+
+
+def tau2_user(user_id: str, rec: dict[str, Any]) -> dict[str, Any]:
+    """Render a user record as tau2's ``User`` model dumps it (``user_id`` first, methods in model order)."""
+    out = _keys({**rec, "user_id": user_id}, _T2_USER)
+    out["payment_methods"] = {k: _keys(m, _T2_METHOD.get(m.get("source", ""), tuple(m)))
+                              for k, m in rec["payment_methods"].items()}
+    return out
+
+
+def tau2_reservation(rec: dict[str, Any]) -> dict[str, Any]:
+    """Render a reservation as tau2's ``Reservation`` model dumps it (``status`` present, null unless cancelled)."""
+    out = _keys(rec, _T2_RESERVATION)
+    out["flights"] = [_keys(f, _T2_SEGMENT) for f in rec["flights"]]
+    return out
+
+
+def _direct(leg: dict[str, Any], date: str | None) -> dict[str, Any]:
+    """Render a search result as tau2's ``DirectFlight`` (``date`` null for a direct search)."""
+    return _keys({**leg, "date": date}, _T2_DIRECT)
+
+
 def _money(x: float) -> float:
     """Round to cents (an int stays an int)."""
     return round(x, 2)
@@ -297,6 +352,7 @@ class _Rows:
 
     def __init__(self, ctx: ToolContext):
         self.conn: sqlite3.Connection = ctx.conn
+        self.tau2 = _tau2(ctx)
         self._seen: dict[tuple[str, tuple[Any, ...]], Row] = {}
 
     def get(self, table: str, *key: Any) -> Row | None:
@@ -344,7 +400,10 @@ def _reservation_to_change(ctx: ToolContext, rows: _Rows, reservation_id: str) -
 
 
 def _reservation_json(rows: _Rows, reservation_id: str) -> str:
-    return json.dumps(reservation_record(rows.conn, reservation_id))
+    record = reservation_record(rows.conn, reservation_id)
+    if record is None:
+        raise ToolError(f"reservation {reservation_id!r} not found")
+    return json.dumps(tau2_reservation(record) if rows.tau2 else record)
 
 
 def _bookable(rows: _Rows, flight_number: str, date: str) -> tuple[Row, Row]:
@@ -420,13 +479,16 @@ def _next_method_position(rows: _Rows, user_id: str) -> int:
 
 
 def _new_reservation_id(rows: _Rows) -> str:
-    """Return the first id of HATHAT, HATHAU, HATHAV, HATHAW, ... that no reservation has."""
+    """Return the first id of HATHAT, HATHAU, HATHAV, HATHAW, ... that no reservation has (tau2: the first three)."""
     taken = {r[0] for r in rows.conn.execute("SELECT id FROM reservations WHERE id LIKE 'HATH%'")}
     candidates = (f"HATH{a}{b}" for a, b in itertools.product(_ID_ALPHABET, repeat=2))
-    for candidate in itertools.dropwhile(lambda c: c != FIRST_RESERVATION_ID, candidates):
+    ids: Iterator[str] = itertools.dropwhile(lambda c: c != FIRST_RESERVATION_ID, candidates)
+    if rows.tau2:
+        ids = itertools.islice(ids, _T2_CERTIFICATES)
+    for candidate in ids:
         if candidate not in taken:
             return candidate
-    raise ToolError("no free reservation id left")  # 1,000+ bookings in one trial
+    raise ToolError("Too many reservations" if rows.tau2 else "no free reservation id left")
 
 
 def _segment(reservation_id: str, position: int, flight: Row, day: Row, price: float) -> Row:
@@ -467,7 +529,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
     record = user_record(ctx.conn, user_id)
     if record is None:
         raise ToolError(f"user {user_id!r} not found")
-    return json.dumps(record)
+    return json.dumps(tau2_user(user_id, record) if _tau2(ctx) else record)
 
 
 @tool("read")
@@ -480,10 +542,7 @@ def get_reservation_details(ctx: ToolContext, reservation_id: str) -> str:
         ctx: the trial's tool context.
         reservation_id: The reservation id, such as '8JX2WO'.
     """
-    record = reservation_record(ctx.conn, reservation_id)
-    if record is None:
-        raise ToolError(f"reservation {reservation_id!r} not found")
-    return json.dumps(record)
+    return _reservation_json(_Rows(ctx), reservation_id)
 
 
 @tool("read")
@@ -535,7 +594,18 @@ def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: 
         date: The date of the flight, 'YYYY-MM-DD', such as '2024-01-01'.
     """
     conn = ctx.conn
-    return json.dumps([flight_on_date(conn, f[0], date) for f in _available_flights(conn, origin, destination, date)])
+    legs = [flight_on_date(conn, f[0], date) for f in _available_flights(conn, origin, destination, date)]
+    if _tau2(ctx):
+        return json.dumps([_direct(leg, None) for leg in legs if leg is not None])
+    return json.dumps(legs)
+
+
+def _tau2_second_date(date: str) -> str:
+    """tau2's date of a connection after a ``+1`` arrival: ``2024-05-<day + 1>`` (no zero padding)."""
+    try:
+        return f"2024-05-{int(date[-2:]) + 1}"
+    except ValueError as e:
+        raise ToolError(f"invalid literal for int() with base 10: {date[-2:]!r}") from e
 
 
 @tool("read")
@@ -553,7 +623,18 @@ def search_onestop_flight(ctx: ToolContext, origin: str, destination: str, date:
         date: The date of the first flight, 'YYYY-MM-DD', such as '2024-05-01'.
     """
     conn = ctx.conn
-    results = []
+    results: list[Any] = []
+    if _tau2(ctx):
+        for first, stop, _, arrival in _available_flights(conn, origin, None, date):
+            day2 = _tau2_second_date(date) if "+1" in arrival else date
+            for second, _, departure, _ in _available_flights(conn, stop, destination, day2):
+                if departure < arrival:  # tau2 compares the texts, "+1" included
+                    continue
+                leg1 = flight_on_date(conn, first, date)
+                leg2 = flight_on_date(conn, second, day2)
+                assert leg1 is not None and leg2 is not None
+                results.append([_direct(leg1, date), _direct(leg2, day2)])
+        return json.dumps(results)
     for first, stop, _, arrival in _available_flights(conn, origin, None, date):
         next_day = arrival.endswith("+1")
         date2 = _next_day(date) if next_day else date
@@ -669,7 +750,7 @@ def book_reservation(
             _add_to_balance(rows, method, -spent)
         elif method["source"] == "certificate":
             rows.delete("payment_methods", method)
-    if corrected:
+    if corrected or _tau2(ctx):
         for _, day, _ in segments:
             _add_seats(rows, day, cabin, -n)
     return _reservation_json(rows, reservation_id)
@@ -824,6 +905,8 @@ def update_reservation_flights(
         for day in taken:
             _add_seats(rows, day, cabin, -n)
         rows.update("reservations", reservation, cabin=cabin)
+    elif _tau2(ctx):
+        rows.update("reservations", reservation, cabin=cabin)  # tau2 sets the cabin (seats unchanged)
     written = {"": list(WRITTEN_SEGMENT_KEYS)}
     for i, (number, day_text, price, origin, destination) in enumerate(new):
         if i < len(old):
@@ -884,14 +967,34 @@ def send_certificate(ctx: ToolContext, user_id: str, amount: Money) -> str:
     if _corrected(ctx) and amount <= 0:
         raise ToolError(f"a certificate's amount must be positive, not {amount}")
     existing = {r[0] for r in rows.conn.execute("SELECT id FROM payment_methods WHERE user_id = ?", (user_id,))}
-    certificate_id = next(
-        cid for cid in (f"certificate_{k}" for k in itertools.count(FIRST_CERTIFICATE)) if cid not in existing
-    )
+    numbers: Any = itertools.count(FIRST_CERTIFICATE)
+    if _tau2(ctx):
+        numbers = range(FIRST_CERTIFICATE, FIRST_CERTIFICATE + _T2_CERTIFICATES)
+    certificate_id = next((cid for cid in (f"certificate_{k}" for k in numbers) if cid not in existing), None)
+    if certificate_id is None:
+        raise ToolError("Too many certificates")
     rows.insert("payment_methods", {
         "user_id": user_id, "id": certificate_id, "position": _next_method_position(rows, user_id),
         "source": "certificate", "amount": amount,
     })
     return f"Certificate {certificate_id} added to user {user_id} with amount {amount}."
+
+
+@tool("read")
+def get_flight_status(ctx: ToolContext, flight_number: str, date: str) -> str:
+    """Get the status of a flight on a date (mode tau2 only).
+
+    Args:
+        ctx: the trial's tool context.
+        flight_number: The flight number, such as 'HAT001'.
+        date: The date of the flight, 'YYYY-MM-DD'.
+    """
+    if _DB.get(ctx.conn, "flights", flight_number) is None:
+        raise ToolError(f"Flight {flight_number} not found")
+    day = _DB.get(ctx.conn, "flight_dates", flight_number, date)
+    if day is None:
+        raise ToolError(f"Flight {flight_number} not found on date {date}")
+    return str(day["status"])
 
 
 TOOLS = (
@@ -913,6 +1016,10 @@ TOOLS = (
 """The 14 airline tools, in the order their schemas are offered to the agent."""
 
 
-def airline_toolbox() -> Toolbox:
-    """Return a :class:`~simulator.tools.Toolbox` of the airline tools."""
-    return Toolbox(TOOLS, uses_session=False)
+TAU2_TOOLS = tuple(sorted((*(t for t in TOOLS if t is not think), get_flight_status), key=lambda t: t.__name__))
+"""The 14 tools of mode ``tau2``: tau2-bench's set (``get_flight_status`` added, no ``think``)."""
+
+
+def airline_toolbox(mode: str = DEFAULT_MODE) -> Toolbox:
+    """Return a :class:`~simulator.tools.Toolbox` of the airline tools of a mode (``tau2``: :data:`TAU2_TOOLS`)."""
+    return Toolbox(TAU2_TOOLS if mode == "tau2" else TOOLS, uses_session=False)

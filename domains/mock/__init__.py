@@ -229,10 +229,10 @@ class MockDomain(Domain):
         """Return ``{table: {id: record}}``."""
         return Docs(trial.raw).dump(self._tables)
 
-    def load_tasks(self, source: str | None = None) -> list[Task]:
-        """Load tau2's mock ``tasks.json`` (``source``; None: the default data folder's)."""
+    def load_tasks(self, source: str | None = None, split: str | None = None) -> list[Task]:
+        """Load tau2's mock ``tasks.json`` (``source``; None: the default data folder's; ``split``: one split)."""
         path = Path(source) if source is not None else _folder() / "tasks.json"
         if not path.exists() or not is_tau2_file(path):
             raise DomainError(f"--tasks {source}: not a tau2-bench mock task file")
         base = _read_json(path.parent / "db.json")
-        return self._checked(read_tau2_tasks(path, records=lambda t: base.get(t, {})), str(path))
+        return self._checked(read_tau2_tasks(path, split=split, records=lambda t: base.get(t, {})), str(path))

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from domains._common import JsonFolderDomain
-from domains.retail._data import dump_all, load_folder
+from domains.retail._data import TABLES, dump_all, load_folder, load_tables
 from domains.retail.models import Base, Order
 from domains.retail.scenarios import derive_retail_scenario
-from domains.retail.tools import TOOLS, retail_toolbox
+from domains.retail.tools import MODES, TOOLS, retail_toolbox
 from simulator import Agent, DomainError, Task, TemplateDatabase, TrialContext, TrialDatabase, UserScenario
 
 __all__ = ["TOOLS", "RetailDomain"]
@@ -36,15 +36,18 @@ class RetailDomain(JsonFolderDomain):
     State: the tables of :mod:`domains.retail.models`; money compares at cent precision; the ``layout``
     columns (key order only) are not compared. The native dump is
     ``{"users": {...}, "orders": {...}, "products": {...}}``, identical to the data files that were loaded
-    (plus the tools' changes). Retail has one tool mode, ``tau-bench``.
+    (plus the tools' changes). Tool modes (option ``mode``): ``tau-bench`` (default) and ``tau2`` (the default for
+    a tau2-bench ``db.json``; see :mod:`domains.retail.tools`).
     """
 
     name = "retail"
-    option_values = {"mode": ("tau-bench",)}  # noqa: RUF012 - read-only declaration
+    option_values = {"mode": MODES}  # noqa: RUF012 - read-only declaration
 
     metadata = Base.metadata
     policy_placeholder = _POLICY_PLACEHOLDER
+    tables = TABLES
     load_folder = staticmethod(load_folder)
+    load_tables = staticmethod(load_tables)
     dump_all = staticmethod(dump_all)
     make_toolbox = staticmethod(retail_toolbox)
     entities = {"user_id": ("users", "id"), "order_id": ("orders", "id"),  # noqa: RUF012 - read-only declaration
@@ -52,8 +55,8 @@ class RetailDomain(JsonFolderDomain):
                 "product_id": ("products", "id"), "payment_method_id": ("payment_methods", "id")}
     user_entity = ("users", "id")
 
-    def default_options(self, data_dir: Path | None) -> dict[str, Any]:
-        """Return ``{"mode": "tau-bench"}`` (retail's only mode)."""
+    def legacy_options(self, data_dir: Path | None) -> dict[str, Any]:
+        """Return ``{"mode": "tau-bench"}`` (the mode of every data set but tau2-bench's)."""
         return {"mode": "tau-bench"}
 
     def reference_agent(self, ctx: TrialContext, faults: Mapping[str, float]) -> Agent:

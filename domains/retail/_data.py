@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from domains._common import RecordChecker, dump_tables, insert_rows, read_records, select_rows
+from domains._common import RecordChecker, dump_tables, insert_rows, read_tables, select_rows, strip_user_id
 from domains._common import group_rows as _lists
 from domains._common import key_layout as _layout
 from domains._common import kind as _kind
@@ -44,7 +44,9 @@ __all__ = [
     "FILES",
     "ORDER_KEYS",
     "dump_all",
+    "TABLES",
     "load_folder",
+    "load_tables",
     "order_record",
     "product_record",
     "user_record",
@@ -79,24 +81,33 @@ VARIANT_KEYS = ("item_id", "options", "available", "price")
 
 
 # ------------------------------------------------------------------------------------------------ loading
-def _read(folder: Path, name: str) -> dict[str, Any]:
-    return read_records(folder, name, "retail")
+TABLES = ("users", "orders", "products")
+"""The tables of a retail data set (one file each, or one key each of a tau2 ``db.json``)."""
 
 
 def load_folder(session: Session, folder: Path) -> None:
-    """Insert the data set in ``folder`` (users.json, orders.json, products.json) into an empty database.
+    """Insert a data set into an empty database.
 
     Args:
         session: a Session on a database with the retail schema and no rows.
-        folder: the data directory.
+        folder: the data directory (users.json, orders.json, products.json), or a tau2 ``db.json`` (the file
+            or its folder), whose users may carry their ``user_id``.
 
     Raises:
         DomainError: a file is missing, not JSON, or a record is malformed (names file, key and field).
     """
-    folder = Path(folder)
-    users = _read(folder, "users.json")
-    orders = _read(folder, "orders.json")
-    products = _read(folder, "products.json")
+    load_tables(session, read_tables(Path(folder), TABLES, "retail"))
+
+
+def load_tables(session: Session, tables: Mapping[str, tuple[Path, dict[str, Any]]]) -> None:
+    """Insert already read tables (``{table: (source, records)}``, see :func:`read_tables`) into an empty database.
+
+    Raises:
+        DomainError: a record is malformed (names the source, key and field).
+    """
+    users = tables["users"][1]
+    orders = tables["orders"][1]
+    products = tables["products"][1]
     rows: dict[type, list[dict[str, Any]]] = {
         m: []
         for m in (
@@ -104,16 +115,16 @@ def load_folder(session: Session, folder: Path) -> None:
             FulfillmentItem, Product, Variant,
         )
     }
-    _load_users(folder / "users.json", users, rows)
-    _load_orders(folder / "orders.json", orders, users, rows)
-    _load_products(folder / "products.json", products, rows)
+    _load_users(tables["users"][0], users, rows)
+    _load_orders(tables["orders"][0], orders, users, rows)
+    _load_products(tables["products"][0], products, rows)
     insert_rows(session, rows)
 
 
 def _load_users(path: Path, users: dict[str, Any], rows: dict[type, list[dict[str, Any]]]) -> None:
     for pos, (uid, raw) in enumerate(users.items()):
         r = RecordChecker(path, uid)
-        rec = r.obj(raw, "", USER_KEYS)
+        rec = r.obj(strip_user_id(r, raw), "", USER_KEYS)
         name = r.obj(rec["name"], "name", NAME_KEYS)
         addr = r.obj(rec["address"], "address", ADDRESS_KEYS)
         methods = r.mapping(rec["payment_methods"], "payment_methods")

@@ -13,6 +13,15 @@ Compatibility notes (the peer's behaviour, reproduced on purpose):
 - when the same item id is listed twice, successive occurrences in the order are changed; the price
   difference uses the price of the first occurrence of each listed id;
 - an address written by a tool has its keys in the order ``address1, address2, city, state, country, zip``.
+
+Mode ``tau2`` (option ``mode``, the default for a tau2-bench ``db.json``) reproduces tau2-bench's retail tools
+(``../shared/spec/tau2-semantics.md``): the toolbox has ``get_item_details`` and no ``think`` (16 tools, as
+tau2's source has; the spec's "15" counts one short);
+``modify_pending_order_address`` and ``modify_pending_order_payment`` accept any status containing "pending";
+``modify_pending_order_items`` refuses a new item id equal to the old one and gives every modified item the
+price and options of the *last* new variant (tau2's quirk, kept so its gold states replay); and responses are
+rendered as tau2's models dump them: users carry ``user_id`` first, payment methods and orders have their
+model's key order, and an order's optional fields are present as ``null``.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from simulator import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
     "CANCEL_REASONS",
+    "MODES",
+    "TAU2_TOOLS",
     "TOOLS",
     "calculate",
     "cancel_pending_order",
@@ -38,6 +49,7 @@ __all__ = [
     "find_user_id_by_name_zip",
     "get_order_details",
     "get_product_details",
+    "get_item_details",
     "get_user_details",
     "list_all_product_types",
     "modify_pending_order_address",
@@ -56,14 +68,67 @@ CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 WRITTEN_ADDRESS_KEYS = ["address1", "address2", "city", "state", "country", "zip"]
 """Key order of an address replaced by a tool (the peer's order, which differs from the data files')."""
 
+MODES = ("tau-bench", "tau2")
+"""Tool modes: tau-bench's semantics, or tau2-bench's (see the module docstring)."""
+
+# tau2's model key orders (a pydantic dump lists every field, optional ones as null)
+_T2_USER = ("user_id", "name", "address", "email", "payment_methods", "orders")
+_T2_ADDRESS = ("address1", "address2", "city", "country", "state", "zip")
+_T2_METHOD = {"credit_card": ("source", "id", "brand", "last_four"), "paypal": ("source", "id"),
+              "gift_card": ("source", "id", "balance")}
+_T2_ORDER = ("order_id", "user_id", "address", "items", "status", "fulfillments", "payment_history", "cancel_reason",
+             "exchange_items", "exchange_new_items", "exchange_payment_method_id", "exchange_price_difference",
+             "return_items", "return_payment_method_id")
+_T2_ITEM = ("name", "product_id", "item_id", "price", "options")
+_T2_PAYMENT = ("transaction_type", "amount", "payment_method_id")
+_T2_VARIANT = ("item_id", "options", "available", "price")
+
+
+def _tau2(ctx: ToolContext) -> bool:
+    """True in mode ``tau2``."""
+    return bool(ctx.options.get("mode") == "tau2")
+
+
+def _keys(obj: dict, keys: Sequence[str]) -> dict:  # type: ignore[type-arg]
+    return {k: obj.get(k) for k in keys}
+
+
+def tau2_user(user_id: str, rec: dict) -> dict:  # type: ignore[type-arg]
+    """Render a user record as tau2's ``User`` model dumps it (``user_id`` first, methods in model order)."""
+    out = _keys({**rec, "user_id": user_id}, _T2_USER)
+    out["address"] = _keys(rec["address"], _T2_ADDRESS)
+    out["payment_methods"] = {k: _keys(m, _T2_METHOD.get(m.get("source"), tuple(m)))
+                              for k, m in rec["payment_methods"].items()}
+    return out
+
+
+def tau2_order(rec: dict) -> dict:  # type: ignore[type-arg]
+    """Render an order record as tau2's ``Order`` model dumps it (optional fields present as null)."""
+    out = _keys(rec, _T2_ORDER)
+    out["address"] = _keys(rec["address"], _T2_ADDRESS)
+    out["items"] = [_keys(i, _T2_ITEM) for i in rec["items"]]
+    out["payment_history"] = [_keys(p, _T2_PAYMENT) for p in rec["payment_history"]]
+    return out
+
 
 # ------------------------------------------------------------------------------------------------ helpers
 _DB = TableAccess(Base.metadata)
 """Every read by key and every write of these tools (through the trial's sqlite3 connection)."""
 
 
-def _order_json(conn: sqlite3.Connection, order_id: str) -> str:
-    return json.dumps(order_record(conn, order_id))
+def _order_json(conn: sqlite3.Connection, order_id: str, tau2: bool = False) -> str:
+    """An order's record as JSON (``tau2``: rendered as tau2's model dumps it)."""
+    record = order_record(conn, order_id)
+    assert record is not None
+    return json.dumps(tau2_order(record) if tau2 else record)
+
+
+def _user_json(conn: sqlite3.Connection, ctx: ToolContext, user_id: str) -> str:
+    """A user's record as JSON (mode tau2: rendered as tau2's model dumps it)."""
+    record = user_record(conn, user_id)
+    if record is None:
+        raise ToolError(f"no user with id {user_id!r}")
+    return json.dumps(tau2_user(user_id, record) if _tau2(ctx) else record)
 
 
 def _get_order(conn: sqlite3.Connection, order_id: str) -> Row:
@@ -90,8 +155,9 @@ def _payments(conn: sqlite3.Connection, order_id: str) -> list[Row]:
     return _DB.select(conn, "payments", "order_id = ? ORDER BY position", (order_id,))
 
 
-def _require_status(order: Row, status: str, action: str) -> None:
-    if order["status"] != status:
+def _require_status(order: Row, status: str, action: str, contains: bool = False) -> None:
+    """Refuse an order whose status is not ``status`` (with ``contains``: does not contain it)."""
+    if (status not in order["status"]) if contains else (order["status"] != status):
         raise ToolError(
             f"order {order['id']} has status {order['status']!r}; only {status} orders can be {action}"
         )
@@ -219,10 +285,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
         ctx: the trial's tool context.
         user_id: The user id, such as 'sara_doe_496'.
     """
-    record = user_record(ctx.conn, user_id)
-    if record is None:
-        raise ToolError(f"no user with id {user_id!r}")
-    return json.dumps(record)
+    return _user_json(ctx.conn, ctx, user_id)
 
 
 @tool("read")
@@ -233,10 +296,9 @@ def get_order_details(ctx: ToolContext, order_id: str) -> str:
         ctx: the trial's tool context.
         order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
     """
-    record = order_record(ctx.conn, order_id)
-    if record is None:
+    if order_record(ctx.conn, order_id) is None:
         raise ToolError(f"no order with id {order_id!r}")
-    return json.dumps(record)
+    return _order_json(ctx.conn, order_id, tau2=_tau2(ctx))
 
 
 @tool("read")
@@ -251,6 +313,22 @@ def get_product_details(ctx: ToolContext, product_id: str) -> str:
     if record is None:
         raise ToolError(f"no product with id {product_id!r}")
     return json.dumps(record)
+
+
+@tool("read")
+def get_item_details(ctx: ToolContext, item_id: str) -> str:
+    """Get an item's details: its options, availability and price (mode tau2 only).
+
+    Args:
+        ctx: the trial's tool context.
+        item_id: The item id, such as '6086499569'. An item id differs from a product id.
+    """
+    found = _DB.select(ctx.conn, "variants", "item_id = ?", (item_id,))
+    if not found:
+        raise ToolError("Item not found")
+    variant = found[0]
+    return json.dumps(_keys({"item_id": variant["item_id"], "options": dict(variant["options"]),
+                             "available": bool(variant["available"]), "price": variant["price"]}, _T2_VARIANT))
 
 
 @tool("read")
@@ -292,7 +370,7 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
         _add_to_balance(conn, method, entry["amount"])
     _DB.update(conn, "orders", order, status="cancelled", cancel_reason=reason,
                layout=with_new_keys(order["layout"], "cancel_reason"))
-    return _order_json(conn, order_id)
+    return _order_json(conn, order_id, tau2=_tau2(ctx))
 
 
 @tool("write")
@@ -315,9 +393,9 @@ def modify_pending_order_address(
     """
     conn = ctx.conn
     order = _get_order(conn, order_id)
-    _require_status(order, "pending", "modified")
+    _require_status(order, "pending", "modified", contains=_tau2(ctx))
     _set_address(conn, "orders", order, address1, address2, city, state, country, zip)
-    return _order_json(conn, order_id)
+    return _order_json(conn, order_id, tau2=_tau2(ctx))
 
 
 @tool("write")
@@ -335,7 +413,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
     """
     conn = ctx.conn
     order = _get_order(conn, order_id)
-    _require_status(order, "pending", "modified")
+    _require_status(order, "pending", "modified", contains=_tau2(ctx))
     new_method = _user_method(conn, order, payment_method_id)
     history = _payments(conn, order_id)
     if len(history) != 1 or history[0]["transaction_type"] != "payment":
@@ -355,7 +433,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
     _append_payment(conn, order_id, history, "refund", amount, old_method_id)
     _add_to_balance(conn, new_method, -amount)
     _add_to_balance(conn, _DB.get(conn, "payment_methods", order["user_id"], old_method_id), amount)
-    return _order_json(conn, order_id)
+    return _order_json(conn, order_id, tau2=_tau2(ctx))
 
 
 @tool("write")
@@ -381,6 +459,9 @@ def modify_pending_order_items(
     conn = ctx.conn
     order = _get_order(conn, order_id)
     _require_status(order, "pending", "modified")
+    tau2 = _tau2(ctx)
+    if tau2 and any(old == new for old, new in zip(item_ids, new_item_ids, strict=False)):
+        raise ToolError("The new item id should be different from the old item id")
     items = _items(conn, order_id)
     variants, difference = _check_swaps(conn, order, items, item_ids, new_item_ids)
     method = _user_method(conn, order, payment_method_id)
@@ -393,12 +474,14 @@ def modify_pending_order_items(
     _append_payment(conn, order_id, history, "payment" if difference > 0 else "refund", abs(difference),
                     payment_method_id)
     _add_to_balance(conn, method, -difference)
+    last = variants[-1] if variants else None
     for old_id, variant in zip(item_ids, variants, strict=True):
         item = next(i for i in items if i["item_id"] == old_id)
-        _DB.update(conn, "order_items", item, item_id=variant["item_id"], price=variant["price"],
-                   options=dict(variant["options"]))
+        source = last if tau2 and last is not None else variant  # tau2: the last variant's price and options
+        _DB.update(conn, "order_items", item, item_id=variant["item_id"], price=source["price"],
+                   options=dict(source["options"]))
     _DB.update(conn, "orders", order, status="pending (item modified)")
-    return _order_json(conn, order_id)
+    return _order_json(conn, order_id, tau2=tau2)
 
 
 @tool("write")
@@ -422,7 +505,7 @@ def modify_user_address(
     conn = ctx.conn
     user = _get_user(conn, user_id)
     _set_address(conn, "users", user, address1, address2, city, state, country, zip)
-    return json.dumps(user_record(conn, user_id))
+    return _user_json(conn, ctx, user_id)
 
 
 @tool("write")
@@ -458,7 +541,7 @@ def return_delivered_order_items(
     _DB.update(conn, "orders", order, status="return requested", return_items=sorted(item_ids),
                return_payment_method_id=payment_method_id,
                layout=with_new_keys(order["layout"], "return_items", "return_payment_method_id"))
-    return _order_json(conn, order_id)
+    return _order_json(conn, order_id, tau2=_tau2(ctx))
 
 
 @tool("write")
@@ -500,7 +583,7 @@ def exchange_delivered_order_items(
         layout=with_new_keys(order["layout"], "exchange_items", "exchange_new_items", "exchange_payment_method_id",
                              "exchange_price_difference"),
     )
-    return _order_json(conn, order_id)
+    return _order_json(conn, order_id, tau2=_tau2(ctx))
 
 
 TOOLS = (
@@ -523,7 +606,9 @@ TOOLS = (
 )
 """The 16 retail tools, in the order their schemas are offered to the agent."""
 
+TAU2_TOOLS = tuple(sorted((*(t for t in TOOLS if t is not think), get_item_details), key=lambda t: t.__name__))
+"""The 16 tools of mode ``tau2``: tau2-bench's set (``get_item_details`` added, no ``think``)."""
 
-def retail_toolbox() -> Toolbox:
-    """Return a :class:`~simulator.tools.Toolbox` of the retail tools."""
-    return Toolbox(TOOLS, uses_session=False)
+def retail_toolbox(mode: str = "tau-bench") -> Toolbox:
+    """Return a :class:`~simulator.tools.Toolbox` of the retail tools of a mode (``tau2``: :data:`TAU2_TOOLS`)."""
+    return Toolbox(TAU2_TOOLS if mode == "tau2" else TOOLS, uses_session=False)

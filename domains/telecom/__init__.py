@@ -138,9 +138,9 @@ class TelecomDomain(Domain):
         """Return ``{table: {id: record}}``; the single objects under id ``"1"``."""
         return Docs(trial.raw).dump(self._tables)
 
-    def load_tasks(self, source: str | None = None) -> list[Task]:
-        """Load tau2's telecom ``tasks.json`` (``source``; None: the default data folder's)."""
+    def load_tasks(self, source: str | None = None, split: str | None = None) -> list[Task]:
+        """Load tau2's telecom ``tasks.json`` (``source``; None: the default data folder's; ``split``: one split)."""
         path = Path(source) if source is not None else self.default_data_dir() / "tasks.json"
         if not path.exists() or not is_tau2_file(path):
             raise DomainError(f"--tasks {source}: not a tau2-bench telecom task file")
-        return self._checked(read_tau2_tasks(path), str(path))
+        return self._checked(read_tau2_tasks(path, split=split), str(path))

@@ -119,6 +119,8 @@ def run_command(
     domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
+    split: Annotated[str | None, typer.Option(
+        help="Split of a tau2-bench task file (split_tasks.json beside it; default: its 'base').")] = None,
     task_ids: Annotated[str | None, typer.Option(help="Comma-separated task ids to run.")] = None,
     tags: Annotated[str | None, typer.Option(help="Run the tasks carrying any of these tags (e.g. smoke).")] = None,
     exclude_tags: Annotated[str | None, typer.Option(help="Leave out the tasks carrying any of these tags.")] = None,
@@ -230,7 +232,8 @@ def run_command(
                 spec = RunSpec.model_validate({**spec.model_dump(), **execution})
         else:
             spec = _spec_from_options(
-                domain=domain, data=data, tasks=tasks, task_ids=task_ids, tags=tags, exclude_tags=exclude_tags,
+                domain=domain, data=data, tasks=tasks, split=split, task_ids=task_ids, tags=tags,
+                exclude_tags=exclude_tags,
                 agent=agent, user=user, fallback_user=fallback_user, store=store,
                 personas=personas, trials=trials, seed=seed, max_turns=max_turns, max_steps=max_steps,
                 temperature=temperature, api_base=api_base, option=option, budgets=budgets, judge=judge,
@@ -250,7 +253,8 @@ def _csv(text: str | None) -> list[str] | None:
     return items or None
 
 
-def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, task_ids: str | None,
+def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, split: str | None,
+                       task_ids: str | None,
                        tags: str | None, exclude_tags: str | None, agent: str, fallback_user: str | None,
                        store: str | None,
                        user: str, personas: str | None, trials: int, seed: int, max_turns: int, max_steps: int,
@@ -267,7 +271,7 @@ def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, tas
             raise ValueError("--task-ids: no task id given")
     budget_map = None
     if budgets is not None:
-        all_ids = [t.id for t in dom.load_tasks(tasks)]
+        all_ids = [t.id for t in dom.load_tasks(tasks, split=split)]
         selected = set(wanted) if wanted is not None else set(all_ids)
         budget_map = {k: v for k, v in load_budgets(budgets, all_ids, domain).items() if k in selected}
     persona_list = None
@@ -287,7 +291,7 @@ def _spec_from_options(*, domain: str, data: Path | None, tasks: str | None, tas
     replay = {"args": {k: v for k, v in (("store", store), ("fallback", fallback_user)) if v is not None}} \
         if user.startswith("replay:") else {}
     return RunSpec.model_validate({
-        "domain": domain, "data_dir": str(data) if data else None, "tasks": tasks,
+        "domain": domain, "data_dir": str(data) if data else None, "tasks": tasks, "split": split,
         "options": domain_options(dom, data, option), "task_ids": wanted, "tags": _csv(tags),
         "exclude_tags": _csv(exclude_tags),
         "agent": {"name": agent, **model}, "user": {"name": user, **model, **replay},
@@ -340,6 +344,7 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         services = stack.enter_context(RunServices.open(spec))
         runner = build_runner(spec, services, check=lambda d, t, ts, sel: _check_tasks(d, t, ts, sel, data,
                                                                                 allow_lint_errors))
+        spec = runner.config  # as built: with the hash of the policy the agent gets
         if spec.preflight:
             preflight(runner)
     except SetupError as e:

@@ -9,6 +9,10 @@ judge's yes/no verdicts; counted only when calibrated, see :mod:`simulator.gradi
 Tasks with declarative assertions (task files version 2) also get ``assertions`` (see
 :mod:`simulator.grading.assertions`), and a task's ``grade`` names which components decide pass (see
 :meth:`simulator.tasks.Task.grade_basis`); the others are still computed and recorded.
+Tasks imported from tau2-bench (:mod:`simulator.tau2`) also get ``actions`` and ``env_assertions`` (see
+:mod:`simulator.grading.tau2`); their basis is tau2's ``reward_basis``, the product of which decides pass
+(``judge`` in the basis decides whenever a judge graded it, calibrated or not; without a judge model it is
+``not_graded`` and does not block), and their ``conduct`` names the only endings that are graded.
 A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or was cut off by a cap (``max_turns``,
 ``max_steps``, ``budget_exceeded``) fails whatever its components say.
 """
@@ -29,6 +33,13 @@ from simulator.grading.outputs import OutputsResult, check_outputs
 from simulator.grading.process import ProcessResult, check_process
 from simulator.grading.safety import Violation, find_violations
 from simulator.grading.state import StateResult, grade_state
+from simulator.grading.tau2 import (
+    ActionsResult,
+    EnvAssertionsResult,
+    check_actions,
+    check_env_assertions,
+    communicated_tau2,
+)
 from simulator.metrics import tool_call_accuracy
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
 from simulator.tasks import Budget, ProcessRules, Task
@@ -39,10 +50,10 @@ if TYPE_CHECKING:
     from simulator.domain import Domain
     from simulator.prepared import PreparedTask
 
-__all__ = ["AssertionResult", "AssertionsResult", "BudgetResult", "Grade", "Judge", "JudgeResult", "LoopsResult",
-           "OutputsResult", "ProcessResult", "StateResult", "TaskRules", "Violation", "check_assertions",
-           "check_budget", "check_loops", "check_outputs", "check_process", "effective_rules", "grade_state",
-           "grade_trial"]
+__all__ = ["ActionsResult", "AssertionResult", "AssertionsResult", "BudgetResult", "EnvAssertionsResult", "Grade",
+           "Judge", "JudgeResult", "LoopsResult", "OutputsResult", "ProcessResult", "StateResult", "TaskRules",
+           "Violation", "check_actions", "check_assertions", "check_budget", "check_env_assertions", "check_loops",
+           "check_outputs", "check_process", "effective_rules", "grade_state", "grade_trial"]
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""
@@ -65,6 +76,10 @@ class Grade(BaseModel):
     when ``judge.gating`` (a calibrated judge)."""
     assertions: AssertionsResult | None = None
     """The task's declarative assertions (None: the task has none)."""
+    actions: ActionsResult | None = None
+    """tau2 ACTION: gold actions matched by the trial's calls (None: a task not imported from tau2)."""
+    env_assertions: EnvAssertionsResult | None = None
+    """tau2 ENV_ASSERTION: the task's environment assertions (None: the task has none)."""
     basis: list[str] | None = None
     """The components that decided pass (see :meth:`simulator.tasks.Task.grade_basis`); None for grades recorded
     before it existed (the default five)."""
@@ -140,7 +155,8 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
                 domain: Domain | None = None, budget: Budget | None = None, judge: Judge | None = None,
                 trial_seed: int | None = None, recorded_judge: JudgeResult | None = None,
                 prepared: PreparedTask | None = None, assertions: AssertionsResult | None = None,
-                owners: Mapping[str, str] | None = None) -> Grade:
+                owners: Mapping[str, str] | None = None, env_assertions: EnvAssertionsResult | None = None,
+                communicate: str = "tausim") -> Grade:
     """Grade one trial.
 
     Args:
@@ -163,19 +179,32 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
             None for a task without any.
         owners: call id -> the user owning the records the call acted on (see
             :func:`simulator.grading.safety.record_owners`), for the ``other_user_records`` violations; None: none.
+        env_assertions: the task's environment assertions evaluated on the trial's final state (see
+            :func:`check_env_assertions`); None for a task without any.
+        communicate: the rule of the ``outputs`` component: ``tausim`` (whole tokens, numbers as numbers) or
+            ``tau2`` (tau2-bench's substring rule, the ``communicate`` option); recorded in ``outputs.rule``.
 
     Returns:
         The :class:`Grade`.
     """
     basis = task.grade_basis()
     state = grade_state(diff)
-    out = check_outputs(task.required_outputs, trajectory.agent_texts())
+    if communicate == "tau2":
+        missing = communicated_tau2(task.required_outputs, trajectory.agent_texts())
+        outputs = {"passed": not missing, "missing": missing, "rule": "tau2"}
+    else:
+        out = check_outputs(task.required_outputs, trajectory.agent_texts())
+        outputs = {"passed": out.passed, "missing": list(out.missing)}
+        if task.suite is not None or communicate != "tausim":
+            outputs["rule"] = "tausim"
     failures = []
-    if trajectory.termination_reason in ERROR_REASONS or trajectory.termination_reason in CAP_REASONS:
-        failures.append(str(trajectory.termination_reason))
+    reason = trajectory.termination_reason
+    graded = task.conduct.graded_endings if task.conduct is not None else None
+    if reason in ERROR_REASONS or reason in CAP_REASONS or (graded is not None and str(reason) not in graded):
+        failures.append(str(reason))
     if not state.passed and "state" in basis:
         failures.append("state")
-    if not out.passed and "outputs" in basis:
+    if not outputs["passed"] and "outputs" in basis:
         failures.append("outputs")
     rules = prepared.rules if prepared is not None else effective_rules(task, domain, budget)
     process = check_process(rules.process, trajectory, toolbox)
@@ -196,11 +225,18 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         judge_result: JudgeResult | None = recorded_judge
     else:
         judge_result = grade_judge(task.judge, trajectory.messages, judge, trial_seed)
-    if judge_result is not None and judge_result.gating and not judge_result.passed:
+    if judge_result is not None and not judge_result.passed and (
+            judge_result.gating or ("judge" in basis and judge_result.status != "not_graded")):
         failures.append("judge")
+    actions = check_actions(task.gold_actions, trajectory) if task.suite is not None or "actions" in basis else None
+    if actions is not None and not actions.passed and "actions" in basis:
+        failures.append("actions")
+    if env_assertions is not None and not env_assertions.passed and "env_assertions" in basis:
+        failures.append("env_assertions")
     return Grade(
-        passed=not failures, state=state, outputs={"passed": out.passed, "missing": list(out.missing)},
+        passed=not failures, state=state, outputs=outputs,
         process=process, loops=loops, budget=budget_result, judge=judge_result, assertions=assertions,
+        actions=actions, env_assertions=env_assertions,
         basis=list(basis) if task.grade is not None or task.assertions else None,
         tool_accuracy=_tool_accuracy(task, trajectory, toolbox), violations=violations,
         trajectory=_trajectory_metrics(task, trajectory, toolbox),

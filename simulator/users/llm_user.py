@@ -50,6 +50,7 @@ __all__ = [
     "STOP_TOKEN",
     "TRANSFER_TOKEN",
     "llm_user_factory",
+    "OUT_OF_SCOPE_TOKEN",
     "parse_user_reply",
     "persona_instructions",
     "render_user_prompt",
@@ -190,7 +191,13 @@ def _correction(draft: str, leaks: Sequence[Secret], matcher: SecretMatcher) -> 
             "know or what the agent told you; if the agent asks for it, say that you do not know it.")
 
 
-def parse_user_reply(text: str | None) -> UserTurn:
+OUT_OF_SCOPE_TOKEN = "###OUT-OF-SCOPE###"
+"""tau2-bench's third user stop token (its suites only, see :class:`simulator.tasks.Conduct`)."""
+_OUT_OF_SCOPE_RULE = ("- If your instructions do not say what to do about what the agent says next, reply with "
+                      f"{OUT_OF_SCOPE_TOKEN}.\n")
+
+
+def parse_user_reply(text: str | None, extra_stops: tuple[str, ...] = ()) -> UserTurn:
     """Split a model reply into delivered text and an end-of-conversation signal.
 
     The first token (``###STOP###``, ``###TRANSFER###``, ``###ABANDON###``; spacing and case tolerated) ends
@@ -198,12 +205,17 @@ def parse_user_reply(text: str | None) -> UserTurn:
 
     Args:
         text: the model's reply.
+        extra_stops: further stop tokens of the task's suite (``###OUT-OF-SCOPE###``), matched as written.
 
     Returns:
         A :class:`UserTurn` without usage.
     """
     text = text or ""
     match = _TOKEN_RE.search(text)
+    for token in extra_stops:
+        at = text.find(token)
+        if at >= 0 and (match is None or at < match.start()):
+            return UserTurn(content=text[:at].strip(), stop=True)
     if match is None:
         return UserTurn(content=text.strip())
     content = text[: match.start()].strip()
@@ -259,6 +271,10 @@ class LLMUser:
         self.prompt_hash = hashlib.sha256(prompt_template.encode("utf-8")).hexdigest()
         self.persona = ctx.persona
         prompt = render_user_prompt(ctx.task.scenario, prompt_template)
+        conduct = ctx.task.conduct
+        self._extra_stops = tuple(t for t in (conduct.stop_tokens if conduct else []) if not _TOKEN_RE.fullmatch(t))
+        if OUT_OF_SCOPE_TOKEN in self._extra_stops:
+            prompt += _OUT_OF_SCOPE_RULE
         if self.persona is not None:
             prompt += f"\nYour manner (how you talk; it never changes what you know or want):\n" \
                       f"{persona_instructions(self.persona)}\n"
@@ -359,7 +375,7 @@ class LLMUser:
             except LLMError as e:
                 return UserTurn(content="", usage=usage, error=str(e), error_kind="user_error")
             usage = usage + result.usage
-            turn = parse_user_reply(result.message.content)
+            turn = parse_user_reply(result.message.content, self._extra_stops)
             leaks = self._matcher.find(turn.content, heard) if turn.content else []
             if not leaks:
                 break

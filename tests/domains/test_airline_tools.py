@@ -251,7 +251,7 @@ def test_fourteen_tools_with_documented_schemas() -> None:
     assert book["cabin"]["enum"] == ["basic_economy", "economy", "business"]
     assert book["payment_methods"]["items"]["properties"]["amount"]["type"] == "number"
     assert book["flights"]["items"]["required"] == ["flight_number", "date"]
-    assert domain.option_values == {"mode": ("tau-bench", "tausim")}
+    assert domain.option_values == {"mode": ("tau-bench", "tausim", "tau2")}
     assert domain.default_options(None) == {"mode": "tausim"}
     assert domain.default_options(Path("/any/folder")) == {"mode": "tau-bench"}
 
