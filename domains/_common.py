@@ -785,12 +785,22 @@ class JsonFolderDomain(Domain):
         return {}
 
     def policy_for(self, data_dir: Path | None, options: Mapping[str, Any]) -> str:
-        """Return the suite's own ``policy.md`` for tau2-bench data (next to ``db.json``), else :meth:`policy`.
+        """Return the policy of the suite the data belongs to, else :meth:`policy`.
+
+        tau2-bench data: the ``policy.md`` next to ``db.json``. Other data given with ``--data`` (tau-bench's
+        ``retail/data`` folder): the suite's ``wiki.md`` or ``policy.md`` in that folder or its parent, where
+        tau-bench keeps it; none there (or the built-in data set): :meth:`policy`.
 
         Raises:
             DomainError: tau2 data without a ``policy.md`` beside it.
         """
         if not is_tau2_data(data_dir):
+            if data_dir is not None and Path(data_dir).resolve() != self.default_data_dir().resolve():
+                folder = Path(data_dir)
+                for candidate in (folder / "wiki.md", folder / "policy.md", folder.parent / "wiki.md",
+                                  folder.parent / "policy.md"):
+                    if candidate.is_file():
+                        return candidate.read_text(encoding="utf-8")
             return self.policy()
         assert data_dir is not None
         folder = Path(data_dir) if Path(data_dir).is_dir() else Path(data_dir).parent

@@ -24,7 +24,7 @@ from typing import Any
 from simulator._protocols import UserFactory
 from simulator.cache import SQLiteCache
 from simulator.database import TemplateDatabase
-from simulator.domain import Domain, get_domain
+from simulator.domain import Domain, DomainError, get_domain
 from simulator.ratelimit import RateLimiterRegistry
 from simulator.replay import GoldReplay
 from simulator.runner import Runner
@@ -174,8 +174,16 @@ def build_runner(
             raise ValueError("personas need their definitions (persona_defs) in the run spec")
         personas = [Persona.model_validate(spec.persona_defs[name]) for name in spec.personas]
     # the policy the agent gets (a suite's own, e.g. tau2's policy.md) is recorded by its hash
-    policy = dom.policy_for(template.data_dir, template.options)
+    if spec.policy is not None:
+        try:
+            policy = Path(spec.policy).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise DomainError(f"policy (--policy) {spec.policy}: cannot read: {getattr(e, 'strerror', None) or e}"
+                              ) from e
+    else:
+        policy = dom.policy_for(template.data_dir, template.options)
     spec = spec.model_copy(update={"policy_sha256": hashlib.sha256(policy.encode()).hexdigest()})
-    runner = Runner(dom, template, tasks, agent, users, spec, log=log, judge=judge, personas=personas, gold=gold)
+    runner = Runner(dom, template, tasks, agent, users, spec, log=log, judge=judge, personas=personas, gold=gold,
+                    policy=policy)
     runner.services = services  # type: ignore[attr-defined]
     return runner

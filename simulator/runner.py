@@ -122,6 +122,8 @@ class Runner:
 
     Each task is prepared once (:meth:`prepare`, a :class:`~simulator.prepared.PreparedTask`: gold replayed once,
     rules and budgets merged once, and what ``user_factory.needs`` declares) before its trials; trials share it.
+        policy: the policy text the agent gets (``--policy FILE``); None: :meth:`Domain.policy_for` the data set
+            (an imported suite's own policy file next to its data, else the domain's policy).
         tracing: a :class:`simulator.tracing.Tracing` (OpenTelemetry spans of the run, its trials, turns, tool
             and model calls; each trial's ids in ``TrialResult.trace`` and bound to its log events), or None.
             Only trials run in this process (threads) are traced.
@@ -144,6 +146,7 @@ class Runner:
         personas: Sequence[Persona] | None = None,
         gold: Mapping[str, GoldReplay] | None = None,
         tracing: Any = None,
+        policy: str | None = None,
     ):
         names = [p.name for p in personas or []]
         if names != list(config.personas or []):
@@ -170,7 +173,8 @@ class Runner:
         self._tools = self._toolbox.schemas()
         self._kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
                        for name, spec in self._toolbox.specs.items()}
-        self._policy = domain.policy_for(template.data_dir, template.options)  # e.g. a tau2 suite's policy.md
+        # the policy the agent gets: given (--policy), else the suite's own next to the data, else the domain's
+        self._policy = policy if policy is not None else domain.policy_for(template.data_dir, template.options)
         self._user_toolbox = domain.user_toolbox()
         self._user_tools = self._user_toolbox.schemas() if self._user_toolbox is not None else []
         self._needs = user_needs(user_factory)

@@ -186,6 +186,9 @@ class RunSpec(BaseModel):
     preflight: bool = True
     """Before any trial: build one agent and one user and make one cheap call per distinct model
     (:mod:`simulator.preflight`); a set-up error stops the run before it starts."""
+    policy: str | None = None
+    """A policy file the agent gets instead of the suite's or the domain's (``tausim run --policy FILE``); None: the
+    suite's own policy next to the data (tau-bench's ``wiki.md``, tau2's ``policy.md``), else the domain's."""
     policy_sha256: str | None = None
     """sha256 of the policy text the agent gets (an imported suite's own policy, e.g. tau2's ``policy.md``, or
     the domain's): computed by :func:`simulator.build.build_runner` and recorded with the run (a value given in

@@ -153,6 +153,9 @@ def run_command(
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL for local models.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write every trial and the metrics to this JSON file.")] = None,
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
+    policy: Annotated[Path | None, typer.Option(
+        help="Policy file the agent gets (default: the suite's own next to --data, e.g. tau-bench's wiki.md or "
+             "tau2's policy.md, else the domain's).")] = None,
     store: Annotated[str | None, typer.Option(
         help=f"Results store URL, e.g. {DEFAULT_STORE_URL} (each trial is recorded as it finishes).")] = None,
     run_id: Annotated[str | None, typer.Option(
@@ -217,7 +220,8 @@ def run_command(
                                    ("cache", str(cache) if cache else None), ("rpm", rpm),
                                    ("log_file", str(log_file) if log_file else None),
                                    ("request_timeout", request_timeout), ("max_error_rate", max_error_rate),
-                                   ("preflight", False if no_preflight else None)) if v is not None}
+                                   ("preflight", False if no_preflight else None),
+                                   ("policy", str(policy) if policy else None)) if v is not None}
     previous: list[TrialResult] | None = None
     try:
         if resume_from is not None:
