@@ -177,6 +177,15 @@ class Runner:
         self.prepared: dict[str, PreparedTask] = {}
         """Task id -> the task as prepared for this run (filled by :meth:`prepare`)."""
 
+    def trial_seed(self, task: Task, trial_index: int) -> int:
+        """Return a trial's seed: the task's pinned ``seed`` when it has one, else :func:`derive_seed`.
+
+        Args:
+            task: the task.
+            trial_index: 0-based trial index.
+        """
+        return task.seed if task.seed is not None else derive_seed(self.config.seed, task.id, trial_index)
+
     def prepare(self, task_ids: Iterable[str] | None = None) -> dict[str, PreparedTask]:
         """Prepare tasks once (see :mod:`simulator.prepared`); tasks already prepared are left as they are.
 
@@ -249,7 +258,7 @@ class Runner:
     def _traced_trial(self, task: Task, trial_index: int, persona: str | None) -> TrialResult:
         from simulator.tracing import span_ids
 
-        span = self.tracing.start_trial(task.id, trial_index, derive_seed(self.config.seed, task.id, trial_index),
+        span = self.tracing.start_trial(task.id, trial_index, self.trial_seed(task, trial_index),
                                         persona)
         passed, reason = False, "crash"
         try:
@@ -267,7 +276,7 @@ class Runner:
             from simulator.tracing import span_ids
 
             log = log.bind(**span_ids(span))
-        log.info("trial_start", seed=derive_seed(self.config.seed, task.id, trial_index))
+        log.info("trial_start", seed=self.trial_seed(task, trial_index))
         try:
             res = self._run_bounded(task, trial_index, log, persona, span)
         except Exception as e:
@@ -286,7 +295,7 @@ class Runner:
                  t0: float) -> TrialResult:
         """The result of a trial that ended before (or without) its conversation: failed, not graded."""
         traj = Trajectory(termination_reason=reason, error=error)
-        return TrialResult(task_id=task.id, trial=trial_index, seed=derive_seed(self.config.seed, task.id, trial_index),
+        return TrialResult(task_id=task.id, trial=trial_index, seed=self.trial_seed(task, trial_index),
                            persona=persona, passed=False, termination_reason=str(reason), grade=None,
                            trajectory=traj, duration_s=time.perf_counter() - t0, error=error)
 
@@ -333,7 +342,7 @@ class Runner:
         Raises:
             GoldToolBug: the task's goal state cannot be computed.
         """
-        seed = derive_seed(self.config.seed, task.id, trial_index)
+        seed = self.trial_seed(task, trial_index)
         prepared = self._prepared(task)
         return TrialContext(
             task=task, tools=self._tools, policy=self._policy, seed=seed,
@@ -346,7 +355,7 @@ class Runner:
     def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
                    ) -> TrialResult:
         t0 = time.perf_counter()
-        seed = derive_seed(self.config.seed, task.id, trial_index)
+        seed = self.trial_seed(task, trial_index)
 
         def not_run(reason: TerminationReason, error: str) -> TrialResult:
             return self._not_run(task, trial_index, persona, reason, error, t0)

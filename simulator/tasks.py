@@ -9,7 +9,8 @@ Our format (``*.json``)::
                 "required_outputs": ["..."], "tags": ["cancel"]}]}
 
 Version 2 adds, per task, ``initial_state`` (a fixture: rows to insert, update or delete, a clock time and setup
-actions), ``assertions`` (see :mod:`simulator.assertions`) and ``grade`` (the components that decide pass); a
+actions), ``assertions`` (see :mod:`simulator.assertions`), ``grade`` (the components that decide pass) and ``seed``
+(a pinned trial seed); a
 version 1 file may not use them.
 
 tau-bench v1 format: a JSON list of ``{"user_id", "instruction", "actions": [{"name", "kwargs"}], "outputs"}``;
@@ -108,6 +109,9 @@ class UserScenario(BaseModel):
     """Things the user does not know and must not state (e.g. ``"item ids"``)."""
     opening: str | None = None
     """First message of a scripted user; when None one is made from the instructions."""
+    script: list[str] | None = None
+    """Every user turn pinned, in order (a regression case written by ``tausim hunt``): the scripted user
+    (``--user scripted``) says them instead of ``opening`` (a line may end with ``###STOP###``)."""
     identity: dict[str, str] = Field(default_factory=dict)
     """Identity slots for the rule-based user: ``name``, ``first_name``, ``last_name``, ``zip``, ``email``,
     ``user_id``, ``dob`` ...; given when the agent asks to identify (how many at once: the persona's reveal
@@ -298,6 +302,9 @@ class Task(BaseModel):
     grade: list[GradeComponent] | None = None
     """Components that decide pass (version 2 files); the others are still computed and recorded. None: see
     :meth:`grade_basis`."""
+    seed: int | None = Field(default=None, ge=0, lt=2**64)
+    """A pinned trial seed (a regression case written by ``tausim hunt``): every trial of the task uses it instead
+    of the one derived from the run seed. None: derived (:func:`simulator.runner.derive_seed`)."""
 
     def grade_basis(self) -> tuple[GradeComponent, ...]:
         """Return the components that decide pass.
@@ -386,7 +393,7 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
         for i, raw in enumerate(raw_tasks):
             if version == 1 and isinstance(raw, dict):
                 # a dumped version-1 task carries the newer fields empty (None, []): only a value needs version 2
-                newer = [k for k in ("initial_state", "assertions", "grade") if raw.get(k) not in (None, [])]
+                newer = [k for k in ("initial_state", "assertions", "grade", "seed") if raw.get(k) not in (None, [])]
                 if newer:
                     raise TaskFileError(f"{source}: task [{i}] (id {raw.get('id')!r}): field {newer[0]}: needs a "
                                         'version 2 file ("version": 2)')
