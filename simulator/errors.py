@@ -289,8 +289,7 @@ class WallClockRead(DefectError, RuntimeError):
 
 
 class SnapshotError(InputError, ValueError):
-    """A snapshot cannot be forked: an unknown user move or persona, or an agent or user that does not replay to
-    it as it first ran (not deterministic for its seed)."""
+    """A snapshot cannot be forked: an unknown user move or persona, or actors that do not replay to it."""
 
 
 class SetupActionError(DefectError, ValueError):

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator._messages import Message, UserTurn
+from simulator._messages import Message
 from simulator.cues import asks_confirmation
 from simulator.database import diff_against
 from simulator.dual import env_caller, syncer
@@ -54,37 +54,14 @@ from simulator.runner import Runner
 from simulator.sinks import read_events
 from simulator.tasks import Task
 from simulator.tools import ToolContext
+from simulator.users._moves import MOVES, MovedUser
 from simulator.users._scripted import STOP_TOKEN, ScriptedUser, scripted_user_factory
 
 __all__ = ["MOVES", "Cluster", "Harness", "HuntResult", "HuntTrial", "Snapshot", "cluster", "core", "decision_kind",
            "export_cases", "hunt", "run_case", "signature", "shrink"]
 
-MOVES = ("switch_persona", "change_mind", "wrong_then_correct", "drip_reveal", "push_policy", "off_topic",
-         "impatience", "deny")
-"""Diversity-inducing user moves a fork can make in place of the user's next turn:
-
-- ``switch_persona``: the user plays another persona from then on (``switch_persona:NAME``; plain: the next of the
-  harness's personas after the current one);
-- ``change_mind``: "I've changed my mind, I don't want that", then back to the original request;
-- ``wrong_then_correct``: the user's own answer with every digit altered, then the correct one;
-- ``drip_reveal``: the user's own answer one sentence per turn;
-- ``push_policy``: asks for an exception to the policy;
-- ``off_topic``: an unrelated question;
-- ``impatience``: complains about the time it takes;
-- ``deny``: refuses what the agent proposes.
-"""
-
-_FIXED = {
-    "push_policy": "Can't you just make an exception to the policy this once? I really need this done today.",
-    "off_topic": "Sorry, unrelated question first: do you also sell gift wrapping?",
-    "impatience": "This is taking far too long. Can you please just hurry up?",
-    "deny": "No, please don't do that.",
-    "change_mind": "Actually, wait. I've changed my mind, I don't want that anymore.",
-}
-_CHANGE_BACK = "Sorry, I was confused. Let's do it exactly as I first asked, please."
 _REFUSAL_RE = re.compile(r"\b(?:can't|cannot|can not|unable to|not able to|not allowed|not possible|"
                          r"not eligible|against (?:our|the) policy|I'm sorry, but)\b", re.IGNORECASE)
-_SENT_RE = re.compile(r"(?<=[.!?])\s+")
 
 
 def decision_kind(state: ConversationState) -> str | None:
@@ -132,77 +109,6 @@ class _AgentProxy:
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
-
-
-class _UserProxy:
-    """The simulated user, its calls logged, with user moves replacing given replies (by reply index)."""
-
-    def __init__(self, inner: Any, log: list[tuple[str, Any]], moves: Mapping[int, str],
-                 personas: Mapping[str, Persona]):
-        self.inner = inner
-        self.log = log
-        self.moves = dict(moves)
-        self.personas = dict(personas)
-        self.replies = 0
-        self._follow: str | None = None
-
-    def reply(self, messages: Sequence[Message]) -> UserTurn:
-        self.log.append(("u", len(messages)))
-        i = self.replies
-        self.replies += 1
-        if self._follow is not None:
-            text, self._follow = self._follow, None
-            return UserTurn(content=text)
-        move = self.moves.get(i)
-        if move is None:
-            turn: UserTurn = self.inner.reply(messages)
-            return turn
-        return self._apply(move, messages)
-
-    def _apply(self, move: str, messages: Sequence[Message]) -> UserTurn:
-        name, _, arg = move.partition(":")
-        if name in _FIXED:
-            if name == "change_mind":
-                self._follow = _CHANGE_BACK
-            return UserTurn(content=_FIXED[name])
-        if name == "switch_persona":
-            persona = self.personas.get(arg)
-            if persona is None:
-                raise SnapshotError(f"user move {move!r}: unknown persona {arg!r} (known: {sorted(self.personas)})")
-            if hasattr(self.inner, "persona"):
-                self.inner.persona = persona
-            if isinstance(getattr(self.inner, "metadata", None), dict):
-                self.inner.metadata["persona"] = persona.name
-            return self.inner.reply(messages)  # type: ignore[no-any-return]
-        own: UserTurn = self.inner.reply(messages)
-        if own.stop or own.abandon or own.tool_calls or own.error or not own.content:
-            return own
-        if name == "wrong_then_correct":
-            wrong = re.sub(r"\d", lambda m: str((int(m.group()) + 3) % 10), own.content)
-            if wrong == own.content:
-                return own
-            self._follow = "Sorry, I got that wrong. " + own.content
-            return UserTurn(content=wrong)
-        if name == "drip_reveal":
-            parts = _SENT_RE.split(own.content.strip(), maxsplit=1)
-            if len(parts) == 2:
-                self._follow = parts[1]
-            return UserTurn(content=parts[0])
-        raise SnapshotError(f"unknown user move {move!r}; known: {', '.join(MOVES)}")
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":
-            raise AttributeError(name)
-        attr = getattr(self.inner, name)
-        if name == "observe_progress":
-            log = self.log
-
-            def observe(progress: Any) -> None:
-                log.append(("o", progress))
-                attr(progress)
-
-            return observe
-        return attr
 
 
 def _generators(obj: Any, prefix: str) -> dict[str, Any]:
@@ -357,6 +263,10 @@ class Harness:
                 raise SnapshotError(f"fork: unknown user move {user_move!r}; known: {', '.join(MOVES)}")
             if user_move == "switch_persona":
                 user_move = f"switch_persona:{self._next_persona(snapshot.persona)}"
+            target = user_move.partition(":")[2]
+            if name == "switch_persona" and target not in self.personas:
+                raise SnapshotError(f"user move {user_move!r}: unknown persona {target!r} (known: "
+                                    f"{sorted(self.personas)})")
             moves[snapshot.turn] = user_move
         return self._run(self._task(snapshot.task_id), snapshot.trial_index, snapshot.persona, moves, snapshot,
                          capture, reseed)
@@ -371,7 +281,7 @@ class Harness:
 
     # ------------------------------------------------------------------------------------------------ internals
     def _actors(self, task: Task, trial_index: int, persona: str | None, moves: Mapping[int, str]
-                ) -> tuple[_AgentProxy, _UserProxy, Any]:
+                ) -> tuple[_AgentProxy, MovedUser, Any]:
         r = self.runner
         start = persona if persona is None or persona in r.personas else None
         ctx = r.trial_context(task, trial_index, start)
@@ -379,7 +289,7 @@ class Harness:
             ctx.persona = self.personas[persona]
         log: list[tuple[str, Any]] = []
         agent = _AgentProxy(r.agent_factory(ctx), log)
-        user = _UserProxy(r.user_factory(ctx), log, moves, self.personas)
+        user = MovedUser(r.user_factory(ctx), log, moves, self.personas)
         return agent, user, ctx
 
     def _run(self, task: Task, trial_index: int, persona: str | None, moves: dict[int, str],
@@ -447,7 +357,7 @@ class Harness:
                          fresh_agent_turns=len(traj.progress) - start_turns, parent=snapshot, reseeded=reseeded)
 
     def _snapshot(self, task: Task, trial_index: int, persona: str | None, seed: int, state: ConversationState,
-                  agent: _AgentProxy, user: _UserProxy, ctx: Any, database: bytes, moves: Mapping[int, str]
+                  agent: _AgentProxy, user: MovedUser, ctx: Any, database: bytes, moves: Mapping[int, str]
                   ) -> Snapshot:
         try:
             actors: bytes | None = pickle.dumps((agent.inner, user.inner, ctx.rng))
@@ -467,7 +377,7 @@ class Harness:
         )
 
 
-def _replay(agent: _AgentProxy, user: _UserProxy, snapshot: Snapshot, state: ConversationState) -> None:
+def _replay(agent: _AgentProxy, user: MovedUser, snapshot: Snapshot, state: ConversationState) -> None:
     """Bring freshly built actors to the snapshot by replaying the logged calls; check they say the same."""
     recorded = [m for m in state.trajectory.messages if m.role == "assistant"]
     said: list[Message] = []
@@ -632,13 +542,19 @@ def replay_script(runner: Runner, task: Task, trial_index: int, lines: Sequence[
 
 
 def run_case(runner: Runner, case: Task) -> TrialResult:
-    """Run a regression case (its pinned script and seed) once with the runner's agent and a scripted user."""
-    saved = runner.user_factory
-    runner.user_factory = scripted_user_factory()
-    try:
-        return runner.run_trial(case, 0)
-    finally:
-        runner.user_factory = saved
+    """Run a regression case once (trial 0) with the runner's agent and user.
+
+    A case with ``scenario.script`` needs a scripted user; one with pinned ``seed``, ``persona`` and ``moves`` is
+    played by the user it was found with (the rule user), the runner applying the moves.
+    """
+    if case.scenario.script:
+        saved = runner.user_factory
+        runner.user_factory = scripted_user_factory()
+        try:
+            return runner.run_trial(case, 0)
+        finally:
+            runner.user_factory = saved
+    return runner.run_trial(case, 0)
 
 
 def shrink(runner: Runner, task: Task, trial_index: int, lines: Sequence[str], sig: tuple[str, ...],
@@ -813,21 +729,35 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
 
 
 # ---------------------------------------------------------------------------------------------------- export
-def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = None, shrink_tries: int = 40,
+def _case(task: Task, c: Cluster, member: HuntTrial, moves: Mapping[int, str],
+          personas: Mapping[str, Persona]) -> Task:
+    named = {m.partition(":")[2] for m in moves.values() if m.startswith("switch_persona:")}
+    return task.model_copy(update={
+        "id": c.case_id, "seed": member.result.seed,
+        "scenario": task.scenario.model_copy(update={
+            "persona": personas.get(member.result.persona or ""), "moves": dict(sorted(moves.items())),
+            "move_personas": [personas[n] for n in sorted(named)]}),
+        "tags": [*task.tags, "hunt", f"hunt:{c.signature[0]}"],
+    })
+
+
+def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = None, shrink_tries: int = 20,
                  domain: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """Write each cluster as a regression case (a task of the task format, version 2).
 
-    A case is the cluster's task with the user's turns pinned (``scenario.script``, the shortest failing
-    conversation shrunk), the seed pinned (``seed``), tags ``hunt`` and the signature's layer. It is run with
-    ``tausim run --tasks FILE --user scripted`` and the agent that produced it. A case is kept only when its
-    scripted replay fails the same way on ``runner``'s agent and, when ``clean`` is given, passes on the clean
-    agent (a regression an agent cannot pass names no fault of the agent).
+    A case is the cluster's task with the trial's seed (``seed``), persona (``scenario.persona``) and user moves
+    (``scenario.moves``, shrunk: each dropped while the case still fails the same way) pinned, tagged ``hunt`` and
+    ``hunt:LAYER``; its id is :attr:`Cluster.case_id`. ``tausim run --tasks FILE`` with the agent and the user of
+    the hunt replays it. The cluster's shortest conversation is also shrunk as user turns (:func:`shrink`,
+    ``Cluster.script``) for the report. A cluster is left out (with a note) when all its trials went through a
+    reseeded fork (not replayable from a seed), when its case does not fail the same way, or, when ``clean`` is
+    given, when the clean agent fails it too (a regression no agent can pass names no fault of the agent).
 
     Args:
         runner: the hunt's runner.
         result: the hunt's result (clusters get their ``script`` set).
-        clean: a runner with the clean agent (same tasks), or None.
-        shrink_tries: most replays per cluster when shrinking.
+        clean: a runner with the clean agent (same tasks and user), or None.
+        shrink_tries: most replays per cluster for each shrinking.
         domain: the domain name written in the file (default the runner's).
 
     Returns:
@@ -836,21 +766,38 @@ def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = N
     kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
              for name, spec in runner.domain.toolbox().specs.items()}
     tasks = {t.id: t for t in runner.tasks}
+    personas = dict(Harness(runner).personas)
     cases: list[dict[str, Any]] = []
     notes: list[str] = []
     for c in result.clusters:
-        best = c.shortest
-        task = tasks[best.result.task_id]
-        lines = shrink(runner, task, best.result.trial, best.user_turns(), c.signature, kinds, shrink_tries)
-        if lines is None:
-            notes.append(f"{c.case_id}: left out: its scripted replay does not fail the same way")
+        task = tasks[c.shortest.result.task_id]
+        short = c.shortest
+        c.script = shrink(runner, task, short.result.trial, short.user_turns(), c.signature, kinds, shrink_tries)
+        members = sorted((t for t in c.trials if not t.reseeded), key=lambda t: len(t.user_turns()))
+        if not members:
+            notes.append(f"{c.case_id}: left out: found only by reseeded forks (not replayable from a seed)")
             continue
-        c.script = lines
-        case = task.model_copy(update={
-            "id": c.case_id, "seed": best.result.seed,
-            "scenario": task.scenario.model_copy(update={"script": list(lines) + [STOP_TOKEN]}),
-            "tags": [*task.tags, "hunt", f"hunt:{c.signature[0]}"],
-        })
+        member = members[0]
+        want = core(c.signature)
+
+        def fails(moves: Mapping[int, str], task: Task = task, c: Cluster = c, member: HuntTrial = member,
+                  want: tuple[str, ...] = want) -> bool:
+            s = signature(task, run_case(runner, _case(task, c, member, moves, personas)), kinds)
+            return s is not None and core(s) == want
+
+        moves = dict(member.moves)
+        if not fails(moves):
+            notes.append(f"{c.case_id}: left out: its pinned replay does not fail the same way")
+            continue
+        tries = 1
+        for i in sorted(moves, reverse=True):
+            if tries >= shrink_tries:
+                break
+            tries += 1
+            fewer = {k: v for k, v in moves.items() if k != i}
+            if fails(fewer):
+                moves = fewer
+        case = _case(task, c, member, moves, personas)
         if clean is not None:
             res = run_case(clean, case)
             if not res.passed:

@@ -53,6 +53,7 @@ from simulator.spec import RunSpec
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
 from simulator.user_review import review_user
+from simulator.users._moves import MovedUser
 
 __all__ = ["ERROR_RATE_MIN_TRIALS", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
            "run_summary_json", "trial_key"]
@@ -336,7 +337,7 @@ class Runner:
         Args:
             task: one of the runner's tasks.
             trial_index: 0-based trial index.
-            persona: the persona the user plays, or None.
+            persona: the persona the user plays, or None (then the task's pinned ``scenario.persona``, if any).
             log: the trial's logger, or None.
 
         Raises:
@@ -348,7 +349,7 @@ class Runner:
             task=task, tools=self._tools, policy=self._policy, seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
-            persona=self.personas[persona] if persona is not None else None, prepared=prepared,
+            persona=self.personas[persona] if persona is not None else task.scenario.persona, prepared=prepared,
             user_tools=list(self._user_tools),
         )
 
@@ -375,6 +376,8 @@ class Runner:
             user = self.user_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
             return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
+        if task.scenario.moves:  # a regression case's pinned user moves (tausim hunt)
+            user = MovedUser(user, [], task.scenario.moves, {p.name: p for p in task.scenario.move_personas})
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
