@@ -248,3 +248,50 @@ def test_tausim_run_replays_an_exported_file(exported):
     trials = run["trials"]
     assert len(trials) == len(doc["tasks"]) and all(t["passed"] for t in trials)  # the clean agent passes
     assert {t["seed"] for t in trials} == {c["seed"] for c in doc["tasks"]}  # the pinned seeds
+
+
+def test_a_cached_llm_agent_forks_from_its_message_history_without_model_calls(litellm, monkeypatch, tmp_path):
+    """An LLM agent is resumed by replaying its steps: the response cache answers the whole prefix and, for an
+    unchanged snapshot, the whole continuation too (the same requests)."""
+    from tests.fake_llm import register
+
+    replies = [f"Thanks. Could you tell me your email address, please? ({i})" for i in range(40)]
+    providers = register(monkeypatch, litellm, {"scripted": replies})
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    spec = RunSpec(domain="retail", agent="litellm:scripted/m", user="rule", max_turns=8, preflight=False,
+                   cache=str(tmp_path / "cache.sqlite"))
+    runner = build_runner(spec)
+    harness = Harness(runner)
+    orig = harness.play(runner.tasks[0], 0, None, capture=every_turn)
+    calls = len(providers["scripted"].calls)
+    assert calls >= 3 and orig.result.termination_reason == "max_turns"
+    for snap in orig.snapshots:
+        fork = harness.fork(dataclasses.replace(snap, actors=None))
+        assert [m.model_dump() for m in fork.result.trajectory.messages] == \
+            [m.model_dump() for m in orig.result.trajectory.messages]
+    assert len(providers["scripted"].calls) == calls  # every step of every fork came from the cache
+
+
+def test_tausim_hunt_command_writes_summary_and_cases(tmp_path):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    out, export = tmp_path / "hunt.json", tmp_path / "regressions.json"
+    args = ["hunt", "--domain", "retail", "--agent", f"reference:{FAULTS}", "--personas", "cooperative,impatient",
+            "--budget", "150", "--seed", "2", "--out", str(out), "--export", str(export)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    doc = json.loads(out.read_text())
+    assert doc["agent_turns"] >= 150 and doc["trials"] >= doc["forks"] > 0
+    assert doc["signatures"] == len(doc["clusters"])
+    assert all(c["count"] >= 1 and 0 <= c["budget_share"] <= 1 for c in doc["clusters"])
+    cases = load_tasks(export, domain="retail")
+    assert {c.id for c in cases} <= {c["id"] for c in doc["clusters"]}
+    again = CliRunner().invoke(app, [*args[:-4], "--out", str(tmp_path / "again.json")])
+    assert again.exit_code == 0, again.output
+    again_doc = json.loads((tmp_path / "again.json").read_text())  # the same seed: the same hunt
+    assert [c["signature"] for c in again_doc["clusters"]] == [c["signature"] for c in doc["clusters"]]
+    assert again_doc["agent_turns"] == doc["agent_turns"]
+    bad = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--personas", "no-such-persona"])
+    assert bad.exit_code == 2 and "no-such-persona" in bad.output
