@@ -222,6 +222,10 @@ def test_every_exported_case_fails_on_the_faulty_agent_and_passes_on_the_clean_o
     assert doc["tasks"], f"no case exported; notes: {notes}"
     assert len(doc["tasks"]) + len(notes) == len(result.clusters)
     cases = load_tasks(path, domain="retail")  # the task format round-trips
+    from simulator.authoring import errors as lint_errors
+    from simulator.authoring.lint import lint_tasks
+
+    assert lint_errors(lint_tasks(retail.domain, cases, template=retail.template)) == []
     by_sig = {c.case_id: c for c in result.clusters}
     kinds = _kinds(retail)
     for case in cases:
