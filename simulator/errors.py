@@ -20,6 +20,8 @@ The tree::
     │   │                                  workers cannot build the run (simulator.executors)
     │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
     │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.peer_results)
+    │   ├── SnapshotError(ValueError)      a snapshot cannot be forked: unknown user move or persona, or an agent or
+    │   │                                  user that does not replay to it deterministically (simulator.hunt)
     │   ├── SetupError                     the run cannot work as set up: missing credentials, unknown model,
     │   │                                  unreachable server, a factory that raises (simulator.preflight);
     │   │                                  ``.kind`` names the class
@@ -80,6 +82,7 @@ __all__ = [
     "PersonaError",
     "SetupActionError",
     "SetupError",
+    "SnapshotError",
     "SpecError",
     "RunDocumentError",
     "ScaffoldError",
@@ -283,6 +286,10 @@ class WallClockRead(DefectError, RuntimeError):
 
     Tools take "now" only from the domain's clock (:class:`simulator.sinks.Clock`).
     """
+
+
+class SnapshotError(InputError, ValueError):
+    """A snapshot cannot be forked: an unknown user move or persona, or actors that do not replay to it."""
 
 
 class SetupActionError(DefectError, ValueError):

@@ -35,8 +35,8 @@ from simulator._text import clip_long_tokens
 from simulator.cues import asks_confirmation, is_yes, offers_more_help
 from simulator.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["CAP_REASONS", "ERROR_REASONS", "Limits", "ToolCallRecord", "TerminationReason", "Trajectory",
-           "run_conversation"]
+__all__ = ["CAP_REASONS", "ERROR_REASONS", "ConversationState", "Limits", "ToolCallRecord", "TerminationReason",
+           "Trajectory", "run_conversation"]
 
 
 class TerminationReason(enum.StrEnum):
@@ -237,6 +237,31 @@ class _ProgressJudge:
         return Progress(made=made, signals=tuple(s for s in order if s in signals))
 
 
+@dataclass
+class ConversationState:
+    """The orchestrator's loop state at the start of a user turn (see ``run_conversation``'s ``on_turn``).
+
+    Given to ``on_turn`` as the live objects (copy them to keep them); given back as ``resume`` (as a copy: the
+    loop goes on mutating it) to continue a conversation from that point, with the agent, user and database in
+    the state they had then (see :mod:`simulator.hunt`).
+
+    Attributes:
+        trajectory: the trajectory so far.
+        awaiting: the agent's last message asks for confirmation.
+        judge: the progress judge (what the conversation has seen so far).
+        pending: the last agent turn's progress, not yet given to the user.
+        view: the messages the user sees.
+        seen: the messages the agent sees.
+    """
+
+    trajectory: Trajectory
+    awaiting: bool
+    judge: Any
+    pending: Progress | None
+    view: list[Message]
+    seen: list[Message]
+
+
 def _visible_to_user(m: Message) -> bool:
     """True for the messages the simulated user sees: user and assistant text without tool calls."""
     return m.role in ("user", "assistant") and bool(m.content) and not m.tool_calls
@@ -256,6 +281,8 @@ def run_conversation(
     user_ctx: ToolContext | None = None,
     sync: Callable[[], None] | None = None,
     history: list[Message] | None = None,
+    on_turn: Callable[[ConversationState], None] | None = None,
+    resume: ConversationState | None = None,
 ) -> Trajectory:
     """Run one trial's conversation to termination.
 
@@ -278,6 +305,10 @@ def run_conversation(
         sync: the domain's sync hook, called after every step of agent or user (each tool call and each message).
         history: a prior conversation the trial starts with (tau2 ``message_history``; its tool calls were
             replayed on the database already); the greeting, if any, follows it only when it is empty.
+        on_turn: called at the start of every user turn with the live :class:`ConversationState` (snapshots,
+            :mod:`simulator.hunt`); it must not change it.
+        resume: continue from this state (taken by ``on_turn``, copied) instead of an empty conversation; the
+            agent, user and database must be in the state they had then.
 
     Returns:
         The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
@@ -304,6 +335,9 @@ def run_conversation(
         seen.append(hello)
         view.append(hello)
         traj.turns += 1
+    if resume is not None:
+        traj, awaiting, judge, pending = resume.trajectory, resume.awaiting, resume.judge, resume.pending
+        view, seen = resume.view, resume.seen
 
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         if turn_span:
@@ -320,6 +354,8 @@ def run_conversation(
 
     while True:
         # --- user turn --------------------------------------------------------------------------------
+        if on_turn is not None:
+            on_turn(ConversationState(traj, awaiting, judge, pending, view, seen))
         if traj.turns >= limits.max_turns:
             return end(TerminationReason.MAX_TURNS)
         while True:

@@ -54,6 +54,7 @@ from simulator.spec import RunSpec
 from simulator.tasks import Budget, Task
 from simulator.tools import ToolContext
 from simulator.user_review import review_user
+from simulator.users._moves import MovedUser
 
 __all__ = ["ERROR_RATE_MIN_TRIALS", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
            "run_summary_json", "trial_key"]
@@ -182,6 +183,15 @@ class Runner:
         self.prepared: dict[str, PreparedTask] = {}
         """Task id -> the task as prepared for this run (filled by :meth:`prepare`)."""
 
+    def trial_seed(self, task: Task, trial_index: int) -> int:
+        """Return a trial's seed: the task's pinned ``seed`` when it has one, else :func:`derive_seed`.
+
+        Args:
+            task: the task.
+            trial_index: 0-based trial index.
+        """
+        return task.seed if task.seed is not None else derive_seed(self.config.seed, task.id, trial_index)
+
     def prepare(self, task_ids: Iterable[str] | None = None) -> dict[str, PreparedTask]:
         """Prepare tasks once (see :mod:`simulator.prepared`); tasks already prepared are left as they are.
 
@@ -254,7 +264,7 @@ class Runner:
     def _traced_trial(self, task: Task, trial_index: int, persona: str | None) -> TrialResult:
         from simulator.tracing import span_ids
 
-        span = self.tracing.start_trial(task.id, trial_index, derive_seed(self.config.seed, task.id, trial_index),
+        span = self.tracing.start_trial(task.id, trial_index, self.trial_seed(task, trial_index),
                                         persona)
         passed, reason = False, "crash"
         try:
@@ -272,7 +282,7 @@ class Runner:
             from simulator.tracing import span_ids
 
             log = log.bind(**span_ids(span))
-        log.info("trial_start", seed=derive_seed(self.config.seed, task.id, trial_index))
+        log.info("trial_start", seed=self.trial_seed(task, trial_index))
         try:
             res = self._run_bounded(task, trial_index, log, persona, span)
         except Exception as e:
@@ -291,7 +301,7 @@ class Runner:
                  t0: float) -> TrialResult:
         """The result of a trial that ended before (or without) its conversation: failed, not graded."""
         traj = Trajectory(termination_reason=reason, error=error)
-        return TrialResult(task_id=task.id, trial=trial_index, seed=derive_seed(self.config.seed, task.id, trial_index),
+        return TrialResult(task_id=task.id, trial=trial_index, seed=self.trial_seed(task, trial_index),
                            persona=persona, passed=False, termination_reason=str(reason), grade=None,
                            trajectory=traj, duration_s=time.perf_counter() - t0, error=error)
 
@@ -332,26 +342,26 @@ class Runner:
         Args:
             task: one of the runner's tasks.
             trial_index: 0-based trial index.
-            persona: the persona the user plays, or None.
+            persona: the persona the user plays, or None (then the task's pinned ``scenario.persona``, if any).
             log: the trial's logger, or None.
 
         Raises:
             GoldToolBug: the task's goal state cannot be computed.
         """
-        seed = derive_seed(self.config.seed, task.id, trial_index)
+        seed = self.trial_seed(task, trial_index)
         prepared = self._prepared(task)
         return TrialContext(
             task=task, tools=self._tools, policy=self._policy, seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
-            persona=self.personas[persona] if persona is not None else None, prepared=prepared,
+            persona=self.personas[persona] if persona is not None else task.scenario.persona, prepared=prepared,
             user_tools=list(self._user_tools),
         )
 
     def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
                    ) -> TrialResult:
         t0 = time.perf_counter()
-        seed = derive_seed(self.config.seed, task.id, trial_index)
+        seed = self.trial_seed(task, trial_index)
 
         def not_run(reason: TerminationReason, error: str) -> TrialResult:
             return self._not_run(task, trial_index, persona, reason, error, t0)
@@ -371,6 +381,8 @@ class Runner:
             user = self.user_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
             return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
+        if task.scenario.moves:  # a regression case's pinned user moves (tausim hunt)
+            user = MovedUser(user, [], task.scenario.moves, {p.name: p for p in task.scenario.move_personas})
         conduct = task.conduct
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps,
                         max_tool_errors=conduct.max_tool_errors if conduct else None,

@@ -9,8 +9,9 @@ Our format (``*.json``)::
                 "required_outputs": ["..."], "tags": ["cancel"]}]}
 
 Version 2 adds, per task, ``initial_state`` (a fixture: rows to insert, update or delete, a clock time and setup
-actions), ``assertions`` (see :mod:`simulator.assertions`) and ``grade`` (the components that decide pass); a
-version 1 file may not use them.
+actions), ``assertions`` (see :mod:`simulator.assertions`), ``grade`` (the components that decide pass), ``seed``
+(a pinned trial seed) and, in ``scenario``, ``script``, ``persona``, ``moves`` and ``move_personas`` (regression
+cases of ``tausim hunt``); a version 1 file may not use them.
 
 tau-bench v1 format: a JSON list of ``{"user_id", "instruction", "actions": [{"name", "kwargs"}], "outputs"}``;
 such tasks get ``id`` = their index in the file, as a string.
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.assertions import Assertion
 from simulator.errors import TaskFileError
+from simulator.persona import Persona
 
 __all__ = ["DEFAULT_GRADE", "Action", "Budget", "Conduct", "EnvAssertion", "GradeComponent", "InitialState", "Intent",
            "JudgeAssertion", "Precedence", "ProcessRules", "RowUpdate", "Task", "TaskFileError", "UserScenario",
@@ -151,6 +153,16 @@ class UserScenario(BaseModel):
     """Things the user does not know and must not state (e.g. ``"item ids"``)."""
     opening: str | None = None
     """First message of a scripted user; when None one is made from the instructions."""
+    script: list[str] | None = None
+    """Every user turn pinned, in order (a regression case written by ``tausim hunt``): the scripted user
+    (``--user scripted``) says them instead of ``opening`` (a line may end with ``###STOP###``)."""
+    persona: Persona | None = None
+    """The persona the user plays when the run names none (a regression case written by ``tausim hunt``)."""
+    moves: dict[int, str] = Field(default_factory=dict)
+    """User moves pinned by ``tausim hunt``: user reply index (0-based) -> move (:data:`simulator.users._moves.MOVES`,
+    ``switch_persona:NAME``), made in place of the user's own reply, whatever the user (the runner wraps it)."""
+    move_personas: list[Persona] = Field(default_factory=list)
+    """The personas ``switch_persona:NAME`` moves name."""
     identity: dict[str, str] = Field(default_factory=dict)
     """Identity slots for the rule-based user: ``name``, ``first_name``, ``last_name``, ``zip``, ``email``,
     ``user_id``, ``dob`` ...; given when the agent asks to identify (how many at once: the persona's reveal
@@ -356,6 +368,9 @@ class Task(BaseModel):
     """The suite's orchestration and ending rules (tau2 tasks); None: tausim's."""
     suite: str | None = None
     """The suite the task was imported from (``tau2``), or None for our own and tau-bench v1 tasks."""
+    seed: int | None = Field(default=None, ge=0, lt=2**64)
+    """A pinned trial seed (a regression case written by ``tausim hunt``): every trial of the task uses it instead
+    of the one derived from the run seed. None: derived (:func:`simulator.runner.derive_seed`)."""
 
     def grade_basis(self) -> tuple[GradeComponent, ...]:
         """Return the components that decide pass.
@@ -444,7 +459,10 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
         for i, raw in enumerate(raw_tasks):
             if version == 1 and isinstance(raw, dict):
                 # a dumped version-1 task carries the newer fields empty (None, []): only a value needs version 2
-                newer = [k for k in ("initial_state", "assertions", "grade") if raw.get(k) not in (None, [])]
+                newer = [k for k in ("initial_state", "assertions", "grade", "seed") if raw.get(k) not in (None, [])]
+                scen = raw.get("scenario")
+                newer += [f"scenario.{k}" for k in ("script", "persona", "moves", "move_personas")
+                          if isinstance(scen, dict) and scen.get(k) not in (None, [], {})]
                 if newer:
                     raise TaskFileError(f"{source}: task [{i}] (id {raw.get('id')!r}): field {newer[0]}: needs a "
                                         'version 2 file ("version": 2)')

@@ -15,6 +15,7 @@ from simulator.cli.calibrate import calibrate_command
 from simulator.cli.domain import domain_app
 from simulator.cli.domains import domains_command
 from simulator.cli.gate import baseline_command, gate_command
+from simulator.cli.hunt import hunt_command
 from simulator.cli.imports import import_command
 from simulator.cli.judge import judge_app
 from simulator.cli.personas import personas_command
@@ -46,6 +47,7 @@ def _root(
 
 app.command("run")(run_command)
 app.command("play")(play_command)
+app.command("hunt")(hunt_command)
 app.command("replay")(replay_command)
 app.command("regrade")(regrade_command)
 app.command("import")(import_command)

@@ -103,6 +103,8 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
     def make(ctx: TrialContext) -> ScriptedUser:
         if fixed is not None:
             return ScriptedUser(fixed)
+        if ctx.task.scenario.script:
+            return ScriptedUser(ctx.task.scenario.script, [a for a in ctx.task.gold_actions if a.requestor == "user"])
         opening = ctx.task.scenario.opening or "Hi, I need some help with my account and orders."
         return ScriptedUser([opening], [a for a in ctx.task.gold_actions if a.requestor == "user"])
 
