@@ -1,9 +1,11 @@
 """Per-trial databases, canonical state snapshots and state differences.
 
 Each trial owns a private in-memory SQLite database, a copy of its domain's *template* database. The template
-is built once per process per data set and kept as serialized bytes; one SQLAlchemy engine (NullPool) per
-template has a ``creator`` that deserializes those bytes into a brand-new in-memory connection, so every
-``engine.connect()`` is an independent copy (~1 ms) and trials never share a connection.
+is built once per process per data set and kept as serialized bytes; one SQLAlchemy engine per template has a
+``creator`` that deserializes those bytes into a brand-new in-memory connection. A trial's writes are undone
+when it ends (from the write log and the first-write images the triggers keep) and the copy, the template again,
+serves a later trial from the engine's pool: provisioning costs what the previous trial wrote, not the data
+size, and trials never share a connection at the same time.
 
 State comparison works on snapshots: per table, the rows as tuples keyed by primary key, fetched with one
 ``SELECT`` per table through the raw DB-API connection. Equal tuples are skipped cheaply; only differing rows
@@ -21,9 +23,9 @@ from typing import Any
 
 from sqlalchemy import Engine, MetaData, Table, create_engine, event
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import NullPool, StaticPool
+from sqlalchemy.pool import QueuePool, StaticPool
 
-from simulator.sinks import EVENTS_DDL
+from simulator.sinks import EVENTS_DDL, EVENTS_TABLE
 
 __all__ = [
     "FieldDifference",
@@ -86,11 +88,20 @@ def _connect_template(data: bytes) -> sqlite3.Connection:
 class TemplateDatabase:
     """A domain's initial database, kept as serialized SQLite bytes, from which trial copies are made.
 
+    Provisioning follows the rows written, not the size of the data: a trial's copy is made once (deserialized from
+    the template's bytes) and, when the trial ends, its writes are undone from the write log and the first-write
+    images the triggers keep (``_tausim_writes``, ``_tausim_old_<table>``): each written rowid gets its template
+    row back or is deleted, the event log and ``sqlite_sequence`` are reset. The restored copy goes back to a pool
+    and serves a later trial (on any thread, one trial at a time); a copy whose undo fails, or that was left with
+    an attached database or temporary objects, is closed instead. Copies are never deserialized again.
+
     Args:
         metadata: the schema.
         populate: called once with a Session on a fresh database to insert the data.
         name: label used in errors and logs (e.g. the data directory).
         options: domain options handed to tools of every trial made from this template.
+        pool_size: restored copies kept for later trials (more concurrent trials make more copies, closed when
+            they end beyond this number); each copy holds the whole data set in memory.
 
     The populate callable may raise (bad data file); the error propagates unchanged.
     """
@@ -101,6 +112,7 @@ class TemplateDatabase:
         populate: Callable[[Session], None],
         name: str = "template",
         options: Mapping[str, Any] | None = None,
+        pool_size: int = 4,
     ):
         self.metadata = metadata
         self.name = name
@@ -114,13 +126,16 @@ class TemplateDatabase:
             _install_write_log(raw, metadata)
             raw.execute(EVENTS_DDL)  # the event log (see simulator.sinks), never compared
             raw.commit()
+            sequence = raw.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
             self.data: bytes = raw.serialize()
             build.dispose()
         finally:
             raw.close()
         data = self.data
+        self._undo = _UndoPlan(metadata, sequence)
         self.engine: Engine = create_engine(
-            "sqlite://", poolclass=NullPool, creator=lambda: _connect_template(data)
+            "sqlite://", poolclass=QueuePool, pool_size=pool_size, max_overflow=-1,
+            creator=lambda: _connect_template(data),
         )
 
         @event.listens_for(self.engine, "begin")
@@ -129,7 +144,7 @@ class TemplateDatabase:
 
     @contextmanager
     def trial(self) -> Iterator[TrialDatabase]:
-        """Open a private copy of the template for one trial; closed (and discarded) on exit.
+        """Open a private copy of the template for one trial; restored to the template (or discarded) on exit.
 
         Yields:
             A :class:`TrialDatabase`.
@@ -138,7 +153,59 @@ class TemplateDatabase:
         try:
             yield TrialDatabase(conn, dict(self.options))
         finally:
-            conn.close()
+            restored = False
+            try:
+                driver = conn.connection.driver_connection
+                restored = isinstance(driver, sqlite3.Connection) and self._undo.restore(driver)
+            finally:
+                if not restored:
+                    conn.invalidate()  # closed, never reused
+                conn.close()
+
+
+class _UndoPlan:
+    """How a trial's copy is put back to the template: the SQL that undoes the writes of each table."""
+
+    def __init__(self, metadata: MetaData, sequence: list[tuple[str, int]]):
+        self.sequence = sequence
+        self.per_table: dict[str, tuple[str, ...]] = {}
+        for table in metadata.sorted_tables:
+            old = _old_table(table.name)
+            cols = ", ".join(f'"{c.name}"' for c in table.columns)
+            self.per_table[table.name] = (
+                f'DELETE FROM "{table.name}" WHERE rowid IN (SELECT "_rid" FROM "{old}")',
+                f'INSERT INTO "{table.name}" (rowid, {cols}) SELECT "_rid", {cols} FROM "{old}" WHERE "_absent" = 0',
+                f'DELETE FROM "{old}"',
+            )
+
+    def restore(self, raw: sqlite3.Connection) -> bool:
+        """Undo every write since the template on ``raw``; return False when the copy must not be reused.
+
+        Args:
+            raw: a trial's copy (any transaction left open is rolled back first).
+
+        Returns:
+            True when the copy holds the template again; False when it has an attached database or temporary
+            objects, or the undo failed (then the caller closes it).
+        """
+        try:
+            if raw.in_transaction:
+                raw.rollback()
+            attached = [r[1] for r in raw.execute("PRAGMA database_list") if r[1] not in ("main", "temp")]
+            if attached or raw.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0]:
+                return False
+            raw.execute("BEGIN")
+            for (tbl,) in raw.execute(f'SELECT DISTINCT tbl FROM "{WRITE_LOG}"').fetchall():
+                for sql in self.per_table[tbl]:
+                    raw.execute(sql)
+            raw.execute(f'DELETE FROM "{WRITE_LOG}"')
+            raw.execute(f'DELETE FROM "{EVENTS_TABLE}"')
+            raw.execute("DELETE FROM sqlite_sequence")
+            raw.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", self.sequence)
+            raw.execute("COMMIT")
+        except (sqlite3.Error, KeyError):  # the copy is closed instead of reused: nothing is lost
+            return False
+        return True
 
 
 class TrialDatabase:

@@ -210,3 +210,47 @@ def test_goal_delta_grades_as_the_full_goal_database(tmp_path):
             assert "volatile" in str(e)
         else:
             raise AssertionError("a delta of another spec was compared")
+
+
+def _full_state(raw):
+    """Every table of the copy (bookkeeping ones too) with rowids, and sqlite_sequence."""
+    names = [n for (n,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    return {n: sorted(raw.execute(f'SELECT rowid, * FROM "{n}"').fetchall(), key=repr) if n != "sqlite_sequence"
+            else sorted(raw.execute("SELECT * FROM sqlite_sequence").fetchall()) for n in names}
+
+
+def test_a_copy_is_restored_to_the_template_and_reused(tmp_path):
+    """A trial's writes are undone when it ends; the next trial gets the same copy, equal to a fresh one."""
+    from simulator.database import TemplateDatabase
+    from tests.toy import BankDomain as Dom
+
+    dom = Dom()
+    data = write_data(tmp_path / "d")
+    tpl = TemplateDatabase(dom.install_sinks().metadata, lambda s: dom.populate(s, data, {}), pool_size=1)
+    tb = dom.toolbox()
+    with tpl.trial() as t:
+        first = t.raw
+        fresh = _full_state(t.raw)
+        assert fresh["accounts"] == [(1, "A1", "ann", 100.0), (2, "B2", "bob", 25.0)]
+        assert tb.dispatch(ToolContext(t.session), "transfer", {"src": "A1", "dst": "B2", "amount": 10}).status == "ok"
+        for sql in ("INSERT INTO accounts VALUES ('C3', 'cy', 1.0)", "UPDATE accounts SET id = 'Z9' WHERE id = 'B2'",
+                    "DELETE FROM accounts WHERE id = 'A1'", "INSERT INTO accounts VALUES ('A1', 'new', 5.0)",
+                    "INSERT INTO _tausim_events (step, source, kind, name, data) VALUES (1, 'agent', 'e', 'x', '{}')"):
+            t.raw.execute(sql)
+        t.raw.commit()
+        t.raw.execute("BEGIN")
+        t.raw.execute("DELETE FROM accounts")  # left in an open transaction: rolled back
+    with tpl.trial() as t:
+        assert t.raw is first  # the same copy, not deserialized again
+        assert _full_state(t.raw) == fresh
+        t.raw.execute("INSERT INTO accounts VALUES ('C3', 'cy', 1.0)")
+        t.raw.execute("INSERT INTO _tausim_events (step, source, kind, name, data) VALUES (1, 'agent', 'e', 'x', '{}')")
+        assert t.raw.execute("SELECT rowid FROM accounts WHERE id = 'C3'").fetchone() == (3,)
+        assert t.raw.execute("SELECT seq FROM _tausim_events").fetchall() == [(1,)]
+    with tpl.trial() as t:
+        assert t.raw is first
+        assert _full_state(t.raw) == fresh
+        t.raw.execute("ATTACH DATABASE ':memory:' AS other")  # left attached: the copy is not reused
+    with tpl.trial() as t:
+        assert t.raw is not first
+        assert _full_state(t.raw) == fresh
