@@ -1,9 +1,11 @@
 """Per-trial databases, canonical state snapshots and state differences.
 
 Each trial owns a private in-memory SQLite database, a copy of its domain's *template* database. The template
-is built once per process per data set and kept as serialized bytes; one SQLAlchemy engine (NullPool) per
-template has a ``creator`` that deserializes those bytes into a brand-new in-memory connection, so every
-``engine.connect()`` is an independent copy (~1 ms) and trials never share a connection.
+is built once per process per data set and kept as serialized bytes; one SQLAlchemy engine per template has a
+``creator`` that deserializes those bytes into a brand-new in-memory connection. A trial's writes are undone
+when it ends (from the write log and the first-write images the triggers keep) and the copy, the template again,
+serves a later trial from the engine's pool: provisioning costs what the previous trial wrote, not the data
+size, and trials never share a connection at the same time.
 
 State comparison works on snapshots: per table, the rows as tuples keyed by primary key, fetched with one
 ``SELECT`` per table through the raw DB-API connection. Equal tuples are skipped cheaply; only differing rows
@@ -22,18 +24,20 @@ from typing import Any
 
 from sqlalchemy import Engine, MetaData, Table, create_engine, event
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import NullPool, StaticPool
+from sqlalchemy.pool import QueuePool, StaticPool
 
-from simulator.sinks import EVENTS_DDL
+from simulator.sinks import EVENTS_DDL, EVENTS_TABLE
 
 __all__ = [
     "FieldDifference",
     "RowChange",
     "Snapshot",
     "StateDiff",
+    "StateDelta",
     "StateSpec",
     "TemplateDatabase",
     "TrialDatabase",
+    "capture_delta",
     "diff_against",
     "diff_snapshots",
     "json_diff",
@@ -85,11 +89,20 @@ def _connect_template(data: bytes) -> sqlite3.Connection:
 class TemplateDatabase:
     """A domain's initial database, kept as serialized SQLite bytes, from which trial copies are made.
 
+    Provisioning follows the rows written, not the size of the data: a trial's copy is made once (deserialized from
+    the template's bytes) and, when the trial ends, its writes are undone from the write log and the first-write
+    images the triggers keep (``_tausim_writes``, ``_tausim_old_<table>``): each written rowid gets its template
+    row back or is deleted, the event log and ``sqlite_sequence`` are reset. The restored copy goes back to a pool
+    and serves a later trial (on any thread, one trial at a time); a copy whose undo fails, or that was left with
+    an attached database or temporary objects, is closed instead. Copies are never deserialized again.
+
     Args:
         metadata: the schema.
         populate: called once with a Session on a fresh database to insert the data.
         name: label used in errors and logs (e.g. the data directory).
         options: domain options handed to tools of every trial made from this template.
+        pool_size: restored copies kept for later trials (more concurrent trials make more copies, closed when
+            they end beyond this number); each copy holds the whole data set in memory.
 
     The populate callable may raise (bad data file); the error propagates unchanged.
     """
@@ -100,6 +113,7 @@ class TemplateDatabase:
         populate: Callable[[Session], None],
         name: str = "template",
         options: Mapping[str, Any] | None = None,
+        pool_size: int = 4,
     ):
         self.metadata = metadata
         self.name = name
@@ -115,13 +129,16 @@ class TemplateDatabase:
             _install_write_log(raw, metadata)
             raw.execute(EVENTS_DDL)  # the event log (see simulator.sinks), never compared
             raw.commit()
+            sequence = raw.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
             self.data: bytes = raw.serialize()
             build.dispose()
         finally:
             raw.close()
         data = self.data
+        self._undo = _UndoPlan(metadata, sequence)
         self.engine: Engine = create_engine(
-            "sqlite://", poolclass=NullPool, creator=lambda: _connect_template(data)
+            "sqlite://", poolclass=QueuePool, pool_size=pool_size, max_overflow=-1,
+            creator=lambda: _connect_template(data),
         )
 
         @event.listens_for(self.engine, "begin")
@@ -130,16 +147,70 @@ class TemplateDatabase:
 
     @contextmanager
     def trial(self) -> Iterator[TrialDatabase]:
-        """Open a private copy of the template for one trial; closed (and discarded) on exit.
+        """Open a private copy of the template for one trial; restored to the template (or discarded) on exit.
 
         Yields:
             A :class:`TrialDatabase`.
         """
         conn = self.engine.connect()
+        trial = TrialDatabase(conn, dict(self.options))
         try:
-            yield TrialDatabase(conn, dict(self.options))
+            yield trial
         finally:
-            conn.close()
+            restored = False
+            try:
+                driver = conn.connection.driver_connection
+                restored = (trial.reusable and isinstance(driver, sqlite3.Connection)
+                            and self._undo.restore(driver))
+            finally:
+                if not restored:
+                    conn.invalidate()  # closed, never reused
+                conn.close()
+
+
+class _UndoPlan:
+    """How a trial's copy is put back to the template: the SQL that undoes the writes of each table."""
+
+    def __init__(self, metadata: MetaData, sequence: list[tuple[str, int]]):
+        self.sequence = sequence
+        self.per_table: dict[str, tuple[str, ...]] = {}
+        for table in metadata.sorted_tables:
+            old = _old_table(table.name)
+            cols = ", ".join(f'"{c.name}"' for c in table.columns)
+            self.per_table[table.name] = (
+                f'DELETE FROM "{table.name}" WHERE rowid IN (SELECT "_rid" FROM "{old}")',
+                f'INSERT INTO "{table.name}" (rowid, {cols}) SELECT "_rid", {cols} FROM "{old}" WHERE "_absent" = 0',
+                f'DELETE FROM "{old}"',
+            )
+
+    def restore(self, raw: sqlite3.Connection) -> bool:
+        """Undo every write since the template on ``raw``; return False when the copy must not be reused.
+
+        Args:
+            raw: a trial's copy (any transaction left open is rolled back first).
+
+        Returns:
+            True when the copy holds the template again; False when it has an attached database or temporary
+            objects, or the undo failed (then the caller closes it).
+        """
+        try:
+            if raw.in_transaction:
+                raw.rollback()
+            attached = [r[1] for r in raw.execute("PRAGMA database_list") if r[1] not in ("main", "temp")]
+            if attached or raw.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0]:
+                return False
+            raw.execute("BEGIN")
+            for (tbl,) in raw.execute(f'SELECT DISTINCT tbl FROM "{WRITE_LOG}"').fetchall():
+                for sql in self.per_table[tbl]:
+                    raw.execute(sql)
+            raw.execute(f'DELETE FROM "{WRITE_LOG}"')
+            raw.execute(f'DELETE FROM "{EVENTS_TABLE}"')
+            raw.execute("DELETE FROM sqlite_sequence")
+            raw.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", self.sequence)
+            raw.execute("COMMIT")
+        except (sqlite3.Error, KeyError):  # the copy is closed instead of reused: nothing is lost
+            return False
+        return True
 
 
 class TrialDatabase:
@@ -155,6 +226,22 @@ class TrialDatabase:
         self.connection = connection
         self.session = Session(bind=connection, autobegin=False, expire_on_commit=True)
         self.options = options
+        self.reusable = True
+        """Whether the copy may be restored to the template and reused after the trial (see
+        :meth:`TemplateDatabase.trial`); False once :meth:`load` replaced its content."""
+
+    def load(self, data: bytes) -> None:
+        """Replace the whole database with ``data`` (``sqlite3.Connection.serialize()`` bytes, e.g. a snapshot).
+
+        The copy is then closed at the end of the trial instead of being reused: sqlite's cached statements of a
+        connection whose database was replaced must never run again (they may point at a freed schema). Use this,
+        never ``raw.deserialize``, on a trial database.
+
+        Args:
+            data: the serialized database.
+        """
+        self.reusable = False
+        self.raw.deserialize(data)
 
     @property
     def raw(self) -> sqlite3.Connection:
@@ -164,13 +251,19 @@ class TrialDatabase:
         return driver
 
 
-def _select(table: Table, spec: StateSpec, schema: str) -> tuple[str, list[int]]:
-    """Return ``SELECT <compared columns> FROM schema.table`` and the primary-key positions in it."""
+def _select(table: Table, spec: StateSpec, schema: str, *, with_rowid: bool = False,
+            table_ref: bool = False) -> tuple[str, list[int]]:
+    """Return ``SELECT <compared columns> FROM schema.table`` and the primary-key positions in it.
+
+    ``with_rowid`` puts the rowid first (the positions then still count from the first compared column);
+    ``table_ref`` takes ``schema`` as the whole table reference (another table with the same columns).
+    """
     volatile = spec.volatile_columns.get(table.name, frozenset())
     cols = [c.name for c in table.columns if c.name not in volatile]
     pk_idx = [cols.index(c.name) for c in table.primary_key.columns]
-    sql = 'SELECT {} FROM {}."{}"'.format(", ".join(f'"{c}"' for c in cols), schema, table.name)
-    return sql, pk_idx
+    source = schema if table_ref else f'{schema}."{table.name}"'
+    names = ", ".join(f'"{c}"' for c in cols)
+    return f"SELECT {'rowid, ' if with_rowid else ''}{names} FROM {source}", pk_idx
 
 
 def _keyed(rows: list[Any], pk_idx: list[int]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
@@ -198,48 +291,165 @@ WRITE_LOG = "_tausim_writes"
 """Bookkeeping table: ``(tbl, rid)`` for every row inserted, updated or deleted since the template was built."""
 
 
+OLD_PREFIX = "_tausim_old_"
+"""Bookkeeping tables ``_tausim_old_<table>``: each written row's values before its first write since the template
+was built (its template row), keyed by rowid ``_rid``; ``_absent`` = 1 when there was no row at that rowid."""
+
+
+def _old_table(name: str) -> str:
+    return f"{OLD_PREFIX}{name}"
+
+
 def _install_write_log(raw: sqlite3.Connection, metadata: MetaData) -> None:
-    """Create the write log and, on every table, triggers that record the rowid of each written row."""
+    """Create the write log and, on every table, triggers that record the rowid of each written row.
+
+    The triggers also keep each written row's template values (its values before its first write) in the table's
+    ``_tausim_old_<table>`` (columns untyped, so values are stored exactly as they were), so that a comparison
+    with a goal delta needs neither the template nor the goal database.
+    """
     raw.execute(f'CREATE TABLE "{WRITE_LOG}" (tbl TEXT NOT NULL, rid INTEGER NOT NULL)')
     for table in metadata.sorted_tables:
         name = table.name
-        for event_name, ref in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")):
+        old = _old_table(name)
+        cols = [c.name for c in table.columns]
+        raw.execute(f'CREATE TABLE "{old}" ("_rid" INTEGER PRIMARY KEY, "_absent" INTEGER NOT NULL, '
+                    + ", ".join(f'"{c}"' for c in cols) + ")")
+        keep_old = (f'INSERT OR IGNORE INTO "{old}" VALUES (OLD.rowid, 0, '
+                    + ", ".join(f'OLD."{c}"' for c in cols) + ");")
+        for event_name, ref, first in (
+            ("INSERT", "NEW", f'INSERT OR IGNORE INTO "{old}" ("_rid", "_absent") VALUES (NEW.rowid, 1);'),
+            ("UPDATE", "NEW", keep_old),
+            ("DELETE", "OLD", keep_old),
+        ):
             raw.execute(
                 f'CREATE TRIGGER "_tausim_{name}_{event_name.lower()}" AFTER {event_name} ON "{name}" '
-                f"BEGIN INSERT INTO \"{WRITE_LOG}\" VALUES ('{name}', {ref}.rowid); END"
+                f"BEGIN {first} INSERT INTO \"{WRITE_LOG}\" VALUES ('{name}', {ref}.rowid); END"
             )
             if event_name == "UPDATE":  # an update that changes the rowid leaves the old one stale too
                 raw.execute(
                     f'CREATE TRIGGER "_tausim_{name}_update_old" AFTER UPDATE ON "{name}" '
-                    f"WHEN OLD.rowid <> NEW.rowid BEGIN INSERT INTO \"{WRITE_LOG}\" VALUES ('{name}', OLD.rowid); END"
+                    f"WHEN OLD.rowid <> NEW.rowid BEGIN "
+                    f'INSERT OR IGNORE INTO "{old}" ("_rid", "_absent") VALUES (NEW.rowid, 1); '
+                    f"INSERT INTO \"{WRITE_LOG}\" VALUES ('{name}', OLD.rowid); END"
                 )
     raw.commit()
 
 
-def diff_against(raw: sqlite3.Connection, goal: bytes, spec: StateSpec) -> StateDiff:
-    """Compare a trial database with its goal database, looking only at rows either side wrote.
+def _written(raw: sqlite3.Connection, schema: str = "main") -> dict[str, set[int]]:
+    """Return ``{table: {rowid, ...}}`` of the rows written in ``schema`` since the template was built."""
+    written: dict[str, set[int]] = {}
+    for tbl, rid in raw.execute(f'SELECT tbl, rid FROM {schema}."{WRITE_LOG}"'):
+        written.setdefault(tbl, set()).add(rid)
+    return written
 
-    Both databases are copies of the same template, whose triggers log the rowid of every row inserted,
-    updated or deleted (table ``_tausim_writes``). A row can differ only if one side wrote it, so the goal is
-    attached as schema ``goal`` and just the rows at the union of logged rowids are fetched from both sides
-    and compared by primary key, field by field at the declared precision. The cost grows with the number of
-    written rows, not with the size of the database.
+
+_IN_IDS = " WHERE rowid IN (SELECT value FROM json_each(?))"
+
+
+@dataclass(frozen=True)
+class StateDelta:
+    """A goal state as the rows a replay wrote: what grading needs of it, in memory that follows the changed rows.
+
+    Made by :func:`capture_delta` from the database the gold actions were replayed on (a copy of the template
+    with write-log triggers); compared with a trial database by :func:`diff_against`. Rows the replay did not
+    write are the template's, which the trial database holds (or kept as its rows' first-write values).
+
+    Attributes:
+        rows: ``{table: {rowid: row tuple of the compared columns (table order, volatile columns left out), or
+            None when no row is left at that rowid}}`` for every row written.
+        volatile: the volatile columns left out, ``{table: (column, ...)}`` (a delta is compared with the spec it
+            was captured with).
+    """
+
+    rows: Mapping[str, Mapping[int, tuple[Any, ...] | None]]
+    volatile: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def row_count(self) -> int:
+        """Return the number of rows written (present or removed)."""
+        return sum(len(r) for r in self.rows.values())
+
+
+def capture_delta(raw: sqlite3.Connection, spec: StateSpec) -> StateDelta:
+    """Capture the rows written in a database since its template was built, as a :class:`StateDelta`.
+
+    Args:
+        raw: a sqlite3 connection of a template copy (no transaction open), e.g. after the gold actions.
+        spec: the domain's state spec (the compared tables and columns).
+
+    Returns:
+        The delta: for each compared table, each written rowid's current compared columns, or None.
+    """
+    written = _written(raw)
+    rows: dict[str, dict[int, tuple[Any, ...] | None]] = {}
+    for table in spec.tables():
+        rids = written.get(table.name)
+        if not rids:
+            continue
+        sql, _ = _select(table, spec, "main", with_rowid=True)
+        found = {r[0]: tuple(r[1:]) for r in raw.execute(sql + _IN_IDS, (json.dumps(sorted(rids)),))}
+        rows[table.name] = {rid: found.get(rid) for rid in sorted(rids)}
+    volatile = {t: tuple(sorted(c)) for t, c in spec.volatile_columns.items() if c}
+    return StateDelta(rows, volatile)
+
+
+def _diff_delta(raw: sqlite3.Connection, goal: StateDelta, spec: StateSpec) -> StateDiff:
+    volatile = {t: tuple(sorted(c)) for t, c in spec.volatile_columns.items() if c}
+    if dict(goal.volatile) != volatile:
+        raise ValueError(f"diff_against: the goal delta was captured with volatile columns {dict(goal.volatile)}, "
+                         f"the state spec has {volatile}")
+    written = _written(raw)
+    expected: Snapshot = {}
+    actual: Snapshot = {}
+    for table in spec.tables():
+        goal_rows = goal.rows.get(table.name, {})
+        mine = written.get(table.name, set())
+        if not goal_rows and not mine:
+            continue
+        sql, pk_idx = _select(table, spec, "main")
+        ids = json.dumps(sorted(mine.union(goal_rows)))
+        actual[table.name] = _keyed(raw.execute(sql + _IN_IDS, (ids,)).fetchall(), pk_idx)
+        exp = [r for r in goal_rows.values() if r is not None]
+        template_side = sorted(mine.difference(goal_rows))  # rows the goal left as in the template
+        if template_side:
+            old_sql, _ = _select(table, spec, f'main."{_old_table(table.name)}"', table_ref=True)
+            exp.extend(raw.execute(old_sql + ' WHERE "_absent" = 0 AND "_rid" IN (SELECT value FROM json_each(?))',
+                                   (json.dumps(template_side),)).fetchall())
+        expected[table.name] = _keyed(exp, pk_idx)
+    return diff_snapshots(expected, actual, spec)
+
+
+def diff_against(raw: sqlite3.Connection, goal: bytes | StateDelta, spec: StateSpec) -> StateDiff:
+    """Compare a trial database with its goal state, looking only at rows either side wrote.
+
+    The trial database and the goal are both copies of the same template, whose triggers log the rowid of every
+    row inserted, updated or deleted (table ``_tausim_writes``). A row can differ only if one side wrote it, so
+    just the rows at the union of written rowids are compared by primary key, field by field at the declared
+    precision. The cost grows with the number of written rows, not with the size of the database.
+
+    With a :class:`StateDelta` (see :func:`capture_delta`) nothing is attached: the goal's rows are the delta's,
+    and a row the trial wrote but the goal did not is expected as in the template, read from the trial's own
+    record of its values before its first write.
 
     Args:
         raw: the trial's sqlite3 connection (no transaction open).
-        goal: ``sqlite3.Connection.serialize()`` of the goal database (same template, gold actions replayed).
+        goal: the goal state: a :class:`StateDelta`, or ``sqlite3.Connection.serialize()`` of the goal database
+            (same template, gold actions replayed), then attached as schema ``goal`` for the comparison.
         spec: the domain's state spec.
 
     Returns:
         The same :class:`StateDiff` as :func:`diff_snapshots` of full snapshots (expected = goal).
+
+    Raises:
+        ValueError: a delta captured with other volatile columns than ``spec``'s.
     """
+    if isinstance(goal, StateDelta):
+        return _diff_delta(raw, goal, spec)
     raw.execute("ATTACH DATABASE ':memory:' AS goal")
     try:
         raw.deserialize(goal, name="goal")
-        written: dict[str, set[int]] = {}
-        for schema in ("main", "goal"):
-            for tbl, rid in raw.execute(f'SELECT tbl, rid FROM {schema}."{WRITE_LOG}"'):
-                written.setdefault(tbl, set()).add(rid)
+        written = _written(raw)
+        for tbl, goal_rids in _written(raw, "goal").items():
+            written.setdefault(tbl, set()).update(goal_rids)
         expected: Snapshot = {}
         actual: Snapshot = {}
         for table in spec.tables():
@@ -247,7 +457,7 @@ def diff_against(raw: sqlite3.Connection, goal: bytes, spec: StateSpec) -> State
             if not rids:
                 continue
             ids = json.dumps(sorted(rids))
-            where = " WHERE rowid IN (SELECT value FROM json_each(?))"
+            where = _IN_IDS
             main_sql, pk_idx = _select(table, spec, "main")
             goal_sql, _ = _select(table, spec, "goal")
             actual[table.name] = _keyed(raw.execute(main_sql + where, (ids,)).fetchall(), pk_idx)

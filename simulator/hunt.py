@@ -321,7 +321,7 @@ class Harness:
         with r.template.trial() as db:
             prepare_trial(r.domain, db, task)
             if snapshot is not None:
-                db.raw.deserialize(snapshot.database)
+                db.load(snapshot.database)
             tool_ctx = ToolContext(db.session, db.options)
 
             def on_turn(state: ConversationState) -> None:

@@ -29,7 +29,7 @@ from simulator.tasks import Budget, Task, UserScenario
 
 if TYPE_CHECKING:
     from simulator._protocols import TrialContext
-    from simulator.database import TemplateDatabase
+    from simulator.database import StateDelta, TemplateDatabase
     from simulator.tools import Toolbox
     from simulator.users._leak import SecretMatcher
 
@@ -70,8 +70,8 @@ class PreparedTask:
     secrets: SecretMatcher | None = None
 
     @property
-    def goal(self) -> bytes | None:
-        """The goal database (serialized), or None when a gold action hit a tool bug (see ``gold.bug``)."""
+    def goal(self) -> StateDelta | bytes | None:
+        """The goal state (the rows the gold replay changed), or None when a gold action hit a tool bug."""
         return self.gold.goal
 
     @property

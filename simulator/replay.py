@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from simulator.database import TemplateDatabase, TrialDatabase, json_diff
+from simulator.database import StateDelta, TemplateDatabase, TrialDatabase, capture_delta, json_diff
 from simulator.domain import Domain
 from simulator.dual import SetupActionError, has_user_side, run_action, run_setup_actions, syncer
 from simulator.errors import DomainError, GoldToolBug
@@ -122,8 +122,9 @@ class GoldReplay:
         actions: the gold actions replayed (a replay belongs to a task only while its gold actions are these).
         statuses: one :class:`GoldStatus` per action run, in order; the replay stops after an action that ends the
             conversation or hits a tool bug, so there may be fewer statuses than actions.
-        goal: the goal database (``sqlite3.Connection.serialize()`` bytes), or None when a gold action hit a tool
-            bug.
+        goal: the goal state: the rows the gold replay wrote (:class:`~simulator.database.StateDelta`, memory
+            following the changed rows; a serialized goal database, ``sqlite3.Connection.serialize()`` bytes, is
+            accepted too), or None when a gold action hit a tool bug.
         bug: the :class:`GoldToolBug` message when a gold action hit a tool bug (or the task's fixture could not
             be applied), else None.
         initial: the task's initial state (the template with its ``initial_state`` fixture applied, serialized)
@@ -133,12 +134,12 @@ class GoldReplay:
     task_id: str
     actions: tuple[Action, ...]
     statuses: tuple[GoldStatus, ...]
-    goal: bytes | None
+    goal: StateDelta | bytes | None
     bug: str | None = None
     initial: bytes | None = None
 
-    def goal_state(self) -> bytes:
-        """Return the goal database (serialized; compare with :func:`simulator.database.diff_against`).
+    def goal_state(self) -> StateDelta | bytes:
+        """Return the goal state (compare with :func:`simulator.database.diff_against`).
 
         Raises:
             GoldToolBug: a gold action hit a bug in a tool (the recorded error, raised anew).
@@ -192,15 +193,15 @@ def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox:
             statuses.append(GoldStatus(action.name, out.status, None if out.status == "ok" else out.content))
             if out.ends_conversation and not tau2:
                 break
-        goal = None if bug is not None else trial.raw.serialize()
+        goal = None if bug is not None else capture_delta(trial.raw, domain.state_spec())
     return GoldReplay(task.id, tuple(task.gold_actions), tuple(statuses), goal, bug, initial)
 
 
-def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> bytes:
+def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> StateDelta | bytes:
     """Return the goal state of a task: the template with its fixture applied and its gold actions replayed.
 
     Returns:
-        ``sqlite3.Connection.serialize()`` bytes of the goal database (compare with
+        The rows that changed, a :class:`~simulator.database.StateDelta` (compare with
         :func:`simulator.database.diff_against`).
 
     Raises:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
-from simulator.database import TemplateDatabase, diff_against
+from simulator.database import StateDelta, TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.dual import env_caller, has_user_side, syncer
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
@@ -226,8 +226,8 @@ class Runner:
         return prepare_task(self.domain, self.template, task, budget=(self.config.budgets or {}).get(task.id),
                             needs=self._needs, toolbox=self._toolbox, policy=self._policy)
 
-    def goal(self, task: Task) -> bytes:
-        """Return the task's goal database (serialized), from the task's preparation (made once per runner).
+    def goal(self, task: Task) -> StateDelta | bytes:
+        """Return the task's goal state (:class:`~simulator.database.StateDelta`), from its preparation (once).
 
         Raises:
             GoldToolBug: a gold action hit a bug in a tool.
@@ -524,7 +524,8 @@ class Runner:
 
 
 def regrade_trial(
-    domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult, goal: bytes | None = None,
+    domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult,
+    goal: StateDelta | bytes | None = None,
     budget: Budget | None = None, prepared: PreparedTask | None = None,
 ) -> tuple[TrialResult, list[str]]:
     """Grade a recorded trial again from its trajectory, without calling any model.
@@ -539,7 +540,7 @@ def regrade_trial(
         template: the template database the trial ran on.
         task: the task, as it is now.
         result: the recorded trial.
-        goal: the task's goal database if already computed (see :func:`simulator.replay.goal_database`).
+        goal: the task's goal state if already computed (see :func:`simulator.replay.goal_database`).
         budget: the run's budget for the task (its ``--budgets`` entry), if any.
         prepared: the task prepared as for a run (:func:`simulator.prepared.prepare_task` with the run's budget):
             its goal state and merged rules are used (``goal`` and ``budget`` are then not read); it must be of
