@@ -180,3 +180,22 @@ def test_tau_bench_retail_duplicates():
             expected.add(str(i))
         seen.setdefault(key, i)
     assert expected and {f.task_id for f in findings if f.rule == "duplicate"} == expected
+
+
+TAU2_TELECOM = PEERS.parent / "tau2-bench" / "telecom"
+
+
+@pytest.mark.skipif(not (TAU2_TELECOM / "tasks_small.json").exists(), reason="tau2-bench telecom data not found")
+def test_dual_control_tasks_lint_with_user_side_gold_and_env_assertions():
+    # tau2's telecom tasks: gold actions the user makes on their own phone, and assertions calling the domain's
+    # assertion functions. Lint used to crash on the latter and skip the former (then call every assertion
+    # failing on the "gold final state"), so `tausim run` refused the task set.
+    dom = get_domain("telecom")
+    tasks = dom.load_tasks(str(TAU2_TELECOM / "tasks_small.json"))
+    assert any(a.requestor == "user" for t in tasks for a in t.gold_actions)
+    findings = lint_tasks(dom, tasks, template=dom.template(TAU2_TELECOM))
+    assert errors(findings) == []
+    res = CliRunner().invoke(app, ["tasks", "lint", str(TAU2_TELECOM / "tasks_small.json"), "--domain", "telecom",
+                                   "--data", str(TAU2_TELECOM)])
+    assert res.exit_code == 0, res.output
+    assert "(20 tasks, domain telecom): 0 error(s)" in res.output

@@ -15,14 +15,18 @@ DOMAINS = [d for d in available_domains() if get_domain(d).task_splits()]
 tested in tests/domains/test_telecom.py."""
 
 
+SHIPPED = {"retail", "airline", "returns"}
+
+
 def test_builtin_domains_are_registered():
-    assert {"retail", "airline", "returns"} <= set(DOMAINS)
+    assert SHIPPED <= set(DOMAINS)
 
 
 @pytest.mark.parametrize("name", DOMAINS)
 def test_domain_passes_check_domain(name):
     domain = get_domain(name)
-    assert len(domain.load_tasks()) >= 20
+    if name in SHIPPED:  # a user's own domain installed beside them (the scaffold ships 4 tasks) need not have 20
+        assert len(domain.load_tasks()) >= 20
     findings = check_domain(domain)
     assert not errors(findings), "\n".join(f.line() for f in errors(findings))
     assert not [f for f in findings if f.rule in ("policy", "round-trip", "tool-schema")]

@@ -138,3 +138,24 @@ def test_runs_without_assertions_report_none():
 
     m = analyze_run(small_document()).metrics
     assert m["assertions"] == [] and "assertions" not in m["components"]
+
+
+def test_many_assertions_all_passing_print_one_line_without_a_dangling_table_title():
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from simulator.report._terminal import MAX_ASSERTION_ROWS, _print_assertion_rates
+
+    n = MAX_ASSERTION_ROWS + 5
+    rows = [{"task_id": f"t{i % 7}", "index": i, "type": "field", "label": f"a{i}", "passed": 2, "skipped": 0,
+             "trials": 2, "rate": 1.0} for i in range(n)]
+    console = Console(record=True, width=200)
+    _print_assertion_rates(SimpleNamespace(metrics={"assertions": rows}), console)  # type: ignore[arg-type]
+    assert console.export_text().strip() == f"assertions: {n} of {n} passed in every trial (7 tasks)"
+    rows[3] = {**rows[3], "passed": 1, "rate": 0.5}
+    console = Console(record=True, width=200)
+    _print_assertion_rates(SimpleNamespace(metrics={"assertions": rows}), console)  # type: ignore[arg-type]
+    text = " ".join(console.export_text().split())  # the table's title wraps at the table's width
+    assert f"assertions: {n - 1} of {n} passed in every trial (7 tasks); those failing at least once" in text
+    assert "│ t3 │ 3 │ field │ a3 │ 1 │ 2 │ 0.500 │" in text and "a4" not in text

@@ -241,6 +241,10 @@ def test_new_run_id_is_printed_and_unknown_run_refused(tmp_path, store_url):
     assert res.exit_code == 2 and "no run 'nope'" in res.output and run_id in res.output
     res = invoke("regrade", "nope", "--store", f"sqlite:///{tmp_path / 'missing.db'}")
     assert res.exit_code == 2 and "no such database file" in res.output
+    # a run file that is not there is named as a missing file, not looked up as a run id in the store
+    missing = tmp_path / "run.json"
+    res = invoke("regrade", str(missing), "--store", store_url)
+    assert res.exit_code == 2 and f"{missing}: no such file" in res.output and "no run" not in res.output
 
 
 def test_regrade_after_fixing_gold_actions_flips_the_grade(tmp_path, store_url):

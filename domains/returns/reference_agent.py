@@ -318,7 +318,9 @@ class ReturnsReferenceAgent:
             return
         if request is not None and self._asking == "reason":
             m = _REASON_RE.search(text)
-            request.reason = (m.group("reason") if m else text.strip(" .!")).strip().lower()
+            reason = (m.group("reason") if m else text.strip(" .!")).strip().lower()
+            # the reason is the first sentence: a persona's politeness after it ("... thank you") is not part of it
+            request.reason = re.split(r"[.!?]\s+", reason, maxsplit=1)[0].strip(" .!")
             return
         if self._asking == "anything_else" and (is_closing(text) or self._answer == "no"):
             self._closed = True

@@ -40,6 +40,7 @@ from simulator._messages import Message
 from simulator.authoring.findings import Finding
 from simulator.database import StateSpec, TemplateDatabase, diff_against
 from simulator.domain import Domain
+from simulator.dual import env_caller, run_action, syncer
 from simulator.errors import GoldToolBug
 from simulator.grading import check_assertions, grade_trial
 from simulator.grading.outputs import find_output
@@ -217,16 +218,26 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
         initial = raw.serialize()
         null_traj = Trajectory(messages=[Message(role="assistant", content=_NULL_TEXT)], turns=1, steps=1,
                                termination_reason=TerminationReason.USER_STOP)
-        null_checks = check_assertions(task.assertions, raw, initial, read_events(raw), null_traj, spec)
-        now = domain.current_time(db)
         ctx = ToolContext(db.session, db.options)
+        null_checks = check_assertions(task.assertions, raw, initial, read_events(raw), null_traj, spec,
+                                       env=env_caller(domain, ctx))
+        now = domain.current_time(db)
         scenario = _scenario_text(task)
         discovery = _Discovery([scenario, *base_texts], ids, toolbox, domain.entities)
         discovery.raw_texts.append(" ".join([task.scenario.instructions, json.dumps(task.scenario.known_info),
                                              task.user_id or ""]))
         records: list[ToolCallRecord] = []
         results: list[str] = []
+        sides = (toolbox, domain.user_toolbox())
+        sync = syncer(domain, ctx)
         for i, action in enumerate(task.gold_actions):
+            if action.requestor == "user":  # dual control: the user's own call, on the user's side
+                user_res = run_action(domain, ctx, action, sides, functions=False)
+                sync()
+                records.append(ToolCallRecord(step=i, call_id=f"gold-{i}", name=action.name,
+                                              arguments=action.arguments, kind=user_res.kind, status=user_res.status,
+                                              content=user_res.content, duration_s=0.0, requestor="user"))
+                continue
             tool_spec = toolbox.specs.get(action.name)
             if tool_spec is None:
                 continue  # refused when the file was loaded
@@ -253,6 +264,7 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
                                                      "in the scenario nor returned by a tool the agent can call "
                                                      "on what it is told", action.name)
             res = toolbox.dispatch(ctx, action.name, action.arguments)
+            sync()
             records.append(ToolCallRecord(step=i, call_id=f"gold-{i}", name=action.name, arguments=action.arguments,
                                           kind=res.kind, status=res.status, content=res.content, duration_s=0.0))
             if res.status == "tool_bug":
@@ -274,7 +286,8 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
         if task.assertions:
             oracle = Trajectory(tool_calls=records, termination_reason=TerminationReason.USER_STOP,
                                 messages=[Message(role="assistant", content=" ".join(task.required_outputs))])
-            checks = check_assertions(task.assertions, raw, initial, read_events(raw), oracle, spec)
+            checks = check_assertions(task.assertions, raw, initial, read_events(raw), oracle, spec,
+                                      env=env_caller(domain, ctx))
             for r in checks.results if checks is not None else []:
                 if not r.passed and not r.skipped:
                     add("assertion-fails-oracle", "error", f"assertion {r.index} ({r.type}) fails on the gold final "

@@ -116,6 +116,8 @@ def regrade_command(
             write_json_atomic(out, new)
             err.print(f"wrote {out}", highlight=False)
         return
+    if path.suffix in (".json", ".jsonl"):  # a run file, not a run id: say so rather than look for it in a store
+        raise fail(f"{run}: no such file (RUN is a run file, or a run id in --store)")
     results_store = connect_store(store, must_exist=True)
     try:
         report = regrade_run(results_store, run, tasks=tasks, data=data)

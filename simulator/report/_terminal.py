@@ -219,7 +219,7 @@ def _print_assertion_rates(report: RunReport, console: Console) -> None:
     shown = rows if len(rows) <= MAX_ASSERTION_ROWS else failing
     tasks = len({r["task_id"] for r in rows})
     title = (f"assertions: {len(rows) - len(failing)} of {len(rows)} passed in every trial ({tasks} tasks)"
-             + ("" if shown is rows else "; those failing at least once"))
+             + ("" if shown is rows or not failing else "; those failing at least once"))
     if not shown:
         console.print(title, highlight=False, markup=False)
         return

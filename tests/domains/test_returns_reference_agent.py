@@ -166,3 +166,24 @@ def test_repeat_question_asks_again_and_still_finishes(domain, template, tasks):
     assert any(t.trajectory.agent_metadata["faults"] for t in res.trials)
     # the re-asked question's answer is not taken for the agent's own question (the return's reason)
     assert all(t.passed for t in res.trials), {t.task_id: t.grade.failure for t in res.trials if not t.passed}
+
+
+def test_the_return_reason_leaves_out_a_personas_politeness(tmp_path):
+    # polite and impatient personas add a sentence after the reason ("It does not fit. Thank you"); the agent
+    # used to write it into the return's reason ('does not fit. thank you'), failing the state check
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    out = tmp_path / "run.json"
+    res = CliRunner().invoke(app, ["run", "--domain", "returns", "--agent", "reference", "--user", "rule",
+                                   "--personas", "cooperative,impatient", "--trials", "2", "--no-progress",
+                                   "--task-ids", "return-6201,return-6202,return-6203,return-6204",
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    trials = json.loads(out.read_text())["trials"]
+    assert len(trials) == 4 * 2 * 2
+    reasons = {c["arguments"]["reason"] for t in trials for c in t["trajectory"]["tool_calls"]
+               if c["name"] == "open_return"}
+    assert reasons == {"does not fit"}
+    assert all(t["passed"] for t in trials)
