@@ -12,12 +12,16 @@
   installed and the run's data directory, task file and cache file at the same paths.
 
 Either Dask executor (:mod:`simulator.dask_executor`) registers a worker plugin that builds the run once per worker
-from the spec (:func:`simulator.build.build_runner`, the same path as the CLI's); each trial is a Dask task
-(``pure=False``) run on the worker's runner, and the finished :class:`~simulator.records.TrialResult` comes back as
-JSON with the trial's log lines. The driver alone writes the store, ``--out``, the progress bar and the log. A
-worker that dies is replaced and its trials rescheduled by Dask; a trial whose workers died more than
-``distributed.scheduler.allowed-failures`` times (Dask's ``KilledWorker``) is recorded ``infra_error`` and the run
-goes on. Trial seeds depend only on (run seed, task, trial index), so results are the same as with threads.
+from the spec (:func:`simulator.build.build_runner`, the same path as the CLI's); a Dask task (``pure=False``) runs
+a batch of up to :data:`simulator.dask_executor.MAX_BATCH` trials in turn on the worker's runner (each Dask task
+costs milliseconds of CPU in the driver, scheduler and worker; a batch pays it once; every thread of the cluster
+still gets work), and the batch's finished :class:`~simulator.records.TrialResult` objects come back as one JSON
+string with the trials' log lines. The driver alone writes the store, ``--out``, the progress bar and the log; a
+batch's trials reach it together when the batch ends. A worker that dies is replaced and its tasks rescheduled by
+Dask; a batch whose workers died more than ``distributed.scheduler.allowed-failures`` times (Dask's
+``KilledWorker``) is submitted again trial by trial, and the trial that still kills its workers is recorded
+``infra_error``; the run goes on. Trial seeds depend only on (run seed, task, trial index), so results are the
+same as with threads.
 
 Dask (``distributed``) is an optional dependency (``pip install 'tausim[dask]'``), imported only when a Dask
 executor is used.
