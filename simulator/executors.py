@@ -41,7 +41,17 @@ from simulator.records import TrialResult
 from simulator.runner import derive_seed
 from simulator.spec import RunSpec, parse_executor
 
-__all__ = ["ExecutorError", "infra_error_result", "open_executor"]
+__all__ = ["IDLE_SETTINGS", "ExecutorError", "infra_error_result", "open_executor"]
+
+IDLE_SETTINGS: dict[str, Any] = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+}
+"""Dask settings that quiet a cluster's periodic work, for the clusters tausim starts (``local:N``): Dask's defaults
+(an event-loop tick every 20 ms, a system monitor every 500 ms) cost each worker a few percent of a core even while
+its trials wait for their models, CPU the trials need on a small machine (measured with scripts/bench-concurrency).
+Work stealing stays on: with it off, tests/test_executors.py's killed-worker test failed (a second trial ended
+``infra_error``); the memory monitor's 100 ms is kept too (it runs in the nannies)."""
 
 
 def infra_error_result(spec: RunSpec, task_id: str, trial: int, persona: str | None, error: str,
@@ -103,7 +113,8 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
     # while another worker idles); no statistical profiler: it samples every thread's stack every 10 ms, holding
     # the interpreter lock the trials' threads need (measured with scripts/bench-concurrency)
     settings: dict[str, Any] = {"distributed.scheduler.worker-saturation": 1.0,
-                                "distributed.worker.profile.enabled": False}
+                                "distributed.worker.profile.enabled": False,
+                                **IDLE_SETTINGS}
     if allowed_failures is not None:
         settings["distributed.scheduler.allowed-failures"] = allowed_failures
     cluster = None
