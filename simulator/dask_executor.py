@@ -222,12 +222,15 @@ class DaskExecutor(Executor):
     def batch_size(self, n_trials: int) -> int:
         """Return how many trials one Dask task runs for a run of ``n_trials`` trials.
 
-        Every thread of the cluster gets at least one task (``n_trials // threads``), at most :data:`MAX_BATCH`
-        trials each, so batching never leaves a thread idle while another holds queued trials.
+        Trials are batched only in runs of at least :data:`MAX_BATCH` trials per thread of the cluster, and then
+        :data:`MAX_BATCH` per task, so batching never leaves a thread idle while another holds queued trials. Small
+        runs keep one trial per task: a batch whose worker dies is run again whole before it is split, so each
+        worker death also counts against the batch's other trials (Dask's allowed failures), which with few
+        threads can end a trial ``infra_error`` that only shared a worker with a crashing one.
         """
         workers = self.client.scheduler_info().get("workers", {}).values()
         threads = sum(int(w.get("nthreads", 1)) for w in workers) or 1
-        return max(1, min(MAX_BATCH, n_trials // threads))
+        return MAX_BATCH if n_trials // threads >= MAX_BATCH else 1
 
     def submit_trials(self, fn: Callable[..., Any],
                       calls: Sequence[tuple[Task, int, str | None]]) -> list[Future[TrialResult]]:

@@ -178,7 +178,7 @@ def test_dask_batches_give_every_thread_of_the_cluster_work():
     ex.client = FakeClient()
     assert MAX_BATCH == 4
     assert ex.batch_size(128) == 4  # 32 threads, 4 trials each
-    assert ex.batch_size(64) == 2
-    assert ex.batch_size(40) == 1  # 40 // 32: a second batch would leave threads idle
+    assert ex.batch_size(127) == 1  # fewer than 4 trials per thread: one trial per Dask task
+    assert ex.batch_size(64) == 1
     assert ex.batch_size(10) == 1
     assert ex.batch_size(10_000) == MAX_BATCH
