@@ -7,7 +7,7 @@ import hashlib
 import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any
 
@@ -17,8 +17,17 @@ from simulator.executors import ExecutorError, infra_error_result
 from simulator.records import TrialResult
 from simulator.runner import Runner
 from simulator.spec import RunSpec
+from simulator.tasks import Task
 
-__all__ = ["DaskExecutor", "RunnerPlugin"]
+__all__ = ["MAX_BATCH", "TRIAL_SEPARATOR", "DaskExecutor", "RunnerPlugin"]
+
+MAX_BATCH = 4
+"""Most trials one Dask task runs in turn (:meth:`DaskExecutor.submit_trials`). Each Dask task costs several ms
+of CPU in the driver, scheduler and worker; a batch pays it once, at the price of its trials' results reaching
+the driver together when the batch ends."""
+
+TRIAL_SEPARATOR = "\x1e"
+"""Separates the trials of a batch's result string (ASCII record separator; JSON text never holds it raw)."""
 
 
 class _TrialLogBuffer:
@@ -110,6 +119,16 @@ class RunnerPlugin(WorkerPlugin):
             lines = self._buffer.take() if self._buffer is not None else []
         return "\n".join([result.model_dump_json(), *lines])
 
+    def run_many(self, keys: list[tuple[str, int, str | None]]) -> str:
+        """Run trials one after the other; return their :meth:`run` strings joined by :data:`TRIAL_SEPARATOR`."""
+        return TRIAL_SEPARATOR.join(self.run(task_id, trial, persona) for task_id, trial, persona in keys)
+
+
+def _run_chunk_on_worker(plugin_name: str, keys: list[tuple[str, int, str | None]]) -> str:
+    """The Dask task of a batch of trials: run them in turn on the worker's runner."""
+    plugin: RunnerPlugin = get_worker().plugins[plugin_name]  # type: ignore[assignment]
+    return plugin.run_many(keys)
+
 
 def _run_on_worker(plugin_name: str, task_id: str, trial: int, persona: str | None) -> str:
     """The Dask task of one trial: run it on the worker's runner (built by :class:`RunnerPlugin`)."""
@@ -199,6 +218,87 @@ class DaskExecutor(Executor):
 
         dask_future.add_done_callback(done)
         return out
+
+    def batch_size(self, n_trials: int) -> int:
+        """Return how many trials one Dask task runs for a run of ``n_trials`` trials.
+
+        Trials are batched only in runs of at least :data:`MAX_BATCH` trials per thread of the cluster, and then
+        :data:`MAX_BATCH` per task, so batching never leaves a thread idle while another holds queued trials. Small
+        runs keep one trial per task: a batch whose worker dies is run again whole before it is split, so each
+        worker death also counts against the batch's other trials (Dask's allowed failures), which with few
+        threads can end a trial ``infra_error`` that only shared a worker with a crashing one.
+        """
+        workers = self.client.scheduler_info().get("workers", {}).values()
+        threads = sum(int(w.get("nthreads", 1)) for w in workers) or 1
+        return MAX_BATCH if n_trials // threads >= MAX_BATCH else 1
+
+    def submit_trials(self, fn: Callable[..., Any],
+                      calls: Sequence[tuple[Task, int, str | None]]) -> list[Future[TrialResult]]:
+        """Schedule every trial of a run, in batches of :meth:`batch_size` trials per Dask task.
+
+        Args:
+            fn: the runner's ``run_trial`` (the workers run the same trials on their own runners).
+            calls: ``(task, trial_index, persona)`` of each trial.
+
+        Returns:
+            One future per call, in order; a batch's futures complete together when the batch ends. A batch
+            whose workers died (Dask's ``KilledWorker``) is submitted again trial by trial, so that only the
+            trial that kills workers ends ``infra_error``.
+
+        Raises:
+            TypeError: ``fn`` is not a runner's ``run_trial``.
+        """
+        runner = getattr(fn, "__self__", None)
+        if not isinstance(runner, Runner) or getattr(fn, "__name__", "") != "run_trial":
+            raise TypeError("DaskExecutor runs Runner.run_trial only")
+        outs: list[Future[TrialResult]] = [Future() for _ in calls]
+        keys = [(task.id, trial, persona) for task, trial, persona in calls]
+        size = self.batch_size(len(calls))
+        for start in range(0, len(calls), size):
+            self._submit_batch(keys[start:start + size], outs[start:start + size])
+        return outs
+
+    def _submit_batch(self, keys: list[tuple[str, int, str | None]], outs: list[Future[TrialResult]]) -> None:
+        """Run ``keys`` as one Dask task; complete ``outs`` (same order) when it ends."""
+        t0 = time.perf_counter()
+        dask_future = self.client.submit(_run_chunk_on_worker, self._plugin.name, keys, pure=False)
+        with self._lock:
+            self._pending[dask_future] = outs[0]  # a released Dask future would cancel its task: keep it
+
+        def done(f: Any) -> None:
+            with self._lock:
+                self._pending.pop(f, None)
+            if f.status == "finished":
+                lines: list[str] = []
+                for out, text in zip(outs, f.result().split(TRIAL_SEPARATOR), strict=True):
+                    trial_json, *trial_lines = text.split("\n")
+                    lines.extend(trial_lines)
+                    if not out.done():
+                        out.set_result(TrialResult.model_validate_json(trial_json))
+                if self._log_sink is not None and lines:
+                    self._log_sink(lines)
+                return
+            if f.status == "cancelled":
+                for out in outs:
+                    out.cancel()
+                return
+            exc = f.exception()
+            if type(exc).__name__ == "KilledWorker" and len(keys) > 1:
+                for key, out in zip(keys, outs, strict=True):  # find the trial that kills workers
+                    if not out.done():
+                        self._submit_batch([key], [out])
+                return
+            for (task_id, trial, persona), out in zip(keys, outs, strict=True):
+                if out.done():
+                    continue
+                if type(exc).__name__ == "KilledWorker":
+                    out.set_result(infra_error_result(self.spec, task_id, trial, persona,
+                                                      f"Dask workers died while running this trial: {exc}",
+                                                      time.perf_counter() - t0))
+                else:
+                    out.set_exception(exc)
+
+        dask_future.add_done_callback(done)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Cancel the trials not finished when ``cancel_futures`` (the client is closed by :func:`open_executor`)."""

@@ -12,12 +12,16 @@
   installed and the run's data directory, task file and cache file at the same paths.
 
 Either Dask executor (:mod:`simulator.dask_executor`) registers a worker plugin that builds the run once per worker
-from the spec (:func:`simulator.build.build_runner`, the same path as the CLI's); each trial is a Dask task
-(``pure=False``) run on the worker's runner, and the finished :class:`~simulator.records.TrialResult` comes back as
-JSON with the trial's log lines. The driver alone writes the store, ``--out``, the progress bar and the log. A
-worker that dies is replaced and its trials rescheduled by Dask; a trial whose workers died more than
-``distributed.scheduler.allowed-failures`` times (Dask's ``KilledWorker``) is recorded ``infra_error`` and the run
-goes on. Trial seeds depend only on (run seed, task, trial index), so results are the same as with threads.
+from the spec (:func:`simulator.build.build_runner`, the same path as the CLI's); a Dask task (``pure=False``) runs
+a batch of up to :data:`simulator.dask_executor.MAX_BATCH` trials in turn on the worker's runner (each Dask task
+costs milliseconds of CPU in the driver, scheduler and worker; a batch pays it once; every thread of the cluster
+still gets work), and the batch's finished :class:`~simulator.records.TrialResult` objects come back as one JSON
+string with the trials' log lines. The driver alone writes the store, ``--out``, the progress bar and the log; a
+batch's trials reach it together when the batch ends. A worker that dies is replaced and its tasks rescheduled by
+Dask; a batch whose workers died more than ``distributed.scheduler.allowed-failures`` times (Dask's
+``KilledWorker``) is submitted again trial by trial, and the trial that still kills its workers is recorded
+``infra_error``; the run goes on. Trial seeds depend only on (run seed, task, trial index), so results are the
+same as with threads.
 
 Dask (``distributed``) is an optional dependency (``pip install 'tausim[dask]'``), imported only when a Dask
 executor is used.
@@ -37,7 +41,17 @@ from simulator.records import TrialResult
 from simulator.runner import derive_seed
 from simulator.spec import RunSpec, parse_executor
 
-__all__ = ["ExecutorError", "infra_error_result", "open_executor"]
+__all__ = ["IDLE_SETTINGS", "ExecutorError", "infra_error_result", "open_executor"]
+
+IDLE_SETTINGS: dict[str, Any] = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+}
+"""Dask settings that quiet a cluster's periodic work, for the clusters tausim starts (``local:N``): Dask's defaults
+(an event-loop tick every 20 ms, a system monitor every 500 ms) cost each worker a few percent of a core even while
+its trials wait for their models, CPU the trials need on a small machine (measured with scripts/bench-concurrency).
+Work stealing stays on: with it off, tests/test_executors.py's killed-worker test failed (a second trial ended
+``infra_error``); the memory monitor's 100 ms is kept too (it runs in the nannies)."""
 
 
 def infra_error_result(spec: RunSpec, task_id: str, trial: int, persona: str | None, error: str,
@@ -99,7 +113,8 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
     # while another worker idles); no statistical profiler: it samples every thread's stack every 10 ms, holding
     # the interpreter lock the trials' threads need (measured with scripts/bench-concurrency)
     settings: dict[str, Any] = {"distributed.scheduler.worker-saturation": 1.0,
-                                "distributed.worker.profile.enabled": False}
+                                "distributed.worker.profile.enabled": False,
+                                **IDLE_SETTINGS}
     if allowed_failures is not None:
         settings["distributed.scheduler.allowed-failures"] = allowed_failures
     cluster = None

@@ -431,6 +431,8 @@ class Runner:
 
         The planned tasks are prepared first (:meth:`prepare`), in this thread, unless the executor has a true
         ``prepares_in_workers`` attribute (its trials run on runners rebuilt elsewhere, which prepare themselves).
+        An executor with a ``submit_trials(fn, calls)`` method (Dask's) gets every trial at once, as a list of
+        ``(task, trial_index, persona)``, and returns one future per trial in that order (it may batch them).
 
         Args:
             executor: where trials run; default a thread pool of ``config.concurrency`` workers.
@@ -472,8 +474,11 @@ class Runner:
         interrupted = False
         aborted: tuple[str, str] | None = None
         try:
-            futures: list[Future[TrialResult]] = [ex.submit(self.run_trial, by_id[tid], i, p)
-                                                  for tid, p, i in plan]
+            calls = [(by_id[tid], i, p) for tid, p, i in plan]
+            submit_trials = getattr(ex, "submit_trials", None)  # an executor that batches trials (Dask)
+            futures: list[Future[TrialResult]] = (
+                submit_trials(self.run_trial, calls) if submit_trials is not None
+                else [ex.submit(self.run_trial, *call) for call in calls])
             for fut in as_completed(futures):
                 if fut.cancelled():  # dropped after the run was stopped
                     continue

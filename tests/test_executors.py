@@ -164,3 +164,21 @@ def test_existing_dask_cluster_in_a_loopback_only_network_namespace(tmp_path):
     threads = json.loads(ref.read_text())
     assert len(dask["trials"]) == 2 * 2 * 2
     assert outcomes(dask) == outcomes(threads)
+
+
+def test_dask_batches_give_every_thread_of_the_cluster_work():
+    pytest.importorskip("distributed")
+    from simulator.dask_executor import MAX_BATCH, DaskExecutor
+
+    class FakeClient:
+        def scheduler_info(self):
+            return {"workers": {"a": {"nthreads": 16}, "b": {"nthreads": 16}}}
+
+    ex = DaskExecutor.__new__(DaskExecutor)  # no cluster: only the batch arithmetic is under test
+    ex.client = FakeClient()
+    assert MAX_BATCH == 4
+    assert ex.batch_size(128) == 4  # 32 threads, 4 trials each
+    assert ex.batch_size(127) == 1  # fewer than 4 trials per thread: one trial per Dask task
+    assert ex.batch_size(64) == 1
+    assert ex.batch_size(10) == 1
+    assert ex.batch_size(10_000) == MAX_BATCH
