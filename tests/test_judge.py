@@ -426,6 +426,10 @@ def test_compare_runs_pairs_trials_and_swaps_positions(litellm, monkeypatch):
     assert len(r["warnings"]) == 1 and "run B" in r["warnings"][0]  # the judge is B's agent model
     with pytest.raises(ValueError, match="nothing to compare"):
         compare_runs(a, _run("oracle", {"zz": "x"}), "c", judge)
+    # run documents record the agent as a component spec (a RunSpec): the judge is still recognised as its model
+    spec_b = _run({"name": f"litellm:{JP}/m", "temperature": 0.0, "api_base": None}, {"t1": "B1"})
+    r = compare_runs(_run("oracle", {"t1": "A1"}), spec_b, "answers the question", judge, limit=0)
+    assert len(r["warnings"]) == 1 and "run B" in r["warnings"][0]
 
 
 def test_judge_compare_command_refuses_runs_without_common_trials(tmp_path):

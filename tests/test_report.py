@@ -265,3 +265,13 @@ def test_failure_lines_show_every_failed_layer():
     ]
     t["grade"]["judge"]["gating"] = False  # a judge that does not gate is not a reason for failing
     assert not any(line.startswith("    judge") for line in failure_lines(t))
+
+
+def test_component_labels_name_the_component_and_only_its_set_parameters():
+    from simulator.report import component_label
+
+    assert component_label({"name": "oracle", "temperature": None, "api_base": None, "max_tokens": None,
+                            "args": {}}) == "oracle"
+    assert component_label({"name": "litellm:openai/m", "temperature": 0.0, "api_base": None, "args": {}}) \
+        == "litellm:openai/m (temperature=0.0)"
+    assert component_label("reference") == "reference"  # documents written before run specs

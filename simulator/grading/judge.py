@@ -401,7 +401,8 @@ def compare_runs(run_a: Mapping[str, Any], run_b: Mapping[str, Any], criterion: 
     pairs = pairs[:limit] if limit is not None else pairs
     warnings = []
     for name, doc in (("A", run_a), ("B", run_b)):
-        agent = str((doc.get("config") or {}).get("agent") or "")
+        agent_spec = (doc.get("config") or {}).get("agent") or ""
+        agent = str(agent_spec.get("name") or "" if isinstance(agent_spec, dict) else agent_spec)  # a component spec
         if agent.split(":", 1)[-1] == judge.model:
             warnings.append(f"the judge model {judge.model} is the agent model of run {name}: judges tend to "
                             "prefer their own outputs; use another model")

@@ -11,7 +11,7 @@ from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, assertion_la
 from ._export import EXPORT_FORMATS, to_tau_bench
 from ._html import render_html, trial_anchor
 from ._load import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
-from ._terminal import assertion_lines, failure_lines, involved_text, print_failure, print_summary
+from ._terminal import assertion_lines, component_label, failure_lines, involved_text, print_failure, print_summary
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -23,6 +23,7 @@ __all__ = [
     "analyze_run",
     "assertion_label",
     "assertion_lines",
+    "component_label",
     "assertion_rates",
     "failure_lines",
     "involved_text",

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ._analysis import OUTCOMES, RunReport, TrialCell
-from ._terminal import format_cost, format_seconds, involved_text
+from ._terminal import component_label, format_cost, format_seconds, involved_text
 
 __all__ = ["render_html", "trial_anchor"]
 
@@ -534,10 +534,11 @@ def render_html(report: RunReport, title: str | None = None) -> str:
     m = report.metrics
     cfg = report.config
     doc = report.document
-    title = title or f"tausim report {report.run_id or ''} {cfg.get('domain', '')} {cfg.get('agent', '')}".strip()
+    title = title or (f"tausim report {report.run_id or ''} {cfg.get('domain', '')} "
+                      f"{component_label(cfg.get('agent', ''))}").strip()
     meta = " &middot; ".join(_e(f"{k}: {v}") for k, v in (
-        ("run", report.run_id or "-"), ("domain", cfg.get("domain")), ("agent", cfg.get("agent")),
-        ("user", cfg.get("user")),
+        ("run", report.run_id or "-"), ("domain", cfg.get("domain")), ("agent", component_label(cfg.get("agent"))),
+        ("user", component_label(cfg.get("user"))),
         *((("personas", ", ".join(cfg["personas"])), ("task cells", len(report.task_ids)),
            ("trials/cell", report.trials_per_task)) if cfg.get("personas")
           else (("tasks", len(report.task_ids)), ("trials/task", report.trials_per_task))),

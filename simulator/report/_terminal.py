@@ -273,6 +273,22 @@ def trajectory_lines(m: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def component_label(component: Any) -> str:
+    """Return a run component (agent, user) as a user reads it: ``litellm:openai/gpt-4o-mini (temperature=0.0)``.
+
+    Args:
+        component: the run document's ``config.agent`` / ``config.user``: a component spec as a dict
+            (``{"name", "temperature", "api_base", "max_tokens", "args"}``) or, in older documents, a string.
+
+    Returns:
+        The name, followed by the parameters that are set, in parentheses.
+    """
+    if not isinstance(component, Mapping):
+        return str(component)
+    extras = [f"{k}={v}" for k, v in component.items() if k != "name" and v not in (None, {}, [])]
+    return str(component.get("name")) + (f" ({', '.join(extras)})" if extras else "")
+
+
 def print_summary(report: RunReport, console: Console, max_failures: int = 10, *, command: str = "report",
                   see: str | None = "--html") -> None:
     """Print the terminal summary of a run: the one summary of ``tausim run`` and ``tausim report``.
@@ -288,8 +304,8 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
     cfg = report.config
     wall = report.document.get("wall_seconds")
     console.print(
-        f"[bold]tausim {command}[/] run={report.run_id or '-'} domain={cfg.get('domain')} agent={cfg.get('agent')} "
-        f"user={cfg.get('user')} " + (
+        f"[bold]tausim {command}[/] run={report.run_id or '-'} domain={cfg.get('domain')} "
+        f"agent={component_label(cfg.get('agent'))} user={component_label(cfg.get('user'))} " + (
             f"tasks={len(report.task_ids) // len(cfg['personas'])} personas={len(cfg['personas'])} "
             f"trials/cell={report.trials_per_task}" if cfg.get("personas")
             else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}")
