@@ -465,11 +465,28 @@ class LLMClient:
             LLMInfraError: the server could not be reached or did not answer in time.
             LLMRequestError: the server refused the request.
         """
-        litellm = _litellm()
         params: dict[str, Any] = {"max_tokens": 1}
         merged = {k: v for k, v in {**self._params, **params}.items() if v is not None}
         if self.cache is not None and self.cache.get(self.cache_key(PREFLIGHT_MESSAGES, None, merged, None)):
             return self.complete(list(PREFLIGHT_MESSAGES), **params)
+        self.check_setup()
+        probe = LLMClient(self.model, api_base=self.api_base, api_key=self._api_key,
+                          max_attempts=min(self.max_attempts, MAX_TIMEOUT_ATTEMPTS), wait_initial=self.wait_initial,
+                          wait_max=self.wait_max, timeout=self.timeout, cache=self.cache, **self._params)
+        probe.rate_limiter = self.rate_limiter
+        return probe.complete(list(PREFLIGHT_MESSAGES), **params)
+
+    def check_setup(self) -> None:
+        """Check offline, without any request, that the model can be called.
+
+        Its provider must be known to litellm and, without ``api_base`` and ``api_key``, the provider's key
+        variables must be set (litellm's ``validate_environment``).
+
+        Raises:
+            LLMSetupError: unknown provider, or a missing key variable (the message names it).
+        """
+        litellm = _litellm()
+        merged = {k: v for k, v in self._params.items() if v is not None}
         try:
             litellm.get_llm_provider(self.model, api_base=self.api_base)
         except Exception as e:  # noqa: BLE001 - litellm raises BadRequestError (and others) for an unknown provider
@@ -483,11 +500,6 @@ class LLMClient:
                 raise LLMSetupError(f"model {self.model}: environment variable {', '.join(missing)} is not set "
                                     "(the provider's API key); export it, or give --api-base for a local server",
                                     model=self.model, attempts=0, cause="missing_keys")
-        probe = LLMClient(self.model, api_base=self.api_base, api_key=self._api_key,
-                          max_attempts=min(self.max_attempts, MAX_TIMEOUT_ATTEMPTS), wait_initial=self.wait_initial,
-                          wait_max=self.wait_max, timeout=self.timeout, cache=self.cache, **self._params)
-        probe.rate_limiter = self.rate_limiter
-        return probe.complete(list(PREFLIGHT_MESSAGES), **params)
 
     def _priced_usage(self, litellm: Any, response: Any, attempts: int) -> Usage:
         """Usage of a response; after a failed pricing, the model is checked once and skipped if unmapped."""

@@ -17,8 +17,9 @@ from typing import Any
 
 from simulator.errors import LLMError, LLMInfraError, LLMSetupError, SetupError
 from simulator.runner import Runner
+from simulator.spec import RunSpec
 
-__all__ = ["SetupError", "model_clients", "preflight"]
+__all__ = ["SetupError", "check_credentials", "model_clients", "preflight"]
 
 
 def model_clients(runner: Runner) -> list[tuple[str, Any]]:
@@ -38,6 +39,41 @@ def model_clients(runner: Runner) -> list[tuple[str, Any]]:
             seen.add(key)
             out.append((role, client))
     return out
+
+
+def check_credentials(spec: RunSpec) -> list[str]:
+    """Check, before the run is built, that the run's models are known and their key variables set (no request).
+
+    The cheapest part of :func:`preflight`, made first so that a missing key is reported before the data, the tasks
+    and their gold replays are loaded. Skipped for a run with a response cache (a cached rerun may need no key).
+
+    Args:
+        spec: the run spec (``litellm:MODEL`` agents, ``llm:MODEL`` users, the judge's model).
+
+    Returns:
+        The models checked, e.g. ``["agent model openai/gpt-4o-mini"]``.
+
+    Raises:
+        SetupError: ``kind="credentials"`` for a missing key variable, ``"model"`` for an unknown provider.
+    """
+    from simulator.llm import LLMClient
+
+    if spec.cache is not None:
+        return []
+    models = []
+    for role, comp, prefix in (("agent", spec.agent, "litellm:"), ("user", spec.user, "llm:"),
+                               ("judge", spec.judge, "")):
+        if comp is not None and comp.name.startswith(prefix) and comp.name[len(prefix):]:
+            models.append((role, comp.name[len(prefix):], comp.api_base))
+    checked = []
+    for role, model, api_base in dict.fromkeys(models):
+        try:
+            LLMClient(model, api_base=api_base).check_setup()
+        except LLMError as e:
+            message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise SetupError(f"{role} {message}", kind=_kind(e)) from e
+        checked.append(f"{role} model {model}")
+    return checked
 
 
 def _kind(error: LLMError) -> str:

@@ -385,3 +385,17 @@ def test_every_readme_mode_option_names_a_domain_that_accepts_it():
     for domain, mode in uses:
         assert domain, f"--option mode={mode} without --domain in the README"
         assert mode in get_domain(domain).option_values["mode"], (domain, mode)
+
+
+def test_a_missing_key_is_reported_before_the_run_is_built(no_request, monkeypatch):
+    """The offline credentials check comes first: the data, tasks and gold replays are not loaded for a run that
+    cannot work (a run built anyway fails this test)."""
+    import simulator.cli.run as run_cli
+
+    def build_runner(*args, **kwargs):
+        raise AssertionError("the run was built before its credentials were checked")
+
+    monkeypatch.setattr(run_cli, "build_runner", build_runner)
+    res = invoke("run", "--agent", "litellm:openai/gpt-4o-mini", "--task-ids", TASK, "--no-progress")
+    assert res.exit_code == 2, res.output
+    assert "set-up error (credentials)" in res.output and "OPENAI_API_KEY" in res.output and "agent" in res.output

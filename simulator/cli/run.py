@@ -37,7 +37,7 @@ from simulator.cli.tasks import refuse_lint_errors
 from simulator.domain import DomainError, get_domain
 from simulator.errors import InputError, RunDocumentError, SetupError
 from simulator.executors import ExecutorError, open_executor
-from simulator.preflight import preflight
+from simulator.preflight import check_credentials, preflight
 from simulator.progress import RunProgress
 from simulator.records import (
     RunResult,
@@ -345,6 +345,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
     try:
         dom = get_domain(spec.domain)  # record the effective domain options (the defaults for the data included)
         spec = spec.model_copy(update={"options": {**dom.default_options(data), **spec.options}})
+        if spec.preflight:
+            check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
         services = stack.enter_context(RunServices.open(spec))
         runner = build_runner(spec, services, check=lambda d, t, ts, sel: _check_tasks(d, t, ts, sel, data,
                                                                                 allow_lint_errors))
