@@ -182,10 +182,15 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
         The :class:`GateResult`.
 
     Raises:
-        GateError: different task sets (the message names the ids), missing or duplicated trials, k < 1.
+        GateError: different domains, personas or task sets (the message names them), missing or duplicated
+            trials, k < 1.
     """
     if k < 1:
         raise GateError(f"--k must be at least 1, got {k}")
+    domains = [doc["config"].get("domain") for doc in (baseline, candidate)]
+    if domains[0] != domains[1]:
+        raise GateError(f"the runs are of different domains (baseline: {domains[0]}; candidate: {domains[1]}); "
+                        "gate runs of the same domain")
     personas = [list(doc["config"].get("personas") or []) for doc in (baseline, candidate)]
     if personas[0] != personas[1]:
         raise GateError(f"the runs played different personas (baseline: {', '.join(personas[0]) or 'none'}; "

@@ -148,3 +148,11 @@ def test_ceilings_on_cost_abandonment_and_p95_latency():
     unknown = _with_usage(run_doc(BASE), 0.01, 2.0)
     unknown["trials"][0]["trajectory"]["agent_usage"]["cost_usd"] = None
     assert not evaluate_gate(base, unknown, max_cost_increase=1.0).passed
+
+
+def test_runs_of_different_domains_are_named_first():
+    """Runs of two domains that also differ in personas: the gate names the domains, the root cause."""
+    airline = run_doc(BASE)
+    airline["config"] = {**airline["config"], "domain": "airline", "personas": ["terse"]}
+    with pytest.raises(GateError, match=r"different domains \(baseline: retail; candidate: airline\)"):
+        evaluate_gate(run_doc(BASE), airline)
