@@ -9,7 +9,8 @@ import-linter contracts in ``pyproject.toml`` check it.
 from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator._protocols import Agent, AgentFactory, Progress, TrialContext, UserFactory, UserSimulator
 from simulator._text import clip_long_tokens
-from simulator.agents.rates import REFERENCE_KNOBS, check_fault_rates
+from simulator.agents.rates import REFERENCE_KNOBS, FaultDraws, check_fault_rates
+from simulator.agents.reference import ReferenceAgentBase
 from simulator.build import RunServices, build_runner
 from simulator.cache import SQLiteCache
 from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
@@ -39,7 +40,7 @@ __all__ = [
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
-    "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "check_fault_rates",
+    "FaultDraws", "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "ReferenceAgentBase", "check_fault_rates",
     "asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help",
     "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
     "AssertionResult", "AssertionsResult", "InitialState",

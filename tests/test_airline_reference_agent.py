@@ -184,7 +184,7 @@ def test_skip_confirmation_fails_the_process_grade(domain, tasks):
     trial = faulty.trials[0]
     assert not trial.passed and not trial.grade.process.passed
     assert trial.grade.state.passed  # the write itself is the right one
-    assert [f["knob"] for f in trial.trajectory.agent_metadata["faults"]] == ["skip_confirmation"]
+    assert [f["fault"] for f in trial.trajectory.agent_metadata["faults"]] == ["skip_confirmation"]
 
 
 def test_wrong_item_fails_the_state(domain, tasks):
@@ -221,7 +221,7 @@ def test_repeat_question_reasks_given_values(domain, tasks):
     texts = trial.trajectory.agent_texts()
     reasks = [t for t in texts if t.startswith("Sorry, could you")]
     assert len(reasks) == len(trial.trajectory.agent_metadata["faults"]) >= 2
-    assert all(f["knob"] == "repeat_question" for f in trial.trajectory.agent_metadata["faults"])
+    assert all(f["fault"] == "repeat_question" for f in trial.trajectory.agent_metadata["faults"])
 
 
 def test_unknown_knob_is_a_domain_error(domain, tasks):

@@ -90,9 +90,9 @@ def test_the_snapshot_holds_turn_user_state_and_generator_states(retail):
     first = orig.snapshots[0]
     assert first.kind is None and first.agent_turns == 0 and first.conversation().trajectory.messages == []
     assert first.user_state == {"intent": 0, "stale": 0, "persona": "policy-pusher"}
-    assert "trial" in first.rng and "agent._rng" in first.rng
+    assert "trial" in first.rng and "agent._faults.rng" in first.rng
     later = orig.snapshots[-1]
-    assert later.rng["agent._rng"] != first.rng["agent._rng"] or not orig.result.trajectory.agent_metadata.get("faults")
+    assert later.rng["agent._faults.rng"] != first.rng["agent._faults.rng"] or not orig.result.trajectory.agent_metadata.get("faults")
 
 
 def test_a_fork_resumes_the_database_the_original_trial_had_at_that_turn(retail):

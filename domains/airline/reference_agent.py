@@ -25,7 +25,7 @@ flights (same route, new dates), compensation certificates, and questions about 
 
 Fault knobs (``faults``: knob -> rate in [0, 1]); each is drawn at each opportunity from the agent's own
 generator, seeded from the trial seed, and every injected fault is recorded in ``metadata["faults"]`` as
-``{"knob": ..., "turn": agent message index, ...}``:
+``{"fault": knob, "turn": agent message index, ...}``:
 
 - ``skip_confirmation`` (each write): writes without asking for confirmation;
 - ``wrong_item`` (each write): picks a wrong value for the change's item (another reservation of the member
@@ -49,12 +49,11 @@ from datetime import date as Date
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
-
 from domains.airline import _understand as nl
 from simulator import (
     REFERENCE_KNOBS,
     AgentTurn,
+    FaultDraws,
     Message,
     TausimError,
     ToolCall,
@@ -183,9 +182,8 @@ class AirlineReferenceAgent:
     """
 
     def __init__(self, ctx: TrialContext, faults: Mapping[str, float] | None = None):
-        self.faults = check_faults(faults or {})
-        self._rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([ctx.seed, _SEED_SALT])))
-        self.metadata: dict[str, Any] = {"faults": []}
+        self._faults = FaultDraws(faults or {}, KNOBS, "airline reference agent", ctx.seed, _SEED_SALT)
+        self.metadata: dict[str, Any] = {"faults": self._faults.injected}
         self._s = _Session()
         self._dialogue: Dialogue | None = None
         self._calls = 0
@@ -240,11 +238,7 @@ class AirlineReferenceAgent:
     # ---------------------------------------------------------------------------------------------- faults
     def _draw(self, knob: str, **details: Any) -> bool:
         """Draw one opportunity of ``knob``; record and return True when the fault is injected."""
-        rate = self.faults.get(knob, 0.0)
-        if rate <= 0.0 or not self._rng.random() < rate:
-            return False
-        self.metadata["faults"].append({"knob": knob, "turn": self._messages_out, **details})
-        return True
+        return self._faults.draw(knob, turn=self._messages_out, **details)
 
     # ---------------------------------------------------------------------------------------------- primitives
     def _call(self, name: str, **arguments: Any) -> Dialogue:
@@ -273,7 +267,7 @@ class AirlineReferenceAgent:
         for _ in range(MAX_REASKS):
             if s.user_id is None or not self._draw("repeat_question"):
                 break
-            if s.reservation_ids and self._rng.random() < 0.5:
+            if s.reservation_ids and self._faults.rng.random() < 0.5:
                 ask = "Sorry, could you tell me the reservation id again (like ABC123)?"
             else:
                 ask = "Sorry, could you give me your user id again?"

@@ -16,22 +16,17 @@ opportunity from a generator seeded by the trial seed; what it injected is in ``
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from simulator import (
     REFERENCE_KNOBS,
     AgentTurn,
-    Message,
-    ToolCall,
+    ReferenceAgentBase,
     TrialContext,
     check_fault_rates,
-    clip_long_tokens,
     is_closing,
     is_no,
     is_yes,
@@ -206,7 +201,7 @@ class _Intent:
     notes: list[str] = field(default_factory=list)
 
 
-class RetailReferenceAgent:
+class RetailReferenceAgent(ReferenceAgentBase):
     """The retail reference agent for one trial (see the module docstring).
 
     Args:
@@ -223,14 +218,7 @@ class RetailReferenceAgent:
     """
 
     def __init__(self, ctx: TrialContext, faults: Mapping[str, float] | None = None):
-        self._rates = check_faults(faults or {})
-        self._rng = np.random.Generator(np.random.PCG64([ctx.seed, 0x7E7A11]))
-        self.metadata: dict[str, Any] = {"faults": []}
-        self._seen = 0
-        self._steps = 0
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
-        self._made: list[tuple[str, str]] = []
-        self._queue: list[tuple[str, dict[str, Any]]] = []
+        super().__init__(ctx, faults, known=FAULT_KNOBS, who="reference agent", salt=0x7E7A11)
         # identity
         self._email: str | None = None
         self._name: tuple[str, str] | None = None
@@ -260,71 +248,16 @@ class RetailReferenceAgent:
         self._previous_address: dict[str, str] | None = None
 
     # ------------------------------------------------------------------------------------------ plumbing
-    def _draw(self, knob: str, detail: str) -> bool:
-        rate = self._rates.get(knob, 0.0)
-        if rate <= 0.0:
-            return False
-        hit = bool(self._rng.random() < rate)
-        if hit:
-            self.metadata["faults"].append({"fault": knob, "step": self._steps, "detail": detail})
-        return hit
-
-    def _call(self, name: str, args: dict[str, Any]) -> AgentTurn:
-        call_id = f"ref_{len(self._calls)}"
-        self._calls[call_id] = (name, dict(args))
-        key = (name, json.dumps(args, sort_keys=True))
-        if (name.startswith(("get_", "find_", "list_")) and key not in self._made
-                and self._draw("repeat_call", f"{name} repeated")):
-            self._queue.extend([(name, dict(args))] * 3)
-        self._made.append(key)
-        self._steps += 1
-        return AgentTurn(message=Message(role="assistant", tool_calls=[ToolCall(id=call_id, name=name,
-                                                                                arguments=args)]))
-
     def _say(self, text: str, question: bool = True) -> AgentTurn:
         if question and self._user_id is not None:
             intent = self._current()
             target = "order id" if intent is not None and intent.order_id else "identity"
             if self._draw("repeat_question", f"asked again for the {target}"):
-                self._steps += 1
-                return AgentTurn(message=Message(role="assistant",
-                                                 content=ASK_ORDER if target == "order id" else ASK_IDENTITY))
-        self._steps += 1
-        return AgentTurn(message=Message(role="assistant", content=text))
-
-    def step(self, messages: Sequence[Message]) -> AgentTurn:
-        """Return the next tool call or message given the conversation so far.
-
-        Args:
-            messages: the trial's messages (user, assistant, tool), in order.
-
-        Returns:
-            One tool call, or a text message to the user.
-        """
-        for m in messages[self._seen:]:
-            if m.role == "tool":
-                self._absorb_tool(m)
-            elif m.role == "user":
-                self._absorb_user(clip_long_tokens(m.content or ""))  # a long token names nothing
-        self._seen = len(messages)
-        if self._queue:
-            name, args = self._queue.pop(0)
-            call_id = f"ref_{len(self._calls)}"
-            self._calls[call_id] = (name, dict(args))
-            self._steps += 1
-            return AgentTurn(message=Message(role="assistant", tool_calls=[ToolCall(id=call_id, name=name,
-                                                                                    arguments=args)]))
-        return self._decide()
+                return self._text_turn(ASK_ORDER if target == "order id" else ASK_IDENTITY)
+        return self._text_turn(text)
 
     # ------------------------------------------------------------------------------------------ reading
-    def _absorb_tool(self, m: Message) -> None:
-        name, args = self._calls.get(m.tool_call_id or "", ("", {}))
-        content = m.content or ""
-        try:
-            data: Any = json.loads(content)
-        except json.JSONDecodeError:
-            data = content
-        ok = not content.lower().startswith("error")
+    def _absorb_tool(self, name: str, args: dict[str, Any], data: Any, ok: bool, content: str) -> None:
         if name == "find_user_id_by_email" or name == "find_user_id_by_name_zip":
             if ok and isinstance(data, str) and data:
                 self._user_id = data
@@ -1291,7 +1224,7 @@ class RetailReferenceAgent:
                 chosen.append(str(it["item_id"]))
         others = [str(it["item_id"]) for it in items if str(it["item_id"]) not in chosen]
         if chosen and others and self._draw("wrong_item", "picked another item of the order"):
-            chosen[0] = others[int(self._rng.integers(len(others)))]
+            chosen[0] = others[int(self._faults.rng.integers(len(others)))]
         return chosen
 
     @staticmethod
@@ -1377,7 +1310,7 @@ class RetailReferenceAgent:
             others = [str(v["item_id"]) for v in variants if v.get("available") and str(v["item_id"]) not in
                       (new_id, str(item["item_id"]))]
             if others and self._draw("wrong_item", f"picked another {item['name']} variant"):
-                new_id = others[int(self._rng.integers(len(others)))]
+                new_id = others[int(self._faults.rng.integers(len(others)))]
             return new_id
         if self._asking == "options" and intent.rejections > 2:
             return self._refuse(intent, "I can't make that change: I could not find the variant you want.")

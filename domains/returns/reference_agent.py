@@ -39,19 +39,15 @@ generator seeded by the trial seed, and every injected fault is recorded in ``me
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from simulator import (
     REFERENCE_KNOBS,
     AgentTurn,
-    Message,
-    ToolCall,
+    ReferenceAgentBase,
     TrialContext,
     check_fault_rates,
     is_closing,
@@ -137,7 +133,7 @@ class _Request:
     done: bool = False
 
 
-class ReturnsReferenceAgent:
+class ReturnsReferenceAgent(ReferenceAgentBase):
     """The returns desk's reference agent for one trial (see the module docstring).
 
     Args:
@@ -152,15 +148,10 @@ class ReturnsReferenceAgent:
         ValueError: an unknown knob or a rate outside [0, 1].
     """
 
+    LOOKUPS = ("get_", "find_")
+
     def __init__(self, ctx: TrialContext, faults: Mapping[str, float] | None = None):
-        self._rates = check_faults(faults or {})
-        self._rng = np.random.Generator(np.random.PCG64([ctx.seed, 0x5E7C2D]))
-        self.metadata: dict[str, Any] = {"faults": []}
-        self._seen = 0
-        self._steps = 0
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
-        self._made: set[str] = set()
-        self._queue: list[tuple[str, dict[str, Any]]] = []
+        super().__init__(ctx, faults, known=FAULT_KNOBS, who="returns reference agent", salt=0x5E7C2D)
         # identity
         self._email: str | None = None
         self._name: str | None = None
@@ -182,71 +173,17 @@ class ReturnsReferenceAgent:
         self._reasked = False
 
     # ------------------------------------------------------------------------------------------ plumbing
-    def _draw(self, knob: str, detail: str) -> bool:
-        rate = self._rates.get(knob, 0.0)
-        if rate <= 0.0:
-            return False
-        hit = bool(self._rng.random() < rate)
-        if hit:
-            self.metadata["faults"].append({"fault": knob, "step": self._steps, "detail": detail})
-        return hit
-
-    def _tool_turn(self, name: str, args: dict[str, Any]) -> AgentTurn:
-        call_id = f"ref_{len(self._calls)}"
-        self._calls[call_id] = (name, dict(args))
-        self._steps += 1
-        return AgentTurn(message=Message(role="assistant",
-                                         tool_calls=[ToolCall(id=call_id, name=name, arguments=args)]))
-
-    def _call(self, name: str, args: dict[str, Any]) -> AgentTurn:
-        key = json.dumps([name, args], sort_keys=True)
-        if name.startswith(("get_", "find_")) and key not in self._made and self._draw("repeat_call",
-                                                                                        f"{name} repeated"):
-            self._queue.extend([(name, dict(args))] * 3)
-        self._made.add(key)
-        return self._tool_turn(name, args)
-
     def _say(self, text: str, question: bool = True) -> AgentTurn:
         if question and self._customer_id is not None:
             request = self._current()
             target = "order id" if request is not None and request.order_id else "email"
             if self._draw("repeat_question", f"asked again for the {target}"):
                 self._reasked = True  # the answer to this question is not the answer to the agent's own question
-                self._steps += 1
-                return AgentTurn(message=Message(role="assistant",
-                                                 content=ASK_ORDER if target == "order id" else ASK_IDENTITY))
-        self._steps += 1
-        return AgentTurn(message=Message(role="assistant", content=text))
-
-    def step(self, messages: Sequence[Message]) -> AgentTurn:
-        """Return the next tool call or message given the conversation so far.
-
-        Args:
-            messages: the trial's messages (user, assistant, tool), in order.
-
-        Returns:
-            One tool call, or a text message to the customer.
-        """
-        for m in messages[self._seen:]:
-            if m.role == "tool":
-                self._absorb_tool(m)
-            elif m.role == "user":
-                self._absorb_user(m.content or "")
-        self._seen = len(messages)
-        if self._queue:
-            name, args = self._queue.pop(0)
-            return self._tool_turn(name, args)
-        return self._decide()
+                return self._text_turn(ASK_ORDER if target == "order id" else ASK_IDENTITY)
+        return self._text_turn(text)
 
     # ------------------------------------------------------------------------------------------ reading
-    def _absorb_tool(self, m: Message) -> None:
-        name, args = self._calls.get(m.tool_call_id or "", ("", {}))
-        content = m.content or ""
-        try:
-            data: Any = json.loads(content)
-        except json.JSONDecodeError:
-            data = content
-        ok = not content.lower().startswith("error")
+    def _absorb_tool(self, name: str, args: dict[str, Any], data: Any, ok: bool, content: str) -> None:
         if name in ("find_customer_by_email", "find_customer_by_name_zip"):
             if ok and isinstance(data, str) and data:
                 self._customer_id = data
@@ -576,7 +513,7 @@ class ReturnsReferenceAgent:
     def _other_order(self, oid: str, detail: str) -> str:
         others = [str(o) for o in (self._customer or {}).get("orders", []) if str(o) != oid]
         if others and self._draw("wrong_item", detail):
-            return others[int(self._rng.integers(len(others)))]
+            return others[int(self._faults.rng.integers(len(others)))]
         return oid
 
     def _propose(self, plan: list[tuple[str, dict[str, Any]]], text: str) -> AgentTurn:

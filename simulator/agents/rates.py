@@ -3,14 +3,18 @@
 :func:`parse_rates` parses ``NAME=RATE[,NAME=RATE...]`` lists (the ``faulty:`` and ``reference:`` agent specs);
 :func:`check_fault_rates` checks rates given as a mapping (a domain's reference agent built in Python).
 
-:data:`REFERENCE_KNOBS` and :func:`check_fault_rates` are exported by :mod:`simulator` for domains.
+:class:`FaultDraws` draws an agent's faults at its opportunities. These three are exported by :mod:`simulator`
+for domains.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["REFERENCE_KNOBS", "check_fault_rates", "parse_rates"]
+import numpy as np
+
+__all__ = ["REFERENCE_KNOBS", "FaultDraws", "check_fault_rates", "parse_rates"]
 
 
 def parse_rates(text: str, who: str, what: str, known: Sequence[str] | None = None,
@@ -82,3 +86,51 @@ def check_fault_rates(rates: Mapping[str, float], known: Sequence[str], who: str
             raise ValueError(f"{who}: fault knob {name}: rate {value:g} is outside [0, 1]")
         out[name] = value
     return out
+
+
+class FaultDraws:
+    """An agent's fault knobs: a seeded draw at each opportunity, and the record of the faults injected.
+
+    Each knob is drawn only where the agent has an opportunity for it, from the agent's own generator (a stream
+    apart from the simulated user's ``ctx.rng``, so that the agent's draws do not shift the user's), so one trial
+    seed gives the same faults at the same points.
+
+    Args:
+        rates: knob -> rate, a probability in [0, 1] (checked with :func:`check_fault_rates`).
+        known: the knobs the agent knows.
+        who: the agent named in error messages.
+        seed: the trial seed (``ctx.seed``).
+        salt: the agent's own constant, mixed with the seed into a ``numpy.random.SeedSequence``.
+
+    Attributes:
+        rates: the checked rates.
+        rng: the agent's ``numpy.random.Generator`` (PCG64).
+        injected: one record per injected fault, ``{"fault": knob, **details}``, in order; agents expose it as
+            ``metadata["faults"]``.
+
+    Raises:
+        ValueError: an unknown knob, or a rate that is not a number in [0, 1]; the message names it.
+    """
+
+    def __init__(self, rates: Mapping[str, float], known: Sequence[str], who: str, seed: int, salt: int):
+        self.rates = check_fault_rates(rates, known, who)
+        self.rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, salt])))
+        self.injected: list[dict[str, Any]] = []
+
+    def draw(self, knob: str, **details: Any) -> bool:
+        """Draw one opportunity of ``knob``; record the fault and return True when it is injected.
+
+        A knob at rate 0 (or not given) draws nothing, so a clean agent's generator is never advanced.
+
+        Args:
+            knob: the fault knob.
+            **details: what is recorded with the fault (e.g. ``step=3, detail="asked again"``).
+
+        Returns:
+            True when the fault is injected at this opportunity.
+        """
+        rate = self.rates.get(knob, 0.0)
+        if rate <= 0.0 or not self.rng.random() < rate:
+            return False
+        self.injected.append({"fault": knob, **details})
+        return True
