@@ -257,6 +257,11 @@ def test_agent_never_reads_the_gold(domain, tasks):
     ("I need a one-way flight in economy from Albuquerque to Portland on May 19", ["book"]),
     ("how much will be refunded?", ["info"]),
     ("what are the details of reservation 4YBNIY?", ["details"]),
+    # a cabin named as a field's value is no request to change a cabin (a verbose persona restating a booking)
+    ("then pay with the larger certificate. Cabin: business. Passengers: myself.", []),
+    ("As for the origin: Kansas City. For the cabin, business. Baggage: 2.", []),
+    ("I'd like to upgrade the cabin on reservation CAPKYS", ["cabin"]),
+    ("can you change the cabin of my reservation", ["cabin"]),
 ])
 def test_intents(text, kinds):
     assert nl.intents_in(text) == kinds

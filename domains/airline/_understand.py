@@ -337,8 +337,10 @@ def intents_in(text: str) -> list[str]:
         add("bags", re.search(r"\b(more|additional|extra|add|bring|check)\b[^.?!]{0,40}\b(bags?|baggages?|"
                               r"luggage|suitcases?)\b|\b(bags?|baggages?|luggage)\b[^.?!]{0,30}\b(instead of|more)\b",
                               low))
-    cabin = re.search(r"\b(upgrade|downgrade|cabin)\b|\b(move|change|switch|put)\b[^.?!]{0,60}\b(to|into)\s+"
-                      r"(basic[ _-]economy|economy|business)\b|\bfrom (basic[ _-]economy|economy|business) to\b",
+    # "cabin" asks for a cabin change unless it only labels a value ("Cabin: business", "for the cabin, ...")
+    cabin = re.search(r"\b(upgrade|downgrade)\b|(?<!for the )\bcabin\b(?!\s*:)|"
+                      r"\b(move|change|switch|put)\b[^.?!]{0,60}\b(to|into)\s+(basic[ _-]economy|economy|business)\b|"
+                      r"\bfrom (basic[ _-]economy|economy|business) to\b",
                       low)
     add("cabin", cabin)
     add("add_passenger", re.search(r"\badd\b[^.?!]{0,60}\b(passenger|traveller|traveler|person|colleague|friend|"
