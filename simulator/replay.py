@@ -348,6 +348,7 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
         with template.trial() as trial:
             prepare_trial(domain, trial, task)
             start = domain.dump(trial) if task.initial_state is not None else initial
+            written = trial.raw.total_changes
             if tau2:
                 ctx = ToolContext(trial.session, trial.options)
                 sync = syncer(domain, ctx)
@@ -365,7 +366,7 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
                 actions = gold_calls(task)
                 outcomes = apply_actions(toolbox, trial, actions)
                 checks = None
-            final = domain.dump(trial)
+            final = domain.dump(trial) if trial.raw.total_changes != written else start  # no row written
         agent = {t: v for t, v in final.items() if t not in user_tables}
         before = {t: v for t, v in start.items() if t not in user_tables}
         user_diff = None
