@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from sqlalchemy import Column, MetaData, String, Table, Text, insert
 from sqlalchemy.orm import Session
 
-__all__ = ["SINGLE", "Docs", "doc_table", "dumps", "insert_docs"]
+__all__ = ["SINGLE", "DocShape", "Docs", "deep_merge", "doc_table", "dumps", "insert_docs", "merge_docs"]
 
 SINGLE = "1"
 """The id of the row of a single-object table."""
@@ -79,3 +80,88 @@ def deep_merge(base: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]
         else:
             base[k] = v
     return base
+
+
+@dataclass(frozen=True)
+class DocShape:
+    """How a tau2 database field is kept in a document table, for merging ``initialization_data`` into it.
+
+    Attributes:
+        kind: ``map`` (tau2 ``{id: record}``, e.g. mock's ``tasks``), ``list`` (tau2 ``[record, ...]``, e.g.
+            telecom's ``lines``, each row keyed by the record's ``key`` field) or ``single`` (one object, e.g.
+            telecom's ``device``, kept under id :data:`SINGLE`).
+        key: the id field of a ``list`` table's records.
+    """
+
+    kind: Literal["map", "list", "single"]
+    key: str | None = None
+
+
+def _tree_merge(base: Any, patch: Any) -> Any:
+    """tau2's merge of initialization data: objects key by key (recursively), any other value replaced."""
+    if isinstance(base, dict) and isinstance(patch, Mapping):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = _tree_merge(base[k], v) if k in base else _plain(v)
+        return out
+    return _plain(patch)
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(dumps(value))
+
+
+def merge_docs(conn: sqlite3.Connection, shapes: Mapping[str, DocShape], data: Mapping[str, Any],
+               field: str) -> None:
+    """Merge tau2 ``initialization_data`` (``agent_data`` or ``user_data``) into document tables, in one transaction.
+
+    tau2 merges the data into its database's JSON: objects key by key, recursively; any other value (a list
+    included) replaced. So a ``map`` table's records are merged one by one (an unknown id adds the record), a
+    ``list`` table is replaced whole by the given records, and a ``single`` object is merged.
+
+    Args:
+        conn: the trial's sqlite3 connection (autocommit: no transaction open).
+        shapes: table name -> its :class:`DocShape` (the side's tables only).
+        data: ``{table: value}`` as in the task file.
+        field: the task field, for messages (``initial_state.initialization_data.agent_data``).
+
+    Raises:
+        ValueError: an unknown table, or a value of the wrong kind for its table (the message names the field and
+            the table).
+    """
+    for table, value in data.items():
+        shape = shapes.get(table)
+        where = f"{field}.{table}"
+        if shape is None:
+            raise ValueError(f"{where}: unknown table (tables: {', '.join(shapes)})")
+        if shape.kind == "list":
+            if not isinstance(value, list):
+                raise ValueError(f"{where}: expected a list of records, got {type(value).__name__}")
+            for i, rec in enumerate(value):
+                if not isinstance(rec, Mapping) or not isinstance(rec.get(shape.key or ""), str):
+                    raise ValueError(f"{where}[{i}]: expected a record with a string {shape.key!r}")
+            continue
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
+        if shape.kind == "map":
+            for key, rec in value.items():
+                if not isinstance(rec, Mapping):
+                    raise ValueError(f"{where}.{key}: expected an object, got {type(rec).__name__}")
+    docs = Docs(conn)
+    conn.execute("BEGIN")
+    try:
+        for table, value in data.items():
+            shape = shapes[table]
+            if shape.kind == "list":
+                conn.execute(f'DELETE FROM "{table}"')
+                for rec in value:
+                    docs.put(table, rec[shape.key], _plain(rec))
+            elif shape.kind == "map":
+                for key, rec in value.items():
+                    docs.put(table, str(key), _tree_merge(docs.get(table, str(key)) or {}, rec))
+            else:
+                docs.put(table, SINGLE, _tree_merge(docs.get(table, SINGLE) or {}, value))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

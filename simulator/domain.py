@@ -180,6 +180,17 @@ class Domain(abc.ABC):
         """
         raise DomainError(f"domain {self.name!r} cannot merge initialization data into its database")
 
+    def merge_user_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
+        """Merge native user-side data into a trial database (tau2 ``initialization_data.user_data``).
+
+        Dual-control domains only (see :mod:`simulator.dual`): ``data`` is ``{user table: value}`` as the user
+        side's database holds it (e.g. telecom's ``{"device": {"airplane_mode": true}}``), merged as tau2 does.
+
+        Raises:
+            DomainError: the domain has no user-side data, or the data is malformed (names the field).
+        """
+        raise DomainError(f"domain {self.name!r} cannot merge user data into its database")
+
     def package_dir(self) -> Path:
         """Return the domain package's directory (holds data/, tasks/, policy.md)."""
         import sys

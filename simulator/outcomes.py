@@ -283,17 +283,21 @@ def apply_initial_state(toolbox: Toolbox, trial: TrialDatabase, task: Task, meta
     return outcomes
 
 
-def replay_history(toolbox: Toolbox, ctx: ToolContext, history: list[dict[str, Any]]) -> list[CallOutcome]:
-    """Replay a prior conversation's agent tool calls (tau2 ``message_history``) on the trial database.
+def replay_history(toolbox: Toolbox, ctx: ToolContext, history: list[dict[str, Any]], *,
+                   user_toolbox: Toolbox | None = None) -> list[CallOutcome]:
+    """Replay a prior conversation's tool calls (tau2 ``message_history``) on the trial database.
 
     Every assistant tool call is dispatched in order, except those whose tool message says it failed
-    (``"error": true``): a failed call changed nothing. Read calls change nothing either way.
+    (``"error": true``): a failed call changed nothing. Read calls change nothing either way. In a dual-control
+    domain (``user_toolbox`` given) the user's own tool calls (user messages with ``tool_calls``) are replayed
+    too, on the user's side, in conversation order.
 
     Args:
         toolbox: the tools.
         ctx: the setup tool context.
         history: the messages (``{role, content, tool_calls: [{id, name, arguments}]}``; tool messages
             ``{role: "tool", id, content, error}``).
+        user_toolbox: the user's own tools (dual control); None: user messages' tool calls are not replayed.
 
     Returns:
         The outcomes of the replayed calls.
@@ -301,12 +305,17 @@ def replay_history(toolbox: Toolbox, ctx: ToolContext, history: list[dict[str, A
     failed = {m.get("id") for m in history if m.get("role") == "tool" and m.get("error")}
     out = []
     for m in history:
-        if m.get("role") != "assistant" or m.get("requestor", "assistant") != "assistant":
+        role = m.get("role")
+        if role == "assistant" and m.get("requestor", "assistant") == "assistant":
+            side = toolbox
+        elif role == "user" and user_toolbox is not None:
+            side = user_toolbox
+        else:
             continue
         for call in m.get("tool_calls") or []:
             if call.get("id") in failed:
                 continue
-            out.append(toolbox.dispatch(ctx, str(call.get("name")), dict(call.get("arguments") or {})))
+            out.append(side.dispatch(ctx, str(call.get("name")), dict(call.get("arguments") or {})))
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -76,21 +76,24 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
     if task.initial_state is None:
         return
     fx = task.initial_state
-    dual = has_user_side(domain) and bool(fx.setup)
+    dual = has_user_side(domain)
     try:
-        if fx.user_data:  # the extension point of dual-control domains: no domain merges user data yet
+        if fx.user_data and not has_user_side(domain):
             raise DomainError(f"task {task.id!r}: initial_state.initialization_data.user_data: domain "
-                              f"{domain.name!r} " + ("cannot merge user data" if has_user_side(domain)
-                                                     else "has no user side"))
+                              f"{domain.name!r} has no user side")
         if fx.data:
             domain.merge_data(trial, fx.data)
+        if fx.user_data:
+            domain.merge_user_data(trial, fx.user_data)
         toolbox = domain.toolbox_for(trial.options)
         if dual:  # setup actions may call environment functions, on either side: run them here, with sync
             bare = task.model_copy(update={"initial_state": fx.model_copy(update={"setup": [], "history": []})})
             apply_initial_state(toolbox, trial, bare, domain.install_sinks().metadata)
             ctx = ToolContext(trial.session, trial.options, step=None, source="setup")
             run_setup_actions(domain, ctx, fx.setup, toolbox)
-            replay_history(toolbox, ctx, fx.history)
+            replay_history(toolbox, ctx, fx.history, user_toolbox=domain.user_toolbox())
+            if fx.data or fx.user_data or fx.history:  # as tau2 ends its set-up (setup actions synced already)
+                domain.sync(ctx)
         else:
             apply_initial_state(toolbox, trial, task, domain.install_sinks().metadata)
     except (FixtureError, SetupActionError, DomainError) as e:
@@ -267,22 +270,58 @@ def tasks_not_replaying(domain: Domain, template: TemplateDatabase, tasks: Seque
 
 @dataclass
 class ReplayResult:
-    """The outcome of replaying one task's gold actions."""
+    """The outcome of replaying one task's gold actions.
+
+    Attributes:
+        task_index: the task's position in the replayed list.
+        task_id: the task.
+        responses: each replayed call's response text.
+        statuses: each call's status (``ok``, ``tool_error``, ...; see :class:`~simulator.tools.CallOutcome`).
+        diff: the change of the domain's JSON dump (per table: added, removed, changed); in a dual-control
+            domain, of the agent's tables only.
+        requestors: each call's side (``assistant`` or ``user``).
+        user_diff: the change of the user's tables (dual-control domains), else None.
+        env_assertions: the task's environment assertions evaluated on the replayed (synced) state, each
+            ``{"func_name", "env_type", "expected", "actual", "passed", "error"}``; None for a task without any.
+    """
 
     task_index: int
     task_id: str
     responses: list[str]
     statuses: list[str]
     diff: dict[str, Any]
+    requestors: list[str] = field(default_factory=list)
+    user_diff: dict[str, Any] | None = None
+    env_assertions: list[dict[str, Any]] | None = None
+
+    @property
+    def errors(self) -> list[bool]:
+        """Return each call's error flag (tau2's ``ToolMessage.error``: the call did not succeed)."""
+        return [s != "ok" for s in self.statuses]
 
     def to_json(self) -> dict[str, Any]:
-        """Return ``{"task_index", "task_id", "responses", "statuses", "diff"}``."""
-        return {"task_index": self.task_index, "task_id": self.task_id, "responses": self.responses,
-                "statuses": self.statuses, "diff": self.diff}
+        """Return ``{"task_index", "task_id", "responses", "statuses", "errors", "requestors", "diff"}``.
+
+        With ``"user_diff"`` in a dual-control domain and ``"env_assertions"`` for a task that has some.
+        """
+        doc: dict[str, Any] = {"task_index": self.task_index, "task_id": self.task_id, "responses": self.responses,
+                               "statuses": self.statuses, "errors": self.errors, "requestors": self.requestors,
+                               "diff": self.diff}
+        if self.user_diff is not None:
+            doc["user_diff"] = self.user_diff
+        if self.env_assertions is not None:
+            doc["env_assertions"] = self.env_assertions
+        return doc
 
 
 def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task]) -> Iterator[ReplayResult]:
     """Replay each task's gold actions on a fresh copy of the template and diff the native JSON dumps.
+
+    A tau-bench task: the agent's gold actions, stopping after a conversation-ending call; a gold tool bug is
+    raised. A tau2 task (and any task of a dual-control domain), as tau2's evaluator replays gold: every gold
+    action on its requestor's side (the user's own tools for ``requestor: user``), the domain's sync after each,
+    past a conversation-ending call, a tool bug only logged (its status is ``tool_bug``); then the task's
+    environment assertions are evaluated on the replayed, synced state.
 
     Args:
         domain: the domain.
@@ -293,18 +332,54 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
         One :class:`ReplayResult` per task, in order.
 
     Raises:
-        GoldToolBug: a gold action hit a bug in a tool.
+        GoldToolBug: a gold action of a tau-bench task hit a bug in a tool, or a task's initial state could not
+            be applied.
     """
+    from simulator.grading.tau2 import check_env_assertions
+
     toolbox = domain.toolbox_for(template.options)
+    sides = (toolbox, domain.user_toolbox())
+    user_tables = domain.user_tables()
+    dual = has_user_side(domain)
     with template.trial() as trial:
         initial = domain.dump(trial)
     for i, task in enumerate(tasks):
+        tau2 = task.suite == "tau2" or dual
         with template.trial() as trial:
             prepare_trial(domain, trial, task)
-            outcomes = apply_actions(toolbox, trial, gold_calls(task), log_errors=task.suite == "tau2")
-            final = domain.dump(trial)
-        yield ReplayResult(i, task.id, [o.content for o in outcomes], [o.status for o in outcomes],
-                           json_diff(initial, final))
+            start = domain.dump(trial) if task.initial_state is not None else initial
+            written = trial.raw.total_changes
+            if tau2:
+                ctx = ToolContext(trial.session, trial.options)
+                sync = syncer(domain, ctx)
+                actions = list(task.gold_actions)
+                outcomes = []
+                for action in actions:
+                    out = run_action(domain, ctx, action, sides, functions=False)
+                    if out.status == "tool_bug":
+                        _log.warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
+                    outcomes.append(out)
+                    sync()
+                checks = (check_env_assertions(domain, trial, task.env_assertions).results
+                          if task.env_assertions else None)
+            else:
+                actions = gold_calls(task)
+                outcomes = apply_actions(toolbox, trial, actions)
+                checks = None
+            final = domain.dump(trial) if trial.raw.total_changes != written else start  # no row written
+        agent = {t: v for t, v in final.items() if t not in user_tables}
+        before = {t: v for t, v in start.items() if t not in user_tables}
+        user_diff = None
+        if user_tables:
+            user_diff = json_diff({t: v for t, v in start.items() if t in user_tables},
+                                  {t: v for t, v in final.items() if t in user_tables})
+        yield ReplayResult(
+            i, task.id, [o.content for o in outcomes], [o.status for o in outcomes], json_diff(before, agent),
+            requestors=[a.requestor for a in actions[: len(outcomes)]], user_diff=user_diff,
+            env_assertions=None if checks is None else [
+                {"func_name": c.func_name, "env_type": c.env_type, "expected": c.expected, "actual": c.actual,
+                 "passed": c.passed, "error": c.error} for c in checks],
+        )
 
 
 def replay_trajectory(toolbox: Toolbox, trial: TrialDatabase, trajectory: Trajectory, *,

@@ -2,7 +2,11 @@
 
 The agent creates tasks and updates their status (4 tools); the user can read and dismiss notifications in their
 inbox (2 tools, dual control). Data: tau2's ``db.json`` and ``user_db.json`` (``--data`` their folder); tasks:
-its ``tasks.json`` (read by :mod:`domains._tau2tasks`). Registered as ``mock``.
+its ``tasks.json`` (read by the engine's tau2 loader, :meth:`simulator.Domain.load_tasks`). Registered as ``mock``.
+
+Two of tau2's ten mock tasks cannot be passed by their gold actions (a gold action the task's own user
+instructions and env assertions need is missing); ``gold_amendments.json`` adds it when such a task is loaded,
+and tags the task ``tau2-gold-amended`` (see :meth:`MockDomain.load_tasks`).
 """
 
 from __future__ import annotations
@@ -10,14 +14,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
-from domains._docs import Docs, doc_table, insert_docs
-from domains._tau2tasks import is_tau2_file, read_tau2_tasks
+from domains._docs import Docs, DocShape, doc_table, insert_docs, merge_docs
 from simulator import (
+    Action,
     Domain,
     DomainError,
     StateSpec,
@@ -29,7 +33,10 @@ from simulator import (
     tool,
 )
 
-__all__ = ["MockDomain"]
+__all__ = ["AMENDED_TAG", "MockDomain"]
+
+AMENDED_TAG = "tau2-gold-amended"
+"""The tag of a task whose gold actions :meth:`MockDomain.load_tasks` completed (``gold_amendments.json``)."""
 
 
 def _folder() -> Path:
@@ -162,6 +169,10 @@ class MockDomain(Domain):
     """tau2's mock world: users and their tasks; a user-side notification inbox."""
 
     name = "mock"
+    tau2_options: ClassVar[dict[str, Any] | None] = {}  # type: ignore[misc]
+    """tau2-bench task files run with the domain's only tool set."""
+    AGENT_SHAPES: ClassVar[dict[str, DocShape]] = {"tasks": DocShape("map"), "users": DocShape("map")}
+    USER_SHAPES: ClassVar[dict[str, DocShape]] = {"notifications": DocShape("map")}
 
     def __init__(self) -> None:
         super().__init__()
@@ -229,10 +240,67 @@ class MockDomain(Domain):
         """Return ``{table: {id: record}}``."""
         return Docs(trial.raw).dump(self._tables)
 
+    def merge_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
+        """Merge tau2 ``agent_data`` (``{"tasks"|"users": {id: record}}``) into the trial's records.
+
+        Raises:
+            DomainError: an unknown table or a malformed value (names the field).
+        """
+        try:
+            merge_docs(trial.raw, self.AGENT_SHAPES, data, "initialization_data.agent_data")
+        except ValueError as e:
+            raise DomainError(str(e)) from e
+
+    def merge_user_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
+        """Merge tau2 ``user_data`` (``{"notifications": {id: record}}``) into the user's inbox.
+
+        Raises:
+            DomainError: an unknown table or a malformed value (names the field).
+        """
+        try:
+            merge_docs(trial.raw, self.USER_SHAPES, data, "initialization_data.user_data")
+        except ValueError as e:
+            raise DomainError(str(e)) from e
+
     def load_tasks(self, source: str | None = None, split: str | None = None) -> list[Task]:
-        """Load tau2's mock ``tasks.json`` (``source``; None: the default data folder's; ``split``: one split)."""
-        path = Path(source) if source is not None else _folder() / "tasks.json"
-        if not path.exists() or not is_tau2_file(path):
-            raise DomainError(f"--tasks {source}: not a tau2-bench mock task file")
-        base = _read_json(path.parent / "db.json")
-        return self._checked(read_tau2_tasks(path, split=split, records=lambda t: base.get(t, {})), str(path))
+        """Load a task file (None: tau2's mock ``tasks.json`` in the default data folder), optionally one split.
+
+        A task named in the package's ``gold_amendments.json`` gets the gold actions listed there appended
+        (each one only when the task's gold does not already have it, so a fixed upstream file is left as it is)
+        and the tag :data:`AMENDED_TAG`.
+
+        Raises:
+            DomainError: an unknown split, or a malformed amendments file.
+            simulator.TaskFileError: a malformed task file.
+        """
+        source = str(_folder() / "tasks.json") if source is None else source
+        tasks = super().load_tasks(source, split)
+        amendments = _amendments(self.package_dir() / "gold_amendments.json")
+        amended = []
+        for i, task in enumerate(tasks):
+            extra = [a for a in amendments.get(task.id, []) if a not in task.gold_actions]
+            if extra:
+                tasks[i] = task.model_copy(update={"gold_actions": [*task.gold_actions, *extra],
+                                                   "tags": [*task.tags, AMENDED_TAG]})
+                amended.append(tasks[i])
+        self._checked(amended, source)
+        return tasks
+
+
+def _amendments(path: Path) -> dict[str, list[Action]]:
+    """Read ``{task id: {"why": text, "add": [action, ...]}}``.
+
+    Raises:
+        DomainError: the file is malformed (names the task id and field).
+    """
+    raw = _read_json(path)
+    out = {}
+    for task_id, entry in raw.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("why"), str) or not isinstance(
+                entry.get("add"), list):
+            raise DomainError(f"{path}: {task_id}: expected {{\"why\": text, \"add\": [action, ...]}}")
+        try:
+            out[task_id] = [Action.model_validate(a) for a in entry["add"]]
+        except ValueError as e:
+            raise DomainError(f"{path}: {task_id}: field add: {e}") from e
+    return out

@@ -6,7 +6,8 @@ permissions, reboot, payment). Both sides live in the trial's database: the agen
 single-object tables ``device`` and ``surroundings``. After every step the domain syncs the user's surroundings
 from the agent's records (line active, roaming allowed, data allowance, payment requests; paid requests mark
 bills paid). Data: tau2's ``db.toml`` and ``user_db.toml`` (``--data`` their folder); tasks: tau2's
-``tasks.json`` (read by :mod:`domains._tau2tasks`). Registered as ``telecom``.
+``tasks.json`` (read by the engine's tau2 loader, :meth:`simulator.Domain.load_tasks`; tau2's default split
+``base``, ``--split full`` for all 2,285). Registered as ``telecom``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ import datetime as dt
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
-from domains._docs import SINGLE, Docs, deep_merge, doc_table, insert_docs
-from domains._tau2tasks import is_tau2_file, read_tau2_tasks
+from domains._docs import SINGLE, Docs, DocShape, deep_merge, doc_table, insert_docs, merge_docs
 from domains.telecom import phone as _phone
 from domains.telecom import tools as _tools
 from simulator import Domain, DomainError, StateSpec, Task, Toolbox, ToolContext, TrialDatabase
@@ -59,6 +59,8 @@ class TelecomDomain(Domain):
     """Telecom technical support: the agent fixes the account, the user fixes the phone."""
 
     name = "telecom"
+    tau2_options: ClassVar[dict[str, Any] | None] = {}  # type: ignore[misc]
+    """tau2-bench task files run with the domain's only tool set."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,9 +140,32 @@ class TelecomDomain(Domain):
         """Return ``{table: {id: record}}``; the single objects under id ``"1"``."""
         return Docs(trial.raw).dump(self._tables)
 
+    def merge_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
+        """Merge tau2 ``agent_data`` into the agent's records: a table given (a list, as in tau2) is replaced whole.
+
+        Raises:
+            DomainError: an unknown table, or a record without its id field (names the field).
+        """
+        try:
+            merge_docs(trial.raw, {t: DocShape("list", key) for t, key in AGENT_TABLES.items()}, data,
+                       "initialization_data.agent_data")
+        except ValueError as e:
+            raise DomainError(str(e)) from e
+
+    def merge_user_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
+        """Merge tau2 ``user_data`` (``{"device": {...}, "surroundings": {...}}``) into the phone and surroundings.
+
+        Raises:
+            DomainError: an unknown table or a value that is not an object (names the field).
+        """
+        try:
+            merge_docs(trial.raw, {t: DocShape("single") for t in USER_TABLES}, data, "initialization_data.user_data")
+        except ValueError as e:
+            raise DomainError(str(e)) from e
+
     def load_tasks(self, source: str | None = None, split: str | None = None) -> list[Task]:
-        """Load tau2's telecom ``tasks.json`` (``source``; None: the default data folder's; ``split``: one split)."""
-        path = Path(source) if source is not None else self.default_data_dir() / "tasks.json"
-        if not path.exists() or not is_tau2_file(path):
-            raise DomainError(f"--tasks {source}: not a tau2-bench telecom task file")
-        return self._checked(read_tau2_tasks(path, split=split), str(path))
+        """Load a task file (None: tau2's telecom ``tasks.json`` in the default data folder), optionally one split.
+
+        A tau2 file without ``split`` gives tau2's default split ``base`` (114 tasks); ``split="full"`` all 2,285.
+        """
+        return super().load_tasks(str(self.default_data_dir() / "tasks.json") if source is None else source, split)

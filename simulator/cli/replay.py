@@ -21,6 +21,8 @@ from simulator.tasks import TaskFileError
 def replay_command(
     domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
+    split: Annotated[str | None, typer.Option(
+        help="Split of a tau2-bench task file (split_tasks.json beside it; default: its 'base').")] = None,
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     format: Annotated[str, typer.Option(help="tau-bench-diff | json")] = "tau-bench-diff",
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
@@ -29,14 +31,17 @@ def replay_command(
 
     Each line: {"task_index", "responses", "diff"} where diff is the change of the domain's JSON dump
     (per table: added, removed, changed; paths look like items[0].price).
-    With --format json each line also has the task id and each call's status.
+    With --format json each line also has the task id, each call's status, error flag and requestor; in a
+    dual-control domain (mock, telecom) "diff" is the agent side's and "user_diff" the user side's; a task with
+    environment assertions has them evaluated on the replayed, synced state ("env_assertions"). tau2 tasks are
+    replayed as tau2 replays gold: every action on its requestor's side, none ends the replay.
     """
     if format not in ("tau-bench-diff", "json"):
         raise fail(f"--format {format!r}: use tau-bench-diff or json")
     try:
         dom = get_domain(domain)
         template = dom.template(data, domain_options(dom, data, option))
-        task_list = dom.load_tasks(tasks)
+        task_list = dom.load_tasks(tasks, split=split)
     except (DomainError, TaskFileError) as e:
         raise fail(str(e)) from e
     try:

@@ -5,10 +5,12 @@ The full 2,285-task telecom sweep is in ``scripts/bench-telecom``; here every 20
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from domains.mock import AMENDED_TAG
 from simulator import Action, Runner, RunSpec, Task, ToolContext, UserScenario, get_domain
 from simulator.agents import NullAgent, OracleAgent
 from simulator.replay import prepare_trial
@@ -27,7 +29,7 @@ def telecom():
 
 @pytest.fixture(scope="module")
 def telecom_tasks(telecom):
-    return telecom.load_tasks()
+    return telecom.load_tasks(split="full")
 
 
 def _setup_task(*setup: tuple[str, str, dict]) -> Task:
@@ -54,7 +56,7 @@ def test_loaded_task_counts_and_mapping(telecom_tasks):
     all_actions = sum(len(t.gold_actions) for t in telecom_tasks)
     assert (all_actions, user_actions) == (13215, 10927)  # the spec's counts
     first = telecom_tasks[0]
-    assert first.grade == ["assertions"]
+    assert first.grade == ["env_assertions"]
     assert [(a.requestor, a.name) for a in first.initial_state.setup][:2] == [("user", "set_user_info"),
                                                                              ("user", "set_user_location")]
 
@@ -154,11 +156,23 @@ def test_mock_oracle_and_null():
     mock = get_domain("mock")
     tasks = mock.load_tasks()
     assert len(tasks) == 10
+    # two tasks cannot be passed by their gold actions as shipped: one has none (its history asks for an update
+    # the gold does not make), the other needs the user to dismiss a notification outside the gold actions; the
+    # domain completes their gold (gold_amendments.json) and tags them
+    raw = {t["id"]: t for t in json.loads((TAU2 / "mock" / "tasks.json").read_text())}
+    amended = {t.id: t for t in tasks if AMENDED_TAG in t.tags}
+    assert sorted(amended) == ["update_task_with_history_and_env_assertions", "update_task_with_user_tools"]
+    for tid, task in amended.items():
+        shipped = raw[tid]["evaluation_criteria"].get("actions") or []
+        assert len(task.gold_actions) == len(shipped) + 1
+    assert amended["update_task_with_user_tools"].gold_actions[-1] == Action(
+        name="dismiss_notification", arguments={"notification_id": "notif_1"}, requestor="user")
     oracle = _run(mock, tasks, OracleAgent)
-    # two tasks cannot be passed by their gold actions: one has none (its history asks for an update the gold
-    # does not make), the other needs the user to dismiss a notification outside the gold actions
-    assert sorted(t.task_id for t in oracle.trials if not t.passed) == [
-        "update_task_with_history_and_env_assertions", "update_task_with_user_tools"]
+    assert [t.task_id for t in oracle.trials if not t.passed] == []
+    # the user dismissed the notification itself (its own tool, requestor user)
+    user_calls = [c.name for t in oracle.trials if t.task_id == "update_task_with_user_tools"
+                  for c in t.trajectory.tool_calls if c.requestor == "user"]
+    assert user_calls == ["dismiss_notification"]
     null = _run(mock, tasks, NullAgent)
     # only the task with nothing to do (no gold, DB and COMMUNICATE basis with nothing to say) passes
     assert [t.task_id for t in null.trials if t.passed] == ["create_task_1_nl_eval"]
