@@ -92,7 +92,8 @@ def test_the_snapshot_holds_turn_user_state_and_generator_states(retail):
     assert first.user_state == {"intent": 0, "stale": 0, "persona": "policy-pusher"}
     assert "trial" in first.rng and "agent._faults.rng" in first.rng
     later = orig.snapshots[-1]
-    assert later.rng["agent._faults.rng"] != first.rng["agent._faults.rng"] or not orig.result.trajectory.agent_metadata.get("faults")
+    rng = "agent._faults.rng"
+    assert later.rng[rng] != first.rng[rng] or not orig.result.trajectory.agent_metadata.get("faults")
 
 
 def test_a_fork_resumes_the_database_the_original_trial_had_at_that_turn(retail):
