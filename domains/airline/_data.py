@@ -52,6 +52,7 @@ __all__ = [
     "PAYMENT_SOURCES",
     "SEGMENT_KEYS",
     "WRITTEN_SEGMENT_KEYS",
+    "available_flights_on_date",
     "dump_all",
     "flight_on_date",
     "flight_record",
@@ -496,6 +497,24 @@ def flight_record(conn: sqlite3.Connection, flight_number: str) -> dict[str, Any
     return _flights(conn, flight_number).get(flight_number)
 
 
+_ON_DATE = (
+    "SELECT f.id, f.origin, f.destination, f.scheduled_departure_time_est, f.scheduled_arrival_time_est, f.layout, "
+    + ", ".join(f"d.{c.strip()}" for c in _DATE_COLUMNS.split(","))
+    + " FROM flights AS f JOIN flight_dates AS d ON d.flight_number = f.id"
+)
+"""A flight joined with its entries of the dates: the flight's columns, then :data:`_DATE_COLUMNS`."""
+
+
+def _on_date_record(row: tuple[Any, ...]) -> dict[str, Any]:
+    """Build a flight's record on a date from a row of :data:`_ON_DATE` (see :func:`flight_on_date`)."""
+    number, origin, destination, departure, arrival, layout = row[:6]
+    rec = {"flight_number": number, "origin": origin, "destination": destination,
+           "scheduled_departure_time_est": departure, "scheduled_arrival_time_est": arrival, "dates": None}
+    merged = {k: v for k, v in (rec if layout is None else shape(rec, layout)).items() if k != "dates"}
+    merged.update(_date_record(row[6:]))
+    return merged
+
+
 def flight_on_date(conn: sqlite3.Connection, flight_number: str, date: str) -> dict[str, Any] | None:
     """Return a flight's record without ``dates``, merged with its entry for ``date`` (as the searches show it).
 
@@ -508,18 +527,29 @@ def flight_on_date(conn: sqlite3.Connection, flight_number: str, date: str) -> d
         ``{flight_number, origin, destination, scheduled_departure_time_est, scheduled_arrival_time_est,
         status, ...the date's other fields}``, or None when the flight has no entry for that date.
     """
-    row = conn.execute(f"SELECT {_DATE_COLUMNS} FROM flight_dates WHERE flight_number = ? AND date = ?",
-                       (flight_number, date)).fetchone()
-    flight = conn.execute(
-        "SELECT id, origin, destination, scheduled_departure_time_est, scheduled_arrival_time_est, layout "
-        "FROM flights WHERE id = ?", (flight_number,)
-    ).fetchone()
-    if row is None or flight is None:
-        return None
-    number, origin, destination, departure, arrival, layout = flight
-    rec = {"flight_number": number, "origin": origin, "destination": destination,
-           "scheduled_departure_time_est": departure, "scheduled_arrival_time_est": arrival, "dates": None}
-    merged = {k: v for k, v in (rec if layout is None else shape(rec, layout)).items() if k != "dates"}
-    merged.update(_date_record(row))
-    return merged
+    row = conn.execute(f"{_ON_DATE} WHERE f.id = ? AND d.date = ?", (flight_number, date)).fetchone()
+    return None if row is None else _on_date_record(row)
+
+
+def available_flights_on_date(
+    conn: sqlite3.Connection, origin: str, destination: str, date: str
+) -> list[dict[str, Any]]:
+    """Return the flights from ``origin`` to ``destination`` open for booking on ``date``, in file order.
+
+    One query for all of them; each record is the one :func:`flight_on_date` gives.
+
+    Args:
+        conn: the sqlite3 connection.
+        origin: the origin airport code.
+        destination: the destination airport code.
+        date: the date, ``YYYY-MM-DD``.
+
+    Returns:
+        The records of the flights whose entry for ``date`` has status ``available``.
+    """
+    rows = conn.execute(
+        f"{_ON_DATE} WHERE f.origin = ? AND d.date = ? AND d.status = 'available' AND f.destination = ? "
+        "ORDER BY f.position", (origin, date, destination),
+    ).fetchall()
+    return [_on_date_record(row) for row in rows]
 

@@ -89,7 +89,13 @@ from pydantic_core import CoreSchema, core_schema
 from typing_extensions import TypedDict
 
 from domains._common import Row, TableAccess, calculate, think, transfer_to_human_agents, with_new_keys
-from domains.airline._data import WRITTEN_SEGMENT_KEYS, flight_on_date, reservation_record, user_record
+from domains.airline._data import (
+    WRITTEN_SEGMENT_KEYS,
+    available_flights_on_date,
+    flight_on_date,
+    reservation_record,
+    user_record,
+)
 from domains.airline.models import Base
 from simulator import Toolbox, ToolContext, ToolError, tool
 
@@ -480,7 +486,8 @@ def _next_method_position(rows: _Rows, user_id: str) -> int:
 
 def _new_reservation_id(rows: _Rows) -> str:
     """Return the first id of HATHAT, HATHAU, HATHAV, HATHAW, ... that no reservation has (tau2: the first three)."""
-    taken = {r[0] for r in rows.conn.execute("SELECT id FROM reservations WHERE id LIKE 'HATH%'")}
+    # the ids starting with HATH (case-sensitively, as the candidates compare), found by the key's index
+    taken = {r[0] for r in rows.conn.execute("SELECT id FROM reservations WHERE id >= 'HATH' AND id < 'HATI'")}
     candidates = (f"HATH{a}{b}" for a, b in itertools.product(_ID_ALPHABET, repeat=2))
     ids: Iterator[str] = itertools.dropwhile(lambda c: c != FIRST_RESERVATION_ID, candidates)
     if rows.tau2:
@@ -593,10 +600,9 @@ def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: 
         destination: The destination airport, three letters, such as 'LAX'.
         date: The date of the flight, 'YYYY-MM-DD', such as '2024-01-01'.
     """
-    conn = ctx.conn
-    legs = [flight_on_date(conn, f[0], date) for f in _available_flights(conn, origin, destination, date)]
+    legs = available_flights_on_date(ctx.conn, origin, destination, date)
     if _tau2(ctx):
-        return json.dumps([_direct(leg, None) for leg in legs if leg is not None])
+        return json.dumps([_direct(leg, None) for leg in legs])
     return json.dumps(legs)
 
 

@@ -315,6 +315,13 @@ def _users(conn: sqlite3.Connection, user_id: str | None) -> dict[str, dict[str,
 
 
 def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[str, Any]]:
+    order_rows = select_rows(
+        conn, "SELECT id, user_id, address1, address2, city, country, state, zip, status, cancel_reason, "
+        "return_items, return_payment_method_id, exchange_items, exchange_new_items, "
+        "exchange_payment_method_id, exchange_price_difference, layout FROM orders", "id", order_id, "position",
+    )
+    if not order_rows:  # one order looked up that does not exist: its children are not looked for
+        return {}
     items: dict[str, list[dict[str, Any]]] = {}
     key: Any = None
     bucket: list[dict[str, Any]] = []
@@ -338,17 +345,21 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
             bucket = payments[oid] = []
         entry = {"transaction_type": kind, "amount": amount, "payment_method_id": pm}
         bucket.append(entry if layout is None else _shape(entry, layout))
-    tracking = _lists(select_rows(
-        conn, "SELECT order_id || ' ' || fulfillment_position, tracking_id FROM fulfillment_tracking_ids", "order_id",
-        order_id, "order_id, fulfillment_position, position"))
-    shipped = _lists(select_rows(
-        conn, "SELECT order_id || ' ' || fulfillment_position, item_id FROM fulfillment_item_ids", "order_id", order_id,
-        "order_id, fulfillment_position, position"))
     fulfillments: dict[str, list[dict[str, Any]]] = {}
-    key = None
-    for oid, fpos, layout in select_rows(
+    shipments = select_rows(
         conn, "SELECT order_id, position, layout FROM fulfillments", "order_id", order_id, "order_id, position"
-    ):
+    )
+    tracking: dict[Any, list[Any]] = {}
+    shipped: dict[Any, list[Any]] = {}
+    if shipments:  # (a pending order has none: its tracking ids and shipped items are not looked for)
+        tracking = _lists(select_rows(
+            conn, "SELECT order_id || ' ' || fulfillment_position, tracking_id FROM fulfillment_tracking_ids",
+            "order_id", order_id, "order_id, fulfillment_position, position"))
+        shipped = _lists(select_rows(
+            conn, "SELECT order_id || ' ' || fulfillment_position, item_id FROM fulfillment_item_ids", "order_id",
+            order_id, "order_id, fulfillment_position, position"))
+    key = None
+    for oid, fpos, layout in shipments:
         if oid != key:
             key = oid
             bucket = fulfillments[oid] = []
@@ -357,11 +368,7 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
         bucket.append(shipment if layout is None else _shape(shipment, layout))
     out: dict[str, dict[str, Any]] = {}
     for (oid, uid, a1, a2, city, country, state, zip_, status, cancel_reason, return_items, return_pm,
-         exchange_items, exchange_new, exchange_pm, exchange_diff, layout) in select_rows(
-        conn, "SELECT id, user_id, address1, address2, city, country, state, zip, status, cancel_reason, "
-        "return_items, return_payment_method_id, exchange_items, exchange_new_items, "
-        "exchange_payment_method_id, exchange_price_difference, layout FROM orders", "id", order_id, "position",
-    ):
+         exchange_items, exchange_new, exchange_pm, exchange_diff, layout) in order_rows:
         rec: dict[str, Any] = {
             "order_id": oid,
             "user_id": uid,

@@ -296,9 +296,10 @@ def get_order_details(ctx: ToolContext, order_id: str) -> str:
         ctx: the trial's tool context.
         order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
     """
-    if order_record(ctx.conn, order_id) is None:
+    record = order_record(ctx.conn, order_id)
+    if record is None:
         raise ToolError(f"no order with id {order_id!r}")
-    return _order_json(ctx.conn, order_id, tau2=_tau2(ctx))
+    return json.dumps(tau2_order(record) if _tau2(ctx) else record)
 
 
 @tool("read")

@@ -130,6 +130,16 @@ def test_lookups_return_the_file_records(env: Env, raw: dict[str, Any]) -> None:
     assert env.snap() == before
 
 
+def test_every_order_lookup_is_its_file_record_whatever_its_status(env: Env, raw: dict[str, Any]) -> None:
+    # one order's record skips the queries of children it has none of (a pending order has no fulfillments)
+    statuses = {o["status"] for o in raw["orders"].values()}
+    assert {"pending", "delivered", "cancelled", "processed"} <= statuses
+    assert any(not o["fulfillments"] for o in raw["orders"].values())
+    assert any(o["fulfillments"] for o in raw["orders"].values())
+    for order_id, record in raw["orders"].items():
+        assert env.call("get_order_details", order_id=order_id).content == json.dumps(record), order_id
+
+
 def test_lookup_misses_are_errors(env: Env) -> None:
     env.refused("find_user_id_by_email", email="nobody@example.com")
     env.refused("find_user_id_by_name_zip", first_name="Ethan", last_name="Lopez", zip="43276")  # zip exact
