@@ -326,10 +326,9 @@ class Harness:
         start_turns = len(resume.trajectory.progress) if resume is not None else 0
         current_persona = [persona]
 
-        with r.template.trial() as db:
-            prepare_trial(r.domain, db, task)
-            if snapshot is not None:
-                db.load(snapshot.database)
+        with r.template.trial() if snapshot is None else r.template.trial_of(snapshot.database) as db:
+            if snapshot is None:
+                prepare_trial(r.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
 
             def on_turn(state: ConversationState) -> None:
