@@ -610,6 +610,7 @@ def shrink(runner: Runner, task: Task, trial_index: int, lines: Sequence[str], s
 
 
 # ---------------------------------------------------------------------------------------------------- search
+_KIND_RANK = {"confirmation": 0, "tool_error": 1, "question": 2, "refusal": 3}
 @dataclass
 class _Arm:
     """A task of the search: its root trials played, its branch points, and its bandit statistics."""
@@ -617,8 +618,8 @@ class _Arm:
     task: Task
     roots: list[tuple[str | None, int]]
     """(persona, trial index) of the roots not played yet, in a seeded order."""
-    branches: list[tuple[Snapshot, list[str]]] = field(default_factory=list)
-    """Snapshots at decision points with the moves not tried there yet."""
+    branches: list[tuple[Snapshot, list[str], list[int]]] = field(default_factory=list)
+    """Snapshots at decision points with the moves not tried there yet and ``[forks made there]``."""
     pulls: int = 0
     reward: float = 0.0
     forks_since_root: int = 0
@@ -644,14 +645,17 @@ class HuntResult:
 
 
 def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str | None] | None = None,
-         explore: float = 0.5, prior: float = 0.5, reseeds: int = 2, forks_per_root: int = 4,
+         explore: float = 0.5, prior: float = 0.5, reseeds: int = 6, forks_per_root: int = 12,
          on_trial: Callable[[HuntTrial], None] | None = None) -> HuntResult:
     """Search for failures within a budget of agent turns (see the module docstring).
 
     The arms of a UCB bandit are the tasks: pulling one plays a fork of one of its branch points (a snapshot at a
-    decision point of one of its root trials, with a user move or a reseed of the agent not tried there yet,
-    earliest branch point first) or, when it has none left or ``forks_per_root`` forks were played since its last
-    root, a new root trial (its next persona x trial index, in a seeded order). An arm's score is
+    decision point of one of its root trials, with a user move or a reseed of the agent not tried there yet, in a
+    seeded order; the branch point forked least so far, on ties a confirmation request before a tool error, a
+    question and a refusal, then the latest: spreading the forks over the decision points, the late ones cheap,
+    finds more of the agent's own faults than forking the opening again and again) or, when it has none left or
+    ``forks_per_root`` forks were played since its last root, a new root trial (its next persona x trial index,
+    in a seeded order). An arm's score is
     ``(reward + prior) / (pulls + 1) + explore * sqrt(ln(total pulls + 2) / (pulls + 1))``, reward 1 per trial
     with a new signature, 0.25 per fork failing with a known one; ties go to the task first in a seeded order.
 
@@ -709,7 +713,11 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
         arm.pulls += 1
         arm.branches = [b for b in arm.branches if b[1]]
         if arm.branches and arm.forks_since_root < forks_per_root:
-            snap, todo = arm.branches[0]
+            # the least forked branch point; on ties a confirmation request first, then a tool error, a question,
+            # a refusal; then the latest (its continuation is the cheapest)
+            snap, todo, forks = min(arm.branches, key=lambda b: (b[2][0], _KIND_RANK.get(b[0].kind or "", 9),
+                                                                 -b[0].turn))
+            forks[0] += 1
             move = todo.pop()
             arm.forks_since_root += 1
             name, _, arg = move.partition("=")
@@ -731,7 +739,7 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
         root = harness.play(arm.task, index, persona, capture=at_decisions)
         for snap in root.snapshots:
             order = [*moves, *(f"reseed={int(rng.integers(2**31))}" for _ in range(reseeds))]
-            arm.branches.append((snap, [order[j] for j in rng.permutation(len(order))]))
+            arm.branches.append((snap, [order[j] for j in rng.permutation(len(order))], [0]))
         arm.reward += record(root)
     clusters = cluster(trials, tasks, kinds)
     return HuntResult(clusters=clusters, trials=trials, agent_turns=spent, saved_turns=saved, signatures_at=curve)
