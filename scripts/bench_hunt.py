@@ -9,10 +9,15 @@ user with every persona. For each seed, both get the same budget of agent turns 
 - hunt: :func:`simulator.hunt.hunt` with the same budget and seed (forks pay only for their continuation).
 
 Reported per domain and seed: agent turns spent, distinct signatures (:func:`simulator.hunt.signature`), the
-rate per 1,000 turns, the ratio hunt / linear, and the agent turns forking saved (prefixes not replayed). A
-signature that the clean reference agent also shows (user-caused, e.g. a persona abandoning) is counted like any
-other here; ``tausim hunt --export`` leaves such clusters out of the regression cases. Prints figures, asserts
-nothing.
+rate per 1,000 turns, the ratio hunt / linear, and the agent turns forking saved (prefixes not replayed).
+
+Two counts, both printed: **all** distinct signatures, and **agent-caused** ones: those whose trial did not end
+with the user abandoning (termination ``user_abandon``). An abandonment is often the persona's doing (an
+impatient user giving up, a user move pushing it there), not a fault of the agent, and user moves make many of
+them, so the agent-caused count is the honest figure of the two (the target, >= 2x, is meant for it); it is
+strict: an abandonment the agent provoked (asking the same question again until the user gives up) is left out
+too. ``tausim hunt --export`` leaves clusters the clean agent also fails out of the regression cases. Prints
+figures, asserts nothing.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ def linear(runner: Runner, budget: int) -> tuple[int, set[tuple[str, ...]], int]
     return spent, sigs, n
 
 
-def _not_abandoned(sigs: set[tuple[str, ...]]) -> int:
+def agent_caused(sigs: set[tuple[str, ...]]) -> int:
+    """The number of signatures whose trial did not end with the user abandoning (see the module docstring)."""
     return sum(1 for s in sigs if s[1] != "user_abandon")
 
 
@@ -69,8 +75,8 @@ def main() -> None:
     a = p.parse_args()
     print(f"bench-hunt: budget {a.budget} agent turns, seeds 0..{a.seeds - 1}, agent {AGENT}, user rule, "
           f"personas all; {machine()}")
-    print(f"{'domain':8} {'seed':>4} | {'linear turns':>12} {'sigs':>4} {'/1k':>6} | {'hunt turns':>10} {'sigs':>4} "
-          f"{'/1k':>6} {'saved':>6} | {'ratio':>5}")
+    print(f"{'domain':8} {'seed':>4} | {'linear turns':>12} {'sigs':>4} {'agent':>5} {'/1k':>6} | {'hunt turns':>10} "
+          f"{'sigs':>4} {'agent':>5} {'/1k':>6} {'saved':>6} | {'ratio':>5} {'agent':>5}")
     tot = {"lt": 0, "ls": 0, "ht": 0, "hs": 0, "saved": 0, "la": 0, "ha": 0}
     t0 = time.perf_counter()
     for domain in a.domains.split(","):
@@ -79,8 +85,9 @@ def main() -> None:
             lt, lsigs, _ = linear(runner, a.budget)
             res = hunt(_runner(domain, seed), a.budget, seed=seed)
             ls, ht, hs = len(lsigs), res.agent_turns, len(res.clusters)
-            tot["la"] += _not_abandoned(lsigs)
-            tot["ha"] += _not_abandoned({c.signature for c in res.clusters})
+            la, ha = agent_caused(lsigs), agent_caused({c.signature for c in res.clusters})
+            tot["la"] += la
+            tot["ha"] += ha
             lr, hr = 1000 * ls / lt, 1000 * hs / ht
             tot["lt"] += lt
             tot["ls"] += ls
@@ -88,17 +95,19 @@ def main() -> None:
             tot["hs"] += hs
             tot["saved"] += res.saved_turns
             ratio = f"{hr / lr:5.2f}" if lr else "  inf"
-            print(f"{domain:8} {seed:>4} | {lt:>12} {ls:>4} {lr:>6.2f} | {ht:>10} {hs:>4} {hr:>6.2f} "
-                  f"{res.saved_turns:>6} | {ratio}")
+            aratio = f"{(ha / ht) / (la / lt):5.2f}" if la else "  inf"
+            print(f"{domain:8} {seed:>4} | {lt:>12} {ls:>4} {la:>5} {lr:>6.2f} | {ht:>10} {hs:>4} {ha:>5} {hr:>6.2f} "
+                  f"{res.saved_turns:>6} | {ratio} {aratio}")
     lr, hr = 1000 * tot["ls"] / tot["lt"], 1000 * tot["hs"] / tot["ht"]
-    print(f"{'total':8} {'':>4} | {tot['lt']:>12} {tot['ls']:>4} {lr:>6.2f} | {tot['ht']:>10} {tot['hs']:>4} "
-          f"{hr:>6.2f} {tot['saved']:>6} | {hr / lr if lr else float('inf'):5.2f}")
+    la, ha = 1000 * tot["la"] / tot["lt"], 1000 * tot["ha"] / tot["ht"]
+    print(f"{'total':8} {'':>4} | {tot['lt']:>12} {tot['ls']:>4} {tot['la']:>5} {lr:>6.2f} | {tot['ht']:>10} "
+          f"{tot['hs']:>4} {tot['ha']:>5} {hr:>6.2f} {tot['saved']:>6} | {hr / lr if lr else float('inf'):5.2f} "
+          f"{ha / la if la else float('inf'):5.2f}")
     print(f"distinct signatures per 1,000 agent turns: hunt {hr:.2f} vs linear {lr:.2f} "
           f"({hr / lr if lr else float('inf'):.2f}x); agent turns saved by forking: {tot['saved']} "
           f"({time.perf_counter() - t0:.0f} s)")
-    la, ha = 1000 * tot["la"] / tot["lt"], 1000 * tot["ha"] / tot["ht"]
-    print(f"without user_abandon signatures (often the persona's doing, not the agent's): hunt {ha:.2f} vs linear "
-          f"{la:.2f} ({ha / la if la else float('inf'):.2f}x)")
+    print(f"agent-caused signatures (trial not ended by the user abandoning) per 1,000 agent turns: hunt {ha:.2f} vs "
+          f"linear {la:.2f} ({ha / la if la else float('inf'):.2f}x)")
 
 
 if __name__ == "__main__":

@@ -167,6 +167,34 @@ class TemplateDatabase:
                     conn.invalidate()  # closed, never reused
                 conn.close()
 
+    @contextmanager
+    def trial_of(self, data: bytes) -> Iterator[TrialDatabase]:
+        """Open a private database holding ``data`` (a trial copy serialized, e.g. a hunt snapshot) for one trial.
+
+        The copy is made on a new connection, never one of the pool: a pooled connection's cached statements must
+        not meet a database replaced under them (sqlite crashes). Closed on exit, never reused.
+
+        Args:
+            data: ``sqlite3.Connection.serialize()`` bytes of a copy of this template.
+
+        Yields:
+            A :class:`TrialDatabase` (``reusable`` False).
+        """
+        engine = create_engine("sqlite://", poolclass=StaticPool, creator=lambda: _connect_template(data))
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:  # as for the pooled copies: BEGIN emitted here so rollback always works
+            conn.exec_driver_sql("BEGIN")
+
+        conn = engine.connect()
+        trial = TrialDatabase(conn, dict(self.options))
+        trial.reusable = False
+        try:
+            yield trial
+        finally:
+            conn.close()
+            engine.dispose()
+
 
 class _UndoPlan:
     """How a trial's copy is put back to the template: the SQL that undoes the writes of each table."""

@@ -33,6 +33,7 @@ import json
 import math
 import pickle
 import re
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,23 +46,30 @@ from simulator.database import diff_against
 from simulator.dual import env_caller, syncer
 from simulator.errors import SnapshotError
 from simulator.grading import check_assertions, grade_trial
+from simulator.grading.process import unconfirmed_writes
 from simulator.grading.safety import record_owners
-from simulator.orchestrator import ConversationState, Limits, run_conversation
+from simulator.orchestrator import ConversationState, Limits, Trajectory, run_conversation
 from simulator.persona import Persona
+from simulator.prefix import capture_state
 from simulator.records import TrialResult
 from simulator.replay import prepare_trial
 from simulator.runner import Runner
 from simulator.sinks import read_events
-from simulator.tasks import Task
-from simulator.tools import ToolContext
+from simulator.tasks import NextStep, StepCall, Task, TrialPrefix
+from simulator.tools import Toolbox, ToolContext
 from simulator.users._moves import MOVES, MovedUser
 from simulator.users._scripted import STOP_TOKEN, ScriptedUser, scripted_user_factory
 
 __all__ = ["MOVES", "Cluster", "Harness", "HuntResult", "HuntTrial", "Snapshot", "cluster", "core", "decision_kind",
-           "export_cases", "hunt", "run_case", "signature", "shrink"]
+           "export_cases", "first_error", "hunt", "prefix_at", "prefix_case", "run_case", "signature", "shrink"]
 
 _REFUSAL_RE = re.compile(r"\b(?:can't|cannot|can not|unable to|not able to|not allowed|not possible|"
                          r"not eligible|against (?:our|the) policy|I'm sorry, but)\b", re.IGNORECASE)
+
+
+def _kinds(toolbox: Toolbox) -> dict[str, str | None]:
+    """Tool name -> kind (``read``, ``write``; ``ending`` for a tool that ends the conversation)."""
+    return {name: ("ending" if spec.ends_conversation else spec.kind) for name, spec in toolbox.specs.items()}
 
 
 def decision_kind(state: ConversationState) -> str | None:
@@ -318,10 +326,9 @@ class Harness:
         start_turns = len(resume.trajectory.progress) if resume is not None else 0
         current_persona = [persona]
 
-        with r.template.trial() as db:
-            prepare_trial(r.domain, db, task)
-            if snapshot is not None:
-                db.load(snapshot.database)
+        with r.template.trial() if snapshot is None else r.template.trial_of(snapshot.database) as db:
+            if snapshot is None:
+                prepare_trial(r.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
 
             def on_turn(state: ConversationState) -> None:
@@ -458,6 +465,8 @@ def signature(task: Task, result: TrialResult, kinds: Mapping[str, str | None]) 
         diff = f"{g.state.removed[0].get('table')}-row"
     elif g.assertions is not None and g.assertions.failed():
         diff = "assert:" + str(g.assertions.failed()[0].model_dump().get("kind", "?"))
+    if g.next_step is not None and not g.next_step.passed:
+        diff = "next_step:" + g.next_step.failures[0].split(":")[0]
     rule = "-"
     if g.violations:
         rule = str(g.violations[0].kind)
@@ -601,6 +610,7 @@ def shrink(runner: Runner, task: Task, trial_index: int, lines: Sequence[str], s
 
 
 # ---------------------------------------------------------------------------------------------------- search
+_KIND_RANK = {"confirmation": 0, "tool_error": 1, "question": 2, "refusal": 3}
 @dataclass
 class _Arm:
     """A task of the search: its root trials played, its branch points, and its bandit statistics."""
@@ -608,8 +618,8 @@ class _Arm:
     task: Task
     roots: list[tuple[str | None, int]]
     """(persona, trial index) of the roots not played yet, in a seeded order."""
-    branches: list[tuple[Snapshot, list[str]]] = field(default_factory=list)
-    """Snapshots at decision points with the moves not tried there yet."""
+    branches: list[tuple[Snapshot, list[str], list[int]]] = field(default_factory=list)
+    """Snapshots at decision points with the moves not tried there yet and ``[forks made there]``."""
     pulls: int = 0
     reward: float = 0.0
     forks_since_root: int = 0
@@ -635,14 +645,17 @@ class HuntResult:
 
 
 def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str | None] | None = None,
-         explore: float = 0.5, prior: float = 0.5, reseeds: int = 2, forks_per_root: int = 4,
+         explore: float = 0.5, prior: float = 0.5, reseeds: int = 6, forks_per_root: int = 12,
          on_trial: Callable[[HuntTrial], None] | None = None) -> HuntResult:
     """Search for failures within a budget of agent turns (see the module docstring).
 
     The arms of a UCB bandit are the tasks: pulling one plays a fork of one of its branch points (a snapshot at a
-    decision point of one of its root trials, with a user move or a reseed of the agent not tried there yet,
-    earliest branch point first) or, when it has none left or ``forks_per_root`` forks were played since its last
-    root, a new root trial (its next persona x trial index, in a seeded order). An arm's score is
+    decision point of one of its root trials, with a user move or a reseed of the agent not tried there yet, in a
+    seeded order; the branch point forked least so far, on ties a confirmation request before a tool error, a
+    question and a refusal, then the latest: spreading the forks over the decision points, the late ones cheap,
+    finds more of the agent's own faults than forking the opening again and again) or, when it has none left or
+    ``forks_per_root`` forks were played since its last root, a new root trial (its next persona x trial index,
+    in a seeded order). An arm's score is
     ``(reward + prior) / (pulls + 1) + explore * sqrt(ln(total pulls + 2) / (pulls + 1))``, reward 1 per trial
     with a new signature, 0.25 per fork failing with a known one; ties go to the task first in a seeded order.
 
@@ -700,7 +713,11 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
         arm.pulls += 1
         arm.branches = [b for b in arm.branches if b[1]]
         if arm.branches and arm.forks_since_root < forks_per_root:
-            snap, todo = arm.branches[0]
+            # the least forked branch point; on ties a confirmation request first, then a tool error, a question,
+            # a refusal; then the latest (its continuation is the cheapest)
+            snap, todo, forks = min(arm.branches, key=lambda b: (b[2][0], _KIND_RANK.get(b[0].kind or "", 9),
+                                                                 -b[0].turn))
+            forks[0] += 1
             move = todo.pop()
             arm.forks_since_root += 1
             name, _, arg = move.partition("=")
@@ -722,10 +739,156 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
         root = harness.play(arm.task, index, persona, capture=at_decisions)
         for snap in root.snapshots:
             order = [*moves, *(f"reseed={int(rng.integers(2**31))}" for _ in range(reseeds))]
-            arm.branches.append((snap, [order[j] for j in rng.permutation(len(order))]))
+            arm.branches.append((snap, [order[j] for j in rng.permutation(len(order))], [0]))
         arm.reward += record(root)
     clusters = cluster(trials, tasks, kinds)
     return HuntResult(clusters=clusters, trials=trials, agent_turns=spent, saved_turns=saved, signatures_at=curve)
+
+
+# ---------------------------------------------------------------------------------------------------- prefixes
+def _turn_start(messages: Sequence[Message], index: int) -> int | None:
+    """The index of the user's text message that opened the agent turn holding message ``index``."""
+    return next((j for j in range(index - 1, -1, -1) if messages[j].role == "user" and messages[j].content
+                 and not messages[j].tool_calls and messages[j].requestor is None), None)
+
+
+def first_error(task: Task, trajectory: Trajectory, toolbox: Toolbox, *,
+                confirm_writes: bool = False) -> tuple[int, NextStep] | None:
+    """Find the agent's first error in a trajectory and what its turn should not have done.
+
+    The errors looked for, the earliest one taken (those of the same turn merged):
+
+    - a successful write (or conversation-ending call) that departs from the gold writes (the first call
+      :func:`signature`'s divergence names): the turn must not call that tool with the arguments that differ
+      from gold's (all of them when gold has no such call next);
+    - with ``confirm_writes``, a write without the user's explicit yes (:func:`unconfirmed_writes`): the turn
+      must not call any write tool;
+    - an agent message asking again what it already asked (``repeated_question``): the turn must not do so.
+
+    Args:
+        task: the task (its gold actions).
+        trajectory: the failed trial's trajectory.
+        toolbox: the domain's tools (their kinds).
+        confirm_writes: the task's process rules ask for confirmation before writes.
+
+    Returns:
+        ``(index of the user message that opened the erring turn, expectations of that turn)``, or None when no
+        such error is found (a failure of another kind: a missing write, a cap, the user giving up).
+    """
+    kinds = _kinds(toolbox)
+    msgs = trajectory.messages
+    where = {c.id: i for i, m in enumerate(msgs) for c in m.tool_calls}
+    found: list[tuple[int, NextStep]] = []
+    gold = [(a.name, a.arguments) for a in task.gold_actions
+            if a.requestor == "assistant" and kinds.get(a.name) in ("write", "ending")]
+    w = 0
+    for c in trajectory.tool_calls:
+        if c.requestor != "agent" or kinds.get(c.name) not in ("write", "ending") or c.status != "ok":
+            continue
+        if w < len(gold) and (c.name, c.arguments) == gold[w]:
+            w += 1
+            continue
+        args = dict(c.arguments or {})
+        if kinds.get(c.name) == "ending":
+            key: dict[str, Any] = {}
+        elif w < len(gold) and gold[w][0] == c.name:
+            key = {k: v for k, v in args.items() if gold[w][1].get(k) != v} or args
+        else:
+            key = args
+        found.append((where.get(c.call_id, len(msgs)), NextStep(must_not_call=[StepCall(name=c.name, arguments=key)])))
+        break
+    if confirm_writes:
+        bad = unconfirmed_writes(trajectory, toolbox)
+        if bad:
+            found.append((where.get(bad[0][0].call_id, len(msgs)), NextStep(must_not_call=[StepCall(kind="write")])))
+    closing = [i for i, m in enumerate(msgs) if m.role == "assistant" and m.content and not m.tool_calls]
+    for k, p in enumerate(trajectory.progress):
+        if "repeated_question" in p.get("signals", []) and k < len(closing):
+            found.append((closing[k], NextStep(must_not_say=["repeated_question"])))
+            break
+    turns = [(u, e) for u, e in ((_turn_start(msgs, i), e) for i, e in found) if u is not None]
+    if not turns:
+        return None
+    first = min(u for u, _ in turns)
+    same = [e for u, e in turns if u == first]
+    return first, NextStep(must_call=[p for e in same for p in e.must_call],
+                           must_not_call=[p for e in same for p in e.must_not_call],
+                           must_say=[p for e in same for p in e.must_say],
+                           must_not_say=[p for e in same for p in e.must_not_say])
+
+
+def prefix_at(runner: Runner, played: HuntTrial, index: int, next_step: NextStep) -> TrialPrefix:
+    """The trajectory prefix of a played trial up to its user message ``index`` (included).
+
+    Args:
+        runner: the runner it was played with (its template's schema).
+        played: the trial, played with a snapshot at every user turn (``capture=every_turn``).
+        index: the index in its messages of a user text message (the last message of the prefix).
+        next_step: what the agent's next turn must and must not do.
+
+    Returns:
+        The prefix: the messages, the agent's step points and the user's state of the last snapshot before the
+        message, its database as rows written since the template (:func:`capture_state`) and events.
+
+    Raises:
+        SnapshotError: no snapshot before that message, or the user's reply called tools (its effect on the
+            database is not in the snapshot).
+    """
+    msgs = played.result.trajectory.messages[:index + 1]
+    snap = max((s for s in played.snapshots if len(s.conversation().trajectory.messages) <= index),
+               key=lambda s: s.turn, default=None)
+    if snap is None:
+        raise SnapshotError(f"no snapshot before message {index} of task {played.result.task_id!r}")
+    at = len(snap.conversation().trajectory.messages)
+    if any(m.requestor is not None for m in msgs[at:]):
+        raise SnapshotError("the user's last reply of the prefix called tools (its database effect is not captured)")
+    raw = sqlite3.connect(":memory:")
+    try:
+        raw.deserialize(snap.database)
+        rows, deleted, events = capture_state(raw, runner.template.metadata)
+    finally:
+        raw.close()
+    return TrialPrefix(
+        messages=list(msgs), agent_steps=[n for kind, n in snap.calls if kind == "a"], rows=rows, deleted=deleted,
+        events=events, next_step=next_step,
+        user={**snap.user_state, "turn": snap.turn, "moves": {str(k): v for k, v in snap.moves}})
+
+
+def prefix_case(runner: Runner, case: Task, member: HuntTrial) -> tuple[Task | None, str]:
+    """Make the trajectory-prefix case of a failing trial: its state just before the agent's first error.
+
+    The trial is played again from its start with its moves pinned, a snapshot at every user turn; the prefix is
+    its conversation up to the user's message that opened the erring turn (:func:`first_error`), with the
+    trial database as it was then (the snapshot's, as rows written since the template: :func:`capture_state`),
+    the agent's step points, the user's state, and the erring turn's expectations.
+
+    Args:
+        runner: the hunt's runner (agent, user, template).
+        case: the cluster's regression case (:func:`export_cases`): the prefix case is a copy of it, id
+            ``CASE-prefix``, tagged ``hunt-prefix``.
+        member: the failing trial (not reseeded).
+
+    Returns:
+        ``(prefix case, "")`` or ``(None, why not)``.
+    """
+    task = Harness(runner)._task(member.result.task_id)
+    toolbox = runner.domain.toolbox()
+    confirm = bool(runner.prepare([task.id])[task.id].rules.process.confirm_writes)
+    err = first_error(task, member.result.trajectory, toolbox, confirm_writes=confirm)
+    if err is None:
+        return None, "no agent error to stop before (a missing write, a cap or the user giving up)"
+    u, expect = err
+    again = Harness(runner).play(task, member.result.trial, member.result.persona, moves=member.moves,
+                                 capture=every_turn)
+    msgs = member.result.trajectory.messages[:u + 1]
+    if [m.model_dump() for m in again.result.trajectory.messages[:u + 1]] != [m.model_dump() for m in msgs]:
+        return None, "the trial does not replay to its prefix from its seed and moves"
+    try:
+        prefix = prefix_at(runner, again, u, expect)
+    except SnapshotError as e:
+        return None, str(e)
+    return case.model_copy(update={"id": f"{case.id}-prefix", "prefix": prefix,
+                                   "tags": [*case.tags, "hunt-prefix"]}), ""
 
 
 # ---------------------------------------------------------------------------------------------------- export
@@ -742,7 +905,7 @@ def _case(task: Task, c: Cluster, member: HuntTrial, moves: Mapping[int, str],
 
 
 def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = None, shrink_tries: int = 20,
-                 domain: str | None = None) -> tuple[dict[str, Any], list[str]]:
+                 domain: str | None = None, prefix: bool = False) -> tuple[dict[str, Any], list[str]]:
     """Write each cluster as a regression case (a task of the task format, version 2).
 
     A case is the cluster's task with the trial's seed (``seed``), persona (``scenario.persona``) and user moves
@@ -753,15 +916,21 @@ def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = N
     reseeded fork (not replayable from a seed), when its case does not fail the same way, or, when ``clean`` is
     given, when the clean agent fails it too (a regression no agent can pass names no fault of the agent).
 
+    With ``prefix``, each exported case is followed by its trajectory-prefix case (:func:`prefix_case`, id
+    ``CASE-prefix``): the conversation and database state just before the agent's first error and what its next
+    turn must not do; kept only when the agent fails that next turn and, when ``clean`` is given, the clean agent
+    passes it (else a note says why it is missing).
+
     Args:
         runner: the hunt's runner.
         result: the hunt's result (clusters get their ``script`` set).
         clean: a runner with the clean agent (same tasks and user), or None.
         shrink_tries: most replays per cluster for each shrinking.
         domain: the domain name written in the file (default the runner's).
+        prefix: also write trajectory-prefix cases.
 
     Returns:
-        ``(task file document, notes)``: notes say which clusters were left out and why.
+        ``(task file document, notes)``: notes say which clusters (or prefix cases) were left out and why.
     """
     kinds = {name: ("ending" if spec.ends_conversation else spec.kind)
              for name, spec in runner.domain.toolbox().specs.items()}
@@ -804,5 +973,19 @@ def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = N
                 notes.append(f"{c.case_id}: left out: the clean agent fails it too ({res.termination_reason})")
                 continue
         cases.append(case.model_dump(mode="json", exclude_defaults=True))
+        if prefix:
+            pcase, why = prefix_case(runner, case, member)
+            if pcase is None:
+                notes.append(f"{c.case_id}: no prefix case: {why}")
+                continue
+            res = run_case(runner, pcase)
+            step = res.grade.next_step if res.grade is not None else None
+            if step is None or step.passed:
+                notes.append(f"{c.case_id}: no prefix case: the agent does not fail its next turn there "
+                             f"({res.termination_reason})")
+            elif clean is not None and not run_case(clean, pcase).passed:
+                notes.append(f"{c.case_id}: no prefix case: the clean agent fails its next turn too")
+            else:
+                cases.append(pcase.model_dump(mode="json", exclude_defaults=True))
     doc = {"format": "tausim.tasks", "version": 2, "domain": domain or runner.config.domain, "tasks": cases}
     return doc, notes

@@ -58,6 +58,9 @@ class TerminationReason(enum.StrEnum):
     TIMEOUT = "timeout"
     """The trial ran past the run's ``trial_timeout``; its thread was abandoned (see :mod:`simulator.runner`)."""
     TOO_MANY_ERRORS = "too_many_errors"
+    NEXT_STEP = "next_step"
+    """A trajectory-prefix regression case ended after the agent's next turn, the only one run (see
+    :mod:`simulator.prefix`)."""
 
 
 ERROR_REASONS = frozenset({

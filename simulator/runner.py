@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from simulator._protocols import AgentFactory, TrialContext, UserFactory
-from simulator.database import StateDelta, TemplateDatabase, diff_against
+from simulator.database import StateDelta, StateDiff, TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.dual import env_caller, has_user_side, syncer
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
@@ -39,6 +39,7 @@ from simulator.metrics import reliability
 from simulator.orchestrator import ERROR_REASONS, Limits, TerminationReason, Trajectory, run_conversation
 from simulator.outcomes import history_messages
 from simulator.persona import Persona
+from simulator.prefix import apply_state, check_next_step, run_next_turn
 from simulator.prepared import PreparedTask, prepare_task, prepare_tasks, user_needs
 from simulator.records import RunResult, TrialKey, TrialResult, run_summary_json, trial_key
 from simulator.replay import (
@@ -377,6 +378,8 @@ class Runner:
             agent = self.agent_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
             return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + traceback.format_exc())
+        if task.prefix is not None:  # a trajectory-prefix regression case: only the agent's next turn runs
+            return self._run_prefix(task, trial_index, persona, agent, prepared, t0)
         try:
             user = self.user_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
@@ -415,6 +418,30 @@ class Runner:
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
             duration_s=time.perf_counter() - t0, error=traj.error,
         )
+
+    def _run_prefix(self, task: Task, trial_index: int, persona: str | None, agent: Any, prepared: PreparedTask,
+                    t0: float) -> TrialResult:
+        """Run a trajectory-prefix case: resume its saved state, run and grade the agent's next turn only."""
+        prefix = task.prefix
+        assert prefix is not None
+        limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps)
+        with self.template.trial() as db:
+            try:
+                prepare_trial(self.domain, db, task)
+                apply_state(db.raw, self.template.metadata, prefix, f"task {task.id!r}")
+            except (GoldToolBug, ValueError) as e:
+                return self._not_run(task, trial_index, persona, TerminationReason.TOOL_BUG,
+                                     f"prefix state: {e}", t0)
+            traj = run_next_turn(agent, prefix, self._toolbox, ToolContext(db.session, db.options), limits)
+        step = check_next_step(prefix.next_step, prefix, traj, self._kinds)
+        base = grade_trial(task.model_copy(update={"grade": []}), traj, StateDiff(), self._toolbox,
+                           prepared=prepared)  # no component decides but an error or cap ending
+        failures = [f for f in [base.failure, None if step.passed else "next_step"] if f]
+        grade = base.model_copy(update={"next_step": step, "passed": not failures, "basis": ["next_step"],
+                                        "failure": ", ".join(failures) or None})
+        return TrialResult(task_id=task.id, trial=trial_index, seed=self.trial_seed(task, trial_index),
+                           persona=persona, passed=grade.passed, termination_reason=str(traj.termination_reason),
+                           grade=grade, trajectory=traj, duration_s=time.perf_counter() - t0, error=traj.error)
 
     def planned(self) -> list[TrialKey]:
         """Return every planned (task id, persona, trial index) key, in task, persona, then trial order."""

@@ -10,8 +10,10 @@ Our format (``*.json``)::
 
 Version 2 adds, per task, ``initial_state`` (a fixture: rows to insert, update or delete, a clock time and setup
 actions), ``assertions`` (see :mod:`simulator.assertions`), ``grade`` (the components that decide pass), ``seed``
-(a pinned trial seed) and, in ``scenario``, ``script``, ``persona``, ``moves`` and ``move_personas`` (regression
-cases of ``tausim hunt``); a version 1 file may not use them.
+(a pinned trial seed), ``prefix`` (a trajectory-prefix regression case: the conversation and database state just
+before an agent's first error, and what its next step must and must not do, see :class:`TrialPrefix`) and, in
+``scenario``, ``script``, ``persona``, ``moves`` and ``move_personas`` (regression cases of ``tausim hunt``); a
+version 1 file may not use them.
 
 tau-bench v1 format: a JSON list of ``{"user_id", "instruction", "actions": [{"name", "kwargs"}], "outputs"}``;
 such tasks get ``id`` = their index in the file, as a string.
@@ -26,13 +28,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from simulator._messages import Message
 from simulator.assertions import Assertion
 from simulator.errors import TaskFileError
 from simulator.persona import Persona
 
 __all__ = ["DEFAULT_GRADE", "Action", "Budget", "Conduct", "EnvAssertion", "GradeComponent", "InitialState", "Intent",
-           "JudgeAssertion", "Precedence", "ProcessRules", "RowUpdate", "Task", "TaskFileError", "UserScenario",
-           "load_tasks", "parse_tasks"]
+           "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "ProcessRules", "RowUpdate", "StepCall",
+           "Task", "TaskFileError", "TrialPrefix", "UserScenario", "load_tasks", "parse_tasks"]
 
 GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions", "actions", "env_assertions",
                          "judge"]
@@ -324,6 +327,103 @@ class InitialState(BaseModel):
         return v
 
 
+MessageProperty = Literal["confirmation", "question", "refusal", "repeated_question"]
+"""A property of the agent's closing message in a graded next step (:class:`NextStep`): ``confirmation`` it asks
+the user to confirm an action (:func:`simulator.cues.asks_confirmation`), ``question`` it asks something,
+``refusal`` it declines ("I can't", "not allowed", ...), ``repeated_question`` it asks a question the agent already
+asked in the prefix."""
+
+
+class StepCall(BaseModel):
+    """A pattern of tool calls in a graded next step: by tool ``name`` or ``kind``, and key arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    """The tool's name (None: any tool of ``kind``)."""
+    kind: Literal["read", "write", "ending"] | None = None
+    """The tool's kind (``ending``: a tool that ends the conversation); None: any kind."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Key arguments the call must have with these values (others are free); empty: any arguments."""
+
+    @model_validator(mode="after")
+    def _named(self) -> StepCall:
+        if self.name is None and self.kind is None:
+            raise ValueError("a call pattern needs a tool name or a kind")
+        return self
+
+
+class NextStep(BaseModel):
+    """What the agent's next turn after a trajectory prefix must and must not do (all must hold to pass).
+
+    The next turn is the agent's tool calls up to and including its next text message.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    must_call: list[StepCall] = Field(default_factory=list)
+    """Each pattern must match at least one of the turn's tool calls."""
+    must_not_call: list[StepCall] = Field(default_factory=list)
+    """No tool call of the turn may match any of these patterns."""
+    must_say: list[MessageProperty] = Field(default_factory=list)
+    """Properties the turn's closing message must have."""
+    must_not_say: list[MessageProperty] = Field(default_factory=list)
+    """Properties the turn's closing message must not have."""
+
+    @model_validator(mode="after")
+    def _some(self) -> NextStep:
+        if not (self.must_call or self.must_not_call or self.must_say or self.must_not_say):
+            raise ValueError("a next step needs at least one expectation (must_call, must_not_call, must_say, "
+                             "must_not_say)")
+        return self
+
+
+class TrialPrefix(BaseModel):
+    """A trajectory prefix: a trial stopped just before the agent's first error (a ``tausim hunt`` case).
+
+    A task with a prefix is not played from its start: the trial database is the task's (template plus fixture)
+    with ``rows``, ``deleted`` and ``events`` applied, the agent is given ``messages`` (a stateful rule agent is
+    first brought to that point by replaying its ``agent_steps``), and only its next turn is run and graded
+    against ``next_step`` (see :mod:`simulator.prefix`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    messages: list[Message] = Field(min_length=1)
+    """The conversation so far, tool calls and results included; the last is the user's message the agent
+    answers next."""
+    agent_steps: list[int] = Field(default_factory=list)
+    """The number of messages the agent saw at each of its steps in the prefix, in order (increasing): a rule
+    agent's state is restored by replaying them."""
+    rows: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """Table -> the rows written by the prefix (every column), each inserted or replacing the row with its
+    primary key."""
+    deleted: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """Table -> primary keys (column -> value) of the rows the prefix removed."""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """The event log at that point (rows of the domain's event table)."""
+    user: dict[str, Any] = Field(default_factory=dict)
+    """The simulated user's state there (``persona``, ``turn``: its replies so far, ``intent``: agenda position,
+    ``stale``: patience used, ``moves``), to continue the conversation."""
+    next_step: NextStep
+    """What the agent's next turn must and must not do."""
+
+    @field_validator("agent_steps")
+    @classmethod
+    def _increasing(cls, v: list[int]) -> list[int]:
+        if any(b <= a for a, b in zip(v, v[1:], strict=False)) or any(n < 1 for n in v):
+            raise ValueError(f"agent_steps must be increasing positive message counts, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _ends_with_user(self) -> TrialPrefix:
+        last = self.messages[-1]
+        if last.role != "user" or not last.content or last.requestor is not None:
+            raise ValueError(f"the last message of a prefix must be the user's text message, got role {last.role!r}")
+        seen = sum(1 for m in self.messages if m.requestor is None)
+        if self.agent_steps and self.agent_steps[-1] >= seen:
+            raise ValueError(f"agent_steps {self.agent_steps[-1]} is not before the prefix's last message ({seen} "
+                             "messages the agent sees)")
+        return self
+
+
 class Task(BaseModel):
     """One scenario: the user, the gold actions, the required outputs and tags."""
 
@@ -371,6 +471,9 @@ class Task(BaseModel):
     seed: int | None = Field(default=None, ge=0, lt=2**64)
     """A pinned trial seed (a regression case written by ``tausim hunt``): every trial of the task uses it instead
     of the one derived from the run seed. None: derived (:func:`simulator.runner.derive_seed`)."""
+    prefix: TrialPrefix | None = None
+    """A trajectory-prefix regression case (version 2 files): only the agent's next turn after it is run and
+    graded (see :class:`TrialPrefix`); None: the trial is played from its start."""
 
     def grade_basis(self) -> tuple[GradeComponent, ...]:
         """Return the components that decide pass.
@@ -459,7 +562,8 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
         for i, raw in enumerate(raw_tasks):
             if version == 1 and isinstance(raw, dict):
                 # a dumped version-1 task carries the newer fields empty (None, []): only a value needs version 2
-                newer = [k for k in ("initial_state", "assertions", "grade", "seed") if raw.get(k) not in (None, [])]
+                newer = [k for k in ("initial_state", "assertions", "grade", "seed", "prefix")
+                         if raw.get(k) not in (None, [])]
                 scen = raw.get("scenario")
                 newer += [f"scenario.{k}" for k in ("script", "persona", "moves", "move_personas")
                           if isinstance(scen, dict) and scen.get(k) not in (None, [], {})]

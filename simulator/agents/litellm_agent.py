@@ -57,7 +57,11 @@ class LiteLLMAgent:
         tools: OpenAI function schemas offered to the model.
         seed: the model ``seed`` parameter (the trial seed reduced by :func:`simulator.llm.model_seed`).
         trial_seed: the trial seed (used in the response-cache key).
+        resumes_from_history: True: each step depends on the messages given only, so a trajectory-prefix case
+            gives it the prefix's messages without replaying its earlier steps (see :mod:`simulator.prefix`).
     """
+
+    resumes_from_history = True
 
     def __init__(
         self, ctx: TrialContext, client: LLMClient, *, instruction: str = DEFAULT_AGENT_INSTRUCTION

@@ -12,6 +12,9 @@ errors (a run refuses the task set unless ``--allow-lint-errors``):
   names no row at that point of the replay (a wrong order id in the third gold action, a task written for other
   data); in a gold read action it is a warning (it cannot change the goal state);
 - ``assertion-fails-oracle``: an assertion fails on the oracle's final state (the gold actions replayed);
+- ``prefix``: a trajectory-prefix case (``prefix``, see :mod:`simulator.prefix`) names an unknown tool, argument or
+  kind in its next-step expectations, has a tool result answering no earlier call, or a database state that
+  does not apply to the task's data;
 
 warnings (suspicious, or known quirks of public benchmarks):
 
@@ -45,6 +48,7 @@ from simulator.errors import GoldToolBug
 from simulator.grading import check_assertions, grade_trial
 from simulator.grading.outputs import find_output
 from simulator.orchestrator import TerminationReason, ToolCallRecord, Trajectory
+from simulator.prefix import apply_state
 from simulator.replay import prepare_trial
 from simulator.sinks import read_events
 from simulator.tasks import Action, Task
@@ -327,6 +331,50 @@ def _contradictions(domain: Domain, task: Task, toolbox: Toolbox, ids: _Ids) -> 
     return out
 
 
+def _lint_prefix(domain: Domain, template: TemplateDatabase, task: Task, toolbox: Toolbox) -> list[Finding]:
+    """The ``prefix`` rule: a trajectory-prefix case's expectations, messages and state (see the module docstring)."""
+    prefix = task.prefix
+    assert prefix is not None
+    out: list[Finding] = []
+
+    def add(message: str, tool: str | None = None) -> None:
+        out.append(Finding("prefix", "error", message, task_id=task.id, tool=tool))
+
+    expect = prefix.next_step
+    for field_name, patterns in (("must_call", expect.must_call), ("must_not_call", expect.must_not_call)):
+        for i, p in enumerate(patterns):
+            where = f"prefix.next_step.{field_name}[{i}]"
+            if p.name is None:
+                continue
+            tool_spec = toolbox.specs.get(p.name)
+            if tool_spec is None:
+                add(f"{where}.name: unknown tool {p.name!r}", p.name)
+                continue
+            params = set(tool_spec.arguments_model.model_fields)
+            for key in p.arguments:
+                if key not in params:
+                    add(f"{where}.arguments: {p.name} has no argument {key!r} (its arguments: {sorted(params)})",
+                        p.name)
+            kind = "ending" if tool_spec.ends_conversation else tool_spec.kind
+            if p.kind is not None and p.kind != kind:
+                add(f"{where}.kind: {p.name} is a {kind} tool, not {p.kind!r}", p.name)
+    calls: set[str] = set()
+    for i, m in enumerate(prefix.messages):
+        for c in m.tool_calls:
+            calls.add(c.id)
+            if m.requestor is None and c.name not in toolbox.specs:
+                add(f"prefix.messages[{i}]: call of unknown tool {c.name!r}", c.name)
+        if m.role == "tool" and m.tool_call_id not in calls:
+            add(f"prefix.messages[{i}]: tool result {m.tool_call_id!r} answers no earlier call")
+    with template.trial() as db:
+        try:
+            prepare_trial(domain, db, task)
+            apply_state(db.raw, template.metadata, prefix, f"task {task.id!r}")
+        except (GoldToolBug, ValueError) as e:
+            add(str(e).splitlines()[0][:240])
+    return out
+
+
 def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatabase | None = None) -> list[Finding]:
     """Lint a task set against a domain and its data (see the module docstring for the rules).
 
@@ -348,6 +396,8 @@ def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatab
     first_of: dict[tuple[Any, ...], str] = {}
     for task in tasks:
         findings += _lint_task(domain, template, task, toolbox, spec, base, ids)
+        if task.prefix is not None:
+            findings += _lint_prefix(domain, template, task, toolbox)
         key = _write_key(task, toolbox)
         if key is not None:
             if key in first_of:

@@ -79,6 +79,8 @@ def hunt_command(
     max_turns: Annotated[int, typer.Option(min=1, help="Most messages of user and agent per trial.")] = 30,
     max_steps: Annotated[int, typer.Option(min=1, help="Most agent actions per trial.")] = 60,
     export: Annotated[Path | None, typer.Option(help="Write the clusters as regression cases (task file v2).")] = None,
+    prefix: Annotated[bool, typer.Option(help="With --export: also a trajectory-prefix case per cluster (state "
+                                              "before the first error, next turn graded).")] = False,
     clean_agent: Annotated[str | None, typer.Option(
         help="Keep only cases this agent passes (default for reference:KNOBS: the clean reference agent).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the hunt's summary (JSON).")] = None,
@@ -93,7 +95,7 @@ def hunt_command(
             clean = clean_agent or ("reference" if agent.startswith("reference:") else None)
             clean_runner = build_runner(spec.model_copy(update={"agent": spec.agent.model_copy(
                 update={"name": clean})})) if clean else None
-            doc, notes = export_cases(runner, result, clean=clean_runner, domain=domain)
+            doc, notes = export_cases(runner, result, clean=clean_runner, domain=domain, prefix=prefix)
             write_json_atomic(export, doc)
     except (TausimError, ValueError) as e:
         raise fail(str(e)) from e
@@ -107,7 +109,7 @@ def hunt_command(
     for n in notes:
         console.print(f"note: {n}", highlight=False)
     if export is not None:
-        console.print(f"wrote {export} ({len(result.clusters) - len(notes)} cases)", highlight=False)
+        console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
     if out is not None:
         write_json_atomic(out, summary(result))
         console.print(f"wrote {out}", highlight=False)

@@ -42,6 +42,7 @@ from simulator.grading.tau2 import (
 )
 from simulator.metrics import tool_call_accuracy
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
+from simulator.prefix import NextStepResult
 from simulator.tasks import Budget, ProcessRules, Task
 from simulator.tools import Toolbox
 from simulator.trajectory_metrics import trial_trajectory_metrics
@@ -93,6 +94,9 @@ class Grade(BaseModel):
     violations: list[Violation] = Field(default_factory=list)
     """Safety violations (kind, severity, step, detail; see :mod:`simulator.grading.safety`), recorded whatever
     the grade basis; empty for grades recorded before they existed."""
+    next_step: NextStepResult | None = None
+    """A trajectory-prefix case's next agent turn against its expectations (see :mod:`simulator.prefix`); it alone
+    decides pass (``basis`` ``["next_step"]``); None for any other trial."""
     failure: str | None = None
     """Why the trial failed, in short (the deciding components that failed: ``state``, ``outputs``, ``process``,
     ``loops``, ``budget``, ``assertions``; or the error termination reason; ``judge`` only for a gating judge)."""
