@@ -312,8 +312,9 @@ def load_tau2_tasks(path: str | Path, split: str | None = None) -> list[Task]:
     """Load a tau2 task file, optionally one split of it.
 
     Args:
-        path: ``tasks.json``, or ``split_tasks.json`` (then the ``tasks.json`` beside it).
-        split: a split name of the ``split_tasks.json`` beside the tasks; None: tau2's default
+        path: ``tasks.json``, or ``split_tasks.json`` (then the ``tasks.json`` beside it); in general a task
+            file ``X.json`` has its splits in ``split_X.json`` beside it (a file without one has no splits).
+        split: a split name of the split file beside the tasks; None: tau2's default
             (:data:`DEFAULT_SPLIT` when the split file has it, else every task).
 
     Returns:
@@ -324,8 +325,9 @@ def load_tau2_tasks(path: str | Path, split: str | None = None) -> list[Task]:
             without a split file (the message names the file and the field).
     """
     p = Path(path)
-    split_file = p if p.name == "split_tasks.json" else p.with_name("split_tasks.json")
-    task_file = p.with_name("tasks.json") if p.name == "split_tasks.json" else p
+    # a task file X.json has its splits in split_X.json beside it (tau2's tasks.json / split_tasks.json)
+    split_file = p if p.name.startswith("split_") else p.with_name(f"split_{p.name}")
+    task_file = p.with_name(p.name.removeprefix("split_")) if p.name.startswith("split_") else p
     tasks = parse_tau2_tasks(_read_json(task_file, "tau2 task file"), str(task_file))
     if not split_file.is_file():
         if split is not None:

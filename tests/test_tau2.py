@@ -99,6 +99,19 @@ def test_split_and_default_split():
         load_tau2_tasks(path, split="nope")
 
 
+def test_a_task_file_has_its_splits_in_split_of_its_own_name(tmp_path):
+    """tasks_small.json is not split by the split_tasks.json beside it; X.json is split by split_X.json."""
+    small = PEERS / "telecom" / "tasks_small.json"
+    assert len(load_tau2_tasks(small)) == len(json.loads(small.read_text())) == 20
+    with pytest.raises(TaskFileError, match=r"--split base: no .*split_tasks_small.json"):
+        load_tau2_tasks(small, split="base")
+    tasks = json.loads((PEERS / "airline" / "tasks.json").read_text())
+    (tmp_path / "mine.json").write_text(json.dumps(tasks))
+    (tmp_path / "split_mine.json").write_text(json.dumps({"base": [tasks[3]["id"], tasks[1]["id"]]}))
+    assert [t.id for t in load_tau2_tasks(tmp_path / "mine.json")] == [tasks[1]["id"], tasks[3]["id"]]
+    assert len(load_tau2_tasks(tmp_path / "split_mine.json", split="base")) == 2
+
+
 def test_cli_split_option(tmp_path):
     doc = _run("airline", "oracle", tmp_path, "--split", "test")
     assert len(doc["trials"]) == 20
