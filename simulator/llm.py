@@ -126,12 +126,16 @@ PROVIDER_KEYS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 ``(variables any one of which is enough, variables reported missing when none is set)``. Checked against litellm
 itself by ``tests/test_preflight_fast.py``; a provider not listed here is asked to litellm."""
 
-BARE_MODEL_PROVIDERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"gpt-(?!.*instruct)[^/:]+|o[134](?:-[^/:]+)?"), "openai"),
-    (re.compile(r"claude-(?!.*-v\d)[^/:]+"), "anthropic"),
+BARE_MODEL_PROVIDERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("gpt-", "openai", ("instruct",)),
+    ("o1", "openai", ()),
+    ("o3", "openai", ()),
+    ("o4", "openai", ()),
+    ("claude-", "anthropic", ("-v1", "-v2", "-v3")),
 )
-"""Model names without a provider prefix that litellm gives to a provider in the table: ``(fullmatch pattern,
-provider)``. A name that litellm does not know at all (a typo) is reported by its missing key first, if missing."""
+"""Model names without a provider prefix that litellm gives to a provider in the table: ``(name prefix, provider,
+parts that exclude a name)`` (``gpt-3.5-turbo-instruct`` is a text-completion model, ``claude-...-v1:0`` a Bedrock
+name). A name that litellm does not know at all (a typo) is reported by its missing key first, if missing."""
 
 
 def model_provider(model: str) -> str | None:
@@ -147,7 +151,14 @@ def model_provider(model: str) -> str | None:
     prefix, sep, rest = model.partition("/")
     if sep:
         return prefix if prefix in PROVIDER_KEYS and rest else None
-    return next((provider for pattern, provider in BARE_MODEL_PROVIDERS if pattern.fullmatch(model)), None)
+    if ":" in model:
+        return None
+    for start, provider, excluded in BARE_MODEL_PROVIDERS:
+        tail = model[len(start):]
+        if model.startswith(start) and (start.endswith("-") or not tail or tail.startswith("-")) and \
+                (tail or not start.endswith("-")) and not any(part in model for part in excluded):
+            return provider
+    return None
 
 
 def known_missing_keys(model: str, environ: Mapping[str, str]) -> list[str]:
