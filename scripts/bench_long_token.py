@@ -32,6 +32,9 @@ KINDS = {
     "x_at": lambda n: ("x@" * n)[:n],
     "commas": lambda n: ("1," * n)[:n],
     "dots": lambda n: "." * n,
+    # a long text of many words that start multi-word patterns without completing them
+    "words": lambda n: (("how much mark not which where whether because set log I'm Ann to address in "
+                         * (n // 60 + 1))[:n - 1] + ":"),
 }
 
 

@@ -471,7 +471,7 @@ def signature(task: Task, result: TrialResult, kinds: Mapping[str, str | None]) 
     if g.violations:
         rule = str(g.violations[0].kind)
     elif g.process.violations:
-        rule = re.sub(r"[\d#'\"].*$", "", g.process.violations[0]).strip()[:60]
+        rule = re.sub(r"(?s)[\d#'\"].*", "", g.process.violations[0]).strip()[:60]
     elif not g.loops.passed:
         rule = "loop"
     flags = ",".join(sorted(result.trajectory.user_metadata.get("flags") or [])) or "-"

@@ -105,6 +105,80 @@ def _litellm() -> Any:
     return litellm
 
 
+PROVIDER_KEYS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "openai": (("OPENAI_API_KEY",), ("OPENAI_API_KEY",)),
+    "anthropic": (("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), ("ANTHROPIC_API_KEY",)),
+    "gemini": (("GOOGLE_API_KEY", "GEMINI_API_KEY"), ("GOOGLE_API_KEY", "GEMINI_API_KEY")),
+    "mistral": (("MISTRAL_API_KEY",), ("MISTRAL_API_KEY",)),
+    "groq": (("GROQ_API_KEY",), ("GROQ_API_KEY",)),
+    "together_ai": (("TOGETHERAI_API_KEY",), ("TOGETHERAI_API_KEY",)),
+    "deepseek": (("DEEPSEEK_API_KEY",), ("DEEPSEEK_API_KEY",)),
+    "xai": (("XAI_API_KEY",), ("XAI_API_KEY",)),
+    "cohere": (("COHERE_API_KEY",), ("COHERE_API_KEY",)),
+    "fireworks_ai": (("FIREWORKS_AI_API_KEY", "FIREWORKS_API_KEY", "FIREWORKSAI_API_KEY", "FIREWORKS_AI_TOKEN"),
+                     ("FIREWORKS_AI_API_KEY",)),
+    "openrouter": (("OPENROUTER_API_KEY",), ("OPENROUTER_API_KEY",)),
+    "perplexity": (("PERPLEXITYAI_API_KEY",), ("PERPLEXITYAI_API_KEY",)),
+    "deepinfra": (("DEEPINFRA_API_KEY",), ("DEEPINFRA_API_KEY",)),
+    "cerebras": (("CEREBRAS_API_KEY",), ("CEREBRAS_API_KEY",)),
+}
+"""Common providers' key variables, as litellm's ``validate_environment`` checks them: provider ->
+``(variables any one of which is enough, variables reported missing when none is set)``. Checked against litellm
+itself by ``tests/test_preflight_fast.py``; a provider not listed here is asked to litellm."""
+
+BARE_MODEL_PROVIDERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("gpt-", "openai", ("instruct",)),
+    ("o1", "openai", ()),
+    ("o3", "openai", ()),
+    ("o4", "openai", ()),
+    ("claude-", "anthropic", ("-v1", "-v2", "-v3")),
+)
+"""Model names without a provider prefix that litellm gives to a provider in the table: ``(name prefix, provider,
+parts that exclude a name)`` (``gpt-3.5-turbo-instruct`` is a text-completion model, ``claude-...-v1:0`` a Bedrock
+name). A name that litellm does not know at all (a typo) is reported by its missing key first, if missing."""
+
+
+def model_provider(model: str) -> str | None:
+    """Return the provider of a model string found in :data:`PROVIDER_KEYS` without importing litellm.
+
+    Args:
+        model: a litellm model string, e.g. ``"openai/gpt-4o-mini"``, ``"gpt-4o-mini"``, ``"claude-sonnet-4-5"``.
+
+    Returns:
+        ``"openai"``, ``"anthropic"``, ... for an explicit prefix of a listed provider or a bare name matching
+        :data:`BARE_MODEL_PROVIDERS`; None for anything else (litellm decides).
+    """
+    prefix, sep, rest = model.partition("/")
+    if sep:
+        return prefix if prefix in PROVIDER_KEYS and rest else None
+    if ":" in model:
+        return None
+    for start, provider, excluded in BARE_MODEL_PROVIDERS:
+        tail = model[len(start):]
+        if model.startswith(start) and (start.endswith("-") or not tail or tail.startswith("-")) and \
+                (tail or not start.endswith("-")) and not any(part in model for part in excluded):
+            return provider
+    return None
+
+
+def known_missing_keys(model: str, environ: Mapping[str, str]) -> list[str]:
+    """Return the key variables litellm would report missing for a model of a listed provider (no import).
+
+    Args:
+        model: a litellm model string.
+        environ: the environment (``os.environ``).
+
+    Returns:
+        The missing variables in litellm's order (e.g. ``["OPENAI_API_KEY"]``); ``[]`` when one of the
+        provider's variables is set or the provider is not in :data:`PROVIDER_KEYS` (then only litellm knows).
+    """
+    provider = model_provider(model)
+    if provider is None:
+        return []
+    accepted, reported = PROVIDER_KEYS[provider]
+    return [] if any(name in environ for name in accepted) else list(reported)
+
+
 _MISSING_KEY = re.compile(r"missing credentials|api_key client option must be set|no api key|api key not (?:found|set)",
                           re.IGNORECASE)
 
@@ -480,26 +554,36 @@ class LLMClient:
         """Check offline, without any request, that the model can be called.
 
         Its provider must be known to litellm and, without ``api_base`` and ``api_key``, the provider's key
-        variables must be set (litellm's ``validate_environment``).
+        variables must be set (litellm's ``validate_environment``). A model of a common provider whose key
+        variable is missing is reported from :data:`PROVIDER_KEYS` without importing litellm (its import takes
+        seconds); every other case asks litellm.
 
         Raises:
             LLMSetupError: unknown provider, or a missing key variable (the message names it).
         """
-        litellm = _litellm()
         merged = {k: v for k, v in self._params.items() if v is not None}
+        offline = self.api_base is None and self._api_key is None and "mock_response" not in merged
+        if offline:
+            missing = known_missing_keys(self.model, os.environ)
+            if missing:
+                raise self._missing_keys_error(missing)
+        litellm = _litellm()
         try:
             litellm.get_llm_provider(self.model, api_base=self.api_base)
         except Exception as e:  # noqa: BLE001 - litellm raises BadRequestError (and others) for an unknown provider
             raise LLMSetupError(f"model {self.model}: unknown to litellm (no such provider): "
                                 f"{str(e).strip().splitlines()[0][:200]}", model=self.model, attempts=0,
                                 cause=type(e).__name__) from e
-        if self.api_base is None and self._api_key is None and "mock_response" not in merged:
+        if offline:
             env = litellm.validate_environment(model=self.model)
             missing = [str(k) for k in env.get("missing_keys") or []]
             if missing:
-                raise LLMSetupError(f"model {self.model}: environment variable {', '.join(missing)} is not set "
-                                    "(the provider's API key); export it, or give --api-base for a local server",
-                                    model=self.model, attempts=0, cause="missing_keys")
+                raise self._missing_keys_error(missing)
+
+    def _missing_keys_error(self, missing: Sequence[str]) -> LLMSetupError:
+        return LLMSetupError(f"model {self.model}: environment variable {', '.join(missing)} is not set "
+                             "(the provider's API key); export it, or give --api-base for a local server",
+                             model=self.model, attempts=0, cause="missing_keys")
 
     def _priced_usage(self, litellm: Any, response: Any, attempts: int) -> Usage:
         """Usage of a response; after a failed pricing, the model is checked once and skipped if unmapped."""

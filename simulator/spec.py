@@ -30,7 +30,9 @@ A spec file (``tausim run --spec FILE.json``) is the JSON of :meth:`RunSpec.mode
 
 from __future__ import annotations
 
+import difflib
 import json
+import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -210,19 +212,62 @@ class RunSpec(BaseModel):
         return self
 
 
-def format_validation_error(source: str, error: ValidationError) -> str:
-    """Return one line naming ``source``, the first invalid field and its value.
+def format_validation_error(source: str, error: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """Return one line naming ``source``, the invalid field(s) and their values.
+
+    The first invalid field is named with pydantic's message (its ``"Value error, "`` prefix dropped, and the value
+    left out when the message already quotes it); every unknown field (a misspelled key) is named, each with the
+    closest known field name as a suggestion when there is one.
 
     Args:
         source: where the spec came from (a file name, ``stored run 'r1'``).
         error: pydantic's error.
+        model: the model validated, for the suggestions (default: :class:`RunSpec` when the error is one's).
+
+    Returns:
+        E.g. ``"spec.json: field trails: Extra inputs are not permitted (value 3), did you mean trials?"``.
     """
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    value = first.get("input")
+    if model is None and error.title == RunSpec.__name__:
+        model = RunSpec
+    errors = error.errors()
+    unknown = [e for e in errors if e["type"] == "extra_forbidden"]
+    shown = unknown + [e for e in errors if e["type"] != "extra_forbidden"][:1] if unknown else errors[:1]
+    parts = [_error_part(e, model) for e in shown]
+    more = f" (and {len(errors) - len(shown)} more)" if len(errors) > len(shown) else ""
+    return f"{source}: {'; '.join(parts)}{more}"
+
+
+_ERROR_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def _error_part(err: Any, model: type[BaseModel] | None) -> str:
+    """``field WHERE: MESSAGE (value V)[, did you mean NAME?]`` for one pydantic error."""
+    loc = [str(p) for p in err["loc"]]
+    where = ".".join(loc) or "(top level)"
+    msg = str(err["msg"])
+    for prefix in _ERROR_PREFIXES:
+        msg = msg.removeprefix(prefix)
+    value = err.get("input")
     shown = json.dumps(value, default=str) if not isinstance(value, Mapping) else "{...}"
-    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{source}: field {where}: {first['msg']} (value {shown[:120]}){more}"
+    quoted = isinstance(value, str) and len(value) >= 3 and value in msg  # the message names it already
+    text = f"field {where}: {msg}" + ("" if quoted else f" (value {shown[:120]})")
+    if err["type"] == "extra_forbidden" and loc:
+        names = _field_names(model, loc[:-1])
+        close = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.6)
+        if close:
+            text += f", did you mean {'.'.join([*loc[:-1], close[0]])}?"
+    return text
+
+
+def _field_names(model: type[BaseModel] | None, path: list[str]) -> list[str]:
+    """The field names of the (nested) model at ``path`` of ``model``; [] where it cannot be told."""
+    for name in path:
+        field = model.model_fields.get(name) if model is not None else None
+        if field is None:
+            return []
+        candidates = [field.annotation, *typing.get_args(field.annotation)]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+    return list(model.model_fields) if model is not None else []
 
 
 def load_spec(path: str | Path) -> RunSpec:

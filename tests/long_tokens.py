@@ -40,6 +40,9 @@ def _base64_like(n: int) -> str:
     return "".join(rng.choices(string.ascii_letters + string.digits + "+/", k=n))
 
 
+WORDS = "how much mark not which where whether because set log I'm Ann to address in "
+"""The phrase of the ``words`` kind (no "pay", "received", "card", "address ... that order": nothing completes)."""
+
 KINDS: dict[str, Callable[[int], str]] = {
     "letters": lambda n: "a" * n,
     "digits": lambda n: "7" * n,
@@ -52,8 +55,12 @@ KINDS: dict[str, Callable[[int], str]] = {
     "hashes": lambda n: "#" * n,
     "a_dash": lambda n: ("a-" * (n // 2 + 1))[:n],
     "underscores": lambda n: ("a_" * (n // 2 + 1))[:n],
+    "words": lambda n: (WORDS * (n // len(WORDS) + 1))[:n - 1] + ":",
 }
-"""Token kinds: each a function of the length giving one unbroken token."""
+"""Token kinds: each a function of the length giving one unbroken token, and ``words``: a long text of many words
+that start multi-word patterns ("how much ... pay", "mark ... received", "not ... card", "because ...") without
+ever completing them, ending in a colon (no ``reason: ...`` tail): a pattern that scans from each start to the
+end of the text is quadratic in it."""
 
 
 class TokenAgent:
@@ -131,14 +138,16 @@ def _graders(token: str) -> dict[str, Any]:
     process = check_process(ProcessRules(confirm_writes=True), traj, dom.toolbox())
     loops = check_loops(traj, 1, dom.volatile_arguments())
     verdicts = [parse_verdict(token).error is not None, parse_verdict("VERDICT: " + token).verdict,
-                parse_verdict(token + "\nVERDICT: yes").verdict]
+                parse_verdict(token + "\nVERDICT: yes").verdict,
+                parse_verdict("VERDICT" + " " * len(token) + "yes").error is not None]  # spaces, no colon
     return {"outputs_missing": len(outputs.missing), "process_violations": len(process.violations),
             "loops_passed": loops.passed, "verdicts": verdicts}
 
 
 def _patterns(token: str) -> dict[str, Any]:
     """The rewritten regexes on the whole token, uncut (the parts above scan a cut copy of long tokens)."""
-    from domains.retail.reference_agent import _ADDRESS_RE, _EMAIL_RE, _LOOSE_NAME_RE
+    from domains.retail.reference_agent import _ADDRESS_RE, _EMAIL_RE, _LOOSE_NAME_RE, _NEGATED_RE
+    from domains.returns.reference_agent import _MARK_RECEIVED_RE, _REASON_RE
     from simulator.orchestrator import _values
     from simulator.users.llm_user import parse_user_reply
 
@@ -146,7 +155,8 @@ def _patterns(token: str) -> dict[str, Any]:
     return {"values": len(_values(token)), "emails": len(list(_EMAIL_RE.finditer(token))),
             "email_sub_same": _EMAIL_RE.sub(" ", token) == token,
             "loose_name": _LOOSE_NAME_RE.search(token) is not None, "address": _ADDRESS_RE.search(spaced) is not None,
-            "stop": parse_user_reply(token).stop}
+            "stop": parse_user_reply(token).stop,
+            "multi_word": [p.search(token) is not None for p in (_NEGATED_RE, _MARK_RECEIVED_RE, _REASON_RE)]}
 
 
 PARTS: dict[str, Callable[[str], dict[str, Any]]] = {

@@ -68,6 +68,7 @@ def test_graders_on_a_million_character_token() -> None:
         assert row["outputs_missing"] in (3, 4), row
         assert row["loops_passed"] is False, row  # the same write three times
         assert row["verdicts"][0] is True and row["verdicts"][2] == "yes", row
+        assert row["verdicts"][3] is True, row  # "VERDICT" + a million spaces + "yes": no colon, no verdict line
 
 
 @pytest.mark.parametrize("domain", ["retail", "airline"])
@@ -82,6 +83,8 @@ def test_rewritten_regexes_on_uncut_million_character_tokens() -> None:
     assert rows["letters"]["values"] == 0 and rows["digits"]["values"] == 1 and rows["base64"]["values"] > 1000
     assert all(r["emails"] == 0 and r["email_sub_same"] and not r["loose_name"] and not r["address"]
                and not r["stop"] for r in rows.values()), rows
+    # no multi-word pattern completes on the words kind ("not ... card", "mark ... received", "because ...$")
+    assert rows["words"]["multi_word"] == [False, False, False], rows["words"]
 
 
 def test_every_part_is_tested() -> None:

@@ -150,11 +150,11 @@ def bag_request(text: str, current_total: int) -> int | None:
     m = re.search(rf"\b{_NUMBER}\s+(?:checked\s+)?(?:bags?|baggages?|suitcases?|pieces of luggage)\b", low)
     if m:
         return _number(m.group(1))
-    m = re.search(r"\b(?:bags?|baggages?|luggage)\s*(?:is|are|:|,|of|count)?\s*(\d+)\b", low)
+    m = re.search(r"\b(?:bags?|baggages?|luggage)\s*+(?:is|are|:|,|of|count)?\s*+(\d+)\b", low)
     if m:
         return int(m.group(1))
     m = re.search(r"\b(\d+)\b", low)
-    if m and re.fullmatch(r"\W*(\d+)\W*(bags?)?\W*(in total|total)?\W*", low):
+    if m and re.fullmatch(r"\W*+(\d+)\W*+(bags?)?\W*+(in total|total)?\W*+", low):
         return int(m.group(1))
     return None
 

@@ -49,10 +49,10 @@ _ORDER_RE = re.compile(r"#?\b(W\d{7})\b", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 """An email; tried only where a run of word characters, dots, pluses and hyphens starts (linear: a long
 unbroken token is scanned once, not from each of its characters)."""
-_ZIP_RE = re.compile(r"\bzip(?:\s*code)?(?:\s+is)?\s*[:#]?\s*(\d{5})\b", re.IGNORECASE)
+_ZIP_RE = re.compile(r"\bzip(?:\s*+code)?(?:\s++is)?\s*+[:#]?\s*+(\d{5})\b", re.IGNORECASE)
 _NAME_RE = re.compile(r"\b(?i:i'm|i am|my name is|this is|name is|name:|it's|it is)\s+([A-Z][a-z'-]+)\s+"
                       r"([A-Z][a-z'-]+)")
-_LOOSE_NAME_RE = re.compile(r"\b([A-Za-z][a-z'-]{1,40}+)\s+([A-Za-z][a-z'-]{1,40}+)\s*,?\s*(?:zip(?:\s*code)?\s*)?"
+_LOOSE_NAME_RE = re.compile(r"\b([A-Za-z][a-z'-]{1,40}+)\s+([A-Za-z][a-z'-]{1,40}+)\s*+,?\s*+(?:zip(?:\s*+code)?\s*+)?"
                             r"(\d{5})\b")
 """A name right before a zip code ("Samuel Laine, 83782", "samuel laine 83782"); names are title-cased. A name
 word has at most 41 letters (so a long hyphenated token costs linear time, not a rescan from every hyphen)."""
@@ -62,14 +62,14 @@ _ADDRESS_RE = re.compile(
     r"(?P<zip>\d{5})(?:\s*,\s*(?P<country>[A-Z][A-Za-z]*(?: [A-Z][a-z]+){0,2})\b)?")
 _ADDRESS_REF_RE = re.compile(
     r"\b(?:to|as|use|using)\s+(?:the\s+|my\s+)?(?:same\s+)?(?:shipping\s+|delivery\s+)?"
-    r"address(?:\s+in\s+(?P<city>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*))?\s+(?:that|which|where|of)\s+(?:my\s+)?"
-    r"(?:other\s+)?order\s+(?:(?P<oid>#?W\d{7})|with\s+(?P<items>.+?))"
+    r"address(?:\s+in\s+(?P<city>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,4}))?\s+(?:that|which|where|of)\s+(?:my\s+)?"
+    r"(?:other\s+)?order\s+(?:(?P<oid>#?W\d{7})|with\s+(?P<items>.{1,200}?))"
     r"(?:\s+(?:ships?|is shipped|was shipped|is going|goes|went|was sent|is sent|is delivered|was delivered)\b"
     r"(?:\s+to)?|[.?!;]|$)", re.IGNORECASE)
 """A new address named by the order that ships there: "to the address (in CITY) that my order with X ships to"
 (only after "to"/"as"/"use": "change the address of my order with X" names the order being changed)."""
 _PARTIAL_ADDRESS_RE = re.compile(
-    r"\b(?P<a2>(?:suite|apt\.?|apartment|unit|ste\.?|floor|room)\s*#?\s*\d\w*)\b[^().;]{0,20}?\(?\s*(?:and\s+|with\s+)?"
+    r"\b(?P<a2>(?:suite|apt\.?|apartment|unit|ste\.?|floor|room)\s*+#?\s*+\d\w*)\b[^().;]{0,20}?\(?\s*(?:and\s+|with\s+)?"
     r"(?:the\s+)?rest\s+(?:of\s+(?:the|my)\s+address\s+)?(?:stays?|is|remains?|keeps?)\s+(?:the\s+)?same",
     re.IGNORECASE)
 """A partial address: a new second line, the rest unchanged ("Suite 641 (the rest of the address stays the
@@ -80,8 +80,8 @@ _RECENT_ORDER_RE = re.compile(
     re.IGNORECASE)
 """The order the user placed last (the last of the account's orders)."""
 _UNKNOWN_RE = re.compile(r"\b(?:don'?t|do not) (?:know|have|remember)|no idea|not sure", re.IGNORECASE)
-_NEGATED_RE = re.compile(r"\b(?:instead of|rather than|not)\s+(?:to\s+)?(?:the\s+|my\s+|your\s+|a\s+)?"
-                         r"[^,.;]*?(?:card|paypal|account)\b", re.IGNORECASE)
+_NEGATED_RE = re.compile(r"\b(?:instead of|rather than|not)\s++(?:to\s+)?(?:the\s+|my\s+|your\s+|a\s+)?"
+                         r"[^,.;]{0,200}?(?:card|paypal|account)\b", re.IGNORECASE)
 _TRANSFER_RE = re.compile(
     r"never (?:arrived|came|got|received)|didn't (?:arrive|get it|receive)|did not (?:arrive|receive)|"
     r"\bmissing\b|\blost\b|\bstolen\b|investigat|\bhuman\b|real person|representative|supervisor|manager|"
@@ -161,7 +161,7 @@ def _change_parts(text: str, name: str) -> list[str]:
     """
     low = _norm(text)
     word = re.escape(name.lower().split()[-1])
-    starts = [m.start() for m in re.finditer(r"\b" + word + r"s?\b(?:\s*\([^)]*\))?\s+(?:for|into|->|to an?)\s",
+    starts = [m.start() for m in re.finditer(r"\b" + word + r"s?\b(?:\s*+\([^)]{0,200}\))?\s+(?:for|into|->|to an?)\s",
                                             low)]
     return [low[a:b] for a, b in zip(starts, [*starts[1:], len(low)], strict=True)] if starts else []
 
@@ -334,14 +334,14 @@ class RetailReferenceAgent(ReferenceAgentBase):
         if _TRANSFER_RE.search(text):
             return "transfer"
         text = re.sub(r"\be-?mail(?: address)?\b", "email", _EMAIL_RE.sub(" ", text), flags=re.IGNORECASE)
-        if re.search(r"\bhow much\b[^.?!]*\b(?:pay|paid|cost|charged?|spend|spent)\b", text, re.IGNORECASE) or \
+        if re.search(r"\bhow much\b[^.?!]{0,200}\b(?:pay|paid|cost|charged?|spend|spent)\b", text, re.IGNORECASE) or \
                 re.search(r"^\W*(?:(?:another thing|one more (?:thing|question)|also|next|and|so)\W+)?(?:(?:could|can) "
                           r"you (?:tell|let) me\s+|i'?d like to know\s+|i want to know\s+|i wonder\s+)?"
                           r"(?:what (?:is|are|was|were) the|what's the|how much|how many)\b", text, re.IGNORECASE):
             # a question about an amount or a fact, even when it names an action ("the price after the change")
             return "info"
         if re.search(r"\b(?:tell me|know|wonder|ask)\s+(?:if|whether)\s+(?:i|we|you)\s+(?:can|could)\b|"
-                     r"\b(?:whether|which card|did i|have i)\b[^.?!]*\b(?:paid|used)\b", text,
+                     r"\b(?:whether|which card|did i|have i)\b[^.?!]{0,200}\b(?:paid|used)\b", text,
                      re.IGNORECASE) and not _ORDER_RE.search(text):
             # "could you tell me if I can ...": asks whether something is possible, not to do it
             return "info"
@@ -353,8 +353,9 @@ class RetailReferenceAgent(ReferenceAgentBase):
             return "info"
         for kind, pattern in _KIND_PATTERNS:
             if pattern.search(text):
-                if kind == "address" and re.search(r"\b(?:which|what|where)\b[^.?!]*\baddress\b|\bwhere\b[^.?!]*"
-                                                   r"\b(?:sent|shipped|going)\b", text, re.IGNORECASE) and not \
+                if kind == "address" and re.search(r"\b(?:which|what|where)\b[^.?!]{0,200}\baddress\b|"
+                                                   r"\bwhere\b[^.?!]{0,200}\b(?:sent|shipped|going)\b", text,
+                                                   re.IGNORECASE) and not \
                         re.search(r"\b(?:change|update|modify|move|instead|switch|correct|fix)\b", text,
                                   re.IGNORECASE):
                     return "info"
@@ -369,7 +370,7 @@ class RetailReferenceAgent(ReferenceAgentBase):
             if not re.search(r"\b(?:default|profile|account|on file)\b", text, re.IGNORECASE):
                 return "modify_address"
             return "modify_address" if re.search(r"\bship|\bsend|\bsent\b", text, re.IGNORECASE) and not re.search(
-                r"\bdefault address\b.*\border\b|\bupdate\b.*\bdefault\b", text, re.IGNORECASE) else \
+                r"\bdefault address\b.{0,300}\border\b|\bupdate\b.{0,300}\bdefault\b", text, re.IGNORECASE) else \
                 "modify_user_address"
         return "modify_user_address"
 
@@ -1055,7 +1056,7 @@ class RetailReferenceAgent(ReferenceAgentBase):
         if not names:
             return None
         name = max(names, key=len)
-        if re.search(r"\b(?:i|my|me)\b.*\b(?:ordered|bought|have|got|purchased)\b|\bmy orders?\b", text,
+        if re.search(r"\b(?:i|my|me)\b.{0,300}\b(?:ordered|bought|have|got|purchased)\b|\bmy orders?\b", text,
                      re.IGNORECASE):
             for order_id in (self._user or {}).get("orders", []):
                 if order_id not in self._orders:

@@ -131,7 +131,7 @@ def _first_person(text: str) -> str:
 def _sentences(text: str) -> list[tuple[int, str]]:
     """Split an instruction into sentences (and ``;``-separated parts) with their start offsets."""
     out: list[tuple[int, str]] = []
-    for m in re.finditer(r"[^.;!?\n]+(?:[.!?;]+|$)", text):
+    for m in re.finditer(r"(?<![^.;!?\n])[^.;!?\n]++(?:[.!?;]+|$)", text):
         s = m.group(0).strip()
         if s:
             out.append((m.start() + (len(m.group(0)) - len(m.group(0).lstrip())), s))
@@ -217,7 +217,7 @@ class _Deriver:
             ident["last_name"] = last
         if has_first and has_last:
             ident["name"] = f"{first} {last}"
-        emails = re.findall(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}", self.instr)
+        emails = re.findall(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@[A-Za-z0-9.-]+\.[A-Za-z]{2,}", self.instr)
         record_email = str(self.user.get("email", "")).lower()
         for e in emails:
             if e.lower() == record_email:

@@ -70,15 +70,16 @@ ASK_IDENTITY = ("Could you give me your email address, or your full name and zip
 ASK_ORDER = "Which order is it? Please give me the order id."
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 
-_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_ZIP_RE = re.compile(r"\bzip(?:\s*code)?(?:\s+is)?\s*[:#]?\s*(\d{5})\b", re.IGNORECASE)
+_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
+_ZIP_RE = re.compile(r"\bzip(?:\s*+code)?(?:\s++is)?\s*+[:#]?\s*+(\d{5})\b", re.IGNORECASE)
 _NAME_RE = re.compile(r"(?:\b(?i:i'm|i am|my name is|the name is|name is|it's|this is)\s+|^\W*|,\s*)"
-                      r"([A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)+)\s*(?:,|\band\b|\bzip\b)")
+                      r"([A-Z][a-z'-]++(?:\s++[A-Z][a-z'-]++){1,5})\s*+(?:,|\band\b|\bzip\b)")
 """A full name (capitalised words) introduced ("I'm ...", "my name is ...") or ahead of the zip code."""
-_ORDER_RE = re.compile(r"\border(?:\s+(?:id|number|no\.?))?(?:\s+is)?\s*[:#]?\s*([A-Za-z]{0,3}\d{3,})\b",
+_ORDER_RE = re.compile(r"\border(?:\s++(?:id|number|no\.?))?(?:\s++is)?\s*+[:#]?\s*+([A-Za-z]{0,3}\d{3,})\b",
                        re.IGNORECASE)
 _TOKEN_RE = re.compile(r"#?\b([A-Za-z]{0,3}\d{3,})\b")
-_REASON_RE = re.compile(r"(?:\breason(?:\s+is)?\s*:?|\bbecause\b|:)\s*(?P<reason>[^:]+?)\s*[.!]*\s*$", re.IGNORECASE)
+_REASON_RE = re.compile(r"(?:\breason(?:\s++is)?\s*+:?|\bbecause\b|:)\s*+(?P<reason>[^:]{1,500}?)\s*+[.!]*+\s*+$",
+                        re.IGNORECASE)
 _OTHER_DESTINATION_RE = re.compile(r"\b(?:another|different|other|new)\s+(?:credit\s+)?(?:card|account|bank)\b",
                                    re.IGNORECASE)
 
@@ -92,7 +93,7 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("status", re.compile(r"\bstatus\b|\bwhere is\b|\bwhen\b|\bhow long\b", re.IGNORECASE)),
 )
 """Request kinds by the words that name them, first match first (a refund request often mentions the return)."""
-_MARK_RECEIVED_RE = re.compile(r"\b(?:mark|record|register|set|log)\b[^.?!]*\b(?:received|arrived)\b",
+_MARK_RECEIVED_RE = re.compile(r"\b(?:mark|record|register|set|log)\b[^.?!]{0,200}\b(?:received|arrived)\b",
                                re.IGNORECASE)
 """A request to record a return's arrival, which only the warehouse may do (``receive_return``)."""
 _ACK_RE = re.compile(r"^\W*(?:ok|okay|alright|i see|thanks|thank you|got it|fine|understood)\b", re.IGNORECASE)

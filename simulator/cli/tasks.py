@@ -41,6 +41,8 @@ def lint_command(
     """Lint a task file: one finding per line (rule, severity, task, reason); exit 1 when any is an error."""
     if fmt not in ("text", "json"):
         raise fail(f"--format {fmt!r}: expected text or json")
+    if not file.is_file():
+        raise fail(f"FILE {file}: no such task file")
     name = domain or _file_domain(file)
     if name is None:
         raise fail(f"{file}: the file names no domain; give --domain")
@@ -49,7 +51,10 @@ def lint_command(
         template = dom.template(data, domain_options(dom, data, option))
         task_list = dom.load_tasks(str(file))
     except (DomainError, TaskFileError) as e:
-        raise fail(str(e)) from e
+        message = str(e)  # the domain speaks of `tausim run --tasks`; here the file is the FILE argument
+        for said in (f"--tasks {file}: ", f"--tasks {str(file)!r}: "):
+            message = f"{file}: {message.removeprefix(said)}" if message.startswith(said) else message
+        raise fail(message) from e
     findings = lint_tasks(dom, task_list, template=template)
     print_findings(findings, fmt, f"{file} ({len(task_list)} tasks, domain {name})")
     if errors(findings):

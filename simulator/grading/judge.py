@@ -129,8 +129,24 @@ class ParsedVerdict(BaseModel):
     """Why the answer is unusable (unparsable, ambiguous, empty); None when ``verdict`` is set."""
 
 
-_FENCE_RE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL | re.IGNORECASE)
-_VERDICT_LINE_RE = re.compile(r"^\s*\**\s*verdict\s*\**\s*:\s*\**\s*(\S.*?)\s*\**\s*$", re.IGNORECASE)
+_FENCE_RE = re.compile(r"^```(?:json)?\s*+(.*?)\n?```$", re.DOTALL | re.IGNORECASE)
+_VERDICT_HEAD_RE = re.compile(r"\s*+\**+\s*+verdict\s*+\**+\s*+:(.*)", re.IGNORECASE)
+"""The head of a ``VERDICT:`` line (matched at its start); the answer is cut out of the rest by
+:func:`_verdict_answer`, without a regex: the old one-pattern form backtracked quadratically on long space runs."""
+
+
+def _verdict_answer(line: str) -> str | None:
+    """The answer of a ``VERDICT: <answer>`` line (``**VERDICT:** YES`` too); None for any other line.
+
+    Spaces and ``*`` around the answer are dropped, as the old one-pattern form did (``tests/test_regex_linear.py``
+    compares the two), in linear time.
+    """
+    m = _VERDICT_HEAD_RE.match(line)
+    if m is None:
+        return None
+    rest = m.group(1).strip()
+    answer = rest.lstrip("*").lstrip() or rest[:1]  # "VERDICT: **": the old pattern's answer was "*"
+    return answer.rstrip("*").rstrip() or answer[:1] or None
 
 
 def parse_verdict(text: str | None, key: str = "verdict", allowed: Iterable[str] = ("yes", "no")) -> ParsedVerdict:
@@ -171,18 +187,18 @@ def parse_verdict(text: str | None, key: str = "verdict", allowed: Iterable[str]
         reason = doc.get("reason")
         return ParsedVerdict(verdict=value, reason=reason if isinstance(reason, str) else "")
     lines = [ln for ln in body.splitlines() if ln.strip()]
-    answers = [m.group(1).strip().lower().rstrip(".") for ln in lines if (m := _VERDICT_LINE_RE.match(ln))]
-    last = _VERDICT_LINE_RE.match(lines[-1])
+    answers = [a.lower().rstrip(".") for ln in lines if (a := _verdict_answer(ln)) is not None]
+    last = _verdict_answer(lines[-1])
     if last is None:
         return ParsedVerdict(verdict=None, error=f"unparsable answer (no JSON object, no final VERDICT line): "
                                                  f"{body[:200]!r}")
-    value = last.group(1).strip().lower().rstrip(".")
+    value = last.lower().rstrip(".")
     if value not in allowed:
-        return ParsedVerdict(verdict=None, error=f"unparsable answer (VERDICT {last.group(1)!r} not one of "
+        return ParsedVerdict(verdict=None, error=f"unparsable answer (VERDICT {last!r} not one of "
                                                  f"{'/'.join(allowed)})")
     if any(a != value for a in answers):
         return ParsedVerdict(verdict=None, error=f"ambiguous answer (VERDICT lines disagree: {answers})")
-    reason = "\n".join(ln for ln in lines[:-1] if not _VERDICT_LINE_RE.match(ln)).strip()
+    reason = "\n".join(ln for ln in lines[:-1] if _verdict_answer(ln) is None).strip()
     return ParsedVerdict(verdict=value, reason=reason)
 
 

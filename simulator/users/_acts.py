@@ -129,7 +129,7 @@ _INFORM = _rx(
     r"\$\s?\d|\b\d[\d,]*(?:\.\d+)?\b|\b(?:balance|status|total|price|cost|refund|pending|delivered|processed|"
     r"shipped|cancell?ed|available|in stock|out of stock|scheduled|delayed|landed)\b"
 )
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|[a-z][.)])\s+\S", re.IGNORECASE | re.MULTILINE)
+_BULLET = re.compile(r"^[^\S\n]*+(?:[-*\u2022]|\d+[.)]|[a-z][.)])\s++\S", re.IGNORECASE | re.MULTILINE)
 _OPTIONS = _rx(
     r"\b(?:available|the following|these|here) (?:are|is)? ?(?:the )?(?:available )?(?:options|choices|"
     r"variants|versions|alternatives)\b|\b(?:options|choices|variants) (?:are|available|include)\b|"

@@ -490,9 +490,9 @@ _ROLE_FLIP_RE = re.compile(
 
 _TOOL_SYNTAX_RE = re.compile(
     r"\{\s*\"(?:name|arguments|function|tool|tool_name|action|kwargs|parameters)\"\s*:"
-    r"|</?(?:tool_call|tool_calls|function_call|function|tool|invoke|tool_use|action)\b[^>]*>"
+    r"|</?(?:tool_call|tool_calls|function_call|function|tool|invoke|tool_use|action)\b[^>]{0,200}>"
     r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\s*\(\s*(?:\)|[a-z_][a-z0-9_]*\s*=|[\"'{\[])"
-    r"|(?m:^\s*(?:action|action input|observation)\s*:)"
+    r"|(?m:^[^\S\n]*+(?:action|action input|observation)\s*+:)"
     r"|```",
     re.IGNORECASE,
 )
