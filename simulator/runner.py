@@ -52,7 +52,7 @@ from simulator.replay import (
 from simulator.sinks import read_events
 from simulator.spec import RunSpec
 from simulator.tasks import Budget, Task
-from simulator.tools import ToolContext
+from simulator.tools import Toolbox, ToolContext
 from simulator.user_review import review_user
 from simulator.users._moves import MovedUser
 
