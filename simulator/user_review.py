@@ -57,10 +57,13 @@ _NOT_NAMES = frozenset("""
 """.split())
 
 
+_NOT_ALNUM_RE = re.compile(r"[\W_]+")
+
+
 def _fold(text: str) -> str:
     """Lower-case letters and digits only (accents removed), for containment tests."""
     plain = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in plain.lower() if ch.isalnum())
+    return _NOT_ALNUM_RE.sub("", plain.lower())  # \w is str.isalnum() or "_" (the same character classes)
 
 
 def _number_value(token: str) -> float | None:
