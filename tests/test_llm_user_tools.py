@@ -113,3 +113,38 @@ def test_a_user_without_tools_sends_none(litellm: Any, monkeypatch: pytest.Monke
     assert user.reply([]).content == "Hello."
     assert not fake.calls[0]["optional_params"].get("tools")
     assert "tools you are given" not in json.dumps(fake.calls[0]["messages"])
+
+
+def test_leak_guard_on_a_tool_using_user(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from simulator._messages import Message, ToolCall
+    from simulator._protocols import TrialContext
+    from simulator.tasks import Action, Task, UserScenario
+
+    fake = register(monkeypatch, litellm, {PROVIDER: [
+        "My line is L1002 and my customer id is C1001.",  # C1001 was never given to the user: a leak
+        "My line is L1002.",  # L1002 it read on its own phone: no leak
+    ]})[PROVIDER]
+    task = Task(id="t", scenario=UserScenario(instructions="Your phone has no service."),
+                gold_actions=[Action(name="resume_line", arguments={"customer_id": "C1001", "line_id": "L1002"})])
+    tool = {"type": "function", "function": {"name": "check_sim_status", "description": "",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    ctx = TrialContext(task=task, tools=[], policy="", seed=1, rng=np.random.Generator(np.random.PCG64(1)),
+                       domain="telecom", user_tools=[tool])
+    user = llm_user_factory(MODEL, **NO_WAIT)(ctx)
+    view = [Message(role="assistant", content="Which line is it? Check your SIM, please."),
+            Message(role="user", tool_calls=[ToolCall(id="u1", name="check_sim_status", arguments={})],
+                    requestor="user"),
+            Message(role="tool", content="SIM active, line L1002", tool_call_id="u1", name="check_sim_status",
+                    requestor="user")]
+    turn = user.reply(view)
+    assert turn.content == "My line is L1002."
+    assert [(x["origin"], x["action"]) for x in user.metadata["leaks"]] == [("resume_line.customer_id",
+                                                                             "regenerated")]
+    assert len(fake.calls) == 2
+    # without having read it on its phone, the line id is a secret too
+    fake.script.extend(["My line is L1002.", "I don't know my line."])
+    other = llm_user_factory(MODEL, **NO_WAIT)(ctx)
+    assert other.reply(view[:1]).content == "I don't know my line."
+    assert [x["origin"] for x in other.metadata["leaks"]] == ["resume_line.line_id"]

@@ -24,9 +24,18 @@ from domains._docs import SINGLE, Docs, deep_merge, doc_table, insert_docs
 from domains._tau2tasks import is_tau2_file, read_tau2_tasks
 from domains.telecom import phone as _phone
 from domains.telecom import tools as _tools
-from simulator import Domain, DomainError, StateSpec, Task, Toolbox, ToolContext, TrialDatabase
-from simulator.database import TemplateDatabase
-from simulator.tasks import Intent, UserScenario
+from simulator import (
+    Domain,
+    DomainError,
+    Intent,
+    StateSpec,
+    Task,
+    TemplateDatabase,
+    Toolbox,
+    ToolContext,
+    TrialDatabase,
+    UserScenario,
+)
 
 __all__ = ["TelecomDomain"]
 
@@ -93,6 +102,10 @@ class TelecomDomain(Domain):
     def sync(self, ctx: ToolContext) -> None:
         """Sync the user's surroundings from the agent's records (see :func:`domains.telecom.tools.sync`)."""
         _tools.sync(ctx)
+
+    def sync_ignores(self) -> frozenset[str]:
+        """Return ``device``: the sync reads the agent's records and the surroundings, never the phone itself."""
+        return frozenset({"device"})
 
     def environment_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
         """Return the setup functions of a side (user: break APN, unseat SIM, ...; agent: data usage, overdue bill)."""
