@@ -25,7 +25,8 @@ from its own slots only:
   and what it saw (the results, its own device's readings).
 
 It never repeats the agent's words and never states a value that is not in its scenario (identity, slots,
-preferences, request wording, ask), so it cannot leak a secret by construction.
+preferences, request wording, ask) or read on its own device (its tools' results), so it cannot leak a secret by
+construction.
 
 Wording is drawn from :data:`simulator.users._phrasing.PHRASES` by a generator seeded from the trial seed: the
 same seed gives byte-identical messages against the same agent, different seeds give different wording.
