@@ -55,6 +55,11 @@ class Docs:
         row = self.conn.execute(f'SELECT doc FROM "{table}" WHERE id = ?', (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def get_text(self, table: str, key: str) -> str | None:
+        """Return the stored JSON text of the document with id ``key``, or None."""
+        row = self.conn.execute(f'SELECT doc FROM "{table}" WHERE id = ?', (key,)).fetchone()
+        return None if row is None else str(row[0])
+
     def all(self, table: str) -> list[dict[str, Any]]:
         """Return every document of a table, in id order."""
         return [json.loads(r[0]) for r in self.conn.execute(f'SELECT doc FROM "{table}" ORDER BY id')]

@@ -13,7 +13,7 @@ from simulator.agents.rates import REFERENCE_KNOBS, FaultDraws, check_fault_rate
 from simulator.agents.reference import ReferenceAgentBase
 from simulator.build import RunServices, build_runner
 from simulator.cache import SQLiteCache
-from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
+from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help, requested_tool_calls
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
 from simulator.dual import SetupActionError, env_caller, syncer
@@ -41,7 +41,7 @@ __all__ = [
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
     "FaultDraws", "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "ReferenceAgentBase", "check_fault_rates",
-    "asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help",
+    "asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help", "requested_tool_calls",
     "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
     "AssertionResult", "AssertionsResult", "InitialState",
     "TausimError",

@@ -127,6 +127,13 @@ class Domain(abc.ABC):
         """
         return None  # noqa: PLR1711 - an optional hook: no sync by default
 
+    def sync_ignores(self) -> frozenset[str]:
+        """Return the tables whose writes never change what :meth:`sync` does (telecom: the phone's ``device``).
+
+        After a step that wrote only these tables the sync is skipped. Default none: any write syncs.
+        """
+        return frozenset()
+
     def environment_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
         """Return the non-tool functions a task's setup actions may call on a side; default none.
 

@@ -14,9 +14,11 @@ Every call has a requestor: ``agent`` (the conversation's agent), ``user`` (the 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from simulator.database import WRITE_LOG
 from simulator.domain import Domain
 from simulator.errors import SetupActionError, ToolError
 from simulator.grading.assertions import EnvCall
@@ -35,6 +37,9 @@ def has_user_side(domain: Domain) -> bool:
 def syncer(domain: Domain, ctx: ToolContext) -> Callable[[], None]:
     """Return the trial's sync hook: :meth:`Domain.sync` run only when the database changed since the last run.
 
+    Writes that hit only the domain's :meth:`~simulator.domain.Domain.sync_ignores` tables (read from the trial
+    database's write log) do not call it either; the first call always does.
+
     Args:
         domain: the domain.
         ctx: a tool context on the trial's database.
@@ -44,14 +49,39 @@ def syncer(domain: Domain, ctx: ToolContext) -> Callable[[], None]:
     """
     conn = ctx.conn
     last = [-1]
+    ignored = sorted(domain.sync_ignores())
+    # the trial database's write log (simulator.database) says which tables the writes since the last sync hit
+    relevant = (f'SELECT 1 FROM "{WRITE_LOG}" WHERE rowid > ? AND tbl NOT IN ({", ".join("?" * len(ignored))}) '
+                "LIMIT 1") if ignored else None
+    seen = [0]
 
     def sync() -> None:
         if conn.total_changes == last[0]:
             return
+        if relevant is not None:
+            try:
+                hit = conn.execute(relevant, (seen[0], *ignored)).fetchone() is not None
+            except sqlite3.OperationalError:  # a database without the write log: always sync
+                hit = True
+            if not hit and last[0] >= 0:
+                last[0] = conn.total_changes
+                seen[0] = _log_end(conn)
+                return
         domain.sync(ctx)
         last[0] = conn.total_changes
+        if relevant is not None:
+            seen[0] = _log_end(conn)
 
     return sync
+
+
+def _log_end(conn: sqlite3.Connection) -> int:
+    """The last rowid of the trial's write log (0 when empty or absent)."""
+    try:
+        row = conn.execute(f'SELECT max(rowid) FROM "{WRITE_LOG}"').fetchone()
+    except sqlite3.OperationalError:
+        return 0
+    return int(row[0] or 0)
 
 
 def run_action(domain: Domain, ctx: ToolContext, action: Action, toolboxes: tuple[Toolbox, Toolbox | None], *,

@@ -53,7 +53,7 @@ from simulator.replay import (
 from simulator.sinks import read_events
 from simulator.spec import RunSpec
 from simulator.tasks import Budget, Task
-from simulator.tools import ToolContext
+from simulator.tools import Toolbox, ToolContext
 from simulator.user_review import review_user
 from simulator.users._moves import MovedUser
 
@@ -356,8 +356,23 @@ class Runner:
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
             persona=self.personas[persona] if persona is not None else task.scenario.persona, prepared=prepared,
-            user_tools=list(self._user_tools),
+            user_tools=self._task_user_tools(task),
         )
+
+    def _task_user_tools(self, task: Task) -> list[dict[str, Any]]:
+        """The schemas of the user tools a task allows (``task.user_tools``; None: all of the domain's)."""
+        if task.user_tools is None:
+            return list(self._user_tools)
+        allowed = set(task.user_tools)
+        return [s for s in self._user_tools if s["function"]["name"] in allowed]
+
+    def _task_user_toolbox(self, task: Task) -> Toolbox | None:
+        """The user toolbox of a task's trial: the domain's, restricted to ``task.user_tools`` when set."""
+        box = self._user_toolbox
+        if box is None or task.user_tools is None:
+            return box
+        allowed = set(task.user_tools)
+        return Toolbox([s for n, s in box.specs.items() if n in allowed], uses_session=box.uses_session)
 
     def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
                    ) -> TrialResult:
@@ -394,14 +409,15 @@ class Runner:
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
-            if self._user_toolbox is None:
+            user_toolbox = self._task_user_toolbox(task)
+            if user_toolbox is None:
                 traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
                                         trial_span=span, history=history)
             else:
                 user_ctx = ToolContext(db.session, db.options)
                 user_ctx.source = "user"
                 traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
-                                        trial_span=span, user_toolbox=self._user_toolbox, user_ctx=user_ctx,
+                                        trial_span=span, user_toolbox=user_toolbox, user_ctx=user_ctx,
                                         sync=syncer(self.domain, tool_ctx), history=history)
             diff = diff_against(db.raw, goal, self._spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,

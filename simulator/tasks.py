@@ -466,6 +466,9 @@ class Task(BaseModel):
     """Domain-function checks on the final environment (tau2 tasks; component ``env_assertions``)."""
     conduct: Conduct | None = None
     """The suite's orchestration and ending rules (tau2 tasks); None: tausim's."""
+    user_tools: list[str] | None = None
+    """The user-side tools the simulated user may call in this task (tau2 ``user_tools``, dual-control domains);
+    None: all of the domain's user tools; ``[]``: none."""
     suite: str | None = None
     """The suite the task was imported from (``tau2``), or None for our own and tau-bench v1 tasks."""
     seed: int | None = Field(default=None, ge=0, lt=2**64)

@@ -212,10 +212,11 @@ def _task(w: _Where, raw: dict[str, Any]) -> Task:
         raise w.fail(unknown[0], f"unknown field (tau2 task fields: {', '.join(sorted(_TASK_FIELDS))})")
     scenario = _scenario(w, raw)
     initial = _initial_state(w, raw.get("initial_state"))
+    user_tools = None if raw.get("user_tools") is None else w.strings(raw["user_tools"], "user_tools")
     ec = raw.get("evaluation_criteria")
     if ec is None:
         return Task(id=str(raw["id"]), scenario=scenario, initial_state=initial, grade=[], conduct=TAU2_CONDUCT,
-                    suite="tau2")
+                    suite="tau2", user_tools=user_tools)
     ec = w.obj(ec, "evaluation_criteria", _CRITERIA_FIELDS)
     actions = [_action(w, a, f"evaluation_criteria.actions[{i}]")
                for i, a in enumerate(w.array(ec.get("actions"), "evaluation_criteria.actions"))]
@@ -239,9 +240,8 @@ def _task(w: _Where, raw: dict[str, Any]) -> Task:
     return Task(
         id=str(raw["id"]), scenario=scenario, gold_actions=actions, required_outputs=outputs,
         judge=[JudgeAssertion(assertion=a) for a in nl], initial_state=initial, env_assertions=env,
-        grade=[BASIS[b] for b in basis], conduct=TAU2_CONDUCT, suite="tau2",
+        grade=[BASIS[b] for b in basis], conduct=TAU2_CONDUCT, suite="tau2", user_tools=user_tools,
     )
-
 
 def parse_tau2_tasks(data: Any, source: str = "<tasks>") -> list[Task]:
     """Parse a decoded tau2 ``tasks.json`` (a list of task objects).

@@ -9,7 +9,8 @@ trial:
   more or with decimals, e-mail addresses, and names (two capitalised words, such as a second passenger's
   ``Mia Brown``; common sentence openers are not names). A value counts as known when its letters and digits
   occur in the scenario's text (:func:`simulator.users.leak.scenario_text`, of the task's scenario and of the
-  derived one when the run prepared it) or in the agent's earlier messages.
+  derived one when the run prepared it), in the agent's earlier messages or in the results of the user's own
+  tool calls (dual control: what it read on its device).
 - ``reasoning_leak``: a user message with a ``Thought:``, ``Action:`` or ``Observation:`` line (a ReAct-style
   simulator's reasoning reaching the agent).
 - ``accepted_false_completion``: the user stopped right after the agent claimed the work was done, while the
@@ -56,10 +57,13 @@ _NOT_NAMES = frozenset("""
 """.split())
 
 
+_NOT_ALNUM_RE = re.compile(r"[\W_]+")
+
+
 def _fold(text: str) -> str:
     """Lower-case letters and digits only (accents removed), for containment tests."""
     plain = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in plain.lower() if ch.isalnum())
+    return _NOT_ALNUM_RE.sub("", plain.lower())  # \w is str.isalnum() or "_" (the same character classes)
 
 
 def _number_value(token: str) -> float | None:
@@ -154,10 +158,12 @@ def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reache
     known_text = "\n".join(_scenario_texts(task, derived))
     folded, numbers = _fold(known_text), _numbers(known_text)
     details: dict[str, list[str]] = {}
-    visible = [m for m in trajectory.messages if m.role in ("user", "assistant") and m.content and not m.tool_calls]
+    # what the user saw: the conversation, and the results of its own tool calls (its device's readings)
+    visible = [m for m in trajectory.messages if m.content and not m.tool_calls and (
+        m.role in ("user", "assistant") or (m.role == "tool" and m.requestor == "user"))]
     for m in visible:
         text = m.content or ""
-        if m.role == "assistant":
+        if m.role != "user":
             folded += _fold(text)
             numbers |= _numbers(text)
             continue

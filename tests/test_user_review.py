@@ -80,6 +80,20 @@ def test_tool_results_are_not_what_the_user_heard() -> None:
     assert set(review.details["invented_facts"]) == {"QQQ555", "Zed Quill"}
 
 
+def test_the_users_own_tool_results_are_what_it_read() -> None:
+    # dual control: the user read QQQ555 on its own device; Zed Quill only came from the agent's tool
+    msgs = [Message(role="user", content="Change ABC123 please."),
+            Message(role="assistant", tool_calls=[ToolCall(id="c1", name="get", arguments={})]),
+            Message(role="tool", content='{"passenger": "Zed Quill"}', tool_call_id="c1", name="get"),
+            Message(role="assistant", content="Which reservation does your phone show?"),
+            Message(role="user", tool_calls=[ToolCall(id="u1", name="check", arguments={})], requestor="user"),
+            Message(role="tool", content="Reservation QQQ555", tool_call_id="u1", name="check", requestor="user"),
+            Message(role="user", content="Zed Quill on QQQ555.")]
+    review = review_user(TASK, Trajectory(messages=msgs, termination_reason=TerminationReason.MAX_TURNS),
+                         passed=False, goal_reached=False)
+    assert review.details["invented_facts"] == ["Zed Quill"]
+
+
 def _doc(flags: list[str], passed: bool) -> dict[str, Any]:
     review = {"flags": flags, "details": {f: ["x"] for f in flags}, "failure_may_be_simulator": bool(flags) and
               not passed}

@@ -24,7 +24,18 @@ from sqlalchemy.orm import Session
 from domains._docs import SINGLE, Docs, DocShape, deep_merge, doc_table, insert_docs, merge_docs
 from domains.telecom import phone as _phone
 from domains.telecom import tools as _tools
-from simulator import Domain, DomainError, StateSpec, Task, Toolbox, ToolContext, TrialDatabase
+from simulator import (
+    Domain,
+    DomainError,
+    Intent,
+    StateSpec,
+    Task,
+    TemplateDatabase,
+    Toolbox,
+    ToolContext,
+    TrialDatabase,
+    UserScenario,
+)
 
 __all__ = ["TelecomDomain"]
 
@@ -32,6 +43,10 @@ AGENT_TABLES = {"plans": "plan_id", "customers": "customer_id", "lines": "line_i
                 "devices": "device_id"}
 """Agent-side table -> the id field of its records."""
 USER_TABLES = ("device", "surroundings")
+_PROBLEMS = (("mms", "get my phone to send MMS picture messages again"),
+             ("mobile data", "get my mobile data working properly again"),
+             ("", "get my phone service working again"))
+"""(word in the instructions, the rule-based user's request), first match wins."""
 
 
 def _plain(value: Any) -> Any:
@@ -90,6 +105,10 @@ class TelecomDomain(Domain):
         """Sync the user's surroundings from the agent's records (see :func:`domains.telecom.tools.sync`)."""
         _tools.sync(ctx)
 
+    def sync_ignores(self) -> frozenset[str]:
+        """Return ``device``: the sync reads the agent's records and the surroundings, never the phone itself."""
+        return frozenset({"device"})
+
     def environment_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
         """Return the setup functions of a side (user: break APN, unseat SIM, ...; agent: data usage, overdue bill)."""
         return _phone.ENV_FUNCTIONS if side == "user" else _tools.AGENT_ENV_FUNCTIONS
@@ -97,6 +116,41 @@ class TelecomDomain(Domain):
     def assertion_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
         """Return the assertion functions of a side (9 user-side, 4 agent-side)."""
         return _phone.ASSERTIONS if side == "user" else _tools.AGENT_ASSERTIONS
+
+    def derive_scenario(self, task: Task, template: TemplateDatabase) -> UserScenario:
+        """Return the rule-based user's scenario of a telecom task: who the user is and what is wrong.
+
+        The identity (name, phone number) is what the task's setup tells the user's own phone
+        (``set_user_info``); the one intent asks to fix the problem the instructions describe (MMS, mobile data,
+        or no service, by the instructions' words). What to do on the phone comes from the agent at run time
+        (see :class:`simulator.users.RuleUser`'s ``tools``).
+
+        Args:
+            task: the task.
+            template: the run's template database (unused).
+
+        Returns:
+            The scenario with ``identity`` and a one-intent ``agenda``; a task with its own agenda as it is.
+        """
+        del template
+        if task.scenario.agenda:
+            return task.scenario
+        identity: dict[str, str] = {}
+        for a in task.initial_state.setup if task.initial_state is not None else []:
+            if a.name == "set_user_info" and a.requestor == "user":
+                name = str(a.arguments.get("name", "")).strip()
+                if name:
+                    identity["name"] = name
+                    first, _, last = name.partition(" ")
+                    identity.update(first_name=first, last_name=last or first)
+        text = task.scenario.instructions.lower()
+        if "reason for call:" in text:  # tau2's structured instructions: the reason only (the rest names tools)
+            text = text.split("reason for call:", 1)[1].split("\n\n", 1)[0]
+        problem = next((p for key, p in _PROBLEMS if key in text), _PROBLEMS[-1][1])
+        slots = {k: str(a.arguments[k]) for a in (task.initial_state.setup if task.initial_state else [])
+                 if a.name == "set_user_info" for k in ("phone_number",) if a.arguments.get(k)}
+        intent = Intent(kind="fix_phone", request=[problem], slots=slots)
+        return task.scenario.model_copy(update={"identity": identity, "agenda": [intent]})
 
     def default_data_dir(self) -> Path:
         """Return the tau2-bench telecom folder beside the repository (``../shared/peers/tau2-bench/telecom``)."""

@@ -10,11 +10,12 @@ SMS and storage permissions.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from domains._docs import SINGLE, Docs
+from domains._docs import SINGLE, Docs, dumps
 from simulator import ToolContext, ToolError, tool
 
 __all__ = ["ASSERTIONS", "ENV_FUNCTIONS", "USER_TOOLS", "Phone", "default_device", "default_surroundings"]
@@ -65,13 +66,24 @@ class Phone:
 
     def __init__(self, conn: sqlite3.Connection):
         self.docs = Docs(conn)
-        self.dev: dict[str, Any] = self.docs.get("device", SINGLE) or default_device()
-        self.sur: dict[str, Any] = self.docs.get("surroundings", SINGLE) or default_surroundings()
+        self._texts = (self.docs.get_text("device", SINGLE), self.docs.get_text("surroundings", SINGLE))
+        dev, sur = self._texts
+        self.dev: dict[str, Any] = json.loads(dev) if dev is not None else default_device()
+        self.sur: dict[str, Any] = json.loads(sur) if sur is not None else default_surroundings()
 
     def save(self) -> None:
-        """Write both documents back (each only when it changed)."""
-        self.docs.put("device", SINGLE, self.dev)
-        self.docs.put("surroundings", SINGLE, self.sur)
+        """Write both documents back, each only when it changed since it was loaded (no query otherwise)."""
+        texts = []
+        for table, doc, text in (("device", self.dev, self._texts[0]), ("surroundings", self.sur, self._texts[1])):
+            new = dumps(doc)
+            texts.append(new)
+            if new == text:
+                continue
+            if text is None:
+                self.docs.put(table, SINGLE, doc)
+            else:
+                self.docs.conn.execute(f'UPDATE "{table}" SET doc = ? WHERE id = ?', (new, SINGLE))
+        self._texts = (texts[0], texts[1])
 
     # --- derived state ---------------------------------------------------------------------------------
     def sim_status(self) -> str:

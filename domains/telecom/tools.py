@@ -9,11 +9,11 @@ assertion functions, and the sync between the agent's records and the user's sur
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import Any
 
-from domains._docs import Docs
-from domains.telecom.phone import Phone
+from domains._docs import SINGLE, Docs, dumps
 from simulator import ToolContext, ToolError, tool
 
 __all__ = ["AGENT_ASSERTIONS", "AGENT_ENV_FUNCTIONS", "AGENT_TOOLS", "TODAY", "sync"]
@@ -399,16 +399,21 @@ def sync(ctx: ToolContext) -> None:
     Raises:
         ToolError: the phone number matches no line, or the line's plan does not exist.
     """
-    phone = Phone(ctx.conn)
-    s = phone.sur
+    text = ctx.conn.execute("SELECT doc FROM surroundings WHERE id = ?", (SINGLE,)).fetchone()
+    if text is None:  # no phone yet: nothing to sync
+        return
+    s = json.loads(text[0])
     number = s.get("phone_number")
     if number is None:
         return
     db = _Db(ctx.conn)
-    line = db.line_by_phone(number)
-    if line is None:
+    row = ctx.conn.execute(_LINE_AND_PLAN, (number,)).fetchone()  # one query: the line and its plan
+    if row is None:
         raise ToolError(f"no line has the user's phone number {number}")
-    plan = db.plan(line["plan_id"])
+    line = json.loads(row[0])
+    if row[1] is None:
+        raise ToolError(f"Plan with ID {line['plan_id']} not found")
+    plan = json.loads(row[1])
     s["line_active"] = line["status"] == "Active"
     s["roaming_allowed"] = bool(line["roaming_enabled"])
     s["mobile_data_usage_exceeded"] = line["data_used_gb"] >= plan["data_limit_gb"] + line["data_refueling_gb"]
@@ -419,9 +424,20 @@ def sync(ctx: ToolContext) -> None:
         db.put("bills", req["bill_id"], bill)
         s["payment_request"] = None
     if s.get("payment_request") is None:
-        owner = next((c for c in db.docs.all("customers") if line["line_id"] in c["line_ids"]), None)
-        awaiting = db.awaiting(owner) if owner is not None else []
-        if awaiting:
-            s["payment_request"] = {"bill_id": awaiting[0]["bill_id"], "amount_due": awaiting[0]["total_due"],
-                                    "paid": False}
-    phone.save()
+        # the first bill awaiting payment of the line's owner (the first customer, by id, holding the line)
+        bill_row = ctx.conn.execute(_FIRST_AWAITING, (line["line_id"],)).fetchone()
+        if bill_row is not None:
+            first = json.loads(bill_row[0])
+            s["payment_request"] = {"bill_id": first["bill_id"], "amount_due": first["total_due"], "paid": False}
+    new = dumps(s)
+    if new != text[0]:  # only the surroundings change here; the device is the phone's own business
+        ctx.conn.execute("UPDATE surroundings SET doc = ? WHERE id = ?", (new, SINGLE))
+
+
+_LINE_AND_PLAN = ("SELECT l.doc, p.doc FROM lines l LEFT JOIN plans p ON p.id = json_extract(l.doc, '$.plan_id') "
+                  "WHERE json_extract(l.doc, '$.phone_number') = ? ORDER BY l.id LIMIT 1")
+_FIRST_AWAITING = (
+    "WITH owner AS (SELECT doc FROM customers c WHERE EXISTS (SELECT 1 FROM json_each(c.doc, '$.line_ids') "
+    "WHERE value = ?) ORDER BY c.id LIMIT 1) "
+    "SELECT b.doc FROM owner, json_each(owner.doc, '$.bill_ids') j JOIN bills b ON b.id = j.value "
+    "WHERE json_extract(b.doc, '$.status') = 'Awaiting Payment' ORDER BY j.key LIMIT 1")

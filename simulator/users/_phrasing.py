@@ -76,6 +76,8 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "fallback": ("In that case, I'd like to {request}.", "Then I want to {request} instead.",
                  "Okay, then please {request}."),
     "ack": ("Okay, thanks.", "Got it, thanks.", "Thanks, that's helpful.", "Alright."),
+    "done_on_device": ("Okay, I did that.", "Done.", "Alright, I did it on my phone.",
+                       "I did that. Here is what I see."),
     "ack_terse": ("Ok.", "Fine."),
     "unclear": ("Sorry, I'm not sure what you mean.", "I don't follow.", "I'm not sure I understand."),
     "go_on": ("Please go ahead with it.", "So can you do that?", "Can we go on with it?"),

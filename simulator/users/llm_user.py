@@ -17,6 +17,13 @@ trial is flagged ``user_leak``. Messages that talk like the agent are flagged ``
 tool-call syntax ``tool_syntax``. All of this, with the model and the prompt template's hash, is in the user's
 ``metadata`` (copied into the trajectory's ``user_metadata``).
 
+Dual control: on a domain where the user has its own tools (``ctx.user_tools``: the domain's user tools, or the
+task's subset of them, tau2 ``user_tools``), their schemas go to the model with every request. A reply with tool
+calls becomes a :class:`~simulator._messages.UserTurn` with ``tool_calls``; the orchestrator runs them on the user's
+side and asks again with their results (shown to this user only), until the model writes a message. The results
+count as things the user has heard, so values it read on its own device are no leak; any text the model writes,
+with or without tool calls, goes through the leak guard.
+
 Persona: its ``llm_instructions`` (or a description made from its fields) are added to the system prompt, and
 its patience is applied in code, as by the rule-based user: once ``patience`` consecutive agent turns made no
 progress (as reported by the orchestrator through :meth:`LLMUser.observe_progress`) the user abandons with one
@@ -89,6 +96,14 @@ Rules:
 - If the agent transfers you to a human agent, reply with ###TRANSFER###.
 """
 """Default system prompt template (``str.format`` fields: instructions, known_info, unknown_info)."""
+
+_TOOLS_RULE = """
+You can act on your own device with the tools you are given (and only on your own device). When the agent asks \
+you to check or change something on your device, call the matching tool, then tell the agent in your own words \
+what you did and what you saw. Never make up what a tool would show; call it. Never call a tool the agent did not \
+ask for unless your instructions say so.
+"""
+"""Added to the system prompt when the user has tools of its own (dual control)."""
 
 _TOKEN_RE = re.compile(r"(?<!#)#{2,}+\s*+(STOP|TRANSFER|ABANDON)\s*#{2,}", re.IGNORECASE)
 """A stop token; tried only where a run of "#" starts (a long run of "#" is scanned once, not from each "#")."""
@@ -275,6 +290,9 @@ class LLMUser:
         self._extra_stops = tuple(t for t in (conduct.stop_tokens if conduct else []) if not _TOKEN_RE.fullmatch(t))
         if OUT_OF_SCOPE_TOKEN in self._extra_stops:
             prompt += _OUT_OF_SCOPE_RULE
+        self.user_tools: list[dict[str, Any]] = list(ctx.user_tools)
+        if self.user_tools:
+            prompt += _TOOLS_RULE
         if self.persona is not None:
             prompt += f"\nYour manner (how you talk; it never changes what you know or want):\n" \
                       f"{persona_instructions(self.persona)}\n"
@@ -331,7 +349,15 @@ class LLMUser:
             {"role": "user", "content": AGENT_GREETING},
         ]
         for m in messages:
-            if m.role not in ("user", "assistant") or not m.content:
+            if m.requestor == "user" and m.role == "user" and m.tool_calls:  # its own tool calls (dual control)
+                out.append({"role": "assistant", "content": m.content,
+                            "tool_calls": [c.openai() for c in m.tool_calls]})
+                continue
+            if m.requestor == "user" and m.role == "tool":  # their results, seen by this user only
+                out.append({"role": "tool", "tool_call_id": m.tool_call_id, "name": m.name,
+                            "content": m.content or ""})
+                continue
+            if m.role not in ("user", "assistant") or not m.content or m.tool_calls:
                 continue
             out.append({"role": "assistant" if m.role == "user" else "user", "content": m.content})
         return out
@@ -340,7 +366,8 @@ class LLMUser:
         params: dict[str, Any] = {}
         if "seed" not in self.client.params:
             params["seed"] = self.seed
-        return self.client.complete(request, trial_seed=self.trial_seed, log=self.log, **params)
+        return self.client.complete(request, self.user_tools or None, trial_seed=self.trial_seed, log=self.log,
+                                    **params)
 
     def reply(self, messages: Sequence[Message]) -> UserTurn:
         """Return the customer's next message (the opening message when ``messages`` is empty).
@@ -356,13 +383,15 @@ class LLMUser:
             for missing credentials or an unknown model, else ``user_error``); an empty reply without a token is
             a ``user_error`` too.
         """
-        turn_no = sum(1 for m in messages if m.role == "user")
+        turn_no = sum(1 for m in messages if m.role == "user" and not m.tool_calls)
         persona = self.persona
         if persona is not None and persona.patience is not None and self._no_progress >= persona.patience:
             self.metadata["abandoned_at_turn"] = turn_no
             phrases = persona.abandonment_phrases
             return UserTurn(content=phrases[int(self._rng.integers(len(phrases)))], abandon=True)
-        heard = [m.content for m in messages if m.role == "assistant" and m.content]
+        # what the agent said, and what this user read on its own device (its tools' results)
+        heard = [m.content for m in messages if m.content and (
+            m.role == "assistant" or (m.role == "tool" and m.requestor == "user"))]
         usage = Usage()
         corrections: list[str] = []
         while True:
@@ -376,6 +405,9 @@ class LLMUser:
                 return UserTurn(content="", usage=usage, error=str(e), error_kind="user_error")
             usage = usage + result.usage
             turn = parse_user_reply(result.message.content, self._extra_stops)
+            if result.message.tool_calls and self.user_tools:  # acts on its own device; asked again after
+                turn = turn.model_copy(update={"tool_calls": list(result.message.tool_calls), "stop": False,
+                                               "abandon": False})
             leaks = self._matcher.find(turn.content, heard) if turn.content else []
             if not leaks:
                 break
@@ -391,6 +423,8 @@ class LLMUser:
                 self._flag("user_leak", turn_no, ", ".join(sorted({s.kind for s in leaks})))
                 break
             corrections.append(_correction(turn.content, leaks, self._matcher))
+        if turn.tool_calls:
+            return turn.model_copy(update={"usage": usage})
         if not turn.content and not (turn.stop or turn.abandon):
             return UserTurn(content="", usage=usage, error_kind="user_error",
                             error=f"model {self.model}: empty user message (finish reason {result.finish_reason})")

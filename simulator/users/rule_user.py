@@ -18,10 +18,15 @@ from its own slots only:
 - a reported result: asks the intent's ``ask`` question, or moves to the next intent, or closes with a stop when
   the agenda is done;
 - a refusal: insists (policy-pushing persona), then takes the intent's ``fallback``, else gives the intent up;
-- a transfer to a human: stops.
+- a transfer to a human: stops;
+- a request to act on its own device (dual-control domains, with ``tools``: the user's own tool schemas): the
+  tools :func:`simulator.cues.requested_tool_calls` finds in the agent's message are called (a
+  :class:`~simulator._messages.UserTurn` with ``tool_calls``); once their results are back, it says what it did
+  and what it saw (the results, its own device's readings).
 
 It never repeats the agent's words and never states a value that is not in its scenario (identity, slots,
-preferences, request wording, ask), so it cannot leak a secret by construction.
+preferences, request wording, ask) or read on its own device (its tools' results), so it cannot leak a secret by
+construction.
 
 Wording is drawn from :data:`simulator.users._phrasing.PHRASES` by a generator seeded from the trial seed: the
 same seed gives byte-identical messages against the same agent, different seeds give different wording.
@@ -42,8 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from simulator._messages import Message, UserTurn
+from simulator._messages import Message, ToolCall, UserTurn
 from simulator._protocols import Progress, TrialContext, UserFactory
+from simulator.cues import requested_tool_calls
 from simulator.persona import Persona
 from simulator.prepared import SCENARIO, prepared_for
 from simulator.tasks import Intent, UserScenario
@@ -176,6 +182,8 @@ class RuleUser:
         seed: the trial seed; the user's wording generator is seeded from it.
         persona: how the user behaves; None: cooperative defaults (never abandons, answers when asked, normal
             verbosity, no typos, no mistakes).
+        tools: OpenAI function schemas of the user's own tools (dual control; the task's subset); empty: it
+            never acts on its side.
 
     Attributes:
         metadata: facts about the trial for the trajectory: ``persona`` (name or None), ``flags`` (always empty:
@@ -187,7 +195,11 @@ class RuleUser:
         ValueError: the scenario has no agenda.
     """
 
-    def __init__(self, scenario: UserScenario, *, seed: int, persona: Persona | None = None):
+    def __init__(self, scenario: UserScenario, *, seed: int, persona: Persona | None = None,
+                 tools: Sequence[dict[str, Any]] = ()):
+        self._tools = list(tools)
+        self._acted_on: str | None = None  # the agent message whose requested actions were performed
+        self._calls = 0
         if not scenario.agenda:
             raise ValueError("RuleUser needs a scenario with an agenda (see Domain.derive_scenario)")
         self.scenario = scenario
@@ -242,7 +254,18 @@ class RuleUser:
         """
         if self._finished:
             return UserTurn(content="", stop=True)
+        if messages and messages[-1].role == "tool" and messages[-1].requestor == "user":
+            return self._report(messages)
         last = next((m.content for m in reversed(messages) if m.role == "assistant" and m.content), None)
+        if self._tools and last is not None and messages[-1].role == "assistant" and last != self._acted_on:
+            asked = requested_tool_calls(last, self._tools)
+            if asked:
+                self._acted_on = last
+                calls = []
+                for name, args in asked:
+                    calls.append(ToolCall(id=f"rule_user_{self._calls}", name=name, arguments=args))
+                    self._calls += 1
+                return UserTurn(content="", tool_calls=calls)
         if last is None:
             return self._say(self._opening())
         acts = classify(last)
@@ -270,6 +293,18 @@ class RuleUser:
         return self._respond(acts)
 
     # --- turns ---------------------------------------------------------------------------------------------
+    def _report(self, messages: Sequence[Message]) -> UserTurn:
+        """Say what it did on its device and what it saw: the results of its last run of tool calls."""
+        results: list[str] = []
+        for m in reversed(messages):
+            if m.role != "tool" or m.requestor != "user":
+                break
+            results.append(" ".join((m.content or "").split()))
+        results.reverse()
+        lead = self._ph.sentence("done_on_device")
+        said = " ".join(r if r.endswith((".", "!", "?")) else r + "." for r in results if r)
+        return self._say([lead, [Segment(said, value=True)]] if said else [lead])
+
     def _say(self, sentences: list[list[Segment]], *, stop: bool = False, abandon: bool = False,
              yes_no: bool = False) -> UserTurn:
         segs = join_segments(sentences)
@@ -686,7 +721,7 @@ class RuleUserFactory:
         scenario = prepared.derived_scenario() if prepared is not None else None
         if scenario is None:  # not prepared for this user (e.g. a factory wrapping this one): derived for this trial
             scenario = self.domain.derive_scenario(ctx.task, self.template)
-        return RuleUser(scenario, seed=ctx.seed, persona=ctx.persona)
+        return RuleUser(scenario, seed=ctx.seed, persona=ctx.persona, tools=ctx.user_tools)
 
 
 def rule_user_factory(domain: Any, template: Any) -> UserFactory:
