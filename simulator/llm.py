@@ -30,8 +30,9 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -98,11 +99,34 @@ def model_seed(seed: int) -> int:
 
 def _litellm() -> Any:
     """Import litellm lazily, never letting it fetch its price list from the network."""
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") != "True":
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     import litellm
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Provider List" banners in the run's output
     return litellm
+
+
+SUCCESS_LISTENERS = ("callbacks", "success_callback", "_async_success_callback")
+"""litellm's lists of success callbacks: while all are empty, nobody reads litellm's own success logging."""
+
+
+def _success_logging_off(litellm: Any) -> Callable[[], AbstractContextManager[Any]] | None:
+    """Return a context in which litellm skips its success logging, or None when that logging has listeners.
+
+    After every synchronous call litellm hands its success logging (a standard logging payload built for callbacks,
+    about 0.5 ms of CPU, plus a wake-up of its logging thread pool) to a thread pool, callbacks or not. The response,
+    its usage and its cost (``_hidden_params["response_cost"]``) are complete before that hand-off. Inside litellm's
+    ``internal_sub_call`` context the hand-off is skipped; it is used only while no success callback is registered
+    (a user's litellm callbacks keep working), and never with a litellm that lacks it.
+    """
+    if any(getattr(litellm, name, None) for name in SUCCESS_LISTENERS):
+        return None
+    try:
+        from litellm._internal_context import internal_sub_call
+    except ImportError:  # another litellm version: its logging stays as it is
+        return None
+    return cast("Callable[[], AbstractContextManager[Any]]", internal_sub_call)
 
 
 _MISSING_KEY = re.compile(r"missing credentials|api_key client option must be set|no api key|api key not (?:found|set)",
@@ -432,13 +456,17 @@ class LLMClient:
             reraise=True,
         )
         attempts = 0
+        quiet = _success_logging_off(litellm)
 
         def attempt() -> Any:
             nonlocal attempts
             attempts += 1
             if self.rate_limiter is not None:
                 self.rate_limiter.acquire()
-            return litellm.completion(**request)
+            if quiet is None:
+                return litellm.completion(**request)
+            with quiet():
+                return litellm.completion(**request)
 
         start = time.perf_counter()
         try:
