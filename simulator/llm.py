@@ -35,6 +35,8 @@ from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from pydantic import BaseModel
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_random_exponential
+from tenacity.stop import stop_base
 
 from simulator._messages import Message, ToolCall, Usage
 from simulator.errors import LLMContextOverflow, LLMError, LLMInfraError, LLMRequestError, LLMSetupError
@@ -252,6 +254,25 @@ def _usage(litellm: Any, response: Any, model: str, attempts: int = 1, price: bo
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=1, attempts=attempts)
 
 
+class _StopAfterTimeouts(stop_base):
+    """Tenacity stop condition of one call: stop once :data:`MAX_TIMEOUT_ATTEMPTS` of its attempts timed out.
+
+    Holds the call's count of timeouts: a new instance per call (defined once here, not per call: building a class
+    costs more CPU than the rest of the retry set-up).
+    """
+
+    def __init__(self) -> None:
+        self.timeouts = 0
+
+    def __call__(self, state: RetryCallState) -> bool:
+        import openai
+
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, openai.APITimeoutError):
+            self.timeouts += 1
+        return self.timeouts >= MAX_TIMEOUT_ATTEMPTS
+
+
 def _log_result(log: Any, r: LLMResult) -> None:
     """Emit the ``model_call`` event of a successful (or cached) call."""
     log.info("model_call", model=r.model, prompt_tokens=r.usage.prompt_tokens,
@@ -427,30 +448,9 @@ class LLMClient:
     def _call_with_retries(self, litellm: Any, request: dict[str, Any]) -> tuple[Any, int, float]:
         """Run ``litellm.completion`` under tenacity; return (response, attempts, latency in seconds)."""
         import openai
-        from tenacity import (
-            RetryCallState,
-            Retrying,
-            retry_if_exception,
-            stop_after_attempt,
-            stop_any,
-            wait_random_exponential,
-        )
-        from tenacity.stop import stop_base
-
-        class StopAfterTimeouts(stop_base):
-            """Stop once :data:`MAX_TIMEOUT_ATTEMPTS` attempts of this call timed out."""
-
-            def __init__(self) -> None:
-                self.timeouts = 0
-
-            def __call__(self, state: RetryCallState) -> bool:
-                exc = state.outcome.exception() if state.outcome is not None else None
-                if isinstance(exc, openai.APITimeoutError):
-                    self.timeouts += 1
-                return self.timeouts >= MAX_TIMEOUT_ATTEMPTS
 
         retrying = Retrying(
-            stop=stop_any(stop_after_attempt(self.max_attempts), StopAfterTimeouts()),
+            stop=stop_any(stop_after_attempt(self.max_attempts), _StopAfterTimeouts()),
             wait=wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
             retry=retry_if_exception(_is_transient),
             reraise=True,
