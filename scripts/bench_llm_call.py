@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -89,7 +90,8 @@ def main() -> None:
     quiet = _success_logging_off(litellm)
     size = sum(len(str(m.get("content") or "")) for m in messages) + len(str(tools))
     print(f"bench-llm-call: {len(messages)} messages and {len(tools)} tools ({size / 1000:.0f} k characters), "
-          f"in-process provider, {args.calls} calls x {args.repeat} rounds; {machine()}")
+          f"in-process provider, {args.calls} calls x {args.repeat} rounds; {machine()}; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     def quiet_call(_: int) -> Any:
         if quiet is None:
