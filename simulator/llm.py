@@ -30,10 +30,13 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, cast
 
 from pydantic import BaseModel
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_random_exponential
+from tenacity.stop import stop_base
 
 from simulator._messages import Message, ToolCall, Usage
 from simulator.errors import LLMContextOverflow, LLMError, LLMInfraError, LLMRequestError, LLMSetupError
@@ -98,7 +101,8 @@ def model_seed(seed: int) -> int:
 
 def _litellm() -> Any:
     """Import litellm lazily, never letting it fetch its price list from the network."""
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") != "True":
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     import litellm
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Provider List" banners in the run's output
@@ -177,6 +181,28 @@ def known_missing_keys(model: str, environ: Mapping[str, str]) -> list[str]:
         return []
     accepted, reported = PROVIDER_KEYS[provider]
     return [] if any(name in environ for name in accepted) else list(reported)
+
+
+SUCCESS_LISTENERS = ("callbacks", "success_callback", "_async_success_callback")
+"""litellm's lists of success callbacks: while all are empty, nobody reads litellm's own success logging."""
+
+
+def _success_logging_off(litellm: Any) -> Callable[[], AbstractContextManager[Any]] | None:
+    """Return a context in which litellm skips its success logging, or None when that logging has listeners.
+
+    After every synchronous call litellm hands its success logging (a standard logging payload built for callbacks,
+    about 0.5 ms of CPU, plus a wake-up of its logging thread pool) to a thread pool, callbacks or not. The response,
+    its usage and its cost (``_hidden_params["response_cost"]``) are complete before that hand-off. Inside litellm's
+    ``internal_sub_call`` context the hand-off is skipped; it is used only while no success callback is registered
+    (a user's litellm callbacks keep working), and never with a litellm that lacks it.
+    """
+    if any(getattr(litellm, name, None) for name in SUCCESS_LISTENERS):
+        return None
+    try:
+        from litellm._internal_context import internal_sub_call
+    except ImportError:  # another litellm version: its logging stays as it is
+        return None
+    return cast("Callable[[], AbstractContextManager[Any]]", internal_sub_call)
 
 
 _MISSING_KEY = re.compile(r"missing credentials|api_key client option must be set|no api key|api key not (?:found|set)",
@@ -300,6 +326,25 @@ def _usage(litellm: Any, response: Any, model: str, attempts: int = 1, price: bo
         except Exception:  # litellm raises assorted errors for models it cannot price
             cost = None
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=1, attempts=attempts)
+
+
+class _StopAfterTimeouts(stop_base):
+    """Tenacity stop condition of one call: stop once :data:`MAX_TIMEOUT_ATTEMPTS` of its attempts timed out.
+
+    Holds the call's count of timeouts: a new instance per call (defined once here, not per call: building a class
+    costs more CPU than the rest of the retry set-up).
+    """
+
+    def __init__(self) -> None:
+        self.timeouts = 0
+
+    def __call__(self, state: RetryCallState) -> bool:
+        import openai
+
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, openai.APITimeoutError):
+            self.timeouts += 1
+        return self.timeouts >= MAX_TIMEOUT_ATTEMPTS
 
 
 def _log_result(log: Any, r: LLMResult) -> None:
@@ -477,42 +522,25 @@ class LLMClient:
     def _call_with_retries(self, litellm: Any, request: dict[str, Any]) -> tuple[Any, int, float]:
         """Run ``litellm.completion`` under tenacity; return (response, attempts, latency in seconds)."""
         import openai
-        from tenacity import (
-            RetryCallState,
-            Retrying,
-            retry_if_exception,
-            stop_after_attempt,
-            stop_any,
-            wait_random_exponential,
-        )
-        from tenacity.stop import stop_base
-
-        class StopAfterTimeouts(stop_base):
-            """Stop once :data:`MAX_TIMEOUT_ATTEMPTS` attempts of this call timed out."""
-
-            def __init__(self) -> None:
-                self.timeouts = 0
-
-            def __call__(self, state: RetryCallState) -> bool:
-                exc = state.outcome.exception() if state.outcome is not None else None
-                if isinstance(exc, openai.APITimeoutError):
-                    self.timeouts += 1
-                return self.timeouts >= MAX_TIMEOUT_ATTEMPTS
 
         retrying = Retrying(
-            stop=stop_any(stop_after_attempt(self.max_attempts), StopAfterTimeouts()),
+            stop=stop_any(stop_after_attempt(self.max_attempts), _StopAfterTimeouts()),
             wait=wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
             retry=retry_if_exception(_is_transient),
             reraise=True,
         )
         attempts = 0
+        quiet = _success_logging_off(litellm)
 
         def attempt() -> Any:
             nonlocal attempts
             attempts += 1
             if self.rate_limiter is not None:
                 self.rate_limiter.acquire()
-            return litellm.completion(**request)
+            if quiet is None:
+                return litellm.completion(**request)
+            with quiet():
+                return litellm.completion(**request)
 
         start = time.perf_counter()
         try:

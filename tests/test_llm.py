@@ -292,3 +292,53 @@ def test_invalid_configuration() -> None:
         LLMClient("openai/x", max_attempts=0)
     with pytest.raises(ValueError):
         LLMClient("openai/x", wait_initial=-1)
+
+
+# --- litellm's own success logging: skipped while no callback listens ------------------------------------
+
+
+@pytest.fixture
+def logging_submits(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the names of the functions litellm hands to its logging thread pool (then run them as usual)."""
+    from litellm.litellm_core_utils.thread_pool_executor import executor
+
+    names: list[str] = []
+    submit = executor.submit
+
+    def recording(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        names.append(getattr(args[0], "__name__", repr(args[0])) if args else getattr(fn, "__name__", repr(fn)))
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(executor, "submit", recording)
+    return names
+
+
+def test_no_success_logging_without_callbacks_and_cost_still_priced(litellm: Any, logging_submits: list[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("callbacks", "success_callback", "_async_success_callback"):
+        monkeypatch.setattr(litellm, name, [])
+    resp = tool_calls_response(litellm, [("c1", "f", "{}")], prompt_tokens=1200, completion_tokens=300)
+    r = client().complete(MSGS, mock_response=resp)
+    assert "success_handler" not in logging_submits
+    info = litellm.model_cost["gpt-4o-mini"]  # priced from the map, independently of litellm's cost code
+    assert r.usage.cost_usd == pytest.approx(1200 * info["input_cost_per_token"] + 300 * info["output_cost_per_token"])
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (1200, 300)
+
+
+def test_a_registered_litellm_callback_still_gets_success_events(litellm: Any, logging_submits: list[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from litellm.integrations.custom_logger import CustomLogger
+
+    seen = threading.Event()
+
+    class Listener(CustomLogger):  # type: ignore[misc]
+        def log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+            seen.set()
+
+    monkeypatch.setattr(litellm, "callbacks", [Listener()])
+    r = client().complete(MSGS, mock_response="hi")
+    assert r.message.content == "hi"
+    assert logging_submits.count("success_handler") == 1
+    assert seen.wait(30), "the registered callback never saw the call's success event"
