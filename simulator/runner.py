@@ -33,6 +33,7 @@ from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import StateDelta, TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.dual import env_caller, has_user_side, syncer
+from simulator.faults import FaultyToolbox, fault_counts
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.metrics import reliability
@@ -52,7 +53,7 @@ from simulator.replay import (
 from simulator.sinks import read_events
 from simulator.spec import RunSpec
 from simulator.tasks import Budget, Task
-from simulator.tools import ToolContext
+from simulator.tools import Toolbox, ToolContext
 from simulator.user_review import review_user
 from simulator.users._moves import MovedUser
 
@@ -191,6 +192,28 @@ class Runner:
             trial_index: 0-based trial index.
         """
         return task.seed if task.seed is not None else derive_seed(self.config.seed, task.id, trial_index)
+
+    def agent_toolbox(self, task: Task, trial_index: int, base: Toolbox | None = None) -> Toolbox:
+        """Return the toolbox a trial's agent calls: ``base`` wrapped in the run's environment faults, if any.
+
+        Args:
+            task: the task.
+            trial_index: 0-based trial index (the faults are seeded by the trial seed, see :mod:`simulator.faults`).
+            base: the toolbox to wrap; None: the run's toolbox.
+
+        Returns:
+            A :class:`~simulator.faults.FaultyToolbox` when ``config.faults`` has a rate above 0, else ``base``.
+        """
+        box = base if base is not None else self._toolbox
+        faults = self.config.faults
+        if faults is None or not faults.active():
+            return box
+        return FaultyToolbox(box, faults, self.trial_seed(task, trial_index))
+
+    def record_faults(self, traj: Trajectory) -> dict[str, int] | None:
+        """Return a trial's fault counts (``TrialResult.faults``): None when the run injects no faults."""
+        faults = self.config.faults
+        return fault_counts(traj.tool_calls) if faults is not None and faults.active() else None
 
     def prepare(self, task_ids: Iterable[str] | None = None) -> dict[str, PreparedTask]:
         """Prepare tasks once (see :mod:`simulator.prepared`); tasks already prepared are left as they are.
@@ -388,16 +411,17 @@ class Runner:
                         max_tool_errors=conduct.max_tool_errors if conduct else None,
                         greeting=conduct.greeting if conduct else None)
         history = history_messages(task.initial_state.history) if task.initial_state is not None else None
+        toolbox = self.agent_toolbox(task, trial_index)
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
             if self._user_toolbox is None:
-                traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
+                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
                                         trial_span=span, history=history)
             else:
                 user_ctx = ToolContext(db.session, db.options)
                 user_ctx.source = "user"
-                traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
+                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
                                         trial_span=span, user_toolbox=self._user_toolbox, user_ctx=user_ctx,
                                         sync=syncer(self.domain, tool_ctx), history=history)
             diff = diff_against(db.raw, goal, self._spec)
@@ -413,7 +437,7 @@ class Runner:
         return TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
-            duration_s=time.perf_counter() - t0, error=traj.error,
+            duration_s=time.perf_counter() - t0, error=traj.error, faults=self.record_faults(traj),
         )
 
     def planned(self) -> list[TrialKey]:

@@ -29,7 +29,7 @@ __all__ = ["hunt_command"]
 
 
 def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user: str, personas: str | None,
-          seed: int, max_turns: int, max_steps: int) -> RunSpec:
+          seed: int, max_turns: int, max_steps: int, faults: str | None = None) -> RunSpec:
     persona_list = None
     if personas is not None:
         try:
@@ -41,7 +41,8 @@ def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user
         "domain": domain, "tasks": tasks, "task_ids": ids, "agent": {"name": agent}, "user": {"name": user},
         "personas": [p.name for p in persona_list] if persona_list else None,
         "persona_defs": {p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
-        "seed": seed, "max_turns": max_turns, "max_steps": max_steps, "preflight": False})
+        "seed": seed, "max_turns": max_turns, "max_steps": max_steps, "preflight": False,
+        **({"faults": faults} if faults is not None else {})})
 
 
 def summary(result: HuntResult) -> dict[str, Any]:
@@ -82,10 +83,13 @@ def hunt_command(
     clean_agent: Annotated[str | None, typer.Option(
         help="Keep only cases this agent passes (default for reference:KNOBS: the clean reference agent).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the hunt's summary (JSON).")] = None,
+    faults: Annotated[str | None, typer.Option(
+        help="Environment faults in the agent's tool calls (as for tausim run: transient=0.05,timeout=0.02,...), so "
+             "that hunting exercises recovery.")] = None,
 ) -> None:
     """Search task x persona x seed x user move for failures; cluster them by signature; export regressions."""
     try:
-        spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps)
+        spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
         runner = build_runner(spec)
         result = hunt(runner, budget, seed=seed)
         notes: list[str] = []
