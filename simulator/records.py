@@ -57,6 +57,10 @@ class TrialResult(BaseModel):
     trace: dict[str, str] | None = None
     """``{"trace_id", "span_id"}`` (hex) of the trial's OpenTelemetry span when the run was traced (``--otel``),
     else None."""
+    signature: list[str] | None = None
+    """The failure signature of a failed trial (:func:`simulator.hunt.signature`: layer, termination reason, first
+    state difference, violated rule, last tool call before the divergence from gold, user flags), by which the
+    reports cluster failures; None for a passed trial (or one recorded before signatures were)."""
     faults: dict[str, int] | None = None
     """Environment faults injected into the trial's tool calls, by kind (``RunSpec.faults``, see
     :mod:`simulator.faults`); None when the run injects none."""

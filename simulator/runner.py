@@ -57,8 +57,8 @@ from simulator.tools import Toolbox, ToolContext
 from simulator.user_review import review_user
 from simulator.users._moves import MovedUser
 
-__all__ = ["ERROR_RATE_MIN_TRIALS", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
-           "run_summary_json", "trial_key"]
+__all__ = ["ERROR_RATE_MIN_TRIALS", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed",
+           "failure_signature", "regrade_trial", "run_summary_json", "trial_key"]
 
 ERROR_RATE_MIN_TRIALS = 10
 """Finished trials before ``RunSpec.max_error_rate`` is checked (a few early errors do not stop a run)."""
@@ -324,9 +324,11 @@ class Runner:
                  t0: float) -> TrialResult:
         """The result of a trial that ended before (or without) its conversation: failed, not graded."""
         traj = Trajectory(termination_reason=reason, error=error)
-        return TrialResult(task_id=task.id, trial=trial_index, seed=self.trial_seed(task, trial_index),
-                           persona=persona, passed=False, termination_reason=str(reason), grade=None,
-                           trajectory=traj, duration_s=time.perf_counter() - t0, error=error)
+        res = TrialResult(task_id=task.id, trial=trial_index, seed=self.trial_seed(task, trial_index),
+                          persona=persona, passed=False, termination_reason=str(reason), grade=None,
+                          trajectory=traj, duration_s=time.perf_counter() - t0, error=error)
+        res.signature = failure_signature(task, res, self._kinds)
+        return res
 
     def _run_bounded(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
                      ) -> TrialResult:
@@ -434,11 +436,13 @@ class Runner:
                             communicate=str(self.template.options.get("communicate", "tausim")))
         traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
                                                    derived=prepared.scenario).as_dict()
-        return TrialResult(
+        res = TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
             duration_s=time.perf_counter() - t0, error=traj.error, faults=self.record_faults(traj),
         )
+        res.signature = failure_signature(task, res, self._kinds)
+        return res
 
     def planned(self) -> list[TrialKey]:
         """Return every planned (task id, persona, trial index) key, in task, persona, then trial order."""
@@ -552,6 +556,22 @@ class Runner:
         return None
 
 
+def failure_signature(task: Task, result: TrialResult, kinds: Mapping[str, str | None]) -> list[str] | None:
+    """Return a trial's failure signature (:func:`simulator.hunt.signature`) as a list, or None for a pass.
+
+    Args:
+        task: the trial's task.
+        result: the graded trial.
+        kinds: tool name -> ``read``, ``write`` or ``ending``.
+    """
+    if result.passed:
+        return None
+    from simulator.hunt import signature  # the hunt module builds on this one: imported when first needed
+
+    sig = signature(task, result, kinds)
+    return list(sig) if sig is not None else None
+
+
 def regrade_trial(
     domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult,
     goal: StateDelta | bytes | None = None,
@@ -617,4 +637,7 @@ def regrade_trial(
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
                         owners=owners, env_assertions=env,
                         communicate=str(template.options.get("communicate", "tausim")))
-    return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
+    regraded = result.model_copy(update={"passed": grade.passed, "grade": grade})
+    kinds = {name: ("ending" if spec.ends_conversation else spec.kind) for name, spec in toolbox.specs.items()}
+    regraded.signature = failure_signature(task, regraded, kinds)
+    return regraded, diverged
