@@ -168,24 +168,24 @@ class FaultOutcome(CallOutcome):
     fault: str | None = None
 
 
-class _PartialWriteFault(ToolError):
-    """Raised by a tool wrapped for a partial write, after its writes reached the database."""
-
-
 def _partial_message(name: str) -> str:
     return (f"the write of {name} failed part way and was rolled back; nothing was changed. "
             "The service had a temporary problem: you may retry.")
 
 
 def _fails_after_writing(spec_fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """Wrap a tool so that it runs (its writes flushed to the database), then raises :class:`_PartialWriteFault`."""
+    """Wrap a tool so that it runs (its writes flushed to the database), then raises the partial-write ToolError.
+
+    Raised as a :class:`~simulator.errors.ToolError`, the dispatch rolls the call's transaction back; the outcome is
+    told from a refusal of the tool's own by its message (:func:`_partial_message`).
+    """
 
     @functools.wraps(spec_fn)
     def run(ctx: ToolContext, **kwargs: Any) -> Any:
         spec_fn(ctx, **kwargs)
         if ctx.session.in_transaction():
             ctx.session.flush()  # the ORM's pending writes reach the database before the failure
-        raise _PartialWriteFault(_partial_message(name))
+        raise ToolError(_partial_message(name))
 
     return run
 

@@ -219,3 +219,21 @@ def test_tausim_run_and_hunt_accept_faults(tmp_path):
                                    "--faults", "transient=0.3", "--out", str(hunt_out)])
     assert res.exit_code == 0, res.output
     assert json.loads(hunt_out.read_text())["agent_turns"] >= 20
+
+
+def test_a_forked_trial_meets_the_same_faults_as_its_original():
+    from simulator.hunt import Harness, every_turn
+
+    runner = _runner("transient=0.2,slow=0.1,partial_write=0.3", tasks=TASKS[:3])
+    harness = Harness(runner)
+    met = 0
+    for task in runner.tasks:
+        orig = harness.play(task, 0, capture=every_turn)
+        faults = [(c.step, c.name, c.status, c.fault) for c in orig.result.trajectory.tool_calls]
+        met += sum(1 for f in faults if f[3])
+        assert orig.result.faults == dict(Counter(f[3] for f in faults if f[3]))
+        for snap in orig.snapshots[1:]:
+            fork = harness.fork(snap)
+            assert [(c.step, c.name, c.status, c.fault) for c in fork.result.trajectory.tool_calls] == faults
+            assert fork.result.passed == orig.result.passed
+    assert met > 0
