@@ -338,13 +338,14 @@ class Harness:
                                             db.raw.serialize(), moves))
 
             user_toolbox = r.domain.user_toolbox()
+            toolbox = r.agent_toolbox(task, trial_index, r.domain.toolbox())  # the run's environment faults
             if user_toolbox is None:
-                traj = run_conversation(agent, user, r.domain.toolbox(), tool_ctx, limits, on_turn=on_turn,
+                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, on_turn=on_turn,
                                         resume=resume)
             else:
                 user_ctx = ToolContext(db.session, db.options)
                 user_ctx.source = "user"
-                traj = run_conversation(agent, user, r.domain.toolbox(), tool_ctx, limits, user_toolbox=user_toolbox,
+                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, user_toolbox=user_toolbox,
                                         user_ctx=user_ctx, sync=syncer(r.domain, tool_ctx), on_turn=on_turn,
                                         resume=resume)
             spec = r.domain.state_spec()
@@ -356,7 +357,8 @@ class Harness:
                             assertions=checks, owners=owners)
         res = TrialResult(task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
                           termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
-                          duration_s=traj.agent_seconds + traj.user_seconds + traj.tool_seconds, error=traj.error)
+                          duration_s=traj.agent_seconds + traj.user_seconds + traj.tool_seconds, error=traj.error,
+                          faults=r.record_faults(traj))
         reseeded = (snapshot is not None and snapshot.reseeded) or reseed is not None
         if reseeded:
             snaps = [dataclasses.replace(s, reseeded=True) for s in snaps]

@@ -115,6 +115,9 @@ class ToolCallRecord(BaseModel):
     bug: str | None = None
     requestor: Literal["agent", "user", "setup"] = "agent"
     """Who made the call: the agent, the simulated user on its own side (dual control), or the task's setup."""
+    fault: str | None = None
+    """The environment fault injected into the call (:mod:`simulator.faults`: ``transient``, ``timeout``,
+    ``partial_write``, ``slow``), or None."""
 
 
 class Trajectory(BaseModel):
@@ -489,6 +492,7 @@ def _dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajecto
         step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,
         raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
         status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug, requestor=requestor,
+        fault=getattr(out, "fault", None),
     ))
     if log is not None:
         log.info("tool_call", step=traj.steps, call_id=call.id, name=call.name, kind=out.kind,

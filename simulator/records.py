@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from simulator.errors import RunDocumentError
+from simulator.faults import recovery_rates
 from simulator.grading import Grade
 from simulator.metrics import run_metrics
 from simulator.orchestrator import Trajectory
@@ -56,6 +57,13 @@ class TrialResult(BaseModel):
     trace: dict[str, str] | None = None
     """``{"trace_id", "span_id"}`` (hex) of the trial's OpenTelemetry span when the run was traced (``--otel``),
     else None."""
+    signature: list[str] | None = None
+    """The failure signature of a failed trial (:func:`simulator.hunt.signature`: layer, termination reason, first
+    state difference, violated rule, last tool call before the divergence from gold, user flags), by which the
+    reports cluster failures; None for a passed trial (or one recorded before signatures were)."""
+    faults: dict[str, int] | None = None
+    """Environment faults injected into the trial's tool calls, by kind (``RunSpec.faults``, see
+    :mod:`simulator.faults`); None when the run injects none."""
 
 
 class RunResult(BaseModel):
@@ -96,8 +104,9 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
         ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
         "planned", "recorded", "duplicates", ...}``; ``recorded`` counts the trials present and ``duplicates``
         the trials beyond the first of a (task, persona, trial) key; with personas, ``by_persona`` (see
-        :func:`simulator.metrics.persona_metrics`) is also copied to the top level. ``metrics`` are those of
-        :func:`simulator.metrics.run_metrics` (the same as ``tausim report``'s): a complete run is checked
+        :func:`simulator.metrics.persona_metrics`) is also copied to the top level; with environment faults
+        (``config.faults``), ``recovery`` (:func:`simulator.faults.recovery_rates` over the trials). ``metrics``
+        are those of :func:`simulator.metrics.run_metrics` (the same as ``tausim report``'s): a complete run is checked
         strictly (a duplicated trial is refused); a partial one (a results-store run still missing trials) counts
         its missing trials as failed and reports them in ``missing_trials``.
     """
@@ -117,6 +126,9 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
                                      incomplete="refuse" if complete else "count")
         if "by_persona" in doc["metrics"]:
             doc["by_persona"] = doc["metrics"]["by_persona"]
+    faults = result.config.faults
+    if (faults is not None and faults.active()) or any(t.faults for t in result.trials):
+        doc["recovery"] = recovery_rates(doc["trials"])
     return doc
 
 

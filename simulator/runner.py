@@ -33,6 +33,7 @@ from simulator._protocols import AgentFactory, TrialContext, UserFactory
 from simulator.database import StateDelta, StateDiff, TemplateDatabase, diff_against
 from simulator.domain import Domain
 from simulator.dual import env_caller, has_user_side, syncer
+from simulator.faults import FaultyToolbox, fault_counts
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.metrics import reliability
@@ -57,8 +58,8 @@ from simulator.tools import Toolbox, ToolContext
 from simulator.user_review import review_user
 from simulator.users._moves import MovedUser
 
-__all__ = ["ERROR_RATE_MIN_TRIALS", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed", "regrade_trial",
-           "run_summary_json", "trial_key"]
+__all__ = ["ERROR_RATE_MIN_TRIALS", "RunResult", "Runner", "TrialKey", "TrialResult", "derive_seed",
+           "failure_signature", "regrade_trial", "run_summary_json", "trial_key"]
 
 ERROR_RATE_MIN_TRIALS = 10
 """Finished trials before ``RunSpec.max_error_rate`` is checked (a few early errors do not stop a run)."""
@@ -193,6 +194,28 @@ class Runner:
         """
         return task.seed if task.seed is not None else derive_seed(self.config.seed, task.id, trial_index)
 
+    def agent_toolbox(self, task: Task, trial_index: int, base: Toolbox | None = None) -> Toolbox:
+        """Return the toolbox a trial's agent calls: ``base`` wrapped in the run's environment faults, if any.
+
+        Args:
+            task: the task.
+            trial_index: 0-based trial index (the faults are seeded by the trial seed, see :mod:`simulator.faults`).
+            base: the toolbox to wrap; None: the run's toolbox.
+
+        Returns:
+            A :class:`~simulator.faults.FaultyToolbox` when ``config.faults`` has a rate above 0, else ``base``.
+        """
+        box = base if base is not None else self._toolbox
+        faults = self.config.faults
+        if faults is None or not faults.active():
+            return box
+        return FaultyToolbox(box, faults, self.trial_seed(task, trial_index))
+
+    def record_faults(self, traj: Trajectory) -> dict[str, int] | None:
+        """Return a trial's fault counts (``TrialResult.faults``): None when the run injects no faults."""
+        faults = self.config.faults
+        return fault_counts(traj.tool_calls) if faults is not None and faults.active() else None
+
     def prepare(self, task_ids: Iterable[str] | None = None) -> dict[str, PreparedTask]:
         """Prepare tasks once (see :mod:`simulator.prepared`); tasks already prepared are left as they are.
 
@@ -302,9 +325,11 @@ class Runner:
                  t0: float) -> TrialResult:
         """The result of a trial that ended before (or without) its conversation: failed, not graded."""
         traj = Trajectory(termination_reason=reason, error=error)
-        return TrialResult(task_id=task.id, trial=trial_index, seed=self.trial_seed(task, trial_index),
-                           persona=persona, passed=False, termination_reason=str(reason), grade=None,
-                           trajectory=traj, duration_s=time.perf_counter() - t0, error=error)
+        res = TrialResult(task_id=task.id, trial=trial_index, seed=self.trial_seed(task, trial_index),
+                          persona=persona, passed=False, termination_reason=str(reason), grade=None,
+                          trajectory=traj, duration_s=time.perf_counter() - t0, error=error)
+        res.signature = failure_signature(task, res, self._kinds)
+        return res
 
     def _run_bounded(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
                      ) -> TrialResult:
@@ -406,17 +431,18 @@ class Runner:
                         max_tool_errors=conduct.max_tool_errors if conduct else None,
                         greeting=conduct.greeting if conduct else None)
         history = history_messages(task.initial_state.history) if task.initial_state is not None else None
+        toolbox = self.agent_toolbox(task, trial_index)
         with self.template.trial() as db:
             prepare_trial(self.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
             user_toolbox = self._task_user_toolbox(task)
             if user_toolbox is None:
-                traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
+                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
                                         trial_span=span, history=history)
             else:
                 user_ctx = ToolContext(db.session, db.options)
                 user_ctx.source = "user"
-                traj = run_conversation(agent, user, self._toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
+                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
                                         trial_span=span, user_toolbox=user_toolbox, user_ctx=user_ctx,
                                         sync=syncer(self.domain, tool_ctx), history=history)
             diff = diff_against(db.raw, goal, self._spec)
@@ -429,11 +455,13 @@ class Runner:
                             communicate=str(self.template.options.get("communicate", "tausim")))
         traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
                                                    derived=prepared.scenario).as_dict()
-        return TrialResult(
+        res = TrialResult(
             task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
-            duration_s=time.perf_counter() - t0, error=traj.error,
+            duration_s=time.perf_counter() - t0, error=traj.error, faults=self.record_faults(traj),
         )
+        res.signature = failure_signature(task, res, self._kinds)
+        return res
 
     def _run_prefix(self, task: Task, trial_index: int, persona: str | None, agent: Any, prepared: PreparedTask,
                     t0: float) -> TrialResult:
@@ -571,6 +599,22 @@ class Runner:
         return None
 
 
+def failure_signature(task: Task, result: TrialResult, kinds: Mapping[str, str | None]) -> list[str] | None:
+    """Return a trial's failure signature (:func:`simulator.hunt.signature`) as a list, or None for a pass.
+
+    Args:
+        task: the trial's task.
+        result: the graded trial.
+        kinds: tool name -> ``read``, ``write`` or ``ending``.
+    """
+    if result.passed:
+        return None
+    from simulator.hunt import signature  # the hunt module builds on this one: imported when first needed
+
+    sig = signature(task, result, kinds)
+    return list(sig) if sig is not None else None
+
+
 def regrade_trial(
     domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult,
     goal: StateDelta | bytes | None = None,
@@ -636,4 +680,7 @@ def regrade_trial(
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
                         owners=owners, env_assertions=env,
                         communicate=str(template.options.get("communicate", "tausim")))
-    return result.model_copy(update={"passed": grade.passed, "grade": grade}), diverged
+    regraded = result.model_copy(update={"passed": grade.passed, "grade": grade})
+    kinds = {name: ("ending" if spec.ends_conversation else spec.kind) for name, spec in toolbox.specs.items()}
+    regraded.signature = failure_signature(task, regraded, kinds)
+    return regraded, diverged

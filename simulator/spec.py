@@ -40,6 +40,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simulator.errors import SpecError
+from simulator.faults import FaultRates
 from simulator.tasks import Budget
 
 __all__ = ["EXECUTOR_HELP", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "JudgeSpec", "RunSpec",
@@ -188,6 +189,10 @@ class RunSpec(BaseModel):
     preflight: bool = True
     """Before any trial: build one agent and one user and make one cheap call per distinct model
     (:mod:`simulator.preflight`); a set-up error stops the run before it starts."""
+    faults: FaultRates | None = None
+    """Environment faults injected into the agent's tool calls at seeded rates (``--faults
+    transient=0.05,timeout=0.02,slow=0.05,partial_write=0.02``, see :mod:`simulator.faults`); None: none. A string
+    ``KIND=RATE,...`` is accepted. Compared on resume: it decides what the trials meet."""
     policy: str | None = None
     """A policy file the agent gets instead of the suite's or the domain's (``tausim run --policy FILE``); None: the
     suite's own policy next to the data (tau-bench's ``wiki.md``, tau2's ``policy.md``), else the domain's."""

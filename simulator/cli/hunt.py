@@ -12,24 +12,28 @@ See :mod:`simulator.hunt` for the search, the signatures and the regression case
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from personas.loader import PersonaError, load_personas
 from simulator.build import build_runner
 from simulator.cli._common import console, fail, write_json_atomic
 from simulator.errors import TausimError
-from simulator.hunt import HuntResult, export_cases, hunt
+from simulator.faults import recovery_rates
+from simulator.hunt import HuntResult, export_cases, hunt, replay_script
+from simulator.records import TrialResult
+from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
+from simulator.runner import Runner
 from simulator.spec import RunSpec
 
 __all__ = ["hunt_command"]
 
 
 def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user: str, personas: str | None,
-          seed: int, max_turns: int, max_steps: int) -> RunSpec:
+          seed: int, max_turns: int, max_steps: int, faults: str | None = None) -> RunSpec:
     persona_list = None
     if personas is not None:
         try:
@@ -41,30 +45,47 @@ def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user
         "domain": domain, "tasks": tasks, "task_ids": ids, "agent": {"name": agent}, "user": {"name": user},
         "personas": [p.name for p in persona_list] if persona_list else None,
         "persona_defs": {p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
-        "seed": seed, "max_turns": max_turns, "max_steps": max_steps, "preflight": False})
+        "seed": seed, "max_turns": max_turns, "max_steps": max_steps, "preflight": False,
+        **({"faults": faults} if faults is not None else {})})
 
 
-def summary(result: HuntResult) -> dict[str, Any]:
+def summary(result: HuntResult, *, exported: Collection[str] = (),
+            examples: Mapping[str, TrialResult] | None = None) -> dict[str, Any]:
     """Return the JSON summary of a hunt: budget spent, turns saved, clusters (signature, count, share, example).
 
     Args:
         result: the hunt's result.
+        exported: ids of the clusters exported as regression cases (their ``case_id``).
+        examples: cluster id -> the replayed trial of its shrunk conversation (its transcript is the example's);
+            a cluster without one shows its shortest member's transcript.
 
     Returns:
-        ``{"agent_turns", "saved_turns", "trials", "forks", "signatures", "clusters": [...]}``.
+        ``{"agent_turns", "saved_turns", "trials", "forks", "signatures", "clusters": [...], "recovery"}``; each
+        cluster ``{"id", "case_id" (None when not exported), "signature", "count", "budget_share", "example"}``, its
+        example ``{"task_id", "persona", "seed", "moves", "user_turns", "transcript": [[role, text], ...],
+        "shrunk"}``; ``recovery`` (:func:`simulator.faults.recovery_rates` over the hunt's trials) only when
+        a trial met an environment fault.
     """
     spent = max(result.agent_turns, 1)
-    return {
+    examples = examples or {}
+    doc: dict[str, Any] = {
         "agent_turns": result.agent_turns, "saved_turns": result.saved_turns, "trials": len(result.trials),
         "forks": sum(1 for t in result.trials if t.parent is not None), "signatures": len(result.clusters),
         "clusters": [{
-            "id": c.case_id, "signature": list(c.signature), "count": len(c.trials),
+            "id": c.case_id, "case_id": c.case_id if c.case_id in exported else None,
+            "signature": list(c.signature), "count": len(c.trials),
             "budget_share": round(sum(t.fresh_agent_turns for t in c.trials) / spent, 4),
             "example": {"task_id": c.shortest.result.task_id, "persona": c.shortest.result.persona,
                         "seed": c.shortest.result.seed, "moves": {str(k): v for k, v in c.shortest.moves.items()},
-                        "user_turns": c.script if c.script is not None else c.shortest.user_turns()},
+                        "user_turns": c.script if c.script is not None else c.shortest.user_turns(),
+                        "transcript": [list(line) for line in transcript_lines(
+                            (examples.get(c.case_id) or c.shortest.result).trajectory.model_dump(mode="json"))],
+                        "shrunk": c.case_id in examples},
         } for c in result.clusters],
     }
+    if any(t.result.faults for t in result.trials):
+        doc["recovery"] = recovery_rates([t.result.model_dump(include={"passed", "faults"}) for t in result.trials])
+    return doc
 
 
 def hunt_command(
@@ -84,10 +105,14 @@ def hunt_command(
     clean_agent: Annotated[str | None, typer.Option(
         help="Keep only cases this agent passes (default for reference:KNOBS: the clean reference agent).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the hunt's summary (JSON).")] = None,
+    faults: Annotated[str | None, typer.Option(
+        help="Environment faults in the agent's tool calls (as for tausim run: transient=0.05,timeout=0.02,...), so "
+             "that hunting exercises recovery.")] = None,
+    html: Annotated[Path | None, typer.Option(help="Write the hunt's page (failure clusters) as HTML.")] = None,
 ) -> None:
     """Search task x persona x seed x user move for failures; cluster them by signature; export regressions."""
     try:
-        spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps)
+        spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
         runner = build_runner(spec)
         result = hunt(runner, budget, seed=seed)
         notes: list[str] = []
@@ -97,21 +122,43 @@ def hunt_command(
                 update={"name": clean})})) if clean else None
             doc, notes = export_cases(runner, result, clean=clean_runner, domain=domain, prefix=prefix)
             write_json_atomic(export, doc)
-    except (TausimError, ValueError) as e:
+            exported = {str(t["id"]) for t in doc["tasks"]}
+        else:
+            exported = set()
+        report = summary(result, exported=exported, examples=_shrunk_examples(runner, result))
+        if html is not None:
+            html.write_text(render_hunt_html(report, title=f"tausim hunt {domain} {agent}"), encoding="utf-8")
+    except (TausimError, ValueError, OSError) as e:
         raise fail(str(e)) from e
-    table = Table(title=f"Failure clusters ({len(result.clusters)} signatures, {result.agent_turns} agent turns, "
-                        f"{result.saved_turns} saved by forking)")
-    for col in ("id", "layer", "termination", "first difference", "rule", "diverged after", "user flags", "count"):
-        table.add_column(col)
-    for c in result.clusters:
-        table.add_row(c.case_id, *c.signature, str(len(c.trials)))
-    console.print(table)
+    console.print(f"hunt: {result.agent_turns} agent turns, {result.saved_turns} saved by forking, "
+                  f"{len(result.trials)} trials", highlight=False)
+    print_recovery(report.get("recovery"), console)
+    print_clusters(hunt_clusters(report), console)
     for n in notes:
         console.print(f"note: {n}", highlight=False)
     if export is not None:
         console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
     if out is not None:
-        write_json_atomic(out, summary(result))
+        write_json_atomic(out, report)
         console.print(f"wrote {out}", highlight=False)
+    if html is not None:
+        console.print(f"wrote {html}", highlight=False)
     if out is None and export is None:
-        console.print_json(json.dumps({k: v for k, v in summary(result).items() if k != "clusters"}))
+        console.print_json(json.dumps({k: v for k, v in report.items() if k != "clusters"}))
+
+
+def _shrunk_examples(runner: Runner, result: HuntResult) -> dict[str, TrialResult]:
+    """Replay each shrunk cluster's conversation once (``Cluster.script``): cluster id -> the replayed trial.
+
+    A replay that no longer fails is left out (the example then shows the cluster's shortest member).
+    """
+    out: dict[str, TrialResult] = {}
+    tasks = {t.id: t for t in runner.tasks}
+    for c in result.clusters:
+        if c.script is None:
+            continue
+        short = c.shortest.result
+        res = replay_script(runner, tasks[short.task_id], short.trial, c.script)
+        if not res.passed:
+            out[c.case_id] = res
+    return out

@@ -190,6 +190,10 @@ def run_command(
                                "error, checked from the 10th trial on; default 0.5; 1 never stops.")] = None,
     no_preflight: Annotated[bool, typer.Option(
         "--no-preflight", help="Skip the pre-flight (one agent and user built, one cheap call per model).")] = False,
+    faults: Annotated[str | None, typer.Option(
+        help="Environment faults in the agent's tool calls at seeded rates: KIND=RATE,... with KIND transient, "
+             "timeout, slow, partial_write (e.g. transient=0.05,timeout=0.02); the summary reports the recovery "
+             "rate.")] = None,
     resume_from: Annotated[Path | None, typer.Option(
         help="Resume a run without a store from its FILE.partial.jsonl (written next to --out): the run is the "
              "file's; only the trials it lacks run.")] = None,
@@ -224,6 +228,9 @@ def run_command(
                                    ("policy", str(policy) if policy else None)) if v is not None}
     previous: list[TrialResult] | None = None
     try:
+        if faults is not None and (resume_from is not None or spec_file is not None):
+            raise ValueError("--faults goes with the run options, not with --spec or --resume-from (the run is "
+                             "the file's: set its \"faults\" field instead)")
         if resume_from is not None:
             if spec_file is not None or store is not None or run_id is not None:
                 raise ValueError("--resume-from resumes a run without a store: give it without --spec, --store "
@@ -242,7 +249,8 @@ def run_command(
                 personas=personas, trials=trials, seed=seed, max_turns=max_turns, max_steps=max_steps,
                 temperature=temperature, api_base=api_base, option=option, budgets=budgets, judge=judge,
                 judge_api_base=judge_api_base, judge_calibration=judge_calibration, judge_min_kappa=judge_min_kappa,
-                execution={**execution, **({"trial_timeout": trial_timeout} if trial_timeout is not None else {})})
+                execution={**execution, **({"trial_timeout": trial_timeout} if trial_timeout is not None else {}),
+                           **({"faults": faults} if faults is not None else {})})
     except ValidationError as e:
         raise fail(format_validation_error("run options", e)) from e
     except (SpecError, DomainError, TaskFileError, RunDocumentError, ValueError) as e:

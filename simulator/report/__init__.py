@@ -8,13 +8,24 @@ failure kinds, personas, cost and latency) and renders it (:func:`print_summary`
 """
 
 from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, assertion_label, assertion_rates, trial_outcome
+from ._clusters import ClusterRow, hunt_clusters, run_clusters, transcript_lines
 from ._export import EXPORT_FORMATS, to_tau_bench
-from ._html import render_html, trial_anchor
+from ._html import render_html, render_hunt_html, trial_anchor
 from ._load import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
-from ._terminal import assertion_lines, component_label, failure_lines, involved_text, print_failure, print_summary
+from ._terminal import (
+    assertion_lines,
+    component_label,
+    failure_lines,
+    involved_text,
+    print_clusters,
+    print_failure,
+    print_recovery,
+    print_summary,
+)
 
 __all__ = [
     "EXPORT_FORMATS",
+    "ClusterRow",
     "OUTCOMES",
     "RUN_FORMAT",
     "RunDocumentError",
@@ -26,13 +37,19 @@ __all__ = [
     "component_label",
     "assertion_rates",
     "failure_lines",
+    "hunt_clusters",
     "involved_text",
     "load_run_document",
     "load_run_from_store",
+    "print_clusters",
     "print_failure",
+    "print_recovery",
     "print_summary",
     "render_html",
+    "render_hunt_html",
+    "run_clusters",
     "to_tau_bench",
+    "transcript_lines",
     "trial_anchor",
     "trial_outcome",
 ]

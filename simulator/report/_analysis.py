@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.faults import recovery_rates
 from simulator.metrics import cell_id, persona_metrics, reliability, run_metrics
 from simulator.orchestrator import CAP_REASONS, ERROR_REASONS
 
@@ -249,7 +250,8 @@ def analyze_run(
         counts and the failed trials whose failure may be the simulator's), ``cost_usd`` (agent, user, total per trial
         statistics; unknown costs are counted in ``missing``, never as 0), ``tokens``, ``latency_s``, ``turns``,
         ``tool_calls``, ``assertions`` (per-assertion pass counts: :func:`assertion_rates`; empty when no task
-        has assertions).
+        has assertions), and, for a run with environment faults, ``recovery`` (of the trials where a fault was
+        injected, the share that passed, overall and per kind: :func:`simulator.faults.recovery_rates`).
 
     Raises:
         RunDocumentError: the document is malformed.
@@ -308,6 +310,10 @@ def analyze_run(
     metrics["failure_kinds"] = dict(kinds.most_common())
     metrics["assertions"] = assertion_rates(cells)
     metrics["user_review"] = _user_review(cells)
+    faults = config.get("faults")
+    if doc.get("recovery") is not None or (isinstance(faults, Mapping) and any(faults.values())) or any(
+            r.get("faults") for r in in_plan):
+        metrics["recovery"] = recovery_rates(in_plan)
 
     personas: dict[str, dict[str, Any]] = {}
     for r in in_plan:

@@ -15,9 +15,10 @@ from typing import Any
 from urllib.parse import quote
 
 from ._analysis import OUTCOMES, RunReport, TrialCell
+from ._clusters import SIGNATURE_FIELDS, ClusterRow, hunt_clusters, run_clusters, share_text
 from ._terminal import component_label, format_cost, format_seconds, involved_text
 
-__all__ = ["render_html", "trial_anchor"]
+__all__ = ["clusters_section", "recovery_section", "render_html", "render_hunt_html", "trial_anchor"]
 
 _OUTCOME_LABELS = {
     "passed": "passed",
@@ -626,9 +627,83 @@ to see its transcript.</p></div></section>
 <section id="safety"><h2>Safety violations</h2>{_safety(m)}</section>
 {_by_tag(m, report.trials_per_task)}
 <section id="trajectory" class=wide><h2>Trajectory metrics</h2>{_trajectory(m)}</section>
+{recovery_section(m.get("recovery"))}
+{clusters_section(*run_clusters(report)) if failed else ""}
 <section id="failed"><h2>Failed trials ({len(failed)})</h2><ul class=fails>{fails or '<li>none</li>'}</ul></section>
 <div id="trials" hidden>{articles}</div>
 </main>
 <script>{_JS}</script>
+</body></html>
+"""
+
+
+def recovery_section(recovery: Mapping[str, Any] | None) -> str:
+    """Return the "Environment faults" section (recovery rate overall and per kind), or "" without faults.
+
+    Args:
+        recovery: :func:`simulator.faults.recovery_rates` of the run (``metrics["recovery"]``), or None.
+    """
+    if not recovery:
+        return ""
+    rows = [("all kinds", recovery.get("faulted", 0), recovery.get("recovered", 0), share_text(recovery.get("rate")),
+             sum((recovery.get("faults") or {}).values()))]
+    rows += [(kind, v["trials"], v["recovered"], share_text(v["rate"]), (recovery.get("faults") or {}).get(kind, 0))
+             for kind, v in (recovery.get("by_kind") or {}).items()]
+    return ("<section id=\"recovery\"><h2>Environment faults: recovery rate</h2>"
+            + _table(("fault kind", "trials with it", "passed", "recovery rate", "faulted calls"), rows,
+                     numeric=(1, 2, 3, 4))
+            + f"<p class=note>Of the {recovery.get('trials', 0)} trials, {recovery.get('faulted', 0)} met at least one "
+              "injected fault (--faults); the recovery rate is the share of those that still passed.</p></section>")
+
+
+def _cluster_article(i: int, row: ClusterRow) -> str:
+    lines = "".join(f"<li class=\"{_e(role)}\"><b>{_e(role)}</b>: {_e(text)}</li>" for role, text in row.transcript)
+    kind = "shrunk example" if row.shrunk else "example"
+    return (f"<details class=cluster id=\"cluster-{i}\"><summary>cluster {i}: {_e(' / '.join(row.signature))} "
+            f"&middot; {row.count} trials &middot; {kind}: {_e(row.example)} ({len(row.transcript)} lines)</summary>"
+            f"<ol class=transcript>{lines}</ol></details>")
+
+
+def clusters_section(rows: Sequence[ClusterRow], unsigned: int = 0, title: str = "Failure clusters") -> str:
+    """Return the "Failure clusters" section: a table of clusters and each one's example, collapsible.
+
+    The table gives each cluster's signature, count, shares of trials and agent turns and regression case id.
+
+    Args:
+        rows: the clusters (:func:`~simulator.report._clusters.run_clusters` or ``hunt_clusters``).
+        unsigned: failed trials recorded without a signature (named in a note).
+        title: the section's heading.
+    """
+    table = _table(("#", *SIGNATURE_FIELDS, "count", "share of trials", "share of agent turns", "regression case"), [
+        (i, *r.signature, r.count, share_text(r.trial_share), share_text(r.turn_share), r.case_id or "-")
+        for i, r in enumerate(rows, start=1)], numeric=(0, 7, 8, 9))
+    note = (f"<p class=note>{unsigned} failed trials have no recorded signature and are left out.</p>"
+            if unsigned else "")
+    examples = "".join(_cluster_article(i, r) for i, r in enumerate(rows, start=1))
+    return (f"<section id=\"clusters\" class=wide><h2>{_e(title)} ({len(rows)} signatures)</h2>{table}{note}"
+            f"{examples}</section>")
+
+
+def render_hunt_html(summary: Mapping[str, Any], title: str = "tausim hunt") -> str:
+    """Render a hunt's page: its budget and the "Failure clusters" section.
+
+    Args:
+        summary: the hunt's summary (:func:`simulator.cli.hunt.summary`).
+        title: page title.
+
+    Returns:
+        One self-contained HTML document.
+    """
+    facts = " &middot; ".join(_e(f"{k}: {summary.get(k)}") for k in (
+        "agent_turns", "saved_turns", "trials", "forks", "signatures"))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title><style>{_CSS}</style></head>
+<body>
+<header><h1>{_e(title)}</h1><div class=meta>{facts}</div></header>
+<main>
+{recovery_section(summary.get("recovery"))}
+{clusters_section(hunt_clusters(summary))}
+</main>
 </body></html>
 """

@@ -14,9 +14,15 @@ from rich.table import Table
 from simulator.grading.judge import JudgeResult, judge_summary_lines
 
 from ._analysis import RunReport, trial_outcome
+from ._clusters import SIGNATURE_FIELDS, ClusterRow, run_clusters, share_text
 
-__all__ = ["assertion_lines", "failure_lines", "format_cost", "format_seconds", "involved_text", "print_failure",
-           "print_summary"]
+__all__ = ["assertion_lines", "failure_lines", "format_cost", "format_seconds", "involved_text", "print_clusters",
+           "print_failure", "print_recovery", "print_summary", "recovery_text"]
+
+MAX_CLUSTERS = 10
+"""Failure clusters the terminal summary lists (largest first)."""
+EXAMPLE_LINES = 6
+"""Lines of each cluster's example transcript the terminal shows (the HTML page shows it whole)."""
 
 MAX_INVOLVED = 3
 """Rows or events shown under each failed assertion in the terminal (the HTML view shows them all)."""
@@ -439,10 +445,79 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
         console.print("tool call statuses: " + ", ".join(f"{k} {v}" for k, v in statuses.items())
                       + f" ({m['tool_calls']['errors']} not ok)", highlight=False)
 
+    print_recovery(m.get("recovery"), console)
+    if report.failed_cells():
+        rows, unsigned = run_clusters(report)
+        print_clusters(rows, console, unsigned=unsigned)
+
     failed = report.failed_cells()
     for cell in failed[:max_failures]:
         if cell.record is not None:
             print_failure(cell.record, console, cell.failures)
     if len(failed) > max_failures:
         console.print(f"... and {len(failed) - max_failures} more failed trials" + (f" (see {see})" if see else ""),
+                      highlight=False)
+
+
+def recovery_text(recovery: Mapping[str, Any] | None) -> str | None:
+    """Return the one-line recovery rate of a run with environment faults, or None without faults.
+
+    Args:
+        recovery: :func:`simulator.faults.recovery_rates` of the run (``metrics["recovery"]``), or None.
+
+    Returns:
+        E.g. ``"recovery from environment faults: 7/12 faulted trials passed (58.3%); transient 5/8, timeout
+        1/3 (faulted calls: transient 9, timeout 3)"``.
+    """
+    if not recovery:
+        return None
+    faulted = recovery.get("faulted", 0)
+    if not faulted:
+        return f"recovery from environment faults: no fault was injected in {recovery.get('trials', 0)} trials"
+    kinds = ", ".join(f"{k} {v['recovered']}/{v['trials']}" for k, v in (recovery.get("by_kind") or {}).items())
+    calls = ", ".join(f"{k} {v}" for k, v in (recovery.get("faults") or {}).items())
+    return (f"recovery from environment faults: {recovery['recovered']}/{faulted} faulted trials passed "
+            f"({share_text(recovery.get('rate'))}); {kinds} (faulted calls: {calls})")
+
+
+def print_recovery(recovery: Mapping[str, Any] | None, console: Console) -> None:
+    """Print :func:`recovery_text` when the run injected environment faults."""
+    text = recovery_text(recovery)
+    if text is not None:
+        console.print(text, highlight=False, markup=False)
+
+
+def print_clusters(rows: Sequence[ClusterRow], console: Console, *, title: str = "Failure clusters",
+                   unsigned: int = 0, max_clusters: int = MAX_CLUSTERS, lines: int = EXAMPLE_LINES) -> None:
+    """Print the "Failure clusters" section: a table of clusters, then each cluster's example transcript.
+
+    Args:
+        rows: the clusters (:func:`~simulator.report._clusters.run_clusters` or ``hunt_clusters``).
+        console: where to print.
+        title: the table's title.
+        unsigned: failed trials recorded without a signature (named in a note).
+        max_clusters: clusters listed at most.
+        lines: transcript lines shown per example.
+    """
+    table = Table(title=f"{title} ({len(rows)} signatures, {sum(r.count for r in rows)} failed trials)")
+    for col in ("#", *SIGNATURE_FIELDS, "count", "share of trials", "share of agent turns", "regression case"):
+        table.add_column(col, justify="right" if col in ("#", "count") or col.startswith("share") else "left")
+    for i, r in enumerate(rows[:max_clusters], start=1):
+        table.add_row(str(i), *(escape(s) for s in r.signature), str(r.count), share_text(r.trial_share),
+                      share_text(r.turn_share), escape(r.case_id or "-"))
+    console.print(table)
+    for i, r in enumerate(rows[:max_clusters], start=1):
+        kind = "shrunk example" if r.shrunk else "example"
+        console.print(f"cluster {i} {kind} ({r.example}, {len(r.transcript)} lines):", highlight=False,
+                      markup=False)
+        for role, text in r.transcript[:lines]:
+            flat = " ".join(text.split())
+            console.print(f"    {role}: {flat if len(flat) <= 140 else flat[:137] + '...'}", highlight=False,
+                          markup=False)
+        if len(r.transcript) > lines:
+            console.print(f"    ... {len(r.transcript) - lines} more lines", highlight=False, markup=False)
+    if len(rows) > max_clusters:
+        console.print(f"... and {len(rows) - max_clusters} more clusters", highlight=False)
+    if unsigned:
+        console.print(f"{unsigned} failed trials have no recorded signature (recorded before signatures were)",
                       highlight=False)
