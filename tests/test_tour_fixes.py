@@ -13,6 +13,7 @@ from simulator._messages import Message
 from simulator.cli import app
 from simulator.domain import DomainError, get_domain
 from simulator.errors import TaskFileError
+from simulator.persona import Persona
 from simulator.tasks import UserScenario
 from simulator.tau2 import GREETING
 from simulator.users._scripted import ConfirmingUser
@@ -65,8 +66,14 @@ def test_unknown_user_move_is_refused():
         UserScenario(instructions="x", moves={1: "dance"})
     with pytest.raises(ValidationError, match=r"switch_persona:ghost.*move_personas"):
         UserScenario(instructions="x", moves={0: "switch_persona:ghost"})
-    ok = UserScenario(instructions="x", moves={0: "change_mind", 2: "switch_persona", 3: "drip_reveal"})
-    assert ok.moves[2] == "switch_persona"
+    with pytest.raises(ValidationError, match=r"'switch_persona' must name a persona"):
+        UserScenario(instructions="x", moves={0: "switch_persona"})
+    with pytest.raises(ValidationError, match=r"'deny' takes no argument"):
+        UserScenario(instructions="x", moves={0: "deny:now"})
+    terse = Persona(name="terse", description="short answers")
+    ok = UserScenario(instructions="x", moves={0: "change_mind", 2: "switch_persona:terse", 3: "drip_reveal"},
+                      move_personas=[terse])
+    assert ok.moves[2] == "switch_persona:terse"
 
 
 def test_task_file_with_an_unknown_move_names_file_field_and_value(tmp_path):
@@ -78,7 +85,8 @@ def test_task_file_with_an_unknown_move_names_file_field_and_value(tmp_path):
     path.write_text(json.dumps({**doc, "version": 2, "tasks": [task]}))
     res = CliRunner().invoke(app, ["tasks", "lint", str(path), "--domain", "retail"])
     assert res.exit_code == 2, res.output
-    assert str(path) in res.output and "scenario.moves" in res.output and "dance" in res.output
+    out = res.output.replace("\n", "")
+    assert str(path) in out and "field scenario.moves" in out and "'dance'" in out
 
 
 # ------------------------------------------------------------------------------------------------ hunt
