@@ -23,6 +23,7 @@ from simulator.build import build_runner
 from simulator.cli._common import console, fail, write_json_atomic
 from simulator.errors import TausimError
 from simulator.hunt import HuntResult, export_cases, hunt
+from simulator.preflight import check_credentials, preflight
 from simulator.spec import RunSpec
 
 __all__ = ["hunt_command"]
@@ -85,10 +86,24 @@ def hunt_command(
         help="Keep only cases this agent passes (default for reference:KNOBS: the clean reference agent).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the hunt's summary (JSON).")] = None,
 ) -> None:
-    """Search task x persona x seed x user move for failures; cluster them by signature; export regressions."""
+    """Search task x persona x seed x user move for failures; cluster them by signature; export regressions.
+
+    Exit codes: 0 done; 2 bad input or a set-up that cannot work (a missing API key, an unknown model, an
+    unreachable server, a factory that raises: checked before the hunt by the run's pre-flight), an output path
+    in a missing directory, ``--prefix`` without ``--export``.
+    """
+    if prefix and export is None:
+        raise fail("--prefix: trajectory-prefix cases are written with the regression cases; add --export FILE")
+    for flag, path in (("--export", export), ("--out", out)):
+        if path is not None and path.is_dir():
+            raise fail(f"{flag} {path}: is a directory; give a file name such as {path / 'hunt.json'}")
+        if path is not None and not path.parent.is_dir():
+            raise fail(f"{flag} {path}: directory {path.parent} does not exist")
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps)
+        check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
         runner = build_runner(spec)
+        preflight(runner)
         result = hunt(runner, budget, seed=seed)
         notes: list[str] = []
         if export is not None:
