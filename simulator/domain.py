@@ -305,8 +305,8 @@ class Domain(abc.ABC):
         splits = self.task_splits()
         if split is not None and (source is None or source in splits):
             raise DomainError(f"--split {split}: splits apply to tau2-bench task files (--tasks .../tasks.json), "
-                              f"not to domain {self.name!r}'s built-in tasks "
-                              f"({source or 'all'}; splits: {', '.join(splits) or 'none'})")
+                              f"not to the built-in tasks of domain {self.name!r} "
+                              f"({source or 'all'}; built-in splits: {', '.join(splits) or 'none'})")
         if source is None:
             tasks: list[Task] = []
             for path in splits.values():
