@@ -305,11 +305,15 @@ class Domain(abc.ABC):
         with ``split`` (None: tau2's default split ``base`` when the split file has one, else every task).
 
         Raises:
-            DomainError: an unknown split name.
+            DomainError: an unknown split name, or ``split`` given without a tau2-bench task file.
             simulator.tasks.TaskFileError: a malformed task file, a file for another domain, or a gold action
                 naming an unknown tool or arguments that do not fit the tool's schema.
         """
         splits = self.task_splits()
+        if split is not None and (source is None or source in splits):
+            raise DomainError(f"--split {split}: splits apply to tau2-bench task files (--tasks .../tasks.json), "
+                              f"not to the built-in tasks of domain {self.name!r} "
+                              f"({source or 'all'}; built-in splits: {', '.join(splits) or 'none'})")
         if source is None:
             tasks: list[Task] = []
             for path in splits.values():

@@ -268,7 +268,8 @@ class SetupError(InputError):
 
     Args:
         message: one line naming the cause (the missing variable, the model, the server, the factory).
-        kind: ``credentials``, ``model``, ``server`` or ``factory``.
+        kind: ``credentials``, ``model``, ``server`` or ``factory``; ``trial`` when a trial ended ``setup_error``
+            where no run stops it first (``tausim hunt``; the cause is in the message).
 
     Attributes:
         kind: the cause's class, as above.

@@ -44,11 +44,11 @@ from simulator._messages import Message
 from simulator.cues import asks_confirmation
 from simulator.database import diff_against
 from simulator.dual import env_caller, syncer
-from simulator.errors import SnapshotError
+from simulator.errors import SetupError, SnapshotError
 from simulator.grading import check_assertions, grade_trial
 from simulator.grading.process import unconfirmed_writes
 from simulator.grading.safety import record_owners
-from simulator.orchestrator import ConversationState, Limits, Trajectory, run_conversation
+from simulator.orchestrator import ConversationState, Limits, TerminationReason, Trajectory, run_conversation
 from simulator.persona import Persona
 from simulator.prefix import capture_state
 from simulator.records import TrialResult
@@ -676,6 +676,10 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
 
     Returns:
         The :class:`HuntResult`.
+
+    Raises:
+        SetupError: a trial ended ``setup_error`` (a missing API key, an unknown model, ...): no trial of this
+            set-up can work, so the hunt stops (``kind="trial"``, the trial's error in the message).
     """
     rng = np.random.Generator(np.random.PCG64(seed))
     harness = Harness(runner)
@@ -699,9 +703,14 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
         spent += t.fresh_agent_turns
         if t.parent is not None:
             saved += t.parent.agent_turns
-        sig = signature(tasks[t.result.task_id], t.result, kinds)
         if on_trial is not None:
             on_trial(t)
+        if t.result.termination_reason == TerminationReason.SETUP_ERROR:
+            # no trial of this set-up can work (missing key, unknown model, ...): no failure to hunt
+            first = (t.result.error or "").strip().splitlines()
+            raise SetupError(f"trial {t.result.task_id}#{t.result.trial} ended setup_error: "
+                             f"{first[0] if first else 'no detail'}", kind="trial")
+        sig = signature(tasks[t.result.task_id], t.result, kinds)
         new = sig is not None and sig not in seen
         if sig is not None:
             seen.add(sig)

@@ -134,7 +134,7 @@ class _Checker:
 
 
 def check_task_outcomes(domain: Domain, task: Task, source: str, toolbox: Toolbox | None = None) -> None:
-    """Check a task's ``initial_state`` and ``assertions`` against its domain (at load time).
+    """Check a task's ``initial_state``, ``assertions`` and ``env_assertions`` against its domain (at load time).
 
     Args:
         domain: the domain (its schema with sinks, tools and declared events).
@@ -145,8 +145,15 @@ def check_task_outcomes(domain: Domain, task: Task, source: str, toolbox: Toolbo
     Raises:
         TaskFileError: naming the file, the task, the field (e.g. ``assertions[2].where.order``) and the
             problem: an unknown table, column, event or tool, a key that is not the primary key, a value of the
-            wrong type, a clock time in a domain without a Clock, an outbox check in a domain without an Outbox.
+            wrong type, a clock time in a domain without a Clock, an outbox check in a domain without an Outbox,
+            an env assertion naming no assertion function of its side.
     """
+    env_field = "evaluation_criteria.env_assertions" if task.suite == "tau2" else "env_assertions"
+    for i, ea in enumerate(task.env_assertions):
+        ea_side = "user" if ea.env_type == "user" else "agent"
+        if ea.func_name not in domain.assertion_functions(ea_side):
+            raise TaskFileError(f"{source}: task {task.id!r}: field {env_field}[{i}].func_name: domain "
+                                f"{domain.name!r} has no {ea_side}-side assertion function {ea.func_name!r}")
     if task.initial_state is None and not task.assertions:
         return
     spec = domain.install_sinks()

@@ -175,6 +175,29 @@ class UserScenario(BaseModel):
     then asks the domain to derive one, see :meth:`simulator.domain.Domain.derive_scenario`)."""
 
 
+    @field_validator("moves")
+    @classmethod
+    def _known_moves(cls, moves: dict[int, str]) -> dict[int, str]:
+        from simulator.users._moves import MOVES  # here: simulator.users imports this module
+
+        for index, move in sorted(moves.items()):
+            name, sep, _ = move.partition(":")
+            if name not in MOVES:
+                raise ValueError(f"reply {index}: unknown user move {move!r} (moves: {', '.join(MOVES)})")
+            if name != "switch_persona" and sep:
+                raise ValueError(f"reply {index}: user move {name!r} takes no argument, got {move!r}")
+        return moves
+
+    @model_validator(mode="after")
+    def _switch_personas_known(self) -> UserScenario:
+        named = {p.name for p in self.move_personas}
+        for index, move in sorted(self.moves.items()):
+            name, _, arg = move.partition(":")
+            if name == "switch_persona" and arg not in named:
+                raise ValueError(f"moves.{index}: {move!r} must name a persona of move_personas "
+                                 f"(switch_persona:NAME; move_personas: {', '.join(sorted(named)) or 'none'})")
+        return self
+
 class Precedence(BaseModel):
     """A necessary precedence: before the first call of ``after``, ``before`` was called successfully."""
 

@@ -24,6 +24,7 @@ from simulator.cli._common import console, fail, write_json_atomic
 from simulator.errors import TausimError
 from simulator.faults import recovery_rates
 from simulator.hunt import HuntResult, export_cases, hunt, replay_script
+from simulator.preflight import check_credentials, preflight
 from simulator.records import TrialResult
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
 from simulator.runner import Runner
@@ -110,10 +111,24 @@ def hunt_command(
              "that hunting exercises recovery.")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the hunt's page (failure clusters) as HTML.")] = None,
 ) -> None:
-    """Search task x persona x seed x user move for failures; cluster them by signature; export regressions."""
+    """Search task x persona x seed x user move for failures; cluster them by signature; export regressions.
+
+    Exit codes: 0 done; 2 bad input or a set-up that cannot work (a missing API key, an unknown model, an
+    unreachable server, a factory that raises: checked before the hunt by the run's pre-flight), an output path
+    in a missing directory, ``--prefix`` without ``--export``.
+    """
+    if prefix and export is None:
+        raise fail("--prefix: trajectory-prefix cases are written with the regression cases; add --export FILE")
+    for flag, path in (("--export", export), ("--out", out), ("--html", html)):
+        if path is not None and path.is_dir():
+            raise fail(f"{flag} {path}: is a directory; give a file name such as {path / 'hunt.json'}")
+        if path is not None and not path.parent.is_dir():
+            raise fail(f"{flag} {path}: directory {path.parent} does not exist")
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
+        check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
         runner = build_runner(spec)
+        preflight(runner)
         result = hunt(runner, budget, seed=seed)
         notes: list[str] = []
         if export is not None:

@@ -124,8 +124,8 @@ class ConfirmingUser:
         self._opening = opening
 
     def reply(self, messages: Sequence[Message]) -> UserTurn:
-        """Return the opening, a yes to a confirmation question, or a stop."""
-        if not messages:
+        """Return the opening (its first turn, also after an agent greeting), a yes to a confirmation, or a stop."""
+        if not any(m.role == "user" for m in messages):
             return UserTurn(content=self._opening)
         last = messages[-1]
         if last.role == "assistant" and asks_confirmation(last.content):
