@@ -114,21 +114,32 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
 class ConfirmingUser:
     """Says its opening line, then "yes, go ahead" to each confirmation question, and stops otherwise.
 
-    A confirmation question is an agent message for which :func:`simulator.cues.asks_confirmation` holds.
+    A confirmation question is an agent message for which :func:`simulator.cues.asks_confirmation` holds. Like
+    :class:`ScriptedUser`, it performs its side of the task (``actions``, see :class:`UserActions`) when the
+    agent asks for them. Its first turn is always its opening, also after an agent greeting or a prior
+    conversation (tau2 ``message_history``, whose user messages are not its own).
 
     Args:
         opening: the first message.
+        actions: the user-side actions it performs when asked, in order (the task's gold actions with
+            ``requestor: user``); empty by default.
     """
 
-    def __init__(self, opening: str):
+    def __init__(self, opening: str, actions: Sequence[Action] = ()):
         self._opening = opening
+        self._opened = False
+        self._acts = UserActions(actions)
 
     def reply(self, messages: Sequence[Message]) -> UserTurn:
-        """Return the opening (its first turn, also after an agent greeting), a yes to a confirmation, or a stop."""
-        if not any(m.role == "user" for m in messages):
+        """Return the opening (first turn), the tool calls the agent asked for, a yes to a confirmation, or a stop."""
+        if not self._opened:
+            self._opened = True
             return UserTurn(content=self._opening)
-        last = messages[-1]
-        if last.role == "assistant" and asks_confirmation(last.content):
+        acted = self._acts.reply(messages)
+        if acted is not None:
+            return acted
+        last = messages[-1] if messages else None
+        if last is not None and last.role == "assistant" and asks_confirmation(last.content):
             return UserTurn(content="yes, go ahead")
         return UserTurn(content="", stop=True)
 
@@ -136,10 +147,12 @@ class ConfirmingUser:
 def confirming_user_factory() -> Callable[[TrialContext], ConfirmingUser]:
     """Return a factory building a :class:`ConfirmingUser` per trial (the ``confirming`` user spec).
 
-    Its opening is the task's ``scenario.opening`` or a generic request.
+    Its opening is the task's ``scenario.opening`` or a generic request; its actions are the task's gold
+    actions with ``requestor: user``.
     """
 
     def make(ctx: TrialContext) -> ConfirmingUser:
-        return ConfirmingUser(ctx.task.scenario.opening or "Hi, I need some help with my account and orders.")
+        return ConfirmingUser(ctx.task.scenario.opening or "Hi, I need some help with my account and orders.",
+                              [a for a in ctx.task.gold_actions if a.requestor == "user"])
 
     return make
