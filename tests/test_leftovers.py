@@ -55,3 +55,52 @@ def test_oracle_with_confirming_user_passes_every_mock_task(tmp_path):
     ids = {str(t["id"]) for t in json.loads((PEERS / "mock" / "tasks.json").read_text())}
     assert {t["task_id"] for t in trials} == ids
     assert [t["task_id"] for t in trials if not t["passed"]] == []
+
+
+# ------------------------------------------------------------------------------------------------ 9: lint duplicate
+RETURNS = Path(__file__).resolve().parents[1] / "domains" / "returns" / "tasks" / "builtin.json"
+_PREFIX = {"messages": [{"role": "user", "content": "I want to return my order."}],
+           "next_step": {"must_not_call": [{"kind": "write"}]}}
+_PERSONA = {"name": "terse", "description": "Short answers."}
+
+
+def _returns_lint(tasks: list[dict]):
+    from simulator.authoring import lint_tasks
+    from simulator.domain import get_domain
+    from simulator.tasks import parse_tasks
+
+    doc = json.loads(RETURNS.read_text())
+    dom = get_domain("returns")
+    return lint_tasks(dom, dom._checked(parse_tasks({**doc, "tasks": tasks}, "cases.json", "returns"), "cases.json"))
+
+
+def _returns_task() -> dict:
+    return next(t for t in json.loads(RETURNS.read_text())["tasks"] if t["id"] == "return-6201")
+
+
+def _pin(task: dict, case_id: str, **pins) -> dict:
+    out = json.loads(json.dumps(task))
+    out["id"] = case_id
+    for key, value in pins.items():
+        if key in ("moves", "persona"):
+            out["scenario"][key] = value
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.mark.parametrize("pins", [{"seed": 11}, {"moves": {"0": "off_topic"}}, {"persona": _PERSONA},
+                                  {"prefix": _PREFIX}], ids=["seed", "moves", "persona", "prefix"])
+def test_lint_duplicate_skips_hunt_cases_that_pin_something_else(pins):
+    """Hunt cases of one task share its user and gold writes by construction: they used to warn ``duplicate``."""
+    task = _returns_task()
+    first = _pin(task, "case-1", seed=7) if "seed" in pins else _pin(task, "case-1")
+    other = _pin(task, "case-2", **pins)
+    assert [f for f in _returns_lint([first, other]) if f.rule == "duplicate"] == []
+
+
+def test_lint_duplicate_still_fires_for_identical_pins():
+    task = _returns_task()
+    same = {"seed": 7, "prefix": _PREFIX, "moves": {"0": "off_topic"}}
+    findings = _returns_lint([_pin(task, "case-1", **same), _pin(task, "case-2", **same)])
+    assert [(f.rule, f.task_id) for f in findings if f.rule == "duplicate"] == [("duplicate", "case-2")]

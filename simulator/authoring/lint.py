@@ -26,7 +26,8 @@ warnings (suspicious, or known quirks of public benchmarks):
 - ``output-unsourced``: a required output appears in no tool result of the gold trajectory nor the scenario;
 - ``undiscoverable``: a gold argument value appears neither in the scenario nor in what read tools return on the
   ids the scenario and earlier results give (nor in the policy or tool schemas);
-- ``duplicate``: another task has the same user and the same gold writes;
+- ``duplicate``: another task has the same user and the same gold writes (and pins the same trial seed, user
+  moves, persona and trajectory prefix: hunt regression cases of one task differ only there);
 - ``scenario-contradiction``: the scenario names a value (``known_info``/agenda slot of an argument's name, or an
   entity id in the instructions) that differs from the one the gold writes use.
 """
@@ -198,7 +199,14 @@ class _Discovery:
 def _write_key(task: Task, toolbox: Toolbox) -> tuple[Any, ...] | None:
     writes = tuple((a.name, json.dumps(a.arguments, sort_keys=True, default=str)) for a in task.gold_actions
                    if toolbox.kind(a.name) == "write")
-    return (task.user_id, writes) if writes else None
+    if not writes:
+        return None
+    # hunt regression cases of one task share its user and writes by construction; what they pin tells them apart
+    sc = task.scenario
+    pinned = (task.seed, tuple(sorted(sc.moves.items())),
+              sc.persona.model_dump_json() if sc.persona is not None else None,
+              task.prefix.model_dump_json() if task.prefix is not None else None)
+    return (task.user_id, writes, pinned)
 
 
 def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: Toolbox, spec: StateSpec,
