@@ -104,3 +104,27 @@ def test_lint_duplicate_still_fires_for_identical_pins():
     same = {"seed": 7, "prefix": _PREFIX, "moves": {"0": "off_topic"}}
     findings = _returns_lint([_pin(task, "case-1", **same), _pin(task, "case-2", **same)])
     assert [(f.rule, f.task_id) for f in findings if f.rule == "duplicate"] == [("duplicate", "case-2")]
+
+
+# ------------------------------------------------------------------------------------------------ 10: prefix FAIL
+def test_failed_prefix_case_shows_its_next_step_failures():
+    """The FAIL line of a prefix case had no detail: the next-step failures were only in ``--out``."""
+    from simulator.report import failure_lines
+
+    record = {"task_id": "c1-prefix", "trial": 0, "termination_reason": "next_step", "passed": False,
+              "grade": {"passed": False, "failure": "next_step", "next_step": {
+                  "passed": False,
+                  "failures": ['must_not_call: kind write: called cancel_order({"order_id": "#W1"})',
+                               "must_say: confirmation: not in 'Done.'"],
+                  "calls": ['get_order({"order_id": "#W1"})', 'cancel_order({"order_id": "#W1"})'],
+                  "message": "Done."}}}
+    assert failure_lines(record) == [
+        "FAIL task c1-prefix trial 0: next_step; next_step",
+        '    next step: must_not_call: kind write: called cancel_order({"order_id": "#W1"})',
+        "    next step: must_say: confirmation: not in 'Done.'",
+        '    the agent\'s turn: called get_order({"order_id": "#W1"}), cancel_order({"order_id": "#W1"}); '
+        'said "Done."',
+    ]
+    record["grade"]["next_step"].update(calls=[], message=None, failures=["must_call: get_order: not called"])
+    assert failure_lines(record)[1:] == ["    next step: must_call: get_order: not called",
+                                         "    the agent's turn: no tool call; no closing message"]

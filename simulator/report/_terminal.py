@@ -145,7 +145,9 @@ def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = No
         Plain-text lines (no rich markup): ``FAIL task T[ persona P] trial I: REASON; FAILURES``, then indented
         details: the error's last line, up to 5 state differences (``table[key].field: expected X, got Y``), up
         to 3 added and removed rows, missing outputs, process violations, loops, exceeded budgets, the failed
-        declarative assertions (:func:`assertion_lines`) and the failed assertions of a gating judge.
+        declarative assertions (:func:`assertion_lines`), a prefix case's failed next-step expectations (each
+        with what the agent did, then the agent's turn: its calls and closing message) and the failed assertions
+        of a gating judge.
     """
     if failures is None:
         failures = trial_outcome(record)[1]
@@ -186,6 +188,15 @@ def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = No
                      f"({loops.get('threshold')} repeats allowed)")
     lines.extend(f"    budget: {v}" for v in part("budget").get("exceeded") or [])
     lines.extend(assertion_lines(record))
+    step = part("next_step")
+    if step and not step.get("passed", True):
+        lines.extend(f"    next step: {f}" for f in step.get("failures") or [])
+        called = ", ".join(str(c) for c in step.get("calls") or [])
+        if len(called) > 160:
+            called = called[:157] + "..."
+        said = step.get("message")
+        lines.append("    the agent's turn: " + (f"called {called}" if called else "no tool call")
+                     + ("; no closing message" if said is None else f"; said {_short(said, 120)}"))
     judge = part("judge")
     for a in (judge.get("assertions") or []) if judge.get("gating") else []:
         if not a.get("passed"):
