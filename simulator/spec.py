@@ -249,6 +249,8 @@ def _error_part(err: Any, model: type[BaseModel] | None) -> str:
     """``field WHERE: MESSAGE (value V)[, did you mean NAME?]`` for one pydantic error."""
     loc = [str(p) for p in err["loc"]]
     where = ".".join(loc) or "(top level)"
+    if len(loc) >= 2 and loc[-1] == "[key]":  # a dict key's error: pydantic's location ends KEY, "[key]"
+        where = f"{'.'.join(loc[:-2]) or '(top level)'}: key {loc[-2]!r}"
     msg = str(err["msg"])
     for prefix in _ERROR_PREFIXES:
         msg = msg.removeprefix(prefix)

@@ -520,7 +520,11 @@ _V1_FIELDS = frozenset({"user_id", "instruction", "actions", "outputs", "annotat
 
 
 def _loc(err: Any) -> str:
-    return ".".join(str(p) for p in err["loc"])
+    """``a.b.c``; a dict key's error (pydantic's location ends ``KEY, "[key]"``) as ``a.b: key 'KEY'``."""
+    loc = [str(p) for p in err["loc"]]
+    if len(loc) >= 2 and loc[-1] == "[key]":
+        return f"{'.'.join(loc[:-2]) or '(top level)'}: key {loc[-2]!r}"
+    return ".".join(loc)
 
 
 def _validation_message(path: str, where: str, e: ValidationError) -> str:

@@ -128,3 +128,30 @@ def test_failed_prefix_case_shows_its_next_step_failures():
     record["grade"]["next_step"].update(calls=[], message=None, failures=["must_call: get_order: not called"])
     assert failure_lines(record)[1:] == ["    next step: must_call: get_order: not called",
                                          "    the agent's turn: no tool call; no closing message"]
+
+
+# ------------------------------------------------------------------------------------------------ 12: key location
+def test_a_bad_move_key_is_named_as_a_key_of_scenario_moves(tmp_path):
+    """The message read ``field scenario.moves.abc.:`` (pydantic's ``[key]`` location eaten as rich markup)."""
+    doc = json.loads(RETURNS.read_text())
+    task = _pin(_returns_task(), "case-1", moves={"abc": "off_topic"})
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({**doc, "tasks": [task]}))
+    res = CliRunner().invoke(app, ["run", "--domain", "returns", "--tasks", str(path), "--agent", "oracle",
+                                   "--no-progress"])
+    assert res.exit_code == 2, res.output
+    assert "(id 'case-1'): field scenario.moves: key 'abc': Input should be a valid integer" in res.output
+    assert "moves.abc." not in res.output
+
+
+def test_format_validation_error_names_a_bad_dict_key():
+    from pydantic import BaseModel, ValidationError
+
+    from simulator.spec import format_validation_error
+
+    class Caps(BaseModel):
+        limits: dict[int, str]
+
+    with pytest.raises(ValidationError) as e:
+        Caps.model_validate({"limits": {"x1": "a"}})
+    assert format_validation_error("caps.json", e.value).startswith("caps.json: field limits: key 'x1': ")
