@@ -55,7 +55,7 @@ from simulator.records import TrialResult
 from simulator.replay import prepare_trial
 from simulator.runner import Runner
 from simulator.sinks import read_events
-from simulator.tasks import NextStep, StepCall, Task, TrialPrefix
+from simulator.tasks import NextStep, PrefixUser, StepCall, Task, TrialPrefix
 from simulator.tools import Toolbox, ToolContext
 from simulator.users._moves import MOVES, MovedUser
 from simulator.users._scripted import STOP_TOKEN, ScriptedUser, scripted_user_factory
@@ -862,7 +862,7 @@ def prefix_at(runner: Runner, played: HuntTrial, index: int, next_step: NextStep
     return TrialPrefix(
         messages=list(msgs), agent_steps=[n for kind, n in snap.calls if kind == "a"], rows=rows, deleted=deleted,
         events=events, next_step=next_step,
-        user={**snap.user_state, "turn": snap.turn, "moves": {str(k): v for k, v in snap.moves}})
+        user=PrefixUser.model_validate({**snap.user_state, "turn": snap.turn, "moves": dict(snap.moves)}))
 
 
 def prefix_case(runner: Runner, case: Task, member: HuntTrial) -> tuple[Task | None, str]:

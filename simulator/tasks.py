@@ -31,11 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simulator._messages import Message
 from simulator.assertions import Assertion
 from simulator.errors import TaskFileError
-from simulator.persona import Persona
+from simulator.persona import NAME_PATTERN, Persona
 
 __all__ = ["DEFAULT_GRADE", "Action", "Budget", "Conduct", "EnvAssertion", "GradeComponent", "InitialState", "Intent",
-           "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "ProcessRules", "RowUpdate", "StepCall",
-           "Task", "TaskFileError", "TrialPrefix", "UserScenario", "load_tasks", "parse_tasks"]
+           "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser", "ProcessRules", "RowUpdate",
+           "StepCall", "Task", "TaskFileError", "TrialPrefix", "UserScenario", "load_tasks", "parse_tasks"]
 
 GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions", "actions", "env_assertions",
                          "judge"]
@@ -144,6 +144,19 @@ class Intent(BaseModel):
     """What the user wants instead when this cannot be done (or when its persona changes its mind)."""
 
 
+def _check_moves(moves: dict[int, str]) -> dict[int, str]:
+    """Return ``moves`` (reply index -> user move) when each names a known move, else raise ValueError."""
+    from simulator.users._moves import MOVES  # here: simulator.users imports this module
+
+    for index, move in sorted(moves.items()):
+        name, sep, _ = move.partition(":")
+        if name not in MOVES:
+            raise ValueError(f"reply {index}: unknown user move {move!r} (moves: {', '.join(MOVES)})")
+        if name != "switch_persona" and sep:
+            raise ValueError(f"reply {index}: user move {name!r} takes no argument, got {move!r}")
+    return moves
+
+
 class UserScenario(BaseModel):
     """Who the simulated user is and what it wants."""
 
@@ -178,15 +191,7 @@ class UserScenario(BaseModel):
     @field_validator("moves")
     @classmethod
     def _known_moves(cls, moves: dict[int, str]) -> dict[int, str]:
-        from simulator.users._moves import MOVES  # here: simulator.users imports this module
-
-        for index, move in sorted(moves.items()):
-            name, sep, _ = move.partition(":")
-            if name not in MOVES:
-                raise ValueError(f"reply {index}: unknown user move {move!r} (moves: {', '.join(MOVES)})")
-            if name != "switch_persona" and sep:
-                raise ValueError(f"reply {index}: user move {name!r} takes no argument, got {move!r}")
-        return moves
+        return _check_moves(moves)
 
     @model_validator(mode="after")
     def _switch_personas_known(self) -> UserScenario:
@@ -399,6 +404,39 @@ class NextStep(BaseModel):
         return self
 
 
+class PrefixUser(BaseModel):
+    """The simulated user's state at the end of a trajectory prefix (what ``tausim hunt`` captured).
+
+    A :class:`Task` checks it against its scenario: ``persona`` must be the scenario's ``persona``, one of its
+    ``move_personas`` or a persona a ``switch_persona`` move of ``moves`` names; ``intent`` at most the agenda's
+    length.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    persona: str | None = Field(default=None, pattern=NAME_PATTERN)
+    """The persona the user plays there (None: the default manner)."""
+    turn: int = Field(default=0, ge=0)
+    """The user's replies so far."""
+    intent: int | None = Field(default=None, ge=0)
+    """The rule-based user's agenda position (``len(agenda)``: every intent done); None: a user without one."""
+    stale: int | None = Field(default=None, ge=0)
+    """Patience used: the rule-based user's replies since the agent last made progress; None: not tracked."""
+    moves: dict[int, str] = Field(default_factory=dict)
+    """The user moves made so far: reply index (before ``turn``) -> move (as ``scenario.moves``)."""
+
+    @field_validator("moves")
+    @classmethod
+    def _known_moves(cls, moves: dict[int, str]) -> dict[int, str]:
+        return _check_moves(moves)
+
+    @model_validator(mode="after")
+    def _moves_made(self) -> PrefixUser:
+        late = [i for i in self.moves if i < 0 or i >= self.turn]
+        if late:
+            raise ValueError(f"moves: reply {min(late)} is not among the {self.turn} replies made so far (turn)")
+        return self
+
+
 class TrialPrefix(BaseModel):
     """A trajectory prefix: a trial stopped just before the agent's first error (a ``tausim hunt`` case).
 
@@ -422,7 +460,7 @@ class TrialPrefix(BaseModel):
     """Table -> primary keys (column -> value) of the rows the prefix removed."""
     events: list[dict[str, Any]] = Field(default_factory=list)
     """The event log at that point (rows of the domain's event table)."""
-    user: dict[str, Any] = Field(default_factory=dict)
+    user: PrefixUser = Field(default_factory=PrefixUser)
     """The simulated user's state there (``persona``, ``turn``: its replies so far, ``intent``: agenda position,
     ``stale``: patience used, ``moves``), to continue the conversation."""
     next_step: NextStep
@@ -501,6 +539,26 @@ class Task(BaseModel):
     """A trajectory-prefix regression case (version 2 files): only the agent's next turn after it is run and
     graded (see :class:`TrialPrefix`); None: the trial is played from its start."""
 
+    @model_validator(mode="after")
+    def _prefix_user_fits(self) -> Task:
+        user = self.prefix.user if self.prefix is not None else None
+        if user is None:
+            return self
+        sc = self.scenario
+        if user.persona is not None:
+            known = {p.name for p in sc.move_personas} | {m.partition(":")[2] for m in user.moves.values()
+                                                          if m.startswith("switch_persona:")}
+            if sc.persona is not None:
+                known.add(sc.persona.name)
+            if user.persona not in known:
+                raise ValueError(f"field prefix.user.persona: unknown persona {user.persona!r} (the case's personas: "
+                                 f"{', '.join(sorted(known)) or 'none'}: scenario.persona, scenario.move_personas and "
+                                 "switch_persona moves of prefix.user.moves)")
+        if user.intent is not None and user.intent > len(sc.agenda):
+            raise ValueError(f"field prefix.user.intent: agenda position {user.intent} is past the scenario's agenda "
+                             f"({len(sc.agenda)} intent(s); at most {len(sc.agenda)})")
+        return self
+
     def grade_basis(self) -> tuple[GradeComponent, ...]:
         """Return the components that decide pass.
 
@@ -527,11 +585,15 @@ def _loc(err: Any) -> str:
     return ".".join(loc)
 
 
+def _problem(err: Any) -> str:
+    """One pydantic error: ``field LOC: MESSAGE (value: V)``; a whole-object check's message names field and value."""
+    if not err["loc"]:
+        return str(err["msg"]).removeprefix("Value error, ")
+    return f"field {_loc(err)!s}: {err['msg']} (value: {json.dumps(err.get('input'), default=str)[:80]})"
+
+
 def _validation_message(path: str, where: str, e: ValidationError) -> str:
-    problems = "; ".join(
-        f"field {_loc(err)!s}: {err['msg']} (value: {json.dumps(err.get('input'), default=str)[:80]})"
-        for err in e.errors()
-    )
+    problems = "; ".join(_problem(err) for err in e.errors())
     return f"{path}: {where}: {problems}"
 
 

@@ -155,3 +155,51 @@ def test_format_validation_error_names_a_bad_dict_key():
     with pytest.raises(ValidationError) as e:
         Caps.model_validate({"limits": {"x1": "a"}})
     assert format_validation_error("caps.json", e.value).startswith("caps.json: field limits: key 'x1': ")
+
+
+# ------------------------------------------------------------------------------------------------ 11: prefix.user
+def _prefix_case_file(tmp_path: Path, user: dict, **scenario) -> Path:
+    doc = json.loads(RETURNS.read_text())
+    task = _pin(_returns_task(), "case-1-prefix", prefix={**_PREFIX, "user": user})
+    task["scenario"].update(scenario)
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({**doc, "tasks": [task]}))
+    return path
+
+
+@pytest.mark.parametrize(("user", "expected"), [
+    ({"persona": "nosuch", "turn": 1}, "field prefix.user.persona: unknown persona 'nosuch'"),
+    ({"intent": 99, "turn": 1}, "field prefix.user.intent: agenda position 99 is past the scenario's agenda"),
+    ({"intent": -1}, "field prefix.user.intent: Input should be greater than or equal to 0 (value: -1)"),
+    ({"persona": "Not A Name"}, 'field prefix.user.persona: String should match pattern'),
+    ({"turn": 1, "moves": {"0": "dance"}}, "field prefix.user.moves: Value error, reply 0: unknown user move 'dance'"),
+    ({"turn": 1, "moves": {"3": "off_topic"}}, "reply 3 is not among the 1 replies made so far"),
+    ({"mood": "grumpy"}, "field prefix.user.mood: Extra inputs are not permitted"),
+], ids=["persona", "intent-past-agenda", "intent-negative", "persona-pattern", "move", "move-late", "extra"])
+def test_a_bogus_prefix_user_is_refused_at_load_naming_file_field_value(tmp_path, user, expected):
+    """``prefix.user`` was an untyped dict: a bogus persona or intent loaded, linted and ran clean."""
+    from simulator.domain import get_domain
+    from simulator.errors import TaskFileError
+
+    path = _prefix_case_file(tmp_path, user)
+    with pytest.raises(TaskFileError) as e:
+        get_domain("returns").load_tasks(str(path))
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: task [0] (id 'case-1-prefix'): "), msg
+    assert expected in msg, msg
+
+
+def test_the_prefix_user_hunt_writes_still_loads(tmp_path):
+    """The fields of an exported prefix case (simulator.hunt.prefix_at): move keys as strings, persona pinned."""
+    from simulator.domain import get_domain
+
+    user = {"intent": 1, "stale": 0, "persona": "terse", "turn": 3, "moves": {"1": "switch_persona:impatient"}}
+    impatient = {"name": "impatient", "description": "Wants it done now."}
+    path = _prefix_case_file(tmp_path, user, persona=_PERSONA, moves={"1": "switch_persona:impatient"},
+                             move_personas=[impatient])
+    (task,) = get_domain("returns").load_tasks(str(path))
+    assert task.prefix is not None
+    assert task.prefix.user.model_dump() == {"persona": "terse", "turn": 3, "intent": 1, "stale": 0,
+                                             "moves": {1: "switch_persona:impatient"}}
+    switched = _prefix_case_file(tmp_path, {**user, "persona": "impatient"})  # a switch the case's moves dropped
+    assert get_domain("returns").load_tasks(str(switched))[0].prefix.user.persona == "impatient"
