@@ -203,3 +203,19 @@ def test_the_prefix_user_hunt_writes_still_loads(tmp_path):
                                              "moves": {1: "switch_persona:impatient"}}
     switched = _prefix_case_file(tmp_path, {**user, "persona": "impatient"})  # a switch the case's moves dropped
     assert get_domain("returns").load_tasks(str(switched))[0].prefix.user.persona == "impatient"
+
+
+# ------------------------------------------------------------------------------------------------ 13: no criteria
+@needs_tau2
+def test_lint_warns_on_a_tau2_task_without_evaluation_criteria(tmp_path):
+    """Such a task loads and passes for any agent (tau2 reward 1): lint only said the generic null-passes."""
+    tasks = json.loads((PEERS / "mock" / "tasks.json").read_text())[:2]
+    del tasks[0]["evaluation_criteria"]
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(tasks))
+    res = CliRunner().invoke(app, ["tasks", "lint", str(path), "--domain", "mock", "--data", str(PEERS / "mock"),
+                                   "--format", "json"])
+    assert res.exit_code == 0, res.output
+    found = [(f["rule"], f["severity"], f["task_id"]) for f in json.loads(res.output)["findings"]]
+    assert found == [("no-criteria", "warning", tasks[0]["id"])]
+    assert "evaluation_criteria" in json.loads(res.output)["findings"][0]["message"]

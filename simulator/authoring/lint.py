@@ -21,6 +21,8 @@ warnings (suspicious, or known quirks of public benchmarks):
 - ``gold-error``: a gold action is refused by the tool (tau-bench keeps such calls on purpose);
 - ``forbidden-write``: a gold write the domain's own rules forbid at the task's clock time
   (:meth:`~simulator.domain.Domain.forbidden_write`, e.g. cancelling a trip with a flown segment);
+- ``no-criteria``: the task grades nothing (a tau2 task without ``evaluation_criteria``, or ``grade: []``): every
+  agent passes it (tau2 gives reward 1);
 - ``null-passes``: a do-nothing agent passes (no state change, no process rule, required output or assertion it
   fails), graded with the real grader on an empty trajectory;
 - ``output-unsourced``: a required output appears in no tool result of the gold trajectory nor the scenario;
@@ -292,7 +294,11 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
                 break
         diff = diff_against(raw, initial, spec)
         grade = grade_trial(task, null_traj, diff, toolbox, domain=domain, assertions=null_checks)
-        if grade.passed:
+        if not task.grade_basis():
+            where = "no evaluation_criteria" if task.suite == "tau2" else "an empty grade"
+            add("no-criteria", "warning", f"the task has nothing to grade ({where}): every agent that ends the "
+                                          "conversation passes it")
+        elif grade.passed:
             add("null-passes", "warning", "a do-nothing agent passes: the gold actions change nothing and no "
                                           "required output, assertion or process rule fails it")
         if task.assertions:
