@@ -291,6 +291,21 @@ def is_tau2_data(data: Path | None) -> bool:
     return (p.is_file() and p.suffix == ".json") or (p.is_dir() and (p / TAU2_DB_FILE).is_file())
 
 
+def _layouts(names: tuple[str, ...]) -> str:
+    """What a data folder of tables ``names`` holds (both layouts), for error messages."""
+    files = ", ".join(f"{n}.json" for n in names)
+    return (f"either a tau2-bench {TAU2_DB_FILE} (an object with the tables {', '.join(names)}) or one JSON file per "
+            f"table ({files}: tausim's built-in layout, as tau-bench's)")
+
+
+def _not_a_data_folder(data: Path, names: tuple[str, ...], domain: str) -> str:
+    """The message for a ``--data`` folder that holds neither layout of ``domain``'s data (names what it needs)."""
+    files = sorted(p.name for p in data.iterdir() if p.is_file())
+    shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "") if files else "no file"
+    return (f"--data {data}: not a data folder of domain {domain!r}, which holds {_layouts(names)}; this one holds "
+            f"{shown}")
+
+
 def read_tables(data: Path, names: tuple[str, ...], domain: str) -> dict[str, tuple[Path, dict[str, Any]]]:
     """Read a data set's tables: a folder of ``<table>.json`` files (tau-bench) or one tau2 ``db.json``.
 
@@ -305,12 +320,24 @@ def read_tables(data: Path, names: tuple[str, ...], domain: str) -> dict[str, tu
         ``db.json``, the table as ``db.json#users``) in error messages.
 
     Raises:
-        DomainError: a file is missing, not JSON, not an object, or a ``db.json`` lacks a table or has an
-            unknown one (the message names the file and the key).
+        DomainError: a file is missing (for a folder holding neither layout, the message says what a data folder
+            of the domain holds), not JSON, not an object, or a ``db.json`` lacks a table or has an unknown one
+            (the message names the file and the key).
     """
     data = Path(data)
     if not is_tau2_data(data):
-        return {n: (data / f"{n}.json", read_records(data, f"{n}.json", domain)) for n in names}
+        absent = [f"{n}.json" for n in names if not (data / f"{n}.json").is_file()]
+        if data.is_dir() and len(absent) == len(names):  # neither layout: say what the folder should hold
+            raise DomainError(_not_a_data_folder(data, names, domain))
+        out = {}
+        for n in names:
+            try:
+                out[n] = (data / f"{n}.json", read_records(data, f"{n}.json", domain))
+            except DomainError as e:
+                if f"{n}.json" not in absent:
+                    raise
+                raise DomainError(f"{e} (a data folder of domain {domain!r} holds {_layouts(names)})") from e
+        return out
     path = data if data.is_file() else data / TAU2_DB_FILE
     doc = read_records(path.parent, path.name, domain)
     missing = [n for n in names if n not in doc]
