@@ -245,3 +245,30 @@ def test_a_folder_missing_one_table_file_names_it_and_the_layouts(tmp_path):
                                           r"'airline' holds either a tau2-bench db\.json .*\(users\.json, "
                                           r"reservations\.json, flights\.json: tausim's built-in layout"):
         dom.template(tmp_path)
+
+
+def test_error_messages_keep_square_brackets(tmp_path):
+    """An error naming a bracketed value prints it whole (rich markup would swallow ``[mms_issue]``)."""
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    missing = tmp_path / "[mms_issue]tasks.json"
+    res = CliRunner().invoke(app, ["run", "--tasks", str(missing)])
+    assert res.exit_code == 2
+    assert "[mms_issue]tasks.json" in res.output
+
+
+def test_judge_and_gate_errors_print_markup_as_styles_and_values_as_text(tmp_path):
+    """`judge compare` / `gate` on a missing run: no raw ``[bold red]`` tag, and a bracketed file name kept whole."""
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    missing = tmp_path / "[run]a.json"
+    for args in (["judge", "compare", str(missing), str(missing), "--criterion", "polite", "--model", "m"],
+                 ["gate", "--baseline", str(missing), "--candidate", str(missing)]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "[bold red]" not in res.output and "error:" in res.output, res.output
+        assert "[run]a.json" in res.output, res.output

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy.engine import make_url
 
 from simulator.domain import DomainError
@@ -26,8 +27,12 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``error: MESSAGE`` on stderr and return the exit (code 2) to raise."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    """Print ``error: MESSAGE`` on stderr and return the exit (code 2) to raise.
+
+    The message is printed as it is: square brackets in it (a file name, a JSON path ``moves[3]``, a tau2 task id
+    ``[mms_issue]...``) are text, not rich markup.
+    """
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(2)
 
 

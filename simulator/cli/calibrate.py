@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from simulator.cli._common import console, err, fail
@@ -64,5 +65,5 @@ def calibrate_command(
                   f"{len(result.tasks)} tasks: [{low:+.3f}, {high:+.3f}])", highlight=False)
     for side, ids in (("real", result.only_real), ("simulated", result.only_sim)):
         if ids:
-            err.print(f"[yellow]note:[/] {len(ids)} tasks only in the {side} run, left out: {', '.join(ids[:10])}",
-                      highlight=False)
+            left = escape(", ".join(ids[:10]))
+            err.print(f"[yellow]note:[/] {len(ids)} tasks only in the {side} run, left out: {left}", highlight=False)

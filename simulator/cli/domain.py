@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from simulator.authoring import Finding, check_domain, count_by_rule, errors
 from simulator.authoring.scaffold import new_domain
@@ -34,7 +35,7 @@ def print_findings(findings: list[Finding], fmt: str, what: str) -> None:
         return
     for f in findings:
         style = "red" if f.severity == "error" else "yellow"
-        console.print(f"[{style}]{f.severity}[/] {f.rule} {f.subject}: {' '.join(f.message.split())}",
+        console.print(f"[{style}]{f.severity}[/] {escape(f'{f.rule} {f.subject}: ' + ' '.join(f.message.split()))}",
                       highlight=False, markup=True)
     n_err = len(errors(findings))
     console.print(f"{what}: {n_err} error(s), {len(findings) - n_err} warning(s)", highlight=False)

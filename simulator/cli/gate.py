@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from simulator.budgets import derive_budgets
@@ -56,7 +57,7 @@ def gate_command(
                                max_cost_increase=max_cost_increase, max_abandon_increase=max_abandon_increase,
                                max_p95_latency_increase=max_p95_latency_increase, seed=seed)
     except (RunDocumentError, GateError) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
     table = Table(title=f"tausim gate: {candidate} against {baseline}")
     for col in ("metric", "baseline", "candidate", "drop", "95% CI of drop (paired)", "threshold", "verdict"):
@@ -93,10 +94,10 @@ def baseline_command(
     try:
         doc = load_run_document(run)
     except RunDocumentError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
     if out.is_dir() or not out.parent.is_dir():
-        err.print(f"[bold red]error:[/] --out {out}: not a file in an existing directory", highlight=False)
+        err.print(f"[bold red]error:[/] --out {escape(str(out))}: not a file in an existing directory", highlight=False)
         raise typer.Exit(2)
     budgets = derive_budgets(doc, str(run))
     out.write_text(json.dumps(budgets, indent=1) + "\n", encoding="utf-8")

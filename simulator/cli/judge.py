@@ -48,7 +48,8 @@ def calibrate_command(
     --min-kappa, 1 when it is below or undefined (every label the same), 2 on bad input.
     """
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        _err.print(f"[bold red]error:[/] --out {out}: not a file in an existing directory", highlight=False)
+        _err.print(f"[bold red]error:[/] --out {escape(str(out))}: not a file in an existing directory",
+                   highlight=False)
         raise typer.Exit(2)
     try:
         items = load_labels(labels)
@@ -108,10 +109,10 @@ def compare_command(
         result = compare_runs(doc_a, doc_b, criterion, Judge(model, api_base=api_base, max_attempts=max_attempts),
                               limit)
     except (RunDocumentError, ValueError) as e:
-        _err.print(f"[bold red]error:[/] {e}", highlight=False, markup=False)
+        _err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
     for w in result["warnings"]:
-        _err.print(f"[yellow]warning:[/] {w}", highlight=False)
+        _err.print(f"[yellow]warning:[/] {escape(str(w))}", highlight=False)
     table = Table(title=f"judge compare on: {criterion}")
     for col in ("pairs", "A better", "B better", "tie/inconsistent"):
         table.add_column(col, justify="right")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from simulator.cli._common import connect_store, console, domain_options, err, fail, write_json_atomic
@@ -73,9 +74,10 @@ def print_regrade_report(report: RegradeReport, title: str) -> None:
         by_tool = ", ".join(f"{name} {n}" for name, n in report.diverged_by_tool.items())
         err.print(f"[yellow]warning:[/] {len(report.diverged)} trials replayed differently than recorded (an error "
                   f"where a success was recorded, the reverse, or another JSON result); diverging calls by tool: "
-                  f"{by_tool}; e.g. {report.diverged[0][0]} trial {report.diverged[0][1]}", highlight=False)
+                  f"{escape(by_tool)}; e.g. {escape(str(report.diverged[0][0]))} trial {report.diverged[0][1]}",
+                  highlight=False)
     for task_id, trial, why in report.skipped[:10]:
-        err.print(f"[yellow]skipped:[/] {task_id} trial {trial}: {why}", highlight=False)
+        err.print(f"[yellow]skipped:[/] {escape(f'{task_id} trial {trial}: {why}')}", highlight=False)
 
 
 def regrade_command(
