@@ -19,7 +19,6 @@ processes on the machine take cores from the set-up measured.
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
 import os
 import time
@@ -30,7 +29,7 @@ from _bench import machine, parser, retail, retail_peer
 
 from simulator.build import build_runner
 from simulator.executors import open_executor
-from simulator.runner import Runner
+from simulator.runner import Runner, settle_heap
 from simulator.spec import RunSpec
 
 CALLS_PER_TRIAL = 3
@@ -135,8 +134,7 @@ def main() -> None:
         spec = bench_spec(args.peers, args.concurrency, args.waves, args.trials_per_task, executor)
         with contextlib.ExitStack() as stack:
             runner = build_runner(spec)
-            gc.collect()  # as `tausim run` does: the run's data lives to the end, keep it out of the cyclic GC
-            gc.freeze()
+            settle_heap()  # as `tausim run` does: the run's data lives to the end, out of the cyclic GC
             t0 = time.perf_counter()
             ex = stack.enter_context(open_executor(spec))
             how, note = f"threads only (1 process x {args.concurrency} threads)", ""

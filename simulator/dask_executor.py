@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import inspect
 import threading
@@ -15,7 +14,7 @@ from distributed import WorkerPlugin, get_worker
 
 from simulator.executors import ExecutorError, infra_error_result
 from simulator.records import TrialResult
-from simulator.runner import Runner
+from simulator.runner import Runner, settle_heap
 from simulator.spec import RunSpec
 from simulator.tasks import Task
 
@@ -95,8 +94,7 @@ class RunnerPlugin(WorkerPlugin):
         self._runner = build_runner(spec, self._services, log=log)
         self._runner.prepare()  # each task prepared once per worker, before its threads run trials
         # the run's data lives as long as the worker: keep it out of the cyclic GC's full passes
-        gc.collect()
-        gc.freeze()
+        settle_heap()
 
     def teardown(self, worker: Any = None) -> None:
         """Close the run's model services."""

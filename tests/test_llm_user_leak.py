@@ -272,6 +272,16 @@ def test_tool_syntax_detected(text: str) -> None:
     assert tool_syntax(text, ["return_delivered_order_items"]) is not None
 
 
+def test_tool_syntax_names_the_first_tool_in_order_and_only_whole_words() -> None:
+    names = ["find_user_id_by_email", "get_order_details", "think", "transfer_to_human_agents"]
+    text = "Could you get_order_details, or else find_user_id_by_email for me"
+    assert tool_syntax(text, names) == "find_user_id_by_email"  # the first listed tool named, not the leftmost
+    assert tool_syntax("Let me THINK about TRANSFER_TO_HUMAN_AGENTS", names) == "TRANSFER_TO_HUMAN_AGENTS"
+    assert tool_syntax("I think so; my get_order_detailsx note", names) is None  # a plain word; a longer word
+    assert tool_syntax("xfind_user_id_by_email", names) is None
+    assert tool_syntax("no tools here", []) is None
+
+
 @pytest.mark.parametrize("text", [
     "Hi, can you help me return a water bottle?",
     "I'd like to cancel my order, please.",

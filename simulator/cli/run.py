@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import signal
@@ -51,6 +50,7 @@ from simulator.records import (
 from simulator.replay import GoldReplay, replay_gold, tasks_not_replaying
 from simulator.report import analyze_run, print_summary
 from simulator.runlog import run_logger
+from simulator.runner import settle_heap
 from simulator.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error, load_spec
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
 from simulator.suites import task_file_split
@@ -434,9 +434,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
             partial_file.flush()
 
     # The run's data stays alive to the end: keep it out of the cyclic GC, whose full passes over a large data
-    # set stall every trial thread for ~0.3 s (measured with scripts/bench-concurrency).
-    gc.collect()
-    gc.freeze()
+    # set stall every trial thread for ~0.3 s (measured with scripts/bench-concurrency); rarer young passes.
+    settle_heap()
     try:
         try:
             result = runner.run(executor=executor, on_trial=record, only=only)

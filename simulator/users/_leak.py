@@ -39,6 +39,7 @@ has heard and ignores whatever also occurs there (an id or policy run the agent 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -531,9 +532,22 @@ def tool_syntax(text: str, tool_names: Iterable[str] = ()) -> str | None:
     m = _TOOL_SYNTAX_RE.search(text)
     if m:
         return m.group(0)
-    for name in tool_names:
-        if "_" in name or len(name) >= 12:  # one plain word ("think") may be ordinary English
-            hit = re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text, re.IGNORECASE)
-            if hit:
-                return hit.group(0)
+    names = tuple(name for name in tool_names if "_" in name or len(name) >= 12)  # "think" may be plain English
+    if not names or not _tool_names_regex(names).search(text):  # none of them (a user reply, nearly always)
+        return None
+    for name in names:  # the first tool in the given order that is named
+        hit = re.search(_tool_name_pattern(name), text, re.IGNORECASE)
+        if hit:
+            return hit.group(0)
     return None
+
+
+def _tool_name_pattern(name: str) -> str:
+    """The pattern of a tool's name written as a word."""
+    return rf"(?<![\w]){re.escape(name)}(?![\w])"
+
+
+@functools.lru_cache(maxsize=32)
+def _tool_names_regex(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled pattern finding any of the names as a word (compiled once per tool set: a run has one or two)."""
+    return re.compile("|".join(_tool_name_pattern(n) for n in names), re.IGNORECASE)
