@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from personas.loader import load_personas
 from simulator.build import build_runner
 from simulator.database import snapshot as db_snapshot
 from simulator.errors import SnapshotError, TausimError
@@ -29,25 +28,17 @@ from simulator.replay import prepare_trial, replay_trajectory
 from simulator.runner import Runner
 from simulator.spec import RunSpec
 from simulator.tasks import load_tasks
-
-FAULTS = "wrong_item=0.05,forget_constraint=0.05,repeat_question=0.05,skip_confirmation=0.05"
-PERSONAS = ["cooperative", "impatient", "policy-pusher"]
-
-
-def _runner(domain: str, agent: str, personas: list[str] | None = None) -> Runner:
-    defs = {p.name: p.model_dump(mode="json") for p in load_personas(personas)} if personas else None
-    return build_runner(RunSpec(domain=domain, agent=agent, user="rule", personas=personas, persona_defs=defs,
-                                preflight=False))
+from tests.hunt_runners import FAULTS, PERSONAS, make_runner
 
 
 @pytest.fixture(scope="module")
 def retail() -> Runner:
-    return _runner("retail", f"reference:{FAULTS}", PERSONAS)
+    return make_runner("retail", f"reference:{FAULTS}", PERSONAS)
 
 
 @pytest.fixture(scope="module")
 def airline() -> Runner:
-    return _runner("airline", f"reference:{FAULTS}", PERSONAS)
+    return make_runner("airline", f"reference:{FAULTS}", PERSONAS)
 
 
 def _kinds(runner: Runner) -> dict[str, str | None]:
@@ -173,7 +164,7 @@ def test_a_fork_that_does_not_replay_is_refused(retail):
 
 
 def test_signatures_name_layer_reason_first_difference_and_divergence():
-    runner = _runner("retail", "reference:wrong_item=1.0")
+    runner = make_runner("retail", "reference:wrong_item=1.0")
     kinds = _kinds(runner)
     task = next(t for t in runner.tasks if t.id == "modify-items-two-refund")
     res = runner.run_trial(task, 0)
@@ -187,7 +178,7 @@ def test_signatures_name_layer_reason_first_difference_and_divergence():
     # the agent's last call before its first write that differs from gold (+missing: a gold write never made)
     assert sig[4].removesuffix("+missing") in kinds
     assert core(sig) == (sig[0], sig[2], sig[3], sig[4])
-    clean = _runner("retail", "reference")
+    clean = make_runner("retail", "reference")
     ok = clean.run_trial(task, 0)
     assert ok.passed and signature(task, ok, kinds) is None
 
@@ -211,7 +202,7 @@ def test_hunt_is_deterministic_for_a_seed_and_spends_its_budget(retail):
 @pytest.fixture(scope="module")
 def exported(retail, tmp_path_factory):
     result = hunt(retail, 600, seed=1)
-    clean = _runner("retail", "reference")
+    clean = make_runner("retail", "reference")
     doc, notes = export_cases(retail, result, clean=clean)
     path = tmp_path_factory.mktemp("hunt") / "regressions.json"
     path.write_text(json.dumps(doc))

@@ -7,10 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from personas.loader import load_personas
 from simulator.authoring import errors as lint_errors
 from simulator.authoring.lint import lint_tasks
-from simulator.build import build_runner
 from simulator.database import snapshot as db_snapshot
 from simulator.errors import TaskFileError
 from simulator.hunt import Harness, every_turn, export_cases, first_error, hunt, prefix_at, run_case
@@ -18,27 +16,18 @@ from simulator.prefix import apply_state, message_properties
 from simulator.replay import prepare_trial, replay_trajectory
 from simulator.runner import Runner
 from simulator.sinks import read_events
-from simulator.spec import RunSpec
 from simulator.tasks import NextStep, StepCall, Task, load_tasks, parse_tasks
-
-FAULTS = "wrong_item=0.05,forget_constraint=0.05,repeat_question=0.05,skip_confirmation=0.05"
-PERSONAS = ["cooperative", "impatient", "policy-pusher"]
-
-
-def _runner(domain: str, agent: str, personas: list[str] | None = None) -> Runner:
-    defs = {p.name: p.model_dump(mode="json") for p in load_personas(personas)} if personas else None
-    return build_runner(RunSpec(domain=domain, agent=agent, user="rule", personas=personas, persona_defs=defs,
-                                preflight=False))
+from tests.hunt_runners import FAULTS, PERSONAS, make_runner
 
 
 @pytest.fixture(scope="module")
 def retail() -> Runner:
-    return _runner("retail", f"reference:{FAULTS}", PERSONAS)
+    return make_runner("retail", f"reference:{FAULTS}", PERSONAS)
 
 
 @pytest.fixture(scope="module")
 def clean() -> Runner:
-    return _runner("retail", "reference")
+    return make_runner("retail", "reference")
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +160,7 @@ def test_lint_names_unknown_tools_and_arguments_of_expectations(retail):
 
 
 def test_first_error_and_message_properties():
-    runner = _runner("retail", "reference:wrong_item=1.0")
+    runner = make_runner("retail", "reference:wrong_item=1.0")
     kinds = {n: s.kind for n, s in runner.domain.toolbox().specs.items()}
     gold_writes = {(a.name, json.dumps(a.arguments, sort_keys=True)) for t in runner.tasks for a in t.gold_actions}
     # a trial whose agent made a write with a wrong item (none of the gold writes of its task)
