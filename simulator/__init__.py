@@ -10,10 +10,18 @@ from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator._protocols import Agent, AgentFactory, Progress, TrialContext, UserFactory, UserSimulator
 from simulator._text import clip_long_tokens
 from simulator.agents.rates import REFERENCE_KNOBS, FaultDraws, check_fault_rates
-from simulator.agents.reference import ReferenceAgentBase
+from simulator.agents.reference import RETRIES, ReferenceAgentBase
 from simulator.build import RunServices, build_runner
 from simulator.cache import SQLiteCache
-from simulator.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help, requested_tool_calls
+from simulator.cues import (
+    asks_confirmation,
+    is_closing,
+    is_no,
+    is_retryable_error,
+    is_yes,
+    offers_more_help,
+    requested_tool_calls,
+)
 from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.domain import Domain, DomainError, available_domains, get_domain
 from simulator.dual import SetupActionError, env_caller, syncer
@@ -40,8 +48,10 @@ __all__ = [
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
-    "FaultDraws", "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "ReferenceAgentBase", "check_fault_rates",
-    "asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help", "requested_tool_calls",
+    "FaultDraws", "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "RETRIES", "ReferenceAgentBase",
+    "check_fault_rates",
+    "asks_confirmation", "is_closing", "is_no", "is_retryable_error", "is_yes", "offers_more_help",
+    "requested_tool_calls",
     "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
     "AssertionResult", "AssertionsResult", "InitialState",
     "TausimError",

@@ -31,10 +31,12 @@ __all__ = [
     "CONFIRM_QUESTION_RE",
     "MORE_HELP_RE",
     "NO_RE",
+    "RETRYABLE_RE",
     "YES_RE",
     "asks_confirmation",
     "is_closing",
     "is_no",
+    "is_retryable_error",
     "is_yes",
     "offers_more_help",
     "requested_tool_calls",
@@ -126,6 +128,23 @@ def offers_more_help(text: str | None) -> bool:
         text: the agent's message or one of its sentences (None: no offer).
     """
     return bool(text) and MORE_HELP_RE.search(text or "") is not None
+
+
+RETRYABLE_RE = re.compile(r"\b(?:try again|retry|temporarily unavailable|timed out)\b", re.IGNORECASE)
+"""What a tool error says when the same call may succeed if made again: a busy service, a timeout, a rolled-back
+write ("Please try again", "you may retry")."""
+
+
+def is_retryable_error(text: str | None) -> bool:
+    """Return True when a tool result is an error that invites making the same call again (:data:`RETRYABLE_RE`).
+
+    Only the start of the result is read (its first 400 characters): a tool error says what went wrong first.
+
+    Args:
+        text: a tool result's content (None: not an error).
+    """
+    head = (text or "")[:400]
+    return head.lstrip().lower().startswith("error") and RETRYABLE_RE.search(head) is not None
 
 
 def _last_sentence(text: str) -> str:

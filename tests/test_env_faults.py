@@ -237,3 +237,41 @@ def test_a_forked_trial_meets_the_same_faults_as_its_original():
             assert [(c.step, c.name, c.status, c.fault) for c in fork.result.trajectory.tool_calls] == faults
             assert fork.result.passed == orig.result.passed
     assert met > 0
+
+
+@pytest.mark.parametrize("domain", ["retail", "airline", "returns"])
+def test_the_reference_agents_make_a_call_again_after_a_retryable_error(domain):
+    """After a busy-service or timeout error the next call is the same call; after other errors it is not forced.
+
+    Checked on the recorded trajectories: every call answered by a transient/timeout fault is followed by the same
+    call (name and arguments) unless it was already the third try of it.
+    """
+    run = build_runner(RunSpec(domain=domain, agent="reference", user="rule", trials=1, seed=3, preflight=False,
+                               faults="transient=0.3,timeout=0.2")).run()
+    checked = 0
+    for t in run.trials:
+        calls = t.trajectory.tool_calls
+        for i, c in enumerate(calls):
+            if c.fault not in ("transient", "timeout") or i + 1 >= len(calls):
+                continue
+            tries = 1
+            while tries <= i and (calls[i - tries].name, calls[i - tries].arguments) == (c.name, c.arguments) \
+                    and calls[i - tries].fault in ("transient", "timeout"):
+                tries += 1
+            if tries <= 2:  # a first or second try failed: a third is due
+                assert (calls[i + 1].name, calls[i + 1].arguments) == (c.name, c.arguments), (t.task_id, i)
+                checked += 1
+    assert checked >= 5
+
+
+def test_retryable_errors_are_told_from_other_tool_errors():
+    from simulator.cues import is_retryable_error
+
+    assert is_retryable_error("Error: get_order_details is temporarily unavailable (the service is busy); nothing "
+                              "was changed. Please try again.")
+    assert is_retryable_error("Error: the call to x timed out after 30 s and had no effect. Please try again.")
+    assert is_retryable_error("Error: the write of x failed part way and was rolled back; nothing was changed. "
+                              "The service had a temporary problem: you may retry.")
+    for text in ("Error: order not found", "Error: the order is not pending", '{"status": "try again later"}',
+                 "Error: unknown tool 'retry_order'", None, ""):
+        assert not is_retryable_error(text), text

@@ -52,6 +52,7 @@ from typing import Any
 from domains.airline import _understand as nl
 from simulator import (
     REFERENCE_KNOBS,
+    RETRIES,
     AgentTurn,
     FaultDraws,
     Message,
@@ -62,6 +63,7 @@ from simulator import (
     clip_long_tokens,
     is_closing,
     is_no,
+    is_retryable_error,
     is_yes,
 )
 
@@ -245,13 +247,18 @@ class AirlineReferenceAgent:
         """Call one tool and return its :class:`_Result`.
 
         A look-up already made since the last write is answered from memory (a member who insists does not make
-        the agent read the same record again); a look-up may be repeated by the ``repeat_call`` knob.
+        the agent read the same record again); a look-up may be repeated by the ``repeat_call`` knob; a call answered
+        by a retryable error (a busy service, a timeout) is made again, at most ``RETRIES`` times.
         """
         read = name.startswith(("get_", "search_", "list_"))
         key = (name, json.dumps(arguments, sort_keys=True))
         if read and key in self._lookups:
             return self._lookups[key]
         result = yield _Call(name, arguments)
+        for _ in range(RETRIES):  # a busy service or a timeout (environment faults): the same call again
+            if result.ok or not is_retryable_error(result.content):
+                break
+            result = yield _Call(name, dict(arguments))
         if not read:
             self._lookups.clear()
             return result

@@ -16,18 +16,24 @@ from simulator._messages import AgentTurn, Message, ToolCall
 from simulator._protocols import TrialContext
 from simulator._text import clip_long_tokens
 from simulator.agents.rates import FaultDraws
+from simulator.cues import is_retryable_error
 
-__all__ = ["REPEATS", "ReferenceAgentBase"]
+__all__ = ["REPEATS", "RETRIES", "ReferenceAgentBase"]
 
 REPEATS = 3
 """How many more times a ``repeat_call`` fault repeats a look-up (four identical calls: a loop)."""
+RETRIES = 2
+"""How many times a call answered by a retryable error (:func:`simulator.cues.is_retryable_error`: a busy service,
+a timeout, a rolled-back write) is made again before the error is taken as the answer."""
 
 
 class ReferenceAgentBase:
     """Base of a rule-based reference agent for one trial.
 
     Subclasses implement :meth:`_absorb_tool`, :meth:`_absorb_user` and :meth:`_decide`, and build their turns
-    with :meth:`_call` (a tool call) and :meth:`_text_turn` (a message).
+    with :meth:`_call` (a tool call) and :meth:`_text_turn` (a message). A call answered by a retryable error (a
+    busy service, a timeout: environment faults) is made again, at most :data:`RETRIES` times, before its error
+    is absorbed as the answer.
 
     Args:
         ctx: the trial context; only ``ctx.seed`` is read (the fault draws' seed).
@@ -55,6 +61,7 @@ class ReferenceAgentBase:
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._made: set[str] = set()
         self._queue: list[tuple[str, dict[str, Any]]] = []
+        self._retried: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------------------ to implement
     def _absorb_tool(self, name: str, args: dict[str, Any], data: Any, ok: bool, content: str) -> None:
@@ -108,6 +115,11 @@ class ReferenceAgentBase:
             if m.role == "tool":
                 name, args = self._calls.get(m.tool_call_id or "", ("", {}))
                 content = m.content or ""
+                key = json.dumps([name, args], sort_keys=True)
+                if name and is_retryable_error(content) and self._retried.get(key, 0) < RETRIES:
+                    self._retried[key] = self._retried.get(key, 0) + 1
+                    self._queue.insert(0, (name, dict(args)))  # the same call again, before anything else
+                    continue
                 try:
                     data: Any = json.loads(content)
                 except json.JSONDecodeError:
