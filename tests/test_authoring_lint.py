@@ -93,6 +93,14 @@ def test_rules_on_broken_tasks():
     assert _rules(findings, "undiscoverable") == {("undiscoverable", "warning")}
     assert ("gold-error", "warning") in _rules(findings, "refused")
     assert all(f.message and "\n" not in f.message for f in findings)
+    # the check before a run (errors only) finds the same errors without running the warning-only rules
+    dom = get_domain("returns")
+    parsed = dom._checked(parse_tasks({**_base(), "tasks": tasks}, "test.json", "returns"), "test.json")
+    quick = lint_tasks(dom, parsed, errors_only=True)
+    assert errors(quick) == errors(findings) and len(errors(quick)) >= 2
+    warning_only = {"null-passes", "scenario-contradiction", "output-unsourced", "undiscoverable", "forbidden-write",
+                    "duplicate", "no-criteria"}
+    assert not {f.rule for f in quick} & warning_only
 
 
 def test_duplicates_name_the_first_task():
@@ -195,6 +203,7 @@ def test_dual_control_tasks_lint_with_user_side_gold_and_env_assertions():
     assert any(a.requestor == "user" for t in tasks for a in t.gold_actions)
     findings = lint_tasks(dom, tasks, template=dom.template(TAU2_TELECOM))
     assert errors(findings) == []
+    assert errors(lint_tasks(dom, tasks, template=dom.template(TAU2_TELECOM), errors_only=True)) == []
     res = CliRunner().invoke(app, ["tasks", "lint", str(TAU2_TELECOM / "tasks_small.json"), "--domain", "telecom",
                                    "--data", str(TAU2_TELECOM)])
     assert res.exit_code == 0, res.output

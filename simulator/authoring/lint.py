@@ -212,8 +212,10 @@ def _write_key(task: Task, toolbox: Toolbox) -> tuple[Any, ...] | None:
 
 
 def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: Toolbox, spec: StateSpec,
-               base_texts: list[str], ids: _Ids) -> list[Finding]:
+               base_texts: list[str], ids: _Ids | None) -> list[Finding]:
+    """Lint one task; with ``ids`` None only the rules that can give an error run (see :func:`lint_tasks`)."""
     out: list[Finding] = []
+    full = ids is not None
 
     def add(rule: str, severity: str, message: str, tool: str | None = None) -> None:
         out.append(Finding(rule, severity, message, task_id=task.id, tool=tool))  # type: ignore[arg-type]
@@ -234,12 +236,13 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
                                termination_reason=TerminationReason.USER_STOP)
         ctx = ToolContext(db.session, db.options)
         null_checks = check_assertions(task.assertions, raw, initial, read_events(raw), null_traj, spec,
-                                       env=env_caller(domain, ctx))
+                                       env=env_caller(domain, ctx)) if full else None
         now = domain.current_time(db)
-        scenario = _scenario_text(task)
-        discovery = _Discovery([scenario, *base_texts], ids, toolbox, domain.entities)
-        discovery.raw_texts.append(" ".join([task.scenario.instructions, json.dumps(task.scenario.known_info),
-                                             task.user_id or ""]))
+        discovery = None
+        if ids is not None:
+            discovery = _Discovery([_scenario_text(task), *base_texts], ids, toolbox, domain.entities)
+            discovery.raw_texts.append(" ".join([task.scenario.instructions, json.dumps(task.scenario.known_info),
+                                                 task.user_id or ""]))
         records: list[ToolCallRecord] = []
         results: list[str] = []
         sides = (toolbox, domain.user_toolbox())
@@ -263,7 +266,7 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
                     add("unknown-id", "error" if tool_spec.kind == "write" else "warning",
                         f"gold {tool_spec.kind} action {i} {action.name}: {key} {value!r} is not in the data "
                         f"({entity[0]}.{entity[1]})", action.name)
-            if tool_spec.kind == "write" and not tool_spec.ends_conversation:
+            if full and tool_spec.kind == "write" and not tool_spec.ends_conversation:
                 txn = db.session.begin()  # the hook only reads; whatever it does is rolled back
                 try:
                     reason = domain.forbidden_write(ctx, action, now)
@@ -272,8 +275,8 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
                 if reason:
                     add("forbidden-write", "warning", f"gold action {i} {action.name}: {reason}", action.name)
             for key, value in _leaves(action.arguments):
-                if isinstance(value, str) and value.strip() and key not in domain.prose_arguments \
-                        and not discovery.knows(value, ctx):
+                if discovery is not None and isinstance(value, str) and value.strip() \
+                        and key not in domain.prose_arguments and not discovery.knows(value, ctx):
                     add("undiscoverable", "warning", f"gold action {i} {action.name}: {key} {value!r} is neither "
                                                      "in the scenario nor returned by a tool the agent can call "
                                                      "on what it is told", action.name)
@@ -289,16 +292,19 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
                 add("gold-error", "warning", f"gold action {i} {_call(action)} fails on the data: "
                                              f"{res.content[:160]}", action.name)
             results.append(res.content)
-            discovery.add(res.content)
+            if discovery is not None:
+                discovery.add(res.content)
             if res.ends_conversation:
                 break
-        diff = diff_against(raw, initial, spec)
-        grade = grade_trial(task, null_traj, diff, toolbox, domain=domain, assertions=null_checks)
-        if not task.grade_basis():
+        grade = grade_trial(task, null_traj, diff_against(raw, initial, spec), toolbox, domain=domain,
+                            assertions=null_checks) if full else None
+        if not full:
+            pass  # the warning-only rules (no criteria, null passes, unsourced outputs, contradictions) are skipped
+        elif not task.grade_basis():
             where = "no evaluation_criteria" if task.suite == "tau2" else "an empty grade"
             add("no-criteria", "warning", f"the task has nothing to grade ({where}): every agent that ends the "
                                           "conversation passes it")
-        elif grade.passed:
+        elif grade is not None and grade.passed:
             add("null-passes", "warning", "a do-nothing agent passes: the gold actions change nothing and no "
                                           "required output, assertion or process rule fails it")
         if task.assertions:
@@ -310,11 +316,12 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
                 if not r.passed and not r.skipped:
                     add("assertion-fails-oracle", "error", f"assertion {r.index} ({r.type}) fails on the gold final "
                                                            f"state: {r.summary[:160]}")
-        for o in task.required_outputs:
+        for o in task.required_outputs if full else ():
             if not find_output(o, [*results, task.scenario.instructions]):
                 add("output-unsourced", "warning", f"required output {o!r} appears in no tool result of the gold "
                                                    "trajectory nor the scenario (the agent must compute it)")
-    out += _contradictions(domain, task, toolbox, ids)
+    if ids is not None:
+        out += _contradictions(domain, task, toolbox, ids)
     return out
 
 
@@ -389,13 +396,16 @@ def _lint_prefix(domain: Domain, template: TemplateDatabase, task: Task, toolbox
     return out
 
 
-def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatabase | None = None) -> list[Finding]:
+def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatabase | None = None,
+               errors_only: bool = False) -> list[Finding]:
     """Lint a task set against a domain and its data (see the module docstring for the rules).
 
     Args:
         domain: the domain.
         tasks: the tasks (e.g. ``domain.load_tasks(path)``).
         template: the data set's template database; None: the domain's built-in data set.
+        errors_only: run only the rules that can give an error (the check before a run, which refuses on errors
+            and discards warnings): the same errors, fewer warnings, about a third less time.
 
     Returns:
         The findings, task by task in task order (duplicates after the task they duplicate); errors mean the task
@@ -405,14 +415,14 @@ def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatab
     toolbox = domain.toolbox()
     spec = domain.install_sinks()
     base = [_norm(domain.policy()), _norm(json.dumps(toolbox.schemas()))]
-    ids = _Ids(domain, template)
+    ids = None if errors_only else _Ids(domain, template)
     findings: list[Finding] = []
     first_of: dict[tuple[Any, ...], str] = {}
     for task in tasks:
         findings += _lint_task(domain, template, task, toolbox, spec, base, ids)
         if task.prefix is not None:
             findings += _lint_prefix(domain, template, task, toolbox)
-        key = _write_key(task, toolbox)
+        key = None if errors_only else _write_key(task, toolbox)
         if key is not None:
             if key in first_of:
                 findings.append(Finding("duplicate", "warning", f"same user and gold writes as task {first_of[key]}",

@@ -71,12 +71,13 @@ def refuse_lint_errors(dom: Any, template: Any, tasks: list[Any], allow: bool) -
         allow: ``--allow-lint-errors``: run anyway.
 
     Returns:
-        Every finding (warnings included), for the caller to report if it wants.
+        The findings of the rules that can give an error (``lint_tasks(errors_only=True)``: the warning-only rules
+        are not run; `tausim tasks lint` runs them all).
 
     Raises:
         typer.Exit: code 2, naming the errors (at most ten) and how to see all or run anyway.
     """
-    findings = lint_tasks(dom, tasks, template=template)
+    findings = lint_tasks(dom, tasks, template=template, errors_only=True)
     bad = errors(findings)
     if bad and not allow:
         shown = "; ".join(f.line().removeprefix("error ") for f in bad[:10])
