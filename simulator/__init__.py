@@ -10,7 +10,7 @@ from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator._protocols import Agent, AgentFactory, Progress, TrialContext, UserFactory, UserSimulator
 from simulator._text import clip_long_tokens
 from simulator.agents.rates import REFERENCE_KNOBS, FaultDraws, check_fault_rates
-from simulator.agents.reference import RETRIES, ReferenceAgentBase
+from simulator.agents.reference import ANYTHING_ELSE, RETRIES, ReferenceAgentBase
 from simulator.build import RunServices, build_runner
 from simulator.cache import SQLiteCache
 from simulator.cues import (
@@ -48,7 +48,7 @@ __all__ = [
     "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
     "run_conversation", "snapshot", "tool",
     "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
-    "FaultDraws", "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "RETRIES", "ReferenceAgentBase",
+    "ANYTHING_ELSE", "FaultDraws", "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "RETRIES", "ReferenceAgentBase",
     "check_fault_rates",
     "asks_confirmation", "is_closing", "is_no", "is_retryable_error", "is_yes", "offers_more_help",
     "requested_tool_calls",

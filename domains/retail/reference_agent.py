@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator import (
+    ANYTHING_ELSE,
     REFERENCE_KNOBS,
     AgentTurn,
     ReferenceAgentBase,
@@ -43,7 +44,6 @@ variant; ``repeat_question`` asks again for the identity or order id already giv
 ASK_IDENTITY = ("Could you give me your email address, or your first and last name with your zip code, so I can "
                 "find your account?")
 ASK_ORDER = "Which order is it? Please give the order id (like #W0000000)."
-ANYTHING_ELSE = "Is there anything else I can help you with?"
 
 _ORDER_RE = re.compile(r"#?\b(W\d{7})\b", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
@@ -235,10 +235,8 @@ class RetailReferenceAgent(ReferenceAgentBase):
         self._pending: tuple[str, dict[str, Any]] | None = None
         self._answer: str | None = None
         self._last_user = ""
-        self._asking: str | None = None
         self._last_result: dict[str, Any] = {}
         self._unclear = 0
-        self._closed = False
         self._transfer: str | None = None
         self._report: str | None = None
         self._offered: list[str] = []
@@ -484,14 +482,7 @@ class RetailReferenceAgent(ReferenceAgentBase):
                 return self._call(name, args)
             return self._say(self._confirm_text(*self._pending))
         if intent is None:
-            if self._closed:
-                self._closed = False
-                self._asking = None
-                return self._say("Thank you for contacting us. Have a great day!", question=False)
-            self._asking = "anything_else"
-            if not self._intents:
-                return self._say("Thank you, I have found your account. How can I help you today?")
-            return self._say(ANYTHING_ELSE)
+            return self._between_requests(served=bool(self._intents))
         return self._serve(intent)
 
     def _authenticate(self) -> AgentTurn:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator import (
+    ANYTHING_ELSE,
     REFERENCE_KNOBS,
     AgentTurn,
     ReferenceAgentBase,
@@ -68,7 +69,6 @@ MAX_REJECTIONS = 2
 ASK_IDENTITY = ("Could you give me your email address, or your full name and zip code, so I can find your "
                 "account?")
 ASK_ORDER = "Which order is it? Please give me the order id."
-ANYTHING_ELSE = "Is there anything else I can help you with?"
 
 _EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 _ZIP_RE = re.compile(r"\bzip(?:\s*+code)?(?:\s++is)?\s*+[:#]?\s*+(\d{5})\b", re.IGNORECASE)
@@ -163,13 +163,11 @@ class ReturnsReferenceAgent(ReferenceAgentBase):
         self._orders: dict[str, dict[str, Any]] = {}
         # dialogue
         self._requests: list[_Request] = []
-        self._asking: str | None = None
         self._answer: str | None = None
         self._plan: list[tuple[str, dict[str, Any]]] = []
         self._confirmed = False
         self._done: list[str] = []
         self._failed: str | None = None
-        self._closed = False
         self._transfer: str | None = None
         self._reasked = False
 
@@ -329,14 +327,7 @@ class ReturnsReferenceAgent(ReferenceAgentBase):
         request = self._current()
         self._answer = None
         if request is None:
-            if self._closed:
-                self._closed = False
-                self._asking = None
-                return self._say("Thank you for contacting us. Have a great day!", question=False)
-            self._asking = "anything_else"
-            if not self._requests:
-                return self._say("Thank you, I have found your account. How can I help you today?")
-            return self._say(ANYTHING_ELSE)
+            return self._between_requests(served=bool(self._requests))
         return self._serve(request)
 
     def _authenticate(self) -> AgentTurn:

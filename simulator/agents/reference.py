@@ -18,7 +18,11 @@ from simulator._text import clip_long_tokens
 from simulator.agents.rates import FaultDraws
 from simulator.cues import is_retryable_error
 
-__all__ = ["REPEATS", "RETRIES", "ReferenceAgentBase"]
+__all__ = ["ANYTHING_ELSE", "REPEATS", "RETRIES", "ReferenceAgentBase"]
+
+ANYTHING_ELSE = "Is there anything else I can help you with?"
+GOODBYE = "Thank you for contacting us. Have a great day!"
+FOUND_ACCOUNT = "Thank you, I have found your account. How can I help you today?"
 
 REPEATS = 3
 """How many more times a ``repeat_call`` fault repeats a look-up (four identical calls: a loop)."""
@@ -62,6 +66,8 @@ class ReferenceAgentBase:
         self._made: set[str] = set()
         self._queue: list[tuple[str, dict[str, Any]]] = []
         self._retried: dict[str, int] = {}
+        self._asking: str | None = None
+        self._closed = False
 
     # ------------------------------------------------------------------------------------------ to implement
     def _absorb_tool(self, name: str, args: dict[str, Any], data: Any, ok: bool, content: str) -> None:
@@ -74,6 +80,10 @@ class ReferenceAgentBase:
 
     def _decide(self) -> AgentTurn:
         """Return the next tool call or message."""
+        raise NotImplementedError
+
+    def _say(self, text: str, question: bool = True) -> AgentTurn:
+        """A message to the user (``question``: it asks something, so a ``repeat_question`` fault may replace it)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------------------------------ plumbing
@@ -96,6 +106,19 @@ class ReferenceAgentBase:
             self._queue.extend([(name, dict(args))] * REPEATS)
         self._made.add(key)
         return self._tool_turn(name, args)
+
+    def _between_requests(self, served: bool) -> AgentTurn:
+        """The turn when no request is being served: a goodbye after the user closed, else the offer of help.
+
+        Args:
+            served: whether a request was served already (then "anything else?", else "how can I help?").
+        """
+        if self._closed:
+            self._closed = False
+            self._asking = None
+            return self._say(GOODBYE, question=False)
+        self._asking = "anything_else"
+        return self._say(ANYTHING_ELSE if served else FOUND_ACCOUNT)
 
     def _text_turn(self, text: str) -> AgentTurn:
         """A message to the user."""
