@@ -6,7 +6,9 @@
   (:meth:`simulator.runner.Runner.run` makes it).
 - ``local:N``: a Dask distributed ``LocalCluster`` on 127.0.0.1 with N worker processes (no dashboard), each of
   ``ceil(concurrency / N)`` threads, so about ``concurrency`` trials are in flight in total. Processes spread
-  litellm's per-call CPU work over the cores that one interpreter lock would serialize.
+  litellm's per-call CPU work over the cores that one interpreter lock would serialize. On Linux, with no more
+  workers than cores, each worker process is pinned to its own core (set ``TAUSIM_PIN_WORKERS=0`` to leave them
+  to the OS scheduler).
 - ``dask://HOST:PORT``: an existing Dask cluster (``dask scheduler`` / ``dask worker``, on other machines);
   each worker runs as many trials at once as it has threads (``dask worker --nthreads``). Workers need tausim
   installed and the run's data directory, task file and cache file at the same paths.
@@ -30,6 +32,7 @@ executor is used.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
@@ -71,6 +74,29 @@ def infra_error_result(spec: RunSpec, task_id: str, trial: int, persona: str | N
                        passed=False, termination_reason=str(reason), grade=None,
                        trajectory=Trajectory(termination_reason=reason, error=error), duration_s=duration_s,
                        error=error)
+
+
+def _pin_workers(client: Any, workers: int) -> None:
+    """Pin a ``local:N`` cluster's worker processes to distinct cores (:class:`~simulator.dask_executor.CorePinning`).
+
+    Only on Linux (CPU affinity), when N is at most the number of cores this process may use, and unless the
+    environment variable ``TAUSIM_PIN_WORKERS`` is ``0``; otherwise the workers float as the OS schedules them.
+
+    Raises:
+        ExecutorError: a worker could not be pinned.
+    """
+    from simulator.dask_executor import CorePinning
+
+    if os.environ.get("TAUSIM_PIN_WORKERS", "1") == "0" or not hasattr(os, "sched_getaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if workers > len(cores):
+        return
+    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+    try:
+        register(CorePinning(cores), name=CorePinning.name)
+    except OSError as e:  # Dask raises the plugin's error again in the driver
+        raise ExecutorError(f"cannot pin the local Dask workers to cores: {e}") from e
 
 
 @contextmanager
@@ -132,6 +158,7 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                     raise ExecutorError(f"--executor {spec.executor}: cannot start a local Dask cluster: "
                                         f"{type(e).__name__}: {e}") from e
                 workers = arg
+                _pin_workers(client, arg)
             else:
                 try:
                     client = Client(str(arg), timeout=connect_timeout)

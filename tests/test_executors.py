@@ -7,6 +7,7 @@ a loopback-only network namespace (``unshare -n``) where that is available.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -181,7 +182,67 @@ def test_dask_batches_give_every_thread_of_the_cluster_work():
     ex.client = FakeClient()
     assert MAX_BATCH == 4
     assert ex.batch_size(128) == 4  # 32 threads, 4 trials each
-    assert ex.batch_size(127) == 1  # fewer than 4 trials per thread: one trial per Dask task
+    assert ex.batch_size(127) == 4  # 32 batches (the last of 3): still one round of batches per thread
+    assert ex.batch_size(192) == 3  # 6 trials per thread: two rounds of 3 (batches of 4: 16 threads would run 8)
+    assert ex.batch_size(96) == 1  # fewer than 4 trials per thread: one trial per Dask task
     assert ex.batch_size(64) == 1
     assert ex.batch_size(10) == 1
     assert ex.batch_size(10_000) == MAX_BATCH
+
+
+def test_local_workers_are_pinned_only_when_each_can_have_its_own_core(monkeypatch):
+    pytest.importorskip("distributed")
+    from simulator import executors
+    from simulator.dask_executor import CorePinning, pinned_core
+
+    assert [pinned_core(i, [2, 5]) for i in range(4)] == [2, 5, 2, 5]
+    assert pinned_core("tcp://127.0.0.1:4000", [0, 1]) is None and pinned_core(0, []) is None
+
+    class FakeClient:
+        def __init__(self):
+            self.plugins = []
+
+        def register_plugin(self, plugin, name):
+            self.plugins.append((plugin, name))
+
+    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: {3, 1}, raising=False)
+    client = FakeClient()
+    executors._pin_workers(client, 2)
+    assert [(type(p), p.cores, n) for p, n in client.plugins] == [(CorePinning, [1, 3], CorePinning.name)]
+    client = FakeClient()
+    executors._pin_workers(client, 3)  # more workers than cores: left to the OS scheduler
+    assert client.plugins == []
+    monkeypatch.setenv("TAUSIM_PIN_WORKERS", "0")
+    executors._pin_workers(client, 2)
+    assert client.plugins == []
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux CPU affinity and at least 2 usable cores")
+def test_local_cluster_workers_run_on_distinct_cores():
+    spec = RunSpec.model_validate({"domain": "retail", "executor": "local:2", "concurrency": 4})
+    with open_executor(spec) as ex:
+        assert ex is not None
+        loops = ex.client.run(lambda: sorted(os.sched_getaffinity(0)))  # each worker's event-loop thread
+        tasks = ex.client.gather([ex.client.submit(lambda w: sorted(os.sched_getaffinity(0)), w, workers=[w],
+                                                   pure=False) for w in loops])  # a task thread started later
+    assert all(len(cores) == 1 for cores in loops.values()), loops
+    assert len({cores[0] for cores in loops.values()}) == 2, loops
+    assert tasks == list(loops.values())
+
+
+def test_a_run_stopped_early_on_a_dask_executor_ends(tmp_path):
+    """Every trial ends setup_error (no API key, no preflight): the run stops at the first and the command exits;
+    the trials still queued were cancelled, which once left the driver waiting for them forever."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "run", "--agent", "litellm:openai/gpt-4o-mini",
+                           "--no-preflight", "--executor", "local:2", "--concurrency", "4", "--trials", "4",
+                           "--no-progress", "--out", str(out)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "run stopped" in proc.stderr + proc.stdout
+    doc = json.loads(out.read_text())
+    assert 0 < len(doc["trials"]) < doc["planned"]
+    assert all(t["termination_reason"] == "setup_error" for t in doc["trials"])
