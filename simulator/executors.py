@@ -150,9 +150,11 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
             if kind == "local":
                 assert isinstance(arg, int)
                 try:
+                    # no dashboard; the scheduler's HTTP server (health routes) on a free port of 127.0.0.1, not
+                    # Dask's default 8787, which a second cluster found taken ("Port 8787 is already in use")
                     cluster = LocalCluster(n_workers=arg, threads_per_worker=math.ceil(spec.concurrency / arg),
                                            processes=True, host="127.0.0.1", dashboard_address=None,
-                                           silence_logs=40)
+                                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40)
                     client = Client(cluster)
                 except (OSError, RuntimeError, TimeoutError) as e:
                     raise ExecutorError(f"--executor {spec.executor}: cannot start a local Dask cluster: "

@@ -246,3 +246,21 @@ def test_a_run_stopped_early_on_a_dask_executor_ends(tmp_path):
     doc = json.loads(out.read_text())
     assert 0 < len(doc["trials"]) < doc["planned"]
     assert all(t["termination_reason"] == "setup_error" for t in doc["trials"])
+
+
+def test_two_local_clusters_at_once_take_free_ports_on_loopback():
+    import subprocess as sp
+    import warnings
+
+    spec = RunSpec.model_validate({"domain": "retail", "executor": "local:1", "concurrency": 1})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with open_executor(spec) as first, open_executor(spec) as second:
+            assert first is not None and second is not None
+            pids = {os.getpid(), *first.client.run(os.getpid).values(), *second.client.run(os.getpid).values()}
+            listening = sp.run(["ss", "-ltnpH"], capture_output=True, text=True, check=False).stdout \
+                if shutil.which("ss") else ""
+    assert not [str(w.message) for w in caught if "already in use" in str(w.message)]
+    ours = [line for line in listening.splitlines() if any(f"pid={p}," in line for p in pids)]
+    assert all(line.split()[3].startswith("127.0.0.1:") for line in ours), ours
+    assert not any(line.split()[3].endswith(":8787") for line in ours), ours
