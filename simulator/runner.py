@@ -13,7 +13,8 @@ writes anything about a trial that is already recorded; a daemon thread does not
 Stopping early (:meth:`Runner.run`): the first trial ending ``setup_error`` (missing credentials, unknown
 model: no other trial can succeed) stops the run, and so does an error rate above ``RunSpec.max_error_rate``
 once :data:`ERROR_RATE_MIN_TRIALS` trials finished. Queued trials are cancelled, running ones are waited for and
-kept; :attr:`RunResult.aborted` says why.
+kept; :attr:`RunResult.aborted` says why. A shorter run's error rate is checked when it ends
+(:func:`run_error_rate`).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ from simulator.user_review import review_user
 from simulator.users._moves import MovedUser
 
 __all__ = ["ERROR_RATE_MIN_TRIALS", "RUN_GC_THRESHOLDS", "RunResult", "Runner", "TrialKey", "TrialResult",
-           "derive_seed", "failure_signature", "regrade_trial", "run_summary_json", "settle_heap", "trial_key"]
+           "derive_seed", "error_rate_excess", "run_error_rate", "failure_signature", "regrade_trial",
+           "run_summary_json", "settle_heap", "trial_key"]
 
 ERROR_RATE_MIN_TRIALS = 10
 """Finished trials before ``RunSpec.max_error_rate`` is checked (a few early errors do not stop a run)."""
@@ -619,12 +621,44 @@ class Runner:
         rate = self.config.max_error_rate
         if rate is None or len(results) < ERROR_RATE_MIN_TRIALS:
             return None
-        count = sum(errors.values())
-        if count / len(results) > rate:
-            top = ", ".join(f"{k} {v}" for k, v in Counter(errors).most_common(3))
-            return ("error_rate", f"{count} of the first {len(results)} finished trials ended on an error "
-                                  f"({top}), above max_error_rate {rate:g}")
+        excess = error_rate_excess(errors, len(results), rate)
+        return None if excess is None else ("error_rate", f"of the first {excess}")
+
+
+def error_rate_excess(errors: Mapping[str, int], finished: int, rate: float) -> str | None:
+    """Say how a run's trials exceed ``max_error_rate``, or return None when they do not.
+
+    Args:
+        errors: count per error termination reason among the finished trials.
+        finished: the number of finished trials (> 0).
+        rate: ``RunSpec.max_error_rate``.
+
+    Returns:
+        ``"{finished} finished trials: {count} ended on an error ({top reasons}), above max_error_rate {rate}"``
+        when ``count / finished > rate``, else None.
+    """
+    count = sum(errors.values())
+    if count / finished <= rate:
         return None
+    top = ", ".join(f"{k} {v}" for k, v in Counter(errors).most_common(3))
+    return f"{finished} finished trials: {count} ended on an error ({top}), above max_error_rate {rate:g}"
+
+
+def run_error_rate(trials: Sequence[TrialResult], rate: float | None) -> str | None:
+    """Check a whole run's error rate when it ended: :func:`error_rate_excess` over all its trials, or None.
+
+    A run stops early only from its :data:`ERROR_RATE_MIN_TRIALS`-th trial on (a few early errors do not stop it);
+    a shorter run is checked here once it ended, so that a run whose trials all ended on errors never reports
+    success (``tausim run`` exits 1).
+
+    Args:
+        trials: the run's finished trials.
+        rate: ``RunSpec.max_error_rate`` (None: never).
+    """
+    if rate is None or not trials:
+        return None
+    errors = Counter(t.termination_reason for t in trials if t.termination_reason in _ERRORS)
+    return error_rate_excess(errors, len(trials), rate)
 
 
 def failure_signature(task: Task, result: TrialResult, kinds: Mapping[str, str | None]) -> list[str] | None:

@@ -185,7 +185,8 @@ class RunSpec(BaseModel):
     """Seconds one model request may take (a timed-out call is tried twice at most, see :mod:`simulator.llm`)."""
     max_error_rate: float | None = Field(default=0.5, ge=0, le=1)
     """Stop the run once more than this share of its finished trials ended on an error reason, checked from the
-    10th finished trial on (:data:`simulator.runner.ERROR_RATE_MIN_TRIALS`); None: never stop."""
+    10th finished trial on (:data:`simulator.runner.ERROR_RATE_MIN_TRIALS`; a shorter run is checked when it ends,
+    :func:`simulator.runner.run_error_rate`); None: never stop."""
     preflight: bool = True
     """Before any trial: build one agent and one user and make one cheap call per distinct model
     (:mod:`simulator.preflight`); a set-up error stops the run before it starts."""

@@ -110,11 +110,21 @@ def test_user_code_errors_are_recorded_per_trial(tmp_path):
         out = tmp_path / "run.json"
         res = invoke("run", "--agent", ref, "--task-ids", "cancel-no-longer-needed,modify-order-address",
                      "--out", out, *extra)
-        assert res.exit_code == 0, res.output
+        # both trials ended on errors: recorded, and the run (too short to be stopped) fails its error rate
+        assert res.exit_code == 1, res.output
+        assert "2 finished trials: 2 ended on an error (agent_error 2), above max_error_rate 0.5" in " ".join(
+            res.output.split())
         trials = json.loads(out.read_text())["trials"]
         assert len(trials) == 2
         assert all(t["termination_reason"] == "agent_error" and not t["passed"] and text in t["error"]
                    for t in trials)
+    out = tmp_path / "one.json"
+    res = invoke("run", "--agent", "py:tests.test_cli:failing_factory", "--no-preflight", "--max-error-rate", 0.5,
+                 "--task-ids", "cancel-no-longer-needed", "--trials", 1, "--out", out)
+    assert res.exit_code == 1, res.output  # 1 of 1
+    res = invoke("run", "--agent", "py:tests.test_cli:failing_factory", "--no-preflight", "--max-error-rate", 1,
+                 "--task-ids", "cancel-no-longer-needed", "--out", out)
+    assert res.exit_code == 0, res.output  # 1 never stops
 
 
 def test_cap_hit_counts_as_failure(tmp_path):

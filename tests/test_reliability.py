@@ -197,7 +197,8 @@ def test_a_hung_agent_or_user_is_abandoned_and_recorded_timeout(flag, ref, tmp_p
     out = tmp_path / "run.json"
     res = invoke("run", flag, f"{HERE}:{ref}", "--task-ids", TWO, "--trial-timeout", 0.3, "--out", out,
                  "--no-progress", "--no-preflight")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # recorded; every trial of the run ended on an error (a timeout)
+    assert "2 ended on an error (timeout 2)" in " ".join(res.output.split())
     trials = json.loads(out.read_text())["trials"]
     assert [t["termination_reason"] for t in trials] == ["timeout", "timeout"]
     assert all("trial timeout of 0.3 s" in t["error"] and not t["passed"] for t in trials)
@@ -324,7 +325,8 @@ def test_in_memory_stores_are_refused(url):
 def test_agent_code_calling_sys_exit_is_an_agent_error_not_tausims_exit(tmp_path):
     out = tmp_path / "run.json"
     res = invoke("run", "--agent", f"{HERE}:exiting_agent", "--task-ids", TASK, "--out", out, "--no-progress")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # the run's error rate (its one trial ended on an error), not the agent's 3
+    assert "1 ended on an error (agent_error 1)" in " ".join(res.output.split())
     (trial,) = json.loads(out.read_text())["trials"]
     assert trial["termination_reason"] == "agent_error" and "SystemExit: 3" in trial["error"]
 

@@ -50,7 +50,7 @@ from simulator.records import (
 from simulator.replay import GoldReplay, replay_gold, tasks_not_replaying
 from simulator.report import analyze_run, print_summary
 from simulator.runlog import run_logger
-from simulator.runner import settle_heap
+from simulator.runner import ERROR_RATE_MIN_TRIALS, run_error_rate, settle_heap
 from simulator.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error, load_spec
 from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
 from simulator.suites import task_file_split
@@ -187,7 +187,8 @@ def run_command(
                         "default 60.")] = None,
     max_error_rate: Annotated[float | None, typer.Option(
         min=0.0, max=1.0, help="Stop the run (exit 1) once more than this share of finished trials ended on an "
-                               "error, checked from the 10th trial on; default 0.5; 1 never stops.")] = None,
+                               "error, checked from the 10th trial on (a shorter run: when it ends); default 0.5; "
+                               "1 never stops.")] = None,
     no_preflight: Annotated[bool, typer.Option(
         "--no-preflight", help="Skip the pre-flight (one agent and user built, one cheap call per model).")] = False,
     faults: Annotated[str | None, typer.Option(
@@ -207,8 +208,8 @@ def run_command(
 
     Exit codes: 0 when the run completed; 2 on bad input or a set-up error (pre-flight, or a trial that met one:
     missing API key, unknown model, unreachable server, a factory that raises); 1 when the run was stopped by
-    --max-error-rate or the run document could not be written to --out (it is then written elsewhere, named);
-    130 on Ctrl-C.
+    --max-error-rate (a run of fewer than 10 trials: when more than that share of all its trials ended on an
+    error) or the run document could not be written to --out (it is then written elsewhere, named); 130 on Ctrl-C.
     """
     for flag, path in (("--cache", cache), ("--log-file", log_file)):
         if path is not None and (path.is_dir() or not path.parent.is_dir()):
@@ -479,6 +480,11 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         resume = (f"; resume it with --run-id {run_id}" if results_store is not None else
                   f"; resume it with --resume-from {partial}" if partial is not None and written is None else "")
         err.print(f"[bold red]error:[/] run stopped: {escape(aborted)}{resume}", highlight=False)
+    elif len(result.trials) < ERROR_RATE_MIN_TRIALS:  # too short to have been checked while it ran
+        excess = run_error_rate(result.trials, spec.max_error_rate)
+        if excess is not None:
+            code = 1
+            err.print(f"[bold red]error:[/] the run's {escape(excess)}", highlight=False)
     if out is not None and written != out:
         code = code or 1
     if code:
