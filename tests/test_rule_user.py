@@ -626,3 +626,20 @@ def test_confirm_terms_match_whole_words_only() -> None:
     assert _has_term(_norm("size: M, color: red"), "m")
     assert _has_term(_norm("order #W1234567 (size 8)."), "8")
     assert _has_term(_norm("order #W1234567"), "#W1234567")
+
+
+def test_the_oracle_with_the_rule_user_finishes_tasks_of_several_requests():
+    """The oracle does every gold action at once; the rule user, which asks for its requests one by one, is told
+    each later one was handled too and closes. Before, the oracle answered only "anything else?" and the rule user
+    restated its second request until max_turns on every built-in multi-request task."""
+    from simulator.build import build_runner
+    from simulator.spec import RunSpec
+
+    for domain in ("retail", "airline"):
+        runner = build_runner(RunSpec(domain=domain, agent="oracle", user="rule"))
+        several = [t for t in runner.tasks if len(t.scenario.agenda) > 1]
+        assert len(several) >= 3, domain
+        runner.tasks = several
+        result = runner.run()
+        assert [(t.task_id, t.termination_reason) for t in result.trials if not t.passed] == []
+        assert {t.termination_reason for t in result.trials} == {"user_stop"}

@@ -29,6 +29,9 @@ class OracleAgent:
     def step(self, messages: Sequence[Message]) -> AgentTurn:
         """Return the next gold action as a tool call, then a closing message with the outputs.
 
+        The oracle does all of a task's gold actions at once; a user that then asks for its next request (it had
+        several) is told, each time, that it has been handled, with the outputs again.
+
         A gold action the user performs (``requestor: user``, dual control) is asked of the user instead: the
         oracle names the run of consecutive user actions in one message (``Please do this on your side, in
         order: toggle_roaming(); reboot_device().``) and goes on once the user has answered.
@@ -46,13 +49,13 @@ class OracleAgent:
             self._next += 1
             call = ToolCall(id=f"oracle_{self._next - 1}", name=a.name, arguments=dict(a.arguments))
             return AgentTurn(message=Message(role="assistant", tool_calls=[call]))
-        if not self._done:
-            self._done = True
-            text = "Your request has been handled."
-            if self._outputs:
-                text += " The answer: " + ", ".join(self._outputs) + "."
-            return AgentTurn(message=Message(role="assistant", content=text))
-        return AgentTurn(message=Message(role="assistant", content="Is there anything else I can help with?"))
+        text = "Your request has been handled." if not self._done else "That has been handled as well."
+        if self._outputs:
+            text += " The answer: " + ", ".join(self._outputs) + "."
+        if self._done:  # the user asks for more of what the gold already did (a user with several requests)
+            text += " Is there anything else I can help with?"
+        self._done = True
+        return AgentTurn(message=Message(role="assistant", content=text))
 
 
 class NullAgent:
