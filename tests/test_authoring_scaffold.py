@@ -77,3 +77,6 @@ def test_bad_names_and_existing_folders_are_refused(tmp_path):
     res = CliRunner().invoke(app, ["domain", "new", "kiosk_x", "--dir", str(tmp_path)])
     assert res.exit_code == 2 and "exists and is not empty" in res.output
     assert (tmp_path / "kiosk_x" / "keep.txt").read_text() == "mine"
+    res = CliRunner().invoke(app, ["domain", "new", "kiosk_y", "--dir", str(tmp_path / "no" / "such")])
+    assert res.exit_code == 2 and "not an existing directory" in res.output
+    assert not (tmp_path / "no").exists()

@@ -46,14 +46,15 @@ def new_domain(name: str, directory: Path) -> Path:
 
     Args:
         name: the domain name, also its Python package name (lower case letters, digits, underscores).
-        directory: where the package's folder is made (created if missing).
+        directory: an existing folder, where the package's folder is made.
 
     Returns:
         The package's folder (``directory/name``), ready for ``pip install -e``.
 
     Raises:
         ScaffoldError: the name is not a lower-case identifier, is a Python keyword, is taken by an importable
-            module or a registered domain, or the folder exists and is not empty.
+            module or a registered domain, ``directory`` is not an existing folder (a mistyped ``--dir`` made a
+            stray tree), or the package's folder exists and is not empty.
     """
     if not _NAME.fullmatch(name) or keyword.iskeyword(name):
         raise ScaffoldError(f"domain name {name!r}: use lower-case letters, digits and underscores, starting with "
@@ -63,6 +64,8 @@ def new_domain(name: str, directory: Path) -> Path:
     if importlib.util.find_spec(name) is not None:
         raise ScaffoldError(f"domain name {name!r}: a Python module of that name is already importable; choose "
                             "another name")
+    if not Path(directory).is_dir():
+        raise ScaffoldError(f"--dir {directory}: not an existing directory")
     root = Path(directory) / name
     if root.exists() and any(root.iterdir()):
         raise ScaffoldError(f"--dir {directory}: {root} exists and is not empty")
