@@ -98,7 +98,8 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
 
     Args:
         result: the finished run.
-        extra: extra top-level fields (e.g. git revision, package versions).
+        extra: extra top-level fields (e.g. git revision, package versions; ``planned_task_ids``, every task of
+            the plan, makes the metrics count a task without any finished trial, as in a run stopped early).
 
     Returns:
         ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
@@ -118,7 +119,8 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     doc["duplicates"] = sum(n - 1 for n in pairs.values())
     if doc.get("planned") is None:
         doc["planned"] = len(pairs)
-    tasks = doc.get("task_ids") or result.config.task_ids or list(dict.fromkeys(t.task_id for t in result.trials))
+    tasks = (doc.get("planned_task_ids") or doc.get("task_ids") or result.config.task_ids
+             or list(dict.fromkeys(t.task_id for t in result.trials)))
     if tasks and result.trials:
         complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
         doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,

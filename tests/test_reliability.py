@@ -189,6 +189,28 @@ def test_max_error_rate_stops_a_run_of_errors_and_keeps_what_finished(tmp_path):
     assert len(json.loads(out.read_text())["trials"]) == 12
 
 
+def test_a_run_stopped_early_is_reported_over_all_its_planned_tasks(tmp_path):
+    """Without --task-ids a stopped run's --out once named no task list: its summary and `tausim report` counted
+    only the tasks that had a finished trial (6 of 29, "planned 12") while the store said planned 58."""
+    from simulator.build import build_runner
+    from simulator.spec import RunSpec
+
+    tasks = [t.id for t in build_runner(RunSpec(domain="retail", agent="oracle")).tasks]
+    assert len(tasks) > 12
+    out = tmp_path / "run.json"
+    res = invoke("run", "--agent", f"{HERE}:erroring_agent", "--trials", 2, "--out", out, "--no-progress")
+    assert res.exit_code == 1, res.output
+    doc = json.loads(out.read_text())
+    assert doc["abort_kind"] == "error_rate" and len(doc["trials"]) < 2 * len(tasks)
+    assert doc["planned_task_ids"] == tasks
+    assert f"planned {2 * len(tasks)}, recorded {len(doc['trials'])}" in res.output
+    assert doc["metrics"]["tasks"] == len(tasks) and doc["metrics"]["planned"] == 2 * len(tasks)
+    res = invoke("report", out, "--format", "json")
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert report["planned"] == 2 * len(tasks) and report["metrics"]["tasks"] == len(tasks)
+
+
 # --- 2. time limits ----------------------------------------------------------------------------------------
 
 

@@ -464,7 +464,10 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
     else:
         doc = run_summary_json(result, {"git_revision": git_revision(), "packages": package_versions(),
                                         "python": sys.version.split()[0], "split": task_file_split(spec.tasks),
-                                        "task_tags": {t.id: list(t.tags) for t in runner.tasks}})
+                                        "task_tags": {t.id: list(t.tags) for t in runner.tasks},
+                                        # every task of the plan: a run stopped early is reported over all of
+                                        # them, not only those with a finished trial
+                                        "planned_task_ids": [t.id for t in runner.tasks]})
     if aborted:
         doc.update(aborted=aborted, abort_kind=abort_kind)
     written = _write_run(out, doc) if out is not None else None  # results first: a summary into a closed pipe
