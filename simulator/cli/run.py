@@ -421,7 +421,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
                                                enabled=sys.stdout.isatty() and not no_progress))
     partial = out.with_name(out.name + ".partial.jsonl") if out else None
     try:
-        partial_file = _open_partial(partial, spec, len(runner.planned()), previous or []) if partial else None
+        partial_file = (_open_partial(partial, spec, len(runner.planned()), previous or [],
+                                      [t.id for t in runner.tasks]) if partial else None)
     except OSError as e:
         stack.close()
         raise fail(f"--out {out}: cannot write next to it ({e.strerror})") from e
@@ -507,7 +508,8 @@ def _check_store_url(url: str) -> None:
                    f"{DEFAULT_STORE_URL}")
 
 
-def _open_partial(path: Path, spec: RunSpec, planned: int, previous: list[TrialResult]) -> Any:
+def _open_partial(path: Path, spec: RunSpec, planned: int, previous: list[TrialResult],
+                  task_ids: list[str]) -> Any:
     """Start the partial run file (header, then the ``previous`` trials) and return it open for appending.
 
     It is written to a temporary file renamed into place, so resuming from the same file never loses it.
@@ -515,7 +517,7 @@ def _open_partial(path: Path, spec: RunSpec, planned: int, previous: list[TrialR
     tmp = path.with_name(path.name + ".tmp")
     handle = tmp.open("w", encoding="utf-8")
     try:
-        handle.write(json.dumps(partial_header(spec, planned)) + "\n")
+        handle.write(json.dumps(partial_header(spec, planned, task_ids)) + "\n")
         for t in previous:
             handle.write(t.model_dump_json() + "\n")
         handle.flush()
