@@ -101,9 +101,12 @@ def test_executor_strings():
     assert parse_executor("threads") == ("threads", None)
     assert parse_executor("local:3") == ("local", 3)
     assert parse_executor("dask://10.1.2.3:8786") == ("dask", "tcp://10.1.2.3:8786")
-    for bad in ("thread", "local:0", "local:x", "dask://nohost", "ray://h:1"):
+    for bad in ("thread", "local:0", "local:x", "local:\u00b2", "dask://nohost", "ray://h:1", "dask://h:0",
+                "dask://h:99999", "dask://h:\u00b2"):
         with pytest.raises(ValueError, match="--executor"):
             parse_executor(bad)
+    with pytest.raises(ValueError, match="port 99999 is not a TCP port"):
+        parse_executor("dask://h:99999")
 
 
 def test_bad_executor_fails_before_any_trial(tmp_path):
