@@ -455,4 +455,31 @@ class DaskExecutor(Executor):
             if pending:
                 self.client.cancel(pending)
 
+    def abandon(self) -> list[int]:
+        """Kill the worker processes of a local cluster (``local:N``) at once; their running trials are dropped.
+
+        For a run interrupted with Ctrl-C: closing the cluster otherwise waits about 4 s for each busy worker
+        (Dask's nanny gives a worker ``0.8 x 5`` s to stop before it kills it), and a trial thread cannot be stopped.
+        Workers of an existing cluster (``dask://``) are left alone: their trials are cancelled by
+        :meth:`shutdown`.
+
+        Returns:
+            The process ids killed (empty for a ``dask://`` cluster).
+        """
+        import os
+        import signal
+
+        cluster = getattr(self.client, "cluster", None)
+        killed = []
+        for nanny in list(getattr(cluster, "workers", {}).values()) if cluster is not None else []:
+            pid = getattr(getattr(nanny, "process", None), "pid", None)
+            if not isinstance(pid, int):
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # already gone
+                continue
+            killed.append(pid)
+        return killed
+
 

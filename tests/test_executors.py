@@ -300,3 +300,25 @@ def test_ctrl_c_reaches_only_the_driver_of_a_local_cluster():
         handlers = ex.client.run(lambda: signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
     assert after == before
     assert list(handlers.values()) == [True]
+
+
+def test_abandoning_a_local_cluster_kills_its_busy_workers_and_it_still_closes():
+    """Ctrl-C of a local:N run: closing the cluster waited ~4 s per busy worker (a trial thread cannot be stopped);
+    the CLI now kills the worker processes first (``DaskExecutor.abandon``)."""
+    import time
+
+    spec = RunSpec.model_validate({"domain": "retail", "executor": "local:2", "concurrency": 2})
+    with open_executor(spec) as ex:
+        assert ex is not None
+        busy = [ex.client.submit(time.sleep, 60, pure=False) for _ in range(2)]
+        ex.client.wait_for_workers(2)
+        pids = set(ex.client.run(os.getpid).values())
+        killed = ex.abandon()
+        ex.client.cancel(busy)
+    assert set(killed) == pids and len(pids) == 2
+    for pid in pids:  # gone (reaped by the nanny) or at most a zombie
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        assert state == "Z", (pid, state)
