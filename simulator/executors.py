@@ -44,7 +44,13 @@ from simulator.records import TrialResult
 from simulator.runner import derive_seed
 from simulator.spec import RunSpec, parse_executor
 
-__all__ = ["IDLE_SETTINGS", "ExecutorError", "infra_error_result", "open_executor"]
+__all__ = ["IDLE_SETTINGS", "LOCAL_WORKERS_PER_CORE", "ExecutorError", "infra_error_result", "local_worker_limit",
+           "open_executor", "usable_cores"]
+
+LOCAL_WORKERS_PER_CORE = 4
+"""``local:N`` takes at most this many worker processes per usable core: beyond that the processes only compete for
+the cores (more trials at once come from ``--concurrency``, the threads of each worker), and a mistyped N (``local:
+99999``) would try to start that many Python processes and never finish starting the cluster."""
 
 IDLE_SETTINGS: dict[str, Any] = {
     "distributed.admin.tick.interval": "1s",
@@ -74,6 +80,26 @@ def infra_error_result(spec: RunSpec, task_id: str, trial: int, persona: str | N
                        passed=False, termination_reason=str(reason), grade=None,
                        trajectory=Trajectory(termination_reason=reason, error=error), duration_s=duration_s,
                        error=error)
+
+
+def usable_cores() -> int:
+    """Return the number of cores this process may run on (its CPU affinity on Linux, else ``os.cpu_count()``)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def local_worker_limit() -> int:
+    """Return the most worker processes ``local:N`` may start here: :data:`LOCAL_WORKERS_PER_CORE` per usable core."""
+    return LOCAL_WORKERS_PER_CORE * usable_cores()
+
+
+def _quiet_workers(client: Any) -> None:
+    """Leave Ctrl-C to the driver in a ``local:N`` cluster (:class:`~simulator.dask_executor.LocalWorkerSignals`)."""
+    from simulator.dask_executor import LocalWorkerSignals
+
+    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+    register(LocalWorkerSignals(), name=LocalWorkerSignals.name)
 
 
 def _pin_workers(client: Any, workers: int) -> None:
@@ -117,13 +143,19 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
         The executor for :meth:`Runner.run`, or None (threads: the runner makes its own pool).
 
     Raises:
-        ExecutorError: unknown scheme, ``distributed`` not installed, unreachable scheduler, no workers, or
-            workers that cannot build the run.
+        ExecutorError: unknown scheme, ``local:N`` with N above :func:`local_worker_limit`, ``distributed`` not
+            installed, unreachable scheduler, no workers, or workers that cannot build the run.
     """
     try:
         kind, arg = parse_executor(spec.executor)
     except ValueError as e:
         raise ExecutorError(str(e)) from e
+    if kind == "local" and isinstance(arg, int) and arg > local_worker_limit():
+        cores = usable_cores()
+        raise ExecutorError(f"--executor {spec.executor}: {arg} worker processes on {cores} usable core"
+                            f"{'s' if cores != 1 else ''}; local:N takes at most {local_worker_limit()} "
+                            f"({LOCAL_WORKERS_PER_CORE} per core): more processes only compete for the cores "
+                            "(raise --concurrency for more trials at once)")
     if kind == "threads":
         yield None
         return
@@ -160,6 +192,7 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                     raise ExecutorError(f"--executor {spec.executor}: cannot start a local Dask cluster: "
                                         f"{type(e).__name__}: {e}") from e
                 workers = arg
+                _quiet_workers(client)
                 _pin_workers(client, arg)
             else:
                 try:

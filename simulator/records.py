@@ -7,7 +7,8 @@
   :func:`load_run_document` and :func:`load_run_from_store` read and check one (:class:`RunDocumentError`).
 - the partial run file (``--out FILE`` writes ``FILE.partial.jsonl`` while the run goes on), a JSON-lines
   file: its first line is the header :func:`partial_header` (``{"format": "tausim.partial", "version": 1,
-  "config": <RunSpec>, "planned": N}``), each further line one finished :class:`TrialResult` in completion order.
+  "config": <RunSpec>, "planned": N, "planned_task_ids": [...]}``), each further line one finished
+  :class:`TrialResult` in completion order.
   A crash can cut the last line short: :func:`load_partial` drops such a line. :func:`load_run_document` reads a
   partial file as the run document of the trials it holds (so ``tausim report FILE.partial.jsonl`` works), and
   ``tausim run --resume-from FILE.partial.jsonl`` runs only the trials it does not hold.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,8 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
 
     Args:
         result: the finished run.
-        extra: extra top-level fields (e.g. git revision, package versions).
+        extra: extra top-level fields (e.g. git revision, package versions; ``planned_task_ids``, every task of
+            the plan, makes the metrics count a task without any finished trial, as in a run stopped early).
 
     Returns:
         ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
@@ -118,7 +120,8 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     doc["duplicates"] = sum(n - 1 for n in pairs.values())
     if doc.get("planned") is None:
         doc["planned"] = len(pairs)
-    tasks = doc.get("task_ids") or result.config.task_ids or list(dict.fromkeys(t.task_id for t in result.trials))
+    tasks = (doc.get("planned_task_ids") or doc.get("task_ids") or result.config.task_ids
+             or list(dict.fromkeys(t.task_id for t in result.trials)))
     if tasks and result.trials:
         complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
         doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,
@@ -139,17 +142,23 @@ PARTIAL_FORMAT = "tausim.partial"
 """The value of the ``format`` field of a partial run file's header line."""
 
 
-def partial_header(spec: RunSpec, planned: int) -> dict[str, Any]:
+def partial_header(spec: RunSpec, planned: int, task_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """Return the header (first line) of a partial run file.
 
     Args:
         spec: the run's spec.
         planned: the run's planned trials (tasks x personas x trials).
+        task_ids: every task of the plan, in order, or None; recorded so that a report of the file counts the
+            tasks without a finished trial yet as missing (else it sees only the tasks it holds trials of).
 
     Returns:
-        ``{"format": "tausim.partial", "version": 1, "config": <spec as JSON>, "planned": planned}``.
+        ``{"format": "tausim.partial", "version": 1, "config": <spec as JSON>, "planned": planned}``, plus
+        ``"planned_task_ids"`` when ``task_ids`` is given.
     """
-    return {"format": PARTIAL_FORMAT, "version": 1, "config": spec.model_dump(mode="json"), "planned": planned}
+    header = {"format": PARTIAL_FORMAT, "version": 1, "config": spec.model_dump(mode="json"), "planned": planned}
+    if task_ids is not None:
+        header["planned_task_ids"] = list(task_ids)
+    return header
 
 
 def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | None]:
@@ -166,6 +175,12 @@ def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | No
         RunDocumentError: missing or unreadable file, a first line that is not the header, an invalid spec, or
             a line other than the last that is not a trial (the message names the file and line).
     """
+    spec, trials, planned, _ = _load_partial(path)
+    return spec, trials, planned
+
+
+def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | None, list[str] | None]:
+    """:func:`load_partial`, and the header's ``planned_task_ids`` (None when absent)."""
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
@@ -198,7 +213,11 @@ def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | No
         if trial_key(trial) not in seen:
             seen.add(trial_key(trial))
             trials.append(trial)
-    return spec, trials, planned if isinstance(planned, int) and not isinstance(planned, bool) else None
+    task_ids = header.get("planned_task_ids")
+    if task_ids is not None and not (isinstance(task_ids, list) and all(isinstance(t, str) for t in task_ids)):
+        raise RunDocumentError(f"{p}: line 1: field planned_task_ids: expected a list of task ids, got "
+                               f"{json.dumps(task_ids)[:200]}")
+    return spec, trials, planned if isinstance(planned, int) and not isinstance(planned, bool) else None, task_ids
 
 
 def partial_document(path: str | Path) -> dict[str, Any]:
@@ -207,11 +226,14 @@ def partial_document(path: str | Path) -> dict[str, Any]:
     Raises:
         RunDocumentError: as :func:`load_partial`.
     """
-    spec, trials, planned = load_partial(path)
+    spec, trials, planned, task_ids = _load_partial(path)
     reasons = Counter(t.termination_reason for t in trials)
     result = RunResult(config=spec, trials=trials, termination_reasons=dict(sorted(reasons.items())),
                        planned=planned)
-    doc = run_summary_json(result, {"partial": True, "source": str(path)})
+    extra: dict[str, Any] = {"partial": True, "source": str(path)}
+    if task_ids:
+        extra["planned_task_ids"] = task_ids
+    doc = run_summary_json(result, extra)
     return _check_document(doc, str(path))
 
 

@@ -66,19 +66,21 @@ def parse_executor(text: str) -> tuple[str, int | str | None]:
         ``("threads", None)``, ``("local", N)`` or ``("dask", "tcp://HOST:PORT")``.
 
     Raises:
-        ValueError: another scheme, a bad N, or a Dask address without host or port.
+        ValueError: another scheme, a bad N, or a Dask address without host or port, or a port out of range.
     """
     if text == "threads":
         return "threads", None
     if text.startswith("local:"):
         n = text.partition(":")[2]
-        if not n.isdigit() or int(n) < 1:
+        if not n.isascii() or not n.isdigit() or int(n) < 1:
             raise ValueError(f"--executor {text!r}: local:N needs a number of worker processes N >= 1")
         return "local", int(n)
     if text.startswith("dask://"):
         host, sep, port = text[len("dask://"):].rpartition(":")
-        if not host or not sep or not port.isdigit():
+        if not host or not sep or not port.isascii() or not port.isdigit():
             raise ValueError(f"--executor {text!r}: expected dask://HOST:PORT, e.g. dask://10.0.0.5:8786")
+        if not 1 <= int(port) <= 65535:
+            raise ValueError(f"--executor {text!r}: port {port} is not a TCP port (1-65535)")
         return "dask", f"tcp://{host}:{port}"
     raise ValueError(f"--executor {text!r}: unknown executor; use {EXECUTOR_HELP}")
 

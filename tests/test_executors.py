@@ -101,9 +101,12 @@ def test_executor_strings():
     assert parse_executor("threads") == ("threads", None)
     assert parse_executor("local:3") == ("local", 3)
     assert parse_executor("dask://10.1.2.3:8786") == ("dask", "tcp://10.1.2.3:8786")
-    for bad in ("thread", "local:0", "local:x", "dask://nohost", "ray://h:1"):
+    for bad in ("thread", "local:0", "local:x", "local:\u00b2", "dask://nohost", "ray://h:1", "dask://h:0",
+                "dask://h:99999", "dask://h:\u00b2"):
         with pytest.raises(ValueError, match="--executor"):
             parse_executor(bad)
+    with pytest.raises(ValueError, match="port 99999 is not a TCP port"):
+        parse_executor("dask://h:99999")
 
 
 def test_bad_executor_fails_before_any_trial(tmp_path):
@@ -124,6 +127,20 @@ def test_bad_executor_fails_before_any_trial(tmp_path):
     with pytest.raises(ExecutorError, match="unknown executor"):
         with open_executor(RunSpec.model_construct(domain="retail", executor="nope")):
             pass
+
+
+def test_local_with_more_workers_than_the_machine_can_take_is_refused_before_any_trial(tmp_path, monkeypatch):
+    """``local:99999`` once tried to start 99999 worker processes and never got past starting the cluster."""
+    from simulator import executors
+
+    monkeypatch.setattr(executors, "usable_cores", lambda: 1)
+    assert executors.local_worker_limit() == executors.LOCAL_WORKERS_PER_CORE == 4
+    res = invoke("run", "--agent", "oracle", "--executor", "local:5", "--out", tmp_path / "r.json", "--no-progress")
+    assert res.exit_code == 2, res.output
+    line = " ".join(res.output.split())
+    assert "--executor local:5: 5 worker processes on 1 usable core; local:N takes at most 4" in line
+    assert len(res.output.strip().splitlines()) <= 2 and "Traceback" not in res.output
+    assert not (tmp_path / "r.json").exists()
 
 
 _NETNS_SCRIPT = textwrap.dedent("""
@@ -264,3 +281,44 @@ def test_two_local_clusters_at_once_take_free_ports_on_loopback():
     ours = [line for line in listening.splitlines() if any(f"pid={p}," in line for p in pids)]
     assert all(line.split()[3].startswith("127.0.0.1:") for line in ours), ours
     assert not any(line.split()[3].endswith(":8787") for line in ours), ours
+
+
+def test_ctrl_c_reaches_only_the_driver_of_a_local_cluster():
+    """Ctrl-C goes to the whole foreground process group: a local worker process that got it printed a
+    KeyboardInterrupt traceback and died (the nanny then started another); now it ignores it and lives on."""
+    import signal
+    import time
+
+    spec = RunSpec.model_validate({"domain": "retail", "executor": "local:1", "concurrency": 1})
+    with open_executor(spec) as ex:
+        assert ex is not None
+        before = ex.client.run(os.getpid)
+        for pid in before.values():
+            os.kill(pid, signal.SIGINT)
+        time.sleep(1.0)  # a worker that took it is gone by now (not a timing assertion: it only lets it die)
+        after = ex.client.run(os.getpid, wait=True)
+        handlers = ex.client.run(lambda: signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+    assert after == before
+    assert list(handlers.values()) == [True]
+
+
+def test_abandoning_a_local_cluster_kills_its_busy_workers_and_it_still_closes():
+    """Ctrl-C of a local:N run: closing the cluster waited ~4 s per busy worker (a trial thread cannot be stopped);
+    the CLI now kills the worker processes first (``DaskExecutor.abandon``)."""
+    import time
+
+    spec = RunSpec.model_validate({"domain": "retail", "executor": "local:2", "concurrency": 2})
+    with open_executor(spec) as ex:
+        assert ex is not None
+        busy = [ex.client.submit(time.sleep, 60, pure=False) for _ in range(2)]
+        ex.client.wait_for_workers(2)
+        pids = set(ex.client.run(os.getpid).values())
+        killed = ex.abandon()
+        ex.client.cancel(busy)
+    assert set(killed) == pids and len(pids) == 2
+    for pid in pids:  # gone (reaped by the nanny) or at most a zombie
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        assert state == "Z", (pid, state)

@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -32,6 +33,7 @@ from simulator.runlog import run_logger
 from simulator.spec import RunSpec
 from tests import slow_agents
 
+ROOT = Path(__file__).resolve().parents[1]
 TASK = "cancel-no-longer-needed"
 TWO = "cancel-no-longer-needed,modify-order-address"
 HERE = "py:tests.test_reliability"
@@ -189,6 +191,25 @@ def test_max_error_rate_stops_a_run_of_errors_and_keeps_what_finished(tmp_path):
     assert len(json.loads(out.read_text())["trials"]) == 12
 
 
+def test_a_run_stopped_early_is_reported_over_all_its_planned_tasks(tmp_path):
+    """Without --task-ids a stopped run's --out once named no task list: its summary and `tausim report` counted
+    only the tasks that had a finished trial (6 of 29, "planned 12") while the store said planned 58."""
+    tasks = [t.id for t in build_runner(RunSpec(domain="retail", agent="oracle")).tasks]
+    assert len(tasks) > 12
+    out = tmp_path / "run.json"
+    res = invoke("run", "--agent", f"{HERE}:erroring_agent", "--trials", 2, "--out", out, "--no-progress")
+    assert res.exit_code == 1, res.output
+    doc = json.loads(out.read_text())
+    assert doc["abort_kind"] == "error_rate" and len(doc["trials"]) < 2 * len(tasks)
+    assert doc["planned_task_ids"] == tasks
+    assert f"planned {2 * len(tasks)}, recorded {len(doc['trials'])}" in res.output
+    assert doc["metrics"]["tasks"] == len(tasks) and doc["metrics"]["planned"] == 2 * len(tasks)
+    res = invoke("report", out, "--format", "json")
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert report["planned"] == 2 * len(tasks) and report["metrics"]["tasks"] == len(tasks)
+
+
 # --- 2. time limits ----------------------------------------------------------------------------------------
 
 
@@ -303,6 +324,42 @@ def test_the_partial_file_is_read_by_report_and_resumed_without_a_store(tmp_path
     assert not partial.exists()  # the run is whole in --out now
     res = invoke("run", "--resume-from", tmp_path / "nothing.jsonl")
     assert res.exit_code == 2 and "no such file" in res.output
+
+
+_BUILT = []
+
+
+def interrupting_oracle(ctx):
+    """The oracle, but the 4th trial's agent sends this process a Ctrl-C (SIGINT) and waits for it."""
+    _BUILT.append(ctx)
+    if len(_BUILT) > 3:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    return OracleAgent(ctx)
+
+
+def test_the_partial_file_of_an_interrupted_run_is_reported_over_all_planned_tasks(tmp_path):
+    """Ctrl-C after 3 trials of a run of every built-in task: the partial file once named no task list, so
+    `tausim report` showed a complete-looking run of the tasks it held ("planned 8, recorded 8", 4 of 29 tasks)."""
+    tasks = [t.id for t in build_runner(RunSpec(domain="retail", agent="oracle")).tasks]
+    out = tmp_path / "run.json"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "run", "--agent", f"{HERE}:interrupting_oracle",
+                           "--trials", "2", "--out", str(out), "--no-progress", "--no-preflight"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 130, proc.stdout[-2000:] + proc.stderr[-2000:]
+    partial = tmp_path / "run.json.partial.jsonl"
+    header, *lines = partial.read_text().splitlines()
+    assert json.loads(header)["planned_task_ids"] == tasks
+    held = len({(json.loads(line)["task_id"], json.loads(line)["trial"]) for line in lines})
+    assert 0 < held <= 3
+    res = invoke("report", partial, "--format", "json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    assert (summary["planned"], summary["recorded"]) == (2 * len(tasks), held)
+    assert summary["metrics"]["tasks"] == len(tasks)
+    assert summary["metrics"]["missing_trials"] == 2 * len(tasks) - held
 
 
 def test_a_file_that_is_not_a_partial_run_is_refused(tmp_path):

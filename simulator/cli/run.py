@@ -421,7 +421,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
                                                enabled=sys.stdout.isatty() and not no_progress))
     partial = out.with_name(out.name + ".partial.jsonl") if out else None
     try:
-        partial_file = _open_partial(partial, spec, len(runner.planned()), previous or []) if partial else None
+        partial_file = (_open_partial(partial, spec, len(runner.planned()), previous or [],
+                                      [t.id for t in runner.tasks]) if partial else None)
     except OSError as e:
         stack.close()
         raise fail(f"--out {out}: cannot write next to it ({e.strerror})") from e
@@ -441,7 +442,7 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         try:
             result = runner.run(executor=executor, on_trial=record, only=only)
         except KeyboardInterrupt:
-            _interrupted(partial_file, partial, run_id if results_store is not None else None, stack)
+            _interrupted(partial_file, partial, run_id if results_store is not None else None, stack, executor)
         if log is not None:
             log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
                      metrics=result.metrics, termination_reasons=result.termination_reasons,
@@ -464,7 +465,10 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
     else:
         doc = run_summary_json(result, {"git_revision": git_revision(), "packages": package_versions(),
                                         "python": sys.version.split()[0], "split": task_file_split(spec.tasks),
-                                        "task_tags": {t.id: list(t.tags) for t in runner.tasks}})
+                                        "task_tags": {t.id: list(t.tags) for t in runner.tasks},
+                                        # every task of the plan: a run stopped early is reported over all of
+                                        # them, not only those with a finished trial
+                                        "planned_task_ids": [t.id for t in runner.tasks]})
     if aborted:
         doc.update(aborted=aborted, abort_kind=abort_kind)
     written = _write_run(out, doc) if out is not None else None  # results first: a summary into a closed pipe
@@ -504,7 +508,8 @@ def _check_store_url(url: str) -> None:
                    f"{DEFAULT_STORE_URL}")
 
 
-def _open_partial(path: Path, spec: RunSpec, planned: int, previous: list[TrialResult]) -> Any:
+def _open_partial(path: Path, spec: RunSpec, planned: int, previous: list[TrialResult],
+                  task_ids: list[str]) -> Any:
     """Start the partial run file (header, then the ``previous`` trials) and return it open for appending.
 
     It is written to a temporary file renamed into place, so resuming from the same file never loses it.
@@ -512,7 +517,7 @@ def _open_partial(path: Path, spec: RunSpec, planned: int, previous: list[TrialR
     tmp = path.with_name(path.name + ".tmp")
     handle = tmp.open("w", encoding="utf-8")
     try:
-        handle.write(json.dumps(partial_header(spec, planned)) + "\n")
+        handle.write(json.dumps(partial_header(spec, planned, task_ids)) + "\n")
         for t in previous:
             handle.write(t.model_dump_json() + "\n")
         handle.flush()
@@ -570,10 +575,18 @@ def _write_run(out: Path, doc: dict[str, Any]) -> Path | None:
     return written
 
 
-def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, stack: ExitStack) -> None:
-    """Ctrl-C during a run: keep what finished, say where it is, and exit 130 without waiting for stuck trials."""
+def _interrupted(partial_file: Any, partial: Path | None, run_id: str | None, stack: ExitStack,
+                 executor: Any = None) -> None:
+    """Ctrl-C during a run: keep what finished, say where it is, and exit 130 without waiting for stuck trials.
+
+    The worker processes of a ``local:N`` cluster are killed first (``DaskExecutor.abandon``): closing the cluster
+    waited about 4 s for each busy worker.
+    """
     if partial_file is not None:
         partial_file.close()
+    abandon = getattr(executor, "abandon", None)
+    if abandon is not None:
+        abandon()
     stack.close()
     where = []
     if partial is not None:
