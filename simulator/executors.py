@@ -106,14 +106,16 @@ def _pin_workers(client: Any, workers: int) -> None:
     """Pin a ``local:N`` cluster's worker processes to distinct cores (:class:`~simulator.dask_executor.CorePinning`).
 
     Only on Linux (CPU affinity), when N is at most the number of cores this process may use, and unless the
-    environment variable ``TAUSIM_PIN_WORKERS`` is ``0``; otherwise the workers float as the OS schedules them.
+    environment variable ``TAUSIM_PIN_WORKERS`` is ``0`` (or ``false``, ``no``, ``off``); otherwise the workers float
+    as the OS schedules them.
 
     Raises:
         ExecutorError: a worker could not be pinned.
     """
     from simulator.dask_executor import CorePinning
 
-    if os.environ.get("TAUSIM_PIN_WORKERS", "1") == "0" or not hasattr(os, "sched_getaffinity"):
+    if os.environ.get("TAUSIM_PIN_WORKERS", "1").strip().lower() in ("0", "false", "no", "off") \
+            or not hasattr(os, "sched_getaffinity"):
         return
     cores = sorted(os.sched_getaffinity(0))
     if workers > len(cores):

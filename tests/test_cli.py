@@ -177,3 +177,30 @@ def test_every_command_lives_in_its_own_module_of_the_cli_package():
 
     for info in cli.app.registered_commands:
         assert info.callback.__module__.startswith("simulator.cli."), (info.name, info.callback.__module__)
+
+
+def test_a_resumed_session_of_errors_fails_its_error_rate_and_an_empty_run_id_is_refused(tmp_path):
+    """A resumed run whose earlier trials passed and whose few new ones (fewer than 10: never checked while they
+    ran) all ended on errors exits 1: the check is over this session's trials, as the early stop's is."""
+    from simulator.records import TrialResult, partial_header
+    from simulator.spec import RunSpec
+
+    ids = ["cancel-no-longer-needed", "modify-order-address", "exchange-two-items"]
+    done = tmp_path / "done.json"
+    res = invoke("run", "--task-ids", ",".join(ids), "--trials", 4, "--out", done, "--no-progress")
+    assert res.exit_code == 0, res.output
+    passed = [TrialResult.model_validate(t) for t in json.loads(done.read_text())["trials"]]
+    assert len(passed) == 12 and all(t.passed for t in passed)
+    spec = RunSpec(domain="retail", task_ids=ids, trials=5, agent="py:tests.test_cli:failing_factory",
+                   preflight=False)
+    partial = tmp_path / "run.json.partial.jsonl"
+    partial.write_text("\n".join([json.dumps(partial_header(spec, 15, ids)),
+                                  *(t.model_dump_json() for t in passed)]) + "\n")
+    res = invoke("run", "--resume-from", partial, "--out", tmp_path / "run.json", "--no-progress")
+    assert res.exit_code == 1, res.output  # 3 of 15 on errors over the run, but 3 of 3 in this session
+    assert "3 finished trials: 3 ended on an error (agent_error 3)" in " ".join(res.output.split())
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert len(doc["trials"]) == 15 and sum(not t["passed"] for t in doc["trials"]) == 3
+    res = invoke("run", "--run-id", " ", "--store", f"sqlite:///{tmp_path / 'runs.db'}")
+    assert res.exit_code == 2 and "--run-id: empty" in res.output
+    assert not (tmp_path / "runs.db").exists()

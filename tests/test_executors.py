@@ -229,9 +229,10 @@ def test_local_workers_are_pinned_only_when_each_can_have_its_own_core(monkeypat
     client = FakeClient()
     executors._pin_workers(client, 3)  # more workers than cores: left to the OS scheduler
     assert client.plugins == []
-    monkeypatch.setenv("TAUSIM_PIN_WORKERS", "0")
-    executors._pin_workers(client, 2)
-    assert client.plugins == []
+    for off in ("0", "false", "No", " off "):
+        monkeypatch.setenv("TAUSIM_PIN_WORKERS", off)
+        executors._pin_workers(client, 2)
+        assert client.plugins == [], off
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,

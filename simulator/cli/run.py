@@ -206,9 +206,9 @@ def run_command(
     With --out, finished trials are also appended to FILE.partial.jsonl as they finish; --resume-from that file
     resumes the run without a store.
 
-    Exit codes: 0 when the run completed; 2 on bad input or a set-up error (pre-flight, or a trial that met one:
-    missing API key, unknown model, unreachable server, a factory that raises); 1 when the run was stopped by
-    --max-error-rate (a run of fewer than 10 trials: when more than that share of all its trials ended on an
+    Exit codes: 0 when the run completed; 2 on bad input or a set-up error (the pre-flight's: missing API key,
+    unknown model, unreachable server, a factory that raises; or a trial's: the first three); 1 when the run was
+    stopped by --max-error-rate (a session of fewer than 10 trials: when more than that share of them ended on an
     error) or the run document could not be written to --out (it is then written elsewhere, named); 130 on Ctrl-C.
     """
     for flag, path in (("--cache", cache), ("--log-file", log_file)):
@@ -216,6 +216,8 @@ def run_command(
             raise fail(f"{flag} {path}: not a file in an existing directory")
     if store is not None and not store.strip():
         raise fail("--store: empty URL; give one such as sqlite:///runs.db")
+    if run_id is not None and not run_id.strip():
+        raise fail("--run-id: empty; give the id of the run to start or resume, or leave it out for a new one")
     if out is not None:
         if out.is_dir():
             raise fail(f"--out {out}: is a directory; give a file name such as {out / 'run.json'}")
@@ -452,6 +454,7 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
             partial_file.close()
         stack.close()
     aborted, abort_kind = result.aborted, result.abort_kind
+    session = list(result.trials)  # this session's trials (a resumed run's earlier ones are added below)
     if previous:
         order = {key: i for i, key in enumerate(runner.planned())}
         trials = sorted([*previous, *result.trials], key=lambda t: order[trial_key(t)])
@@ -484,8 +487,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         resume = (f"; resume it with --run-id {run_id}" if results_store is not None else
                   f"; resume it with --resume-from {partial}" if partial is not None and written is None else "")
         err.print(f"[bold red]error:[/] run stopped: {escape(aborted)}{resume}", highlight=False)
-    elif len(result.trials) < ERROR_RATE_MIN_TRIALS:  # too short to have been checked while it ran
-        excess = run_error_rate(result.trials, spec.max_error_rate)
+    elif len(session) < ERROR_RATE_MIN_TRIALS:  # too few (this session) to have been checked while it ran
+        excess = run_error_rate(session, spec.max_error_rate)
         if excess is not None:
             code = 1
             err.print(f"[bold red]error:[/] the run's {escape(excess)}", highlight=False)
