@@ -18,8 +18,10 @@ from the spec (:func:`simulator.build.build_runner`, the same path as the CLI's)
 a batch of up to :data:`simulator.dask_executor.MAX_BATCH` trials in turn on the worker's runner (each Dask task
 costs milliseconds of CPU in the driver, scheduler and worker; a batch pays it once; every thread of the cluster
 still gets work), and the batch's finished :class:`~simulator.records.TrialResult` objects come back as one JSON
-string with the trials' log lines. The driver alone writes the store, ``--out``, the progress bar and the log; a
-batch's trials reach it together when the batch ends. A worker that dies is replaced and its tasks rescheduled by
+string with the trials' log lines; a batch's finished trials are also published while it runs (a Dask event, at
+most every :data:`simulator.dask_executor.PUBLISH_INTERVAL_S`), so the driver records slow trials as they finish,
+not when their batch ends. The driver alone writes the store,
+``--out``, the progress bar and the log. A worker that dies is replaced and its tasks rescheduled by
 Dask; a batch whose workers died more than ``distributed.scheduler.allowed-failures`` times (Dask's
 ``KilledWorker``) is submitted again trial by trial, and the trial that still kills its workers is recorded
 ``infra_error``; the run goes on. Trial seeds depend only on (run seed, task, trial index), so results are the

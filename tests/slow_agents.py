@@ -79,3 +79,30 @@ def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: f
     lines = [json.loads(x) for x in partial.read_text().splitlines()]
     assert lines and lines[0]["format"] == "tausim.partial"
     return proc.returncode, stderr, lines[1:]
+
+
+MARKER_ENV = "TAUSIM_TEST_RESULT_MARKER"
+
+
+class _Raising:
+    def __init__(self, error):
+        self.error = error
+
+    def step(self, messages):
+        raise RuntimeError(self.error)
+
+
+def last_of_batch_waits_for_the_first(ctx):
+    """The oracle; trial 3 first waits (at most 60 s) for the file ``$TAUSIM_TEST_RESULT_MARKER``, which the test's
+    driver writes when it receives trial 0, and fails (agent_error) when it does not come. Trial 1 takes 1.2 s
+    (longer than the batch's publishing interval, ``simulator.dask_executor.PUBLISH_INTERVAL_S``)."""
+    if ctx.trial_index == 1 and not ctx.extra.get("preflight"):
+        time.sleep(1.2)
+    if ctx.trial_index == 3 and not ctx.extra.get("preflight"):
+        marker = Path(os.environ[MARKER_ENV])
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not marker.exists():
+            return _Raising("trial 0 had not reached the driver while trial 3 of its batch ran")
+    return OracleAgent(ctx)

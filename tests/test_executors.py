@@ -323,3 +323,31 @@ def test_abandoning_a_local_cluster_kills_its_busy_workers_and_it_still_closes()
         except (FileNotFoundError, ProcessLookupError):
             continue
         assert state == "Z", (pid, state)
+
+
+def test_a_batch_sends_each_trial_to_the_driver_as_it_finishes(tmp_path, monkeypatch):
+    """One worker thread: the 4 trials of the task run as one batch. Trial 3's agent waits for trial 0's result to
+    have reached the driver (the driver writes a marker when it records trial 0): before, a batch's results came
+    back only when the whole batch ended, so trial 3 waited in vain and failed."""
+    from tests import slow_agents
+
+    marker = tmp_path / "trial0-recorded"
+    monkeypatch.setenv(slow_agents.MARKER_ENV, str(marker))  # before the workers are spawned: they inherit it
+    agent = "py:tests.slow_agents:last_of_batch_waits_for_the_first"
+    spec = RunSpec.model_validate({"domain": "retail", "agent": agent,
+                                   "task_ids": ["cancel-no-longer-needed"], "trials": 4, "executor": "local:1",
+                                   "concurrency": 1})
+    runner = build_runner(spec)
+    order = []
+
+    def on_trial(res):
+        order.append(res.trial)
+        if res.trial == 0:
+            marker.write_text("recorded")
+
+    with open_executor(spec) as ex:
+        assert ex is not None and ex.batch_size(4) == 4
+        result = runner.run(executor=ex, on_trial=on_trial)
+    assert [(t.trial, t.termination_reason, t.passed) for t in result.trials] == [
+        (i, "user_stop", True) for i in range(4)], [t.error for t in result.trials]
+    assert order == [0, 1, 2, 3]
