@@ -19,7 +19,7 @@ from simulator.spec import RunSpec
 from simulator.tasks import Task
 
 __all__ = ["MAX_BATCH", "PUBLISH_INTERVAL_S", "TRIAL_SEPARATOR", "CorePinning", "DaskExecutor", "LocalWorkerSignals",
-           "RunnerPlugin", "pinned_core"]
+           "RunnerPlugin", "pinned_core", "register_worker_plugin"]
 
 MAX_BATCH = 4
 """Most trials one Dask task runs in turn (:meth:`DaskExecutor.submit_trials`). Each Dask task costs several ms
@@ -68,6 +68,21 @@ class _TrialLogBuffer:
         parts: list[str] = getattr(self._local, "parts", None) or []
         self._local.parts = None
         return [line for line in "".join(parts).splitlines() if line]
+
+
+def register_worker_plugin(client: Any, plugin: WorkerPlugin, name: str) -> Any:
+    """Register ``plugin`` on every worker of ``client``'s cluster (and on workers that join later).
+
+    Uses ``Client.register_plugin`` (Dask >= 2023.9), else the older ``register_worker_plugin``.
+
+    Returns:
+        Dask's responses per worker.
+
+    Raises:
+        Exception: what the plugin's ``setup`` raised on a worker (Dask raises it again here).
+    """
+    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+    return register(plugin, name=name)
 
 
 def pinned_core(worker_name: Any, cores: Sequence[int]) -> int | None:
@@ -285,8 +300,7 @@ class DaskExecutor(Executor):
         self._plugin = RunnerPlugin(spec.model_dump_json(),
                                     log_run_id if log_sink is not None else None, rpm_share)
         try:
-            register = getattr(client, "register_plugin", None) or client.register_worker_plugin
-            responses = register(self._plugin, name=self._plugin.name)
+            responses = register_worker_plugin(client, self._plugin, self._plugin.name)
         except Exception as e:  # noqa: BLE001 - any failure of a worker's build is reported as one error
             raise ExecutorError(f"Dask workers could not build the run: {type(e).__name__}: {e}") from e
         for worker, resp in (responses or {}).items():
@@ -298,12 +312,32 @@ class DaskExecutor(Executor):
     def _on_trial_event(self, event: Any) -> None:
         """Record a trial a worker published before its batch ended (``(time, result string)``, Dask's event)."""
         text = event[1] if isinstance(event, list | tuple) and len(event) == 2 else event
+        self._record(str(text).split(TRIAL_SEPARATOR))
+
+    def _record(self, parts: Sequence[str], outs: Sequence[Future[TrialResult]] | None = None) -> None:
+        """Complete trial futures from result strings (:meth:`RunnerPlugin.run`); hand their log lines to the sink.
+
+        Args:
+            parts: one result string per trial (its ``TrialResult`` JSON, then its log lines).
+            outs: the futures of ``parts``, same order; None: found by each trial's key. A future already done
+                (published earlier, or cancelled) is left as it is and its string not even parsed.
+
+        Raises:
+            ValueError: ``outs`` and ``parts`` differ in length.
+            pydantic.ValidationError: a string that is not a trial result (a bug).
+        """
+        if outs is not None and len(outs) != len(parts):
+            raise ValueError(f"{len(parts)} trial results for {len(outs)} trials")
         lines: list[str] = []
-        for part in str(text).split(TRIAL_SEPARATOR):
+        for i, part in enumerate(parts):
+            known = outs[i] if outs is not None else None
+            if known is not None and known.done():
+                continue
             trial_json, *trial_lines = part.split("\n")
             result = TrialResult.model_validate_json(trial_json)
             with self._lock:
-                out = self._outs.pop((result.task_id, result.trial, result.persona), None)
+                found = self._outs.pop((result.task_id, result.trial, result.persona), None)
+                out = known if known is not None else found
                 if out is None or out.done():
                     continue
                 out.set_result(result)
@@ -339,10 +373,7 @@ class DaskExecutor(Executor):
             if out.done():
                 return
             if f.status == "finished":
-                trial_json, *lines = f.result().split("\n")
-                if self._log_sink is not None and lines:
-                    self._log_sink(lines)
-                out.set_result(TrialResult.model_validate_json(trial_json))
+                self._record([f.result()], [out])
             elif f.status == "cancelled":
                 out.cancel()
             else:
@@ -444,26 +475,11 @@ class DaskExecutor(Executor):
                         for again in self._failed(f, keys, outs, t0):
                             collector.add(again)
                         continue
-                    self._complete(outs, results[f] if f in results else f.result())
+                    self._record((results[f] if f in results else f.result()).split(TRIAL_SEPARATOR), outs)
                 except Exception as e:  # noqa: BLE001 - handed to the trials' futures: the run raises it
                     for out in outs:
                         if not out.done():
                             out.set_exception(e)
-
-    def _complete(self, outs: list[Future[TrialResult]], text: str) -> None:
-        """Set ``outs`` not set yet (by a published event) from a batch's result string; hand their log lines on."""
-        lines: list[str] = []
-        for out, part in zip(outs, text.split(TRIAL_SEPARATOR), strict=True):
-            trial_json, *trial_lines = part.split("\n")
-            with self._lock:
-                if out.done():  # published while the batch ran (or cancelled)
-                    continue
-                result = TrialResult.model_validate_json(trial_json)
-                self._outs.pop((result.task_id, result.trial, result.persona), None)
-                out.set_result(result)
-            lines.extend(trial_lines)
-        if self._log_sink is not None and lines:
-            self._log_sink(lines)
 
     def _failed(self, f: Any, keys: list[tuple[str, int, str | None]], outs: list[Future[TrialResult]],
                 t0: float) -> list[Any]:

@@ -98,10 +98,9 @@ def local_worker_limit() -> int:
 
 def _quiet_workers(client: Any) -> None:
     """Leave Ctrl-C to the driver in a ``local:N`` cluster (:class:`~simulator.dask_executor.LocalWorkerSignals`)."""
-    from simulator.dask_executor import LocalWorkerSignals
+    from simulator.dask_executor import LocalWorkerSignals, register_worker_plugin
 
-    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
-    register(LocalWorkerSignals(), name=LocalWorkerSignals.name)
+    register_worker_plugin(client, LocalWorkerSignals(), LocalWorkerSignals.name)
 
 
 def _pin_workers(client: Any, workers: int) -> None:
@@ -114,7 +113,7 @@ def _pin_workers(client: Any, workers: int) -> None:
     Raises:
         ExecutorError: a worker could not be pinned.
     """
-    from simulator.dask_executor import CorePinning
+    from simulator.dask_executor import CorePinning, register_worker_plugin
 
     if os.environ.get("TAUSIM_PIN_WORKERS", "1").strip().lower() in ("0", "false", "no", "off") \
             or not hasattr(os, "sched_getaffinity"):
@@ -122,9 +121,8 @@ def _pin_workers(client: Any, workers: int) -> None:
     cores = sorted(os.sched_getaffinity(0))
     if workers > len(cores):
         return
-    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
     try:
-        register(CorePinning(cores), name=CorePinning.name)
+        register_worker_plugin(client, CorePinning(cores), CorePinning.name)
     except OSError as e:  # Dask raises the plugin's error again in the driver
         raise ExecutorError(f"cannot pin the local Dask workers to cores: {e}") from e
 

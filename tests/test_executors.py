@@ -351,3 +351,16 @@ def test_a_batch_sends_each_trial_to_the_driver_as_it_finishes(tmp_path, monkeyp
     assert [(t.trial, t.termination_reason, t.passed) for t in result.trials] == [
         (i, "user_stop", True) for i in range(4)], [t.error for t in result.trials]
     assert order == [0, 1, 2, 3]
+
+
+def test_a_single_trial_submitted_to_dask_equals_the_same_trial_in_this_process():
+    spec = RunSpec.model_validate({"domain": "retail", "executor": "local:1", "concurrency": 1,
+                                   "task_ids": ["cancel-no-longer-needed"], "seed": 5})
+    runner = build_runner(spec)
+    here = runner.run_trial(runner.tasks[0], 1)
+    with open_executor(spec) as ex:
+        assert ex is not None
+        there = ex.submit(runner.run_trial, runner.tasks[0], 1).result(timeout=120)
+    assert (there.task_id, there.trial, there.seed, there.passed, there.termination_reason) == (
+        here.task_id, here.trial, here.seed, here.passed, here.termination_reason)
+    assert here.passed and there.trajectory.messages == here.trajectory.messages
