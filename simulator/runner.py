@@ -645,14 +645,14 @@ def error_rate_excess(errors: Mapping[str, int], finished: int, rate: float) -> 
 
 
 def run_error_rate(trials: Sequence[TrialResult], rate: float | None) -> str | None:
-    """Check a whole run's error rate when it ended: :func:`error_rate_excess` over all its trials, or None.
+    """Check the error rate of trials that ended: :func:`error_rate_excess` over all of them, or None.
 
     A run stops early only from its :data:`ERROR_RATE_MIN_TRIALS`-th trial on (a few early errors do not stop it);
-    a shorter run is checked here once it ended, so that a run whose trials all ended on errors never reports
-    success (``tausim run`` exits 1).
+    a shorter run (or a resumed run's shorter session: ``tausim run`` passes the trials it ran now) is checked here
+    once it ended, so that trials that all ended on errors never report success (``tausim run`` exits 1).
 
     Args:
-        trials: the run's finished trials.
+        trials: the finished trials.
         rate: ``RunSpec.max_error_rate`` (None: never).
     """
     if rate is None or not trials:

@@ -198,7 +198,7 @@ def test_a_resumed_session_of_errors_fails_its_error_rate_and_an_empty_run_id_is
                                   *(t.model_dump_json() for t in passed)]) + "\n")
     res = invoke("run", "--resume-from", partial, "--out", tmp_path / "run.json", "--no-progress")
     assert res.exit_code == 1, res.output  # 3 of 15 on errors over the run, but 3 of 3 in this session
-    assert "3 finished trials: 3 ended on an error (agent_error 3)" in " ".join(res.output.split())
+    assert "this session's 3 finished trials: 3 ended on an error (agent_error 3)" in " ".join(res.output.split())
     doc = json.loads((tmp_path / "run.json").read_text())
     assert len(doc["trials"]) == 15 and sum(not t["passed"] for t in doc["trials"]) == 3
     res = invoke("run", "--run-id", " ", "--store", f"sqlite:///{tmp_path / 'runs.db'}")

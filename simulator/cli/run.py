@@ -491,7 +491,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         excess = run_error_rate(session, spec.max_error_rate)
         if excess is not None:
             code = 1
-            err.print(f"[bold red]error:[/] the run's {escape(excess)}", highlight=False)
+            whose = "the run's" if len(session) == len(result.trials) else "this session's"  # resumed: only new
+            err.print(f"[bold red]error:[/] {whose} {escape(excess)}", highlight=False)
     if out is not None and written != out:
         code = code or 1
     if code:
