@@ -7,13 +7,13 @@ dump it back unchanged, so they share the same means:
   float); :func:`json_column` stores free-form JSON; a ``layout`` column (:data:`Layout`) records a key order
   that differs from the canonical one;
 - loading: :class:`RecordChecker` validates one record and names file, record key and field in every
-  :class:`~simulator.domain.DomainError`; :func:`read_records` reads one data file;
+  :class:`~simulator.world.domain.DomainError`; :func:`read_records` reads one data file;
 - dumping: :func:`shape` re-applies a stored key order, :func:`group_rows` groups child rows by parent,
   :func:`select_rows` runs a dump query for all records or one;
 - tools: :func:`calculate`, :func:`think` and :func:`transfer_to_human_agents`, which behave the same in every
   domain (tau-bench semantics), plus :class:`TableAccess` (reads by key and every write, through the DB-API connection),
   :func:`raw_connection` and :func:`with_new_keys` for tool modules;
-- the domain class itself: :class:`JsonFolderDomain`, a :class:`~simulator.domain.Domain` whose native data is
+- the domain class itself: :class:`JsonFolderDomain`, a :class:`~simulator.world.domain.Domain` whose native data is
   a folder of such JSON files, with a ``policy.md`` beside it.
 """
 
@@ -34,7 +34,7 @@ from sqlalchemy import JSON, Boolean, MetaData, Table, insert
 from sqlalchemy.orm import Session
 from sqlalchemy.types import UserDefinedType
 
-from simulator import Domain, DomainError, StateSpec, Toolbox, ToolContext, ToolError, TrialDatabase, tool
+from simulator.world.kit import Domain, DomainError, StateSpec, Toolbox, ToolContext, ToolError, TrialDatabase, tool
 
 __all__ = [
     "TAU2_DB_FILE",
@@ -118,7 +118,7 @@ class RecordChecker:
         file: the data file the record comes from.
         key: the record's key in that file.
 
-    Every check raises :class:`~simulator.domain.DomainError` with the message
+    Every check raises :class:`~simulator.world.domain.DomainError` with the message
     ``"<file>: record '<key>': field <field>: <problem>"``.
     """
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simulator import Persona
+from simulator.agents.kit import Persona
 from simulator.errors import PersonaError
 
 __all__ = ["PersonaError", "available_personas", "load_persona", "load_personas", "parse_persona"]

@@ -38,7 +38,7 @@ def retail(peers: Path, split: str = "test", quiet: bool = False) -> tuple[Any, 
 
     Without peer data a note is printed on stderr, unless ``quiet``.
     """
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     dom = get_domain("retail")
     peer = retail_peer(peers)

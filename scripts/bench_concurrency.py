@@ -27,10 +27,10 @@ from typing import Any
 
 from _bench import machine, parser, retail, retail_peer
 
-from simulator.build import build_runner
-from simulator.executors import open_executor
-from simulator.runner import Runner, settle_heap
-from simulator.spec import RunSpec
+from simulator.execution.build import build_runner
+from simulator.execution.executors import open_executor
+from simulator.execution.runner import Runner, settle_heap
+from simulator.types.spec import RunSpec
 
 CALLS_PER_TRIAL = 3
 

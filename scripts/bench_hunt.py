@@ -6,9 +6,10 @@ user with every persona. For each seed, both get the same budget of agent turns 
 
 - linear: the trials of ``tausim run --personas all --trials N`` (trial index 0 of every task x persona, then
   index 1, ...), each from its first turn, until the budget is spent;
-- hunt: :func:`simulator.hunt.hunt` with the same budget and seed (forks pay only for their continuation).
+- hunt: :func:`simulator.hunt.search.hunt` with the same budget and seed (forks pay only for their continuation).
 
-Reported per domain and seed: agent turns spent, distinct signatures (:func:`simulator.hunt.signature`), the
+Reported per domain and seed: agent turns spent, distinct signatures (:func:`simulator.grading.signature.signature`),
+the
 rate per 1,000 turns, the ratio hunt / linear, and the agent turns forking saved (prefixes not replayed).
 
 Two counts, both printed: **all** distinct signatures, and **agent-caused** ones: those whose trial did not end
@@ -27,10 +28,11 @@ import time
 from _bench import machine, parser
 
 from personas.loader import available_personas, load_personas
-from simulator.build import build_runner
-from simulator.hunt import Harness, hunt, signature
-from simulator.runner import Runner
-from simulator.spec import RunSpec
+from simulator.execution.build import build_runner
+from simulator.execution.runner import Runner
+from simulator.grading.signature import signature
+from simulator.hunt.search import Harness, hunt
+from simulator.types.spec import RunSpec
 
 AGENT = "reference:wrong_item=0.05,forget_constraint=0.05,repeat_question=0.05,skip_confirmation=0.05"
 

@@ -32,8 +32,8 @@ from typing import Any
 from _bench import machine, parser, retail, retail_peer
 from bench_concurrency import register_provider
 
-from simulator.llm import LLMClient, _success_logging_off
-from simulator.runlog import run_logger
+from simulator.models.llm import LLMClient, _success_logging_off
+from simulator.storage.runlog import run_logger
 
 MODEL = "slow/agent"
 

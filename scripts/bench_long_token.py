@@ -16,12 +16,12 @@ from collections.abc import Sequence
 
 from _bench import machine, parser
 
-from simulator._messages import AgentTurn, Message
-from simulator.domain import get_domain
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import ProcessRules
+from simulator.execution.runner import Runner
+from simulator.types.messages import AgentTurn, Message
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import ProcessRules
 from simulator.users import rule_user_factory
+from simulator.world.domain import get_domain
 
 KINDS = {
     "base64": lambda n: "".join(random.Random(17).choices(string.ascii_letters + string.digits + "+/", k=n)),

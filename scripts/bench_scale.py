@@ -5,7 +5,7 @@ and each replica gets new user, order, product and item ids and a distinct email
 Each scale runs in its own process (peak RSS is per process). Per task of the test split, once each: provisioning
 (open the trial database + apply the fixture + close), execution (the gold actions through the tools) and grading
 (the trial's final state against the prepared goal state); then the 115-task oracle run (one trial per task)
-through :class:`simulator.runner.Runner`. Prints figures, asserts nothing.
+through :class:`simulator.execution.runner.Runner`. Prints figures, asserts nothing.
 """
 
 from __future__ import annotations
@@ -66,13 +66,13 @@ def one_scale(data: Path, tasks_file: Path, k: int) -> dict[str, Any]:
     import gc
 
     from simulator.agents import agent_factory
-    from simulator.database import diff_against
-    from simulator.domain import get_domain
-    from simulator.prepared import prepare_tasks
-    from simulator.replay import apply_actions, prepare_trial
-    from simulator.runner import Runner
-    from simulator.spec import RunSpec
+    from simulator.execution.prepare import prepare_tasks
+    from simulator.execution.runner import Runner
+    from simulator.types.spec import RunSpec
     from simulator.users import user_factory
+    from simulator.world.database import diff_against
+    from simulator.world.domain import get_domain
+    from simulator.world.replay import apply_actions, prepare_trial
 
     dom = get_domain("retail")
     t0 = time.perf_counter()

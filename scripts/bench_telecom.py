@@ -20,7 +20,7 @@ from _bench import machine, parser
 
 from simulator import Runner, RunSpec, get_domain
 from simulator.agents import NullAgent, OracleAgent
-from simulator.replay import replay_tasks
+from simulator.execution.parity import replay_tasks
 from simulator.users import scripted_user_factory
 
 

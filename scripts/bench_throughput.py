@@ -13,8 +13,8 @@ import time
 from _bench import machine, parser, retail
 
 from simulator.agents import agent_factory
-from simulator.runner import Runner
-from simulator.spec import RunSpec
+from simulator.execution.runner import Runner
+from simulator.types.spec import RunSpec
 from simulator.users import user_factory
 
 

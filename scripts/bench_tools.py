@@ -21,8 +21,8 @@ from typing import Any
 
 from _bench import machine, parser
 
-from simulator.domain import get_domain
-from simulator.tools import ToolContext
+from simulator.world.domain import get_domain
+from simulator.world.tools import ToolContext
 
 
 def load(name: str, peers: Path, mode: str | None) -> tuple[Any, Any, list[Any], str]:

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 
 from _bench import machine, parser, retail
 
-from simulator._messages import AgentTurn, Message, ToolCall, UserTurn
-from simulator.orchestrator import Limits, run_conversation
-from simulator.tools import ToolContext
+from simulator.dialogue.conversation import run_conversation
+from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
+from simulator.types.trajectory import Limits
+from simulator.world.tools import ToolContext
 
 
 class ChattyAgent:

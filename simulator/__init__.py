@@ -1,61 +1,140 @@
 """tausim: multi-turn simulation of conversational, tool-using agents (the engine).
 
-The engine knows nothing about a particular domain: domains register through the ``tausim.domains`` entry
-point group and provide a schema, data, tools, a policy and tasks. Domains import only the names exported here
-(``from simulator import ...``, see ``__all__``), never a ``simulator._*`` module; ``tests/test_walls.py`` and the
-import-linter contracts in ``pyproject.toml`` check it.
+A narrow, lazy facade (PEP 562): ``import simulator`` loads none of the engine, neither SQLAlchemy nor litellm; each
+name below is imported from its home module on first use. The engine is a house of floors (docs/architecture.md):
+``types`` | ``errors`` | ``stats`` at the bottom, then ``world`` | ``models`` | ``storage``, ``dialogue``,
+``agents`` | ``users`` | ``grading``, ``execution``, ``analysis`` | ``hunt`` | ``interop`` | ``authoring``, and the
+faces ``report`` and ``cli``. Domain authors use the public kit :mod:`simulator.world.kit`; agent writers
+:mod:`simulator.agents.kit`.
+
+The run itself is :func:`run` (``simulator.run(spec, store=..., out=..., resume=...)``): what ``tausim run`` does,
+as a library call.
 """
 
-from simulator._messages import AgentTurn, Message, ToolCall, Usage, UserTurn
-from simulator._protocols import Agent, AgentFactory, Progress, TrialContext, UserFactory, UserSimulator
-from simulator._text import clip_long_tokens
-from simulator.agents.rates import REFERENCE_KNOBS, FaultDraws, check_fault_rates
-from simulator.agents.reference import ANYTHING_ELSE, RETRIES, ReferenceAgentBase
-from simulator.build import RunServices, build_runner
-from simulator.cache import SQLiteCache
-from simulator.cues import (
-    asks_confirmation,
-    is_closing,
-    is_no,
-    is_retryable_error,
-    is_yes,
-    offers_more_help,
-    requested_tool_calls,
-)
-from simulator.database import StateDiff, StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
-from simulator.domain import Domain, DomainError, available_domains, get_domain
-from simulator.dual import SetupActionError, env_caller, syncer
-from simulator.errors import TausimError
-from simulator.grading import AssertionResult, AssertionsResult
-from simulator.orchestrator import Limits, TerminationReason, Trajectory, run_conversation
-from simulator.persona import Persona
-from simulator.prepared import PreparedTask, prepare_tasks
-from simulator.ratelimit import RateLimiter, RateLimiterRegistry
-from simulator.records import RunResult, TrialResult
-from simulator.runner import Runner, derive_seed
-from simulator.sinks import Clock, Event, Ledger, Outbox, Sink, read_events
-from simulator.spec import ComponentSpec, JudgeSpec, RunSpec
-from simulator.store import ResultsStore
-from simulator.tasks import Action, InitialState, Intent, Task, TaskFileError, UserScenario, load_tasks, parse_tasks
-from simulator.tools import CallOutcome, Toolbox, ToolContext, ToolError, ToolSpec, tool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
-    "Action", "Agent", "AgentFactory", "AgentTurn", "CallOutcome", "Domain", "DomainError", "Limits",
-    "Message", "ResultsStore", "RunResult", "RunServices", "RunSpec", "Runner", "StateDiff", "StateSpec", "Task",
-    "TaskFileError",
-    "TemplateDatabase", "TerminationReason", "ToolCall", "ToolContext", "ToolError", "ToolSpec", "Toolbox",
-    "Trajectory", "TrialContext", "TrialDatabase", "TrialResult", "Usage", "UserFactory", "UserScenario",
-    "UserSimulator", "UserTurn", "available_domains", "derive_seed", "get_domain", "json_diff", "load_tasks",
-    "run_conversation", "snapshot", "tool",
-    "RateLimiter", "RateLimiterRegistry", "SQLiteCache",
-    "ANYTHING_ELSE", "FaultDraws", "Intent", "Persona", "Progress", "REFERENCE_KNOBS", "RETRIES", "ReferenceAgentBase",
-    "check_fault_rates",
-    "asks_confirmation", "is_closing", "is_no", "is_retryable_error", "is_yes", "offers_more_help",
-    "requested_tool_calls",
-    "Clock", "Event", "Ledger", "Outbox", "Sink", "read_events",
-    "AssertionResult", "AssertionsResult", "InitialState",
+    "Action",
+    "Agent",
+    "AgentFactory",
+    "AgentTurn",
+    "ComponentSpec",
+    "Domain",
+    "DomainError",
+    "Grade",
+    "JudgeSpec",
+    "Message",
+    "Persona",
+    "Progress",
+    "ResultsStore",
+    "RunResult",
+    "RunSpec",
+    "Runner",
+    "Task",
     "TausimError",
-    "PreparedTask", "prepare_tasks",
-    "ComponentSpec", "JudgeSpec", "RunServices", "build_runner", "clip_long_tokens",
-    "SetupActionError", "env_caller", "syncer", "parse_tasks",
+    "TerminationReason",
+    "ToolCall",
+    "ToolContext",
+    "ToolError",
+    "Toolbox",
+    "Trajectory",
+    "TrialContext",
+    "TrialResult",
+    "Usage",
+    "UserFactory",
+    "UserScenario",
+    "UserSimulator",
+    "UserTurn",
+    "available_domains",
+    "build_runner",
+    "derive_seed",
+    "get_domain",
+    "load_tasks",
+    "tool",
 ]
+
+_HOMES: dict[str, str] = {
+    "Action": "simulator.types.tasks",
+    "Agent": "simulator.types.protocols",
+    "AgentFactory": "simulator.types.protocols",
+    "AgentTurn": "simulator.types.messages",
+    "ComponentSpec": "simulator.types.spec",
+    "Domain": "simulator.world.domain",
+    "DomainError": "simulator.errors",
+    "Grade": "simulator.types.grade",
+    "JudgeSpec": "simulator.types.spec",
+    "Message": "simulator.types.messages",
+    "Persona": "simulator.types.persona",
+    "Progress": "simulator.types.protocols",
+    "ResultsStore": "simulator.storage.store",
+    "RunResult": "simulator.types.results",
+    "RunSpec": "simulator.types.spec",
+    "Runner": "simulator.execution.runner",
+    "Task": "simulator.types.tasks",
+    "TausimError": "simulator.errors",
+    "TerminationReason": "simulator.types.trajectory",
+    "ToolCall": "simulator.types.messages",
+    "ToolContext": "simulator.world.tools",
+    "ToolError": "simulator.errors",
+    "Toolbox": "simulator.world.tools",
+    "Trajectory": "simulator.types.trajectory",
+    "TrialContext": "simulator.types.protocols",
+    "TrialResult": "simulator.types.results",
+    "Usage": "simulator.types.messages",
+    "UserFactory": "simulator.types.protocols",
+    "UserScenario": "simulator.types.tasks",
+    "UserSimulator": "simulator.types.protocols",
+    "UserTurn": "simulator.types.messages",
+    "available_domains": "simulator.world.domain",
+    "build_runner": "simulator.execution.build",
+    "derive_seed": "simulator.execution.runner",
+    "get_domain": "simulator.world.domain",
+    "load_tasks": "simulator.types.tasks",
+    "tool": "simulator.world.tools",
+}
+"""Public name -> the module that defines it."""
+
+if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load lazily
+    from simulator.errors import DomainError, TausimError, ToolError
+    from simulator.execution.build import build_runner
+    from simulator.execution.runner import Runner, derive_seed
+    from simulator.storage.store import ResultsStore
+    from simulator.types.grade import Grade
+    from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
+    from simulator.types.persona import Persona
+    from simulator.types.protocols import (
+        Agent,
+        AgentFactory,
+        Progress,
+        TrialContext,
+        UserFactory,
+        UserSimulator,
+    )
+    from simulator.types.results import RunResult, TrialResult
+    from simulator.types.spec import ComponentSpec, JudgeSpec, RunSpec
+    from simulator.types.tasks import Action, Task, UserScenario, load_tasks
+    from simulator.types.trajectory import TerminationReason, Trajectory
+    from simulator.world.domain import Domain, available_domains, get_domain
+    from simulator.world.tools import Toolbox, ToolContext, tool
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its home module on first use (PEP 562).
+
+    Raises:
+        AttributeError: ``name`` is not a public name of the facade (nor a submodule already imported).
+    """
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'simulator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names (and what is already loaded)."""
+    return sorted(set(globals()) | set(__all__))

@@ -3,35 +3,35 @@
 Catch :class:`TausimError` to catch anything tausim raised on purpose; anything else escaping tausim is a bug.
 Each class keeps the builtin base it had before the tree existed (a :class:`TaskFileError` is still a
 ``ValueError``, a :class:`StoreError` still a ``RuntimeError``), so ``except ValueError`` around tausim calls
-behaves as it did. The old homes re-export each class (``from simulator.tasks import TaskFileError`` works).
+behaves as it did. The old homes re-export each class (``from simulator.types.tasks import TaskFileError`` works).
 
 The tree::
 
     TausimError(Exception)
     ├── InputError                     bad input from the user; the message names the file, field and value
-    │   ├── TaskFileError(ValueError)      a task file (simulator.tasks)
+    │   ├── TaskFileError(ValueError)      a task file (simulator.types.tasks)
     │   ├── PersonaError(ValueError)       a persona file or name (personas.loader)
-    │   ├── BudgetFileError(ValueError)    a budgets file (simulator.budgets)
+    │   ├── BudgetFileError(ValueError)    a budgets file (simulator.analysis.budgets)
     │   ├── RunDocumentError(ValueError)   a run document: ``tausim run --out`` file or stored run (report)
-    │   ├── DomainError(ValueError)        unknown domain or split, unreadable domain data (simulator.domain)
-    │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.gate)
-    │   ├── SpecError(ValueError)          a run spec (file, stored spec, argument) does not validate (simulator.spec)
+    │   ├── DomainError(ValueError)        unknown domain or split, unreadable domain data (simulator.world.domain)
+    │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.analysis.gate)
+    │   ├── SpecError(ValueError)          a run spec (file, stored spec, argument) does not validate (types.spec)
     │   ├── ExecutorError(ValueError)      --executor unusable: unknown scheme, Dask missing, scheduler unreachable,
-    │   │                                  workers cannot build the run (simulator.executors)
+    │   │                                  workers cannot build the run (simulator.execution.executors)
     │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
-    │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.peer_results)
+    │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.interop.peer_results)
     │   ├── SnapshotError(ValueError)      a snapshot cannot be forked: unknown user move or persona, or an agent or
-    │   │                                  user that does not replay to it deterministically (simulator.hunt)
+    │   │                                  user that does not replay to it deterministically (simulator.hunt.search)
     │   ├── SetupError                     the run cannot work as set up: missing credentials, unknown model,
-    │   │                                  unreachable server, a factory that raises (simulator.preflight);
+    │   │                                  unreachable server, a factory that raises (simulator.execution.preflight);
     │   │                                  ``.kind`` names the class
     │   └── StoreError(RuntimeError)       the results store cannot do it: unknown run, run id taken
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
-    ├── ToolError                      a domain tool refuses a call: recoverable BY THE AGENT (simulator.tools)
+    ├── ToolError                      a domain tool refuses a call: recoverable BY THE AGENT (simulator.world.tools)
     ├── InfrastructureError            a service tausim depends on failed; the trial is ``infra_error`` or the
     │   │                              run stops, never graded as the agent's failure
-    │   └── LLMError                       a model call failed (simulator.llm); ``.model``, ``.attempts``
+    │   └── LLMError                       a model call failed (simulator.models.llm); ``.model``, ``.attempts``
     │       ├── LLMInfraError                  transient (rate limit, timeout, 5xx) after every retry
     │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
     │       └── LLMRequestError                cannot succeed by retrying: auth, bad request, unknown model
@@ -39,8 +39,8 @@ The tree::
     │                                              credentials, unknown model (trial ``setup_error``)
     ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
     │   ├── GoldToolBug(RuntimeError)      a gold action made a tool raise something other than ToolError
-    │   ├── FixtureError(RuntimeError)     a task's ``initial_state`` cannot be applied (simulator.outcomes)
-    │   ├── SetupActionError(ValueError)   a task's setup action or environment function failed (simulator.dual)
+    │   ├── FixtureError(RuntimeError)     a task's ``initial_state`` cannot be applied (simulator.world.fixtures)
+    │   ├── SetupActionError(ValueError)   a task's setup action or environment function failed (simulator.world.dual)
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
         └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
@@ -285,7 +285,7 @@ class ExecutorError(InputError, ValueError):
 class WallClockRead(DefectError, RuntimeError):
     """Raised inside a tool that reads the wall clock while :func:`simulator.authoring.check_domain` watches it.
 
-    Tools take "now" only from the domain's clock (:class:`simulator.sinks.Clock`).
+    Tools take "now" only from the domain's clock (:class:`simulator.world.sinks.Clock`).
     """
 
 

@@ -12,19 +12,9 @@ from typing import Any
 from sqlalchemy import Integer, String, func, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from simulator import (
-    Action,
-    Clock,
-    Domain,
-    StateSpec,
-    Task,
-    Toolbox,
-    ToolContext,
-    ToolError,
-    TrialDatabase,
-    UserScenario,
-    tool,
-)
+from simulator import Action, Domain, Task, Toolbox, ToolContext, ToolError, UserScenario, tool
+from simulator.world.database import StateSpec, TrialDatabase
+from simulator.world.sinks import Clock
 
 
 class Base(DeclarativeBase):

@@ -5,8 +5,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from simulator._messages import Message, ToolCall
-from simulator.tools import Toolbox, ToolContext
+from simulator.types.messages import Message, ToolCall
+from simulator.world.tools import Toolbox, ToolContext
 from tests.toy import BankDomain, write_data
 
 

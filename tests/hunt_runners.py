@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from personas.loader import load_personas
-from simulator.build import build_runner
-from simulator.runner import Runner
-from simulator.spec import RunSpec
+from simulator.execution.build import build_runner
+from simulator.execution.runner import Runner
+from simulator.types.spec import RunSpec
 
 FAULTS = "wrong_item=0.05,forget_constraint=0.05,repeat_question=0.05,skip_confirmation=0.05"
 """The fault knobs of issue 14's benchmark."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from simulator.domain import Domain, DomainError
+from simulator.world.domain import Domain, DomainError
 
 __all__ = [
     "assert_bad_file_refused",

@@ -25,14 +25,14 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from simulator._messages import AgentTurn, Message, ToolCall  # noqa: E402
-from simulator.domain import get_domain  # noqa: E402
-from simulator.orchestrator import ToolCallRecord, Trajectory  # noqa: E402
-from simulator.runner import Runner  # noqa: E402
-from simulator.spec import RunSpec  # noqa: E402
-from simulator.tasks import ProcessRules  # noqa: E402
+from simulator.execution.runner import Runner  # noqa: E402
+from simulator.types.messages import AgentTurn, Message, ToolCall  # noqa: E402
+from simulator.types.spec import RunSpec  # noqa: E402
+from simulator.types.tasks import ProcessRules  # noqa: E402
+from simulator.types.trajectory import ToolCallRecord, Trajectory  # noqa: E402
 from simulator.users import rule_user_factory  # noqa: E402
 from simulator.users._scripted import scripted_user_factory  # noqa: E402
+from simulator.world.domain import get_domain  # noqa: E402
 
 
 def _base64_like(n: int) -> str:
@@ -148,7 +148,7 @@ def _patterns(token: str) -> dict[str, Any]:
     """The rewritten regexes on the whole token, uncut (the parts above scan a cut copy of long tokens)."""
     from domains.retail.reference_agent import _ADDRESS_RE, _EMAIL_RE, _LOOSE_NAME_RE, _NEGATED_RE
     from domains.returns.reference_agent import _MARK_RECEIVED_RE, _REASON_RE
-    from simulator.orchestrator import _values
+    from simulator.dialogue.conversation import _values
     from simulator.users.llm_user import parse_user_reply
 
     spaced = " ".join(token[: len(token) // 2])  # the token's characters, one a word: "1 , 1 , ..."

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from simulator.replay import ReplayResult
+from simulator.execution.parity import ReplayResult
 
 __all__ = ["cents", "is_error", "mismatch", "peer_domain_dir"]
 

@@ -95,7 +95,7 @@ class _Raising:
 def last_of_batch_waits_for_the_first(ctx):
     """The oracle; trial 3 first waits (at most 60 s) for the file ``$TAUSIM_TEST_RESULT_MARKER``, which the test's
     driver writes when it receives trial 0, and fails (agent_error) when it does not come. Trial 1 takes 1.2 s
-    (longer than the batch's publishing interval, ``simulator.dask_executor.PUBLISH_INTERVAL_S``)."""
+    (longer than the batch's publishing interval, ``simulator.execution.dask_executor.PUBLISH_INTERVAL_S``)."""
     if ctx.trial_index == 1 and not ctx.extra.get("preflight"):
         time.sleep(1.2)
     if ctx.trial_index == 3 and not ctx.extra.get("preflight"):

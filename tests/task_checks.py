@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from simulator.replay import ReplayResult
-from simulator.tasks import Task
+from simulator.execution.parity import ReplayResult
+from simulator.types.tasks import Task
 
 __all__ = [
     "assert_every_gold_action_succeeds",

@@ -5,7 +5,7 @@ import pytest
 from domains.retail import RetailDomain
 from simulator.agents import agent_factory, parse_knob_rates
 from simulator.agents._faulty import parse_fault_rates
-from simulator.domain import DomainError
+from simulator.world.domain import DomainError
 
 
 def test_rates_parse_in_order():

@@ -18,14 +18,14 @@ import pytest
 from domains.airline import AirlineDomain
 from domains.airline import _understand as nl
 from domains.airline.reference_agent import KNOBS, AirlineReferenceAgent
-from simulator._messages import Message, UserTurn
-from simulator._protocols import TrialContext
-from simulator.cues import asks_confirmation
-from simulator.domain import DomainError
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import Intent, Task
+from simulator.dialogue.cues import asks_confirmation
+from simulator.execution.runner import Runner
+from simulator.types.messages import Message, UserTurn
+from simulator.types.protocols import TrialContext
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import Intent, Task
 from simulator.users import rule_user_factory
+from simulator.world.domain import DomainError
 
 # ------------------------------------------------------------------------------------------------ agenda user
 _SLOT_WORDS = (("insurance", "insurance"), ("reservation", "reservation_id"), ("payment", "payment"),

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from simulator.agents import OracleAgent
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import TaskFileError, parse_tasks
+from simulator.execution.runner import Runner
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import TaskFileError, parse_tasks
 from simulator.users import scripted_user_factory
 from tests.test_sinks import SinkBank
 from tests.toy import write_data
@@ -58,7 +58,7 @@ def _scripted(actions):
     class Agent(OracleAgent):
         def __init__(self, ctx):
             super().__init__(ctx)
-            from simulator.tasks import Action
+            from simulator.types.tasks import Action
             self._actions = [Action(**a) for a in actions]
             self._outputs = []
     return Agent

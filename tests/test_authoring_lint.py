@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from simulator.authoring import errors, lint_tasks
 from simulator.cli import app
-from simulator.domain import get_domain
-from simulator.tasks import parse_tasks
+from simulator.types.tasks import parse_tasks
+from simulator.world.domain import get_domain
 
 RETURNS = Path(__file__).resolve().parents[1] / "domains" / "returns" / "tasks" / "builtin.json"
 PEERS = Path(__file__).resolve().parents[2] / "shared" / "peers" / "tau-bench"

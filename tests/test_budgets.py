@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from simulator.budgets import BudgetFileError, derive_budgets, load_budgets
+from simulator.analysis.budgets import BudgetFileError, derive_budgets, load_budgets
 from simulator.cli import app
-from simulator.tasks import Budget
+from simulator.types.tasks import Budget
 
 
 def invoke(*args: Any):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from simulator.calibrate import calibrate
+from simulator.analysis.calibrate import calibrate
 from simulator.cli import app
 
 TASKS = "cancel-no-longer-needed,modify-order-address,modify-payment-to-paypal"

@@ -4,8 +4,8 @@ import json
 
 from typer.testing import CliRunner
 
-from simulator._messages import AgentTurn, Message
 from simulator.cli import app
+from simulator.types.messages import AgentTurn, Message
 from tests.slow_agents import interrupt_run
 
 
@@ -182,8 +182,9 @@ def test_every_command_lives_in_its_own_module_of_the_cli_package():
 def test_a_resumed_session_of_errors_fails_its_error_rate_and_an_empty_run_id_is_refused(tmp_path):
     """A resumed run whose earlier trials passed and whose few new ones (fewer than 10: never checked while they
     ran) all ended on errors exits 1: the check is over this session's trials, as the early stop's is."""
-    from simulator.records import TrialResult, partial_header
-    from simulator.spec import RunSpec
+    from simulator.storage.documents import partial_header
+    from simulator.types.results import TrialResult
+    from simulator.types.spec import RunSpec
 
     ids = ["cancel-no-longer-needed", "modify-order-address", "exchange-two-items"]
     done = tmp_path / "done.json"

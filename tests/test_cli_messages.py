@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.errors import SpecError
-from simulator.spec import RunSpec, format_validation_error, load_spec
+from simulator.types.spec import RunSpec, format_validation_error, load_spec
 
 
 def invoke(*args):

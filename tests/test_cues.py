@@ -1,9 +1,9 @@
-"""The dialogue cues (simulator.cues): one definition of yes, no, closing and confirmation requests."""
+"""The dialogue cues (simulator.dialogue.cues): one definition of yes, no, closing and confirmation requests."""
 
 import pytest
 
 import simulator
-from simulator import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
+from simulator.dialogue.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 
 
 @pytest.mark.parametrize("text", ["yes", "Yes, please go ahead.", "Yeah", "  YES!", "sure, go ahead", "Confirm.",

@@ -1,7 +1,7 @@
 import threading
 
-from simulator.database import StateSpec, diff_snapshots, json_diff, snapshot, values_equal
-from simulator.tools import ToolContext
+from simulator.world.database import StateSpec, diff_snapshots, json_diff, snapshot, values_equal
+from simulator.world.tools import ToolContext
 from tests.toy import BankDomain, Base, write_data
 
 
@@ -83,7 +83,7 @@ def test_json_diff_shape():
 
 def test_diff_against_goal_equals_full_snapshot_diff(tmp_path):
     """The write-log comparison (only rows either side wrote) agrees with a full-table comparison."""
-    from simulator.database import diff_against
+    from simulator.world.database import diff_against
 
     dom = BankDomain()
     tpl = dom.template(write_data(tmp_path / "d"))
@@ -129,7 +129,8 @@ def test_diff_against_goal_equals_full_snapshot_diff(tmp_path):
 
 def test_goal_delta_grades_as_the_full_goal_database(tmp_path):
     """A goal kept as the rows its replay wrote gives the same differences as the whole goal database."""
-    from simulator.database import StateDelta, capture_delta, diff_against
+    from simulator.types.state import StateDelta
+    from simulator.world.database import capture_delta, diff_against
 
     dom = BankDomain()
     tpl = dom.template(write_data(tmp_path / "d"))
@@ -221,7 +222,7 @@ def _full_state(raw):
 
 def test_a_copy_is_restored_to_the_template_and_reused(tmp_path):
     """A trial's writes are undone when it ends; the next trial gets the same copy, equal to a fresh one."""
-    from simulator.database import TemplateDatabase
+    from simulator.world.database import TemplateDatabase
     from tests.toy import BankDomain as Dom
 
     dom = Dom()
@@ -259,7 +260,7 @@ def test_a_copy_is_restored_to_the_template_and_reused(tmp_path):
 def test_a_copy_whose_content_was_replaced_is_closed_not_reused(tmp_path):
     """TrialDatabase.load (a hunt snapshot restored) replaces the database: that copy is never handed out again
     (sqlite's cached statements of a replaced database must not run again)."""
-    from simulator.database import TemplateDatabase
+    from simulator.world.database import TemplateDatabase
     from tests.toy import BankDomain as Dom
 
     dom = Dom()

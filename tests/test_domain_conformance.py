@@ -8,7 +8,7 @@ shipped so that a third party's CI runs the same; their own tests are in tests/t
 import pytest
 
 from simulator.authoring import check_domain, errors
-from simulator.domain import available_domains, get_domain
+from simulator.world.domain import available_domains, get_domain
 
 DOMAINS = [d for d in available_domains() if get_domain(d).task_splits()]
 """Domains with built-in data and tasks; the tau2-bench worlds (mock, telecom) load the suite's files and are

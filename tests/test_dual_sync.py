@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from simulator import Task, ToolContext, UserScenario, get_domain
-from simulator.dual import syncer
-from simulator.replay import prepare_trial
+from simulator.world.dual import syncer
+from simulator.world.replay import prepare_trial
 
 TAU2 = Path(__file__).resolve().parents[1] / ".." / "shared" / "peers" / "tau2-bench"
 

@@ -1,4 +1,4 @@
-"""Environment faults (simulator.faults): seeded rates, rollback of partial writes, recording, recovery rate."""
+"""Environment faults (simulator.world.faults): seeded rates, rollback of partial writes, recording, recovery rate."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from simulator.build import build_runner
 from simulator.cli import app
-from simulator.faults import FAULT_KINDS, FaultRates, FaultyToolbox, draw_fault, recovery_rates
-from simulator.records import RunResult, run_summary_json
-from simulator.replay import prepare_trial
-from simulator.runner import Runner
-from simulator.spec import RunSpec, spec_differences
-from simulator.tools import ToolContext
+from simulator.execution.build import build_runner
+from simulator.execution.runner import Runner
+from simulator.stats.faults import recovery_rates
+from simulator.storage.documents import run_summary_json
+from simulator.types.faults import FAULT_KINDS, FaultRates
+from simulator.types.results import RunResult
+from simulator.types.spec import RunSpec, spec_differences
+from simulator.world.faults import FaultyToolbox, draw_fault
+from simulator.world.replay import prepare_trial
+from simulator.world.tools import ToolContext
 
 RATES = "transient=0.05,timeout=0.02,slow=0.05,partial_write=0.02"
 TASKS = ["cancel-no-longer-needed", "cancel-gift-card-balance", "modify-order-address", "modify-payment-to-paypal",
@@ -222,7 +225,7 @@ def test_tausim_run_and_hunt_accept_faults(tmp_path):
 
 
 def test_a_forked_trial_meets_the_same_faults_as_its_original():
-    from simulator.hunt import Harness, every_turn
+    from simulator.hunt.search import Harness, every_turn
 
     runner = _runner("transient=0.2,slow=0.1,partial_write=0.3", tasks=TASKS[:3])
     harness = Harness(runner)
@@ -265,7 +268,7 @@ def test_the_reference_agents_make_a_call_again_after_a_retryable_error(domain):
 
 
 def test_retryable_errors_are_told_from_other_tool_errors():
-    from simulator.cues import is_retryable_error
+    from simulator.dialogue.cues import is_retryable_error
 
     assert is_retryable_error("Error: get_order_details is temporarily unavailable (the service is busy); nothing "
                               "was changed. Please try again.")

@@ -58,22 +58,22 @@ def test_every_exception_class_derives_from_tausim_error_and_is_named_in_the_tre
 
 
 @pytest.mark.parametrize("home,name,builtin", [
-    ("simulator.tasks", "TaskFileError", ValueError),
+    ("simulator.types.tasks", "TaskFileError", ValueError),
     ("personas.loader", "PersonaError", ValueError),
     ("personas", "PersonaError", ValueError),
-    ("simulator.budgets", "BudgetFileError", ValueError),
+    ("simulator.analysis.budgets", "BudgetFileError", ValueError),
     ("simulator.report", "RunDocumentError", ValueError),
-    ("simulator.domain", "DomainError", ValueError),
+    ("simulator.world.domain", "DomainError", ValueError),
     ("simulator", "DomainError", ValueError),
-    ("simulator.gate", "GateError", ValueError),
-    ("simulator.store", "StoreError", RuntimeError),
-    ("simulator.store", "ConfigMismatchError", RuntimeError),
-    ("simulator.replay", "GoldToolBug", RuntimeError),
-    ("simulator.tools", "ToolError", Exception),
+    ("simulator.analysis.gate", "GateError", ValueError),
+    ("simulator.storage.store", "StoreError", RuntimeError),
+    ("simulator.storage.store", "ConfigMismatchError", RuntimeError),
+    ("simulator.world.replay", "GoldToolBug", RuntimeError),
+    ("simulator.world.tools", "ToolError", Exception),
     ("simulator", "ToolError", Exception),
-    ("simulator.llm", "LLMInfraError", Exception),
-    ("simulator.llm", "LLMContextOverflow", Exception),
-    ("simulator.llm", "LLMRequestError", Exception),
+    ("simulator.models.llm", "LLMInfraError", Exception),
+    ("simulator.models.llm", "LLMContextOverflow", Exception),
+    ("simulator.models.llm", "LLMRequestError", Exception),
 ])
 def test_old_homes_re_export_with_their_builtin_bases(home, name, builtin):
     cls = getattr(importlib.import_module(home), name)

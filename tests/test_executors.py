@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.build import build_runner
 from simulator.cli import app
-from simulator.executors import ExecutorError, open_executor
-from simulator.spec import RunSpec, parse_executor
+from simulator.execution.build import build_runner
+from simulator.execution.executors import ExecutorError, open_executor
+from simulator.types.spec import RunSpec, parse_executor
 from tests import crash_agents, slow_agents
 
 pytest.importorskip("distributed")
@@ -131,7 +131,7 @@ def test_bad_executor_fails_before_any_trial(tmp_path):
 
 def test_local_with_more_workers_than_the_machine_can_take_is_refused_before_any_trial(tmp_path, monkeypatch):
     """``local:99999`` once tried to start 99999 worker processes and never got past starting the cluster."""
-    from simulator import executors
+    from simulator.execution import executors
 
     monkeypatch.setattr(executors, "usable_cores", lambda: 1)
     assert executors.local_worker_limit() == executors.LOCAL_WORKERS_PER_CORE == 4
@@ -189,7 +189,7 @@ def test_existing_dask_cluster_in_a_loopback_only_network_namespace(tmp_path):
 
 def test_dask_batches_give_every_thread_of_the_cluster_work():
     pytest.importorskip("distributed")
-    from simulator.dask_executor import MAX_BATCH, DaskExecutor
+    from simulator.execution.dask_executor import MAX_BATCH, DaskExecutor
 
     class FakeClient:
         def scheduler_info(self):
@@ -209,8 +209,8 @@ def test_dask_batches_give_every_thread_of_the_cluster_work():
 
 def test_local_workers_are_pinned_only_when_each_can_have_its_own_core(monkeypatch):
     pytest.importorskip("distributed")
-    from simulator import executors
-    from simulator.dask_executor import CorePinning, pinned_core
+    from simulator.execution import executors
+    from simulator.execution.dask_executor import CorePinning, pinned_core
 
     assert [pinned_core(i, [2, 5]) for i in range(4)] == [2, 5, 2, 5]
     assert pinned_core("tcp://127.0.0.1:4000", [0, 1]) is None and pinned_core(0, []) is None

@@ -11,13 +11,15 @@ import pytest
 from rich.console import Console
 
 from personas.loader import load_personas
-from simulator.build import build_runner
 from simulator.cli.hunt import summary
-from simulator.hunt import export_cases, hunt, signature
-from simulator.records import RunResult, run_summary_json
+from simulator.execution.build import build_runner
+from simulator.execution.runner import Runner
+from simulator.grading.signature import signature
+from simulator.hunt.search import export_cases, hunt
 from simulator.report import analyze_run, hunt_clusters, print_summary, render_html, render_hunt_html, run_clusters
-from simulator.runner import Runner
-from simulator.spec import RunSpec
+from simulator.storage.documents import run_summary_json
+from simulator.types.results import RunResult
+from simulator.types.spec import RunSpec
 
 KNOBS = "wrong_item=0.2,forget_constraint=0.2,repeat_question=0.1,skip_confirmation=0.2"
 

@@ -12,9 +12,9 @@ import pytest
 
 from simulator.agents import FAULT_KINDS, FaultyOracleAgent, agent_factory
 from simulator.agents._faulty import parse_fault_rates
-from simulator.runner import Runner, derive_seed, run_summary_json
-from simulator.spec import RunSpec
-from simulator.tasks import parse_tasks
+from simulator.execution.runner import Runner, derive_seed, run_summary_json
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
 from simulator.users import user_factory
 from tests.toy import BankDomain, write_data
 

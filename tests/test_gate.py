@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from simulator.analysis.gate import GateError, evaluate_gate
 from simulator.cli import app
-from simulator.gate import GateError, evaluate_gate
 
 
 def invoke(*args: Any):

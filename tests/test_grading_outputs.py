@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.grading.outputs import OutputsResult, check_outputs, find_output
+from simulator.grading.outputs import check_outputs, find_output
+from simulator.types.grade import OutputsResult
 
 # (required output, agent message, expected)
 NUMBER_TABLE = [

@@ -1,6 +1,6 @@
 from simulator.grading import check_process
-from simulator.orchestrator import TerminationReason, ToolCallRecord, Trajectory
-from simulator.tasks import ProcessRules
+from simulator.types.tasks import ProcessRules
+from simulator.types.trajectory import TerminationReason, ToolCallRecord, Trajectory
 from tests.toy import BankDomain
 
 TB = BankDomain().toolbox()

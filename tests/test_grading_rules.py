@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from simulator._messages import Message, ToolCall, Usage
-from simulator.cues import YES_RE
-from simulator.database import StateDiff
+from simulator.dialogue.cues import YES_RE
 from simulator.grading import check_budget, check_loops, check_process, grade_trial
-from simulator.orchestrator import TerminationReason, ToolCallRecord, Trajectory
-from simulator.tasks import Budget, Precedence, ProcessRules, Task, UserScenario
+from simulator.types.messages import Message, ToolCall, Usage
+from simulator.types.state import StateDiff
+from simulator.types.tasks import Budget, Precedence, ProcessRules, Task, UserScenario
+from simulator.types.trajectory import TerminationReason, ToolCallRecord, Trajectory
 from tests.toy import BankDomain
 
 TB = BankDomain().toolbox()
@@ -178,7 +178,7 @@ def test_domain_defaults_apply_under_the_task():
 
 
 def test_builtin_domains_do_not_ask_for_confirmation_by_default():
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     for name in ("retail", "airline"):
         assert not get_domain(name).default_process_rules().confirm_writes
@@ -275,7 +275,7 @@ def test_budget_component_fails_the_trial_and_the_tighter_ceiling_wins():
 
 
 def test_old_grades_without_loops_or_budget_still_load():
-    from simulator.grading import Grade
+    from simulator.types.grade import Grade
 
     g = Grade.model_validate({"passed": True, "state": {"passed": True}, "outputs": {"passed": True, "missing": []},
                               "process": {"passed": True}})
@@ -290,7 +290,7 @@ class _Scripted:
         self.script = list(script)
 
     def step(self, messages):
-        from simulator._messages import AgentTurn
+        from simulator.types.messages import AgentTurn
 
         return AgentTurn(message=self.script.pop(0) if self.script else Message(role="assistant", content="Bye."))
 
@@ -300,8 +300,8 @@ def _call(name: str, cid: str, **args: Any) -> Message:
 
 
 def _run_bank(tmp_path, task: Task, script: list[Message], domain=None, budgets=None, replies=("hi",)):
-    from simulator.runner import Runner
-    from simulator.spec import RunSpec
+    from simulator.execution.runner import Runner
+    from simulator.types.spec import RunSpec
     from simulator.users import ScriptedUser
     from tests.toy import write_data
 
@@ -316,7 +316,7 @@ MOVE = {"src": "A1", "dst": "B2", "amount": 10}
 
 
 def test_duplicate_write_fails_state_and_loops(tmp_path):
-    from simulator.tasks import Action
+    from simulator.types.tasks import Action
 
     task = _task(gold_actions=[Action(name="transfer", arguments=MOVE)], loop_threshold=0)
     once = _run_bank(tmp_path / "1", task, [_call("transfer", "c1", **MOVE), Message(role="assistant", content="ok")])
@@ -327,7 +327,7 @@ def test_duplicate_write_fails_state_and_loops(tmp_path):
 
 
 def test_confirmation_end_to_end_with_a_domain_default(tmp_path):
-    from simulator.tasks import Action
+    from simulator.types.tasks import Action
 
     task = _task(gold_actions=[Action(name="transfer", arguments=MOVE)])
     plan = [_call("get_balance", "c0", account_id="A1"), Message(role="assistant", content="Transfer $10 to B2?"),
@@ -340,7 +340,7 @@ def test_confirmation_end_to_end_with_a_domain_default(tmp_path):
 
 
 def test_run_budget_end_to_end(tmp_path):
-    from simulator.tasks import Action
+    from simulator.types.tasks import Action
 
     task = _task(gold_actions=[Action(name="transfer", arguments=MOVE)])
     plan = [_call("get_balance", "c0", account_id="A1"), _call("transfer", "c1", **MOVE)]
@@ -385,7 +385,7 @@ def test_task_file_with_the_new_rules(tmp_path):
     ({"loop_threshold": -1}, "field loop_threshold"),
 ])
 def test_task_file_errors_name_the_field(tmp_path, fields, message):
-    from simulator.tasks import TaskFileError
+    from simulator.types.tasks import TaskFileError
 
     with pytest.raises(TaskFileError, match=message.replace("(", r"\(").replace("[", r"\[").replace("]", r"\]")):
         BankDomain().load_tasks(_task_file(tmp_path, **fields))

@@ -1,4 +1,4 @@
-"""Failure hunting: snapshot and fork, signatures and clusters, the search, regression cases (simulator.hunt)."""
+"""Failure hunting: snapshot and fork, signatures and clusters, the search, regression cases (simulator.hunt.search)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from simulator.build import build_runner
-from simulator.database import snapshot as db_snapshot
 from simulator.errors import SnapshotError, TausimError
-from simulator.hunt import (
-    MOVES,
-    Harness,
-    at_decisions,
-    core,
-    every_turn,
-    export_cases,
-    hunt,
-    run_case,
-    signature,
-)
-from simulator.orchestrator import Trajectory
-from simulator.replay import prepare_trial, replay_trajectory
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import load_tasks
+from simulator.execution.build import build_runner
+from simulator.execution.runner import Runner
+from simulator.grading.signature import core, signature
+from simulator.hunt.search import MOVES, Harness, at_decisions, every_turn, export_cases, hunt, run_case
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import load_tasks
+from simulator.types.trajectory import Trajectory
+from simulator.world.database import snapshot as db_snapshot
+from simulator.world.replay import prepare_trial, replay_trajectory
 from tests.hunt_runners import FAULTS, PERSONAS, make_runner
 
 

@@ -9,14 +9,14 @@ from pydantic import ValidationError
 
 from simulator.authoring import errors as lint_errors
 from simulator.authoring.lint import lint_tasks
-from simulator.database import snapshot as db_snapshot
+from simulator.dialogue.prefix import apply_state, message_properties
 from simulator.errors import TaskFileError
-from simulator.hunt import Harness, every_turn, export_cases, first_error, hunt, prefix_at, run_case
-from simulator.prefix import apply_state, message_properties
-from simulator.replay import prepare_trial, replay_trajectory
-from simulator.runner import Runner
-from simulator.sinks import read_events
-from simulator.tasks import NextStep, StepCall, Task, load_tasks, parse_tasks
+from simulator.execution.runner import Runner
+from simulator.hunt.search import Harness, every_turn, export_cases, first_error, hunt, prefix_at, run_case
+from simulator.types.tasks import NextStep, StepCall, Task, load_tasks, parse_tasks
+from simulator.world.database import snapshot as db_snapshot
+from simulator.world.events import read_events
+from simulator.world.replay import prepare_trial, replay_trajectory
 from tests.hunt_runners import FAULTS, PERSONAS, make_runner
 
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from simulator.agents import OracleAgent
 from simulator.cli import app
+from simulator.execution.runner import Runner
 from simulator.grading.judge import (
     Calibration,
     Judge,
@@ -24,10 +25,9 @@ from simulator.grading.judge import (
     parse_verdict,
     render_transcript,
 )
-from simulator.llm import LLMClient
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import JudgeAssertion, parse_tasks
+from simulator.models.llm import LLMClient
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import JudgeAssertion, parse_tasks
 from simulator.users import scripted_user_factory
 from tests.fake_llm import register
 from tests.toy import BankDomain, write_data
@@ -123,7 +123,7 @@ def test_fail_closed_on_errors_and_garbage(litellm, monkeypatch):
 
 def test_grade_judge_all_assertions_must_pass(litellm, monkeypatch):
     judge, provider = judge_with(monkeypatch, litellm, ['{"verdict": "yes"}', "garbage"])
-    from simulator._messages import Message
+    from simulator.types.messages import Message
 
     msgs = [Message(role="user", content="refund to PayPal?"), Message(role="assistant", content="No: policy.")]
     res = grade_judge([JudgeAssertion(assertion="a1", rubric="be strict"), JudgeAssertion(assertion="a2")],
@@ -340,7 +340,7 @@ def test_calibrate_bad_labels_exit_2(tmp_path):
 # --- tausim run --judge on the built-in retail data -----------------------------------------------------------
 
 def _retail_task_file(tmp_path):
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     task = next(t for t in get_domain("retail").load_tasks(None) if t.id == "cancel-no-longer-needed")
     doc = {"format": "tausim.tasks", "version": 1, "domain": "retail",
@@ -384,7 +384,7 @@ def test_cli_run_refuses_a_bad_calibration_file(tmp_path):
 
 
 def test_regrade_keeps_the_recorded_judge(litellm, tmp_path):
-    from simulator.runner import regrade_trial
+    from simulator.execution.runner import regrade_trial
 
     dom = BankDomain()
     tpl = dom.template(write_data(tmp_path / "d"))

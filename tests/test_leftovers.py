@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator._messages import Message
 from simulator.cli import app
-from simulator.tasks import Action
+from simulator.types.messages import Message
+from simulator.types.tasks import Action
 from simulator.users._scripted import ConfirmingUser
 
 PEERS = Path(__file__).resolve().parents[1].parent / "shared" / "peers" / "tau2-bench"
@@ -66,8 +66,8 @@ _PERSONA = {"name": "terse", "description": "Short answers."}
 
 def _returns_lint(tasks: list[dict]):
     from simulator.authoring import lint_tasks
-    from simulator.domain import get_domain
-    from simulator.tasks import parse_tasks
+    from simulator.types.tasks import parse_tasks
+    from simulator.world.domain import get_domain
 
     doc = json.loads(RETURNS.read_text())
     dom = get_domain("returns")
@@ -147,7 +147,7 @@ def test_a_bad_move_key_is_named_as_a_key_of_scenario_moves(tmp_path):
 def test_format_validation_error_names_a_bad_dict_key():
     from pydantic import BaseModel, ValidationError
 
-    from simulator.spec import format_validation_error
+    from simulator.types.spec import format_validation_error
 
     class Caps(BaseModel):
         limits: dict[int, str]
@@ -178,8 +178,8 @@ def _prefix_case_file(tmp_path: Path, user: dict, **scenario) -> Path:
 ], ids=["persona", "intent-past-agenda", "intent-negative", "persona-pattern", "move", "move-late", "extra"])
 def test_a_bogus_prefix_user_is_refused_at_load_naming_file_field_value(tmp_path, user, expected):
     """``prefix.user`` was an untyped dict: a bogus persona or intent loaded, linted and ran clean."""
-    from simulator.domain import get_domain
     from simulator.errors import TaskFileError
+    from simulator.world.domain import get_domain
 
     path = _prefix_case_file(tmp_path, user)
     with pytest.raises(TaskFileError) as e:
@@ -190,8 +190,8 @@ def test_a_bogus_prefix_user_is_refused_at_load_naming_file_field_value(tmp_path
 
 
 def test_the_prefix_user_hunt_writes_still_loads(tmp_path):
-    """The fields of an exported prefix case (simulator.hunt.prefix_at): move keys as strings, persona pinned."""
-    from simulator.domain import get_domain
+    """The fields of an exported prefix case (simulator.hunt.search.prefix_at): move keys as strings, persona pinned."""
+    from simulator.world.domain import get_domain
 
     user = {"intent": 1, "stale": 0, "persona": "terse", "turn": 3, "moves": {"1": "switch_persona:impatient"}}
     impatient = {"name": "impatient", "description": "Wants it done now."}
@@ -236,7 +236,7 @@ def test_data_folder_of_another_domain_says_what_the_domain_needs():
 
 
 def test_a_folder_missing_one_table_file_names_it_and_the_layouts(tmp_path):
-    from simulator.domain import DomainError, get_domain
+    from simulator.world.domain import DomainError, get_domain
 
     dom = get_domain("airline")
     for name in ("users.json", "reservations.json"):

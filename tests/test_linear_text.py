@@ -93,7 +93,7 @@ def test_every_part_is_tested() -> None:
 
 
 def test_clip_long_tokens_keeps_ordinary_text_and_cuts_long_tokens_to_their_ends() -> None:
-    from simulator._text import MAX_TOKEN_CHARS, clip_long_tokens
+    from simulator.dialogue.text import MAX_TOKEN_CHARS, clip_long_tokens
 
     ordinary = "Your order #W2378156 (https://example.com/track?id=123) ships tomorrow.\nAnything else?"
     assert clip_long_tokens(ordinary) == ordinary
@@ -117,7 +117,7 @@ def test_clip_long_tokens_keeps_ordinary_text_and_cuts_long_tokens_to_their_ends
     ("No values here at all, only words.", set()),
 ])
 def test_progress_values_of_ordinary_messages(text: str, values: set[str]) -> None:
-    from simulator.orchestrator import _values
+    from simulator.dialogue.conversation import _values
 
     assert _values(text) == values
 

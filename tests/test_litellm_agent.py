@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simulator._messages import AgentTurn, Message, ToolCall
-from simulator._protocols import Agent, TrialContext
 from simulator.agents.litellm_agent import DEFAULT_AGENT_INSTRUCTION, LiteLLMAgent, litellm_agent_factory
-from simulator.tasks import Action, Task, UserScenario
+from simulator.types.messages import AgentTurn, Message, ToolCall
+from simulator.types.protocols import Agent, TrialContext
+from simulator.types.tasks import Action, Task, UserScenario
 from tests.fake_llm import register, tool_calls_response
 
 PROVIDER = "tausimfakeagent"

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from simulator._messages import ToolCall
-from simulator.llm import (
+from simulator.models.llm import (
     LLMClient,
     LLMContextOverflow,
     LLMInfraError,
@@ -21,6 +20,7 @@ from simulator.llm import (
     LLMSetupError,
     model_seed,
 )
+from simulator.types.messages import ToolCall
 from tests.fake_llm import register, tool_calls_response
 
 PROVIDER = "tausimfake"

@@ -8,9 +8,9 @@ results, the user's stop token, usage counting.
 from __future__ import annotations
 
 from simulator.agents import agent_factory
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import parse_tasks
+from simulator.execution.runner import Runner
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
 from simulator.users import user_factory
 from tests.fake_llm import register, tool_calls_response
 from tests.toy import BankDomain, write_data

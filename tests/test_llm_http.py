@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from simulator.agents import agent_factory
 from simulator.cli import app
+from simulator.execution.runner import Runner
 from simulator.grading.judge import Judge
-from simulator.llm import LLMClient, LLMInfraError, LLMRequestError
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import parse_tasks
+from simulator.models.llm import LLMClient, LLMInfraError, LLMRequestError
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
 from simulator.users import user_factory
 from tests.openai_server import openai_server
 from tests.toy import BankDomain, write_data

@@ -20,15 +20,15 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from simulator.agents import agent_factory
-from simulator.cache import SQLiteCache
 from simulator.cli import app
-from simulator.llm import LLMClient
-from simulator.progress import RunProgress
-from simulator.ratelimit import RateLimiter, RateLimiterRegistry
-from simulator.runlog import open_run_log
-from simulator.runner import Runner, RunResult, TrialResult
-from simulator.spec import RunSpec
-from simulator.tasks import parse_tasks
+from simulator.dialogue.progress import RunProgress
+from simulator.execution.runner import Runner, RunResult, TrialResult
+from simulator.models.cache import SQLiteCache
+from simulator.models.llm import LLMClient
+from simulator.models.ratelimit import RateLimiter, RateLimiterRegistry
+from simulator.storage.runlog import open_run_log
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
 from simulator.users import user_factory
 from tests.fake_llm import register, tool_calls_response
 from tests.toy import BankDomain, write_data
@@ -155,7 +155,7 @@ def test_exhausted_retries_record_infra_error_and_the_run_goes_on(litellm, tmp_p
         "fakeuser": [USER_SCRIPT[0], *USER_SCRIPT],
     })
     buf = io.StringIO()
-    from simulator.runlog import run_logger
+    from simulator.storage.runlog import run_logger
 
     res = bank_run(tmp_path, bank_tasks("broken", "fine"), trials=1, log=run_logger(buf, "r-faults"),
                    max_attempts=3, **FAST)

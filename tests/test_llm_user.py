@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simulator._messages import Message, UserTurn
-from simulator._protocols import TrialContext, UserSimulator
-from simulator.tasks import Action, Task, UserScenario
+from simulator.types.messages import Message, UserTurn
+from simulator.types.protocols import TrialContext, UserSimulator
+from simulator.types.tasks import Action, Task, UserScenario
 from simulator.users.llm_user import (
     AGENT_GREETING,
     DEFAULT_USER_PROMPT,
@@ -98,7 +98,7 @@ def test_prompt_has_scenario_but_no_gold_outputs_or_policy(litellm: Any, fake: A
 
 
 def test_roles_are_flipped_and_tool_traffic_skipped(litellm: Any, fake: Any) -> None:
-    from simulator._messages import ToolCall
+    from simulator.types.messages import ToolCall
 
     provider = fake(["It is 19122."])
     history = [

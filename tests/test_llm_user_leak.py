@@ -16,11 +16,12 @@ import pytest
 
 from personas.loader import load_personas
 from simulator import Persona
-from simulator._messages import AgentTurn, Message
-from simulator._protocols import Progress, TrialContext
-from simulator.cues import asks_confirmation
-from simulator.orchestrator import TerminationReason, run_conversation
-from simulator.tasks import Action, Intent, Task, UserScenario
+from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.cues import asks_confirmation
+from simulator.types.messages import AgentTurn, Message
+from simulator.types.protocols import Progress, TrialContext
+from simulator.types.tasks import Action, Intent, Task, UserScenario
+from simulator.types.trajectory import TerminationReason
 from simulator.users._leak import (
     Secret,
     SecretMatcher,
@@ -588,8 +589,8 @@ def test_the_rule_user_never_trips_the_guard() -> None:
         pytest.skip("simulator.users.rule_user not present")
     from personas.loader import load_personas as personas_all
     from simulator.agents import agent_factory
-    from simulator.runner import Runner
-    from simulator.spec import RunSpec
+    from simulator.execution.runner import Runner
+    from simulator.types.spec import RunSpec
     from simulator.users import user_factory
 
     dom = retail()
@@ -660,8 +661,7 @@ def test_users_read_the_prepared_secrets_and_the_factory_caches_none() -> None:
     import dataclasses
 
     from simulator.grading import effective_rules
-    from simulator.prepared import PreparedTask, user_needs
-    from simulator.replay import GoldReplay
+    from simulator.types.prepared import GoldReplay, PreparedTask, user_needs
 
     build = llm_user_factory(MODEL, max_attempts=1)
     assert user_needs(build) == {"secrets"}  # a run prepares each task's secrets once

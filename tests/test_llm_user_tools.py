@@ -10,12 +10,13 @@ import pytest
 
 from simulator import Runner, RunSpec, get_domain
 from simulator.agents import OracleAgent
-from simulator.dual import syncer
-from simulator.orchestrator import Limits, run_conversation
-from simulator.replay import prepare_trial
-from simulator.tau2 import parse_tau2_tasks
-from simulator.tools import ToolContext
+from simulator.dialogue.conversation import run_conversation
+from simulator.types.trajectory import Limits
 from simulator.users.llm_user import llm_user_factory
+from simulator.world.dual import syncer
+from simulator.world.replay import prepare_trial
+from simulator.world.tau2_tasks import parse_tau2_tasks
+from simulator.world.tools import ToolContext
 from tests.fake_llm import register, tool_calls_response
 
 TAU2 = Path(__file__).resolve().parents[1] / ".." / "shared" / "peers" / "tau2-bench"
@@ -118,9 +119,9 @@ def test_a_user_without_tools_sends_none(litellm: Any, monkeypatch: pytest.Monke
 def test_leak_guard_on_a_tool_using_user(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
-    from simulator._messages import Message, ToolCall
-    from simulator._protocols import TrialContext
-    from simulator.tasks import Action, Task, UserScenario
+    from simulator.types.messages import Message, ToolCall
+    from simulator.types.protocols import TrialContext
+    from simulator.types.tasks import Action, Task, UserScenario
 
     fake = register(monkeypatch, litellm, {PROVIDER: [
         "My line is L1002 and my customer id is C1001.",  # C1001 was never given to the user: a leak

@@ -1,4 +1,4 @@
-"""Tests for simulator.metrics: expected values are computed independently (enumeration, hand figures)."""
+"""Tests for simulator.stats.summaries: expected values are computed independently (enumeration, hand figures)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from simulator.metrics import (
+from simulator.stats.estimators import (
     SummaryStats,
     bootstrap_ci,
     pass_at_k,

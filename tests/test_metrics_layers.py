@@ -1,4 +1,5 @@
-"""Run metrics (simulator.metrics.run_metrics): pass^k vs theory, infra errors, layers, costs, tool-call accuracy."""
+"""Run metrics (simulator.stats.summaries.run_metrics): pass^k vs theory, infra errors, layers, costs, tool-call
+accuracy."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import copy
 
 import pytest
 
-from simulator._messages import AgentTurn, Message
-from simulator.metrics import run_metrics, summarize_tool_accuracy, tool_call_accuracy
+from simulator.execution.runner import Runner, run_summary_json
 from simulator.report import analyze_run
-from simulator.runner import Runner, run_summary_json
-from simulator.spec import RunSpec
-from simulator.tasks import parse_tasks
+from simulator.stats.summaries import run_metrics, summarize_tool_accuracy
+from simulator.stats.trajectory import tool_call_accuracy
+from simulator.types.messages import AgentTurn, Message
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
 from simulator.users import scripted_user_factory
 from tests.toy import BankDomain, write_data
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from report_docs import trial
 
-from simulator.gate import GateError, evaluate_gate, run_reliability
-from simulator.metrics import reliability, run_metrics
+from simulator.analysis.gate import GateError, evaluate_gate, run_reliability
+from simulator.execution.runner import RunResult, TrialResult, run_summary_json
 from simulator.report import analyze_run
-from simulator.runner import RunResult, TrialResult, run_summary_json
-from simulator.spec import RunSpec
-from simulator.store import ResultsStore
+from simulator.stats.estimators import reliability
+from simulator.stats.summaries import run_metrics
+from simulator.storage.store import ResultsStore
+from simulator.types.spec import RunSpec
 
 # Worked by hand for tasks a, b and n = 3 planned trials (a/0 passed, a/1 failed, a/0 again failed: a duplicate,
 # ignored; a/2 missing: a failure; b passed 3 of 3), so c_a = 1, c_b = 3:

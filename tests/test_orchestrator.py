@@ -1,8 +1,9 @@
 import pytest
 
-from simulator._messages import AgentTurn, Message, UserTurn
-from simulator.cues import asks_confirmation
-from simulator.orchestrator import Limits, TerminationReason, run_conversation
+from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.cues import asks_confirmation
+from simulator.types.messages import AgentTurn, Message, UserTurn
+from simulator.types.trajectory import Limits, TerminationReason
 from simulator.users import ScriptedUser
 from tests.convo import bank_trial, call, say
 

@@ -10,12 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli import app
-from simulator.domain import get_domain
 from simulator.errors import PeerResultsError
-from simulator.peer_results import PEER_REWARD, read_peer_results
-from simulator.regrade import regrade_document, regrade_run
-from simulator.replay import same_observation
-from simulator.store import ResultsStore
+from simulator.execution.regrade import regrade_document, regrade_run
+from simulator.interop.peer_results import read_peer_results
+from simulator.storage.store import ResultsStore
+from simulator.types.results import PEER_REWARD
+from simulator.world.domain import get_domain
+from simulator.world.replay import same_observation
 
 PEERS = Path(__file__).resolve().parents[2] / "shared" / "peers" / "tau-bench"
 RETAIL = PEERS / "retail"

@@ -7,16 +7,16 @@ import pytest
 from typer.testing import CliRunner
 
 from personas.loader import load_personas
-from simulator._messages import UserTurn
 from simulator.agents import OracleAgent
+from simulator.analysis.gate import run_outcomes
 from simulator.cli import app
-from simulator.gate import run_outcomes
-from simulator.metrics import cell_id, persona_metrics, run_metrics
+from simulator.execution.runner import Runner, run_summary_json
 from simulator.report import analyze_run
-from simulator.runner import Runner, run_summary_json
-from simulator.spec import RunSpec
-from simulator.store import ResultsStore
-from simulator.tasks import parse_tasks
+from simulator.stats.summaries import cell_id, persona_metrics, run_metrics
+from simulator.storage.store import ResultsStore
+from simulator.types.messages import UserTurn
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
 from tests.toy import BankDomain, write_data
 
 TASKS = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [

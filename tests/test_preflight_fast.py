@@ -1,6 +1,6 @@
 """The credentials check of ``tausim run`` answers a missing key of a common provider without importing litellm.
 
-:data:`simulator.llm.PROVIDER_KEYS` and :data:`simulator.llm.BARE_MODEL_PROVIDERS` restate what litellm's
+:data:`simulator.models.llm.PROVIDER_KEYS` and :data:`simulator.models.llm.BARE_MODEL_PROVIDERS` restate what litellm's
 ``get_llm_provider`` and ``validate_environment`` decide; the tests here check each entry against litellm itself
 (so a litellm upgrade that changes a provider's variables fails here), and that ``tausim run`` without the key
 exits 2 naming it with litellm never imported (in a fresh interpreter: the proof that the fast path is taken,
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import LLMSetupError
-from simulator.llm import BARE_MODEL_PROVIDERS, PROVIDER_KEYS, LLMClient, known_missing_keys, model_provider
+from simulator.models.llm import BARE_MODEL_PROVIDERS, PROVIDER_KEYS, LLMClient, known_missing_keys, model_provider
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def test_bare_names_match_whole_prefixes_only(model: str) -> None:
 
 
 def test_missing_key_of_a_listed_provider_is_raised_without_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
-    import simulator.llm as llm
+    import simulator.models.llm as llm
 
     def no_litellm():
         raise AssertionError("litellm was asked although the answer was known")

@@ -16,18 +16,18 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from simulator import PreparedTask, prepare_tasks
-from simulator._protocols import TrialContext
 from simulator.agents import NullAgent, OracleAgent
-from simulator.domain import DomainError
-from simulator.grading import TaskRules
-from simulator.prepared import user_needs
-from simulator.replay import replay_gold, tasks_not_replaying
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import Budget, Intent, Precedence, ProcessRules, Task, UserScenario, parse_tasks
-from simulator.tools import Toolbox
+from simulator.execution.prepare import prepare_tasks
+from simulator.execution.runner import Runner
+from simulator.types.grade import TaskRules
+from simulator.types.prepared import PreparedTask, user_needs
+from simulator.types.protocols import TrialContext
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import Budget, Intent, Precedence, ProcessRules, Task, UserScenario, parse_tasks
 from simulator.users import ScriptedUser, scripted_user_factory
+from simulator.world.domain import DomainError
+from simulator.world.replay import replay_gold, tasks_not_replaying
+from simulator.world.tools import Toolbox
 from tests.toy import BankDomain, write_data
 
 REPO = Path(__file__).resolve().parent.parent
@@ -254,7 +254,7 @@ def test_what_the_user_declares_is_computed_once_per_task(tmp_path, monkeypatch)
 
 
 def retail_tasks(ids: set[str]) -> tuple[Any, Any, list[Task]]:
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     dom = get_domain("retail")
     return dom, dom.template(None), [t for t in dom.load_tasks("builtin") if t.id in ids]
@@ -364,7 +364,7 @@ def gold_run_length(dom: Any, task: Task) -> int:
 def test_cli_run_replays_each_gold_once_and_the_check_reads_it(dispatches, monkeypatch):
     import simulator.cli.run as run_cli
     from simulator.cli import app
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     # the task lint (simulator.authoring.lint, its own tests) analyses gold actions separately: left out here, so
     # that the count is the gold replays shared by the data check and the runner's preparation
@@ -386,8 +386,8 @@ def test_cli_run_replays_each_gold_once_and_the_check_reads_it(dispatches, monke
 
 def test_regrade_prepares_each_task_once(tmp_path, dispatches):
     from simulator.cli import app
-    from simulator.regrade import regrade_run
-    from simulator.store import ResultsStore
+    from simulator.execution.regrade import regrade_run
+    from simulator.storage.store import ResultsStore
 
     builtin = json.loads((REPO / "domains" / "retail" / "tasks" / "builtin.json").read_text())
     keep = {"cancel-no-longer-needed", "modify-order-address"}
@@ -402,7 +402,7 @@ def test_regrade_prepares_each_task_once(tmp_path, dispatches):
     with ResultsStore(url) as st:
         report = regrade_run(st, "R")
     assert report.regraded == 6
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     dom = get_domain("retail")
     tasks = dom.load_tasks(str(task_file))

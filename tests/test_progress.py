@@ -1,4 +1,4 @@
-"""Progress signals judged by the orchestrator per agent turn (simulator._protocols.Progress).
+"""Progress signals judged by the orchestrator per agent turn (simulator.types.protocols.Progress).
 
 Expected signals are worked out by hand from each scripted conversation (which calls succeed in the toy bank,
 which values and questions are new), not read back from the code.
@@ -6,9 +6,10 @@ which values and questions are new), not read back from the code.
 
 import pytest
 
-from simulator._messages import AgentTurn, UserTurn
-from simulator._protocols import Progress, ProgressAware
-from simulator.orchestrator import Limits, TerminationReason, run_conversation
+from simulator.dialogue.conversation import run_conversation
+from simulator.types.messages import AgentTurn, UserTurn
+from simulator.types.protocols import Progress, ProgressAware
+from simulator.types.trajectory import Limits, TerminationReason
 from simulator.users import ScriptedUser
 from tests.convo import bank_trial, call, say
 

@@ -23,14 +23,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator._messages import UserTurn
 from simulator.agents import OracleAgent
-from simulator.build import build_runner
 from simulator.cli import app
-from simulator.records import load_partial, partial_header
+from simulator.execution.build import build_runner
 from simulator.report import analyze_run, render_html, to_tau_bench
-from simulator.runlog import run_logger
-from simulator.spec import RunSpec
+from simulator.storage.documents import load_partial, partial_header
+from simulator.storage.runlog import run_logger
+from simulator.types.messages import UserTurn
+from simulator.types.spec import RunSpec
 from tests import slow_agents
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,7 +226,7 @@ def test_a_hung_agent_or_user_is_abandoned_and_recorded_timeout(flag, ref, tmp_p
 
 
 def _tool_call_events(trial_timeout):
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     spec = RunSpec(domain="retail", task_ids=[TASK], trial_timeout=trial_timeout)
     runner = build_runner(spec)
@@ -436,7 +436,7 @@ def test_cut_off_trials_are_not_errors_in_text_or_html(tmp_path):
 
 
 def test_every_readme_mode_option_names_a_domain_that_accepts_it():
-    from simulator.domain import get_domain
+    from simulator.world.domain import get_domain
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     uses = re.findall(r"(?:--domain (\w+) )?--option mode=([\w-]+)", readme)

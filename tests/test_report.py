@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli import app
-from simulator.metrics import bootstrap_ci
 from simulator.report import (
     RunDocumentError,
     analyze_run,
@@ -19,6 +18,7 @@ from simulator.report import (
     to_tau_bench,
     trial_anchor,
 )
+from simulator.stats.estimators import bootstrap_ci
 from tests.report_docs import FAILED_MARKER, INJECTED, small_document, trial
 
 
@@ -182,7 +182,7 @@ def test_export_tau_bench(doc_file, tmp_path):
 
 
 def test_report_from_results_store(tmp_path):
-    pytest.importorskip("simulator.store")
+    pytest.importorskip("simulator.storage.store")
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     res = invoke("run", "--agent", "null", "--task-ids", "cancel-no-longer-needed,modify-order-address",
                  "--trials", "2", "--store", url, "--run-id", "r1")

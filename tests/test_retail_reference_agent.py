@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 from personas.loader import load_personas
-from simulator._messages import Message, UserTurn
-from simulator._protocols import TrialContext, UserSimulator
 from simulator.agents import agent_factory
-from simulator.cues import asks_confirmation
-from simulator.domain import DomainError, get_domain
-from simulator.runner import Runner, RunResult
-from simulator.spec import RunSpec
-from simulator.tasks import Task, UserScenario
+from simulator.dialogue.cues import asks_confirmation
+from simulator.execution.runner import Runner, RunResult
+from simulator.types.messages import Message, UserTurn
+from simulator.types.protocols import TrialContext, UserSimulator
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import Task, UserScenario
 from simulator.users import user_factory
 from simulator.users._scripted import ScriptedUser
+from simulator.world.domain import DomainError, get_domain
 
 DOMAIN = get_domain("retail")
 TEMPLATE = DOMAIN.template(None)

@@ -17,8 +17,8 @@ import pytest
 
 from domains.retail import RetailDomain
 from domains.retail.scenarios import WRITE_TOOLS, derive_retail_scenario, render_address
-from simulator.database import TemplateDatabase
-from simulator.tasks import Intent, Task, UserScenario, load_tasks
+from simulator.types.tasks import Intent, Task, UserScenario, load_tasks
+from simulator.world.database import TemplateDatabase
 
 SPLITS = ("train", "dev", "test")
 KINDS = {"cancel", "return", "exchange", "modify_items", "modify_address", "modify_payment",
@@ -309,8 +309,8 @@ def test_rule_user_plays_a_split_against_the_reference_agent(retail_peer_dir: Pa
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} not present")
     from simulator.agents import agent_factory
-    from simulator.runner import Runner
-    from simulator.spec import RunSpec
+    from simulator.execution.runner import Runner
+    from simulator.types.spec import RunSpec
     from simulator.users import user_factory
 
     tasks = tasks_of(retail_peer_dir, split)
@@ -336,7 +336,7 @@ def test_rule_user_plays_a_split_against_the_reference_agent(retail_peer_dir: Pa
 
 
 def test_unknown_user_order_and_items_give_gaps_not_errors(template: TemplateDatabase) -> None:
-    from simulator.tasks import Action
+    from simulator.types.tasks import Action
 
     task = Task(id="odd", user_id="nobody_0000", scenario=UserScenario(instructions="You are Ann Lee in 12345. "
                 "Return the lamp of order #W0000001."),

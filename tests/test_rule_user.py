@@ -12,15 +12,16 @@ import pytest
 
 from personas import load_personas
 from simulator import Persona
-from simulator._messages import AgentTurn, Message, UserTurn
-from simulator._protocols import Progress, TrialContext
-from simulator.domain import DomainError
-from simulator.orchestrator import Limits, TerminationReason, run_conversation
-from simulator.tasks import Intent, Task, UserScenario
+from simulator.dialogue.conversation import run_conversation
+from simulator.types.messages import AgentTurn, Message, UserTurn
+from simulator.types.protocols import Progress, TrialContext
+from simulator.types.tasks import Intent, Task, UserScenario
+from simulator.types.trajectory import Limits, TerminationReason
 from simulator.users import RuleUser, rule_user_factory, user_factory
 from simulator.users._acts import classify
 from simulator.users._phrasing import ASIDES, PHRASES, POLITE, RUDE
 from simulator.users.rule_user import render_value
+from simulator.world.domain import DomainError
 from tests.convo import bank_trial
 from tests.toy import BankDomain
 
@@ -471,8 +472,7 @@ def test_factory_reads_the_prepared_scenario_and_uses_persona_and_seed():
     import numpy as np
 
     from simulator.grading import effective_rules
-    from simulator.prepared import PreparedTask, user_needs
-    from simulator.replay import GoldReplay
+    from simulator.types.prepared import GoldReplay, PreparedTask, user_needs
 
     calls = []
 
@@ -632,8 +632,8 @@ def test_the_oracle_with_the_rule_user_finishes_tasks_of_several_requests():
     """The oracle does every gold action at once; the rule user, which asks for its requests one by one, is told
     each later one was handled too and closes. Before, the oracle answered only "anything else?" and the rule user
     restated its second request until max_turns on every built-in multi-request task."""
-    from simulator.build import build_runner
-    from simulator.spec import RunSpec
+    from simulator.execution.build import build_runner
+    from simulator.types.spec import RunSpec
 
     for domain in ("retail", "airline"):
         runner = build_runner(RunSpec(domain=domain, agent="oracle", user="rule"))

@@ -29,9 +29,9 @@ from domains.airline import AirlineDomain
 from domains.retail import RetailDomain
 from personas import available_personas, load_personas
 from simulator import Persona
-from simulator._messages import Message
-from simulator._protocols import Progress
-from simulator.tasks import Action, Intent, Task, UserScenario, load_tasks
+from simulator.types.messages import Message
+from simulator.types.protocols import Progress
+from simulator.types.tasks import Action, Intent, Task, UserScenario, load_tasks
 from simulator.users import RuleUser
 from simulator.users._acts import IDENTITY_PATTERNS, SLOT_PATTERNS
 from simulator.users._leak import find_secrets, task_secrets

@@ -17,10 +17,10 @@ import pytest
 from domains.retail import RetailDomain
 from personas import load_personas
 from simulator import Persona
-from simulator._protocols import TrialContext
-from simulator.runner import Runner
-from simulator.spec import RunSpec
-from simulator.tasks import Task
+from simulator.execution.runner import Runner
+from simulator.types.protocols import TrialContext
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import Task
 from simulator.users import rule_user_factory
 
 pytest.importorskip("domains.retail.reference_agent", reason="the retail reference agent (H2) is not there yet")

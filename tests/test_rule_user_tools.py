@@ -7,13 +7,15 @@ from typing import Any
 
 import pytest
 
-from simulator import Runner, RunSpec, Task, ToolContext, UserScenario, get_domain, requested_tool_calls
-from simulator._messages import AgentTurn, Message
+from simulator import Runner, RunSpec, Task, ToolContext, UserScenario, get_domain
 from simulator.agents import OracleAgent
-from simulator.dual import syncer
-from simulator.orchestrator import Limits, run_conversation
-from simulator.replay import prepare_trial
+from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.cues import requested_tool_calls
+from simulator.types.messages import AgentTurn, Message
+from simulator.types.trajectory import Limits
 from simulator.users import RuleUser, user_factory
+from simulator.world.dual import syncer
+from simulator.world.replay import prepare_trial
 
 TAU2 = Path(__file__).resolve().parents[1] / ".." / "shared" / "peers" / "tau2-bench"
 

@@ -1,9 +1,9 @@
 import pytest
 
 from simulator.agents import NullAgent, OracleAgent
-from simulator.runner import Runner, derive_seed
-from simulator.spec import RunSpec
-from simulator.tasks import parse_tasks
+from simulator.execution.runner import Runner, derive_seed
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
 from simulator.users import scripted_user_factory
 from tests.toy import BankDomain, write_data
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from simulator.database import StateDiff
 from simulator.grading import grade_trial
 from simulator.grading.safety import SEVERITY, find_violations
-from simulator.metrics import violation_metrics
-from simulator.tasks import Precedence, ProcessRules, Task, UserScenario
+from simulator.stats.summaries import violation_metrics
+from simulator.types.state import StateDiff
+from simulator.types.tasks import Precedence, ProcessRules, Task, UserScenario
 from tests.test_grading_rules import TB, WRITE, build
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from simulator.runner import RUN_GC_THRESHOLDS, settle_heap
+from simulator.execution.runner import RUN_GC_THRESHOLDS, settle_heap
 
 
 def test_settle_heap_freezes_live_objects_and_sets_the_run_thresholds() -> None:

@@ -6,7 +6,9 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from simulator import Clock, Ledger, Outbox, Toolbox, ToolContext, ToolError, read_events, tool
+from simulator import Toolbox, ToolContext, ToolError, tool
+from simulator.world.events import read_events
+from simulator.world.sinks import Clock, Ledger, Outbox
 from tests.toy import Account, BankDomain, get_balance, write_data
 
 

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli import app
-from simulator.spec import ComponentSpec, RunSpec, SpecError, load_spec, spec_differences
-from simulator.store import ResultsStore, StoreError
+from simulator.storage.store import ResultsStore, StoreError
+from simulator.types.spec import ComponentSpec, RunSpec, SpecError, load_spec, spec_differences
 
 ROOT = Path(__file__).resolve().parents[1]
 

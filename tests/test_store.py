@@ -15,12 +15,10 @@ import pytest
 from sqlalchemy import delete, func, select
 from typer.testing import CliRunner
 
-from simulator._messages import Message, ToolCall, Usage
 from simulator.agents import NullAgent, OracleAgent
 from simulator.cli import app
-from simulator.runner import Runner, run_summary_json
-from simulator.spec import ComponentSpec, RunSpec
-from simulator.store import (
+from simulator.execution.runner import Runner, run_summary_json
+from simulator.storage.store import (
     ConfigMismatchError,
     LeaseHeldError,
     ResultsStore,
@@ -29,7 +27,9 @@ from simulator.store import (
     tasks_hash,
     trials,
 )
-from simulator.tasks import parse_tasks
+from simulator.types.messages import Message, ToolCall, Usage
+from simulator.types.spec import ComponentSpec, RunSpec
+from simulator.types.tasks import parse_tasks
 from simulator.users import scripted_user_factory
 from tests import slow_agents
 from tests.toy import BankDomain, write_data

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select, update
 
-from simulator.store import LeaseHeldError, ResultsStore, StoreError, run_leases
+from simulator.storage.store import LeaseHeldError, ResultsStore, StoreError, run_leases
 
 REPO = Path(__file__).resolve().parent.parent
 
 HOLDER = """
 import sys, time
-from simulator.store import ResultsStore
+from simulator.storage.store import ResultsStore
 lease = ResultsStore(sys.argv[1]).lease(sys.argv[2], ttl_s=3600).acquire()
 print(lease.owner, flush=True)
 time.sleep(600)

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.errors import TaskFileError
-from simulator.metrics import run_metrics
-from simulator.suites import select_tasks, split_task_file, split_tasks, task_file_split
-from simulator.tasks import Task, UserScenario, load_tasks
+from simulator.stats.summaries import run_metrics
+from simulator.types.tasks import Task, UserScenario, load_tasks
+from simulator.world.suites import select_tasks, split_task_file, split_tasks, task_file_split
 
 
 def invoke(*args: Any):

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from simulator.tasks import TaskFileError, load_tasks
+from simulator.types.tasks import TaskFileError, load_tasks
 
 
 def write(tmp_path, doc, name="t.json"):

@@ -13,16 +13,17 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator import ToolContext
-from simulator._messages import AgentTurn, Message, ToolCall, UserTurn
 from simulator.cli import app
-from simulator.domain import get_domain
+from simulator.dialogue.conversation import run_conversation
 from simulator.errors import TaskFileError
+from simulator.execution.parity import replay_tasks
 from simulator.grading.tau2 import action_matches, check_env_assertions, communicated_tau2
-from simulator.orchestrator import Limits, TerminationReason, run_conversation
-from simulator.replay import replay_tasks
-from simulator.tasks import Action, EnvAssertion
-from simulator.tau2 import GREETING, load_tau2_tasks, parse_tau2_tasks
+from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
+from simulator.types.tasks import Action, EnvAssertion
+from simulator.types.trajectory import Limits, TerminationReason
 from simulator.users.llm_user import parse_user_reply
+from simulator.world.domain import get_domain
+from simulator.world.tau2_tasks import GREETING, load_tau2_tasks, parse_tau2_tasks
 
 PEERS = Path(__file__).resolve().parents[1].parent / "shared" / "peers" / "tau2-bench"
 pytestmark = pytest.mark.skipif(not (PEERS / "retail" / "tasks.json").is_file(), reason="tau2-bench data absent")
@@ -401,7 +402,7 @@ def test_initial_state_data_merge_and_message_history_replay(tmp_path):
     raw = _task(initial_state={"initialization_data": {"agent_data": {"users": {USER: {"email": "new@x.com"}}}},
                                "message_history": history})
     (task,) = parse_tau2_tasks([raw], "tasks.json")
-    from simulator.replay import prepare_trial
+    from simulator.world.replay import prepare_trial
 
     with tpl.trial() as db:
         prepare_trial(dom, db, task)
@@ -412,7 +413,7 @@ def test_initial_state_data_merge_and_message_history_replay(tmp_path):
     assert state["users"][USER]["address"]["city"] != "c"  # the failed call is not replayed
     bad = _task(initial_state={"initialization_data": {"user_data": {"device": {}}}})
     (task,) = parse_tau2_tasks([bad], "tasks.json")
-    from simulator.replay import GoldToolBug
+    from simulator.world.replay import GoldToolBug
 
     with tpl.trial() as db, pytest.raises(GoldToolBug, match="user_data: domain 'retail' has no user side"):
         prepare_trial(dom, db, task)

@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from simulator import DomainError, Runner, RunSpec, get_domain
 from simulator.agents import NullAgent
 from simulator.cli import app
-from simulator.replay import GoldToolBug, prepare_trial, replay_tasks
-from simulator.tau2 import parse_tau2_tasks
+from simulator.execution.parity import replay_tasks
 from simulator.users import scripted_user_factory
+from simulator.world.replay import GoldToolBug, prepare_trial
+from simulator.world.tau2_tasks import parse_tau2_tasks
 
 PEERS = Path(__file__).resolve().parents[1].parent / "shared" / "peers" / "tau2-bench"
 pytestmark = pytest.mark.skipif(not (PEERS / "telecom" / "tasks.json").is_file(), reason="tau2-bench data absent")

@@ -1,6 +1,6 @@
 import pytest
 
-from simulator.tools import Toolbox, ToolContext, ToolError, tool
+from simulator.world.tools import Toolbox, ToolContext, ToolError, tool
 from tests.toy import BankDomain, write_data
 
 

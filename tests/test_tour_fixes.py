@@ -9,14 +9,14 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from simulator._messages import Message
 from simulator.cli import app
-from simulator.domain import DomainError, get_domain
 from simulator.errors import TaskFileError
-from simulator.persona import Persona
-from simulator.tasks import UserScenario
-from simulator.tau2 import GREETING
+from simulator.types.messages import Message
+from simulator.types.persona import Persona
+from simulator.types.tasks import UserScenario
 from simulator.users._scripted import ConfirmingUser
+from simulator.world.domain import DomainError, get_domain
+from simulator.world.tau2_tasks import GREETING
 
 PEERS = Path(__file__).resolve().parents[1].parent / "shared" / "peers" / "tau2-bench"
 needs_tau2 = pytest.mark.skipif(not (PEERS / "mock" / "tasks.json").is_file(), reason="tau2-bench data absent")
@@ -102,10 +102,10 @@ def test_hunt_without_the_model_key_exits_2_naming_it(monkeypatch):
 
 def test_hunt_stops_on_a_setup_error_trial():
     """Without the pre-flight (library use), the first trial ending setup_error stops the hunt."""
-    from simulator.build import build_runner
     from simulator.errors import SetupError
-    from simulator.hunt import hunt
-    from simulator.spec import RunSpec
+    from simulator.execution.build import build_runner
+    from simulator.hunt.search import hunt
+    from simulator.types.spec import RunSpec
 
     runner = build_runner(RunSpec(domain="retail", agent="reference", user="llm:openai/gpt-4o-mini",
                                   task_ids=["cancel-no-longer-needed"], preflight=False))

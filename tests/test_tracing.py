@@ -13,13 +13,13 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from simulator._messages import AgentTurn, Message, ToolCall, Usage  # noqa: E402
-from simulator._protocols import TrialContext  # noqa: E402
-from simulator.runlog import open_run_log  # noqa: E402
-from simulator.runner import Runner  # noqa: E402
-from simulator.spec import RunSpec  # noqa: E402
-from simulator.tasks import parse_tasks  # noqa: E402
-from simulator.tracing import Tracing  # noqa: E402
+from simulator.execution.runner import Runner  # noqa: E402
+from simulator.execution.tracing import Tracing  # noqa: E402
+from simulator.storage.runlog import open_run_log  # noqa: E402
+from simulator.types.messages import AgentTurn, Message, ToolCall, Usage  # noqa: E402
+from simulator.types.protocols import TrialContext  # noqa: E402
+from simulator.types.spec import RunSpec  # noqa: E402
+from simulator.types.tasks import parse_tasks  # noqa: E402
 from simulator.users import user_factory  # noqa: E402
 from tests.toy import BankDomain, write_data  # noqa: E402
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from simulator.database import StateDiff
 from simulator.grading import grade_trial
-from simulator.metrics import run_metrics
-from simulator.tasks import Action, Task, UserScenario
-from simulator.trajectory_metrics import summarize_trajectory_metrics, trial_trajectory_metrics
+from simulator.stats.summaries import run_metrics, summarize_trajectory_metrics
+from simulator.stats.trajectory import trial_trajectory_metrics
+from simulator.types.state import StateDiff
+from simulator.types.tasks import Action, Task, UserScenario
 from tests.test_grading_rules import TB, build
 
 WRITES = {"transfer"}

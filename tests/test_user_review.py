@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from simulator._messages import Message, ToolCall
-from simulator.orchestrator import TerminationReason, Trajectory
 from simulator.report import analyze_run, print_summary
-from simulator.tasks import parse_tasks
-from simulator.user_review import REVIEW_FLAGS, review_user
+from simulator.types.messages import Message, ToolCall
+from simulator.types.tasks import parse_tasks
+from simulator.types.trajectory import TerminationReason, Trajectory
+from simulator.users.review import REVIEW_FLAGS, review_user
 
 TASK = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [
     {"id": "t", "user_id": "mia_li_3668",
@@ -148,6 +148,6 @@ def test_the_leak_guard_is_public() -> None:
 
 @pytest.mark.parametrize("flag", REVIEW_FLAGS)
 def test_every_flag_is_documented(flag: str) -> None:
-    import simulator.user_review as module
+    import simulator.users.review as module
 
     assert f"``{flag}``" in (module.__doc__ or "")

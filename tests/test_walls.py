@@ -27,9 +27,9 @@ def engine_imports(source: str, filename: str) -> list[tuple[int, str]]:
 
 
 def test_the_check_catches_each_kind_of_forbidden_import():
-    source = ("import simulator.tools\n"
-              "from simulator._protocols import TrialContext\n"
-              "from simulator.tasks import Task\n"
+    source = ("import simulator.world.tools\n"
+              "from simulator.types.protocols import TrialContext\n"
+              "from simulator.types.tasks import Task\n"
               "from simulator import Task, _private\n"
               "def f():\n    from simulator.agents.rates import check_fault_rates\n")
     assert [line for line, _ in engine_imports(source, "<test>")] == [1, 2, 3, 4, 6]

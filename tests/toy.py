@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import Float, ForeignKey, Integer, String, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from simulator.database import StateSpec, TrialDatabase
-from simulator.domain import Domain
-from simulator.tools import Toolbox, ToolContext, ToolError, tool
+from simulator.world.database import StateSpec, TrialDatabase
+from simulator.world.domain import Domain
+from simulator.world.tools import Toolbox, ToolContext, ToolError, tool
 
 
 class Base(DeclarativeBase):

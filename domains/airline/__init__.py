@@ -19,7 +19,8 @@ from domains.airline import _rules
 from domains.airline._data import TABLES, dump_all, load_folder, load_tables
 from domains.airline.models import Base
 from domains.airline.tools import MODES, TOOLS, airline_toolbox
-from simulator import Action, Agent, DomainError, ToolContext, TrialContext, TrialDatabase
+from simulator.agents.kit import Agent, TrialContext
+from simulator.world.kit import Action, DomainError, ToolContext, TrialDatabase
 
 __all__ = ["TOOLS", "AirlineDomain"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from domains.airline.tools import BOOKING_TIME
-from simulator import Action, ToolContext
+from simulator.world.kit import Action, ToolContext
 
 __all__ = ["NOW", "flown_segments", "forbidden_write"]
 

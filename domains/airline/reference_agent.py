@@ -50,13 +50,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from domains.airline import _understand as nl
-from simulator import (
+from simulator import TausimError
+from simulator.agents.kit import (
     REFERENCE_KNOBS,
     RETRIES,
     AgentTurn,
     FaultDraws,
     Message,
-    TausimError,
     ToolCall,
     TrialContext,
     check_fault_rates,

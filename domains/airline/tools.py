@@ -1,8 +1,8 @@
 """The airline tools, in two modes: ``tau-bench`` (the peer's semantics) and ``tausim`` (corrected).
 
-Every tool takes the trial's :class:`~simulator.tools.ToolContext` first and reads the mode from
+Every tool takes the trial's :class:`~simulator.world.tools.ToolContext` first and reads the mode from
 ``ctx.options["mode"]``. Look-ups return the record as JSON, exactly as it appears in the data dump. Write
-tools check everything before they change anything and raise :class:`~simulator.tools.ToolError` (shown to
+tools check everything before they change anything and raise :class:`~simulator.world.tools.ToolError` (shown to
 the agent as ``Error: ...``) when they refuse; the dispatcher also rolls the call's transaction back, so a
 refused call never changes the state. Successful writes return the changed reservation as JSON. Nothing reads
 a clock or a random source: a booking's ``created_at`` is always ``2024-05-15T15:00:00`` (the policy's "now"),
@@ -97,7 +97,7 @@ from domains.airline._data import (
     user_record,
 )
 from domains.airline.models import Base
-from simulator import Toolbox, ToolContext, ToolError, tool
+from simulator.world.kit import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
     "BOOKING_TIME",
@@ -243,7 +243,7 @@ class _Items(_Declared):
     are dropped before validation, as the peer does: it reads the keys it needs from each item and ignores or
     overwrites the others (an agent that copies a flight's ``origin``, ``destination`` and ``price`` into
     ``update_reservation_flights`` gets its change). The mode is read from the validation context, which
-    :meth:`simulator.tools.Toolbox.dispatch` sets to the trial's domain options (no context: mode ``tausim``).
+    :meth:`simulator.world.tools.Toolbox.dispatch` sets to the trial's domain options (no context: mode ``tausim``).
     Missing or mistyped declared keys are refused in both modes.
     """
 
@@ -1027,5 +1027,5 @@ TAU2_TOOLS = tuple(sorted((*(t for t in TOOLS if t is not think), get_flight_sta
 
 
 def airline_toolbox(mode: str = DEFAULT_MODE) -> Toolbox:
-    """Return a :class:`~simulator.tools.Toolbox` of the airline tools of a mode (``tau2``: :data:`TAU2_TOOLS`)."""
+    """Return a ``Toolbox`` of the airline tools of a mode (``tau2``: :data:`TAU2_TOOLS`)."""
     return Toolbox(TAU2_TOOLS if mode == "tau2" else TOOLS, uses_session=False)

@@ -20,7 +20,7 @@ from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
 from domains._docs import Docs, DocShape, doc_table, insert_docs, merge_docs
-from simulator import (
+from simulator.world.kit import (
     Action,
     Domain,
     DomainError,

@@ -16,7 +16,8 @@ from domains.retail._data import TABLES, dump_all, load_folder, load_tables
 from domains.retail.models import Base, Order
 from domains.retail.scenarios import derive_retail_scenario
 from domains.retail.tools import MODES, TOOLS, retail_toolbox
-from simulator import Agent, DomainError, Task, TemplateDatabase, TrialContext, TrialDatabase, UserScenario
+from simulator.agents.kit import Agent, TrialContext
+from simulator.world.kit import DomainError, Task, TemplateDatabase, TrialDatabase, UserScenario
 
 __all__ = ["TOOLS", "RetailDomain"]
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator import (
+from simulator.agents.kit import (
     ANYTHING_ELSE,
     REFERENCE_KNOBS,
     AgentTurn,

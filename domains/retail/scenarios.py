@@ -2,7 +2,7 @@
 
 A tau-bench retail task gives the simulated user a free-text instruction, and the grader gold actions and
 required outputs. The rule-based user (:mod:`simulator.users.rule_user`) needs a structured scenario instead:
-identity slots and an ordered agenda of :class:`~simulator.tasks.Intent`. :func:`derive_retail_scenario`
+identity slots and an ordered agenda of :class:`~simulator.types.tasks.Intent`. :func:`derive_retail_scenario`
 builds one from three sources:
 
 - the instruction: which identity values the user may state (name and zip code, e-mail, user id), whether it
@@ -40,7 +40,7 @@ from sqlalchemy import select
 
 from domains.retail._data import ADDRESS_KEYS, order_record, product_record, user_record
 from domains.retail.models import Product
-from simulator import Action, Intent, Task, TemplateDatabase, TrialDatabase, UserScenario
+from simulator.world.kit import Action, Intent, Task, TemplateDatabase, TrialDatabase, UserScenario
 
 __all__ = ["WRITE_TOOLS", "Derivation", "derive_retail_scenario", "render_address"]
 

@@ -1,8 +1,8 @@
 """The retail tools (tau-bench compatible semantics; see ``../shared/spec/tau-bench-semantics.md``).
 
-Every tool takes the trial's :class:`~simulator.tools.ToolContext` first. Look-ups return the record as JSON,
+Every tool takes the trial's :class:`~simulator.world.tools.ToolContext` first. Look-ups return the record as JSON,
 exactly as it appears in the data dump. Write tools check everything before they change anything and
-raise :class:`~simulator.tools.ToolError` (shown to the agent as ``Error: ...``) when they refuse; the
+raise :class:`~simulator.world.tools.ToolError` (shown to the agent as ``Error: ...``) when they refuse; the
 dispatcher also rolls the call's transaction back, so a refused call never changes the state. Successful
 writes return the changed record as JSON.
 
@@ -35,7 +35,7 @@ from typing import Any
 from domains._common import Row, TableAccess, calculate, think, transfer_to_human_agents, with_new_keys
 from domains.retail._data import order_record, product_record, user_record
 from domains.retail.models import Base
-from simulator import Toolbox, ToolContext, ToolError, tool
+from simulator.world.kit import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
     "CANCEL_REASONS",
@@ -611,5 +611,5 @@ TAU2_TOOLS = tuple(sorted((*(t for t in TOOLS if t is not think), get_item_detai
 """The 16 tools of mode ``tau2``: tau2-bench's set (``get_item_details`` added, no ``think``)."""
 
 def retail_toolbox(mode: str = "tau-bench") -> Toolbox:
-    """Return a :class:`~simulator.tools.Toolbox` of the retail tools of a mode (``tau2``: :data:`TAU2_TOOLS`)."""
+    """Return a :class:`~simulator.world.tools.Toolbox` of the retail tools of a mode (``tau2``: :data:`TAU2_TOOLS`)."""
     return Toolbox(TAU2_TOOLS if mode == "tau2" else TOOLS, uses_session=False)

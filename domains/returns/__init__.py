@@ -17,18 +17,8 @@ from sqlalchemy.orm import Session
 
 from domains.returns.models import Approval, Base, Customer, Order, Refund, Return
 from domains.returns.tools import EVENTS, returns_toolbox
-from simulator import (
-    Agent,
-    Clock,
-    Domain,
-    DomainError,
-    Ledger,
-    Outbox,
-    StateSpec,
-    Toolbox,
-    TrialContext,
-    TrialDatabase,
-)
+from simulator.agents.kit import Agent, TrialContext
+from simulator.world.kit import Clock, Domain, DomainError, Ledger, Outbox, StateSpec, Toolbox, TrialDatabase
 
 __all__ = ["ReturnsDomain"]
 

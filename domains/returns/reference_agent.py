@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulator import (
+from simulator.agents.kit import (
     ANYTHING_ELSE,
     REFERENCE_KNOBS,
     AgentTurn,

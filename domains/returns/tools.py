@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from domains.returns.models import Approval, Customer, Order, Refund, Return
-from simulator import Clock, Ledger, Outbox, Toolbox, ToolContext, ToolError, tool
+from simulator.world.kit import Clock, Ledger, Outbox, Toolbox, ToolContext, ToolError, tool
 
 __all__ = ["APPROVAL_THRESHOLD", "EVENTS", "RETURN_WINDOW_DAYS", "STORE_ACCOUNT", "TEMPLATES", "returns_toolbox"]
 

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from domains._docs import SINGLE, Docs, DocShape, deep_merge, doc_table, insert_docs, merge_docs
 from domains.telecom import phone as _phone
 from domains.telecom import tools as _tools
-from simulator import (
+from simulator.world.kit import (
     Domain,
     DomainError,
     Intent,

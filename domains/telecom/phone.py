@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from domains._docs import SINGLE, Docs, dumps
-from simulator import ToolContext, ToolError, tool
+from simulator.world.kit import ToolContext, ToolError, tool
 
 __all__ = ["ASSERTIONS", "ENV_FUNCTIONS", "USER_TOOLS", "Phone", "default_device", "default_surroundings"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from domains._docs import SINGLE, Docs, dumps
-from simulator import ToolContext, ToolError, tool
+from simulator.world.kit import ToolContext, ToolError, tool
 
 __all__ = ["AGENT_ASSERTIONS", "AGENT_ENV_FUNCTIONS", "AGENT_TOOLS", "TODAY", "sync"]
 

@@ -2,7 +2,7 @@
 
 Agent specs on the command line: ``oracle``, ``null``, ``faulty:KIND=RATE[,KIND=RATE...]`` (the oracle with injected
 faults, see :mod:`simulator.agents._faulty`), ``reference`` or ``reference:KNOB=RATE[,KNOB=RATE...]`` (the domain's
-rule-based reference agent, see :meth:`simulator.domain.Domain.reference_agent`, with fault knobs),
+rule-based reference agent, see :meth:`simulator.world.domain.Domain.reference_agent`, with fault knobs),
 ``litellm:MODEL`` (e.g. ``litellm:openai/gpt-4o-mini``) and
 ``py:package.module:factory`` for an agent of your own.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simulator._plugins import load_reference
-from simulator._protocols import Agent, AgentFactory, TrialContext
 from simulator.agents._faulty import FAULT_KINDS, FaultyOracleAgent, faulty_agent_factory, parse_fault_rates
 from simulator.agents._scripted import NullAgent, OracleAgent
 from simulator.agents.rates import parse_rates
+from simulator.types.protocols import Agent, AgentFactory, TrialContext
+from simulator.world.plugins import load_reference
 
 if TYPE_CHECKING:
-    from simulator.domain import Domain
+    from simulator.world.domain import Domain
 
 __all__ = ["FAULT_KINDS", "Agent", "AgentFactory", "FaultyOracleAgent", "NullAgent", "OracleAgent", "TrialContext",
            "agent_factory", "parse_knob_rates"]
@@ -46,7 +46,7 @@ def _reference_factory(domain: Domain, rates: dict[str, float]) -> AgentFactory:
     """
     import numpy as np
 
-    from simulator.tasks import Task, UserScenario
+    from simulator.types.tasks import Task, UserScenario
 
     probe = TrialContext(task=Task(id="probe", scenario=UserScenario(instructions="")), tools=[], policy="",
                          seed=0, rng=np.random.Generator(np.random.PCG64(0)), domain=domain.name)
@@ -65,7 +65,7 @@ def agent_factory(spec: str, *, domain: Domain | None = None, **params: Any) -> 
         spec: ``oracle``, ``null``, ``faulty:KIND=RATE,...``, ``reference[:KNOB=RATE,...]``, ``litellm:MODEL`` or
             ``py:package.module:factory`` (your own agent: a callable taking the :class:`TrialContext` and returning
             an object with ``step(messages)``).
-        domain: the run's domain; needed by ``reference`` (its :meth:`~simulator.domain.Domain.reference_agent`).
+        domain: the run's domain; needed by ``reference`` (its :meth:`~simulator.world.domain.Domain.reference_agent`).
         **params: model parameters for LLM agents (temperature, api_base, ...).
 
     Returns:
@@ -74,7 +74,7 @@ def agent_factory(spec: str, *, domain: Domain | None = None, **params: Any) -> 
     Raises:
         ValueError: unknown spec, ``litellm:`` without a model, a malformed ``faulty:`` or ``reference:`` spec,
             or ``reference`` without a domain.
-        simulator.domain.DomainError: the domain has no reference agent, or does not know a fault knob.
+        simulator.world.domain.DomainError: the domain has no reference agent, or does not know a fault knob.
     """
     if spec == "oracle":
         return OracleAgent

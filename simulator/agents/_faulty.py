@@ -33,10 +33,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from simulator._messages import AgentTurn, Message, ToolCall
-from simulator._protocols import TrialContext
 from simulator.agents.rates import parse_rates
-from simulator.cues import is_yes
+from simulator.dialogue.cues import is_yes
+from simulator.types.messages import AgentTurn, Message, ToolCall
+from simulator.types.protocols import TrialContext
 
 __all__ = ["FAULT_KINDS", "FaultyOracleAgent", "faulty_agent_factory", "parse_fault_rates"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simulator._messages import AgentTurn, Message, ToolCall
-from simulator._protocols import TrialContext
+from simulator.types.messages import AgentTurn, Message, ToolCall
+from simulator.types.protocols import TrialContext
 
 __all__ = ["NullAgent", "OracleAgent"]
 

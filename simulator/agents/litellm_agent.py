@@ -1,4 +1,4 @@
-"""LiteLLMAgent: the agent under test is a tool-calling model reached through :mod:`simulator.llm`.
+"""LiteLLMAgent: the agent under test is a tool-calling model reached through :mod:`simulator.models.llm`.
 
 The model gets the domain policy as its system prompt (plus a short instruction), the domain's tools as
 OpenAI function schemas, and the conversation so far. Its reply is one assistant message: text ends the
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from simulator._messages import AgentTurn, Message
-from simulator._protocols import TrialContext
-from simulator.llm import LLMClient, LLMContextOverflow, LLMError, LLMInfraError, LLMSetupError, model_seed
+from simulator.models.llm import LLMClient, LLMContextOverflow, LLMError, LLMInfraError, LLMSetupError, model_seed
+from simulator.types.messages import AgentTurn, Message
+from simulator.types.protocols import TrialContext
 
 __all__ = ["DEFAULT_AGENT_INSTRUCTION", "LiteLLMAgent", "litellm_agent_factory", "to_openai_messages"]
 
@@ -49,16 +49,16 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 class LiteLLMAgent:
-    """An :class:`~simulator._protocols.Agent` backed by a tool-calling model.
+    """An :class:`~simulator.types.protocols.Agent` backed by a tool-calling model.
 
     Attributes:
         client: the model client.
         system_prompt: policy text followed by the instruction.
         tools: OpenAI function schemas offered to the model.
-        seed: the model ``seed`` parameter (the trial seed reduced by :func:`simulator.llm.model_seed`).
+        seed: the model ``seed`` parameter (the trial seed reduced by :func:`simulator.models.llm.model_seed`).
         trial_seed: the trial seed (used in the response-cache key).
         resumes_from_history: True: each step depends on the messages given only, so a trajectory-prefix case
-            gives it the prefix's messages without replaying its earlier steps (see :mod:`simulator.prefix`).
+            gives it the prefix's messages without replaying its earlier steps (see :mod:`simulator.dialogue.prefix`).
     """
 
     resumes_from_history = True
@@ -143,13 +143,13 @@ def litellm_agent_factory(
     Args:
         model: litellm model string, e.g. ``"openai/gpt-4o-mini"``.
         instruction: text appended to the policy in the system prompt.
-        **params: :class:`~simulator.llm.LLMClient` options (``api_base``, ``max_attempts``, ``wait_initial``,
+        **params: :class:`~simulator.models.llm.LLMClient` options (``api_base``, ``max_attempts``, ``wait_initial``,
             ``timeout``, ``cache``, ``limiters``, ...) and default model parameters (``temperature``, ``seed``,
             ``max_tokens``, ...). Without ``seed`` each trial sends its own trial seed; ``seed=None`` sends none.
 
     Returns:
-        A callable taking a :class:`~simulator._protocols.TrialContext`; its ``client`` attribute is the
-        :class:`~simulator.llm.LLMClient` its agents share (the pre-flight checks it).
+        A callable taking a :class:`~simulator.types.protocols.TrialContext`; its ``client`` attribute is the
+        :class:`~simulator.models.llm.LLMClient` its agents share (the pre-flight checks it).
     """
     client = LLMClient(model, **params)
 

@@ -57,7 +57,7 @@ def parse_rates(text: str, who: str, what: str, known: Sequence[str] | None = No
 
 REFERENCE_KNOBS = ("skip_confirmation", "wrong_item", "repeat_call", "early_transfer", "forget_constraint",
                    "repeat_question")
-"""The fault knobs every domain's reference agent knows (see :meth:`simulator.domain.Domain.reference_agent`)."""
+"""The fault knobs every domain's reference agent knows (see :meth:`simulator.world.domain.Domain.reference_agent`)."""
 
 
 def check_fault_rates(rates: Mapping[str, float], known: Sequence[str], who: str) -> dict[str, float]:

@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator._messages import AgentTurn, Message, ToolCall
-from simulator._protocols import TrialContext
-from simulator._text import clip_long_tokens
 from simulator.agents.rates import FaultDraws
-from simulator.cues import is_retryable_error
+from simulator.dialogue.cues import is_retryable_error
+from simulator.dialogue.text import clip_long_tokens
+from simulator.types.messages import AgentTurn, Message, ToolCall
+from simulator.types.protocols import TrialContext
 
 __all__ = ["ANYTHING_ELSE", "REPEATS", "RETRIES", "ReferenceAgentBase"]
 
@@ -27,7 +27,8 @@ FOUND_ACCOUNT = "Thank you, I have found your account. How can I help you today?
 REPEATS = 3
 """How many more times a ``repeat_call`` fault repeats a look-up (four identical calls: a loop)."""
 RETRIES = 2
-"""How many times a call answered by a retryable error (:func:`simulator.cues.is_retryable_error`: a busy service,
+"""How many times a call answered by a retryable error (:func:`simulator.dialogue.cues.is_retryable_error`: a busy
+service,
 a timeout, a rolled-back write) is made again before the error is taken as the answer."""
 
 

@@ -4,9 +4,9 @@
 - :func:`lint_tasks` (``tausim tasks lint FILE``): defects of a task set against a domain and its data;
 - :func:`~simulator.authoring.scaffold.new_domain` (``tausim domain new NAME``): an installable domain package.
 
-Domains declare what these need through the kit: :attr:`~simulator.domain.Domain.entities`,
-:attr:`~simulator.domain.Domain.user_entity`, :attr:`~simulator.domain.Domain.prose_arguments`,
-:meth:`~simulator.domain.Domain.current_time` and :meth:`~simulator.domain.Domain.forbidden_write`.
+Domains declare what these need through the kit: :attr:`~simulator.world.domain.Domain.entities`,
+:attr:`~simulator.world.domain.Domain.user_entity`, :attr:`~simulator.world.domain.Domain.prose_arguments`,
+:meth:`~simulator.world.domain.Domain.current_time` and :meth:`~simulator.world.domain.Domain.forbidden_write`.
 """
 
 from simulator.authoring.check import check_domain

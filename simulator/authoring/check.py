@@ -9,7 +9,7 @@ Checks, each finding naming the tool or task:
   ``<table>.json`` per dumped table; skipped otherwise);
 - ``no-tasks``, ``gold-replay``: every gold action of every task replays without a tool bug;
 - ``read-writes``: calling a read tool (on the arguments the tasks' gold actions use and on ids sampled from the
-  tables the domain declares in :attr:`~simulator.domain.Domain.entities`) changes no table and records no event;
+  tables the domain declares in :attr:`~simulator.world.domain.Domain.entities`) changes no table and records no event;
 - ``read-tool-bug``: such a call makes the tool crash;
 - ``wall-clock``: a tool reads the wall clock (everything is replayed a second time with the domain's modules
   unable to read it, see :mod:`simulator.authoring._clock`);
@@ -30,16 +30,16 @@ from typing import Any
 from simulator.agents import NullAgent, OracleAgent
 from simulator.authoring._clock import no_wall_clock
 from simulator.authoring.findings import Finding
-from simulator.database import TemplateDatabase, TrialDatabase, diff_against
-from simulator.domain import Domain
 from simulator.errors import GoldToolBug
-from simulator.replay import prepare_trial
-from simulator.runner import Runner, RunResult
-from simulator.sinks import EVENTS_TABLE
-from simulator.spec import RunSpec
-from simulator.tasks import Action, Task
-from simulator.tools import CallOutcome, Toolbox, ToolContext
+from simulator.execution.runner import Runner, RunResult
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import Action, Task
 from simulator.users import scripted_user_factory
+from simulator.world.database import TemplateDatabase, TrialDatabase, diff_against
+from simulator.world.domain import Domain
+from simulator.world.events import EVENTS_TABLE
+from simulator.world.replay import prepare_trial
+from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
 __all__ = ["check_domain", "sample_read_calls"]
 
@@ -119,7 +119,7 @@ def _entity_samples(domain: Domain, trial: TrialDatabase) -> dict[str, list[Any]
 def sample_read_calls(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task]) -> list[Action]:
     """Return calls of every read tool to exercise it: the tasks' gold read calls, then generated ones.
 
-    Generated arguments take ids sampled from the tables of :attr:`~simulator.domain.Domain.entities` (by
+    Generated arguments take ids sampled from the tables of :attr:`~simulator.world.domain.Domain.entities` (by
     argument name), else a value the gold actions give that argument, else a placeholder of the schema's type.
 
     Args:

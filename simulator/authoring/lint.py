@@ -7,12 +7,13 @@ errors (a run refuses the task set unless ``--allow-lint-errors``):
 
 - ``fixture``: the task's ``initial_state`` cannot be applied;
 - ``gold-tool-bug``: a gold action makes a tool crash;
-- ``unknown-user``: the task's ``user_id`` is no row of the domain's :attr:`~simulator.domain.Domain.user_entity`;
-- ``unknown-id``: a gold write's argument declared as an entity id (:attr:`~simulator.domain.Domain.entities`)
+- ``unknown-user``: the task's ``user_id`` is no row of the domain's :attr:`~simulator.world.domain.Domain.user_entity`;
+- ``unknown-id``: a gold write's argument declared as an entity id (:attr:`~simulator.world.domain.Domain.entities`)
   names no row at that point of the replay (a wrong order id in the third gold action, a task written for other
   data); in a gold read action it is a warning (it cannot change the goal state);
 - ``assertion-fails-oracle``: an assertion fails on the oracle's final state (the gold actions replayed);
-- ``prefix``: a trajectory-prefix case (``prefix``, see :mod:`simulator.prefix`) names an unknown tool, argument or
+- ``prefix``: a trajectory-prefix case (``prefix``, see :mod:`simulator.dialogue.prefix`) names an unknown tool,
+argument or
   kind in its next-step expectations, has a tool result answering no earlier call, or a database state that
   does not apply to the task's data;
 
@@ -20,7 +21,7 @@ warnings (suspicious, or known quirks of public benchmarks):
 
 - ``gold-error``: a gold action is refused by the tool (tau-bench keeps such calls on purpose);
 - ``forbidden-write``: a gold write the domain's own rules forbid at the task's clock time
-  (:meth:`~simulator.domain.Domain.forbidden_write`, e.g. cancelling a trip with a flown segment);
+  (:meth:`~simulator.world.domain.Domain.forbidden_write`, e.g. cancelling a trip with a flown segment);
 - ``no-criteria``: the task grades nothing (a tau2 task without ``evaluation_criteria``, or ``grade: []``): every
   agent passes it (tau2 gives reward 1);
 - ``null-passes``: a do-nothing agent passes (no state change, no process rule, required output or assertion it
@@ -42,20 +43,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any
 
-from simulator._messages import Message
 from simulator.authoring.findings import Finding
-from simulator.database import StateSpec, TemplateDatabase, diff_against
-from simulator.domain import Domain
-from simulator.dual import env_caller, run_action, syncer
+from simulator.dialogue.prefix import apply_state
 from simulator.errors import GoldToolBug
 from simulator.grading import check_assertions, grade_trial
 from simulator.grading.outputs import find_output
-from simulator.orchestrator import TerminationReason, ToolCallRecord, Trajectory
-from simulator.prefix import apply_state
-from simulator.replay import prepare_trial
-from simulator.sinks import read_events
-from simulator.tasks import Action, Task
-from simulator.tools import Toolbox, ToolContext
+from simulator.types.messages import Message
+from simulator.types.tasks import Action, Task
+from simulator.types.trajectory import TerminationReason, ToolCallRecord, Trajectory
+from simulator.world.database import StateSpec, TemplateDatabase, diff_against
+from simulator.world.domain import Domain
+from simulator.world.dual import env_caller, run_action, syncer
+from simulator.world.events import read_events
+from simulator.world.replay import prepare_trial
+from simulator.world.tools import Toolbox, ToolContext
 
 __all__ = ["DISCOVERY_CALLS", "lint_tasks"]
 

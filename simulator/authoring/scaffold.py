@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from simulator.domain import available_domains
 from simulator.errors import ScaffoldError
+from simulator.world.domain import available_domains
 
 __all__ = ["class_name", "new_domain"]
 

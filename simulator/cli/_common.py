@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 from sqlalchemy.engine import make_url
 
-from simulator.domain import DomainError
-from simulator.store import DEFAULT_STORE_URL, ResultsStore
+from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
+from simulator.world.domain import DomainError
 
 __all__ = ["connect_store", "console", "domain_options", "err", "fail", "git_revision", "package_versions",
            "write_json_atomic"]

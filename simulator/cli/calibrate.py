@@ -36,7 +36,7 @@ def calibrate_command(
     Per task and overall: pass^1, pass^k, mean turns, abandonment rate and mean tool calls of both runs, and the
     simulator's inflation of pass^1 (simulated minus real) with a paired bootstrap interval over tasks.
     """
-    from simulator.calibrate import calibrate
+    from simulator.analysis.calibrate import calibrate
     from simulator.report import RunDocumentError
 
     try:

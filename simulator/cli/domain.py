@@ -12,9 +12,9 @@ from rich.markup import escape
 from simulator.authoring import Finding, check_domain, count_by_rule, errors
 from simulator.authoring.scaffold import new_domain
 from simulator.cli._common import console, fail
-from simulator.domain import DomainError, get_domain
 from simulator.errors import ScaffoldError
-from simulator.tasks import TaskFileError
+from simulator.types.tasks import TaskFileError
+from simulator.world.domain import DomainError, get_domain
 
 __all__ = ["domain_app", "print_findings"]
 

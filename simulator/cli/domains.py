@@ -5,7 +5,7 @@ from __future__ import annotations
 from simulator.cli._common import (
     console,
 )
-from simulator.domain import available_domains, get_domain
+from simulator.world.domain import available_domains, get_domain
 
 
 def domains_command() -> None:

@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.budgets import derive_budgets
+from simulator.analysis.budgets import derive_budgets
+from simulator.analysis.gate import GateError, evaluate_gate
 from simulator.cli.report import load_run
-from simulator.gate import GateError, evaluate_gate
-from simulator.records import RunDocumentError, load_run_document
+from simulator.storage.documents import RunDocumentError, load_run_document
 
 __all__ = ["baseline_command", "gate_command"]
 

@@ -6,7 +6,7 @@ Example::
         --personas all --budget 1000 --seed 7 --export regressions.json
     tausim run --domain retail --tasks regressions.json --user rule --agent reference:...
 
-See :mod:`simulator.hunt` for the search, the signatures and the regression cases.
+See :mod:`simulator.hunt.search` for the search, the signatures and the regression cases.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from typing import Annotated, Any
 import typer
 
 from personas.loader import PersonaError, load_personas
-from simulator.build import build_runner
 from simulator.cli._common import console, fail, write_json_atomic
 from simulator.errors import TausimError
-from simulator.faults import recovery_rates
-from simulator.hunt import HuntResult, export_cases, hunt, replay_script
-from simulator.preflight import check_credentials, preflight
-from simulator.records import TrialResult
+from simulator.execution.build import build_runner
+from simulator.execution.preflight import check_credentials, preflight
+from simulator.execution.runner import Runner
+from simulator.hunt.search import HuntResult, export_cases, hunt, replay_script
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
-from simulator.runner import Runner
-from simulator.spec import RunSpec
+from simulator.stats.faults import recovery_rates
+from simulator.types.results import TrialResult
+from simulator.types.spec import RunSpec
 
 __all__ = ["hunt_command"]
 
@@ -64,7 +64,7 @@ def summary(result: HuntResult, *, exported: Collection[str] = (),
         ``{"agent_turns", "saved_turns", "trials", "forks", "signatures", "clusters": [...], "recovery"}``; each
         cluster ``{"id", "case_id" (None when not exported), "signature", "count", "budget_share", "example"}``, its
         example ``{"task_id", "persona", "seed", "moves", "user_turns", "transcript": [[role, text], ...],
-        "shrunk"}``; ``recovery`` (:func:`simulator.faults.recovery_rates` over the hunt's trials) only when
+        "shrunk"}``; ``recovery`` (:func:`simulator.stats.faults.recovery_rates` over the hunt's trials) only when
         a trial met an environment fault.
     """
     spent = max(result.agent_turns, 1)

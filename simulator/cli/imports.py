@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from simulator.cli._common import connect_store, console, domain_options, fail
-from simulator.domain import DomainError, get_domain
 from simulator.errors import PeerResultsError, StoreError
-from simulator.store import DEFAULT_STORE_URL
+from simulator.storage.store import DEFAULT_STORE_URL
+from simulator.world.domain import DomainError, get_domain
 
 __all__ = ["import_command"]
 
@@ -33,7 +33,7 @@ def import_command(
     reward as ``peer_reward``. Then `tausim regrade RUN_ID` grades every trial with tausim's layers and prints
     its agreement with the peer.
     """
-    from simulator.peer_results import default_peer_tasks, read_peer_results, record_imported
+    from simulator.interop.peer_results import default_peer_tasks, read_peer_results, record_imported
 
     try:
         dom = get_domain(domain)

@@ -9,18 +9,18 @@ from typing import Annotated, Any
 
 import typer
 
-from simulator._protocols import TrialContext
-from simulator.build import build_runner
 from simulator.cli._common import (
     console,
     domain_options,
     fail,
 )
 from simulator.cli.run import check_gold
-from simulator.domain import DomainError, get_domain
+from simulator.execution.build import build_runner
 from simulator.report import print_failure
-from simulator.spec import RunSpec
-from simulator.tasks import TaskFileError
+from simulator.types.protocols import TrialContext
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import TaskFileError
+from simulator.world.domain import DomainError, get_domain
 
 
 def play_command(
@@ -34,7 +34,7 @@ def play_command(
     max_turns: Annotated[int, typer.Option(min=1, help="Messages of user and agent.")] = 60,
 ) -> None:
     """Play the simulated user of one task yourself, in the terminal; the trial is graded at the end."""
-    from simulator.play import terminal_user_factory
+    from simulator.users.human import terminal_user_factory
 
     try:
         dom = get_domain(domain)

@@ -11,11 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from simulator.cli._common import connect_store, console, domain_options, err, fail, write_json_atomic
-from simulator.domain import DomainError, get_domain
 from simulator.errors import PeerResultsError, RunDocumentError
-from simulator.regrade import RegradeReport
-from simulator.store import DEFAULT_STORE_URL, StoreError
-from simulator.tasks import TaskFileError
+from simulator.execution.regrade import RegradeReport
+from simulator.storage.store import DEFAULT_STORE_URL, StoreError
+from simulator.types.tasks import TaskFileError
+from simulator.world.domain import DomainError, get_domain
 
 __all__ = ["print_regrade_report", "regrade_command"]
 
@@ -99,7 +99,7 @@ def regrade_command(
     pass^k before and after, and for imported peer results the agreement with the peer's reward, with every
     disagreement's state differences.
     """
-    from simulator.regrade import regrade_document, regrade_run
+    from simulator.execution.regrade import regrade_document, regrade_run
 
     path = Path(run)
     if format is not None or path.is_file():
@@ -132,7 +132,7 @@ def regrade_command(
 
 def _peer_document(path: Path, fmt: str, domain: str | None, data: Path | None, tasks: str | None) -> dict[str, Any]:
     """A peer's results file as a run document (not stored)."""
-    from simulator.peer_results import default_peer_tasks, read_peer_results
+    from simulator.interop.peer_results import default_peer_tasks, read_peer_results
 
     if domain is None:
         raise PeerResultsError("--format needs --domain (the domain the conversations ran in)")
@@ -141,7 +141,7 @@ def _peer_document(path: Path, fmt: str, domain: str | None, data: Path | None, 
                                  tasks=tasks if tasks is not None else default_peer_tasks(fmt, data),
                                  options=domain_options(dom, data, None))
     trials = [t.model_dump(mode="json") for t in imported.trials]
-    from simulator.metrics import reliability
+    from simulator.stats.estimators import reliability
 
     metrics = reliability(trials, imported.task_ids, imported.config.trials, personas=imported.config.personas,
                           incomplete="count").suite

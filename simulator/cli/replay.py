@@ -13,9 +13,10 @@ from simulator.cli._common import (
     domain_options,
     fail,
 )
-from simulator.domain import DomainError, get_domain
-from simulator.replay import GoldToolBug, replay_tasks
-from simulator.tasks import TaskFileError
+from simulator.execution.parity import replay_tasks
+from simulator.types.tasks import TaskFileError
+from simulator.world.domain import DomainError, get_domain
+from simulator.world.replay import GoldToolBug
 
 
 def replay_command(

@@ -20,8 +20,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from personas.loader import PersonaError, load_personas
-from simulator.budgets import load_budgets
-from simulator.build import RunServices, build_runner
+from simulator.analysis.budgets import load_budgets
 from simulator.cli._common import (
     connect_store,
     console,
@@ -33,29 +32,24 @@ from simulator.cli._common import (
     write_json_atomic,
 )
 from simulator.cli.tasks import refuse_lint_errors
-from simulator.domain import DomainError, get_domain
+from simulator.dialogue.progress import RunProgress
 from simulator.errors import InputError, RunDocumentError, SetupError
-from simulator.executors import ExecutorError, open_executor
-from simulator.preflight import check_credentials, preflight
-from simulator.progress import RunProgress
-from simulator.records import (
-    RunResult,
-    TrialKey,
-    TrialResult,
-    load_partial,
-    partial_header,
-    run_summary_json,
-    trial_key,
-)
-from simulator.replay import GoldReplay, replay_gold, tasks_not_replaying
+from simulator.execution.build import RunServices, build_runner
+from simulator.execution.executors import ExecutorError, open_executor
+from simulator.execution.preflight import check_credentials, preflight
+from simulator.execution.runner import ERROR_RATE_MIN_TRIALS, run_error_rate, settle_heap
+from simulator.execution.tracing import file_tracing
 from simulator.report import analyze_run, print_summary
-from simulator.runlog import run_logger
-from simulator.runner import ERROR_RATE_MIN_TRIALS, run_error_rate, settle_heap
-from simulator.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error, load_spec
-from simulator.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
-from simulator.suites import task_file_split
-from simulator.tasks import TaskFileError
-from simulator.tracing import file_tracing
+from simulator.storage.documents import load_partial, partial_header, run_summary_json
+from simulator.storage.runlog import run_logger
+from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, StoreError, data_hash, tasks_hash
+from simulator.types.prepared import GoldReplay
+from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
+from simulator.types.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error, load_spec
+from simulator.types.tasks import TaskFileError
+from simulator.world.domain import DomainError, get_domain
+from simulator.world.replay import replay_gold, tasks_not_replaying
+from simulator.world.suites import task_file_split
 
 
 def _open_store_run(url: str, run_id: str | None, config: RunSpec, dom: Any, data: Path | None,
@@ -93,14 +87,14 @@ def check_gold(dom: Any, template: Any, tasks: list[Any], data: Path | None,
                selected: list[Any] | None = None) -> dict[str, GoldReplay]:
     """Refuse a task set whose gold actions do not replay on the data (tasks written for other data).
 
-    See :func:`simulator.replay.tasks_not_replaying`. Some task sets have such tasks on purpose (about one in ten
+    See :func:`simulator.world.replay.tasks_not_replaying`. Some task sets have such tasks on purpose (about one in ten
     of tau-bench's), so the run is refused only when at least half of the tasks with gold actions (of the whole
     task set, not only those selected) are such. The ``selected`` tasks (those the run will run; default all)
     have their gold actions replayed here, once: the check reads their statuses and the replays are returned
     for the runner (``Runner(gold=...)``); the others have only their first gold action run.
 
     Returns:
-        Task id -> its :class:`~simulator.replay.GoldReplay`, for the selected tasks.
+        Task id -> its :class:`~simulator.types.prepared.GoldReplay`, for the selected tasks.
     """
     toolbox = dom.toolbox()
     replays = {t.id: replay_gold(dom, template, t, toolbox) for t in (tasks if selected is None else selected)}
@@ -143,7 +137,7 @@ def run_command(
     dask_timeout: Annotated[float, typer.Option(
         min=0.1, help="Seconds to wait for a dask:// scheduler.")] = 10.0,
     spec_file: Annotated[Path | None, typer.Option(
-        "--spec", help="Run spec file (JSON, see simulator.spec.RunSpec): the run is the file's; only --out, "
+        "--spec", help="Run spec file (JSON, see simulator.types.spec.RunSpec): the run is the file's; only --out, "
                        "--store, --run-id, --no-progress and, when given, --executor, --concurrency, --cache, "
                        "--rpm and --log-file apply besides.")] = None,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
@@ -404,7 +398,7 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
             with log_lock:
                 log_handle.write("".join(line + "\n" for line in lines))
 
-    if otel is not None:  # OpenTelemetry spans (simulator.tracing); trial ids go to --out and --log-file
+    if otel is not None:  # OpenTelemetry spans (simulator.execution.tracing); trial ids go to --out and --log-file
         try:
             runner.tracing = stack.enter_context(file_tracing(otel))
         except (InputError, OSError) as e:

@@ -12,9 +12,9 @@ from rich.console import Console
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
 from simulator.cli.domain import print_findings
-from simulator.domain import DomainError, get_domain
-from simulator.suites import split_task_file
-from simulator.tasks import TaskFileError
+from simulator.types.tasks import TaskFileError
+from simulator.world.domain import DomainError, get_domain
+from simulator.world.suites import split_task_file
 
 __all__ = ["lint_command", "refuse_lint_errors", "split_command", "tasks_app"]
 

@@ -8,8 +8,8 @@ repeated more than the task's threshold, retries after an error exempt only up t
 judge's yes/no verdicts; counted only when calibrated, see :mod:`simulator.grading.judge`).
 Tasks with declarative assertions (task files version 2) also get ``assertions`` (see
 :mod:`simulator.grading.assertions`), and a task's ``grade`` names which components decide pass (see
-:meth:`simulator.tasks.Task.grade_basis`); the others are still computed and recorded.
-Tasks imported from tau2-bench (:mod:`simulator.tau2`) also get ``actions`` and ``env_assertions`` (see
+:meth:`simulator.types.tasks.Task.grade_basis`); the others are still computed and recorded.
+Tasks imported from tau2-bench (:mod:`simulator.world.tau2_tasks`) also get ``actions`` and ``env_assertions`` (see
 :mod:`simulator.grading.tau2`); their basis is tau2's ``reward_basis``, the product of which decides pass
 (``judge`` in the basis decides whenever a judge graded it, calibrated or not; without a judge model it is
 ``not_graded`` and does not block), and their ``conduct`` names the only endings that are graded.
@@ -22,84 +22,49 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
-
-from simulator.database import StateDiff
-from simulator.grading.assertions import AssertionResult, AssertionsResult, check_assertions
-from simulator.grading.budget import BudgetResult, check_budget
-from simulator.grading.judge import Judge, JudgeResult, grade_judge
-from simulator.grading.loops import DEFAULT_RETRIES, LoopsResult, check_loops
-from simulator.grading.outputs import OutputsResult, check_outputs
-from simulator.grading.process import ProcessResult, check_process
-from simulator.grading.safety import Violation, find_violations
-from simulator.grading.state import StateResult, grade_state
-from simulator.grading.tau2 import (
+from simulator.grading.assertions import check_assertions
+from simulator.grading.budget import check_budget
+from simulator.grading.judge import Judge, grade_judge
+from simulator.grading.loops import DEFAULT_RETRIES, check_loops
+from simulator.grading.outputs import check_outputs
+from simulator.grading.process import check_process
+from simulator.grading.safety import find_violations
+from simulator.grading.state import grade_state
+from simulator.grading.tau2 import check_actions, check_env_assertions, communicated_tau2
+from simulator.stats.trajectory import tool_call_accuracy, trial_trajectory_metrics
+from simulator.types.grade import (
     ActionsResult,
+    AssertionResult,
+    AssertionsResult,
+    BudgetResult,
     EnvAssertionsResult,
-    check_actions,
-    check_env_assertions,
-    communicated_tau2,
+    Grade,
+    JudgeResult,
+    LoopsResult,
+    OutputsResult,
+    ProcessResult,
+    StateResult,
+    TaskRules,
+    Violation,
 )
-from simulator.metrics import tool_call_accuracy
-from simulator.orchestrator import CAP_REASONS, ERROR_REASONS, Trajectory
-from simulator.prefix import NextStepResult
-from simulator.tasks import Budget, ProcessRules, Task
-from simulator.tools import Toolbox
-from simulator.trajectory_metrics import trial_trajectory_metrics
+from simulator.types.state import StateDiff
+from simulator.types.tasks import Budget, Task
+from simulator.types.trajectory import CAP_REASONS, ERROR_REASONS, Trajectory
+from simulator.world.tools import Toolbox
 
 if TYPE_CHECKING:
-    from simulator.domain import Domain
-    from simulator.prepared import PreparedTask
+    from simulator.types.prepared import PreparedTask
+    from simulator.world.domain import Domain
 
-__all__ = ["ActionsResult", "AssertionResult", "AssertionsResult", "BudgetResult", "EnvAssertionsResult", "Grade",
-           "Judge", "JudgeResult", "LoopsResult", "OutputsResult", "ProcessResult", "StateResult", "TaskRules",
-           "Violation", "check_actions", "check_assertions", "check_budget", "check_env_assertions", "check_loops",
-           "check_outputs", "check_process", "effective_rules", "grade_state", "grade_trial"]
+__all__ = ["ActionsResult", "AssertionResult", "AssertionsResult", "BudgetResult", "EnvAssertionsResult", "Judge",
+    "JudgeResult", "LoopsResult", "OutputsResult", "ProcessResult", "StateResult", "Violation", "check_actions",
+    "check_assertions", "check_budget", "check_env_assertions", "check_loops", "check_outputs", "check_process",
+    "effective_rules", "grade_state", "grade_trial"]
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""
 
 
-class Grade(BaseModel):
-    """The grade of one trial."""
-
-    passed: bool
-    state: StateResult
-    outputs: dict  # type: ignore[type-arg]
-    """``{"passed": bool, "missing": [str]}``."""
-    process: ProcessResult
-    loops: LoopsResult = Field(default_factory=LoopsResult)
-    """Loop detection (passing by default for grades recorded before it existed)."""
-    budget: BudgetResult = Field(default_factory=BudgetResult)
-    """Budget check (passing by default for grades recorded before it existed)."""
-    judge: JudgeResult | None = None
-    """The LLM judge's verdicts on the task's assertions (None: the task has none); it fails the trial only
-    when ``judge.gating`` (a calibrated judge)."""
-    assertions: AssertionsResult | None = None
-    """The task's declarative assertions (None: the task has none)."""
-    actions: ActionsResult | None = None
-    """tau2 ACTION: gold actions matched by the trial's calls (None: a task not imported from tau2)."""
-    env_assertions: EnvAssertionsResult | None = None
-    """tau2 ENV_ASSERTION: the task's environment assertions (None: the task has none)."""
-    basis: list[str] | None = None
-    """The components that decided pass (see :meth:`simulator.tasks.Task.grade_basis`); None for grades recorded
-    before it existed (the default five)."""
-    tool_accuracy: dict[str, int] | None = None
-    """The trial's tool calls against the task's gold actions (not a pass/fail component): the counts of
-    :func:`simulator.metrics.tool_call_accuracy`; None for grades recorded before it existed."""
-    trajectory: dict[str, Any] | None = None
-    """The trial's tool calls against the task's reference trajectory (not a pass/fail component): see
-    :func:`simulator.trajectory_metrics.trial_trajectory_metrics`; None for grades recorded before it existed or
-    a task without a reference (no gold action and no ``reference``)."""
-    violations: list[Violation] = Field(default_factory=list)
-    """Safety violations (kind, severity, step, detail; see :mod:`simulator.grading.safety`), recorded whatever
-    the grade basis; empty for grades recorded before they existed."""
-    next_step: NextStepResult | None = None
-    """A trajectory-prefix case's next agent turn against its expectations (see :mod:`simulator.prefix`); it alone
-    decides pass (``basis`` ``["next_step"]``); None for any other trial."""
-    failure: str | None = None
-    """Why the trial failed, in short (the deciding components that failed: ``state``, ``outputs``, ``process``,
-    ``loops``, ``budget``, ``assertions``; or the error termination reason; ``judge`` only for a gating judge)."""
 
 
 def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict[str, int]:
@@ -109,17 +74,6 @@ def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict
     return tool_call_accuracy(calls, gold, writes)
 
 
-class TaskRules(BaseModel):
-    """A task's effective grading rules in a run: its own merged with its domain's defaults and the run's budget."""
-
-    process: ProcessRules
-    """The task's process rules merged over the domain's defaults."""
-    loop_threshold: int
-    """Identical repeats of a tool call allowed (the task's, else the domain's, else the default)."""
-    volatile_arguments: dict[str, list[str]] = Field(default_factory=dict)
-    """Tool name -> top-level argument names loop detection ignores (the domain's)."""
-    budget: Budget | None = None
-    """The ceilings: the task's own budget with the run's (the tighter ceiling wins), or either, or None."""
 
 
 def effective_rules(task: Task, domain: Domain | None = None, budget: Budget | None = None) -> TaskRules:
@@ -177,7 +131,7 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         trial_seed: the trial seed (the judge's response-cache key).
         recorded_judge: a judge component recorded earlier (regrading, where no model is called): reused when
             ``judge`` is None and it graded the same assertions as the task has now.
-        prepared: the task prepared for the run (:class:`~simulator.prepared.PreparedTask`): its rules, merged
+        prepared: the task prepared for the run (:class:`~simulator.types.prepared.PreparedTask`): its rules, merged
             once when the run was prepared, are used as they are (``domain`` and ``budget`` are not read).
         assertions: the task's declarative assertions evaluated on the trial (see :func:`check_assertions`);
             None for a task without any.

@@ -1,6 +1,6 @@
 """Assertion grading: a task's declarative checks on the final state and the event log (component ``assertions``).
 
-Each assertion (see :mod:`simulator.assertions`) evaluates to passed (or skipped) plus a detail: what was
+Each assertion (see :mod:`simulator.types.assertions`) evaluates to passed (or skipped) plus a detail: what was
 expected, what was found, and the rows or events involved, so a failing check explains itself in reports.
 The initial state (template plus the task's fixture) is attached as schema ``initial`` for the checks that
 compare with it (``net_change``, ``unchanged_except``, ``sent``).
@@ -9,13 +9,13 @@ compare with it (``net_change``, ``unchanged_except``, ``sent``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
 from sqlalchemy import Table
 
-from simulator.assertions import (
+from simulator.errors import ToolError
+from simulator.types.assertions import (
     CountAssertion,
     EnvFunctionAssertion,
     EventCountAssertion,
@@ -28,44 +28,20 @@ from simulator.assertions import (
     ToolNotCalledAssertion,
     UnchangedExceptAssertion,
 )
-from simulator.database import StateSpec, diff_against, values_equal
-from simulator.errors import ToolError
-from simulator.orchestrator import Trajectory
-from simulator.sinks import Event
+from simulator.types.grade import AssertionResult, AssertionsResult
+from simulator.types.protocols import EnvCall
+from simulator.types.trajectory import Trajectory
+from simulator.world.database import StateSpec, diff_against, values_equal
+from simulator.world.events import Event
 
-__all__ = ["AssertionResult", "AssertionsResult", "check_assertions"]
+__all__ = ["check_assertions"]
 
 MAX_INVOLVED = 20
 """Rows or events listed per assertion result (the count is always exact)."""
 
 
-class AssertionResult(BaseModel):
-    """The outcome of one assertion."""
-
-    index: int
-    """Position in the task's ``assertions``."""
-    type: str
-    passed: bool
-    skipped: bool = False
-    """True when the check did not apply (an ``event_order`` whose later event never happened); counts as passed."""
-    summary: str
-    """One line: what was checked and what was found."""
-    expected: Any = None
-    actual: Any = None
-    involved: list[dict[str, Any]] = Field(default_factory=list)
-    """Rows (``{"table", "row"}``), changes or events (``{"seq", "name", "data", ...}``) behind the verdict."""
-    note: str | None = None
 
 
-class AssertionsResult(BaseModel):
-    """All assertions of a trial; ``passed`` when each passed or was skipped."""
-
-    passed: bool = True
-    results: list[AssertionResult] = Field(default_factory=list)
-
-    def failed(self) -> list[AssertionResult]:
-        """Return the failing results, in order."""
-        return [r for r in self.results if not r.passed]
 
 
 def _match(data: Mapping[str, Any], where: Mapping[str, Any], decimals: int) -> bool:
@@ -114,8 +90,6 @@ def _where_text(where: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in where.items())
 
 
-EnvCall = Callable[[str, str, Mapping[str, Any]], Any]
-"""Calls a domain assertion function: ``(side, function name, arguments) -> value``."""
 
 
 def _check_one(i: int, a: Any, st: _State, events: Sequence[Event], trajectory: Trajectory,
@@ -256,16 +230,16 @@ def check_assertions(assertions: Sequence[Any], raw: sqlite3.Connection, initial
     """Evaluate a task's assertions on a trial's final state, event log and trajectory.
 
     Args:
-        assertions: the task's assertions (:data:`simulator.assertions.Assertion` objects).
+        assertions: the task's assertions (:data:`simulator.types.assertions.Assertion` objects).
         raw: the trial's sqlite3 connection, holding the final state (no transaction open).
         initial: the task's initial state, serialized (template plus fixture, see
-            :func:`simulator.replay.initial_database`); None: the trial database's template is taken as it
+            :func:`simulator.world.replay.initial_database`); None: the trial database's template is taken as it
             (``net_change`` then compares with the final state itself, and ``unchanged_except`` is refused).
-        events: the trial's events (:func:`simulator.sinks.read_events`).
+        events: the trial's events (:func:`simulator.world.events.read_events`).
         trajectory: the trial's trajectory (its tool calls, for ``tool_called`` / ``tool_not_called``).
         spec: the domain's state spec (tables, float precision).
         env: calls the domain's assertion functions (``env`` assertions; see
-            :func:`simulator.dual.env_caller`); None when the domain has none.
+            :func:`simulator.world.dual.env_caller`); None when the domain has none.
 
     Returns:
         The :class:`AssertionsResult`, or None when the task has no assertion.

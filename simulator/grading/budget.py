@@ -4,24 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from simulator.types.grade import BudgetResult
+from simulator.types.tasks import Budget
+from simulator.types.trajectory import Trajectory
 
-from simulator.orchestrator import Trajectory
-from simulator.tasks import Budget
-
-__all__ = ["BudgetResult", "check_budget", "trajectory_usage"]
+__all__ = ["check_budget", "trajectory_usage"]
 
 
-class BudgetResult(BaseModel):
-    """Outcome of the budget check."""
-
-    passed: bool = True
-    limits: dict[str, Any] = Field(default_factory=dict)
-    """The ceilings applied (only those set)."""
-    used: dict[str, Any] = Field(default_factory=dict)
-    """What the trial used: ``steps``, ``tool_calls``, ``tokens``, ``cost_usd`` (None when unknown)."""
-    exceeded: list[str] = Field(default_factory=list)
-    """One readable line per exceeded ceiling, e.g. ``"tool_calls 12 > max_tool_calls 10"``."""
 
 
 def trajectory_usage(trajectory: Trajectory) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The LLM judge: yes/no assertions about a conversation, pairwise comparison, calibration (Cohen's kappa).
 
-A task may carry ``judge`` assertions (:class:`~simulator.tasks.JudgeAssertion`): yes/no questions about the
+A task may carry ``judge`` assertions (:class:`~simulator.types.tasks.JudgeAssertion`): yes/no questions about the
 conversation that code cannot decide ("the agent explained why the refund cannot go to PayPal"). Each one is
 asked to a judge model (:class:`Judge`, any litellm model string) with the rendered transcript (user and agent
 messages, tool calls with their results) and the assertion's rubric. An assertion passes only on a ``yes``.
@@ -36,15 +36,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from simulator._messages import Message, Usage
-from simulator.spec import format_validation_error
-from simulator.tasks import JudgeAssertion
+from simulator.types.grade import AssertionVerdict, JudgeResult
+from simulator.types.messages import Message, Usage
+from simulator.types.spec import format_validation_error
+from simulator.types.tasks import JudgeAssertion
 
-__all__ = ["DEFAULT_MIN_KAPPA", "AssertionVerdict", "Calibration", "CalibrationItem", "CompareResult", "Judge",
-           "JudgeResult", "ParsedVerdict", "build_judge", "check_calibration", "cohen_kappa", "compare", "compare_runs",
-           "grade_judge",
-           "judge_summary_lines", "load_calibration", "load_labels", "parse_verdict", "render_transcript",
-           "run_calibration"]
+__all__ = ["DEFAULT_MIN_KAPPA", "Calibration", "CalibrationItem", "CompareResult", "Judge", "ParsedVerdict",
+    "build_judge", "check_calibration", "cohen_kappa", "compare", "compare_runs", "grade_judge",
+    "judge_summary_lines", "load_calibration", "load_labels", "parse_verdict", "render_transcript", "run_calibration"]
 
 MAX_TOOL_RESULT_CHARS = 2000
 """Tool results longer than this are cut in the rendered transcript (the judge reads the conversation)."""
@@ -206,18 +205,6 @@ def parse_verdict(text: str | None, key: str = "verdict", allowed: Iterable[str]
 # the judge
 # --------------------------------------------------------------------------------------------------------
 
-class AssertionVerdict(BaseModel):
-    """The judge's grade of one assertion."""
-
-    assertion: str
-    passed: bool
-    """True only on a parsed ``yes`` (fail-closed)."""
-    verdict: Literal["yes", "no"] | None = None
-    """The parsed verdict; None when the call failed or the answer was unusable."""
-    reason: str = ""
-    """The judge's reason, or why the assertion failed without a verdict."""
-    error: str | None = None
-    """Model error, refusal or parse error, when there was one."""
 
 
 class Judge:
@@ -228,14 +215,14 @@ class Judge:
         api_base: OpenAI-compatible server URL, if any.
         gating: whether the judge component counts in ``passed`` (see :func:`check_calibration`).
         gating_note: why it does or does not gate (shown in the grade and the summary).
-        client: a ready :class:`~simulator.llm.LLMClient` (tests); default one is built from ``model``.
-        **params: further :class:`~simulator.llm.LLMClient` arguments (``max_attempts``, ``cache``,
+        client: a ready :class:`~simulator.models.llm.LLMClient` (tests); default one is built from ``model``.
+        **params: further :class:`~simulator.models.llm.LLMClient` arguments (``max_attempts``, ``cache``,
             ``limiters``, ...); temperature defaults to 0.
     """
 
     def __init__(self, model: str, *, api_base: str | None = None, gating: bool = True, gating_note: str = "",
                  client: Any = None, **params: Any) -> None:
-        from simulator.llm import LLMClient
+        from simulator.models.llm import LLMClient
 
         params.setdefault("temperature", 0.0)
         self.model = model
@@ -246,7 +233,7 @@ class Judge:
 
     def _ask(self, system: str, prompt: str, trial_seed: int | None) -> tuple[str | None, Usage, str | None]:
         """Return (answer text, usage, error) of one call; errors never raise."""
-        from simulator.llm import LLMError
+        from simulator.models.llm import LLMError
 
         try:
             r = self.client.complete([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
@@ -284,24 +271,6 @@ class Judge:
                                 reason=parsed.reason), usage
 
 
-class JudgeResult(BaseModel):
-    """The grading component ``judge`` of one trial."""
-
-    status: Literal["passed", "failed", "not_graded"]
-    """``not_graded``: the task has assertions but the run had no judge model."""
-    gating: bool = False
-    """Whether the component counts in the trial's ``passed`` (a calibrated judge only)."""
-    note: str = ""
-    """Why it does not gate, or why it was not graded."""
-    model: str | None = None
-    assertions: list[AssertionVerdict] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    """The judge's tokens and cost (``judge_usage``), apart from the agent's and the user's."""
-
-    @property
-    def passed(self) -> bool:
-        """True when graded and every assertion passed."""
-        return self.status == "passed"
 
 
 def grade_judge(assertions: Sequence[JudgeAssertion], messages: Sequence[Message], judge: Judge | None,
@@ -633,7 +602,7 @@ def build_judge(model: str, *, api_base: str | None = None, calibration: Path | 
         api_base: ``--judge-api-base``.
         calibration: ``--judge-calibration`` file, or None (the judge then does not gate).
         min_kappa: ``--judge-min-kappa``.
-        **params: further :class:`~simulator.llm.LLMClient` arguments (cache, limiters, max_attempts).
+        **params: further :class:`~simulator.models.llm.LLMClient` arguments (cache, limiters, max_attempts).
 
     Raises:
         ValueError: the calibration file cannot be read.

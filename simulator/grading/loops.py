@@ -1,7 +1,7 @@
 """Loop detection: the same tool call made over and over (grading component ``loops``).
 
 Two calls are the same when they name the same tool and have the same arguments once the tool's declared
-volatile arguments (:meth:`simulator.domain.Domain.volatile_arguments`, e.g. timestamps or request ids) are
+volatile arguments (:meth:`simulator.world.domain.Domain.volatile_arguments`, e.g. timestamps or request ids) are
 removed; arguments compare as canonical JSON (keys sorted), and unparsable arguments as their raw text.
 
 Volatile arguments are removed at any depth: a plain name (``request_id``) is removed wherever it occurs as a
@@ -22,27 +22,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from simulator.types.grade import LoopsResult
+from simulator.types.trajectory import ToolCallRecord, Trajectory
 
-from simulator.orchestrator import ToolCallRecord, Trajectory
-
-__all__ = ["DEFAULT_RETRIES", "LoopsResult", "call_key", "check_loops", "strip_volatile"]
+__all__ = ["DEFAULT_RETRIES", "call_key", "check_loops", "strip_volatile"]
 
 DEFAULT_RETRIES = 1
 """Retries of a failed call exempt from loop counting when the task does not set ``loop_retries``."""
 
 
-class LoopsResult(BaseModel):
-    """Outcome of loop detection."""
-
-    passed: bool = True
-    threshold: int | None = None
-    """Identical repeats that were allowed."""
-    retries: int | None = None
-    """Retries after an error exempt per identical call (None for results recorded before it existed)."""
-    repeats: list[dict[str, Any]] = Field(default_factory=list)
-    """One entry per looping call: ``{"tool", "arguments", "count"}`` (``count`` counted calls, exempt retries
-    excluded; ``arguments`` without the volatile fields)."""
 
 
 def _drop_path(value: Any, path: Sequence[str]) -> Any:

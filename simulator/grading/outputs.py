@@ -57,7 +57,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-__all__ = ["OutputsResult", "check_outputs", "find_output"]
+from simulator.types.grade import OutputsResult
+
+__all__ = ["check_outputs", "find_output"]
 
 _SIGN = r"[-+\u2212]"
 _CURRENCY = r"[$€£¥₹]"
@@ -236,17 +238,6 @@ def find_output(required: str, texts: Sequence[str]) -> bool:
     return _found(parsed, _prepare_texts(texts))
 
 
-@dataclass(frozen=True)
-class OutputsResult:
-    """Result of the required-outputs check.
-
-    Attributes:
-        passed: ``True`` when every required output was found (also when none is required).
-        missing: The required outputs not found, in task order, as written in the task.
-    """
-
-    passed: bool
-    missing: list[str] = field(default_factory=list)
 
 
 def check_outputs(required: Sequence[str], agent_texts: Sequence[str]) -> OutputsResult:

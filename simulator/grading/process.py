@@ -3,7 +3,7 @@
 Confirmation before writes (``confirm_writes``): every successful call of a write tool (tools that end the
 conversation excepted) must be preceded, in the conversation, by
 
-1. a user message that is an explicit yes (:func:`simulator.cues.is_yes`: it starts with "yes", "yeah", "yep",
+1. a user message that is an explicit yes (:func:`simulator.dialogue.cues.is_yes`: it starts with "yes", "yeah", "yep",
    "sure", "confirm", "correct", "absolutely", "of course", "go ahead", "proceed", "please do", "do it", or
    "ok"/"okay" followed by "go ahead"/"proceed"/"do it"/"please do"), and that user message is the last user
    message before the call;
@@ -19,22 +19,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from simulator.dialogue.cues import is_yes
+from simulator.types.grade import ProcessResult
+from simulator.types.tasks import ProcessRules
+from simulator.types.trajectory import ToolCallRecord, Trajectory
+from simulator.world.tools import Toolbox
 
-from simulator.cues import is_yes
-from simulator.orchestrator import ToolCallRecord, Trajectory
-from simulator.tasks import ProcessRules
-from simulator.tools import Toolbox
-
-__all__ = ["ProcessResult", "check_process", "mentions_action", "unconfirmed_writes"]
+__all__ = ["check_process", "mentions_action", "unconfirmed_writes"]
 
 
-class ProcessResult(BaseModel):
-    """Outcome of the process rules."""
-
-    passed: bool
-    violations: list[str] = Field(default_factory=list)
-    """One readable line per broken rule, e.g. ``"forbidden tool called: cancel_pending_order"``."""
 
 
 def _verb_stem(tool: str) -> str:

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from simulator.types.grade import StateResult
+from simulator.types.state import StateDiff
 
-from simulator.database import StateDiff
-
-__all__ = ["StateResult", "grade_state"]
+__all__ = ["grade_state"]
 
 
-class StateResult(BaseModel):
-    """Outcome of the state comparison."""
-
-    passed: bool
-    differences: list[dict] = Field(default_factory=list)  # type: ignore[type-arg]
-    """``[{"table", "key", "field", "expected", "actual"}]`` for changed fields."""
-    added: list[dict] = Field(default_factory=list)  # type: ignore[type-arg]
-    """Rows in the final state that the goal state lacks: ``[{"table", "key", "row"}]``."""
-    removed: list[dict] = Field(default_factory=list)  # type: ignore[type-arg]
-    """Rows of the goal state missing from the final state."""
 
 
 def grade_state(diff: StateDiff) -> StateResult:
@@ -26,7 +15,7 @@ def grade_state(diff: StateDiff) -> StateResult:
 
     Args:
         diff: goal (expected) versus final (actual) database, e.g. from
-            :func:`simulator.database.diff_against`, compared at the domain's declared precision.
+            :func:`simulator.world.database.diff_against`, compared at the domain's declared precision.
 
     Returns:
         :class:`StateResult`; ``passed`` when there is no difference.

@@ -4,7 +4,7 @@
   same name (and requestor), and equal values for the arguments named by the action's ``compare_args`` (all
   of its arguments when absent; none when ``[]``). Calls are the trajectory's, successful or not, as in tau2.
 - ``env_assertions`` (ENV_ASSERTION): each assertion calls a domain function on the trial's final state (one
-  of :meth:`simulator.domain.Domain.assertion_functions` of its side, as the ``env`` assertion type does) and
+  of :meth:`simulator.world.domain.Domain.assertion_functions` of its side, as the ``env`` assertion type does) and
   must return its ``assert_value``.
 - the tau2 COMMUNICATE rule (:func:`communicated_tau2`), the ``communicate=tau2`` compatibility option: each
   string must be a case-insensitive substring of some assistant message, commas removed on both sides (so
@@ -18,48 +18,23 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
-
 from simulator.errors import ToolError
-from simulator.orchestrator import Trajectory
-from simulator.tasks import Action, EnvAssertion
-from simulator.tools import ToolContext
+from simulator.types.grade import ActionsResult, EnvAssertionResult, EnvAssertionsResult
+from simulator.types.tasks import Action, EnvAssertion
+from simulator.types.trajectory import Trajectory
+from simulator.world.tools import ToolContext
 
 if TYPE_CHECKING:
-    from simulator.database import TrialDatabase
-    from simulator.domain import Domain
+    from simulator.world.database import TrialDatabase
+    from simulator.world.domain import Domain
 
-__all__ = ["ActionsResult", "EnvAssertionResult", "EnvAssertionsResult", "action_matches", "check_actions",
-           "check_env_assertions", "communicated_tau2"]
-
-
-class ActionsResult(BaseModel):
-    """The ``actions`` component: which gold actions no call of the trial matched."""
-
-    passed: bool
-    missing: list[dict[str, Any]] = Field(default_factory=list)
-    """The unmatched gold actions: ``{"index", "name", "requestor", "arguments", "compare_args"}``."""
+__all__ = ["action_matches", "check_actions", "check_env_assertions", "communicated_tau2"]
 
 
-class EnvAssertionResult(BaseModel):
-    """One environment assertion's outcome."""
-
-    func_name: str
-    env_type: str
-    arguments: dict[str, Any]
-    expected: Any
-    actual: Any = None
-    passed: bool
-    error: str | None = None
-    """Why the function could not be evaluated (the assertion then fails)."""
-    message: str | None = None
 
 
-class EnvAssertionsResult(BaseModel):
-    """The ``env_assertions`` component."""
 
-    passed: bool
-    results: list[EnvAssertionResult] = Field(default_factory=list)
+
 
 
 def _canonical(value: Any) -> str:
@@ -111,7 +86,7 @@ def check_env_assertions(domain: Domain, trial: TrialDatabase, assertions: Seque
     """Evaluate environment assertions on a trial's final state.
 
     Args:
-        domain: the domain (its :meth:`~simulator.domain.Domain.assertion_functions`).
+        domain: the domain (its :meth:`~simulator.world.domain.Domain.assertion_functions`).
         trial: the trial database after the conversation.
         assertions: the task's ``env_assertions``.
 

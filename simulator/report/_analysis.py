@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from simulator.faults import recovery_rates
-from simulator.metrics import cell_id, persona_metrics, reliability, run_metrics
-from simulator.orchestrator import CAP_REASONS, ERROR_REASONS
+from simulator.stats.estimators import reliability
+from simulator.stats.faults import recovery_rates
+from simulator.stats.summaries import cell_id, persona_metrics, run_metrics
+from simulator.types.trajectory import CAP_REASONS, ERROR_REASONS
 
 from ._load import load_run_document
 
@@ -180,7 +181,7 @@ def assertion_rates(cells: Iterable[TrialCell]) -> list[dict[str, Any]]:
 def _user_review(cells: Sequence[TrialCell]) -> dict[str, Any]:
     """The user-simulator review over the recorded trials (``user_metadata["review"]``).
 
-    See :mod:`simulator.user_review`. Returns ``{"flags": {flag: trials}, "failure_may_be_simulator": [...]}``.
+    See :mod:`simulator.users.review`. Returns ``{"flags": {flag: trials}, "failure_may_be_simulator": [...]}``.
     """
     flags: Counter[str] = Counter()
     suspects = []
@@ -239,7 +240,8 @@ def analyze_run(
         n_resamples: bootstrap resamples per interval.
 
     Returns:
-        The :class:`RunReport`. Its ``metrics`` are :func:`simulator.metrics.run_metrics` (the same implementation
+        The :class:`RunReport`. Its ``metrics`` are :func:`simulator.stats.summaries.run_metrics` (the same
+        implementation
         as ``tausim run --out``; missing trials counted as failures, duplicates beyond the first ignored, both
         reported) plus the report's own ``components``, ``outcomes``, ``failure_kinds`` and ``personas``. Among
         them: ``tasks``, ``trials_per_task``, ``pass^k`` and ``pass@k`` for
@@ -251,7 +253,7 @@ def analyze_run(
         statistics; unknown costs are counted in ``missing``, never as 0), ``tokens``, ``latency_s``, ``turns``,
         ``tool_calls``, ``assertions`` (per-assertion pass counts: :func:`assertion_rates`; empty when no task
         has assertions), and, for a run with environment faults, ``recovery`` (of the trials where a fault was
-        injected, the share that passed, overall and per kind: :func:`simulator.faults.recovery_rates`).
+        injected, the share that passed, overall and per kind: :func:`simulator.stats.faults.recovery_rates`).
 
     Raises:
         RunDocumentError: the document is malformed.

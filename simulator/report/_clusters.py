@@ -1,6 +1,7 @@
 """The "Failure clusters" section: failed trials grouped by failure signature, for a run or a hunt.
 
-A run's trials carry their signature (``TrialResult.signature``, :func:`simulator.hunt.signature`); a hunt's
+A run's trials carry their signature (``TrialResult.signature``, :func:`simulator.grading.signature.signature`); a
+hunt's
 clusters come from its summary (``tausim hunt --out``, :func:`simulator.cli.hunt.summary`). Both become
 :class:`ClusterRow` objects, rendered by the terminal summary and the HTML page alike.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from simulator._messages import Message
+from simulator.types.messages import Message
 
 from ._analysis import analyze_run
 

@@ -641,7 +641,7 @@ def recovery_section(recovery: Mapping[str, Any] | None) -> str:
     """Return the "Environment faults" section (recovery rate overall and per kind), or "" without faults.
 
     Args:
-        recovery: :func:`simulator.faults.recovery_rates` of the run (``metrics["recovery"]``), or None.
+        recovery: :func:`simulator.stats.faults.recovery_rates` of the run (``metrics["recovery"]``), or None.
     """
     if not recovery:
         return ""

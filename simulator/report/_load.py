@@ -1,7 +1,7 @@
-"""Reading a run document: re-exported from the engine's record models (:mod:`simulator.records`)."""
+"""Reading a run document: re-exported from the engine's record models (:mod:`simulator.storage.documents`)."""
 
 from __future__ import annotations
 
-from simulator.records import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
+from simulator.storage.documents import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
 
 __all__ = ["RUN_FORMAT", "RunDocumentError", "load_run_document", "load_run_from_store"]

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.grading.judge import JudgeResult, judge_summary_lines
+from simulator.grading.judge import judge_summary_lines
+from simulator.types.grade import JudgeResult
 
 from ._analysis import RunReport, trial_outcome
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, run_clusters, share_text
@@ -254,7 +255,7 @@ def violation_lines(v: Mapping[str, Any] | None) -> list[str]:
     """Return the summary lines of a run's safety violations (``metrics["violations"]``); none without the key.
 
     Args:
-        v: the run's :func:`simulator.metrics.violation_metrics`, or None (a document from before violations).
+        v: the run's :func:`simulator.stats.summaries.violation_metrics`, or None (a document from before violations).
     """
     if not v:
         return []
@@ -272,7 +273,7 @@ def trajectory_lines(m: Mapping[str, Any]) -> list[str]:
 
     Args:
         m: the run's metrics (``trajectory``, ``mean_steps``, ``timeout_rate`` of
-            :func:`~simulator.metrics.run_metrics`).
+            :func:`~simulator.stats.summaries.run_metrics`).
     """
     t = m.get("trajectory")
     if not t:
@@ -474,7 +475,7 @@ def recovery_text(recovery: Mapping[str, Any] | None) -> str | None:
     """Return the one-line recovery rate of a run with environment faults, or None without faults.
 
     Args:
-        recovery: :func:`simulator.faults.recovery_rates` of the run (``metrics["recovery"]``), or None.
+        recovery: :func:`simulator.stats.faults.recovery_rates` of the run (``metrics["recovery"]``), or None.
 
     Returns:
         E.g. ``"recovery from environment faults: 7/12 faulted trials passed (58.3%); transient 5/8, timeout

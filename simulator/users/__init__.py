@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator._plugins import load_reference
-from simulator._protocols import TrialContext, UserFactory, UserSimulator
+from simulator.types.protocols import TrialContext, UserFactory, UserSimulator
 from simulator.users._scripted import (
     STOP_TOKEN,
     ConfirmingUser,
@@ -18,6 +17,7 @@ from simulator.users._scripted import (
     scripted_user_factory,
 )
 from simulator.users.rule_user import RuleUser, rule_user_factory
+from simulator.world.plugins import load_reference
 
 __all__ = ["STOP_TOKEN", "ConfirmingUser", "RuleUser", "ScriptedUser", "TrialContext", "UserFactory", "UserSimulator",
            "confirming_user_factory", "rule_user_factory", "user_factory"]
@@ -31,7 +31,7 @@ def user_factory(spec: str, **params: Any) -> UserFactory:
             user turns, :mod:`simulator.users.replay_user`) or ``py:package.module:factory`` (a callable
             taking the :class:`TrialContext` and returning an object with ``reply(messages)``).
         **params: model parameters for LLM users; for ``rule``: ``domain`` (the run's
-            :class:`~simulator.domain.Domain`) and ``template`` (its template database), both required; model
+            :class:`~simulator.world.domain.Domain`) and ``template`` (its template database), both required; model
             parameters (``temperature``, ``cache`` ...) do not apply to it and are ignored. For ``replay:``:
             ``store`` (the results store URL holding RUN) and ``fallback`` (the spec of the user that continues
             after a divergence), the other parameters going to the fallback.

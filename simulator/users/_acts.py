@@ -8,7 +8,7 @@ last message as a set of dialogue acts:
 - ``request_slot``: asks for a value; ``slots`` names it by standard slot name (``order_id``, ``items``,
   ``new_items``, ``payment``, ``reason``, ``address``, ``reservation_id`` ..., see :data:`SLOT_PATTERNS`) or, for
   values no user ever knows, ``item_id``, ``product_id``, ``payment_method_id``, ``password`` ...
-- ``confirm``: states an action and asks yes/no (:func:`simulator.cues.asks_confirmation` holds and the
+- ``confirm``: states an action and asks yes/no (:func:`simulator.dialogue.cues.asks_confirmation` holds and the
   question is not a "which/what" question).
 - ``offer_options``: lists choices (bullet or numbered lines, or "available options ... which one").
 - ``report_result``: says an action was carried out ("Done: ... has been cancelled").
@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from simulator._text import clip_long_tokens
-from simulator.cues import asks_confirmation, offers_more_help
+from simulator.dialogue.cues import asks_confirmation, offers_more_help
+from simulator.dialogue.text import clip_long_tokens
 
 __all__ = ["ACTS", "IDENTITY_PATTERNS", "SLOT_PATTERNS", "DialogueActs", "classify", "sentences"]
 
@@ -196,7 +196,8 @@ def classify(text: str | None) -> DialogueActs:
 
     Args:
         text: the agent's message (None or blank: ``unclear``). Tokens longer than
-            :data:`~simulator._text.MAX_TOKEN_CHARS` are cut to their ends first (they hold no cue; the cut keeps
+            :data:`~simulator.dialogue.text.MAX_TOKEN_CHARS` are cut to their ends first (they hold no cue; the cut
+            keeps
             the scanning of a degenerate million-character token cheap); ``DialogueActs.text`` is the cut text.
 
     Returns:

@@ -46,7 +46,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from simulator.tasks import Intent, Task, UserScenario
+from simulator.types.tasks import Intent, Task, UserScenario
 
 __all__ = [
     "MIN_DIGIT_RUN",

@@ -1,7 +1,7 @@
 """User moves: diversity-inducing replies made in place of a simulated user's own (``tausim hunt``).
 
 A move replaces one reply of the user (by its 0-based index); the user itself plays every other reply, seeing the
-whole conversation. Regression cases pin their moves in ``scenario.moves`` (see :mod:`simulator.hunt`); the
+whole conversation. Regression cases pin their moves in ``scenario.moves`` (see :mod:`simulator.hunt.search`); the
 runner then wraps the trial's user in a :class:`MovedUser`.
 """
 
@@ -11,26 +11,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator._messages import Message, UserTurn
 from simulator.errors import SnapshotError
-from simulator.persona import Persona
+from simulator.types.messages import Message, UserTurn
+from simulator.types.persona import (
+    MOVES,  # noqa: F401
+    Persona,
+)
 
-__all__ = ["MOVES", "MovedUser"]
+__all__ = ["MovedUser"]
 
-MOVES = ("switch_persona", "change_mind", "wrong_then_correct", "drip_reveal", "push_policy", "off_topic",
-         "impatience", "deny")
-"""Diversity-inducing user moves a fork can make in place of the user's next turn:
-
-- ``switch_persona``: the user plays another persona from then on (``switch_persona:NAME``; plain: the next of the
-  harness's personas after the current one);
-- ``change_mind``: "I've changed my mind, I don't want that", then back to the original request;
-- ``wrong_then_correct``: the user's own answer with every digit altered, then the correct one;
-- ``drip_reveal``: the user's own answer one sentence per turn;
-- ``push_policy``: asks for an exception to the policy;
-- ``off_topic``: an unrelated question;
-- ``impatience``: complains about the time it takes;
-- ``deny``: refuses what the agent proposes.
-"""
 
 _FIXED = {
     "push_policy": "Can't you just make an exception to the policy this once? I really need this done today.",
@@ -49,7 +38,7 @@ class MovedUser:
     Args:
         inner: the simulated user.
         log: list its calls are appended to: ``("u", number of messages)`` per reply, ``("o", progress)`` per
-            ``observe_progress`` (the same list may log the agent's calls, see :mod:`simulator.hunt`).
+            ``observe_progress`` (the same list may log the agent's calls, see :mod:`simulator.hunt.search`).
         moves: user reply index (0-based) -> move (:data:`MOVES`) made in place of that reply.
         personas: the personas a ``switch_persona:NAME`` move may name.
 

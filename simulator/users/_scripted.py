@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from simulator._messages import Message, ToolCall, UserTurn
-from simulator._protocols import TrialContext
-from simulator.cues import asks_confirmation
-from simulator.tasks import Action
+from simulator.dialogue.cues import asks_confirmation
+from simulator.types.messages import Message, ToolCall, UserTurn
+from simulator.types.protocols import TrialContext
+from simulator.types.tasks import Action
 
 __all__ = ["ConfirmingUser", "ScriptedUser", "UserActions", "confirming_user_factory", "scripted_user_factory"]
 
@@ -114,7 +114,7 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
 class ConfirmingUser:
     """Says its opening line, then "yes, go ahead" to each confirmation question, and stops otherwise.
 
-    A confirmation question is an agent message for which :func:`simulator.cues.asks_confirmation` holds. Like
+    A confirmation question is an agent message for which :func:`simulator.dialogue.cues.asks_confirmation` holds. Like
     :class:`ScriptedUser`, it performs its side of the task (``actions``, see :class:`UserActions`) when the
     agent asks for them. Its first turn is always its opening, also after an agent greeting or a prior
     conversation (tau2 ``message_history``, whose user messages are not its own).

@@ -1,4 +1,4 @@
-"""LLMUser: a simulated user played by a model through :mod:`simulator.llm`.
+"""LLMUser: a simulated user played by a model through :mod:`simulator.models.llm`.
 
 The model plays the customer of the task's scenario. It sees only the scenario (instructions, known
 information, what it does not know), never the task's gold actions or required outputs. Roles are flipped
@@ -19,7 +19,8 @@ tool-call syntax ``tool_syntax``. All of this, with the model and the prompt tem
 
 Dual control: on a domain where the user has its own tools (``ctx.user_tools``: the domain's user tools, or the
 task's subset of them, tau2 ``user_tools``), their schemas go to the model with every request. A reply with tool
-calls becomes a :class:`~simulator._messages.UserTurn` with ``tool_calls``; the orchestrator runs them on the user's
+calls becomes a :class:`~simulator.types.messages.UserTurn` with ``tool_calls``; the orchestrator runs them on the
+user's
 side and asks again with their results (shown to this user only), until the model writes a message. The results
 count as things the user has heard, so values it read on its own device are no leak; any text the model writes,
 with or without tool calls, goes through the leak guard.
@@ -40,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from simulator._messages import Message, Usage, UserTurn
-from simulator._protocols import Progress, TrialContext
-from simulator.llm import LLMClient, LLMError, LLMInfraError, LLMResult, LLMSetupError, model_seed
-from simulator.persona import Persona
-from simulator.prepared import SECRETS, prepared_for
-from simulator.tasks import UserScenario
+from simulator.models.llm import LLMClient, LLMError, LLMInfraError, LLMResult, LLMSetupError, model_seed
+from simulator.types.messages import Message, Usage, UserTurn
+from simulator.types.persona import Persona
+from simulator.types.prepared import SECRETS
+from simulator.types.protocols import Progress, TrialContext, prepared_for
+from simulator.types.tasks import UserScenario
 from simulator.users._leak import REDACTED, Secret, SecretMatcher, role_flip, task_secrets, tool_syntax
 
 __all__ = [
@@ -207,7 +208,7 @@ def _correction(draft: str, leaks: Sequence[Secret], matcher: SecretMatcher) -> 
 
 
 OUT_OF_SCOPE_TOKEN = "###OUT-OF-SCOPE###"
-"""tau2-bench's third user stop token (its suites only, see :class:`simulator.tasks.Conduct`)."""
+"""tau2-bench's third user stop token (its suites only, see :class:`simulator.types.tasks.Conduct`)."""
 _OUT_OF_SCOPE_RULE = ("- If your instructions do not say what to do about what the agent says next, reply with "
                       f"{OUT_OF_SCOPE_TOKEN}.\n")
 
@@ -239,14 +240,14 @@ def parse_user_reply(text: str | None, extra_stops: tuple[str, ...] = ()) -> Use
 
 
 class LLMUser:
-    """A :class:`~simulator._protocols.UserSimulator` played by a model, with a leak guard.
+    """A :class:`~simulator.types.protocols.UserSimulator` played by a model, with a leak guard.
 
     Attributes:
         client: the model client.
         model: the simulator's model string (recorded with the run).
         prompt_hash: sha256 hex digest of the prompt template (recorded with the run).
         system_prompt: the rendered system prompt (persona manner included).
-        seed: the model ``seed`` parameter (the trial seed reduced by :func:`simulator.llm.model_seed`).
+        seed: the model ``seed`` parameter (the trial seed reduced by :func:`simulator.models.llm.model_seed`).
         trial_seed: the trial seed (used in the response-cache key).
         persona: the trial's persona, or None.
         secrets: what this user must not say (:func:`simulator.users._leak.task_secrets`).
@@ -302,7 +303,7 @@ class LLMUser:
         self.log = ctx.log.bind(role="user") if ctx.log is not None else None
         self.max_leak_retries = max_leak_retries
         prepared = prepared_for(ctx)
-        if matcher is None and prepared is not None:
+        if matcher is None and prepared is not None and isinstance(prepared.secrets, SecretMatcher):
             matcher = prepared.secrets
         self._matcher = matcher if matcher is not None else SecretMatcher(
             task_secrets(ctx.task, ctx.policy, tools=ctx.tools))
@@ -321,7 +322,7 @@ class LLMUser:
         """Take note of whether the agent's last turn made progress (called by the orchestrator).
 
         Args:
-            progress: the turn's :class:`~simulator._protocols.Progress`; only ``made`` is read.
+            progress: the turn's :class:`~simulator.types.protocols.Progress`; only ``made`` is read.
         """
         self._no_progress = 0 if progress.made else self._no_progress + 1
 
@@ -441,7 +442,7 @@ class LLMUserFactory:
     """Builds an :class:`LLMUser` per trial, all sharing one model client; see :func:`llm_user_factory`.
 
     Attributes:
-        needs: ``{"secrets"}``: a run prepares each task's leak-guard secrets once (:mod:`simulator.prepared`);
+        needs: ``{"secrets"}``: a run prepares each task's leak-guard secrets once (:mod:`simulator.execution.prepare`);
             each user reads them from ``ctx.prepared`` (a context without them: computed for the trial).
         client: the model client.
         prompt_template: the system prompt template.
@@ -470,12 +471,12 @@ def llm_user_factory(
         model: litellm model string of the simulator.
         prompt_template: system prompt template (see :func:`render_user_prompt`).
         max_leak_retries: regenerations of a message that leaks a secret before it is redacted.
-        **params: :class:`~simulator.llm.LLMClient` options (``cache``, ``limiters``, ``max_attempts``, ...)
+        **params: :class:`~simulator.models.llm.LLMClient` options (``cache``, ``limiters``, ``max_attempts``, ...)
             and default model parameters (``temperature``, ``seed``, ...). Without ``seed`` each trial sends its
             own trial seed; ``seed=None`` sends none.
 
     Returns:
-        A :class:`LLMUserFactory` (a callable taking a :class:`~simulator._protocols.TrialContext`).
+        A :class:`LLMUserFactory` (a callable taking a :class:`~simulator.types.protocols.TrialContext`).
 
     Raises:
         KeyError: the template names an unknown field (checked here, before any trial runs).

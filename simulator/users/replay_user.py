@@ -2,7 +2,8 @@
 
 ``--user replay:RUN[:TASK/TRIAL]`` takes the user turns of a recorded trial (a stored run's, or a run file's) and
 says them again, turn by turn, as long as the new agent says what the recorded agent said before each of them:
-the conversation the user sees (user and agent text, :func:`simulator.orchestrator.run_conversation`'s view) must
+the conversation the user sees (user and agent text, :func:`simulator.dialogue.conversation.run_conversation`'s view)
+must
 equal the recorded one up to that turn (whitespace collapsed). When it differs (the new agent asks something the
 recorded user never answered, or keeps going after the recorded user's last turn) the conversation has diverged:
 the point is recorded (``user_metadata["replay"]["diverged_at"]``, with the recorded and the new agent message,
@@ -25,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator._messages import Message, UserTurn
-from simulator._protocols import Progress, TrialContext, UserSimulator
-from simulator.runner import TrialResult
+from simulator.types.messages import Message, UserTurn
+from simulator.types.protocols import Progress, TrialContext, UserSimulator
+from simulator.types.results import TrialResult
 
 __all__ = ["ReplayUser", "load_recorded_trials", "parse_replay_source", "replay_user_factory"]
 
@@ -75,7 +76,7 @@ def load_recorded_trials(run: str, store: str | None) -> list[TrialResult]:
 
     Raises:
         ValueError: a run id without a store, an unreadable or malformed run file.
-        simulator.store.StoreError: no such run in the store.
+        simulator.storage.store.StoreError: no such run in the store.
     """
     path = Path(run)
     if path.is_file():
@@ -86,7 +87,7 @@ def load_recorded_trials(run: str, store: str | None) -> list[TrialResult]:
             raise ValueError(f"--user replay:{run}: not a readable run file ({type(e).__name__}: {e})") from e
     if store is None:
         raise ValueError(f"--user replay:{run}: no such file, and no --store to find run {run!r} in")
-    from simulator.store import ResultsStore
+    from simulator.storage.store import ResultsStore
 
     with ResultsStore(store, create=False) as st:
         return st.load_trials(run)
@@ -194,7 +195,7 @@ def replay_user_factory(source: str, *, store: str | None = None,
 
     Raises:
         ValueError: malformed source, a run id without a store, an unreadable run file, no such recorded trial.
-        simulator.store.StoreError: no such run in the store.
+        simulator.storage.store.StoreError: no such run in the store.
     """
     run, task_id, trial = parse_replay_source(source)
     recorded = load_recorded_trials(run, store)

@@ -1,6 +1,6 @@
 """The rule-based agenda user: plays a task's structured scenario by patterns, without a model.
 
-:class:`RuleUser` holds the scenario's identity slots and its agenda of intents (:class:`simulator.tasks.Intent`).
+:class:`RuleUser` holds the scenario's identity slots and its agenda of intents (:class:`simulator.types.tasks.Intent`).
 Each turn it classifies the agent's last message into dialogue acts (:mod:`simulator.users._acts`) and answers
 from its own slots only:
 
@@ -20,8 +20,8 @@ from its own slots only:
 - a refusal: insists (policy-pushing persona), then takes the intent's ``fallback``, else gives the intent up;
 - a transfer to a human: stops;
 - a request to act on its own device (dual-control domains, with ``tools``: the user's own tool schemas): the
-  tools :func:`simulator.cues.requested_tool_calls` finds in the agent's message are called (a
-  :class:`~simulator._messages.UserTurn` with ``tool_calls``); once their results are back, it says what it did
+  tools :func:`simulator.dialogue.cues.requested_tool_calls` finds in the agent's message are called (a
+  :class:`~simulator.types.messages.UserTurn` with ``tool_calls``); once their results are back, it says what it did
   and what it saw (the results, its own device's readings).
 
 It never repeats the agent's words and never states a value that is not in its scenario (identity, slots,
@@ -47,12 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from simulator._messages import Message, ToolCall, UserTurn
-from simulator._protocols import Progress, TrialContext, UserFactory
-from simulator.cues import requested_tool_calls
-from simulator.persona import Persona
-from simulator.prepared import SCENARIO, prepared_for
-from simulator.tasks import Intent, UserScenario
+from simulator.dialogue.cues import requested_tool_calls
+from simulator.types.messages import Message, ToolCall, UserTurn
+from simulator.types.persona import Persona
+from simulator.types.prepared import SCENARIO
+from simulator.types.protocols import Progress, TrialContext, UserFactory, prepared_for
+from simulator.types.tasks import Intent, UserScenario
 from simulator.users._acts import SLOT_PATTERNS, DialogueActs, classify, sentences
 from simulator.users._phrasing import Phraser, Segment, join_segments
 
@@ -238,7 +238,7 @@ class RuleUser:
         """Record the orchestrator's progress verdict on the agent turn the next :meth:`reply` answers.
 
         Args:
-            progress: the agent turn's :class:`~simulator._protocols.Progress`.
+            progress: the agent turn's :class:`~simulator.types.protocols.Progress`.
         """
         self._observed = progress
 
@@ -700,7 +700,7 @@ class RuleUserFactory:
     """Builds a :class:`RuleUser` per trial (the ``rule`` user spec); see :func:`rule_user_factory`.
 
     Attributes:
-        needs: ``{"scenario"}``: a run prepares each task's derived scenario once (:mod:`simulator.prepared`).
+        needs: ``{"scenario"}``: a run prepares each task's derived scenario once (:mod:`simulator.execution.prepare`).
         domain: the run's domain (to derive a scenario that was not prepared).
         template: the run's template database.
     """
@@ -733,7 +733,7 @@ def rule_user_factory(domain: Any, template: Any) -> UserFactory:
     ``ctx.seed``.
 
     Args:
-        domain: the run's :class:`~simulator.domain.Domain`.
+        domain: the run's :class:`~simulator.world.domain.Domain`.
         template: the run's template database (passed to ``derive_scenario``).
 
     Returns:

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from domains.airline import AirlineDomain
-from simulator.database import TemplateDatabase
-from simulator.replay import ReplayResult, replay_tasks
-from simulator.tasks import Task, load_tasks
+from simulator.execution.parity import ReplayResult, replay_tasks
+from simulator.types.tasks import Task, load_tasks
+from simulator.world.database import TemplateDatabase
 from tests.peer_gold import mismatch, peer_domain_dir
 
 

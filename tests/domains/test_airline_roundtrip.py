@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from domains.airline import AirlineDomain
-from simulator.domain import get_domain
-from simulator.tools import ToolContext
+from simulator.world.domain import get_domain
+from simulator.world.tools import ToolContext
 from tests.json_folder import (
     assert_bad_file_refused,
     assert_load_fails,

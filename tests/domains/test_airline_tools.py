@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from domains.airline import AirlineDomain
-from simulator.database import TemplateDatabase, TrialDatabase, snapshot
-from simulator.tools import CallOutcome, ToolContext
+from simulator.world.database import TemplateDatabase, TrialDatabase, snapshot
+from simulator.world.tools import CallOutcome, ToolContext
 
 TAU, TAUSIM = "tau-bench", "tausim"
 DAY, NEXT = "2024-05-20", "2024-05-21"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from simulator.replay import ReplayResult, replay_tasks
-from simulator.tasks import Task, load_tasks
+from simulator.execution.parity import ReplayResult, replay_tasks
+from simulator.types.tasks import Task, load_tasks
 from tests.task_checks import (
     assert_every_gold_action_succeeds,
     assert_no_change_without_a_write,
@@ -379,8 +379,8 @@ FORBIDDEN: dict[str, tuple[str, dict[str, Any], str]] = {
 
 
 def test_refused_requests_against_the_tools(tasks: list[Task]) -> None:
-    from simulator.replay import apply_actions
-    from simulator.tasks import Action
+    from simulator.types.tasks import Action
+    from simulator.world.replay import apply_actions
 
     by_id = {t.id: t for t in tasks}
     assert {t.id for t in tasks if "refusal" in t.tags or "partial_refusal" in t.tags} - set(FORBIDDEN) == set()

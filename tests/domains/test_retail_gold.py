@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from domains.retail import RetailDomain
-from simulator.replay import replay_tasks
-from simulator.tasks import load_tasks
+from simulator.execution.parity import replay_tasks
+from simulator.types.tasks import load_tasks
 from tests.peer_gold import mismatch
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from domains.retail import RetailDomain
-from simulator.domain import get_domain
-from simulator.tools import ToolContext
+from simulator.world.domain import get_domain
+from simulator.world.tools import ToolContext
 from tests.json_folder import (
     assert_bad_file_refused,
     assert_load_fails,
@@ -197,7 +197,7 @@ def test_non_finite_number_is_refused(tmp_path):
     import shutil
 
     from domains.retail import RetailDomain
-    from simulator.domain import DomainError
+    from simulator.world.domain import DomainError
 
     src = RetailDomain().default_data_dir()
     for name in ("users.json", "orders.json", "products.json"):

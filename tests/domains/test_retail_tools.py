@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from domains.retail import RetailDomain
-from simulator.database import TemplateDatabase, TrialDatabase, snapshot
-from simulator.tools import CallOutcome, ToolContext
+from simulator.world.database import TemplateDatabase, TrialDatabase, snapshot
+from simulator.world.tools import CallOutcome, ToolContext
 
 
 class Env:

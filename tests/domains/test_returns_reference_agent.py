@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from domains.returns.reference_agent import ASK_ORDER
-from simulator import DomainError, Runner, RunSpec, get_domain, is_yes
+from simulator import DomainError, Runner, RunSpec, get_domain
+from simulator.dialogue.cues import is_yes
 from simulator.grading.process import check_process
-from simulator.tasks import ProcessRules
+from simulator.types.tasks import ProcessRules
 from simulator.users import rule_user_factory
 
 

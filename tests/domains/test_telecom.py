@@ -13,9 +13,9 @@ import pytest
 from domains.mock import AMENDED_TAG
 from simulator import Action, Runner, RunSpec, Task, ToolContext, UserScenario, get_domain
 from simulator.agents import NullAgent, OracleAgent
-from simulator.replay import prepare_trial
 from simulator.report._html import _transcript
 from simulator.users import scripted_user_factory
+from simulator.world.replay import prepare_trial
 
 TAU2 = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "tau2-bench"
 

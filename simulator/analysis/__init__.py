@@ -1,0 +1,2 @@
+"""Floor 6, tools: what is done with finished runs: the CI gate, budgets and calibration.
+"""

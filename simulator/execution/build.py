@@ -1,0 +1,189 @@
+"""Building a run from its :class:`~simulator.types.spec.RunSpec`: :func:`build_runner` and the run's model services.
+
+:func:`build_runner` is the one way a run is built: by ``tausim run`` and ``tausim play``, on resume, by
+regrade and by every Dask worker (see :mod:`simulator.execution.executors`). A run built twice from the same spec plans
+the same trials and gives the same results.
+
+Model services (the response cache and the rate limiters) are owned by a :class:`RunServices`, which closes the
+cache file; use it as a context manager around the run::
+
+    with RunServices.open(spec) as services:
+        runner = build_runner(spec, services)
+        result = runner.run()
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simulator.execution.runner import Runner
+from simulator.models.cache import SQLiteCache
+from simulator.models.ratelimit import RateLimiterRegistry
+from simulator.types.prepared import GoldReplay
+from simulator.types.protocols import UserFactory
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import Task
+from simulator.world.database import TemplateDatabase
+from simulator.world.domain import Domain, DomainError, get_domain
+
+__all__ = ["RunServices", "build_runner", "select_tasks"]
+
+
+@dataclass
+class RunServices:
+    """A run's model services, shared by every model client of the run (agent, user and judge).
+
+    Attributes:
+        cache: the response cache (``spec.cache``), or None.
+        limiters: per-model rate limiters (``spec.rpm``), or None.
+    """
+
+    cache: SQLiteCache | None = None
+    limiters: RateLimiterRegistry | None = None
+
+    @classmethod
+    def open(cls, spec: RunSpec, *, rpm_share: int = 1) -> RunServices:
+        """Open the services a spec asks for.
+
+        Args:
+            spec: the run spec (``cache``, ``rpm``).
+            rpm_share: number of processes sharing ``spec.rpm`` (each gets ``rpm // rpm_share``, at least 1).
+
+        Returns:
+            The services (close them, or use ``with``).
+
+        Raises:
+            ValueError: the cache file is not an SQLite database (the message names it).
+        """
+        limiters = RateLimiterRegistry(max(1, spec.rpm // rpm_share)) if spec.rpm is not None else None
+        cache = None
+        if spec.cache is not None:
+            try:
+                cache = SQLiteCache(spec.cache)
+            except sqlite3.DatabaseError as e:
+                raise ValueError(f"cache (--cache) {spec.cache}: {e}") from e
+        return cls(cache=cache, limiters=limiters)
+
+    def params(self) -> dict[str, Any]:
+        """Return ``{"cache": ..., "limiters": ...}`` (those present) for model client factories."""
+        return {k: v for k, v in (("cache", self.cache), ("limiters", self.limiters)) if v is not None}
+
+    def close(self) -> None:
+        """Close the cache file (idempotent)."""
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> RunServices:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def select_tasks(tasks: Sequence[Task], task_ids: Sequence[str] | None) -> list[Task]:
+    """Return the tasks named by ``task_ids`` in task-set order (all of them for None).
+
+    Raises:
+        ValueError: no id given, or an id not in the task set (the message lists them).
+    """
+    if task_ids is None:
+        return list(tasks)
+    wanted = {t.strip() for t in task_ids if t.strip()}
+    if not wanted:
+        raise ValueError("task_ids: no task id given")
+    known = {t.id for t in tasks}
+    unknown = [t for t in task_ids if t.strip() and t.strip() not in known]
+    if unknown:
+        raise ValueError(f"task_ids: unknown task id(s) {', '.join(unknown)}")
+    return [t for t in tasks if t.id in wanted]
+
+
+def build_runner(
+    spec: RunSpec,
+    services: RunServices | None = None,
+    *,
+    log: Any = None,
+    check: Callable[[Domain, TemplateDatabase, list[Task], list[Task]], Mapping[str, GoldReplay] | None] | None = None,
+    user_factory_override: UserFactory | None = None,
+) -> Runner:
+    """Build the :class:`~simulator.execution.runner.Runner` of a run spec.
+
+    Args:
+        spec: the run spec.
+        services: the run's model services; default: opened from ``spec`` (then the caller may close
+            ``runner.services``).
+        log: the run's structlog logger (see :mod:`simulator.storage.runlog`), or None.
+        check: called with the domain, the template, the *whole* task set and the tasks selected by
+            ``spec.task_ids`` (e.g. the CLI's check that gold actions replay on the data); may raise; may return
+            the gold replays it made of the selected tasks (task id -> :class:`~simulator.types.prepared.GoldReplay`),
+            which the runner then uses instead of replaying them again.
+        user_factory_override: a user factory to use instead of ``spec.user`` (``tausim play``: a person).
+
+    Returns:
+        The runner; ``runner.services`` holds the services.
+
+    Raises:
+        simulator.world.domain.DomainError: unknown domain, split or option; unreadable data.
+        simulator.types.tasks.TaskFileError: malformed task file.
+        ValueError: unknown task id, agent or user spec; personas without definitions; a bad cache file.
+    """
+    from simulator.agents import agent_factory
+    from simulator.users import user_factory
+
+    dom = get_domain(spec.domain)
+    data = Path(spec.data_dir) if spec.data_dir is not None else None
+    template = dom.template(data, {**dom.default_options(data), **spec.options})
+    all_tasks = dom.load_tasks(spec.tasks, split=spec.split)
+    tasks = select_tasks(all_tasks, spec.task_ids)
+    if spec.tags or spec.exclude_tags:  # suite tiers
+        from simulator.world.suites import select_tasks as select_tagged
+
+        tasks = select_tagged(tasks, spec.tags, spec.exclude_tags)
+    gold = check(dom, template, all_tasks, tasks) if check is not None else None
+    services = services if services is not None else RunServices.open(spec)
+    shared = {**services.params(), "timeout": spec.request_timeout}  # every model client of the run
+    agent = agent_factory(spec.agent.name, domain=dom, **{**shared, **spec.agent.model_params()})
+    users: UserFactory
+    if user_factory_override is not None:
+        users = user_factory_override
+    elif spec.user.name == "rule":  # the rule-based user calls no model: it derives scenarios from the data
+        users = user_factory("rule", domain=dom, template=template, **spec.user.args)
+    elif spec.user.name.startswith("replay:"):  # a recorded run's user turns (args: store, fallback)
+        users = user_factory(spec.user.name, domain=dom, template=template, **spec.user.model_params(), **shared)
+    else:
+        users = user_factory(spec.user.name, **{**shared, **spec.user.model_params()})
+    judge = None
+    if spec.judge is not None:
+        from simulator.grading.judge import build_judge
+
+        j = spec.judge
+        judge = build_judge(j.name, api_base=j.api_base,
+                            calibration=Path(j.calibration) if j.calibration is not None else None,
+                            min_kappa=j.min_kappa,
+                            **{**shared, **{k: v for k, v in j.model_params().items() if k != "api_base"}})
+    personas = None
+    if spec.personas:
+        from simulator.types.persona import Persona
+
+        if spec.persona_defs is None:
+            raise ValueError("personas need their definitions (persona_defs) in the run spec")
+        personas = [Persona.model_validate(spec.persona_defs[name]) for name in spec.personas]
+    # the policy the agent gets (a suite's own, e.g. tau2's policy.md) is recorded by its hash
+    if spec.policy is not None:
+        try:
+            policy = Path(spec.policy).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise DomainError(f"policy (--policy) {spec.policy}: cannot read: {getattr(e, 'strerror', None) or e}"
+                              ) from e
+    else:
+        policy = dom.policy_for(template.data_dir, template.options)
+    spec = spec.model_copy(update={"policy_sha256": hashlib.sha256(policy.encode()).hexdigest()})
+    runner = Runner(dom, template, tasks, agent, users, spec, log=log, judge=judge, personas=personas, gold=gold,
+                    policy=policy)
+    runner.services = services  # type: ignore[attr-defined]
+    return runner

@@ -1,0 +1,177 @@
+"""OpenTelemetry traces of a run: spans for the run, each trial, agent turn, tool call and model call.
+
+Optional (``pip install tausim[otel]``, the ``opentelemetry-sdk`` package); nothing here is imported unless a
+:class:`Tracing` is built. Spans follow OpenTelemetry's GenAI semantic conventions, the attributes tracing
+back-ends expect:
+
+- ``tausim.run`` (root): ``tausim.run_id``, ``tausim.domain``, ``tausim.agent``;
+- ``tausim.trial`` (child of the run): ``tausim.task_id``, ``tausim.trial``, ``tausim.seed``, ``tausim.persona``,
+  and at its end ``tausim.passed``, ``tausim.termination_reason``;
+- ``tausim.turn`` (child of the trial; one per agent turn, from its first step to its closing message):
+  ``tausim.turn``;
+- ``execute_tool {name}`` (child of its turn): ``gen_ai.operation.name = "execute_tool"``, ``gen_ai.tool.name``,
+  ``gen_ai.tool.call.id``, ``tausim.tool.status`` (an error status also sets the span status to ERROR);
+- ``chat {model}`` (child of the agent turn it served, or of the trial for the simulated user's calls):
+  ``gen_ai.operation.name = "chat"``, ``gen_ai.system`` (the provider: the model string's prefix before ``/``),
+  ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``, ``tausim.party``
+  (agent/user), ``tausim.model_calls``. Its start and end are those of the ``step``/``reply`` call that made
+  the model calls.
+
+Parents are passed explicitly (trials run on worker threads, where an ambient context would not follow). Each
+trial's trace and span ids are stored on the trial (``TrialResult.trace``) and bound to its ``--log-file`` events.
+Trials run in other processes (``--workers``, Dask) are not traced: a tracer does not travel between processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from simulator.errors import InputError
+from simulator.types.messages import Usage
+
+__all__ = ["Tracing", "file_tracing", "span_ids"]
+
+
+def _require_sdk() -> Any:
+    try:
+        from opentelemetry import trace
+    except ImportError as e:  # the optional extra is missing
+        raise InputError("--otel needs the optional extra: pip install 'tausim[otel]' (opentelemetry-sdk)") from e
+    return trace
+
+
+def span_ids(span: Any) -> dict[str, str]:
+    """Return ``{"trace_id": 32 hex digits, "span_id": 16 hex digits}`` of a span."""
+    ctx = span.get_span_context()
+    return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
+
+
+def _system(model: str | None) -> str:
+    if not model:
+        return "unknown"
+    return model.split("/", 1)[0] if "/" in model else "openai"
+
+
+class Tracing:
+    """Builds the spans of one run on an OpenTelemetry tracer.
+
+    Args:
+        tracer_provider: an ``opentelemetry.sdk.trace.TracerProvider`` (with its span processors and exporters,
+            e.g. an ``InMemorySpanExporter`` in tests).
+
+    Raises:
+        InputError: the ``opentelemetry-sdk`` package is not installed.
+    """
+
+    def __init__(self, tracer_provider: Any):
+        self._trace = _require_sdk()
+        self.tracer = tracer_provider.get_tracer("tausim")
+        self.run_span: Any = None
+
+    def _ctx(self, parent: Any) -> Any:
+        return None if parent is None else self._trace.set_span_in_context(parent)
+
+    @contextmanager
+    def run(self, **attributes: Any) -> Iterator[Any]:
+        """Open the run's root span for the duration of the block (trial spans become its children).
+
+        Args:
+            **attributes: ``run_id``, ``domain``, ``agent``... recorded as ``tausim.<name>`` (None values skipped).
+        """
+        span = self.tracer.start_span("tausim.run", attributes={f"tausim.{k}": v for k, v in attributes.items()
+                                                                if v is not None})
+        self.run_span = span
+        try:
+            yield span
+        finally:
+            self.run_span = None
+            span.end()
+
+    def start_trial(self, task_id: str, trial: int, seed: int, persona: str | None) -> Any:
+        """Start a trial span (child of the open run span, if any); end it with :meth:`end_trial`."""
+        attrs: dict[str, Any] = {"tausim.task_id": task_id, "tausim.trial": trial, "tausim.seed": seed}
+        if persona is not None:
+            attrs["tausim.persona"] = persona
+        return self.tracer.start_span("tausim.trial", context=self._ctx(self.run_span), attributes=attrs)
+
+    def end_trial(self, span: Any, passed: bool, termination_reason: str) -> None:
+        """Record a trial's outcome on its span and end it."""
+        span.set_attribute("tausim.passed", passed)
+        span.set_attribute("tausim.termination_reason", termination_reason)
+        span.end()
+
+    def start_turn(self, trial_span: Any, index: int) -> Any:
+        """Start an agent turn span (child of the trial)."""
+        return self.tracer.start_span("tausim.turn", context=self._ctx(trial_span), attributes={"tausim.turn": index})
+
+    def tool_call(self, parent: Any, name: str, call_id: str, status: str, start_ns: int, end_ns: int) -> None:
+        """Record a finished tool call as an ``execute_tool`` span.
+
+        Args:
+            parent: the turn span.
+            name: the tool name.
+            call_id: the call's id.
+            status: ``ok`` or the error status.
+            start_ns: start, nanoseconds since the epoch (``time.time_ns()``).
+            end_ns: end, same clock.
+        """
+        span = self.tracer.start_span(f"execute_tool {name}", context=self._ctx(parent), start_time=start_ns,
+                                      attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                                  "gen_ai.tool.call.id": call_id, "tausim.tool.status": status})
+        if status != "ok":
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, status))
+        span.end(end_time=end_ns)
+
+    def model_call(self, parent: Any, party: str, model: str | None, usage: Usage, start_ns: int,
+                   end_ns: int) -> None:
+        """Record the model calls of one agent step or user reply as a ``chat`` span (none when it made none).
+
+        Args:
+            parent: the turn span (agent) or the trial span (user).
+            party: ``agent`` or ``user``.
+            model: the model string (``openai/gpt-4o-mini``), or None when the party does not say.
+            usage: the step's usage (tokens, calls).
+            start_ns: start of the step, nanoseconds since the epoch.
+            end_ns: its end.
+        """
+        if usage.calls <= 0:
+            return
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat", "gen_ai.system": _system(model),
+            "gen_ai.usage.input_tokens": usage.prompt_tokens, "gen_ai.usage.output_tokens": usage.completion_tokens,
+            "tausim.party": party, "tausim.model_calls": usage.calls,
+        }
+        if model:
+            attrs["gen_ai.request.model"] = model
+        span = self.tracer.start_span(f"chat {model or party}", context=self._ctx(parent), start_time=start_ns,
+                                      attributes=attrs)
+        span.end(end_time=end_ns)
+
+
+@contextmanager
+def file_tracing(path: str | Path) -> Iterator[Tracing]:
+    """Yield a :class:`Tracing` that appends every finished span to ``path`` as one JSON line.
+
+    Args:
+        path: the spans file (``tausim run --otel FILE``).
+
+    Raises:
+        InputError: ``opentelemetry-sdk`` is missing.
+        OSError: the file cannot be opened.
+    """
+    _require_sdk()
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, after the provider's flush
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
+        out=fh, formatter=lambda span: span.to_json(indent=None) + "\n")))
+    try:
+        yield Tracing(provider)
+    finally:
+        provider.shutdown()
+        fh.close()

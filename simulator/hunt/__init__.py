@@ -1,0 +1,3 @@
+"""Floor 6, tools: failure hunting: snapshot and fork trials, search from decision points, cluster failures by
+signature, shrink them and export regression cases.
+"""

@@ -1,0 +1,3 @@
+"""Floor 2, services: where results live: the results store (SQLite or PostgreSQL), run documents and partial
+files, and the run log.
+"""

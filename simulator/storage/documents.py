@@ -1,0 +1,332 @@
+"""Record models: what a run leaves behind, and the run document that carries it.
+
+- :class:`TrialResult`: one finished trial (outcome, grade, trajectory, timings).
+- :class:`RunResult`: a run's :class:`~simulator.types.spec.RunSpec` (key ``config``), trials and metrics.
+- :func:`run_summary_json`: the run document (``{"format": "tausim.run", "version": 1, ...}``) written by
+  ``tausim run --out`` and returned by :meth:`simulator.storage.store.ResultsStore.load_run_document`;
+  :func:`load_run_document` and :func:`load_run_from_store` read and check one (:class:`RunDocumentError`).
+- the partial run file (``--out FILE`` writes ``FILE.partial.jsonl`` while the run goes on), a JSON-lines
+  file: its first line is the header :func:`partial_header` (``{"format": "tausim.partial", "version": 1,
+  "config": <RunSpec>, "planned": N, "planned_task_ids": [...]}``), each further line one finished
+  :class:`TrialResult` in completion order.
+  A crash can cut the last line short: :func:`load_partial` drops such a line. :func:`load_run_document` reads a
+  partial file as the run document of the trials it holds (so ``tausim report FILE.partial.jsonl`` works), and
+  ``tausim run --resume-from FILE.partial.jsonl`` runs only the trials it does not hold.
+
+The store, the reports, the gate, budgets and regrade read these; none of them imports the CLI or the report
+package to do so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from simulator.errors import RunDocumentError
+from simulator.stats.faults import recovery_rates
+from simulator.stats.summaries import run_metrics
+from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
+from simulator.types.spec import RunSpec, format_validation_error
+
+__all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "load_partial", "load_run_document",
+    "load_run_from_store", "partial_document", "partial_header", "run_summary_json"]
+
+
+
+
+
+
+
+
+
+def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return the ``--out`` JSON document of a run.
+
+    Args:
+        result: the finished run.
+        extra: extra top-level fields (e.g. git revision, package versions; ``planned_task_ids``, every task of
+            the plan, makes the metrics count a task without any finished trial, as in a run stopped early).
+
+    Returns:
+        ``{"format": "tausim.run", "version": 1, "config", "metrics", "termination_reasons", "trials",
+        "planned", "recorded", "duplicates", ...}``; ``recorded`` counts the trials present and ``duplicates``
+        the trials beyond the first of a (task, persona, trial) key; with personas, ``by_persona`` (see
+        :func:`simulator.stats.summaries.persona_metrics`) is also copied to the top level; with environment faults
+        (``config.faults``), ``recovery`` (:func:`simulator.stats.faults.recovery_rates` over the trials). ``metrics``
+        are those of :func:`simulator.stats.summaries.run_metrics` (the same as ``tausim report``'s): a complete run
+        is checked
+        strictly (a duplicated trial is refused); a partial one (a results-store run still missing trials) counts
+        its missing trials as failed and reports them in ``missing_trials``.
+    """
+    doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
+    doc.update(extra or {})
+    doc.update(result.model_dump(mode="json"))
+    pairs = Counter(trial_key(t) for t in result.trials)
+    doc["recorded"] = len(pairs)
+    doc["duplicates"] = sum(n - 1 for n in pairs.values())
+    if doc.get("planned") is None:
+        doc["planned"] = len(pairs)
+    tasks = (doc.get("planned_task_ids") or doc.get("task_ids") or result.config.task_ids
+             or list(dict.fromkeys(t.task_id for t in result.trials)))
+    if tasks and result.trials:
+        complete = doc["recorded"] == doc["planned"] and not doc["duplicates"]
+        doc["metrics"] = run_metrics(doc["trials"], [str(t) for t in tasks], result.config.trials,
+                                     personas=result.config.personas,
+                                     incomplete="refuse" if complete else "count")
+        if "by_persona" in doc["metrics"]:
+            doc["by_persona"] = doc["metrics"]["by_persona"]
+    faults = result.config.faults
+    if (faults is not None and faults.active()) or any(t.faults for t in result.trials):
+        doc["recovery"] = recovery_rates(doc["trials"])
+    return doc
+
+
+RUN_FORMAT = "tausim.run"
+"""The value of the ``format`` field of every run document."""
+
+PARTIAL_FORMAT = "tausim.partial"
+"""The value of the ``format`` field of a partial run file's header line."""
+
+
+def partial_header(spec: RunSpec, planned: int, task_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """Return the header (first line) of a partial run file.
+
+    Args:
+        spec: the run's spec.
+        planned: the run's planned trials (tasks x personas x trials).
+        task_ids: every task of the plan, in order, or None; recorded so that a report of the file counts the
+            tasks without a finished trial yet as missing (else it sees only the tasks it holds trials of).
+
+    Returns:
+        ``{"format": "tausim.partial", "version": 1, "config": <spec as JSON>, "planned": planned}``, plus
+        ``"planned_task_ids"`` when ``task_ids`` is given.
+    """
+    header = {"format": PARTIAL_FORMAT, "version": 1, "config": spec.model_dump(mode="json"), "planned": planned}
+    if task_ids is not None:
+        header["planned_task_ids"] = list(task_ids)
+    return header
+
+
+def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | None]:
+    """Read a partial run file (see the module docstring).
+
+    Args:
+        path: the ``FILE.partial.jsonl`` file.
+
+    Returns:
+        ``(spec, trials, planned)``: the trials in file order, the first of each (task, persona, trial) key
+        only; a last line cut short by a crash is dropped.
+
+    Raises:
+        RunDocumentError: missing or unreadable file, a first line that is not the header, an invalid spec, or
+            a line other than the last that is not a trial (the message names the file and line).
+    """
+    spec, trials, planned, _ = _load_partial(path)
+    return spec, trials, planned
+
+
+def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | None, list[str] | None]:
+    """:func:`load_partial`, and the header's ``planned_task_ids`` (None when absent)."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise RunDocumentError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunDocumentError(f"{p}: cannot read: {e}") from None
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, Mapping) or header.get("format") != PARTIAL_FORMAT:
+        raise RunDocumentError(f"{p}: line 1: not a tausim partial run file (expected the header "
+                               f'{{"format": "{PARTIAL_FORMAT}", ...}} that `tausim run --out` writes)')
+    try:
+        spec = RunSpec.model_validate(header.get("config"))
+    except ValidationError as e:
+        raise RunDocumentError(format_validation_error(f"{p}: line 1: config", e)) from None
+    planned = header.get("planned")
+    trials: list[TrialResult] = []
+    seen: set[TrialKey] = set()
+    body = [(i, line) for i, line in enumerate(lines[1:], start=2) if line.strip()]
+    for n, (i, line) in enumerate(body):
+        try:
+            trial = TrialResult.model_validate_json(line)
+        except ValidationError as e:
+            if n == len(body) - 1:  # the line a crash cut short
+                break
+            raise RunDocumentError(format_validation_error(f"{p}: line {i}", e)) from None
+        if trial_key(trial) not in seen:
+            seen.add(trial_key(trial))
+            trials.append(trial)
+    task_ids = header.get("planned_task_ids")
+    if task_ids is not None and not (isinstance(task_ids, list) and all(isinstance(t, str) for t in task_ids)):
+        raise RunDocumentError(f"{p}: line 1: field planned_task_ids: expected a list of task ids, got "
+                               f"{json.dumps(task_ids)[:200]}")
+    return spec, trials, planned if isinstance(planned, int) and not isinstance(planned, bool) else None, task_ids
+
+
+def partial_document(path: str | Path) -> dict[str, Any]:
+    """Return the run document of the trials a partial run file holds (``"partial": true``).
+
+    Raises:
+        RunDocumentError: as :func:`load_partial`.
+    """
+    spec, trials, planned, task_ids = _load_partial(path)
+    reasons = Counter(t.termination_reason for t in trials)
+    result = RunResult(config=spec, trials=trials, termination_reasons=dict(sorted(reasons.items())),
+                       planned=planned)
+    extra: dict[str, Any] = {"partial": True, "source": str(path)}
+    if task_ids:
+        extra["planned_task_ids"] = task_ids
+    doc = run_summary_json(result, extra)
+    return _check_document(doc, str(path))
+
+
+def _is_partial(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(head, Mapping) and head.get("format") == PARTIAL_FORMAT
+
+
+def _check_document(doc: Any, source: str) -> dict[str, Any]:
+    """Check the shape of a decoded run document and return it.
+
+    Args:
+        doc: the decoded document.
+        source: where it came from, for error messages.
+
+    Returns:
+        The document (the same object).
+
+    Raises:
+        RunDocumentError: the document is not a ``tausim.run`` object with a config and a list of trials.
+    """
+    if not isinstance(doc, Mapping):
+        raise RunDocumentError(f"{source}: expected a JSON object (a tausim run document), got {type(doc).__name__}")
+    fmt = doc.get("format")
+    if fmt != RUN_FORMAT:
+        raise RunDocumentError(f"{source}: not a tausim run document: \"format\" is {fmt!r}, expected {RUN_FORMAT!r} "
+                               "(write one with `tausim run --out FILE`)")
+    config = doc.get("config")
+    if not isinstance(config, Mapping):
+        raise RunDocumentError(f"{source}: \"config\" must be an object")
+    trials_planned = config.get("trials", 1)
+    if isinstance(trials_planned, bool) or not isinstance(trials_planned, int) or trials_planned < 1:
+        raise RunDocumentError(f"{source}: config.trials must be a positive integer, got {trials_planned!r}")
+    trials = doc.get("trials")
+    if not isinstance(trials, list):
+        raise RunDocumentError(f"{source}: \"trials\" must be a list")
+    for i, trial in enumerate(trials):
+        where = f"{source}: trials[{i}]"
+        if not isinstance(trial, Mapping):
+            raise RunDocumentError(f"{where}: expected an object, got {type(trial).__name__}")
+        if not isinstance(trial.get("task_id"), str):
+            raise RunDocumentError(f"{where}: \"task_id\" must be a string, got {trial.get('task_id')!r}")
+        index = trial.get("trial")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise RunDocumentError(f"{where}: \"trial\" must be a non-negative integer, got {index!r}")
+        if not isinstance(trial.get("passed"), bool):
+            raise RunDocumentError(f"{where}: \"passed\" must be true or false, got {trial.get('passed')!r}")
+        for key in ("grade", "trajectory"):
+            if trial.get(key) is not None and not isinstance(trial.get(key), Mapping):
+                raise RunDocumentError(f"{where}: \"{key}\" must be an object or null")
+    for key in ("planned_task_ids", "task_ids"):
+        ids = doc.get(key)
+        if ids is not None and not (isinstance(ids, list) and all(isinstance(t, str) for t in ids)):
+            raise RunDocumentError(f"{source}: \"{key}\" must be a list of task ids")
+    return dict(doc)
+
+
+def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """Read and check a run document.
+
+    Args:
+        path_or_doc: the path of an ``--out`` JSON file written by ``tausim run``, or an already decoded
+            document (e.g. from :meth:`ResultsStore.load_run_document`).
+
+    Returns:
+        The document: ``{"format": "tausim.run", "config", "trials", ...}``; a partial run file (see the
+        module docstring) gives the document of the trials it holds. Optional fields used by the
+        reports when present: ``run_id``, ``planned_task_ids`` or ``task_ids`` (every task of the plan, so
+        that a task with no recorded trial still counts), ``duplicates``, ``git_revision``.
+
+    Raises:
+        RunDocumentError: the file is missing or unreadable, is not valid JSON, or is not a tausim run document;
+            the message names the file.
+    """
+    if isinstance(path_or_doc, Mapping):
+        return _check_document(path_or_doc, "run document")
+    path = Path(path_or_doc)
+    if path.is_dir():
+        raise RunDocumentError(f"{path}: is a directory; give the JSON file written by `tausim run --out FILE`")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunDocumentError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunDocumentError(f"{path}: cannot read: {e}") from None
+    if _is_partial(text):
+        return partial_document(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RunDocumentError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    checked = _check_document(doc, str(path))
+    return checked
+
+
+def load_run_from_store(url: str, run_id: str) -> dict[str, Any]:
+    """Load a run from the results store (:mod:`simulator.storage.store`, imported only here) and check it.
+
+    Args:
+        url: the store's SQLAlchemy URL, e.g. ``sqlite:///runs.db``.
+        run_id: the run's id.
+
+    Returns:
+        The run document, as :func:`load_run_document` returns it (with ``run_id`` set).
+
+    Raises:
+        RunDocumentError: the store module is not available, the URL is malformed, the SQLite file does not
+            exist, the store cannot be opened, or it has no such run.
+    """
+    try:
+        store_module = importlib.import_module("simulator.storage.store")
+    except ModuleNotFoundError as e:
+        if e.name != "simulator.storage.store":
+            raise
+        raise RunDocumentError("--store: the results store (simulator/store.py) is not available in this version "
+                               "of tausim; report from a file written by `tausim run --out FILE` instead") from None
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as e:
+        raise RunDocumentError(f"--store {url!r}: not a database URL ({e}); e.g. sqlite:///runs.db") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).is_file():
+            raise RunDocumentError(f"--store {url}: no such database file {parsed.database}")
+    store_error: type[Exception] = getattr(store_module, "StoreError", LookupError)
+    try:
+        store = store_module.ResultsStore(url, create=False)
+        try:
+            doc = store.load_run_document(run_id)
+        finally:
+            store.close()
+    except store_error as e:
+        raise RunDocumentError(f"--store {url}: {e}") from None
+    except SQLAlchemyError as e:
+        raise RunDocumentError(f"--store {url}: cannot read the results store: {type(e).__name__}: {e}") from None
+    checked = _check_document(doc, f"{url} run {run_id}")
+    checked.setdefault("run_id", run_id)
+    return checked
