@@ -2,7 +2,6 @@
 
 import pytest
 
-import simulator
 from simulator.dialogue.cues import asks_confirmation, is_closing, is_no, is_yes, offers_more_help
 
 
@@ -88,7 +87,9 @@ def test_asks_confirmation(text, expected):
     assert asks_confirmation(text) is expected
 
 
-def test_cues_are_exported_by_the_engine():
+def test_cues_are_exported_by_the_agents_kit():
+    from simulator.agents import kit
+
     for name in ("asks_confirmation", "is_closing", "is_no", "is_yes", "offers_more_help"):
-        assert name in simulator.__all__
-    assert simulator.is_yes is is_yes
+        assert name in kit.__all__
+    assert kit.is_yes is is_yes

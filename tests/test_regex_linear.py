@@ -16,7 +16,7 @@ import pytest
 from tests.regex_lint import findings, text_regexes
 
 ALLOWED = {
-    ("simulator/orchestrator.py", r"(?<![\w.+-])[\w.+-]++@"):
+    ("simulator/dialogue/conversation.py", r"(?<![\w.+-])[\w.+-]++@"):
         "the digit branch starts only where (?<![A-Za-z_]) or (?![A-Za-z_]) holds, an alternation of lookarounds "
         "the check does not read; tests/test_linear_text.py runs it on million-character tokens of every kind",
     ("simulator/users/_leak.py", r"\n\s*\n"):
@@ -38,9 +38,9 @@ def test_the_source_scan_finds_the_text_regexes() -> None:
     regexes = text_regexes()
     assert len(regexes) > 150
     files = {r.where.split(":")[0] for r in regexes}
-    assert {"simulator/orchestrator.py", "simulator/grading/judge.py", "simulator/users/_acts.py",
+    assert {"simulator/dialogue/conversation.py", "simulator/grading/judge.py", "simulator/users/_acts.py",
             "simulator/users/_leak.py", "domains/retail/reference_agent.py", "domains/airline/_understand.py",
-            "domains/returns/reference_agent.py", "simulator/cues.py"} <= files
+            "domains/returns/reference_agent.py", "simulator/dialogue/cues.py"} <= files
     judge = [r for r in regexes if r.where.startswith("simulator/grading/judge.py")]
     assert any("verdict" in r.pattern and r.anchored for r in judge)  # used with .match only
 

@@ -57,12 +57,12 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
 
-from simulator.errors import ConfigMismatchError, LeaseHeldError, StoreError
+from simulator.errors import ConfigMismatchError, LeaseHeldError, RunDocumentError, StoreError
 from simulator.stats.estimators import reliability
-from simulator.storage.documents import run_summary_json
+from simulator.storage.documents import check_run_document, run_summary_json
 from simulator.types.grade import Grade
 from simulator.types.messages import Message
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
@@ -70,20 +70,9 @@ from simulator.types.spec import RESUME_EXEMPT, RunSpec, format_validation_error
 from simulator.types.tasks import Task
 from simulator.types.trajectory import ToolCallRecord, Trajectory
 
-__all__ = [
-    "DEFAULT_LEASE_TTL_S",
-    "DEFAULT_STORE_URL",
-    "RESUME_FIELDS",
-    "ConfigMismatchError",
-    "LeaseHeldError",
-    "ResultsStore",
-    "RunInfo",
-    "RunLease",
-    "StoreError",
-    "data_hash",
-    "new_run_id",
-    "tasks_hash",
-]
+__all__ = ["ConfigMismatchError", "DEFAULT_LEASE_TTL_S", "DEFAULT_STORE_URL", "LeaseHeldError", "RESUME_FIELDS",
+    "ResultsStore", "RunInfo", "RunLease", "StoreError", "data_hash", "load_run_from_store", "new_run_id",
+    "tasks_hash"]
 
 DEFAULT_STORE_URL = "sqlite:///runs.db"
 """The store used when none is given: ``runs.db`` in the working directory."""
@@ -985,3 +974,39 @@ def _metrics(info: RunInfo, results: Sequence[TrialResult]) -> dict[str, float]:
     records = [r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results]
     return reliability(records, info.task_ids, info.config.trials, personas=info.config.personas,
                        incomplete="count").suite
+
+
+def load_run_from_store(url: str, run_id: str) -> dict[str, Any]:
+    """Load a run from the results store and check it as a run document.
+
+    Args:
+        url: the store's SQLAlchemy URL, e.g. ``sqlite:///runs.db``.
+        run_id: the run's id.
+
+    Returns:
+        The run document, as :func:`load_run_document` returns it (with ``run_id`` set).
+
+    Raises:
+        RunDocumentError: the URL is malformed, the SQLite file does not exist, the store cannot be opened, or it
+            has no such run.
+    """
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as e:
+        raise RunDocumentError(f"--store {url!r}: not a database URL ({e}); e.g. sqlite:///runs.db") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).is_file():
+            raise RunDocumentError(f"--store {url}: no such database file {parsed.database}")
+    try:
+        store = ResultsStore(url, create=False)
+        try:
+            doc = store.load_run_document(run_id)
+        finally:
+            store.close()
+    except StoreError as e:
+        raise RunDocumentError(f"--store {url}: {e}") from None
+    except SQLAlchemyError as e:
+        raise RunDocumentError(f"--store {url}: cannot read the results store: {type(e).__name__}: {e}") from None
+    checked = check_run_document(doc, f"{url} run {run_id}")
+    checked.setdefault("run_id", run_id)
+    return checked
