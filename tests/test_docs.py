@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,3 +212,12 @@ def test_the_docs_site_lists_every_page():
     for page in (ROOT / "docs").rglob("*.md"):
         rel = page.relative_to(ROOT / "docs").as_posix()
         assert rel in nav, f"{rel} is not in mkdocs.yml's nav"
+
+
+def test_the_site_builds_strict(tmp_path):
+    """``mkdocs build --strict`` passes (broken links and anchors fail it); scripts/test runs it as well."""
+    pytest.importorskip("mkdocs")
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+                         timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
