@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -221,3 +222,15 @@ def test_the_site_builds_strict(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
                          timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_python_examples_import_only_the_simulator_facade():
+    """Examples import ``simulator`` itself, never a submodule: the facade's names stay while modules move."""
+    for b in ALL_BLOCKS:
+        if b.lang != "python":
+            continue
+        for node in ast.walk(ast.parse(b.text)):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.startswith("simulator."), f"{b.where}: import {name}; use `from simulator import ...`"
