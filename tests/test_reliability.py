@@ -435,14 +435,15 @@ def test_cut_off_trials_are_not_errors_in_text_or_html(tmp_path):
     assert 'class="cell o-cutoff"' in html and 'class="cell o-error"' not in html
 
 
-def test_every_readme_mode_option_names_a_domain_that_accepts_it():
+def test_every_documented_mode_option_names_a_domain_that_accepts_it():
     from simulator.world.domain import get_domain
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    uses = re.findall(r"(?:--domain (\w+) )?--option mode=([\w-]+)", readme)
+    root = Path(__file__).resolve().parents[1]
+    docs = "".join(p.read_text(encoding="utf-8") for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))])
+    uses = re.findall(r"(?:--domain (\w+) )?--option mode=([\w-]+)", docs)
     assert uses and any(d == "retail" for d, _ in uses)
     for domain, mode in uses:
-        assert domain, f"--option mode={mode} without --domain in the README"
+        assert domain, f"--option mode={mode} without --domain in the README or docs/"
         assert mode in get_domain(domain).option_values["mode"], (domain, mode)
 
 

@@ -1,5 +1,6 @@
 """The run spec: validation errors name file/field/value, temperature and api_base are recorded and checked on
-resume, ``tausim run --spec FILE``, stored specs that do not validate, and the README's library example."""
+resume, ``tausim run --spec FILE``, stored specs that do not validate, and the docs' library example
+(``docs/reference/run-spec.md``)."""
 
 from __future__ import annotations
 
@@ -110,12 +111,12 @@ def test_a_stored_spec_that_does_not_validate_is_named(tmp_path):
     assert res.exit_code == 2 and "stored spec of run 'S': field concurrency" in res.output
 
 
-def test_readme_library_example_runs():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_docs_library_example_runs():
+    text = (ROOT / "docs" / "reference" / "run-spec.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- library-example -->\s*```python\n(.*?)```", text, re.S)
-    assert match, "README has no library example"
+    assert match, "docs/reference/run-spec.md has no library example"
     scope: dict[str, object] = {}
-    exec(compile(match.group(1), "README.md", "exec"), scope)  # noqa: S102 - our own README's example
+    exec(compile(match.group(1), "run-spec.md", "exec"), scope)  # noqa: S102 - our own docs' example
     result = scope["result"]
     assert result.metrics["pass^1"] == 1.0  # the reference agent passes both tasks with the rule user
     assert len(result.trials) == 2 * 2 and result.config.seed == 7

@@ -1,4 +1,4 @@
-"""Trajectory metrics: one hand-computed test per formula of the README's metric table."""
+"""Trajectory metrics: one hand-computed test per formula of the metric table in docs/concepts/metrics.md."""
 
 from __future__ import annotations
 
