@@ -26,8 +26,6 @@ from simulator.types.protocols import Agent, AgentFactory, Progress, TrialContex
 
 __all__ = [
     "ANYTHING_ELSE",
-    "REFERENCE_KNOBS",
-    "RETRIES",
     "Agent",
     "AgentFactory",
     "AgentTurn",
@@ -35,6 +33,8 @@ __all__ = [
     "Message",
     "Persona",
     "Progress",
+    "REFERENCE_KNOBS",
+    "RETRIES",
     "ReferenceAgentBase",
     "ToolCall",
     "TrialContext",

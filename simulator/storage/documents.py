@@ -4,7 +4,8 @@
 - :class:`RunResult`: a run's :class:`~simulator.types.spec.RunSpec` (key ``config``), trials and metrics.
 - :func:`run_summary_json`: the run document (``{"format": "tausim.run", "version": 1, ...}``) written by
   ``tausim run --out`` and returned by :meth:`simulator.storage.store.ResultsStore.load_run_document`;
-  :func:`load_run_document` and :func:`load_run_from_store` read and check one (:class:`RunDocumentError`).
+  :func:`load_run_document` reads and checks one (:class:`RunDocumentError`), and
+  :func:`simulator.storage.store.load_run_from_store` one from the results store.
 - the partial run file (``--out FILE`` writes ``FILE.partial.jsonl`` while the run goes on), a JSON-lines
   file: its first line is the header :func:`partial_header` (``{"format": "tausim.partial", "version": 1,
   "config": <RunSpec>, "planned": N, "planned_task_ids": [...]}``), each further line one finished
@@ -19,7 +20,6 @@ package to do so.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -34,8 +34,8 @@ from simulator.stats.summaries import run_metrics
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
 from simulator.types.spec import RunSpec, format_validation_error
 
-__all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "load_partial", "load_run_document",
-    "load_run_from_store", "partial_document", "partial_header", "run_summary_json"]
+__all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "check_run_document", "load_partial",
+           "load_run_document", "partial_document", "partial_header", "run_summary_json"]
 
 
 
@@ -186,7 +186,7 @@ def partial_document(path: str | Path) -> dict[str, Any]:
     if task_ids:
         extra["planned_task_ids"] = task_ids
     doc = run_summary_json(result, extra)
-    return _check_document(doc, str(path))
+    return check_run_document(doc, str(path))
 
 
 def _is_partial(text: str) -> bool:
@@ -198,7 +198,7 @@ def _is_partial(text: str) -> bool:
     return isinstance(head, Mapping) and head.get("format") == PARTIAL_FORMAT
 
 
-def _check_document(doc: Any, source: str) -> dict[str, Any]:
+def check_run_document(doc: Any, source: str) -> dict[str, Any]:
     """Check the shape of a decoded run document and return it.
 
     Args:
@@ -265,7 +265,7 @@ def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, 
             the message names the file.
     """
     if isinstance(path_or_doc, Mapping):
-        return _check_document(path_or_doc, "run document")
+        return check_run_document(path_or_doc, "run document")
     path = Path(path_or_doc)
     if path.is_dir():
         raise RunDocumentError(f"{path}: is a directory; give the JSON file written by `tausim run --out FILE`")
@@ -281,52 +281,5 @@ def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, 
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise RunDocumentError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    checked = _check_document(doc, str(path))
-    return checked
-
-
-def load_run_from_store(url: str, run_id: str) -> dict[str, Any]:
-    """Load a run from the results store (:mod:`simulator.storage.store`, imported only here) and check it.
-
-    Args:
-        url: the store's SQLAlchemy URL, e.g. ``sqlite:///runs.db``.
-        run_id: the run's id.
-
-    Returns:
-        The run document, as :func:`load_run_document` returns it (with ``run_id`` set).
-
-    Raises:
-        RunDocumentError: the store module is not available, the URL is malformed, the SQLite file does not
-            exist, the store cannot be opened, or it has no such run.
-    """
-    try:
-        store_module = importlib.import_module("simulator.storage.store")
-    except ModuleNotFoundError as e:
-        if e.name != "simulator.storage.store":
-            raise
-        raise RunDocumentError("--store: the results store (simulator/store.py) is not available in this version "
-                               "of tausim; report from a file written by `tausim run --out FILE` instead") from None
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError) as e:
-        raise RunDocumentError(f"--store {url!r}: not a database URL ({e}); e.g. sqlite:///runs.db") from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if not Path(parsed.database).is_file():
-            raise RunDocumentError(f"--store {url}: no such database file {parsed.database}")
-    store_error: type[Exception] = getattr(store_module, "StoreError", LookupError)
-    try:
-        store = store_module.ResultsStore(url, create=False)
-        try:
-            doc = store.load_run_document(run_id)
-        finally:
-            store.close()
-    except store_error as e:
-        raise RunDocumentError(f"--store {url}: {e}") from None
-    except SQLAlchemyError as e:
-        raise RunDocumentError(f"--store {url}: cannot read the results store: {type(e).__name__}: {e}") from None
-    checked = _check_document(doc, f"{url} run {run_id}")
-    checked.setdefault("run_id", run_id)
+    checked = check_run_document(doc, str(path))
     return checked
