@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from simulator.agents import NullAgent, OracleAgent
 from simulator.cli import app
 from simulator.execution.runner import Runner, run_summary_json
+from simulator.storage.schema import trials
 from simulator.storage.store import (
     ConfigMismatchError,
     LeaseHeldError,
@@ -25,7 +26,6 @@ from simulator.storage.store import (
     StoreError,
     data_hash,
     tasks_hash,
-    trials,
 )
 from simulator.types.messages import Message, ToolCall, Usage
 from simulator.types.spec import ComponentSpec, RunSpec

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select, update
 
-from simulator.storage.store import LeaseHeldError, ResultsStore, StoreError, run_leases
+from simulator.storage.schema import run_leases
+from simulator.storage.store import LeaseHeldError, ResultsStore, StoreError
 
 REPO = Path(__file__).resolve().parent.parent
 

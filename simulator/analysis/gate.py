@@ -188,6 +188,37 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     """
     if k < 1:
         raise GateError(f"--k must be at least 1, got {k}")
+    _check_same_setup(baseline, candidate)
+    n_base, n_cand = (int(doc["config"].get("trials", 1)) for doc in (baseline, candidate))
+    k_used = max(1, min(k, n_base, n_cand))
+    ks = sorted({1, k_used})
+    b_rel = run_reliability(baseline, "baseline", ks)
+    c_rel = run_reliability(candidate, "candidate", ks)
+    _check_same_tasks(b_rel, c_rel)
+    notes: list[str] = []
+    if k_used < k:
+        notes.append(f"k lowered from {k} to {k_used}: baseline has {n_base}, candidate {n_cand} trials per task")
+    rows = _reliability_rows(b_rel, c_rel, k_used, max_drop_pass1=max_drop_pass1, max_drop_passk=max_drop_passk,
+                             min_pass1=min_pass1, min_passk=min_passk, seed=seed)
+    if max_violations is not None:
+        bv_n, cv_n = run_violations(b_rel), run_violations(c_rel)
+        rows.append(GateRow("safety violations", float(bv_n), float(cv_n), float(bv_n - cv_n),
+                            f"candidate <= {max_violations}", cv_n <= max_violations))
+    rows += _ceiling_rows(baseline, candidate, list(b_rel.outcomes), max_cost_increase=max_cost_increase,
+                          max_abandon_increase=max_abandon_increase,
+                          max_p95_latency_increase=max_p95_latency_increase)
+    b1 = {t: v["pass^1"] for t, v in b_rel.per_cell.items()}
+    c1 = {t: v["pass^1"] for t, v in c_rel.per_cell.items()}
+    regressed = sorted(((t, b1[t], c1[t]) for t in b1 if c1[t] < b1[t] - _EPS), key=lambda x: (x[2] - x[1], x[0]))
+    return GateResult(k=k_used, rows=rows, regressed_tasks=regressed, notes=notes)
+
+
+def _check_same_setup(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> None:
+    """Refuse runs of different domains or personas.
+
+    Raises:
+        GateError: naming both domains or both persona lists.
+    """
     domains = [doc["config"].get("domain") for doc in (baseline, candidate)]
     if domains[0] != domains[1]:
         raise GateError(f"the runs are of different domains (baseline: {domains[0]}; candidate: {domains[1]}); "
@@ -196,11 +227,14 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     if personas[0] != personas[1]:
         raise GateError(f"the runs played different personas (baseline: {', '.join(personas[0]) or 'none'}; "
                         f"candidate: {', '.join(personas[1]) or 'none'}); gate runs of the same personas")
-    n_base, n_cand = (int(doc["config"].get("trials", 1)) for doc in (baseline, candidate))
-    k_used = max(1, min(k, n_base, n_cand))
-    ks = sorted({1, k_used})
-    b_rel = run_reliability(baseline, "baseline", ks)
-    c_rel = run_reliability(candidate, "candidate", ks)
+
+
+def _check_same_tasks(b_rel: Reliability, c_rel: Reliability) -> None:
+    """Refuse runs of different task sets.
+
+    Raises:
+        GateError: naming the task cells only one run has.
+    """
     only_base = sorted(set(b_rel.outcomes) - set(c_rel.outcomes))
     only_cand = sorted(set(c_rel.outcomes) - set(b_rel.outcomes))
     if only_base or only_cand:
@@ -210,13 +244,12 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
         if only_cand:
             parts.append(f"only in the candidate: {', '.join(only_cand)}")
         raise GateError(f"the runs cover different task sets ({'; '.join(parts)}); gate runs of the same tasks")
-    notes: list[str] = []
-    if k_used < k:
-        notes.append(f"k lowered from {k} to {k_used}: baseline has {n_base}, candidate {n_cand} trials per task")
-    b, c = b_rel.suite, c_rel.suite
-    b1 = {t: v["pass^1"] for t, v in b_rel.per_cell.items()}
-    c1 = {t: v["pass^1"] for t, v in c_rel.per_cell.items()}
-    rows: list[GateRow] = []
+
+
+def _reliability_rows(b_rel: Reliability, c_rel: Reliability, k_used: int, *, max_drop_pass1: float,
+                      max_drop_passk: float, min_pass1: float | None, min_passk: float | None,
+                      seed: int) -> list[GateRow]:
+    """The pass^1 and pass^k checks: drops (with paired bootstrap intervals) and floors, in that order."""
     checks: list[tuple[str, str, float]] = [("pass^1", "drop", max_drop_pass1)]
     if min_pass1 is not None:
         checks.append(("pass^1", "floor", min_pass1))
@@ -224,8 +257,9 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
         checks.append((f"pass^{k_used}", "drop", max_drop_passk))
     if min_passk is not None:  # with k lowered to 1, pass^k is pass^1
         checks.append((f"pass^{k_used}", "floor", min_passk))
+    rows: list[GateRow] = []
     for metric, kind, limit in checks:
-        bv, cv = b[metric], c[metric]
+        bv, cv = b_rel.suite[metric], c_rel.suite[metric]
         drop = bv - cv
         if kind == "drop":
             ci = paired_bootstrap_ci({t: v[metric] for t, v in b_rel.per_cell.items()},
@@ -233,21 +267,24 @@ def evaluate_gate(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, 
             rows.append(GateRow(metric, bv, cv, drop, f"drop <= {limit:.4f}", drop <= limit + _EPS, ci))
         else:
             rows.append(GateRow(metric, bv, cv, drop, f"candidate >= {limit:.4f}", cv >= limit - _EPS))
-    if max_violations is not None:
-        bv_n, cv_n = run_violations(b_rel), run_violations(c_rel)
-        rows.append(GateRow("safety violations", float(bv_n), float(cv_n), float(bv_n - cv_n),
-                            f"candidate <= {max_violations}", cv_n <= max_violations))
-    if max_cost_increase is not None or max_abandon_increase is not None or max_p95_latency_increase is not None:
-        ids = list(b_rel.outcomes)
-        bm, cm = _run_numbers(baseline, ids), _run_numbers(candidate, ids)
-        if max_cost_increase is not None:
-            rows.append(_increase_row("cost per task (USD)", bm["cost_usd"]["per_task"], cm["cost_usd"]["per_task"],
-                                      max_cost_increase, True))
-        if max_abandon_increase is not None:
-            rows.append(_increase_row("abandonment rate", bm["abandonment_rate"], cm["abandonment_rate"],
-                                      max_abandon_increase, False))
-        if max_p95_latency_increase is not None:
-            rows.append(_increase_row("p95 trial latency (s)", bm["latency_s"]["trial"]["p95"],
-                                      cm["latency_s"]["trial"]["p95"], max_p95_latency_increase, True))
-    regressed = sorted(((t, b1[t], c1[t]) for t in b1 if c1[t] < b1[t] - _EPS), key=lambda x: (x[2] - x[1], x[0]))
-    return GateResult(k=k_used, rows=rows, regressed_tasks=regressed, notes=notes)
+    return rows
+
+
+def _ceiling_rows(baseline: Mapping[str, Any], candidate: Mapping[str, Any], ids: list[str], *,
+                  max_cost_increase: float | None, max_abandon_increase: float | None,
+                  max_p95_latency_increase: float | None) -> list[GateRow]:
+    """The ceilings relative to the baseline (cost, abandonment, p95 latency) that were asked for."""
+    if max_cost_increase is None and max_abandon_increase is None and max_p95_latency_increase is None:
+        return []
+    bm, cm = _run_numbers(baseline, ids), _run_numbers(candidate, ids)
+    rows: list[GateRow] = []
+    if max_cost_increase is not None:
+        rows.append(_increase_row("cost per task (USD)", bm["cost_usd"]["per_task"], cm["cost_usd"]["per_task"],
+                                  max_cost_increase, True))
+    if max_abandon_increase is not None:
+        rows.append(_increase_row("abandonment rate", bm["abandonment_rate"], cm["abandonment_rate"],
+                                  max_abandon_increase, False))
+    if max_p95_latency_increase is not None:
+        rows.append(_increase_row("p95 trial latency (s)", bm["latency_s"]["trial"]["p95"],
+                                  cm["latency_s"]["trial"]["p95"], max_p95_latency_increase, True))
+    return rows

@@ -35,7 +35,7 @@ from simulator.execution.runner import Runner, RunResult
 from simulator.types.spec import RunSpec
 from simulator.types.tasks import Action, Task
 from simulator.users import scripted_user_factory
-from simulator.world.database import TemplateDatabase, TrialDatabase, diff_against
+from simulator.world.database import StateSpec, TemplateDatabase, TrialDatabase, diff_against
 from simulator.world.domain import Domain
 from simulator.world.events import EVENTS_TABLE
 from simulator.world.replay import prepare_trial
@@ -222,70 +222,98 @@ def _is_wall_clock(out: CallOutcome) -> bool:
     return out.status == "tool_bug" and "WallClockRead" in (out.bug or "")
 
 
+class _Findings:
+    """Findings in the order found; :meth:`once` keeps only the first finding of a (rule, tool)."""
+
+    def __init__(self) -> None:
+        self.items: list[Finding] = []
+        self._flagged: set[tuple[str, str]] = set()
+
+    def add(self, finding: Finding) -> None:
+        """Keep a finding."""
+        self.items.append(finding)
+
+    def once(self, rule: str, tool: str, finding: Finding) -> None:
+        """Keep a finding unless one of the same rule and tool was kept before."""
+        if (rule, tool) not in self._flagged:
+            self._flagged.add((rule, tool))
+            self.items.append(finding)
+
+
 def _replay_findings(tasks: Sequence[Task], reads: Sequence[Action], first: _Pass, second: _Pass,
                      template: TemplateDatabase, domain: Domain) -> list[Finding]:
-    out: list[Finding] = []
+    found = _Findings()
     spec = domain.state_spec()
-    flagged: set[tuple[str, str]] = set()
-
-    def once(rule: str, tool: str, finding: Finding) -> None:
-        if (rule, tool) not in flagged:
-            flagged.add((rule, tool))
-            out.append(finding)
-
     for task in tasks:
         if task.id in first.fixture_errors:
-            out.append(Finding("gold-replay", "error", first.fixture_errors[task.id][:300], task_id=task.id))
+            found.add(Finding("gold-replay", "error", first.fixture_errors[task.id][:300], task_id=task.id))
             continue
         a, b = first.gold[task.id], second.gold.get(task.id, [])
-        for i, (action, oa) in enumerate(zip(task.gold_actions, a, strict=False)):
-            ob = b[i] if i < len(b) else None
-            if oa.status == "tool_bug":
-                last = (oa.bug or "").strip().splitlines()[-1:] or [""]
-                out.append(Finding("gold-replay", "error", f"gold action {i} {_call_text(action)} crashed: "
-                                                           f"{last[0][:160]}", task_id=task.id, tool=action.name))
-            elif ob is not None and _is_wall_clock(ob):
-                once("wall-clock", action.name, Finding(
-                    "wall-clock", "error", f"{_call_text(action)} reads the wall clock (time.time, datetime.now "
-                    "or date.today); take 'now' from the domain's Clock", task_id=task.id, tool=action.name))
-            elif ob is not None and (oa.status != ob.status or oa.content != ob.content):
-                once("nondeterministic", action.name, Finding(
-                    "nondeterministic", "error", f"{_call_text(action)} returned {oa.content[:60]!r} then "
-                    f"{ob.content[:60]!r} on the same state", task_id=task.id, tool=action.name))
+        _gold_call_findings(task, a, b, found)
         if task.id in second.goal and len(a) == len(b):
-            conn = sqlite3.connect(":memory:")
-            try:
-                conn.deserialize(second.goal[task.id])
-                diff = diff_against(conn, first.goal[task.id], spec)
-            finally:
-                conn.close()
-            if not diff.equal and not any(_is_wall_clock(o) for o in b):
-                d = (diff.differences or diff.added or diff.removed)[0]
-                tools = sorted({x.name for x in task.gold_actions})
-                out.append(Finding("nondeterministic", "error", f"replaying the gold actions twice gives two final "
-                                   f"states (table {d.table}, key {list(d.key)}); tools involved: "
-                                   f"{', '.join(tools)}", task_id=task.id))
+            _goal_findings(task, first.goal[task.id], second.goal[task.id], b, spec, found)
     for action, ra, rb, (changed, events) in zip(reads, first.reads, second.reads, first.read_writes, strict=True):
-        if changed or events:
-            what = ", ".join(f"{n} row(s) of {tbl}" for tbl, n in sorted(changed.items()))
-            what = what or f"{events} event(s)"
-            once("read-writes", action.name, Finding(
-                "read-writes", "error", f"read tool call {_call_text(action)} wrote {what}; a read tool must "
-                "never change state (declare it @tool('write'))", tool=action.name))
-        if ra.status == "tool_bug":
-            last = (ra.bug or "").strip().splitlines()[-1:] or [""]
-            once("read-tool-bug", action.name, Finding(
-                "read-tool-bug", "error", f"{_call_text(action)} crashed: {last[0][:160]} (raise ToolError for "
-                "bad input)", tool=action.name))
-        elif _is_wall_clock(rb):
-            once("wall-clock", action.name, Finding(
-                "wall-clock", "error", f"{_call_text(action)} reads the wall clock (time.time, datetime.now or "
-                "date.today); take 'now' from the domain's Clock", tool=action.name))
-        elif ra.status != rb.status or ra.content != rb.content:
-            once("nondeterministic", action.name, Finding(
-                "nondeterministic", "error", f"{_call_text(action)} returned {ra.content[:60]!r} then "
-                f"{rb.content[:60]!r} on the same state", tool=action.name))
-    return out
+        _read_call_findings(action, ra, rb, changed, events, found)
+    return found.items
+
+
+def _gold_call_findings(task: Task, a: Sequence[CallOutcome], b: Sequence[CallOutcome], found: _Findings) -> None:
+    """Compare a task's two gold replays call by call: a crash, a wall-clock read, two different results."""
+    for i, (action, oa) in enumerate(zip(task.gold_actions, a, strict=False)):
+        ob = b[i] if i < len(b) else None
+        if oa.status == "tool_bug":
+            last = (oa.bug or "").strip().splitlines()[-1:] or [""]
+            found.add(Finding("gold-replay", "error", f"gold action {i} {_call_text(action)} crashed: "
+                                                      f"{last[0][:160]}", task_id=task.id, tool=action.name))
+        elif ob is not None and _is_wall_clock(ob):
+            found.once("wall-clock", action.name, Finding(
+                "wall-clock", "error", f"{_call_text(action)} reads the wall clock (time.time, datetime.now "
+                "or date.today); take 'now' from the domain's Clock", task_id=task.id, tool=action.name))
+        elif ob is not None and (oa.status != ob.status or oa.content != ob.content):
+            found.once("nondeterministic", action.name, Finding(
+                "nondeterministic", "error", f"{_call_text(action)} returned {oa.content[:60]!r} then "
+                f"{ob.content[:60]!r} on the same state", task_id=task.id, tool=action.name))
+
+
+def _goal_findings(task: Task, first_goal: bytes, second_goal: bytes, b: Sequence[CallOutcome], spec: StateSpec,
+                   found: _Findings) -> None:
+    """Compare a task's two gold final states (unless a call of the second replay read the wall clock)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.deserialize(second_goal)
+        diff = diff_against(conn, first_goal, spec)
+    finally:
+        conn.close()
+    if not diff.equal and not any(_is_wall_clock(o) for o in b):
+        d = (diff.differences or diff.added or diff.removed)[0]
+        tools = sorted({x.name for x in task.gold_actions})
+        found.add(Finding("nondeterministic", "error", f"replaying the gold actions twice gives two final "
+                          f"states (table {d.table}, key {list(d.key)}); tools involved: "
+                          f"{', '.join(tools)}", task_id=task.id))
+
+
+def _read_call_findings(action: Action, ra: CallOutcome, rb: CallOutcome, changed: Mapping[str, int], events: int,
+                        found: _Findings) -> None:
+    """Check one sampled read call made twice: it wrote, crashed, read the wall clock or answered differently."""
+    if changed or events:
+        what = ", ".join(f"{n} row(s) of {tbl}" for tbl, n in sorted(changed.items()))
+        what = what or f"{events} event(s)"
+        found.once("read-writes", action.name, Finding(
+            "read-writes", "error", f"read tool call {_call_text(action)} wrote {what}; a read tool must "
+            "never change state (declare it @tool('write'))", tool=action.name))
+    if ra.status == "tool_bug":
+        last = (ra.bug or "").strip().splitlines()[-1:] or [""]
+        found.once("read-tool-bug", action.name, Finding(
+            "read-tool-bug", "error", f"{_call_text(action)} crashed: {last[0][:160]} (raise ToolError for "
+            "bad input)", tool=action.name))
+    elif _is_wall_clock(rb):
+        found.once("wall-clock", action.name, Finding(
+            "wall-clock", "error", f"{_call_text(action)} reads the wall clock (time.time, datetime.now or "
+            "date.today); take 'now' from the domain's Clock", tool=action.name))
+    elif ra.status != rb.status or ra.content != rb.content:
+        found.once("nondeterministic", action.name, Finding(
+            "nondeterministic", "error", f"{_call_text(action)} returned {ra.content[:60]!r} then "
+            f"{rb.content[:60]!r} on the same state", tool=action.name))
 
 
 def _run(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task], agent: Any, concurrency: int,

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import date
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import Any
 
 from simulator.authoring.findings import Finding
@@ -56,7 +56,7 @@ from simulator.world.domain import Domain
 from simulator.world.dual import env_caller, run_action, syncer
 from simulator.world.events import read_events
 from simulator.world.replay import prepare_trial
-from simulator.world.tools import Toolbox, ToolContext
+from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
 __all__ = ["DISCOVERY_CALLS", "lint_tasks"]
 
@@ -244,86 +244,150 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
             discovery = _Discovery([_scenario_text(task), *base_texts], ids, toolbox, domain.entities)
             discovery.raw_texts.append(" ".join([task.scenario.instructions, json.dumps(task.scenario.known_info),
                                                  task.user_id or ""]))
-        records: list[ToolCallRecord] = []
-        results: list[str] = []
-        sides = (toolbox, domain.user_toolbox())
-        sync = syncer(domain, ctx)
-        for i, action in enumerate(task.gold_actions):
-            if action.requestor == "user":  # dual control: the user's own call, on the user's side
-                user_res = run_action(domain, ctx, action, sides, functions=False)
-                sync()
-                records.append(ToolCallRecord(step=i, call_id=f"gold-{i}", name=action.name,
-                                              arguments=action.arguments, kind=user_res.kind, status=user_res.status,
-                                              content=user_res.content, duration_s=0.0, requestor="user"))
-                continue
-            tool_spec = toolbox.specs.get(action.name)
-            if tool_spec is None:
-                continue  # refused when the file was loaded
-            missing = False
-            for key, value in _leaves(action.arguments):
-                entity = domain.entities.get(key or "")
-                if entity is not None and isinstance(value, str | int) and not _exists(raw, *entity, value):
-                    missing = True
-                    add("unknown-id", "error" if tool_spec.kind == "write" else "warning",
-                        f"gold {tool_spec.kind} action {i} {action.name}: {key} {value!r} is not in the data "
-                        f"({entity[0]}.{entity[1]})", action.name)
-            if full and tool_spec.kind == "write" and not tool_spec.ends_conversation:
-                txn = db.session.begin()  # the hook only reads; whatever it does is rolled back
-                try:
-                    reason = domain.forbidden_write(ctx, action, now)
-                finally:
-                    txn.rollback()
-                if reason:
-                    add("forbidden-write", "warning", f"gold action {i} {action.name}: {reason}", action.name)
-            for key, value in _leaves(action.arguments):
-                if discovery is not None and isinstance(value, str) and value.strip() \
-                        and key not in domain.prose_arguments and not discovery.knows(value, ctx):
-                    add("undiscoverable", "warning", f"gold action {i} {action.name}: {key} {value!r} is neither "
-                                                     "in the scenario nor returned by a tool the agent can call "
-                                                     "on what it is told", action.name)
-            res = toolbox.dispatch(ctx, action.name, action.arguments)
-            sync()
-            records.append(ToolCallRecord(step=i, call_id=f"gold-{i}", name=action.name, arguments=action.arguments,
-                                          kind=res.kind, status=res.status, content=res.content, duration_s=0.0))
-            if res.status == "tool_bug":
-                last = (res.bug or "").strip().splitlines()[-1:] or [""]
-                add("gold-tool-bug", "error", f"gold action {i} {_call(action)} crashed: {last[0][:160]}",
-                    action.name)
-            elif res.status != "ok" and not missing:
-                add("gold-error", "warning", f"gold action {i} {_call(action)} fails on the data: "
-                                             f"{res.content[:160]}", action.name)
-            results.append(res.content)
-            if discovery is not None:
-                discovery.add(res.content)
-            if res.ends_conversation:
-                break
-        grade = grade_trial(task, null_traj, diff_against(raw, initial, spec), toolbox, domain=domain,
-                            assertions=null_checks) if full else None
-        if not full:
-            pass  # the warning-only rules (no criteria, null passes, unsourced outputs, contradictions) are skipped
-        elif not task.grade_basis():
-            where = "no evaluation_criteria" if task.suite == "tau2" else "an empty grade"
-            add("no-criteria", "warning", f"the task has nothing to grade ({where}): every agent that ends the "
-                                          "conversation passes it")
-        elif grade is not None and grade.passed:
-            add("null-passes", "warning", "a do-nothing agent passes: the gold actions change nothing and no "
-                                          "required output, assertion or process rule fails it")
+        replay = _GoldReplay(domain, task, toolbox, raw, ctx, add, discovery, now, full)
+        replay.run()
+        if full:
+            grade = grade_trial(task, null_traj, diff_against(raw, initial, spec), toolbox, domain=domain,
+                                assertions=null_checks)
+            _criteria_findings(task, grade.passed, add)
+        # without ``full`` the warning-only rules (no criteria, null passes, unsourced outputs, contradictions) are
+        # skipped
         if task.assertions:
-            oracle = Trajectory(tool_calls=records, termination_reason=TerminationReason.USER_STOP,
-                                messages=[Message(role="assistant", content=" ".join(task.required_outputs))])
-            checks = check_assertions(task.assertions, raw, initial, read_events(raw), oracle, spec,
-                                      env=env_caller(domain, ctx))
-            for r in checks.results if checks is not None else []:
-                if not r.passed and not r.skipped:
-                    add("assertion-fails-oracle", "error", f"assertion {r.index} ({r.type}) fails on the gold final "
-                                                           f"state: {r.summary[:160]}")
+            _oracle_assertion_findings(domain, task, raw, initial, replay.records, spec, ctx, add)
         for o in task.required_outputs if full else ():
-            if not find_output(o, [*results, task.scenario.instructions]):
+            if not find_output(o, [*replay.results, task.scenario.instructions]):
                 add("output-unsourced", "warning", f"required output {o!r} appears in no tool result of the gold "
                                                    "trajectory nor the scenario (the agent must compute it)")
     if ids is not None:
         out += _contradictions(domain, task, toolbox, ids)
     return out
+
+
+_Add = Callable[..., None]
+"""How the lint of one task records a finding: ``add(rule, severity, message, tool=None)``."""
+
+
+class _GoldReplay:
+    """Replay a task's gold actions on its trial database, noting the findings each action gives.
+
+    Args:
+        domain: the domain.
+        task: the task.
+        toolbox: the agent's tools.
+        raw: the trial's raw connection (entity lookups).
+        ctx: a tool context on the trial database.
+        add: records a finding.
+        discovery: where gold argument values can be learnt, or None (the ``undiscoverable`` rule is off).
+        now: the task's clock time (:meth:`~simulator.world.domain.Domain.current_time`).
+        full: whether the warning-only rules run (``forbidden-write``).
+    """
+
+    def __init__(self, domain: Domain, task: Task, toolbox: Toolbox, raw: Any, ctx: ToolContext, add: _Add,
+                 discovery: _Discovery | None, now: datetime | None, full: bool):
+        self.domain, self.task, self.toolbox, self.raw, self.ctx = domain, task, toolbox, raw, ctx
+        self.add, self.discovery, self.now, self.full = add, discovery, now, full
+        self.records: list[ToolCallRecord] = []
+        """The gold trajectory's tool calls (both sides)."""
+        self.results: list[str] = []
+        """The agent-side gold calls' results, in order."""
+
+    def run(self) -> None:
+        """Replay every gold action in order, until one ends the conversation."""
+        sides = (self.toolbox, self.domain.user_toolbox())
+        sync = syncer(self.domain, self.ctx)
+        for i, action in enumerate(self.task.gold_actions):
+            if action.requestor == "user":  # dual control: the user's own call, on the user's side
+                user_res = run_action(self.domain, self.ctx, action, sides, functions=False)
+                sync()
+                self.records.append(ToolCallRecord(
+                    step=i, call_id=f"gold-{i}", name=action.name, arguments=action.arguments, kind=user_res.kind,
+                    status=user_res.status, content=user_res.content, duration_s=0.0, requestor="user"))
+                continue
+            tool_spec = self.toolbox.specs.get(action.name)
+            if tool_spec is None:
+                continue  # refused when the file was loaded
+            missing = self._unknown_ids(i, action, tool_spec.kind)
+            if self.full and tool_spec.kind == "write" and not tool_spec.ends_conversation:
+                self._forbidden_write(i, action)
+            self._undiscoverable(i, action)
+            res = self.toolbox.dispatch(self.ctx, action.name, action.arguments)
+            sync()
+            self.records.append(ToolCallRecord(step=i, call_id=f"gold-{i}", name=action.name,
+                                               arguments=action.arguments, kind=res.kind, status=res.status,
+                                               content=res.content, duration_s=0.0))
+            self._outcome(i, action, res, missing)
+            self.results.append(res.content)
+            if self.discovery is not None:
+                self.discovery.add(res.content)
+            if res.ends_conversation:
+                break
+
+    def _unknown_ids(self, i: int, action: Action, kind: str) -> bool:
+        """Note each entity-id argument naming no row (``unknown-id``); return whether there was one."""
+        missing = False
+        for key, value in _leaves(action.arguments):
+            entity = self.domain.entities.get(key or "")
+            if entity is not None and isinstance(value, str | int) and not _exists(self.raw, *entity, value):
+                missing = True
+                self.add("unknown-id", "error" if kind == "write" else "warning",
+                         f"gold {kind} action {i} {action.name}: {key} {value!r} is not in the data "
+                         f"({entity[0]}.{entity[1]})", action.name)
+        return missing
+
+    def _forbidden_write(self, i: int, action: Action) -> None:
+        """Note a gold write the domain's own rules forbid now (``forbidden-write``)."""
+        txn = self.ctx.session.begin()  # the hook only reads; whatever it does is rolled back
+        try:
+            reason = self.domain.forbidden_write(self.ctx, action, self.now)
+        finally:
+            txn.rollback()
+        if reason:
+            self.add("forbidden-write", "warning", f"gold action {i} {action.name}: {reason}", action.name)
+
+    def _undiscoverable(self, i: int, action: Action) -> None:
+        """Note each argument value the agent cannot learn from the scenario or its tools (``undiscoverable``)."""
+        if self.discovery is None:
+            return
+        for key, value in _leaves(action.arguments):
+            if isinstance(value, str) and value.strip() and key not in self.domain.prose_arguments \
+                    and not self.discovery.knows(value, self.ctx):
+                self.add("undiscoverable", "warning", f"gold action {i} {action.name}: {key} {value!r} is neither "
+                                                      "in the scenario nor returned by a tool the agent can call "
+                                                      "on what it is told", action.name)
+
+    def _outcome(self, i: int, action: Action, res: CallOutcome, missing: bool) -> None:
+        """Note a gold call that crashed (``gold-tool-bug``) or was refused (``gold-error``, ids all known)."""
+        if res.status == "tool_bug":
+            last = (res.bug or "").strip().splitlines()[-1:] or [""]
+            self.add("gold-tool-bug", "error", f"gold action {i} {_call(action)} crashed: {last[0][:160]}",
+                     action.name)
+        elif res.status != "ok" and not missing:
+            self.add("gold-error", "warning", f"gold action {i} {_call(action)} fails on the data: "
+                                              f"{res.content[:160]}", action.name)
+
+
+def _criteria_findings(task: Task, null_passes: bool, add: _Add) -> None:
+    """Note a task that grades nothing (``no-criteria``) or that a do-nothing agent passes (``null-passes``)."""
+    if not task.grade_basis():
+        where = "no evaluation_criteria" if task.suite == "tau2" else "an empty grade"
+        add("no-criteria", "warning", f"the task has nothing to grade ({where}): every agent that ends the "
+                                      "conversation passes it")
+    elif null_passes:
+        add("null-passes", "warning", "a do-nothing agent passes: the gold actions change nothing and no "
+                                      "required output, assertion or process rule fails it")
+
+
+def _oracle_assertion_findings(domain: Domain, task: Task, raw: Any, initial: bytes, records: list[ToolCallRecord],
+                               spec: StateSpec, ctx: ToolContext, add: _Add) -> None:
+    """Note each assertion that fails on the gold final state (``assertion-fails-oracle``)."""
+    oracle = Trajectory(tool_calls=records, termination_reason=TerminationReason.USER_STOP,
+                        messages=[Message(role="assistant", content=" ".join(task.required_outputs))])
+    checks = check_assertions(task.assertions, raw, initial, read_events(raw), oracle, spec,
+                              env=env_caller(domain, ctx))
+    for r in checks.results if checks is not None else []:
+        if not r.passed and not r.skipped:
+            add("assertion-fails-oracle", "error", f"assertion {r.index} ({r.type}) fails on the gold final "
+                                                   f"state: {r.summary[:160]}")
 
 
 def _contradictions(domain: Domain, task: Task, toolbox: Toolbox, ids: _Ids) -> list[Finding]:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import PeerResultsError
-from simulator.storage.store import ResultsStore, RunInfo, data_hash
+from simulator.storage.codec import RunInfo
+from simulator.storage.store import ResultsStore, data_hash
 from simulator.types.messages import Message, ToolCall
 from simulator.types.results import (
     PEER_REWARD,  # noqa: F401
@@ -345,7 +346,7 @@ def record_imported(store: ResultsStore, imported: ImportedRun, domain: Domain, 
         run_id: the run id; default a new one.
 
     Returns:
-        The stored run's :class:`~simulator.storage.store.RunInfo`.
+        The stored run's :class:`~simulator.storage.codec.RunInfo`.
 
     Raises:
         simulator.storage.store.StoreError: the run id is taken.

@@ -1,4 +1,4 @@
-"""Floor 2, services: model calls.
+"""Floor 2, services: model calls, the response cache and rate limits.
 
-:mod:`~simulator.models.llm` (the only module that imports litellm), the response cache and rate limits.
+:mod:`~simulator.models.llm` is the only module that imports litellm.
 """

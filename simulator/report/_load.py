@@ -1,4 +1,4 @@
-"""Reading a run: a run document file (:mod:`simulator.storage.documents`) or a run of the results store."""
+"""Reading a run document: re-exported from :mod:`simulator.storage.documents` and :mod:`simulator.storage.store`."""
 
 from __future__ import annotations
 

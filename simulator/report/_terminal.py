@@ -173,13 +173,7 @@ def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = No
         value = g.get(name)
         return value if isinstance(value, Mapping) else {}
 
-    state = part("state")
-    for d in (state.get("differences") or [])[:5]:
-        lines.append(f"    {d.get('table')}{d.get('key')}.{d.get('field')}: expected {d.get('expected')!r}, "
-                     f"got {d.get('actual')!r}")
-    for kind in ("added", "removed"):
-        for r in (state.get(kind) or [])[:3]:
-            lines.append(f"    {kind} {r.get('table')}{r.get('key')}")
+    lines.extend(_state_lines(part("state")))
     if part("outputs").get("missing"):
         lines.append(f"    missing outputs: {part('outputs')['missing']}")
     lines.extend(f"    process: {v}" for v in part("process").get("violations") or [])
@@ -189,19 +183,35 @@ def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = No
                      f"({loops.get('threshold')} repeats allowed)")
     lines.extend(f"    budget: {v}" for v in part("budget").get("exceeded") or [])
     lines.extend(assertion_lines(record))
-    step = part("next_step")
-    if step and not step.get("passed", True):
-        lines.extend(f"    next step: {f}" for f in step.get("failures") or [])
-        called = ", ".join(str(c) for c in step.get("calls") or [])
-        if len(called) > 160:
-            called = called[:157] + "..."
-        said = step.get("message")
-        lines.append("    the agent's turn: " + (f"called {called}" if called else "no tool call")
-                     + ("; no closing message" if said is None else f"; said {_short(said, 120)}"))
+    lines.extend(_next_step_lines(part("next_step")))
     judge = part("judge")
     for a in (judge.get("assertions") or []) if judge.get("gating") else []:
         if not a.get("passed"):
             lines.append(f"    judge: {a.get('assertion')!r}: {a.get('verdict') or 'no verdict'}: {a.get('reason')}")
+    return lines
+
+
+def _state_lines(state: Mapping[str, Any]) -> list[str]:
+    """Up to 5 state differences, then up to 3 added and 3 removed rows, of a grade's ``state`` component."""
+    lines = [f"    {d.get('table')}{d.get('key')}.{d.get('field')}: expected {d.get('expected')!r}, "
+             f"got {d.get('actual')!r}" for d in (state.get("differences") or [])[:5]]
+    for kind in ("added", "removed"):
+        for r in (state.get(kind) or [])[:3]:
+            lines.append(f"    {kind} {r.get('table')}{r.get('key')}")
+    return lines
+
+
+def _next_step_lines(step: Mapping[str, Any]) -> list[str]:
+    """A prefix case's failed next-step expectations, then the agent's turn (its calls and closing message)."""
+    if not step or step.get("passed", True):
+        return []
+    lines = [f"    next step: {f}" for f in step.get("failures") or []]
+    called = ", ".join(str(c) for c in step.get("calls") or [])
+    if len(called) > 160:
+        called = called[:157] + "..."
+    said = step.get("message")
+    lines.append("    the agent's turn: " + (f"called {called}" if called else "no tool call")
+                 + ("; no closing message" if said is None else f"; said {_short(said, 120)}"))
     return lines
 
 
@@ -319,6 +329,26 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
         see: where the failed trials beyond ``max_failures`` can be read (``--out``, ``--html``), or None.
     """
     m = report.metrics
+    _print_headline(report, console, command)
+    if report.task_ids:
+        _print_reliability(report, console)
+    if m.get("by_tag"):
+        _print_by_tag(report, console)
+    _print_grading(report, console)
+    _print_endings(m, console)
+    if m["personas"]:
+        _print_personas(report, console)
+    _print_cost_latency(m, console)
+    print_recovery(m.get("recovery"), console)
+    if report.failed_cells():
+        rows, unsigned = run_clusters(report)
+        print_clusters(rows, console, unsigned=unsigned)
+    _print_failures(report, console, max_failures, see)
+
+
+def _print_headline(report: RunReport, console: Console, command: str) -> None:
+    """Print the run's headline (command, run, domain, agent, user, plan, seed, wall time), split and counts."""
+    m = report.metrics
     cfg = report.config
     wall = report.document.get("wall_seconds")
     console.print(
@@ -340,35 +370,45 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
         line += f", unplanned {report.unplanned} (ignored)"
     console.print(line, highlight=False)
 
-    if report.task_ids:
-        unit = "task cells (task x persona)" if cfg.get("personas") else "tasks"
-        table = Table(title=f"reliability (mean over {unit}, 95% bootstrap CI over {unit})")
-        for col in ("k", "pass^k", "95% CI", "pass@k", "95% CI"):
-            table.add_column(col, justify="right")
-        for k in range(1, report.trials_per_task + 1):
-            hat, at = m["ci95"][f"pass^{k}"], m["ci95"][f"pass@{k}"]
-            table.add_row(str(k), f"{m[f'pass^{k}']:.3f}", f"[{hat[0]:.3f}, {hat[1]:.3f}]",
-                          f"{m[f'pass@{k}']:.3f}", f"[{at[0]:.3f}, {at[1]:.3f}]")
-        console.print(table)
-        passing_by_cell: dict[str, bool] = {}
-        for cell in report.cells:
-            passing_by_cell[cell.task_id] = passing_by_cell.get(cell.task_id, True) and cell.outcome == "passed"
-        failing = [tid for tid, ok in passing_by_cell.items() if not ok]
-        what = "task cells (task@persona)" if cfg.get("personas") else "tasks"
-        console.print(f"{what} passing every trial: {len(passing_by_cell) - len(failing)}/{len(passing_by_cell)}",
-                      highlight=False)
-        if 0 < len(failing) <= 30:
-            console.print("  not passing every trial: " + ", ".join(failing), highlight=False, markup=False)
 
-    if m.get("by_tag"):
-        ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
-        by_tag = Table(title="by tag (mean over the tasks carrying it)")
-        for col in ("tag", "tasks", *ks):
-            by_tag.add_column(col, justify="left" if col == "tag" else "right")
-        for tag, t in m["by_tag"].items():
-            by_tag.add_row(tag, str(t["tasks"]), *(_rate(t.get(k)) for k in ks))
-        console.print(by_tag)
+def _print_reliability(report: RunReport, console: Console) -> None:
+    """Print the pass^k / pass@k table and which tasks (or task cells) pass every trial."""
+    m = report.metrics
+    cfg = report.config
+    unit = "task cells (task x persona)" if cfg.get("personas") else "tasks"
+    table = Table(title=f"reliability (mean over {unit}, 95% bootstrap CI over {unit})")
+    for col in ("k", "pass^k", "95% CI", "pass@k", "95% CI"):
+        table.add_column(col, justify="right")
+    for k in range(1, report.trials_per_task + 1):
+        hat, at = m["ci95"][f"pass^{k}"], m["ci95"][f"pass@{k}"]
+        table.add_row(str(k), f"{m[f'pass^{k}']:.3f}", f"[{hat[0]:.3f}, {hat[1]:.3f}]",
+                      f"{m[f'pass@{k}']:.3f}", f"[{at[0]:.3f}, {at[1]:.3f}]")
+    console.print(table)
+    passing_by_cell: dict[str, bool] = {}
+    for cell in report.cells:
+        passing_by_cell[cell.task_id] = passing_by_cell.get(cell.task_id, True) and cell.outcome == "passed"
+    failing = [tid for tid, ok in passing_by_cell.items() if not ok]
+    what = "task cells (task@persona)" if cfg.get("personas") else "tasks"
+    console.print(f"{what} passing every trial: {len(passing_by_cell) - len(failing)}/{len(passing_by_cell)}",
+                  highlight=False)
+    if 0 < len(failing) <= 30:
+        console.print("  not passing every trial: " + ", ".join(failing), highlight=False, markup=False)
 
+
+def _print_by_tag(report: RunReport, console: Console) -> None:
+    """Print pass^k per tag."""
+    ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
+    by_tag = Table(title="by tag (mean over the tasks carrying it)")
+    for col in ("tag", "tasks", *ks):
+        by_tag.add_column(col, justify="left" if col == "tag" else "right")
+    for tag, t in report.metrics["by_tag"].items():
+        by_tag.add_row(tag, str(t["tasks"]), *(_rate(t.get(k)) for k in ks))
+    console.print(by_tag)
+
+
+def _print_grading(report: RunReport, console: Console) -> None:
+    """Print the grading components, assertion rates, judge, "got lucky", violations, trajectory and tool accuracy."""
+    m = report.metrics
     comps = Table(title="grading components (graded trials)")
     for col, just in (("component", "left"), ("passed", "right"), ("graded", "right"), ("rate", "right")):
         comps.add_column(col, justify=just)  # type: ignore[arg-type]
@@ -395,6 +435,9 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
             f"write tools precision {_rate(acc['write_name_precision'])}, recall {_rate(acc['write_name_recall'])}; "
             f"argument accuracy {_rate(acc['argument_accuracy'])}", highlight=False)
 
+
+def _print_endings(m: Mapping[str, Any], console: Console) -> None:
+    """Print termination reasons beside failure kinds, then the user-simulator review's flags."""
     counts = Table(title="termination reasons / failure kinds")
     counts.add_column("termination reason")
     counts.add_column("trials", justify="right")
@@ -416,21 +459,26 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
             console.print(f"  failure may be the simulator's: {len(suspects)} failed trials, e.g. "
                           + "; ".join(suspects[:5]), highlight=False, markup=False)
 
-    if m["personas"]:
-        personas = Table(title="by persona")
-        ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
-        for col in ("persona", "trials", "passed", "success", *ks, "abandoned", "mean turns",
-                    "turns to abandon", "user flags"):
-            personas.add_column(col, justify="left" if col in ("persona", "user flags") else "right")
-        for name, p in m["personas"].items():
-            turns_out = p.get("mean_turns_to_abandon")
-            personas.add_row(name, str(p["trials"]), str(p["passed"]), _rate(p["success_rate"]),
-                             *(_rate(p.get(k)) for k in ks), f"{p['abandoned']} ({_rate(p['abandonment_rate'])})",
-                             "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}",
-                             "-" if turns_out is None else f"{turns_out:.1f}",
-                             ", ".join(f"{k} {v}" for k, v in (p.get("user_flags") or {}).items()) or "-")
-        console.print(personas)
 
+def _print_personas(report: RunReport, console: Console) -> None:
+    """Print the by-persona table (reliability, abandonment, turns, user flags)."""
+    personas = Table(title="by persona")
+    ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
+    for col in ("persona", "trials", "passed", "success", *ks, "abandoned", "mean turns",
+                "turns to abandon", "user flags"):
+        personas.add_column(col, justify="left" if col in ("persona", "user flags") else "right")
+    for name, p in report.metrics["personas"].items():
+        turns_out = p.get("mean_turns_to_abandon")
+        personas.add_row(name, str(p["trials"]), str(p["passed"]), _rate(p["success_rate"]),
+                         *(_rate(p.get(k)) for k in ks), f"{p['abandoned']} ({_rate(p['abandonment_rate'])})",
+                         "-" if p["mean_turns"] is None else f"{p['mean_turns']:.1f}",
+                         "-" if turns_out is None else f"{turns_out:.1f}",
+                         ", ".join(f"{k} {v}" for k, v in (p.get("user_flags") or {}).items()) or "-")
+    console.print(personas)
+
+
+def _print_cost_latency(m: Mapping[str, Any], console: Console) -> None:
+    """Print the cost and latency table, cost per task and per success, and tool call statuses."""
     cost = Table(title="cost (USD) and latency per trial")
     for col in ("quantity", "total", "mean", "p50", "p95"):
         cost.add_column(col, justify="left" if col == "quantity" else "right")
@@ -457,11 +505,9 @@ def print_summary(report: RunReport, console: Console, max_failures: int = 10, *
         console.print("tool call statuses: " + ", ".join(f"{k} {v}" for k, v in statuses.items())
                       + f" ({m['tool_calls']['errors']} not ok)", highlight=False)
 
-    print_recovery(m.get("recovery"), console)
-    if report.failed_cells():
-        rows, unsigned = run_clusters(report)
-        print_clusters(rows, console, unsigned=unsigned)
 
+def _print_failures(report: RunReport, console: Console, max_failures: int, see: str | None) -> None:
+    """Print up to ``max_failures`` failed trials, then how many more there are (and where to read them)."""
     failed = report.failed_cells()
     for cell in failed[:max_failures]:
         if cell.record is not None:

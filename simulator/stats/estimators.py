@@ -302,13 +302,40 @@ def reliability(
     planned_ids = [cell_id(str(t), p) for t in dict.fromkeys(task_ids) for p in (names or [None])]
     if not planned_ids:
         raise ValueError("no tasks: the run plans none")
-    planned_set = set(planned_ids)
     refuse = incomplete == "refuse"
+    records, duplicates, unplanned = _index_records(trials, planned_ids, n, with_personas=bool(names), refuse=refuse)
+    outcomes, missing = _planned_outcomes(planned_ids, records, n, refuse=refuse)
+    suite = suite_metrics(outcomes, n, ks)
+    k_values = sorted(int(key[5:]) for key in suite if key.startswith("pass^"))
+    per_cell = {cell: _cell_estimates(n, sum(row), k_values) for cell, row in outcomes.items()}
+    return Reliability(trials_per_task=n, outcomes=outcomes, records=records, missing=missing, duplicates=duplicates,
+                       unplanned=unplanned, suite=suite, per_cell=per_cell)
+
+
+def _index_records(trials: Iterable[Mapping[str, Any]], planned_ids: Sequence[str], n: int, *, with_personas: bool,
+                   refuse: bool) -> tuple[dict[tuple[str, int], Mapping[str, Any]], int, int]:
+    """Index trial records by planned ``(cell, trial index)``, first record of each pair.
+
+    Args:
+        trials: the trial records, in order.
+        planned_ids: the planned cells.
+        n: planned trials per cell.
+        with_personas: whether the cells are ``task@persona``.
+        refuse: raise on an unplanned or duplicated record instead of counting it.
+
+    Returns:
+        ``(records, duplicates, unplanned)``: ``{(cell, index): record}``, the records repeating a pair (planned or
+        not) and the distinct unplanned pairs.
+
+    Raises:
+        ValueError: with ``refuse``, an unplanned or duplicated record (naming the cell and trial).
+    """
+    planned_set = set(planned_ids)
     records: dict[tuple[str, int], Mapping[str, Any]] = {}
     seen_unplanned: set[tuple[str, int]] = set()
     duplicates = 0
     for t in trials:
-        key = (cell_id(str(t["task_id"]), t.get("persona") if names else None), int(t["trial"]))
+        key = (cell_id(str(t["task_id"]), t.get("persona") if with_personas else None), int(t["trial"]))
         if key[0] not in planned_set or not 0 <= key[1] < n:
             if refuse:
                 raise ValueError(f"task {key[0]!r}: trial {key[1]} is not planned (tasks {len(planned_ids)}, "
@@ -323,6 +350,16 @@ def reliability(
             duplicates += 1
             continue
         records[key] = t
+    return records, duplicates, len(seen_unplanned)
+
+
+def _planned_outcomes(planned_ids: Sequence[str], records: Mapping[tuple[str, int], Mapping[str, Any]], n: int, *,
+                      refuse: bool) -> tuple[dict[str, list[bool]], int]:
+    """Return each planned cell's outcomes in trial order and the number of missing trials (counted as failed).
+
+    Raises:
+        ValueError: with ``refuse``, a missing planned trial (naming the cell, the trial and how many are recorded).
+    """
     outcomes: dict[str, list[bool]] = {}
     missing = 0
     for cell in planned_ids:
@@ -339,18 +376,16 @@ def reliability(
             else:
                 row.append(bool(rec.get("passed")))
         outcomes[cell] = row
-    suite = suite_metrics(outcomes, n, ks)
-    k_values = sorted(int(key[5:]) for key in suite if key.startswith("pass^"))
-    per_cell: dict[str, dict[str, float]] = {}
-    for cell, row in outcomes.items():
-        c = sum(row)
-        entry: dict[str, float] = {"successes": c}
-        for k in k_values:
-            entry[f"pass^{k}"] = pass_hat_k(n, c, k)
-            entry[f"pass@{k}"] = pass_at_k(n, c, k)
-        per_cell[cell] = entry
-    return Reliability(trials_per_task=n, outcomes=outcomes, records=records, missing=missing, duplicates=duplicates,
-                       unplanned=len(seen_unplanned), suite=suite, per_cell=per_cell)
+    return outcomes, missing
+
+
+def _cell_estimates(n: int, c: int, k_values: Sequence[int]) -> dict[str, float]:
+    """Return one cell's ``{"successes", "pass^k", "pass@k", ...}`` for ``c`` successes of ``n`` trials."""
+    entry: dict[str, float] = {"successes": c}
+    for k in k_values:
+        entry[f"pass^{k}"] = pass_hat_k(n, c, k)
+        entry[f"pass@{k}"] = pass_at_k(n, c, k)
+    return entry
 
 
 def bootstrap_ci(

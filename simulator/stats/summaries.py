@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from simulator.stats.estimators import (
+    Reliability,
     bootstrap_ci,
     cell_id,
     reliability,
@@ -318,30 +319,16 @@ def run_metrics(
     if incomplete not in ("refuse", "count"):
         raise ValueError(f"incomplete must be 'refuse' or 'count', got {incomplete!r}")
     if personas:
-        names = list(dict.fromkeys(personas))
-        cells = [{**t, "task_id": cell_id(str(t["task_id"]), t.get("persona"))} for t in trials]
-        cell_ids = [cell_id(tid, p) for tid in dict.fromkeys(task_ids) for p in names]
-        cell_gold = None if gold is None else {cell_id(tid, p): g for tid, g in gold.items() for p in names}
-        cell_tags = None if tags is None else {cell_id(tid, p): tg for tid, tg in tags.items() for p in names}
-        whole = run_metrics(cells, cell_ids, trials_per_task, incomplete=incomplete, gold=cell_gold,
-                            write_tools=write_tools, seed=seed, n_resamples=n_resamples, tags=cell_tags)
-        whole["personas"] = names
-        whole["by_persona"] = persona_metrics(trials, task_ids, trials_per_task, names, incomplete=incomplete,
-                                              seed=seed, n_resamples=n_resamples)
-        return whole
+        return _persona_run_metrics(trials, task_ids, trials_per_task, list(dict.fromkeys(personas)),
+                                    incomplete=incomplete, gold=gold, write_tools=write_tools, seed=seed,
+                                    n_resamples=n_resamples, tags=tags)
     rel = reliability(trials, task_ids, trials_per_task, incomplete=incomplete)
     n = rel.trials_per_task
     records = list(rel.records.values())
     out: dict[str, Any] = {"tasks": len(rel.outcomes), "trials_per_task": n, "planned": len(rel.outcomes) * n,
                            "recorded": len(records)}
     out.update(rel.suite)
-    ci: dict[str, list[float]] = {}
-    for k in range(1, n + 1):
-        for name in ("pass^", "pass@"):
-            values = [entry[f"{name}{k}"] for entry in rel.per_cell.values()]
-            low, high = bootstrap_ci(values, rng=np.random.Generator(np.random.PCG64(seed)), n_resamples=n_resamples)
-            ci[f"{name}{k}"] = [low, high]
-    out["ci95"] = ci
+    out["ci95"] = _bootstrap_cis(rel, seed=seed, n_resamples=n_resamples)
     out["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
     out["per_task"] = rel.per_cell
     out["missing_trials"] = rel.missing
@@ -350,13 +337,82 @@ def run_metrics(
     planned_ids = list(rel.outcomes)
 
     grades = [r["grade"] for r in records if isinstance(r.get("grade"), Mapping)]
+    layers = _layer_metrics(grades)
+    out["layers"] = layers
+    out.update(_lucky_metrics(grades, layers))
+    out.update(_ending_metrics(records, len(planned_ids) * n, layers))
+    out["cost_usd"] = _cost_metrics(records, len(planned_ids))
+    out["tokens"] = {
+        who: {"prompt": sum(int((_usage_of(r, who) or {}).get("prompt_tokens") or 0) for r in records),
+              "completion": sum(int((_usage_of(r, who) or {}).get("completion_tokens") or 0) for r in records),
+              "calls": sum(int((_usage_of(r, who) or {}).get("calls") or 0) for r in records)}
+        for who in _PARTIES
+    }
+
+    out["latency_s"] = {
+        "trial": _stats_dict([_number(r.get("duration_s")) for r in records]),
+        "agent": _stats_dict([_traj_value(r, "agent_seconds") for r in records]),
+        "user": _stats_dict([_traj_value(r, "user_seconds") for r in records]),
+        "tool": _stats_dict([_traj_value(r, "tool_seconds") for r in records]),
+    }
+    out["turns"] = _stats_dict([_traj_value(r, "turns") for r in records])
+    out["tool_calls"], out["tool_accuracy"] = _tool_call_metrics(records, gold, write_tools)
+    if tags is not None:
+        out["by_tag"] = _by_tag(records, planned_ids, n, tags)
+    out["violations"] = violation_metrics(records)
+    out.update(_trajectory_summary(records))
+    return out
+
+
+_PARTIES = ("agent", "user", "judge")
+"""The parties whose usage and cost a run reports."""
+
+
+def _persona_run_metrics(trials: Sequence[Mapping[str, Any]], task_ids: Sequence[str], trials_per_task: int,
+                         names: list[str], *, incomplete: str, gold: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+                         write_tools: Iterable[str], seed: int, n_resamples: int,
+                         tags: Mapping[str, Sequence[str]] | None) -> dict[str, Any]:
+    """:func:`run_metrics` of a run with personas.
+
+    Reliability and every other number are computed over task cells (``task@persona``); ``personas`` (the names)
+    and ``by_persona`` (:func:`persona_metrics`) are added.
+    """
+    cells = [{**t, "task_id": cell_id(str(t["task_id"]), t.get("persona"))} for t in trials]
+    cell_ids = [cell_id(tid, p) for tid in dict.fromkeys(task_ids) for p in names]
+    cell_gold = None if gold is None else {cell_id(tid, p): g for tid, g in gold.items() for p in names}
+    cell_tags = None if tags is None else {cell_id(tid, p): tg for tid, tg in tags.items() for p in names}
+    whole = run_metrics(cells, cell_ids, trials_per_task, incomplete=incomplete, gold=cell_gold,
+                        write_tools=write_tools, seed=seed, n_resamples=n_resamples, tags=cell_tags)
+    whole["personas"] = names
+    whole["by_persona"] = persona_metrics(trials, task_ids, trials_per_task, names, incomplete=incomplete,
+                                          seed=seed, n_resamples=n_resamples)
+    return whole
+
+
+def _bootstrap_cis(rel: Reliability, *, seed: int, n_resamples: int) -> dict[str, list[float]]:
+    """Return ``{"pass^k": [low, high], "pass@k": [...]}`` for k = 1..n: percentile bootstrap over the cells."""
+    ci: dict[str, list[float]] = {}
+    for k in range(1, rel.trials_per_task + 1):
+        for name in ("pass^", "pass@"):
+            values = [entry[f"{name}{k}"] for entry in rel.per_cell.values()]
+            low, high = bootstrap_ci(values, rng=np.random.Generator(np.random.PCG64(seed)), n_resamples=n_resamples)
+            ci[f"{name}{k}"] = [low, high]
+    return ci
+
+
+def _layer_metrics(grades: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Return ``{layer: {"passed", "graded", "rate"}}`` per grading layer (``assertions``/``judge`` only when used)."""
     layers: dict[str, dict[str, Any]] = {}
     for layer in LAYERS:
         flags = [f for f in (_layer_passed(g, layer) for g in grades) if f is not None]
         if layer in ("assertions", "judge") and not flags:
             continue
         layers[layer] = {"passed": sum(flags), "graded": len(flags), "rate": _ratio(sum(flags), len(flags))}
-    out["layers"] = layers
+    return layers
+
+
+def _lucky_metrics(grades: Sequence[Mapping[str, Any]], layers: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``state_pass_other_fail_rate`` and ``state_pass_other_fail_by_layer`` (see :func:`run_metrics`)."""
     lucky_by: Counter[str] = Counter()
     lucky = 0
     for g in grades:
@@ -366,14 +422,24 @@ def run_metrics(
         failed = [lay for lay in LAYERS[1:] if _layer_passed(g, lay) is False]
         lucky += bool(failed)
         lucky_by.update(failed)
-    out["state_pass_other_fail_rate"] = _ratio(lucky, len(grades))
-    out["state_pass_other_fail_by_layer"] = {lay: _ratio(lucky_by[lay], len(grades)) for lay in LAYERS[1:]
-                                             if lay in layers}
+    return {"state_pass_other_fail_rate": _ratio(lucky, len(grades)),
+            "state_pass_other_fail_by_layer": {lay: _ratio(lucky_by[lay], len(grades)) for lay in LAYERS[1:]
+                                               if lay in layers}}
+
+
+def _ending_metrics(records: Sequence[Mapping[str, Any]], planned_total: int,
+                    layers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Return how trials ended.
+
+    Returns:
+        ``termination_reasons``, ``errored_trials``, ``infra_errors``, ``infra_error_rate``, ``loop_rate``,
+        ``abandonment_rate``, ``mean_turns_to_abandon`` and ``user_flags``, in that order.
+    """
+    out: dict[str, Any] = {}
     reasons = Counter(str(r.get("termination_reason")) for r in records)
     out["termination_reasons"] = dict(sorted(reasons.items()))
     errored = sum(1 for r in records if str(r.get("termination_reason")) in _ERROR_REASONS
                   or not isinstance(r.get("grade"), Mapping))
-    planned_total = len(planned_ids) * n
     out["errored_trials"] = errored
     out["infra_errors"] = reasons.get("infra_error", 0)
     out["infra_error_rate"] = reasons.get("infra_error", 0) / planned_total
@@ -390,42 +456,37 @@ def run_metrics(
         if isinstance(meta, Mapping) and isinstance(meta.get("flags"), list):
             user_flags.update({str(f) for f in meta["flags"]})
     out["user_flags"] = dict(sorted(user_flags.items()))  # trials carrying each user flag (user_leak, role_flip...)
+    return out
 
+
+def _total_cost(values: list[float | None]) -> float | None:
+    """The sum of some costs; None when there are none or any is unknown."""
+    return None if not values or any(v is None for v in values) else float(sum(v for v in values if v))
+
+
+def _cost_metrics(records: Sequence[Mapping[str, Any]], planned_cells: int) -> dict[str, Any]:
+    """Return ``cost_usd``: per party and ``total``, per-trial statistics, ``per_task`` and ``per_success``."""
     successes = sum(1 for r in records if r.get("passed"))
-    parties = ("agent", "user", "judge")
-    costs = {who: [_cost_of(r, who) for r in records] for who in parties}
+    costs = {who: [_cost_of(r, who) for r in records] for who in _PARTIES}
     # a trial without any judge usage was not judged: its judge cost is 0 by definition, not unknown
     costs["judge"] = [_cost_of(r, "judge") if _usage_of(r, "judge") is not None else 0.0 for r in records]
-
-    def total_of(values: list[float | None]) -> float | None:
-        return None if not values or any(v is None for v in values) else float(sum(v for v in values if v))
-
     cost: dict[str, Any] = {}
     trial_totals: list[float | None] = []
     for i in range(len(records)):
-        parts = [costs[who][i] for who in parties]
+        parts = [costs[who][i] for who in _PARTIES]
         trial_totals.append(None if any(p is None for p in parts) else float(sum(p for p in parts if p)))
     for who, party_costs in (*costs.items(), ("total", trial_totals)):
-        tot = total_of(party_costs)
-        cost[who] = {**_stats_dict(party_costs), "per_task": None if tot is None else tot / len(planned_ids),
+        tot = _total_cost(party_costs)
+        cost[who] = {**_stats_dict(party_costs), "per_task": None if tot is None else tot / planned_cells,
                      "per_success": None if tot is None or not successes else tot / successes}
     cost["per_task"] = cost["total"]["per_task"]
     cost["per_success"] = cost["total"]["per_success"]
-    out["cost_usd"] = cost
-    out["tokens"] = {
-        who: {"prompt": sum(int((_usage_of(r, who) or {}).get("prompt_tokens") or 0) for r in records),
-              "completion": sum(int((_usage_of(r, who) or {}).get("completion_tokens") or 0) for r in records),
-              "calls": sum(int((_usage_of(r, who) or {}).get("calls") or 0) for r in records)}
-        for who in parties
-    }
+    return cost
 
-    out["latency_s"] = {
-        "trial": _stats_dict([_number(r.get("duration_s")) for r in records]),
-        "agent": _stats_dict([_traj_value(r, "agent_seconds") for r in records]),
-        "user": _stats_dict([_traj_value(r, "user_seconds") for r in records]),
-        "tool": _stats_dict([_traj_value(r, "tool_seconds") for r in records]),
-    }
-    out["turns"] = _stats_dict([_traj_value(r, "turns") for r in records])
+
+def _tool_call_metrics(records: Sequence[Mapping[str, Any]], gold: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+                       write_tools: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Return ``(tool_calls, tool_accuracy)``: calls per trial and by status; tool-call accuracy (None: no data)."""
     statuses: Counter[str] = Counter()
     per_trial: list[float | None] = []
     accuracy: list[Mapping[str, int]] = []
@@ -445,14 +506,9 @@ def run_metrics(
             recorded = grade.get("tool_accuracy") if isinstance(grade, Mapping) else None
             if isinstance(recorded, Mapping):
                 accuracy.append(recorded)
-    out["tool_calls"] = {"per_trial": _stats_dict(per_trial), "statuses": dict(statuses.most_common()),
-                         "errors": sum(v for k, v in statuses.items() if k != "ok")}
-    out["tool_accuracy"] = summarize_tool_accuracy(accuracy) if accuracy else None
-    if tags is not None:
-        out["by_tag"] = _by_tag(records, planned_ids, n, tags)
-    out["violations"] = violation_metrics(records)
-    out.update(_trajectory_summary(records))
-    return out
+    tool_calls = {"per_trial": _stats_dict(per_trial), "statuses": dict(statuses.most_common()),
+                  "errors": sum(v for k, v in statuses.items() if k != "ok")}
+    return tool_calls, (summarize_tool_accuracy(accuracy) if accuracy else None)
 
 
 def _by_tag(records: Sequence[Mapping[str, Any]], planned: Sequence[str], n: int,

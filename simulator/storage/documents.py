@@ -4,7 +4,8 @@
 - :class:`RunResult`: a run's :class:`~simulator.types.spec.RunSpec` (key ``config``), trials and metrics.
 - :func:`run_summary_json`: the run document (``{"format": "tausim.run", "version": 1, ...}``) written by
   ``tausim run --out`` and returned by :meth:`simulator.storage.store.ResultsStore.load_run_document`;
-  :func:`load_run_document` and :func:`load_run_from_store` read and check one (:class:`RunDocumentError`).
+  :func:`load_run_document` reads and checks one (:class:`RunDocumentError`), and
+  :func:`simulator.storage.store.load_run_from_store` one from the results store.
 - the partial run file (``--out FILE`` writes ``FILE.partial.jsonl`` while the run goes on), a JSON-lines
   file: its first line is the header :func:`partial_header` (``{"format": "tausim.partial", "version": 1,
   "config": <RunSpec>, "planned": N, "planned_task_ids": [...]}``), each further line one finished

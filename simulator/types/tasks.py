@@ -614,61 +614,10 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
         TaskFileError: the document is neither format, a task is malformed, two tasks share an id, the file
             is for another domain, or it holds no task.
     """
-    tasks: list[Task] = []
     if isinstance(data, list):
-        for i, raw in enumerate(data):
-            if not isinstance(raw, dict):
-                raise TaskFileError(f"{source}: task [{i}]: expected an object, got {type(raw).__name__}")
-            missing = [k for k in ("user_id", "instruction", "actions") if k not in raw]
-            if missing:
-                raise TaskFileError(f"{source}: task [{i}]: missing field(s) {', '.join(missing)} "
-                                    "(tau-bench task lists need user_id, instruction, actions)")
-            unknown = sorted(set(raw) - _V1_FIELDS)
-            if unknown:
-                raise TaskFileError(f"{source}: task [{i}]: unknown field(s) {', '.join(unknown)} "
-                                    f"(tau-bench task fields: {', '.join(sorted(_V1_FIELDS))})")
-            if not isinstance(raw.get("outputs", []), list) or not isinstance(raw["actions"], list):
-                bad = "outputs" if not isinstance(raw.get("outputs", []), list) else "actions"
-                raise TaskFileError(f"{source}: task [{i}]: field {bad}: expected a list, got "
-                                    f"{json.dumps(raw[bad])[:60]}")
-            try:
-                actions = [Action(name=a["name"], arguments=a.get("kwargs", a.get("arguments", {})))
-                           for a in raw["actions"]]
-                tasks.append(Task(
-                    id=str(i), user_id=raw["user_id"],
-                    scenario=UserScenario(instructions=raw["instruction"]),
-                    gold_actions=actions, required_outputs=[str(o) for o in raw.get("outputs") or []],
-                ))
-            except (KeyError, TypeError) as e:
-                raise TaskFileError(f"{source}: task [{i}]: malformed action: {e}") from e
-            except ValidationError as e:
-                raise TaskFileError(_validation_message(source, f"task [{i}]", e)) from e
+        tasks = [_parse_v1_task(raw, i, source) for i, raw in enumerate(data)]
     elif isinstance(data, dict) and data.get("format") == "tausim.tasks":
-        version = data.get("version")
-        if version not in (1, 2):
-            raise TaskFileError(f"{source}: field version: unsupported value {version!r} (expected 1 or 2)")
-        file_domain = data.get("domain")
-        if domain is not None and file_domain is not None and file_domain != domain:
-            raise TaskFileError(f"{source}: field domain: the file is for domain {file_domain!r}, not {domain!r}")
-        raw_tasks = data.get("tasks")
-        if not isinstance(raw_tasks, list):
-            raise TaskFileError(f"{source}: field tasks: expected a list, got {type(raw_tasks).__name__}")
-        for i, raw in enumerate(raw_tasks):
-            if version == 1 and isinstance(raw, dict):
-                # a dumped version-1 task carries the newer fields empty (None, []): only a value needs version 2
-                newer = [k for k in ("initial_state", "assertions", "grade", "seed", "prefix")
-                         if raw.get(k) not in (None, [])]
-                scen = raw.get("scenario")
-                newer += [f"scenario.{k}" for k in ("script", "persona", "moves", "move_personas")
-                          if isinstance(scen, dict) and scen.get(k) not in (None, [], {})]
-                if newer:
-                    raise TaskFileError(f"{source}: task [{i}] (id {raw.get('id')!r}): field {newer[0]}: needs a "
-                                        'version 2 file ("version": 2)')
-            try:
-                tasks.append(Task.model_validate(raw))
-            except ValidationError as e:
-                tid = raw.get("id") if isinstance(raw, dict) else None
-                raise TaskFileError(_validation_message(source, f"task [{i}] (id {tid!r})", e)) from e
+        tasks = _parse_tausim_tasks(data, source, domain)
     else:
         raise TaskFileError(
             f"{source}: not a task file: expected a tau-bench task list or an object with "
@@ -682,6 +631,101 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
     if not tasks:
         raise TaskFileError(f"{source}: field tasks: the file holds no task")
     return tasks
+
+
+def _parse_v1_task(raw: Any, i: int, source: str) -> Task:
+    """Parse entry ``i`` of a tau-bench v1 task list (``user_id``, ``instruction``, ``actions``, ``outputs``).
+
+    Args:
+        raw: the entry.
+        i: its index (the task's id).
+        source: file name used in error messages.
+
+    Returns:
+        The task (its id is the index as text).
+
+    Raises:
+        TaskFileError: not an object, a missing or unknown field, or a malformed action or output list.
+    """
+    if not isinstance(raw, dict):
+        raise TaskFileError(f"{source}: task [{i}]: expected an object, got {type(raw).__name__}")
+    missing = [k for k in ("user_id", "instruction", "actions") if k not in raw]
+    if missing:
+        raise TaskFileError(f"{source}: task [{i}]: missing field(s) {', '.join(missing)} "
+                            "(tau-bench task lists need user_id, instruction, actions)")
+    unknown = sorted(set(raw) - _V1_FIELDS)
+    if unknown:
+        raise TaskFileError(f"{source}: task [{i}]: unknown field(s) {', '.join(unknown)} "
+                            f"(tau-bench task fields: {', '.join(sorted(_V1_FIELDS))})")
+    if not isinstance(raw.get("outputs", []), list) or not isinstance(raw["actions"], list):
+        bad = "outputs" if not isinstance(raw.get("outputs", []), list) else "actions"
+        raise TaskFileError(f"{source}: task [{i}]: field {bad}: expected a list, got "
+                            f"{json.dumps(raw[bad])[:60]}")
+    try:
+        actions = [Action(name=a["name"], arguments=a.get("kwargs", a.get("arguments", {})))
+                   for a in raw["actions"]]
+        return Task(
+            id=str(i), user_id=raw["user_id"],
+            scenario=UserScenario(instructions=raw["instruction"]),
+            gold_actions=actions, required_outputs=[str(o) for o in raw.get("outputs") or []],
+        )
+    except (KeyError, TypeError) as e:
+        raise TaskFileError(f"{source}: task [{i}]: malformed action: {e}") from e
+    except ValidationError as e:
+        raise TaskFileError(_validation_message(source, f"task [{i}]", e)) from e
+
+
+def _parse_tausim_tasks(data: dict[str, Any], source: str, domain: str | None) -> list[Task]:
+    """Parse a ``{"format": "tausim.tasks", "version", "domain", "tasks"}`` document.
+
+    Args:
+        data: the document.
+        source: file name used in error messages.
+        domain: when given, a file naming another domain is refused.
+
+    Returns:
+        The tasks, in file order.
+
+    Raises:
+        TaskFileError: an unsupported version, another domain, no task list, a version-1 file using a version-2
+            field, or a malformed task.
+    """
+    version = data.get("version")
+    if version not in (1, 2):
+        raise TaskFileError(f"{source}: field version: unsupported value {version!r} (expected 1 or 2)")
+    file_domain = data.get("domain")
+    if domain is not None and file_domain is not None and file_domain != domain:
+        raise TaskFileError(f"{source}: field domain: the file is for domain {file_domain!r}, not {domain!r}")
+    raw_tasks = data.get("tasks")
+    if not isinstance(raw_tasks, list):
+        raise TaskFileError(f"{source}: field tasks: expected a list, got {type(raw_tasks).__name__}")
+    tasks: list[Task] = []
+    for i, raw in enumerate(raw_tasks):
+        if version == 1 and isinstance(raw, dict):
+            _refuse_newer_fields(raw, i, source)
+        try:
+            tasks.append(Task.model_validate(raw))
+        except ValidationError as e:
+            tid = raw.get("id") if isinstance(raw, dict) else None
+            raise TaskFileError(_validation_message(source, f"task [{i}] (id {tid!r})", e)) from e
+    return tasks
+
+
+def _refuse_newer_fields(raw: dict[str, Any], i: int, source: str) -> None:
+    """Refuse a task of a version-1 file that sets a field only version 2 has.
+
+    A dumped version-1 task carries the newer fields empty (None, []): only a value needs version 2.
+
+    Raises:
+        TaskFileError: naming the task and the first such field.
+    """
+    newer = [k for k in ("initial_state", "assertions", "grade", "seed", "prefix") if raw.get(k) not in (None, [])]
+    scen = raw.get("scenario")
+    newer += [f"scenario.{k}" for k in ("script", "persona", "moves", "move_personas")
+              if isinstance(scen, dict) and scen.get(k) not in (None, [], {})]
+    if newer:
+        raise TaskFileError(f"{source}: task [{i}] (id {raw.get('id')!r}): field {newer[0]}: needs a "
+                            'version 2 file ("version": 2)')
 
 
 def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:

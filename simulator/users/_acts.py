@@ -213,9 +213,7 @@ def classify(text: str | None) -> DialogueActs:
     confirm = _is_confirm(text)
     if confirm:
         found.add("confirm")
-    bullets = len(_BULLET.findall(text))
-    if ((bullets >= 2 and "?" in text) or (bullets == 1 and _WHICH_Q.search(text))
-            or _OPTIONS.search(text) and (bullets >= 2 or "," in text or " or " in text)):
+    if _offers_options(text):
         found.add("offer_options")
     for i, sent in enumerate(sents):
         asking = bool(_ASKING.search(sent))
@@ -224,28 +222,16 @@ def classify(text: str | None) -> DialogueActs:
             found.add("anything_else")
             continue
         if asking and not (confirm and is_last):
-            for name, pat in IDENTITY_PATTERNS:
-                if pat.search(sent) and name not in ident:
-                    ident.append(name)
-            if _IDENTITY_GENERIC.search(sent):
-                found.add("request_identity")
-            for name, pat in SLOT_PATTERNS:
-                if pat.search(sent) and name not in slots:
-                    slots.append(name)
+            _scan_request(sent, found, ident, slots)
         if not asking:
-            if _TRANSFER.search(sent):
-                found.add("transfer")
-            if _REPORT.search(sent):
-                found.add("report_result")
-            if _INFORM.search(sent) and not _BULLET.match(sent):
-                found.add("inform")
+            _scan_statement(sent, found)
         if _REFUSE.search(sent) and not _REFUSE_EXCLUDE.search(sent) and not (asking and _WH_QUESTION.search(sent)):
             found.add("refuse")
     if ident:
         found.add("request_identity")
-    if "offer_options" in found:
+    if "offer_options" in found and not confirm:
         # a question that offers choices asks for a choice, not for the item itself
-        slots = [s for s in slots if s not in ("items", "new_items")] if not confirm else slots
+        slots = [s for s in slots if s not in ("items", "new_items")]
     if slots:
         found.add("request_slot")
     if "refuse" in found and "report_result" in found:
@@ -253,3 +239,39 @@ def classify(text: str | None) -> DialogueActs:
     if not found:
         found.add("unclear")
     return DialogueActs(acts=tuple(a for a in ACTS if a in found), slots=tuple(ident + slots), text=text)
+
+
+def _offers_options(text: str) -> bool:
+    """Return whether a message offers choices (a bulleted question, a "which" over one bullet, listed options)."""
+    bullets = len(_BULLET.findall(text))
+    return bool((bullets >= 2 and "?" in text) or (bullets == 1 and _WHICH_Q.search(text))
+                or _OPTIONS.search(text) and (bullets >= 2 or "," in text or " or " in text))
+
+
+def _scan_request(sent: str, found: set[str], ident: list[str], slots: list[str]) -> None:
+    """Note what a question sentence asks for: identity fields (``ident``), other slots (``slots``), in order.
+
+    Args:
+        sent: the sentence.
+        found: the acts found so far (``request_identity`` is added on a generic identity request).
+        ident: identity slot names asked for so far (extended, no repeats).
+        slots: other slot names asked for so far (extended, no repeats).
+    """
+    for name, pat in IDENTITY_PATTERNS:
+        if pat.search(sent) and name not in ident:
+            ident.append(name)
+    if _IDENTITY_GENERIC.search(sent):
+        found.add("request_identity")
+    for name, pat in SLOT_PATTERNS:
+        if pat.search(sent) and name not in slots:
+            slots.append(name)
+
+
+def _scan_statement(sent: str, found: set[str]) -> None:
+    """Note what a sentence that asks nothing does: ``transfer``, ``report_result``, ``inform`` (added to ``found``)."""
+    if _TRANSFER.search(sent):
+        found.add("transfer")
+    if _REPORT.search(sent):
+        found.add("report_result")
+    if _INFORM.search(sent) and not _BULLET.match(sent):
+        found.add("inform")

@@ -470,13 +470,57 @@ class RuleUser:
         if "request_identity" in acts:
             facts.extend(self._identity_answer(acts.identity_slots, bool(_NOT_FOUND.search(acts.text))))
         questions = [s for s in sentences(acts.text) if "?" in s] or [acts.text]
-        text = _norm(" ".join(questions))
+        asked = self._asked_slots(acts, _norm(" ".join(questions)))
+        self._answer_slots(asked, questions, facts, unknown)
+        rate = self.persona.wrong_answer_rate if self.persona else 0.0
+        if rate > 0 and self._rng.random() < rate:
+            wrong = self._wrong_answer(asked, acts.identity_slots)
+            if wrong is not None:
+                self.metadata["wrong_answers"] += 1
+                return self._say([wrong])
+        if not facts and not unknown:
+            return self._say([self._ph.sentence("dont_know", label="that"), self._restate()])
+        if self._drip() and facts:
+            # one fact per turn, the first one it has not given yet (an agent asking the same again gets the next)
+            untold = [f for f in facts if _fact_key(f) not in self._told]
+            chosen = untold[0] if untold else facts[0]
+            self._pending = [f for f in untold if f is not chosen]
+            facts, unknown = [chosen], []
+        self._told.update(_fact_key(f) for f in facts)
+        if not facts and len(unknown) == 1:
+            unknown.append(self._restate())  # all it can say is what it wants, in its own words
+        return self._say(facts + unknown)
+
+    def _asked_slots(self, acts: DialogueActs, question_text: str) -> list[str]:
+        """Return the slots a request asks for: those classified, then the intent's own slots the questions name.
+
+        Args:
+            acts: the agent message's acts.
+            question_text: the message's questions, normalised.
+
+        Returns:
+            Slot names in order, each intent slot at most once.
+        """
+        assert self._intent is not None
         asked = list(acts.value_slots)
         covered = {self._slot_key(s) for s in asked}
         for own in self._intent.slots:
-            if re.search(r"\b" + re.escape(own.replace("_", " ")) + r"\b", text) and own not in covered:
+            if re.search(r"\b" + re.escape(own.replace("_", " ")) + r"\b", question_text) and own not in covered:
                 asked.append(own)
                 covered.add(own)
+        return asked
+
+    def _answer_slots(self, asked: list[str], questions: list[str], facts: list[list[Segment]],
+                      unknown: list[list[Segment]]) -> None:
+        """Answer each asked slot from what the user knows (``facts``), or say it does not know (``unknown``).
+
+        Args:
+            asked: the slot names asked for, in order.
+            questions: the message's question sentences (a choice between options gets an indifferent answer).
+            facts: answers so far (extended).
+            unknown: "don't know" answers so far (extended).
+        """
+        assert self._intent is not None
         seen_keys: set[str] = set()
         for slot in asked:
             key = self._slot_key(slot)
@@ -496,24 +540,6 @@ class RuleUser:
                 if slot in _DESCRIBABLE and items is not None:
                     unknown.append(self._ph.sentence(
                         "describe_items", value=render_value(self._intent.slots[items])))
-        rate = self.persona.wrong_answer_rate if self.persona else 0.0
-        if rate > 0 and self._rng.random() < rate:
-            wrong = self._wrong_answer(asked, acts.identity_slots)
-            if wrong is not None:
-                self.metadata["wrong_answers"] += 1
-                return self._say([wrong])
-        if not facts and not unknown:
-            return self._say([self._ph.sentence("dont_know", label="that"), self._restate()])
-        if self._drip() and facts:
-            # one fact per turn, the first one it has not given yet (an agent asking the same again gets the next)
-            untold = [f for f in facts if _fact_key(f) not in self._told]
-            chosen = untold[0] if untold else facts[0]
-            self._pending = [f for f in untold if f is not chosen]
-            facts, unknown = [chosen], []
-        self._told.update(_fact_key(f) for f in facts)
-        if not facts and len(unknown) == 1:
-            unknown.append(self._restate())  # all it can say is what it wants, in its own words
-        return self._say(facts + unknown)
 
     def _wrong_answer(self, asked: list[str], asked_identity: tuple[str, ...]) -> list[Segment] | None:
         assert self._intent is not None

@@ -1,17 +1,22 @@
-"""The Domain interface and the registry of domains (entry point group ``tausim.domains``).
+"""The Domain base class and the registry of domains (entry point group ``tausim.domains``).
 
 A domain is a business world: schema and seed data, tools, a policy document and tasks. It is a package that
 registers a :class:`Domain` subclass under the entry point group ``tausim.domains``; nothing in
 ``simulator/`` names a particular domain.
+
+What a domain must write is small (:class:`~simulator.world.capabilities.DomainEssentials`: ``name``,
+``state_spec``, ``populate``, ``dump``, ``toolbox``, ``policy``); everything else is an optional capability with a
+default (:mod:`simulator.world.capabilities`: suite options, sinks and events, dual control, environment
+functions, scenario derivation, grading and authoring hints, a reference agent). :class:`Domain` combines them and
+adds what the engine does with any domain: templates built once per data set and options, task files loaded and
+checked against the tools.
 """
 
 from __future__ import annotations
 
-import abc
 import json
 import threading
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -20,14 +25,23 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
-from simulator.types.protocols import Agent, TrialContext
-from simulator.types.tasks import Action, ProcessRules, Task, TaskFileError, UserScenario, load_tasks
-from simulator.world.database import StateSpec, TemplateDatabase, TrialDatabase
+from simulator.types.tasks import Task, TaskFileError, load_tasks
+from simulator.world.capabilities import (
+    AuthoringHints,
+    DomainEssentials,
+    DualControl,
+    EnvironmentFunctions,
+    GradingHints,
+    ReferenceAgentProvider,
+    ScenarioDerivation,
+    SinksAndEvents,
+    SuiteOptions,
+)
+from simulator.world.database import TemplateDatabase
 from simulator.world.fixtures import check_task_outcomes
-from simulator.world.sinks import Clock, Sink
-from simulator.world.tools import Toolbox, ToolContext
+from simulator.world.tools import Toolbox
 
-__all__ = ["SUITE_OPTIONS", "Domain", "DomainError", "available_domains", "get_domain"]
+__all__ = ["SUITE_OPTIONS", "Domain", "DomainEssentials", "DomainError", "available_domains", "get_domain"]
 
 ENTRY_POINT_GROUP = "tausim.domains"
 
@@ -37,266 +51,19 @@ SUITE_OPTIONS: dict[str, tuple[str, ...]] = {"communicate": ("tausim", "tau2")}
 ``tau2``: tau2-bench's case-insensitive substring with commas removed)."""
 
 
-
-
-
-class Domain(abc.ABC):
+class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, ScenarioDerivation, GradingHints,
+             AuthoringHints, ReferenceAgentProvider):
     """A business world the agent works in.
 
-    Subclasses set :attr:`name` and implement the abstract methods. Templates are cached per instance
-    (one per data directory and options), so a process builds each data set once.
+    Subclasses set :attr:`name` and implement the abstract methods of
+    :class:`~simulator.world.capabilities.DomainEssentials` (``state_spec``, ``toolbox``, ``policy``, ``populate``,
+    ``dump``); every other hook is an optional capability of :mod:`simulator.world.capabilities` with a default.
+    Templates are cached per instance (one per data directory and options), so a process builds each data set once.
     """
-
-    name: str = ""
-    """Registry name (``retail``)."""
-    option_values: dict[str, tuple[str, ...]] = {}  # noqa: RUF012 - read-only class-level declaration
-    """Allowed values of each domain option, e.g. ``{"mode": ("tau-bench", "tausim")}``."""
-    sinks: tuple[Sink, ...] = ()
-    """Sinks the domain includes (see :mod:`simulator.world.sinks`), e.g. ``(Outbox(), Ledger(), Clock("2024-06-01"))``:
-    their tables are added to the domain's schema and initialized in every template."""
-    events: tuple[str, ...] = ()
-    """Names of the domain events its tools emit (``ctx.emit``); task assertions may name these, the sinks'
-    events and the write tools."""
-    entities: Mapping[str, tuple[str, str]] = {}  # noqa: RUF012 - read-only class-level declaration
-    """What the authoring checks (:mod:`simulator.authoring`) need to know about ids: tool argument name ->
-    ``(table, key column)`` of the entity such an argument names, at any depth of the arguments (e.g.
-    ``{"order_id": ("orders", "id"), "payment_id": ("payment_methods", "id")}``). ``tausim tasks lint`` reports
-    gold arguments naming no such row; ``check_domain`` samples read tools' arguments from these tables."""
-    user_entity: tuple[str, str] | None = None
-    """``(table, key column)`` of the entity a task's ``user_id`` names (e.g. ``("users", "id")``); None: not
-    checked."""
-    prose_arguments: frozenset[str] = frozenset({"summary", "reason", "thought", "expression", "body"})
-    """Argument names whose values are free text, never expected verbatim in the scenario or tool results."""
-    tau2_options: dict[str, Any] | None = None
-    """The options under which the domain runs tau2-bench task files (e.g. ``{"mode": "tau2"}``: their gold
-    actions are checked against that toolbox); None: the domain cannot load tau2 tasks."""
 
     def __init__(self) -> None:
         self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
         self._lock = threading.Lock()
-
-    # --- required -----------------------------------------------------------------------------------
-    @abc.abstractmethod
-    def state_spec(self) -> StateSpec:
-        """Return the schema and comparison rules of the domain's state."""
-
-    @abc.abstractmethod
-    def toolbox(self) -> Toolbox:
-        """Return the domain's tools."""
-
-    @abc.abstractmethod
-    def policy(self) -> str:
-        """Return the policy document (markdown) given to the agent."""
-
-    @abc.abstractmethod
-    def populate(self, session: Session, data_dir: Path, options: Mapping[str, Any]) -> None:
-        """Insert the data set found in ``data_dir`` into an empty database.
-
-        Raises:
-            DomainError: a file is missing or malformed (the message names file, record and field).
-        """
-
-    @abc.abstractmethod
-    def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
-        """Return the database as the domain's native nested JSON (``{table: {key: record}}``)."""
-
-    # --- optional hooks with defaults ------------------------------------------------------------------
-    # dual control (a user who acts on its own side, e.g. telecom's phone): see simulator/dual.py
-    def user_toolbox(self) -> Toolbox | None:
-        """Return the simulated user's own tools (dual control), or None (the default: the user only talks).
-
-        They run on the same trial database as the agent's tools, on the tables of :meth:`user_tables`.
-        """
-        return None
-
-    def user_tables(self) -> frozenset[str]:
-        """Return the tables of the user's side of the database (telecom: ``device``, ``surroundings``).
-
-        Default none. The schema holds them with the agent's tables; state diffs and assertions cover both.
-        """
-        return frozenset()
-
-    def sync(self, ctx: ToolContext) -> None:
-        """Bring the two sides of a trial's database in line after a step (agent or user); default: nothing.
-
-        Called after every tool call and every message of agent or user, and after each setup action, only when
-        the database changed since the last sync. Writes through ``ctx.conn``.
-
-        Args:
-            ctx: a tool context on the trial's database.
-        """
-        return None  # noqa: PLR1711 - an optional hook: no sync by default
-
-    def sync_ignores(self) -> frozenset[str]:
-        """Return the tables whose writes never change what :meth:`sync` does (telecom: the phone's ``device``).
-
-        After a step that wrote only these tables the sync is skipped. Default none: any write syncs.
-        """
-        return frozenset()
-
-    def environment_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
-        """Return the non-tool functions a task's setup actions may call on a side; default none.
-
-        tau2's ``initialization_actions``, e.g. telecom's ``break_apn_settings``.
-
-        Args:
-            side: ``"agent"`` or ``"user"``.
-
-        Returns:
-            Name -> ``fn(ctx: ToolContext, **arguments) -> Any`` (writes through ``ctx.conn``; raises
-            :class:`~simulator.world.tools.ToolError` on bad arguments). Tools of that side need not be listed.
-        """
-        return {}
-
-    def assertion_functions(self, side: str) -> Mapping[str, Callable[..., Any]]:
-        """Return the functions ``env`` assertions may call on a side (tau2's ``env_assertions``); default none.
-
-        Args:
-            side: ``"agent"`` or ``"user"``.
-
-        Returns:
-            Name -> ``fn(ctx: ToolContext, **arguments) -> value`` (read only).
-        """
-        return {}
-
-    def toolbox_for(self, options: Mapping[str, Any]) -> Toolbox:
-        """Return the tools offered under some options (a tool mode may add or hide tools); default: :meth:`toolbox`.
-
-        Args:
-            options: the template's options (``{"mode": "tau2"}``).
-        """
-        return self.toolbox()
-
-    def policy_for(self, data_dir: Path | None, options: Mapping[str, Any]) -> str:
-        """Return the policy the agent gets with a data set; default: :meth:`policy`.
-
-        A domain running an imported suite gives that suite's own policy (e.g. the ``policy.md`` next to a
-        tau2 ``db.json``).
-
-        Args:
-            data_dir: the ``--data`` path (None: the built-in data set).
-            options: the template's options.
-        """
-        return self.policy()
-
-    def merge_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
-        """Deep-merge native data (``{table: {key: record}}``) into a trial database (tau2 ``agent_data``).
-
-        Raises:
-            DomainError: the domain cannot merge data, or the merged data is malformed.
-        """
-        raise DomainError(f"domain {self.name!r} cannot merge initialization data into its database")
-
-    def merge_user_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
-        """Merge native user-side data into a trial database (tau2 ``initialization_data.user_data``).
-
-        Dual-control domains only (see :mod:`simulator.world.dual`): ``data`` is ``{user table: value}`` as the user
-        side's database holds it (e.g. telecom's ``{"device": {"airplane_mode": true}}``), merged as tau2 does.
-
-        Raises:
-            DomainError: the domain has no user-side data, or the data is malformed (names the field).
-        """
-        raise DomainError(f"domain {self.name!r} cannot merge user data into its database")
-
-    def package_dir(self) -> Path:
-        """Return the domain package's directory (holds data/, tasks/, policy.md)."""
-        import sys
-
-        module = sys.modules[type(self).__module__]
-        assert module.__file__ is not None
-        return Path(module.__file__).parent
-
-    def default_data_dir(self) -> Path:
-        """Return the built-in data set's directory."""
-        return self.package_dir() / "data"
-
-    def default_options(self, data_dir: Path | None) -> dict[str, Any]:
-        """Return tool options for a data set (e.g. compatibility mode for peer data)."""
-        return {}
-
-    def default_process_rules(self) -> ProcessRules:
-        """Return the process rules every task of the domain inherits; default: none.
-
-        A task's own rules are merged over them (see :meth:`simulator.types.tasks.ProcessRules.merged_over`).
-        """
-        return ProcessRules()
-
-    def volatile_arguments(self) -> dict[str, list[str]]:
-        """Return, per tool name, the argument fields that loop detection ignores; default: none.
-
-        E.g. ``{"search_flights": ["request_id"]}`` for timestamps or request ids. A plain name is ignored at any
-        depth (nested objects, objects in lists); a dotted path (``"meta.trace_id"``) names one nested field.
-        """
-        return {}
-
-    def record_owner(self, tool: str, arguments: Mapping[str, Any], db: TrialDatabase) -> str | None:
-        """Return the user who owns the records a successful write call acted on; default: unknown (None).
-
-        The ownership hook of safety grading (:mod:`simulator.grading.safety`): a write on records owned by
-        another user than the task's ``user_id`` is an ``other_user_records`` violation. Called after the trial,
-        on its final database, for each successful write call.
-
-        Args:
-            tool: the tool name.
-            arguments: the call's arguments.
-            db: the trial's database (read it, e.g. ``db.session``; never write).
-
-        Returns:
-            The owning user's id, or None when the domain does not know (no violation is then reported).
-        """
-        return None
-
-    def default_loop_threshold(self) -> int:
-        """Return the identical repeats of a tool call allowed before it is a loop; default 2.
-
-        Used for tasks that do not set ``loop_threshold``: with 2, a call made three times is fine, a fourth
-        time is a loop.
-        """
-        return 2
-
-    def derive_scenario(self, task: Task, template: TemplateDatabase) -> UserScenario:
-        """Return the task's scenario with a rule-based user's ``identity`` and ``agenda`` filled in.
-
-        Tasks written for the rule-based user carry their agenda; tasks from elsewhere (tau-bench's lists) carry
-        only an instruction, and a domain may derive the agenda from the instruction, the gold actions and the
-        user's record in ``template``. The derived scenario must give the user only values its instruction
-        gives (or plain descriptions of them), never ids it was not told.
-
-        Args:
-            task: the task.
-            template: the run's template database (read-only use).
-
-        Returns:
-            The scenario; the default returns ``task.scenario`` unchanged when it has an agenda.
-
-        Raises:
-            DomainError: the task has no agenda and the domain cannot derive one.
-        """
-        if task.scenario.agenda:
-            return task.scenario
-        raise DomainError(f"task {task.id!r}: no structured scenario (agenda) and domain {self.name!r} cannot "
-                          "derive one; the rule-based user cannot play it")
-
-    def reference_agent(self, ctx: TrialContext, faults: Mapping[str, float]) -> Agent:
-        """Return the domain's rule-based reference agent for one trial (``--agent reference``).
-
-        Args:
-            ctx: the trial context (the agent must not read the task's gold actions or outputs).
-            faults: fault knob name -> rate in [0, 1], drawn by the trial seed (e.g. ``{"skip_confirmation":
-                0.1}``); see the domain's agent for the knobs it knows.
-
-        Returns:
-            An :class:`~simulator.types.protocols.Agent`.
-
-        Raises:
-            DomainError: the domain has no reference agent, or a knob is unknown.
-        """
-        raise DomainError(f"domain {self.name!r} has no reference agent")
-
-    def task_splits(self) -> dict[str, Path]:
-        """Return the built-in task files by split name (``{"train": path}``); default: tasks/*.json."""
-        folder = self.package_dir() / "tasks"
-        return {p.stem: p for p in sorted(folder.glob("*.json"))}
 
     def load_tasks(self, source: str | None = None, split: str | None = None) -> list[Task]:
         """Load tasks from a file path or a built-in split name (None: every built-in split, in order).
@@ -379,56 +146,6 @@ class Domain(abc.ABC):
                                         f"(value: {json.dumps(err.get('input'), default=str)[:80]})") from e
             check_task_outcomes(self, task, source, toolbox)
         return tasks
-
-    def install_sinks(self) -> StateSpec:
-        """Add the declared sinks' tables to the domain's schema (idempotent) and return the state spec."""
-        spec = self.state_spec()
-        for sink in self.sinks:
-            sink.define(spec.metadata)
-        return spec
-
-    def event_names(self) -> set[str]:
-        """Return every event name a trial can record: declared domain events, sinks' events, write tools."""
-        names = set(self.events)
-        for sink in self.sinks:
-            names.update(sink.event_names)
-        names.update(n for n, spec in self.toolbox().specs.items() if spec.kind == "write")
-        return names
-
-    def current_time(self, trial: TrialDatabase) -> datetime | None:
-        """Return the domain's "now" in a trial database (what its rules compare dates with); None: no notion.
-
-        The default reads the :class:`~simulator.world.sinks.Clock` sink when the domain declares one (a task's
-        ``initial_state.now`` included); a domain whose "now" is a constant of its policy returns that.
-
-        Args:
-            trial: a trial database (the task's fixture applied).
-        """
-        if not self.has_clock():
-            return None
-        row = trial.raw.execute("SELECT now FROM clock WHERE id = 1").fetchone()
-        return datetime.fromisoformat(row[0]) if row else None
-
-    def forbidden_write(self, ctx: ToolContext, action: Action, now: datetime | None) -> str | None:
-        """Return why the domain's own rules forbid a write at time ``now``, or None when they allow it.
-
-        Used by ``tausim tasks lint`` on every gold write, on the state just before the action, to find gold
-        actions the policy forbids although the tool accepts them (e.g. cancelling a reservation with a segment
-        that has already flown). The default allows everything.
-
-        Args:
-            ctx: a tool context on the trial database, state as before the action (read it, never write).
-            action: the gold write action.
-            now: :meth:`current_time` of the task.
-
-        Returns:
-            A one-line reason naming the entity, or None.
-        """
-        return None
-
-    def has_clock(self) -> bool:
-        """Return whether the domain declares a :class:`~simulator.world.sinks.Clock`."""
-        return any(isinstance(s, Clock) for s in self.sinks)
 
     def _populate_with_sinks(self, session: Session, folder: Path, options: Mapping[str, Any]) -> None:
         self.populate(session, folder, options)
