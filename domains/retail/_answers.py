@@ -238,3 +238,99 @@ class RetailAnswers(RetailCatalog):
         available = [v for v in self._products[pid].get("variants", {}).values() if v.get("available")]
         return (f"The store has {len(available)} {name} variants in stock right now: " + "; ".join(
             f"{self._options_text(v.get('options', {}))} ({money_text(float(v['price']))})" for v in available) + ".")
+
+    # ------------------------------------------------------------------------------------------ answers to questions
+    # Each takes the question and the order it is about; it returns the sentences it answers (none when the question
+    # is not its own), or the tool call to make first.
+    def _product_answer(self, text: str, order_id: str | None) -> list[str] | AgentTurn:
+        if not re.search(r"\b(?:options?|variants?|available|in stock|how many|kinds?|types?|ordered|bought|paid|"
+                         r"purchased|materials?|colou?rs?|sizes?)\b", text, re.IGNORECASE):
+            return []
+        product = self._product_info(text)
+        if isinstance(product, AgentTurn):
+            return product
+        return [product] if product else []
+
+    def _paid_with_answer(self, text: str, order_id: str | None) -> list[str] | AgentTurn:
+        """Which method paid: the order asked about, or every order of the account."""
+        assert self._user is not None
+        if not (re.search(r"\b(?:used|paid|pay)\b", text, re.IGNORECASE) and re.search(
+                r"\b(?:card|paypal|visa|mastercard|amex|american express|payment method)\b", text, re.IGNORECASE)):
+            return []
+        asked = [order_id] if order_id and self._owns(order_id) else list(self._user.get("orders", []))
+        for oid in asked:
+            if oid not in self._orders:
+                return self._call("get_order_details", {"order_id": oid})
+        paid = [f"order {oid} was paid with {self._method_text(self._order_method(self._orders[oid]))}"
+                for oid in asked if not self._orders[oid].get("missing")]
+        return ["; ".join(paid)[0].upper() + "; ".join(paid)[1:] + "."] if paid else []
+
+    def _split_answer(self, text: str, order_id: str | None) -> list[str] | AgentTurn:
+        if re.search(r"\bsplit\b", text, re.IGNORECASE) and re.search(r"\bpay|\bcard|\bcharge", text, re.IGNORECASE):
+            return ["I'm sorry, but splitting a payment is not possible: an order is paid with one payment "
+                    "method (a gift card must cover the whole amount)."]
+        return []
+
+    def _cheapest_answer(self, text: str, order_id: str | None) -> list[str] | AgentTurn:
+        if not (re.search(r"\bcheapest\b", text, re.IGNORECASE) and re.search(r"\ball (?:the )?items\b|\bevery item\b",
+                                                                              text, re.IGNORECASE)):
+            return []
+        cheapest = self._cheapest_total(order_id, text)
+        if isinstance(cheapest, AgentTurn):
+            return cheapest
+        return [cheapest] if cheapest else []
+
+    def _gift_card_answer(self, text: str, order_id: str | None) -> list[str] | AgentTurn:
+        assert self._user is not None
+        if not re.search(r"gift card|balance", text, re.IGNORECASE):
+            return []
+        cards = [m for m in self._user.get("payment_methods", {}).values() if m.get("source") == "gift_card"]
+        if not cards:
+            return ["You have no gift card on your account."]
+        balances = [float(c.get("balance", 0)) for c in cards]
+        listing = ", ".join(f"gift card {c.get('id')}: {money_text(b)}" for c, b in zip(cards, balances, strict=True))
+        return [f"Your gift card balance{'s are' if len(cards) > 1 else ' is'} {listing}"
+                + (f"; together {money_text(sum(balances))}." if len(cards) > 1 else ".")]
+
+    def _money_answer(self, text: str, order_id: str | None) -> list[str] | AgentTurn:
+        """What the user pays in all, gets back in all, or what the last change cost."""
+        if self._charges and re.search(r"\bpay\b", text, re.IGNORECASE) and re.search(
+                r"\b(?:total|all|altogether|together|in all|overall|today)\b", text, re.IGNORECASE):
+            # what the user pays in all: the charges less the money coming back
+            net = sum(a for _, a in self._charges) - sum(a for _, a in self._refunds)
+            moves = [f"{what}: {money_text(a)} charged" for what, a in self._charges] + [
+                f"{what}: {money_text(a)} back" for what, a in self._refunds]
+            return [(f"In total you pay {money_text(net)}" if net >= 0 else
+                     f"In total you get back {money_text(-net)}") + " (" + "; ".join(moves) + ")."]
+        if len(self._refunds) > 1 and re.search(r"refund|back|money", text, re.IGNORECASE):
+            return ["In total you get back " + money_text(sum(a for _, a in self._refunds)) + ": " + "; ".join(
+                f"{what}: {money_text(a)}" for what, a in self._refunds) + "."]
+        if re.search(r"refund|back|difference|extra|cost|charge|price|pay", text, re.IGNORECASE) and self._last_result:
+            return [f"{self._last_result.get('money', '')} {self._last_result.get('detail', '')}"]
+        return []
+
+    def _order_answer(self, text: str, order_id: str | None) -> list[str] | AgentTurn:
+        """An order's tracking number, address, kept items' total, status and total."""
+        if order_id and order_id in self._orders and not self._orders[order_id].get("missing"):
+            return self._order_facts(text, order_id, self._orders[order_id])
+        if order_id and not self._owns(order_id):
+            return [f"Order {order_id} is not one of the orders in your account."]
+        return []
+
+    def _order_facts(self, text: str, order_id: str, order: dict[str, Any]) -> list[str]:
+        parts: list[str] = []
+        if re.search(r"\btracking\b", text, re.IGNORECASE):
+            numbers = [str(n) for f in order.get("fulfillments", []) for n in f.get("tracking_id", [])]
+            parts.append(f"The tracking number of order {order_id} is {', '.join(numbers)}." if numbers else
+                         f"Order {order_id} has no tracking number yet: it has not shipped.")
+        if re.search(r"\baddress\b|\bsent to\b|\bshipp(?:ed|ing) to\b|\bwhere\b", text, re.IGNORECASE):
+            a = order.get("address") or {}
+            parts.append(f"Order {order_id} ships to {self._address_text(a)}." if a else "")
+        returned = [str(i) for i in order.get("return_items") or order.get("exchange_items") or []]
+        if returned and re.search(r"\bremaining|\bleft\b|\bkeep|\bother items\b|\brest\b", text, re.IGNORECASE):
+            prices = {str(it["item_id"]): float(it.get("price", 0)) for it in order.get("items", [])}
+            rest = self._order_total(order) - sum(prices.get(i, 0.0) for i in returned)
+            parts.append(f"The items of order {order_id} you keep come to {money_text(rest)}.")
+        parts.append(f"Order {order_id} is {order.get('status')}; its total is "
+                     f"{money_text(self._order_total(order))} ({self._items_text(order)}).")
+        return parts

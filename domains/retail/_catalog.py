@@ -222,6 +222,17 @@ class RetailCatalog(RetailUnderstanding):
                 return low[cuts[k]:cuts[k + 1]]
         return text
 
+    def _wanted_options(self, old: dict[str, str], variants: list[dict[str, Any]], words: str) -> dict[str, str]:
+        """The option values other than the current ones that the user's ``words`` name, one per option at most."""
+        wanted: dict[str, str] = {}
+        for opt in old:
+            values = sorted({str(v["options"].get(opt)) for v in variants if v.get("options", {}).get(opt)},
+                            key=len, reverse=True)
+            hits = [v for v in values if v != old[opt] and self._value_mentioned(words, v, values)]
+            if len(hits) == 1:
+                wanted[opt] = hits[0]
+        return wanted
+
     @staticmethod
     def _value_mentioned(text: str, value: str, values: list[str]) -> bool:
         if mentions(text, value):

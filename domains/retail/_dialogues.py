@@ -75,15 +75,7 @@ class RetailDialogues(RetailAnswers):
         if intent.kind is None:
             intent.kind = self._kind_of(intent.text)
         if intent.kind is None:
-            self._unclear += 1
-            intent.done = True
-            if self._unclear >= 3:
-                self._transfer = f"User {self._user_id}: request not understood: {intent.text[:200]}"
-                return self._decide()
-            self._asking = None
-            return self._say("I'm sorry, I did not understand what you need. I can cancel or modify pending "
-                             "orders, return or exchange items of delivered orders, update your default address "
-                             "and answer questions about your account. What would you like to do?")
+            return self._not_understood(intent)
         if not intent.notes and intent.kind != "info":
             intent.notes.append("started")
             if self._draw("early_transfer", f"transferred the {intent.kind} request before trying"):
@@ -98,19 +90,29 @@ class RetailDialogues(RetailAnswers):
             return self._info(intent)
         if intent.kind == "modify_user_address":
             return self._user_address(intent)
-        # every other kind acts on one of the user's orders
+        return self._serve_order(intent)
+
+    def _not_understood(self, intent: Intent) -> AgentTurn:
+        """Say what the agent can do; the third request in a row it does not understand goes to a human."""
+        self._unclear += 1
+        intent.done = True
+        if self._unclear >= 3:
+            self._transfer = f"User {self._user_id}: request not understood: {intent.text[:200]}"
+            return self._decide()
+        self._asking = None
+        return self._say("I'm sorry, I did not understand what you need. I can cancel or modify pending "
+                         "orders, return or exchange items of delivered orders, update your default address "
+                         "and answer questions about your account. What would you like to do?")
+
+    def _serve_order(self, intent: Intent) -> AgentTurn:
+        """Serve a request that acts on one of the user's orders (found first, read, then handled by its kind)."""
+        assert self._user is not None and intent.kind is not None
         if intent.order_id is None:
             found = self._find_order(intent)
             if isinstance(found, AgentTurn):
                 return found
             if found is None:
-                if self._asking == "order_id" and UNKNOWN_RE.search(self._last_user):
-                    self._listed_orders = [oid for oid in self._user.get("orders", []) if oid in self._orders]
-                    listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}): "
-                                        f"{self._items_text(self._orders[oid])}" for oid in self._listed_orders)
-                    if listing:
-                        return self._ask("order_id", f"These are your orders:\n{listing}\nWhich order is it?")
-                return self._ask("order_id", ASK_ORDER)
+                return self._ask_order()
             intent.order_id = found
         if not self._owns(intent.order_id):
             return self._refuse(intent, f"I can't help with order {intent.order_id}: it is not one of the orders in "
@@ -128,6 +130,17 @@ class RetailDialogues(RetailAnswers):
         handler = {"cancel": self._cancel, "modify_address": self._order_address, "modify_payment": self._payment,
                    "return": self._return, "exchange": self._items, "modify_items": self._items}[intent.kind]
         return handler(intent, order)
+
+    def _ask_order(self) -> AgentTurn:
+        """Ask for the order id; list the user's orders when the user said it does not know it."""
+        assert self._user is not None
+        if self._asking == "order_id" and UNKNOWN_RE.search(self._last_user):
+            self._listed_orders = [oid for oid in self._user.get("orders", []) if oid in self._orders]
+            listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}): "
+                                f"{self._items_text(self._orders[oid])}" for oid in self._listed_orders)
+            if listing:
+                return self._ask("order_id", f"These are your orders:\n{listing}\nWhich order is it?")
+        return self._ask("order_id", ASK_ORDER)
 
     def _cancel(self, intent: Intent, order: dict[str, Any]) -> AgentTurn:
         status = str(order.get("status"))
@@ -299,14 +312,9 @@ class RetailDialogues(RetailAnswers):
         text = self._last_user if self._asking == "options" else part if part is not None else self._segment(
             intent.text, str(item["name"]), names)
         new_part = text if self._asking == "options" else split_change(text, str(item["name"]))[1]
-        if self._asking == "options" and self._offered:
-            ordinal = re.search(r"\b(first|second|third|fourth|fifth|last)\b|\b(?:number|option|#)\s*(\d+)\b",
-                                text, re.IGNORECASE)
-            if ordinal:
-                words = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
-                k = words[ordinal.group(1).lower()] if ordinal.group(1) else int(ordinal.group(2)) - 1
-                if -1 <= k < len(self._offered):
-                    return self._offered[k]
+        offered = self._offered_choice(text)
+        if offered is not None:
+            return offered
         # another product named as the new item: not possible
         other = [n for n in (self._product_types or {}) if n != item["name"] and name_mentioned(new_part, n)
                  and not name_mentioned(new_part, str(item["name"]))]
@@ -316,13 +324,7 @@ class RetailDialogues(RetailAnswers):
         if self._product_types is None and self._asking != "options" and not any(
                 mentions(new_part, str(v)) for var in variants for v in var.get("options", {}).values()):
             return self._call("list_all_product_types", {})
-        wanted: dict[str, str] = {}
-        for opt in old:
-            values = sorted({str(v["options"].get(opt)) for v in variants if v.get("options", {}).get(opt)},
-                            key=len, reverse=True)
-            hits = [v for v in values if v != old[opt] and self._value_mentioned(new_part, v, values)]
-            if len(hits) == 1:
-                wanted[opt] = hits[0]
+        wanted = self._wanted_options(old, variants, new_part)
         if wanted and len(wanted) > 1 and self._draw("forget_constraint", f"ignored the wanted {item['name']} "
                                                                           "option " + next(iter(wanted))):
             wanted.pop(next(iter(wanted)))
@@ -335,18 +337,40 @@ class RetailDialogues(RetailAnswers):
         target = {**old, **wanted}
         match = [v for v in variants if {k: str(x) for k, x in v.get("options", {}).items()} == target]
         if wanted and match:
-            chosen = match[0]
-            if not chosen.get("available"):
-                return self._refuse(intent, f"the {item['name']} ({self._options_text(target)}) is not available "
-                                            "right now, so that exchange is not possible." if intent.kind ==
-                                    "exchange" else f"the {item['name']} ({self._options_text(target)}) is not "
-                                                    "available right now, so that change is not possible.")
-            new_id = str(chosen["item_id"])
-            others = [str(v["item_id"]) for v in variants if v.get("available") and str(v["item_id"]) not in
-                      (new_id, str(item["item_id"]))]
-            if others and self._draw("wrong_item", f"picked another {item['name']} variant"):
-                new_id = others[int(self._faults.rng.integers(len(others)))]
-            return new_id
+            return self._take_variant(intent, item, variants, match[0], target)
+        return self._offer_variants(intent, item, variants, old)
+
+    def _offered_choice(self, text: str) -> str | None:
+        """The variant the user picks by its place in the list offered ("the second one", "option 3"), if any."""
+        if self._asking != "options" or not self._offered:
+            return None
+        ordinal = re.search(r"\b(first|second|third|fourth|fifth|last)\b|\b(?:number|option|#)\s*(\d+)\b",
+                            text, re.IGNORECASE)
+        if ordinal:
+            words = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+            k = words[ordinal.group(1).lower()] if ordinal.group(1) else int(ordinal.group(2)) - 1
+            if -1 <= k < len(self._offered):
+                return self._offered[k]
+        return None
+
+    def _take_variant(self, intent: Intent, item: dict[str, Any], variants: list[dict[str, Any]],
+                      chosen: dict[str, Any], target: dict[str, str]) -> str | AgentTurn:
+        """The chosen variant's item id (refused when unavailable; ``wrong_item`` may pick another)."""
+        if not chosen.get("available"):
+            return self._refuse(intent, f"the {item['name']} ({self._options_text(target)}) is not available "
+                                        "right now, so that exchange is not possible." if intent.kind ==
+                                "exchange" else f"the {item['name']} ({self._options_text(target)}) is not "
+                                                "available right now, so that change is not possible.")
+        new_id = str(chosen["item_id"])
+        others = [str(v["item_id"]) for v in variants if v.get("available") and str(v["item_id"]) not in
+                  (new_id, str(item["item_id"]))]
+        if others and self._draw("wrong_item", f"picked another {item['name']} variant"):
+            new_id = others[int(self._faults.rng.integers(len(others)))]
+        return new_id
+
+    def _offer_variants(self, intent: Intent, item: dict[str, Any], variants: list[dict[str, Any]],
+                        old: dict[str, str]) -> AgentTurn:
+        """List the available variants and ask which one (refused after three rejections, or with none left)."""
         if self._asking == "options" and intent.rejections > 2:
             return self._refuse(intent, "I can't make that change: I could not find the variant you want.")
         available = [v for v in variants if v.get("available") and str(v["item_id"]) != str(item["item_id"])]
@@ -365,6 +389,29 @@ class RetailDialogues(RetailAnswers):
     def _info(self, intent: Intent) -> AgentTurn:
         assert self._user is not None
         text = intent.text
+        order_id = self._info_order(intent)
+        if isinstance(order_id, AgentTurn):
+            return order_id
+        if order_id and self._owns(order_id) and order_id not in self._orders:
+            return self._call("get_order_details", {"order_id": order_id})
+        parts: list[str] = []
+        for answer in (self._product_answer, self._paid_with_answer, self._split_answer, self._cheapest_answer,
+                       self._gift_card_answer, self._money_answer, self._order_answer):
+            found = answer(text, order_id)
+            if isinstance(found, AgentTurn):
+                return found
+            parts.extend(found)
+        parts = [p.strip() for p in parts if p.strip()]
+        if not parts and re.search(r"order", text, re.IGNORECASE) and order_id is None:
+            return self._which_order(intent)
+        if not parts:
+            return self._finish(intent, "I'm sorry, I don't have that information. I can tell you about your orders, "
+                                        "their status and totals, and your gift card balances.")
+        return self._finish(intent, " ".join(parts))
+
+    def _info_order(self, intent: Intent) -> str | AgentTurn | None:
+        """The order a question is about: named, the most recent, described, or the one just spoken of."""
+        text = intent.text
         order_id = intent.order_id
         if order_id is None:
             order_id = intent.order_id = self._recent_order(text)
@@ -377,97 +424,22 @@ class RetailDialogues(RetailAnswers):
                                             re.IGNORECASE):
             order_id = intent.order_id = self._last_result.get("order_id") or next(
                 (i.order_id for i in reversed(self._intents) if i.order_id), None)
-        if order_id and self._owns(order_id) and order_id not in self._orders:
-            return self._call("get_order_details", {"order_id": order_id})
-        parts: list[str] = []
-        if re.search(r"\b(?:options?|variants?|available|in stock|how many|kinds?|types?|ordered|bought|paid|"
-                     r"purchased|"
-                     r"materials?|colou?rs?|sizes?)\b", text, re.IGNORECASE):
-            product = self._product_info(text)
-            if isinstance(product, AgentTurn):
-                return product
-            if product:
-                parts.append(product)
-        if re.search(r"\b(?:used|paid|pay)\b", text, re.IGNORECASE) and re.search(
-                r"\b(?:card|paypal|visa|mastercard|amex|american express|payment method)\b", text, re.IGNORECASE):
-            # which method paid: the order asked about, or every order of the account
-            asked = [order_id] if order_id and self._owns(order_id) else list(self._user.get("orders", []))
-            for oid in asked:
+        return order_id
+
+    def _which_order(self, intent: Intent) -> AgentTurn:
+        """Ask which order a question is about; list the orders when the user said it does not know."""
+        assert self._user is not None
+        if self._asking == "order_id" and UNKNOWN_RE.search(self._last_user):
+            for oid in self._user.get("orders", []):
                 if oid not in self._orders:
                     return self._call("get_order_details", {"order_id": oid})
-            paid = [f"order {oid} was paid with {self._method_text(self._order_method(self._orders[oid]))}"
-                    for oid in asked if not self._orders[oid].get("missing")]
-            if paid:
-                parts.append("; ".join(paid)[0].upper() + "; ".join(paid)[1:] + ".")
-        if re.search(r"\bsplit\b", text, re.IGNORECASE) and re.search(r"\bpay|\bcard|\bcharge", text, re.IGNORECASE):
-            parts.append("I'm sorry, but splitting a payment is not possible: an order is paid with one payment "
-                         "method (a gift card must cover the whole amount).")
-        if re.search(r"\bcheapest\b", text, re.IGNORECASE) and re.search(r"\ball (?:the )?items\b|\bevery item\b",
-                                                                          text, re.IGNORECASE):
-            cheapest = self._cheapest_total(order_id, text)
-            if isinstance(cheapest, AgentTurn):
-                return cheapest
-            if cheapest:
-                parts.append(cheapest)
-        if re.search(r"gift card|balance", text, re.IGNORECASE):
-            cards = [m for m in self._user.get("payment_methods", {}).values() if m.get("source") == "gift_card"]
-            if not cards:
-                parts.append("You have no gift card on your account.")
-            else:
-                balances = [float(c.get("balance", 0)) for c in cards]
-                listing = ", ".join(f"gift card {c.get('id')}: {money_text(b)}" for c, b in zip(cards, balances,
-                                                                                             strict=True))
-                parts.append(f"Your gift card balance{'s are' if len(cards) > 1 else ' is'} {listing}"
-                             + (f"; together {money_text(sum(balances))}." if len(cards) > 1 else "."))
-        if self._charges and re.search(r"\bpay\b", text, re.IGNORECASE) and re.search(
-                r"\b(?:total|all|altogether|together|in all|overall|today)\b", text, re.IGNORECASE):
-            # what the user pays in all: the charges less the money coming back
-            net = sum(a for _, a in self._charges) - sum(a for _, a in self._refunds)
-            moves = [f"{what}: {money_text(a)} charged" for what, a in self._charges] + [
-                f"{what}: {money_text(a)} back" for what, a in self._refunds]
-            parts.append((f"In total you pay {money_text(net)}" if net >= 0 else
-                          f"In total you get back {money_text(-net)}") + " (" + "; ".join(moves) + ").")
-        elif len(self._refunds) > 1 and re.search(r"refund|back|money", text, re.IGNORECASE):
-            parts.append("In total you get back " + money_text(sum(a for _, a in self._refunds)) + ": " + "; ".join(
-                f"{what}: {money_text(a)}" for what, a in self._refunds) + ".")
-        elif re.search(r"refund|back|difference|extra|cost|charge|price|pay", text, re.IGNORECASE) and \
-                self._last_result:
-            parts.append(f"{self._last_result.get('money', '')} {self._last_result.get('detail', '')}")
-        if order_id and order_id in self._orders and not self._orders[order_id].get("missing"):
-            order = self._orders[order_id]
-            if re.search(r"\btracking\b", text, re.IGNORECASE):
-                numbers = [str(n) for f in order.get("fulfillments", []) for n in f.get("tracking_id", [])]
-                parts.append(f"The tracking number of order {order_id} is {', '.join(numbers)}." if numbers else
-                             f"Order {order_id} has no tracking number yet: it has not shipped.")
-            if re.search(r"\baddress\b|\bsent to\b|\bshipp(?:ed|ing) to\b|\bwhere\b", text, re.IGNORECASE):
-                a = order.get("address") or {}
-                parts.append(f"Order {order_id} ships to {self._address_text(a)}." if a else "")
-            returned = [str(i) for i in order.get("return_items") or order.get("exchange_items") or []]
-            if returned and re.search(r"\bremaining|\bleft\b|\bkeep|\bother items\b|\brest\b", text, re.IGNORECASE):
-                prices = {str(it["item_id"]): float(it.get("price", 0)) for it in order.get("items", [])}
-                rest = self._order_total(order) - sum(prices.get(i, 0.0) for i in returned)
-                parts.append(f"The items of order {order_id} you keep come to {money_text(rest)}.")
-            parts.append(f"Order {order_id} is {order.get('status')}; its total is "
-                         f"{money_text(self._order_total(order))} ({self._items_text(order)}).")
-        elif order_id and not self._owns(order_id):
-            parts.append(f"Order {order_id} is not one of the orders in your account.")
-        parts = [p.strip() for p in parts if p.strip()]
-        if not parts and re.search(r"order", text, re.IGNORECASE) and order_id is None:
-            if self._asking == "order_id" and UNKNOWN_RE.search(self._last_user):
-                for oid in self._user.get("orders", []):
-                    if oid not in self._orders:
-                        return self._call("get_order_details", {"order_id": oid})
-                listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}, total "
-                                    f"{money_text(self._order_total(self._orders[oid]))}): "
-                                    f"{self._items_text(self._orders[oid])}"
-                                    for oid in self._user.get("orders", []) if not self._orders[oid].get("missing"))
-                if listing:
-                    return self._finish(intent, f"These are your orders:\n{listing}\n")
-            return self._ask("order_id", ASK_ORDER)
-        if not parts:
-            return self._finish(intent, "I'm sorry, I don't have that information. I can tell you about your orders, "
-                                        "their status and totals, and your gift card balances.")
-        return self._finish(intent, " ".join(parts))
+            listing = "\n".join(f"- {oid} ({self._orders[oid].get('status')}, total "
+                                f"{money_text(self._order_total(self._orders[oid]))}): "
+                                f"{self._items_text(self._orders[oid])}"
+                                for oid in self._user.get("orders", []) if not self._orders[oid].get("missing"))
+            if listing:
+                return self._finish(intent, f"These are your orders:\n{listing}\n")
+        return self._ask("order_id", ASK_ORDER)
 
     def _absorb_tool(self, name: str, args: dict[str, Any], data: Any, ok: bool, content: str) -> None:
         if name == "find_user_id_by_email" or name == "find_user_id_by_name_zip":
