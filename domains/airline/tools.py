@@ -1,4 +1,4 @@
-"""The airline tools, in two modes: ``tau-bench`` (the peer's semantics) and ``tausim`` (corrected).
+"""The airline tools, in three modes: ``tau-bench`` (the peer's semantics), ``tausim`` (corrected) and ``tau2``.
 
 Every tool takes the trial's :class:`~simulator.tools.ToolContext` first and reads the mode from
 ``ctx.options["mode"]`` once: each mode is a variant (:mod:`domains.airline._modes`) that holds all its

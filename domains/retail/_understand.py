@@ -86,8 +86,13 @@ REASONS = (("ordered by mistake", re.compile(r"by mistake|\bmistake|accident", r
                                             re.IGNORECASE)))
 
 
+_DOUBLED_L = re.compile(r"(?<=[aeiou])ll(?=(?:ed|ing)\b)")
+"""British spelling's doubled final l before -ed/-ing ("enamelled", "travelling"), written with one l."""
+
+
 def normalize(text: str) -> str:
-    return re.sub(r"\s+", " ", text.lower().replace("enamelled", "enameled")).strip()
+    """Lower-case ``text``, spell a doubled final l before -ed/-ing with one l, and collapse whitespace."""
+    return re.sub(r"\s+", " ", _DOUBLED_L.sub("l", text.lower())).strip()
 
 
 def mentions(text: str, phrase: str) -> bool:
