@@ -134,24 +134,7 @@ def merge_docs(conn: sqlite3.Connection, shapes: Mapping[str, DocShape], data: M
         ValueError: an unknown table, or a value of the wrong kind for its table (the message names the field and
             the table).
     """
-    for table, value in data.items():
-        shape = shapes.get(table)
-        where = f"{field}.{table}"
-        if shape is None:
-            raise ValueError(f"{where}: unknown table (tables: {', '.join(shapes)})")
-        if shape.kind == "list":
-            if not isinstance(value, list):
-                raise ValueError(f"{where}: expected a list of records, got {type(value).__name__}")
-            for i, rec in enumerate(value):
-                if not isinstance(rec, Mapping) or not isinstance(rec.get(shape.key or ""), str):
-                    raise ValueError(f"{where}[{i}]: expected a record with a string {shape.key!r}")
-            continue
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
-        if shape.kind == "map":
-            for key, rec in value.items():
-                if not isinstance(rec, Mapping):
-                    raise ValueError(f"{where}.{key}: expected an object, got {type(rec).__name__}")
+    _check_merge(shapes, data, field)
     docs = Docs(conn)
     conn.execute("BEGIN")
     try:
@@ -170,3 +153,25 @@ def merge_docs(conn: sqlite3.Connection, shapes: Mapping[str, DocShape], data: M
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _check_merge(shapes: Mapping[str, DocShape], data: Mapping[str, Any], field: str) -> None:
+    """Refuse an unknown table or a value of the wrong kind for its table (see :func:`merge_docs`)."""
+    for table, value in data.items():
+        shape = shapes.get(table)
+        where = f"{field}.{table}"
+        if shape is None:
+            raise ValueError(f"{where}: unknown table (tables: {', '.join(shapes)})")
+        if shape.kind == "list":
+            if not isinstance(value, list):
+                raise ValueError(f"{where}: expected a list of records, got {type(value).__name__}")
+            for i, rec in enumerate(value):
+                if not isinstance(rec, Mapping) or not isinstance(rec.get(shape.key or ""), str):
+                    raise ValueError(f"{where}[{i}]: expected a record with a string {shape.key!r}")
+            continue
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
+        if shape.kind == "map":
+            for key, rec in value.items():
+                if not isinstance(rec, Mapping):
+                    raise ValueError(f"{where}.{key}: expected an object, got {type(rec).__name__}")

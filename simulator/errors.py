@@ -43,7 +43,7 @@ The tree::
     │   ├── SetupActionError(ValueError)   a task's setup action or environment function failed (simulator.world.dual)
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
-        └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
+        └── domains.airline._dialogues.core._Transferred   ends the reference agent's dialogue on a transfer
 
 The channels differ in who can act on them:
 

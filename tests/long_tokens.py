@@ -146,17 +146,17 @@ def _graders(token: str) -> dict[str, Any]:
 
 def _patterns(token: str) -> dict[str, Any]:
     """The rewritten regexes on the whole token, uncut (the parts above scan a cut copy of long tokens)."""
-    from domains.retail.reference_agent import _ADDRESS_RE, _EMAIL_RE, _LOOSE_NAME_RE, _NEGATED_RE
+    from domains.retail._understand import ADDRESS_RE, EMAIL_RE, LOOSE_NAME_RE, NEGATED_RE
     from domains.returns.reference_agent import _MARK_RECEIVED_RE, _REASON_RE
     from simulator.dialogue.conversation import _values
     from simulator.users.llm_user import parse_user_reply
 
     spaced = " ".join(token[: len(token) // 2])  # the token's characters, one a word: "1 , 1 , ..."
-    return {"values": len(_values(token)), "emails": len(list(_EMAIL_RE.finditer(token))),
-            "email_sub_same": _EMAIL_RE.sub(" ", token) == token,
-            "loose_name": _LOOSE_NAME_RE.search(token) is not None, "address": _ADDRESS_RE.search(spaced) is not None,
+    return {"values": len(_values(token)), "emails": len(list(EMAIL_RE.finditer(token))),
+            "email_sub_same": EMAIL_RE.sub(" ", token) == token,
+            "loose_name": LOOSE_NAME_RE.search(token) is not None, "address": ADDRESS_RE.search(spaced) is not None,
             "stop": parse_user_reply(token).stop,
-            "multi_word": [p.search(token) is not None for p in (_NEGATED_RE, _MARK_RECEIVED_RE, _REASON_RE)]}
+            "multi_word": [p.search(token) is not None for p in (NEGATED_RE, _MARK_RECEIVED_RE, _REASON_RE)]}
 
 
 PARTS: dict[str, Callable[[str], dict[str, Any]]] = {

@@ -9,13 +9,13 @@ from html import escape
 
 import pytest
 from rich.console import Console
+from simulator.hunt.search.search import export_cases, hunt
 
 from personas.loader import load_personas
 from simulator.cli.hunt import summary
 from simulator.execution.build import build_runner
 from simulator.execution.runner import Runner
 from simulator.grading.signature import signature
-from simulator.hunt.search import export_cases, hunt
 from simulator.report import analyze_run, hunt_clusters, print_summary, render_html, render_hunt_html, run_clusters
 from simulator.storage.documents import run_summary_json
 from simulator.types.results import RunResult

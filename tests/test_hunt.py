@@ -8,12 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from simulator.hunt.search.search import MOVES, Harness, at_decisions, every_turn, export_cases, hunt, run_case
 
 from simulator.errors import SnapshotError, TausimError
 from simulator.execution.build import build_runner
 from simulator.execution.runner import Runner
 from simulator.grading.signature import core, signature
-from simulator.hunt.search import MOVES, Harness, at_decisions, every_turn, export_cases, hunt, run_case
 from simulator.types.spec import RunSpec
 from simulator.types.tasks import load_tasks
 from simulator.types.trajectory import Trajectory

@@ -6,13 +6,13 @@ import json
 
 import pytest
 from pydantic import ValidationError
+from simulator.hunt.search.search import Harness, every_turn, export_cases, first_error, hunt, prefix_at, run_case
 
 from simulator.authoring import errors as lint_errors
 from simulator.authoring.lint import lint_tasks
 from simulator.dialogue.prefix import apply_state, message_properties
 from simulator.errors import TaskFileError
 from simulator.execution.runner import Runner
-from simulator.hunt.search import Harness, every_turn, export_cases, first_error, hunt, prefix_at, run_case
 from simulator.types.tasks import NextStep, StepCall, Task, load_tasks, parse_tasks
 from simulator.world.database import snapshot as db_snapshot
 from simulator.world.events import read_events

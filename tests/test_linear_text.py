@@ -123,15 +123,15 @@ def test_progress_values_of_ordinary_messages(text: str, values: set[str]) -> No
 
 
 def test_retail_agent_patterns_on_ordinary_text() -> None:
-    from domains.retail.reference_agent import _ADDRESS_RE, _EMAIL_RE, _LOOSE_NAME_RE
+    from domains.retail._understand import ADDRESS_RE, EMAIL_RE, LOOSE_NAME_RE
 
-    assert [m.group() for m in _EMAIL_RE.finditer("mail a.b@x.com or c_d+e@y-z.org.")] == ["a.b@x.com",
+    assert [m.group() for m in EMAIL_RE.finditer("mail a.b@x.com or c_d+e@y-z.org.")] == ["a.b@x.com",
                                                                                          "c_d+e@y-z.org"]
-    m = _LOOSE_NAME_RE.search("Hi, samuel laine, 83782")
+    m = LOOSE_NAME_RE.search("Hi, samuel laine, 83782")
     assert m is not None and m.groups() == ("samuel", "laine", "83782")
-    m = _LOOSE_NAME_RE.search("I am Mary-Ann Smith 12345")
+    m = LOOSE_NAME_RE.search("I am Mary-Ann Smith 12345")
     assert m is not None and m.groups() == ("Ann", "Smith", "12345")  # as before: a capital inside a word starts one
-    a = _ADDRESS_RE.search("Send it to 123 Main St, Apt 4, Springfield, IL 62701, USA please")
+    a = ADDRESS_RE.search("Send it to 123 Main St, Apt 4, Springfield, IL 62701, USA please")
     assert a is not None and (a["a1"], a["a2"], a["city"], a["state"], a["zip"], a["country"]) == (
         "123 Main St", "Apt 4", "Springfield", "IL", "62701", "USA")
 

@@ -344,13 +344,14 @@ def test_no_and_a_human_instead_of_the_action_transfers_without_writing() -> Non
 
 
 def test_the_same_product_changed_twice_gives_one_part_per_item() -> None:
-    from domains.retail.reference_agent import RetailReferenceAgent, _change_parts
+    from domains.retail._understand import change_parts
+    from domains.retail.reference_agent import RetailReferenceAgent
 
     text = ("exchange in order #W1: the tea kettle for a tea kettle with material ceramic, stovetop gas and the tea "
             "kettle for a tea kettle with capacity 1.5 liters")
-    parts = _change_parts(text, "Tea Kettle")
+    parts = change_parts(text, "Tea Kettle")
     assert len(parts) == 2 and "ceramic" in parts[0] and "1.5" not in parts[0] and "1.5 liters" in parts[1]
-    assert _change_parts("return the tea kettle", "Tea Kettle") == []
+    assert change_parts("return the tea kettle", "Tea Kettle") == []
     # "1.5 liters" names 1.5 liters, not "1 liter" (the word "liter" is shared by the values)
     values = ["1.5 liters", "2 liters", "1 liter"]
     said = "a tea kettle with capacity 1.5 liters"
@@ -381,9 +382,9 @@ def test_questions_about_an_order_described_by_status_and_about_the_card_used() 
     ("change the address that my order #W1234567 ships to", None),
 ])
 def test_an_address_is_named_by_an_order_only_as_the_target(text: str, named: str | None) -> None:
-    from domains.retail.reference_agent import _ADDRESS_REF_RE
+    from domains.retail._understand import ADDRESS_REF_RE
 
-    m = _ADDRESS_REF_RE.search(text)
+    m = ADDRESS_REF_RE.search(text)
     assert (m and (m.group("oid") or m.group("items"))) == named
 
 

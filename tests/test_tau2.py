@@ -310,7 +310,7 @@ def test_flight_status_and_certificate_limit():
 
 
 def test_onestop_second_leg_date_follows_tau2():
-    from domains.airline.tools import _tau2_second_date
+    from domains.airline._modes import tau2_second_date as _tau2_second_date
 
     assert _tau2_second_date("2024-05-05") == "2024-05-6"  # tau2's unpadded day: finds no flight
     assert _tau2_second_date("2024-05-16") == "2024-05-17"

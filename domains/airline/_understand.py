@@ -7,6 +7,7 @@ tools returned them) and returns plain values; nothing here calls a tool or keep
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import date as Date
 from datetime import timedelta
 from typing import Any
@@ -256,48 +257,64 @@ def find_payment(text: str, methods: dict[str, dict[str, Any]], paid_with: list[
         paid_with: payment ids of the reservation concerned, used to pick among several gift cards.
     """
     low = text.lower()
-    hits: list[tuple[int, str]] = []
+    hits: dict[str, int] = {}
+    for finder in (_by_id, _by_last_four, _by_brand, _by_balance_kind, _by_credit_card):
+        for pos, pid in finder(low, methods, paid_with or []):
+            hits.setdefault(pid, pos)  # the first mention counts
+    if paid_with and re.search(r"\b(same|original) (card|payment|method)|\b(card|method) (i|we) (paid|used)\b|"
+                               r"\bpaid with\b", low):
+        for pid in paid_with:
+            if pid in methods:
+                hits.setdefault(pid, len(low))
+    return [pid for _, pid in sorted((pos, pid) for pid, pos in hits.items())]
 
-    def add(pos: int, pid: str) -> None:
-        if all(pid != p for _, p in hits):
-            hits.append((pos, pid))
 
+Mentions = Iterator[tuple[int, str]]
+"""``(position in the text, payment id)`` of each mention of a payment method."""
+
+
+def _by_id(low: str, methods: dict[str, dict[str, Any]], paid_with: list[str]) -> Mentions:
     for pid in methods:
         i = low.find(pid.lower())
         if i >= 0:
-            add(i, pid)
+            yield i, pid
+
+
+def _by_last_four(low: str, methods: dict[str, dict[str, Any]], paid_with: list[str]) -> Mentions:
     for m in re.finditer(r"\b(\d{4})\b", low):
         for pid, meth in methods.items():
             if meth.get("last_four") == m.group(1):
-                add(m.start(), pid)
+                yield m.start(), pid
+
+
+def _by_brand(low: str, methods: dict[str, dict[str, Any]], paid_with: list[str]) -> Mentions:
     for word, brand in _BRANDS.items():
         for m in re.finditer(rf"\b{word}\b", low):
             cards = [pid for pid, meth in methods.items() if meth.get("brand") == brand]
             if len(cards) == 1:
-                add(m.start(), cards[0])
+                yield m.start(), cards[0]
+
+
+def _by_balance_kind(low: str, methods: dict[str, dict[str, Any]], paid_with: list[str]) -> Mentions:
+    """Gift cards and certificates named by kind: the only one, the one that paid, both, or the larger."""
     for kind, pattern in (("gift_card", r"gift[ -]?cards?"), ("certificate", r"certificates?|vouchers?")):
         for m in re.finditer(rf"\b({pattern})\b", low):
             own = [pid for pid, meth in methods.items() if meth.get("source") == kind]
             if len(own) > 1 and paid_with:
                 own = [pid for pid in own if pid in paid_with] or own
             if kind == "certificate" and len(own) > 1 and re.search(r"\b(both|all)\b[^.]{0,30}certificates", low):
-                for pid in own:
-                    add(m.start(), pid)
+                yield from ((m.start(), pid) for pid in own)
             elif kind == "certificate" and len(own) > 1 and re.search(r"\b(larger|largest|bigger|biggest)\b", low):
-                add(m.start(), max(own, key=lambda p: methods[p].get("amount", 0)))
+                yield m.start(), max(own, key=lambda p: methods[p].get("amount", 0))
             elif len(own) == 1:
-                add(m.start(), own[0])
-    for m in re.finditer(r"\bcredit card\b|\bcard\b", low):
-        cards = [pid for pid, meth in methods.items() if meth.get("source") == "credit_card"]
-        if len(cards) == 1 and not re.search(r"gift\s*$", low[:m.start()]):
-            add(m.start(), cards[0])
-    if paid_with and re.search(r"\b(same|original) (card|payment|method)|\b(card|method) (i|we) (paid|used)\b|"
-                               r"\bpaid with\b", low):
-        for pid in paid_with:
-            if pid in methods:
-                add(len(low), pid)
-    return [pid for _, pid in sorted(hits)]
+                yield m.start(), own[0]
 
+
+def _by_credit_card(low: str, methods: dict[str, dict[str, Any]], paid_with: list[str]) -> Mentions:
+    cards = [pid for pid, meth in methods.items() if meth.get("source") == "credit_card"]
+    for m in re.finditer(r"\bcredit card\b|\bcard\b", low):
+        if len(cards) == 1 and not re.search(r"gift\s*$", low[:m.start()]):
+            yield m.start(), cards[0]
 
 _TRANSFER = re.compile(r"\b(lost|never arrived|missing|damaged|claim|trace|tracing|complaint form|human|"
                        r"supervisor|manager|real person|refund for (the|one|a) (flight|segment)|"
@@ -374,3 +391,95 @@ def intents_in(text: str) -> list[str]:
         else:
             kinds = [k for k in kinds if k not in ("bags", "cabin", "change_flights")]
     return kinds
+
+
+def dobs_in(text: str) -> list[str]:
+    """Dates of birth in a message: ``YYYY-MM-DD`` after "born", "birth" or "dob" (or the whole message)."""
+    if re.fullmatch(r"\W*(\d{4}-\d{2}-\d{2})\W*", text):
+        return [text.strip(" .")]
+    return [m.group(1) for m in re.finditer(r"\b(?:born|birth|dob)\b\D{0,20}(\d{4}-\d{2}-\d{2})\b", text,
+                                            re.IGNORECASE)]
+
+
+def airports_in(text: str, airports: dict[str, str]) -> list[str]:
+    """Return the airport codes a message names (by code or city), in order of mention."""
+    found: list[tuple[int, str]] = []
+    for code, city in airports.items():
+        m = re.search(rf"\b{re.escape(code)}\b", text) or re.search(rf"\b{re.escape(city)}\b", text, re.IGNORECASE)
+        if m:
+            found.append((m.start(), code))
+    return [c for _, c in sorted(found)]
+
+
+def travellers(text: str, profile: dict[str, Any]) -> list[dict[str, str]]:
+    """Return the passengers a message names: the member ("me", "myself"), saved passengers, names with a dob."""
+    out: list[dict[str, str]] = []
+    low = text.lower()
+    name = profile.get("name", {})
+    me = {"first_name": name.get("first_name", ""), "last_name": name.get("last_name", ""),
+          "dob": profile.get("dob", "")}
+    if re.search(r"\b(me|myself)\b", low) or f"{me['first_name']} {me['last_name']}".lower() in low:
+        out.append(me)
+    saved = {(p["first_name"], p["last_name"]): p for p in profile.get("saved_passengers", [])}
+    dobs = dobs_in(text)
+    for first, last in names_in(text):
+        if (first, last) == (me["first_name"], me["last_name"]) or any(
+                (p["first_name"], p["last_name"]) == (first, last) for p in out):
+            continue
+        if (first, last) in saved:
+            p = saved[first, last]
+            out.append({"first_name": first, "last_name": last, "dob": p["dob"]})
+        elif dobs:
+            out.append({"first_name": first, "last_name": last, "dob": dobs.pop(0)})
+    return out
+
+
+def insurance_in(text: str) -> str | None:
+    """Return whether a message wants travel insurance ("yes", "no"), or None when it does not say."""
+    low = text.lower()
+    if re.search(r"\b(no|not|don'?t|without|decline)\b[^.]{0,40}insurance|insurance[^.]{0,20}\b(no|not)\b|"
+                 r"^\W*no\b", low):
+        return "no"
+    if re.search(r"\b(yes|with|want|add|buy|include)\b[^.]{0,30}insurance|insurance[^.]{0,20}\byes\b|"
+                 r"^\W*yes\b", low):
+        return "yes"
+    return None
+
+
+def names_payment(text: str, profile: dict[str, Any]) -> bool:
+    """Return whether a message names one of the member's payment methods."""
+    return bool(find_payment(text, profile.get("payment_methods", {})))
+
+
+def fill_trip(trip: dict[str, Any], text: str, airports: dict[str, str], profile: dict[str, Any]) -> None:
+    """Fill the booking slots of ``trip`` that a message gives and ``trip`` does not hold yet.
+
+    Slots: ``flight_type``, ``origin`` and ``destination``, ``date`` (and ``return_date`` of a round trip),
+    ``cabin``, ``passengers``, ``bags`` and ``insurance``.
+
+    Args:
+        trip: the slots collected so far (changed in place).
+        text: the member's message.
+        airports: code -> city of the airports served.
+        profile: the member's profile (the member and its saved passengers).
+    """
+    low = text.lower()
+    if "flight_type" not in trip:
+        if re.search(r"round[ -]trip|coming back|come back|\breturn", low):
+            trip["flight_type"] = "round_trip"
+        elif re.search(r"one[ -]way|single", low):
+            trip["flight_type"] = "one_way"
+    places = airports_in(text, airports)
+    if "origin" not in trip and len(places) >= 2:
+        trip["origin"], trip["destination"] = places[0], places[1]
+    dates = dates_in(text)
+    if "date" not in trip and dates:
+        trip["date"] = dates[0]
+        dates = dates[1:]
+    if trip.get("flight_type") == "round_trip" and "return_date" not in trip and dates:
+        trip["return_date"] = dates[0]
+    found = {"cabin": next(iter(cabin_mentions(text)), None), "passengers": travellers(text, profile) or None,
+             "bags": bag_request(text, 0), "insurance": insurance_in(text)}
+    for slot, value in found.items():
+        if slot not in trip and value is not None:
+            trip[slot] = value

@@ -1,7 +1,8 @@
-"""The airline tools, in two modes: ``tau-bench`` (the peer's semantics) and ``tausim`` (corrected).
+"""The airline tools, in three modes: ``tau-bench`` (the peer's semantics), ``tausim`` (corrected) and ``tau2``.
 
 Every tool takes the trial's :class:`~simulator.world.tools.ToolContext` first and reads the mode from
-``ctx.options["mode"]``. Look-ups return the record as JSON, exactly as it appears in the data dump. Write
+``ctx.options["mode"]`` once: each mode is a variant (:mod:`domains.airline._modes`) that holds all its
+differences. Look-ups return the record as JSON, exactly as it appears in the data dump. Write
 tools check everything before they change anything and raise :class:`~simulator.world.tools.ToolError` (shown to
 the agent as ``Error: ...``) when they refuse; the dispatcher also rolls the call's transaction back, so a
 refused call never changes the state. Successful writes return the changed reservation as JSON. Nothing reads
@@ -65,38 +66,33 @@ int an int: the peer's integer prices give integer amounts).
 
 from __future__ import annotations
 
-import functools
-import itertools
 import json
-import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import date as Date
-from datetime import timedelta
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Literal
 
-from pydantic import (
-    AllowInfNan,
-    ConfigDict,
-    Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
-    StrictFloat,
-    StrictInt,
-    TypeAdapter,
+from domains._common import Row, calculate, think, transfer_to_human_agents, with_new_keys
+from domains.airline._data import WRITTEN_SEGMENT_KEYS, available_flights_on_date, user_record
+from domains.airline._modes import DEFAULT_MODE, MODES, FlightChange, Segment, ToolMode, tool_mode
+from domains.airline._tool_args import Cabin, FlightRef, FlightRefs, Money, Passenger, Passengers, Payment, Payments
+from domains.airline._tool_rows import (
+    BAG_FEE,
+    BOOKING_TIME,
+    DB,
+    INSURANCE_FEE,
+    Rows,
+    add_to_balance,
+    airport_cities,
+    append_payment,
+    bookable,
+    check_change_payment,
+    check_seats,
+    get_user,
+    has_balance,
+    money,
+    next_method_position,
+    segment_row,
+    user_method,
 )
-from pydantic_core import CoreSchema, core_schema
-from typing_extensions import TypedDict
-
-from domains._common import Row, TableAccess, calculate, think, transfer_to_human_agents, with_new_keys
-from domains.airline._data import (
-    WRITTEN_SEGMENT_KEYS,
-    available_flights_on_date,
-    flight_on_date,
-    reservation_record,
-    user_record,
-)
-from domains.airline.models import Base
 from simulator.world.kit import Toolbox, ToolContext, ToolError, tool
 
 __all__ = [
@@ -126,399 +122,15 @@ __all__ = [
     "update_reservation_passengers",
 ]
 
-MODES = ("tau-bench", "tausim", "tau2")
-"""Tool modes: the peer's semantics, or the corrected bookkeeping (see the module docstring)."""
-DEFAULT_MODE = "tausim"
-"""Mode used when the options name none."""
-BOOKING_TIME = "2024-05-15T15:00:00"
-"""``created_at`` of every reservation a tool books (the policy's current time)."""
-FIRST_RESERVATION_ID = "HATHAT"
-"""The first id a booking gives; the next free ones follow (``HATHAU``, ``HATHAV``, ...)."""
-FIRST_CERTIFICATE = 3221322
-"""Number of the first certificate ``send_certificate`` creates (``certificate_3221322``)."""
-BAG_FEE = 50
-"""Price of one non-free checked bag, in dollars."""
-INSURANCE_FEE = 30
-"""Price of travel insurance per passenger, in dollars."""
 
-_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-# Peer data set airports, then the built-in data set's (public facts: IATA code -> city).
-_PEER_AIRPORTS = {
-    "SFO": "San Francisco", "JFK": "New York", "LAX": "Los Angeles", "ORD": "Chicago", "DFW": "Dallas",
-    "DEN": "Denver", "SEA": "Seattle", "ATL": "Atlanta", "MIA": "Miami", "BOS": "Boston", "PHX": "Phoenix",
-    "IAH": "Houston", "LAS": "Las Vegas", "MCO": "Orlando", "EWR": "Newark", "CLT": "Charlotte",
-    "MSP": "Minneapolis", "DTW": "Detroit", "PHL": "Philadelphia", "LGA": "LaGuardia",
-}
-
-
-# ------------------------------------------------------------------------------------------------ argument types
-def _inline_schema(tp: Any) -> dict[str, Any]:
-    """Return ``tp``'s JSON schema with ``$ref``s resolved and titles dropped (one self-contained schema)."""
-    schema = TypeAdapter(tp).json_schema()
-    defs = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return resolve(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: resolve(v) for k, v in node.items() if k != "title"}
-        if isinstance(node, list):
-            return [resolve(v) for v in node]
-        return node
-
-    resolved: dict[str, Any] = resolve(schema)
-    return resolved
-
-
-class _Declared:
-    """Base of argument types that validate as ``__validate_as__`` and show its self-contained JSON schema.
-
-    The tool decorator reads parameter types with ``typing.get_type_hints``, which drops ``Annotated``
-    metadata, so these classes carry the pydantic behaviour themselves (validated values are plain lists and
-    numbers). The schema is ``__json_schema__`` when set, else that of ``__validate_as__`` with its
-    ``$ref``s inlined (some model APIs accept no ``$defs`` in tool parameters).
-    """
-
-    __validate_as__: ClassVar[Any]
-    __json_schema__: ClassVar[dict[str, Any] | None] = None
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        """Validate as ``__validate_as__``."""
-        return handler.generate_schema(cls.__validate_as__)
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
-        """Show ``__json_schema__``, or the inlined schema of ``__validate_as__``."""
-        return dict(cls.__json_schema__ or _inline_schema(cls.__validate_as__))
-
-
-class Money(float, _Declared):
-    """A JSON number of dollars, kept as given (``250`` stays an int).
-
-    Booleans, strings, NaN and infinities are refused.
-    """
-
-    __validate_as__ = StrictInt | Annotated[StrictFloat, AllowInfNan(False)]
-    __json_schema__ = {"type": "number"}  # noqa: RUF012 - read-only declaration
-
-
-_FORBID_EXTRA = ConfigDict(extra="forbid")
-
-
-class FlightRef(TypedDict):
-    """One flight of an itinerary."""
-
-    __pydantic_config__ = _FORBID_EXTRA  # type: ignore[misc]
-
-    flight_number: Annotated[str, Field(description="Flight number, such as 'HAT001'.")]
-    date: Annotated[str, Field(description="Date of the flight, 'YYYY-MM-DD', such as '2024-05-01'.")]
-
-
-class Passenger(TypedDict):
-    """A traveller."""
-
-    __pydantic_config__ = _FORBID_EXTRA  # type: ignore[misc]
-
-    first_name: Annotated[str, Field(description="First name, such as 'Noah'.")]
-    last_name: Annotated[str, Field(description="Last name, such as 'Brown'.")]
-    dob: Annotated[str, Field(description="Date of birth, 'YYYY-MM-DD', such as '1990-01-01'.")]
-
-
-class Payment(TypedDict):
-    """One payment of a booking."""
-
-    __pydantic_config__ = _FORBID_EXTRA  # type: ignore[misc]
-
-    payment_id: Annotated[str, Field(description="Payment method id from the user's profile, such as "
-                                                 "'credit_card_7815826' or 'gift_card_7815826'.")]
-    amount: Annotated[Money, Field(description="Amount paid with this method, in dollars.")]
-
-
-class _Items(_Declared):
-    """Base of the argument lists whose items are objects (:class:`FlightRef`, :class:`Passenger`, ...).
-
-    In mode ``tausim`` an item with a key its type does not declare is refused. In mode ``tau-bench`` such keys
-    are dropped before validation, as the peer does: it reads the keys it needs from each item and ignores or
-    overwrites the others (an agent that copies a flight's ``origin``, ``destination`` and ``price`` into
-    ``update_reservation_flights`` gets its change). The mode is read from the validation context, which
-    :meth:`simulator.world.tools.Toolbox.dispatch` sets to the trial's domain options (no context: mode ``tausim``).
-    Missing or mistyped declared keys are refused in both modes.
-    """
-
-    __item__: ClassVar[Any]
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        """Validate as ``__validate_as__``, after dropping undeclared item keys in mode ``tau-bench``."""
-        declared = frozenset(cls.__item__.__required_keys__ | cls.__item__.__optional_keys__)
-
-        def lenient(value: Any, info: core_schema.ValidationInfo) -> Any:
-            options = info.context if isinstance(info.context, Mapping) else {}
-            if options.get("mode", DEFAULT_MODE) != "tau-bench" or not isinstance(value, list):
-                return value
-            return [{k: v for k, v in item.items() if k in declared} if isinstance(item, dict) else item
-                    for item in value]
-
-        return core_schema.with_info_before_validator_function(lenient, handler.generate_schema(cls.__validate_as__))
-
-
-class FlightRefs(list[FlightRef], _Items):
-    """A list of :class:`FlightRef`."""
-
-    __validate_as__ = list[FlightRef]
-    __item__ = FlightRef
-
-
-class Passengers(list[Passenger], _Items):
-    """A list of :class:`Passenger`."""
-
-    __validate_as__ = list[Passenger]
-    __item__ = Passenger
-
-
-class Payments(list[Payment], _Items):
-    """A list of :class:`Payment`."""
-
-    __validate_as__ = list[Payment]
-    __item__ = Payment
-
-
-Cabin = Literal["basic_economy", "economy", "business"]
-"""A cabin class."""
-
-
-# ------------------------------------------------------------------------------------------------ helpers
-def _corrected(ctx: ToolContext) -> bool:
-    """True in mode ``tausim``, False in mode ``tau-bench``."""
-    mode = ctx.options.get("mode", DEFAULT_MODE)
-    if mode not in MODES:
-        raise ValueError(f"unknown airline tool mode {mode!r} (modes: {', '.join(MODES)})")
-    return bool(mode == "tausim")
-
-
-def _tau2(ctx: ToolContext) -> bool:
-    """True in mode ``tau2``."""
-    return bool(ctx.options.get("mode") == "tau2")
-
-
-_T2_USER = ("user_id", "name", "address", "email", "dob", "payment_methods", "saved_passengers", "membership",
-            "reservations")
-_T2_METHOD = {"credit_card": ("source", "id", "brand", "last_four"), "gift_card": ("source", "id", "amount"),
-              "certificate": ("source", "id", "amount")}
-_T2_RESERVATION = ("reservation_id", "user_id", "origin", "destination", "flight_type", "cabin", "flights",
-                   "passengers", "payment_history", "created_at", "total_baggages", "nonfree_baggages", "insurance",
-                   "status")
-_T2_SEGMENT = ("flight_number", "origin", "destination", "date", "price")
-_T2_DIRECT = ("flight_number", "origin", "destination", "status", "scheduled_departure_time_est",
-              "scheduled_arrival_time_est", "date", "available_seats", "prices")
-_T2_CERTIFICATES = 3
-"""tau2 gives at most three new certificates (and three new reservation ids) per trial."""
-
-
-def _keys(obj: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    return {k: obj.get(k) for k in keys}
-
-
-def tau2_user(user_id: str, rec: dict[str, Any]) -> dict[str, Any]:
-    """Render a user record as tau2's ``User`` model dumps it (``user_id`` first, methods in model order)."""
-    out = _keys({**rec, "user_id": user_id}, _T2_USER)
-    out["payment_methods"] = {k: _keys(m, _T2_METHOD.get(m.get("source", ""), tuple(m)))
-                              for k, m in rec["payment_methods"].items()}
-    return out
-
-
-def tau2_reservation(rec: dict[str, Any]) -> dict[str, Any]:
-    """Render a reservation as tau2's ``Reservation`` model dumps it (``status`` present, null unless cancelled)."""
-    out = _keys(rec, _T2_RESERVATION)
-    out["flights"] = [_keys(f, _T2_SEGMENT) for f in rec["flights"]]
-    return out
-
-
-def _direct(leg: dict[str, Any], date: str | None) -> dict[str, Any]:
-    """Render a search result as tau2's ``DirectFlight`` (``date`` null for a direct search)."""
-    return _keys({**leg, "date": date}, _T2_DIRECT)
-
-
-def _money(x: float) -> float:
-    """Round to cents (an int stays an int)."""
-    return round(x, 2)
-
-
-_DB = TableAccess(Base.metadata)
-"""Every read by key and every write of these tools (through the trial's sqlite3 connection)."""
-
-
-class _Rows:
-    """One call's access to the trial database: a row read twice by key is the same dict, so changes add up.
-
-    (A flight date listed twice takes its seats twice; a payment method refunded twice is credited twice.)
-    """
-
-    def __init__(self, ctx: ToolContext):
-        self.conn: sqlite3.Connection = ctx.conn
-        self.tau2 = _tau2(ctx)
-        self._seen: dict[tuple[str, tuple[Any, ...]], Row] = {}
-
-    def get(self, table: str, *key: Any) -> Row | None:
-        """The row of ``table`` with primary key ``key``, or None."""
-        row = self._seen.get((table, key))
-        if row is None:
-            row = _DB.get(self.conn, table, *key)
-            if row is not None:
-                self._seen[table, key] = row
-        return row
-
-    def children(self, table: str, parent: str, key: str) -> list[Row]:
-        """The rows of ``table`` whose ``parent`` column is ``key``, in position order."""
-        return _DB.select(self.conn, table, f"{parent} = ? ORDER BY position", (key,))
-
-    def insert(self, table: str, values: dict[str, Any]) -> None:
-        """Insert a row."""
-        _DB.insert(self.conn, table, values)
-
-    def update(self, table: str, row: Row, **changes: Any) -> None:
-        """Set columns of a row (and of ``row``)."""
-        _DB.update(self.conn, table, row, **changes)
-
-    def delete(self, table: str, row: Row) -> None:
-        """Delete a row."""
-        _DB.delete(self.conn, table, row)
-        self._seen = {k: v for k, v in self._seen.items() if v is not row}
-
-
-def _get_user(rows: _Rows, user_id: str) -> Row:
-    user = rows.get("users", user_id)
-    if user is None:
-        raise ToolError(f"user {user_id!r} not found")
-    return user
-
-
-def _reservation_to_change(ctx: ToolContext, rows: _Rows, reservation_id: str) -> Row:
-    """Return a reservation a write tool changes; in mode ``tausim`` refuse a cancelled one."""
+def _reservation_to_change(mode: ToolMode, rows: Rows, reservation_id: str) -> Row:
+    """Return a reservation a write tool changes (the mode may refuse a cancelled one)."""
     reservation = rows.get("reservations", reservation_id)
     if reservation is None:
         raise ToolError(f"reservation {reservation_id!r} not found")
-    if reservation["status"] == "cancelled" and _corrected(ctx):
-        raise ToolError(f"reservation {reservation_id} is cancelled and can no longer be changed")
+    mode.check_changeable(reservation)
     return reservation
-
-
-def _reservation_json(rows: _Rows, reservation_id: str) -> str:
-    record = reservation_record(rows.conn, reservation_id)
-    if record is None:
-        raise ToolError(f"reservation {reservation_id!r} not found")
-    return json.dumps(tau2_reservation(record) if rows.tau2 else record)
-
-
-def _bookable(rows: _Rows, flight_number: str, date: str) -> tuple[Row, Row]:
-    """Return a flight and its date entry, refusing a flight or date that does not exist or is not available."""
-    flight = rows.get("flights", flight_number)
-    if flight is None:
-        raise ToolError(f"flight {flight_number} not found")
-    day = rows.get("flight_dates", flight_number, date)
-    if day is None:
-        raise ToolError(f"flight {flight_number} not found on date {date}")
-    if day["status"] != "available":
-        raise ToolError(f"flight {flight_number} is not available on date {date} (status: {day['status']})")
-    return flight, day
-
-
-def _check_seats(day: Row, cabin: str, needed: int) -> float:
-    """Refuse when fewer than ``needed`` seats are left in the cabin; return the cabin's price."""
-    seats, price = day[f"seats_{cabin}"], day[f"price_{cabin}"]
-    if seats is None or price is None:
-        raise ToolError(f"flight {day['flight_number']} on {day['date']} has no {cabin} cabin for sale")
-    if seats < needed:
-        raise ToolError(f"not enough seats on flight {day['flight_number']} on {day['date']}: {seats} {cabin} "
-                        f"seat(s) left, {needed} needed")
-    return price  # type: ignore[no-any-return]
-
-
-def _add_seats(rows: _Rows, day: Row, cabin: str, count: int) -> None:
-    """Change a cabin's available seats by ``count`` (negative to take seats); no-op without seat counts."""
-    current = day[f"seats_{cabin}"]
-    if current is not None:
-        rows.update("flight_dates", day, **{f"seats_{cabin}": current + count})
-
-
-def _user_method(rows: _Rows, user_id: str, payment_id: str) -> Row:
-    method = rows.get("payment_methods", user_id, payment_id)
-    if method is None:
-        raise ToolError(f"payment method {payment_id!r} not found in the profile of user {user_id}")
-    return method
-
-
-def _has_balance(method: Row) -> bool:
-    return method["source"] in ("gift_card", "certificate")
-
-
-def _check_change_payment(method: Row, cost: float) -> None:
-    """Refuse a certificate, and a gift card whose balance is below ``cost``, as payment of a change."""
-    if method["source"] == "certificate":
-        raise ToolError(f"a certificate ({method['id']}) cannot pay for a change to a reservation")
-    if method["source"] == "gift_card" and (method["amount"] or 0) < cost:
-        raise ToolError(
-            f"gift card {method['id']} has a balance of {method['amount']}, less than the {cost} to pay"
-        )
-
-
-def _add_to_balance(rows: _Rows, method: Row, amount: float) -> None:
-    """Change a gift card's or certificate's balance by ``amount`` (rounded to cents)."""
-    rows.update("payment_methods", method, amount=_money((method["amount"] or 0) + amount))
-
-
-def _append_payment(rows: _Rows, reservation_id: str, history: list[Row], payment_id: str, amount: float) -> None:
-    """Append an entry to a reservation's payment history (``history``, its current rows, grows by it)."""
-    row: Row = {"reservation_id": reservation_id, "position": len(history), "payment_id": payment_id,
-                "amount": amount, "layout": None}
-    rows.insert("reservation_payments", row)
-    history.append(row)
-
-
-def _next_method_position(rows: _Rows, user_id: str) -> int:
-    found = rows.conn.execute(
-        "SELECT coalesce(max(position), -1) + 1 FROM payment_methods WHERE user_id = ?", (user_id,)
-    ).fetchone()
-    return int(found[0])
-
-
-def _new_reservation_id(rows: _Rows) -> str:
-    """Return the first id of HATHAT, HATHAU, HATHAV, HATHAW, ... that no reservation has (tau2: the first three)."""
-    # the ids starting with HATH (case-sensitively, as the candidates compare), found by the key's index
-    taken = {r[0] for r in rows.conn.execute("SELECT id FROM reservations WHERE id >= 'HATH' AND id < 'HATI'")}
-    candidates = (f"HATH{a}{b}" for a, b in itertools.product(_ID_ALPHABET, repeat=2))
-    ids: Iterator[str] = itertools.dropwhile(lambda c: c != FIRST_RESERVATION_ID, candidates)
-    if rows.tau2:
-        ids = itertools.islice(ids, _T2_CERTIFICATES)
-    for candidate in ids:
-        if candidate not in taken:
-            return candidate
-    raise ToolError("Too many reservations" if rows.tau2 else "no free reservation id left")
-
-
-def _segment(reservation_id: str, position: int, flight: Row, day: Row, price: float) -> Row:
-    return {
-        "reservation_id": reservation_id, "position": position, "origin": flight["origin"],
-        "destination": flight["destination"], "flight_number": flight["id"], "date": day["date"], "price": price,
-        "layout": {"": list(WRITTEN_SEGMENT_KEYS)},
-    }
-
-
-@functools.cache
-def _airport_cities() -> dict[str, str]:
-    """IATA code -> city of every airport either data set knows (the peer's, then the built-in one's)."""
-    from domains.airline.generate import AIRPORTS  # the built-in network; imported only when listed
-
-    return {**_PEER_AIRPORTS, **{a.code: a.city for a in AIRPORTS if a.code not in _PEER_AIRPORTS}}
-
-
-def _next_day(date: str) -> str | None:
-    try:
-        return (Date.fromisoformat(date) + timedelta(days=1)).isoformat()
-    except ValueError:
-        return None
 
 
 # ------------------------------------------------------------------------------------------------ look-ups
@@ -536,7 +148,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
     record = user_record(ctx.conn, user_id)
     if record is None:
         raise ToolError(f"user {user_id!r} not found")
-    return json.dumps(tau2_user(user_id, record) if _tau2(ctx) else record)
+    return json.dumps(tool_mode(ctx.options).user(user_id, record))
 
 
 @tool("read")
@@ -549,7 +161,7 @@ def get_reservation_details(ctx: ToolContext, reservation_id: str) -> str:
         ctx: the trial's tool context.
         reservation_id: The reservation id, such as '8JX2WO'.
     """
-    return _reservation_json(_Rows(ctx), reservation_id)
+    return tool_mode(ctx.options).reservation_json(Rows(ctx), reservation_id)
 
 
 @tool("read")
@@ -560,31 +172,9 @@ def list_all_airports(ctx: ToolContext) -> str:
         ctx: the trial's tool context.
     """
     codes = {r[0] for r in ctx.conn.execute("SELECT origin FROM flights UNION SELECT destination FROM flights")}
-    cities = _airport_cities()
+    cities = airport_cities()
     known = {code: city for code, city in cities.items() if code in codes}
     return json.dumps({**known, **{code: code for code in sorted(codes - set(known))}})
-
-
-_AVAILABLE = (
-    "SELECT f.id, f.destination, f.scheduled_departure_time_est, f.scheduled_arrival_time_est "
-    "FROM flights AS f JOIN flight_dates AS d ON d.flight_number = f.id "
-    "WHERE f.origin = ? AND d.date = ? AND d.status = 'available'"
-)
-
-
-def _available_flights(
-    conn: sqlite3.Connection, origin: str, destination: str | None, date: str
-) -> list[tuple[str, str, str, str]]:
-    """Flights from ``origin`` (to ``destination`` if given) open for booking on ``date``, in file order.
-
-    Returns:
-        ``(flight number, destination, scheduled departure time, scheduled arrival time)`` per flight.
-    """
-    if destination is None:
-        return conn.execute(f"{_AVAILABLE} ORDER BY f.position", (origin, date)).fetchall()
-    return conn.execute(
-        f"{_AVAILABLE} AND f.destination = ? ORDER BY f.position", (origin, date, destination)
-    ).fetchall()
 
 
 @tool("read")
@@ -601,17 +191,7 @@ def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: 
         date: The date of the flight, 'YYYY-MM-DD', such as '2024-01-01'.
     """
     legs = available_flights_on_date(ctx.conn, origin, destination, date)
-    if _tau2(ctx):
-        return json.dumps([_direct(leg, None) for leg in legs])
-    return json.dumps(legs)
-
-
-def _tau2_second_date(date: str) -> str:
-    """tau2's date of a connection after a ``+1`` arrival: ``2024-05-<day + 1>`` (no zero padding)."""
-    try:
-        return f"2024-05-{int(date[-2:]) + 1}"
-    except ValueError as e:
-        raise ToolError(f"invalid literal for int() with base 10: {date[-2:]!r}") from e
+    return json.dumps(tool_mode(ctx.options).direct_flights(legs))
 
 
 @tool("read")
@@ -628,33 +208,7 @@ def search_onestop_flight(ctx: ToolContext, origin: str, destination: str, date:
         destination: The destination airport, three letters, such as 'LAX'.
         date: The date of the first flight, 'YYYY-MM-DD', such as '2024-05-01'.
     """
-    conn = ctx.conn
-    results: list[Any] = []
-    if _tau2(ctx):
-        for first, stop, _, arrival in _available_flights(conn, origin, None, date):
-            day2 = _tau2_second_date(date) if "+1" in arrival else date
-            for second, _, departure, _ in _available_flights(conn, stop, destination, day2):
-                if departure < arrival:  # tau2 compares the texts, "+1" included
-                    continue
-                leg1 = flight_on_date(conn, first, date)
-                leg2 = flight_on_date(conn, second, day2)
-                assert leg1 is not None and leg2 is not None
-                results.append([_direct(leg1, date), _direct(leg2, day2)])
-        return json.dumps(results)
-    for first, stop, _, arrival in _available_flights(conn, origin, None, date):
-        next_day = arrival.endswith("+1")
-        date2 = _next_day(date) if next_day else date
-        if date2 is None:
-            continue
-        arrives_at = arrival.removesuffix("+1")
-        for second, _, departure, _ in _available_flights(conn, stop, destination, date2):
-            if departure < arrives_at:
-                continue
-            leg1 = flight_on_date(conn, first, date)
-            leg2 = flight_on_date(conn, second, date2)
-            assert leg1 is not None and leg2 is not None
-            results.append([{**leg1, "date": date}, {**leg2, "date": date2}])
-    return json.dumps(results)
+    return json.dumps(tool_mode(ctx.options).onestop(ctx.conn, origin, destination, date))
 
 
 # ------------------------------------------------------------------------------------------------ writes
@@ -694,46 +248,18 @@ def book_reservation(
         nonfree_baggages: The number of checked bags beyond the free allowance (50 dollars each).
         insurance: Whether travel insurance is bought: 'yes' or 'no' (30 dollars per passenger).
     """
-    corrected = _corrected(ctx)
-    rows = _Rows(ctx)
-    _get_user(rows, user_id)
+    mode = tool_mode(ctx.options)
+    rows = Rows(ctx)
+    get_user(rows, user_id)
     n = len(passengers)
-    if corrected:
-        if n == 0:
-            raise ToolError("a reservation needs at least one passenger")
-        _check_bag_counts(total_baggages, nonfree_baggages)
-    segments: list[tuple[Row, Row, float]] = []
-    demand: Counter[tuple[str, str]] = Counter()
-    total: float = 0
-    for ref in flights:
-        flight, day = _bookable(rows, ref["flight_number"], ref["date"])
-        demand[flight["id"], day["date"]] += n
-        price = _check_seats(day, cabin, demand[flight["id"], day["date"]] if corrected else n)
-        segments.append((flight, day, price))
-        total += price * n
+    mode.check_booking(n, total_baggages, nonfree_baggages)
+    segments, total = _price_flights(mode, rows, flights, cabin, n)
     if insurance == "yes":
         total += INSURANCE_FEE * n
     total += BAG_FEE * nonfree_baggages
-    methods: dict[str, Row] = {}
-    charged: dict[str, float] = {}
-    for payment in payment_methods:
-        payment_id, amount = payment["payment_id"], payment["amount"]
-        method = methods.get(payment_id) or _user_method(rows, user_id, payment_id)
-        methods[payment_id] = method
-        if corrected and amount <= 0:
-            raise ToolError(f"payment amounts must be positive ({payment_id}: {amount})")
-        charged[payment_id] = charged.get(payment_id, 0) + amount
-        needed = charged[payment_id] if corrected else amount
-        if _has_balance(method) and (method["amount"] or 0) < needed:
-            raise ToolError(f"not enough balance in payment method {payment_id}: {method['amount']} available, "
-                            f"{needed} to pay")
-    paid = sum(p["amount"] for p in payment_methods)
-    mismatch = abs(paid - total) >= 0.005 if corrected else paid != total
-    if mismatch:
-        raise ToolError(f"payment amounts do not add up: the total price is {_money(total)}, the payments "
-                        f"add up to {_money(paid)}")
+    methods, charged = _check_payments(mode, rows, user_id, payment_methods, total)
 
-    reservation_id = _new_reservation_id(rows)
+    reservation_id = mode.new_reservation_id(rows)
     conn = rows.conn
     position = conn.execute("SELECT coalesce(max(position), -1) + 1 FROM reservations").fetchone()[0]
     rows.insert("reservations", {
@@ -742,7 +268,7 @@ def book_reservation(
         "total_baggages": total_baggages, "nonfree_baggages": nonfree_baggages, "insurance": insurance,
     })
     for i, (f, d, price) in enumerate(segments):
-        rows.insert("reservation_flights", _segment(reservation_id, i, f, d, price))
+        rows.insert("reservation_flights", segment_row(reservation_id, i, f, d, price))
     for i, person in enumerate(passengers):
         rows.insert("reservation_passengers", {"reservation_id": reservation_id, "position": i, **person})
     for i, payment in enumerate(payment_methods):
@@ -753,19 +279,51 @@ def book_reservation(
     for payment_id, spent in charged.items():
         method = methods[payment_id]
         if method["source"] == "gift_card":
-            _add_to_balance(rows, method, -spent)
+            add_to_balance(rows, method, -spent)
         elif method["source"] == "certificate":
             rows.delete("payment_methods", method)
-    if corrected or _tau2(ctx):
-        for _, day, _ in segments:
-            _add_seats(rows, day, cabin, -n)
-    return _reservation_json(rows, reservation_id)
+    mode.after_booking(rows, segments, cabin, n)
+    return mode.reservation_json(rows, reservation_id)
 
 
-def _check_bag_counts(total_baggages: int, nonfree_baggages: int) -> None:
-    if not 0 <= nonfree_baggages <= total_baggages:
-        raise ToolError(f"bag counts must satisfy 0 <= nonfree_baggages <= total_baggages "
-                        f"(got {nonfree_baggages} and {total_baggages})")
+def _price_flights(mode: ToolMode, rows: Rows, flights: FlightRefs, cabin: str, n: int) -> tuple[list[Segment], float]:
+    """Check that every flight can take ``n`` passengers in the cabin; return the segments and their price."""
+    segments: list[Segment] = []
+    demand: Counter[tuple[str, str]] = Counter()
+    total: float = 0
+    for ref in flights:
+        flight, day = bookable(rows, ref["flight_number"], ref["date"])
+        demand[flight["id"], day["date"]] += n
+        price = check_seats(day, cabin, mode.seats_needed(demand[flight["id"], day["date"]], n))
+        segments.append((flight, day, price))
+        total += price * n
+    return segments, total
+
+
+def _check_payments(mode: ToolMode, rows: Rows, user_id: str, payments: Payments,
+                    total: float) -> tuple[dict[str, Row], dict[str, float]]:
+    """Check a booking's payments against the methods' balances and the total.
+
+    Returns:
+        The payment methods used (by id) and what each is charged.
+    """
+    methods: dict[str, Row] = {}
+    charged: dict[str, float] = {}
+    for payment in payments:
+        payment_id, amount = payment["payment_id"], payment["amount"]
+        method = methods.get(payment_id) or user_method(rows, user_id, payment_id)
+        methods[payment_id] = method
+        mode.check_payment_amount(payment_id, amount)
+        charged[payment_id] = charged.get(payment_id, 0) + amount
+        needed = mode.balance_needed(charged[payment_id], amount)
+        if has_balance(method) and (method["amount"] or 0) < needed:
+            raise ToolError(f"not enough balance in payment method {payment_id}: {method['amount']} available, "
+                            f"{needed} to pay")
+    paid = sum(p["amount"] for p in payments)
+    if not mode.payments_add_up(paid, total):
+        raise ToolError(f"payment amounts do not add up: the total price is {money(total)}, the payments "
+                        f"add up to {money(paid)}")
+    return methods, charged
 
 
 @tool("write")
@@ -779,43 +337,16 @@ def cancel_reservation(ctx: ToolContext, reservation_id: str) -> str:
         ctx: the trial's tool context.
         reservation_id: The reservation id, such as 'ZFA04Y'.
     """
-    corrected = _corrected(ctx)
-    rows = _Rows(ctx)
-    reservation = _reservation_to_change(ctx, rows, reservation_id)
+    mode = tool_mode(ctx.options)
+    rows = Rows(ctx)
+    reservation = _reservation_to_change(mode, rows, reservation_id)
     payments = rows.children("reservation_payments", "reservation_id", reservation_id)
     history = [(p["payment_id"], p["amount"]) for p in payments]
     for payment_id, amount in history:
-        _append_payment(rows, reservation_id, payments, payment_id, -amount)
+        append_payment(rows, reservation_id, payments, payment_id, -amount)
     rows.update("reservations", reservation, status="cancelled", layout=with_new_keys(reservation["layout"], "status"))
-    if corrected:
-        seats = len(rows.children("reservation_passengers", "reservation_id", reservation_id))
-        for segment in rows.children("reservation_flights", "reservation_id", reservation_id):
-            day = rows.get("flight_dates", segment["flight_number"], segment["date"])
-            if day is not None:
-                _add_seats(rows, day, reservation["cabin"], seats)
-        _refund_balances(rows, reservation["user_id"], history)
-    return _reservation_json(rows, reservation_id)
-
-
-def _refund_balances(rows: _Rows, user_id: str, history: Sequence[tuple[str, float]]) -> None:
-    """Give gift cards and certificates back the net amount each paid (mode ``tausim``)."""
-    net: dict[str, float] = {}
-    for payment_id, amount in history:
-        net[payment_id] = net.get(payment_id, 0) + amount
-    _get_user(rows, user_id)
-    for payment_id, amount in net.items():
-        amount = _money(amount)
-        if amount == 0:
-            continue
-        method = rows.get("payment_methods", user_id, payment_id)
-        if method is not None:
-            if _has_balance(method):
-                _add_to_balance(rows, method, amount)
-        elif payment_id.startswith("certificate_") and amount > 0:
-            rows.insert("payment_methods", {
-                "user_id": user_id, "id": payment_id, "position": _next_method_position(rows, user_id),
-                "source": "certificate", "amount": amount,
-            })
+    mode.after_cancel(rows, reservation, history)
+    return mode.reservation_json(rows, reservation_id)
 
 
 @tool("write")
@@ -834,21 +365,20 @@ def update_reservation_baggages(
         payment_id: The payment method that pays for added bags, from the user's profile, such as
             'credit_card_7815826' or 'gift_card_7815826' (not a certificate).
     """
-    corrected = _corrected(ctx)
-    rows = _Rows(ctx)
-    reservation = _reservation_to_change(ctx, rows, reservation_id)
-    if corrected:
-        _check_bag_counts(total_baggages, nonfree_baggages)
+    mode = tool_mode(ctx.options)
+    rows = Rows(ctx)
+    reservation = _reservation_to_change(mode, rows, reservation_id)
+    mode.check_bags(total_baggages, nonfree_baggages)
     cost = BAG_FEE * max(0, nonfree_baggages - reservation["nonfree_baggages"])
-    method = _user_method(rows, reservation["user_id"], payment_id)
-    _check_change_payment(method, cost)
+    method = user_method(rows, reservation["user_id"], payment_id)
+    check_change_payment(method, cost)
     rows.update("reservations", reservation, total_baggages=total_baggages, nonfree_baggages=nonfree_baggages)
     if method["source"] == "gift_card":
-        _add_to_balance(rows, method, -cost)
+        add_to_balance(rows, method, -cost)
     if cost != 0:
         payments = rows.children("reservation_payments", "reservation_id", reservation_id)
-        _append_payment(rows, reservation_id, payments, payment_id, cost)
-    return _reservation_json(rows, reservation_id)
+        append_payment(rows, reservation_id, payments, payment_id, cost)
+    return mode.reservation_json(rows, reservation_id)
 
 
 @tool("write")
@@ -871,9 +401,9 @@ def update_reservation_flights(
         payment_id: The payment method that pays or receives the difference, from the user's profile, such as
             'credit_card_7815826' or 'gift_card_7815826' (not a certificate).
     """
-    corrected = _corrected(ctx)
-    rows = _Rows(ctx)
-    reservation = _reservation_to_change(ctx, rows, reservation_id)
+    mode = tool_mode(ctx.options)
+    rows = Rows(ctx)
+    reservation = _reservation_to_change(mode, rows, reservation_id)
     n = len(rows.children("reservation_passengers", "reservation_id", reservation_id))
     old = rows.children("reservation_flights", "reservation_id", reservation_id)
     new: list[tuple[str, str, float, str, str]] = []  # flight number, date, price, origin, destination
@@ -892,27 +422,17 @@ def update_reservation_flights(
             new.append((same["flight_number"], same["date"], same["price"], same["origin"], same["destination"]))
             total += same["price"] * n
             continue
-        flight, day = _bookable(rows, ref["flight_number"], ref["date"])
+        flight, day = bookable(rows, ref["flight_number"], ref["date"])
         demand[flight["id"], day["date"]] += n
-        price = _check_seats(day, cabin, demand[flight["id"], day["date"]] if corrected else n)
+        price = check_seats(day, cabin, mode.seats_needed(demand[flight["id"], day["date"]], n))
         taken.append(day)
         new.append((flight["id"], day["date"], price, flight["origin"], flight["destination"]))
         total += price * n
-    difference = _money(total - sum(s["price"] for s in old) * n)
-    method = _user_method(rows, reservation["user_id"], payment_id)
-    _check_change_payment(method, difference)
+    difference = money(total - sum(s["price"] for s in old) * n)
+    method = user_method(rows, reservation["user_id"], payment_id)
+    check_change_payment(method, difference)
 
-    if corrected:
-        for segment in old:
-            if segment["position"] not in kept:
-                day_back = rows.get("flight_dates", segment["flight_number"], segment["date"])
-                if day_back is not None:
-                    _add_seats(rows, day_back, reservation["cabin"], n)
-        for day in taken:
-            _add_seats(rows, day, cabin, -n)
-        rows.update("reservations", reservation, cabin=cabin)
-    elif _tau2(ctx):
-        rows.update("reservations", reservation, cabin=cabin)  # tau2 sets the cabin (seats unchanged)
+    mode.after_flight_change(rows, reservation, FlightChange(old, kept, taken, cabin, n))
     written = {"": list(WRITTEN_SEGMENT_KEYS)}
     for i, (number, day_text, price, origin, destination) in enumerate(new):
         if i < len(old):
@@ -926,11 +446,11 @@ def update_reservation_flights(
     for segment in old[len(new):]:
         rows.delete("reservation_flights", segment)
     if method["source"] == "gift_card":
-        _add_to_balance(rows, method, -difference)
+        add_to_balance(rows, method, -difference)
     if difference != 0:
         payments = rows.children("reservation_payments", "reservation_id", reservation_id)
-        _append_payment(rows, reservation_id, payments, payment_id, difference)
-    return _reservation_json(rows, reservation_id)
+        append_payment(rows, reservation_id, payments, payment_id, difference)
+    return mode.reservation_json(rows, reservation_id)
 
 
 @tool("write")
@@ -944,8 +464,9 @@ def update_reservation_passengers(ctx: ToolContext, reservation_id: str, passeng
         reservation_id: The reservation id, such as 'ZFA04Y'.
         passengers: Every passenger, in order, each {'first_name', 'last_name', 'dob'}.
     """
-    rows = _Rows(ctx)
-    _reservation_to_change(ctx, rows, reservation_id)
+    mode = tool_mode(ctx.options)
+    rows = Rows(ctx)
+    _reservation_to_change(mode, rows, reservation_id)
     current = rows.children("reservation_passengers", "reservation_id", reservation_id)
     if len(passengers) != len(current):
         raise ToolError(f"the number of passengers cannot change: reservation {reservation_id} has "
@@ -953,7 +474,7 @@ def update_reservation_passengers(ctx: ToolContext, reservation_id: str, passeng
     for row, person in zip(current, passengers, strict=True):
         rows.update("reservation_passengers", row, first_name=person["first_name"], last_name=person["last_name"],
                     dob=person["dob"], layout=None)
-    return _reservation_json(rows, reservation_id)
+    return mode.reservation_json(rows, reservation_id)
 
 
 @tool("write")
@@ -968,19 +489,17 @@ def send_certificate(ctx: ToolContext, user_id: str, amount: Money) -> str:
         user_id: The user id, such as 'sara_doe_496'.
         amount: The certificate's amount, in dollars.
     """
-    rows = _Rows(ctx)
-    _get_user(rows, user_id)
-    if _corrected(ctx) and amount <= 0:
-        raise ToolError(f"a certificate's amount must be positive, not {amount}")
+    mode = tool_mode(ctx.options)
+    rows = Rows(ctx)
+    get_user(rows, user_id)
+    mode.check_certificate(amount)
     existing = {r[0] for r in rows.conn.execute("SELECT id FROM payment_methods WHERE user_id = ?", (user_id,))}
-    numbers: Any = itertools.count(FIRST_CERTIFICATE)
-    if _tau2(ctx):
-        numbers = range(FIRST_CERTIFICATE, FIRST_CERTIFICATE + _T2_CERTIFICATES)
-    certificate_id = next((cid for cid in (f"certificate_{k}" for k in numbers) if cid not in existing), None)
+    certificate_id = next((cid for cid in (f"certificate_{k}" for k in mode.certificate_numbers())
+                           if cid not in existing), None)
     if certificate_id is None:
         raise ToolError("Too many certificates")
     rows.insert("payment_methods", {
-        "user_id": user_id, "id": certificate_id, "position": _next_method_position(rows, user_id),
+        "user_id": user_id, "id": certificate_id, "position": next_method_position(rows, user_id),
         "source": "certificate", "amount": amount,
     })
     return f"Certificate {certificate_id} added to user {user_id} with amount {amount}."
@@ -995,9 +514,9 @@ def get_flight_status(ctx: ToolContext, flight_number: str, date: str) -> str:
         flight_number: The flight number, such as 'HAT001'.
         date: The date of the flight, 'YYYY-MM-DD'.
     """
-    if _DB.get(ctx.conn, "flights", flight_number) is None:
+    if DB.get(ctx.conn, "flights", flight_number) is None:
         raise ToolError(f"Flight {flight_number} not found")
-    day = _DB.get(ctx.conn, "flight_dates", flight_number, date)
+    day = DB.get(ctx.conn, "flight_dates", flight_number, date)
     if day is None:
         raise ToolError(f"Flight {flight_number} not found on date {date}")
     return str(day["status"])

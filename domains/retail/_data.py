@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -322,30 +322,15 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
     )
     if not order_rows:  # one order looked up that does not exist: its children are not looked for
         return {}
-    items: dict[str, list[dict[str, Any]]] = {}
-    key: Any = None
-    bucket: list[dict[str, Any]] = []
-    for oid, name, pid, iid, price, opts, layout in select_rows(
+    items = _children(select_rows(
         conn, "SELECT order_id, name, product_id, item_id, price, options, layout FROM order_items", "order_id",
         order_id, "order_id, position",
-    ):
-        if oid != key:
-            key = oid
-            bucket = items[oid] = []
-        item = {"name": name, "product_id": pid, "item_id": iid, "price": price, "options": _options(opts)}
-        bucket.append(item if layout is None else _shape(item, layout))
-    payments: dict[str, list[dict[str, Any]]] = {}
-    key = None
-    for oid, kind, amount, pm, layout in select_rows(
+    ), lambda name, pid, iid, price, opts: {"name": name, "product_id": pid, "item_id": iid, "price": price,
+                                             "options": _options(opts)})
+    payments = _children(select_rows(
         conn, "SELECT order_id, transaction_type, amount, payment_method_id, layout FROM payments", "order_id",
         order_id, "order_id, position",
-    ):
-        if oid != key:
-            key = oid
-            bucket = payments[oid] = []
-        entry = {"transaction_type": kind, "amount": amount, "payment_method_id": pm}
-        bucket.append(entry if layout is None else _shape(entry, layout))
-    fulfillments: dict[str, list[dict[str, Any]]] = {}
+    ), lambda kind, amount, pm: {"transaction_type": kind, "amount": amount, "payment_method_id": pm})
     shipments = select_rows(
         conn, "SELECT order_id, position, layout FROM fulfillments", "order_id", order_id, "order_id, position"
     )
@@ -358,14 +343,8 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
         shipped = _lists(select_rows(
             conn, "SELECT order_id || ' ' || fulfillment_position, item_id FROM fulfillment_item_ids", "order_id",
             order_id, "order_id, fulfillment_position, position"))
-    key = None
-    for oid, fpos, layout in shipments:
-        if oid != key:
-            key = oid
-            bucket = fulfillments[oid] = []
-        ref = f"{oid} {fpos}"
-        shipment = {"tracking_id": tracking.get(ref, []), "item_ids": shipped.get(ref, [])}
-        bucket.append(shipment if layout is None else _shape(shipment, layout))
+    fulfillments = _children([(oid, f"{oid} {fpos}", layout) for oid, fpos, layout in shipments],
+                             lambda ref: {"tracking_id": tracking.get(ref, []), "item_ids": shipped.get(ref, [])})
     out: dict[str, dict[str, Any]] = {}
     for (oid, uid, a1, a2, city, country, state, zip_, status, cancel_reason, return_items, return_pm,
          exchange_items, exchange_new, exchange_pm, exchange_diff, layout) in order_rows:
@@ -379,21 +358,30 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
             "status": status,
             "payment_history": payments.get(oid, []),
         }
-        if cancel_reason is not None:
-            rec["cancel_reason"] = cancel_reason
-        if return_items is not None:
-            rec["return_items"] = json.loads(return_items)
-        if return_pm is not None:
-            rec["return_payment_method_id"] = return_pm
-        if exchange_items is not None:
-            rec["exchange_items"] = json.loads(exchange_items)
-        if exchange_new is not None:
-            rec["exchange_new_items"] = json.loads(exchange_new)
-        if exchange_pm is not None:
-            rec["exchange_payment_method_id"] = exchange_pm
-        if exchange_diff is not None:
-            rec["exchange_price_difference"] = exchange_diff
+        for name, value in (("cancel_reason", cancel_reason), ("return_items", return_items),
+                            ("return_payment_method_id", return_pm), ("exchange_items", exchange_items),
+                            ("exchange_new_items", exchange_new), ("exchange_payment_method_id", exchange_pm),
+                            ("exchange_price_difference", exchange_diff)):
+            if value is not None:
+                rec[name] = json.loads(value) if name in _JSON_LISTS else value
         out[oid] = rec if layout is None else _shape(rec, layout)
+    return out
+
+
+_JSON_LISTS = frozenset({"return_items", "exchange_items", "exchange_new_items"})
+"""Order fields stored as JSON text (lists of item ids)."""
+
+
+def _children(rows: Iterable[Sequence[Any]], make: Callable[..., dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Group child rows by parent id (their first column), in row order.
+
+    Each row is ``(parent id, *fields, layout)``: ``make(*fields)`` builds the record, given the stored key
+    order ``layout`` when there is one.
+    """
+    out: dict[str, list[dict[str, Any]]] = {}
+    for parent, *fields, layout in rows:
+        entry = make(*fields)
+        out.setdefault(parent, []).append(entry if layout is None else _shape(entry, layout))
     return out
 
 

@@ -1,0 +1,174 @@
+"""Tool-side table access through the DB-API connection: reads by key and every write, with key-order upkeep."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, MetaData, Table
+
+from domains._kit.storage import Layout
+from simulator.world.kit import ToolContext
+
+__all__ = ["Row", "TableAccess", "raw_connection", "with_new_keys"]
+
+
+Row = dict[str, Any]
+"""One table row as ``{column: value}`` (JSON columns decoded, booleans as bool), as :class:`TableAccess` reads it."""
+
+
+def raw_connection(ctx: ToolContext) -> sqlite3.Connection:
+    """Return the trial's sqlite3 connection, after flushing pending ORM changes if a session transaction is open."""
+    if ctx.session.in_transaction():
+        ctx.session.flush()
+    return ctx.conn
+
+
+class _TableSQL:
+    """The cached SQL of one table and the conversions of its JSON and boolean columns."""
+
+    def __init__(self, table: Table):
+        self.name = table.name
+        self.columns = tuple(c.name for c in table.columns)
+        self.key = tuple(c.name for c in table.primary_key.columns)
+        self.json = frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
+        self.bool = frozenset(c.name for c in table.columns if isinstance(c.type, Boolean))
+        cols = ", ".join(f'"{c}"' for c in self.columns)
+        self.where_key = " AND ".join(f'"{c}" = ?' for c in self.key)
+        self.select = f'SELECT {cols} FROM "{self.name}"'
+        self.select_key = f"{self.select} WHERE {self.where_key}"
+        self.delete = f'DELETE FROM "{self.name}" WHERE {self.where_key}'
+        self.insert = 'INSERT INTO "{}" ({}) VALUES ({})'.format(self.name, cols, ", ".join("?" * len(self.columns)))
+
+    def row(self, values: Sequence[Any]) -> Row:
+        out = dict(zip(self.columns, values, strict=True))
+        for c in self.json:
+            if out[c] is not None:
+                out[c] = json.loads(out[c])
+        for c in self.bool:
+            if out[c] is not None:
+                out[c] = bool(out[c])
+        return out
+
+    def bind(self, column: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if column in self.json:
+            return json.dumps(value)
+        if column in self.bool:
+            return int(value)
+        return value
+
+
+class TableAccess:
+    """Reads by primary key and every write of a schema's tools, through the trial's sqlite3 connection.
+
+    The SQL of each table is built once from the metadata; values are converted as the ORM would (JSON
+    columns as ``json.dumps`` text, SQL NULL for None; booleans as 0/1), so rows written here read back the
+    same through the ORM and the dump. All writes of the built-in domains' tools go through
+    :meth:`insert`, :meth:`update` and :meth:`delete`: the one place to observe what a tool writes.
+
+    Args:
+        metadata: the schema.
+    """
+
+    def __init__(self, metadata: MetaData):
+        self._tables = {t.name: _TableSQL(t) for t in metadata.sorted_tables}
+
+    def _sql(self, table: str) -> _TableSQL:
+        try:
+            return self._tables[table]
+        except KeyError:
+            raise ValueError(f"unknown table {table!r} (tables: {', '.join(self._tables)})") from None
+
+    def get(self, conn: sqlite3.Connection, table: str, *key: Any) -> Row | None:
+        """Return the row with primary key ``key`` (its columns in primary-key order), or None.
+
+        Raises:
+            ValueError: an unknown table.
+        """
+        t = self._sql(table)
+        found = conn.execute(t.select_key, key).fetchone()
+        return None if found is None else t.row(found)
+
+    def select(self, conn: sqlite3.Connection, table: str, where: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Return the rows matching a SQL condition, e.g. ``where="order_id = ? ORDER BY position"``.
+
+        Raises:
+            ValueError: an unknown table.
+        """
+        t = self._sql(table)
+        return [t.row(r) for r in conn.execute(f"{t.select} WHERE {where}", params).fetchall()]
+
+    def insert(self, conn: sqlite3.Connection, table: str, values: Mapping[str, Any]) -> None:
+        """Insert a row; columns not in ``values`` are NULL.
+
+        Raises:
+            ValueError: an unknown table or column.
+        """
+        t = self._sql(table)
+        unknown = set(values) - set(t.columns)
+        if unknown:
+            raise ValueError(f"table {table}: unknown column(s) {', '.join(sorted(unknown))}")
+        conn.execute(t.insert, [t.bind(c, values.get(c)) for c in t.columns])
+
+    def update(self, conn: sqlite3.Connection, table: str, row: Row, **changes: Any) -> None:
+        """Set columns of a row read with :meth:`get` or :meth:`select`, and ``row`` with them.
+
+        Only the columns whose value changes are written (a value of another type, ``56.0`` for ``56``, is a
+        change: the dump shows it); nothing is written when none does.
+
+        Args:
+            conn: the trial's connection.
+            table: the row's table.
+            row: the current row (with its primary key); updated in place.
+            changes: ``column=new value``.
+
+        Raises:
+            ValueError: an unknown table or column.
+        """
+        t = self._sql(table)
+        changed = {}
+        for c, v in changes.items():
+            if c not in row:
+                raise ValueError(f"table {table}: unknown column {c!r}")
+            old = row[c]
+            if type(old) is not type(v) or old != v:
+                changed[c] = v
+        if not changed:
+            return
+        sets = ", ".join(f'"{c}" = ?' for c in changed)
+        params = [t.bind(c, v) for c, v in changed.items()] + [row[c] for c in t.key]
+        conn.execute(f'UPDATE "{table}" SET {sets} WHERE {t.where_key}', params)
+        row.update(changed)
+
+    def delete(self, conn: sqlite3.Connection, table: str, row: Row) -> None:
+        """Delete a row read with :meth:`get` or :meth:`select`.
+
+        Raises:
+            ValueError: an unknown table.
+        """
+        t = self._sql(table)
+        conn.execute(t.delete, [row[c] for c in t.key])
+
+
+def with_new_keys(layout: Layout | None, *keys: str) -> Layout | None:
+    """Keep a stored (non-canonical) record key order in step with optional fields a tool just set.
+
+    A record dumped in canonical order gets the new keys in canonical place anyway; one with a stored order
+    gets them appended, as the peer's dict would.
+
+    Args:
+        layout: the record's ``layout`` column.
+        keys: the optional fields just set, in the order they were set.
+
+    Returns:
+        The layout to store: ``layout`` itself unless it has a stored top-level order lacking some key.
+    """
+    if layout and "" in layout:
+        top = list(layout[""])
+        top += [k for k in keys if k not in top]
+        return {**layout, "": top}
+    return layout

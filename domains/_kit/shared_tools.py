@@ -1,0 +1,107 @@
+"""The tools every built-in domain shares with tau-bench semantics: calculate, think, transfer to a human."""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from simulator.world.kit import ToolContext, ToolError, tool
+
+__all__ = ["calculate", "think", "transfer_to_human_agents"]
+
+
+_MAX_EXPRESSION = 2000
+_EXPRESSION_CHARS = frozenset("0123456789+-*/(). ")
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def _arithmetic(root: ast.AST) -> int | float:
+    """Evaluate a parsed expression made only of numbers, + - * /, unary signs and parentheses.
+
+    Iterative (an explicit stack), so a long flat sum cannot exhaust Python's recursion limit.
+    """
+    values: list[Any] = []
+    stack: list[tuple[ast.AST, bool]] = [(root, False)]
+    while stack:
+        node, operands_done = stack.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+            values.append(node.value)
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            if operands_done:
+                right = values.pop()
+                values.append(_BINARY[type(node.op)](values.pop(), right))
+            else:
+                stack += [(node, True), (node.right, False), (node.left, False)]
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            if operands_done:
+                values.append(_UNARY[type(node.op)](values.pop()))
+            else:
+                stack += [(node, True), (node.operand, False)]
+        else:
+            raise ToolError("only numbers, + - * /, parentheses and spaces are allowed")
+    (value,) = values
+    return value  # type: ignore[no-any-return]
+
+
+@tool("read")
+def calculate(ctx: ToolContext, expression: str) -> str:
+    """Calculate the result of an arithmetic expression, rounded to 2 decimals.
+
+    Args:
+        ctx: the trial's tool context.
+        expression: The expression, such as '2 * (3 + 4) / 3'. Only numbers, the operators + - * /,
+            parentheses and spaces are allowed.
+    """
+    if not set(expression) <= _EXPRESSION_CHARS:
+        bad = sorted(set(expression) - _EXPRESSION_CHARS)
+        raise ToolError(f"invalid characters in expression: {''.join(bad)!r}")
+    if len(expression) > _MAX_EXPRESSION:
+        raise ToolError(f"expression longer than {_MAX_EXPRESSION} characters")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+        value = float(_arithmetic(tree.body))
+    except ToolError:
+        raise
+    except ZeroDivisionError as e:
+        raise ToolError("division by zero") from e
+    except (SyntaxError, ValueError) as e:
+        raise ToolError(f"not a valid arithmetic expression: {expression!r}") from e
+    except (OverflowError, RecursionError, MemoryError) as e:
+        raise ToolError("expression too large to evaluate") from e
+    if not math.isfinite(value):
+        raise ToolError("expression too large to evaluate")
+    return str(round(value, 2))
+
+
+@tool("read")
+def think(ctx: ToolContext, thought: str) -> str:
+    """Think about something: changes nothing and returns nothing; use it for complex reasoning.
+
+    Args:
+        ctx: the trial's tool context.
+        thought: A thought to think about.
+    """
+    return ""
+
+
+@tool("read", ends_conversation=True)
+def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
+    """Transfer the user to a human agent, with a summary of the issue; this ends the conversation.
+
+    Only when the user explicitly asks for a human agent, or when the request cannot be handled with the
+    available tools within the policy.
+
+    Args:
+        ctx: the trial's tool context.
+        summary: A summary of the user's issue.
+    """
+    return "Transfer successful"
