@@ -153,6 +153,7 @@ def test_a_third_party_agent_runs_by_its_scheme(tmp_path):
         assert doc["config"]["agent"]["name"] == "mine:polite"
         (trial,) = doc["trials"]
         assert trial["task_id"] == TASK and trial["passed"] is True, trial["grade"]
+        assert doc["packages"]["mine-agents"] == "1.0"  # the plug-in's package is recorded
         res = invoke(*run_args(tmp_path, "--agent", "mine:grumpy", "--user", "rule"))
         assert res.exit_code == 2 and "--agent mine:grumpy: unknown mood 'grumpy'" in res.output
     assert "mine" not in AGENTS.schemes() and "mine_agents" not in sys.modules  # nothing leaks out
