@@ -14,6 +14,8 @@ The tree::
     │   ├── BudgetFileError(ValueError)    a budgets file (simulator.analysis.budgets)
     │   ├── RunDocumentError(ValueError)   a run document: ``tausim run --out`` file or stored run (report)
     │   ├── DomainError(ValueError)        unknown domain or split, unreadable domain data (simulator.world.domain)
+    │   ├── RegistryError(ValueError)      an agent or user scheme nobody registers, or whose entry point cannot be
+    │   │                                  loaded (simulator.world.plugins)
     │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.analysis.gate)
     │   ├── SpecError(ValueError)          a run spec (file, stored spec, argument) does not validate (types.spec)
     │   ├── ExecutorError(ValueError)      --executor unusable: unknown scheme, Dask missing, scheduler unreachable,
@@ -80,6 +82,7 @@ __all__ = [
     "PeerResultsError",
     "LLMSetupError",
     "PersonaError",
+    "RegistryError",
     "SetupActionError",
     "SetupError",
     "SnapshotError",
@@ -126,6 +129,13 @@ class RunDocumentError(InputError, ValueError):
 
 class DomainError(InputError, ValueError):
     """Unknown domain, unknown split, or unreadable domain data."""
+
+
+class RegistryError(InputError, ValueError):
+    """An agent or user spec names a scheme no installed package registers, or one whose entry point is broken.
+
+    The message names the scheme, the entry-point group and, for a broken one, its package and the error.
+    """
 
 
 class ScaffoldError(InputError, ValueError):

@@ -4,10 +4,13 @@ The agent protocol, the records an agent reads and writes, the dialogue cues and
 built-in domains' rule-based agents are built on.
 
 Your own agent needs only ``step(messages) -> AgentTurn`` (see :class:`Agent`); guide: docs/guides/write-an-agent.md.
+To name it on the command line (``--agent mine:ARG``), register an :class:`AgentBuilder` under the entry-point
+group ``tausim.agents``.
 """
 
 from __future__ import annotations
 
+from simulator.agents._registry import AgentBuilder
 from simulator.agents.rates import REFERENCE_KNOBS, FaultDraws, check_fault_rates
 from simulator.agents.reference import ANYTHING_ELSE, RETRIES, ReferenceAgentBase
 from simulator.dialogue.cues import (
@@ -27,6 +30,7 @@ from simulator.types.protocols import Agent, AgentFactory, Progress, TrialContex
 __all__ = [
     "ANYTHING_ELSE",
     "Agent",
+    "AgentBuilder",
     "AgentFactory",
     "AgentTurn",
     "FaultDraws",

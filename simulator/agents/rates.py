@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["REFERENCE_KNOBS", "FaultDraws", "check_fault_rates", "parse_rates"]
+__all__ = ["REFERENCE_KNOBS", "FaultDraws", "check_fault_rates", "parse_knob_rates", "parse_rates"]
 
 
 def parse_rates(text: str, who: str, what: str, known: Sequence[str] | None = None,
@@ -58,6 +58,20 @@ def parse_rates(text: str, who: str, what: str, known: Sequence[str] | None = No
 REFERENCE_KNOBS = ("skip_confirmation", "wrong_item", "repeat_call", "early_transfer", "forget_constraint",
                    "repeat_question")
 """The fault knobs every domain's reference agent knows (see :meth:`simulator.world.domain.Domain.reference_agent`)."""
+
+
+def parse_knob_rates(text: str) -> dict[str, float]:
+    """Parse ``KNOB=RATE[,KNOB=RATE...]`` (the part of a ``reference:`` spec after the colon).
+
+    Knob names are checked by the domain's reference agent; here only the form and the rates.
+
+    Returns:
+        Knob -> rate, in the order given; empty for an empty text (no faults).
+
+    Raises:
+        ValueError: a part without ``=``, a knob given twice, or a rate that is not a number in [0, 1].
+    """
+    return parse_rates(text, "reference agent", "knob")
 
 
 def check_fault_rates(rates: Mapping[str, float], known: Sequence[str], who: str) -> dict[str, float]:

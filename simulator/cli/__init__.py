@@ -20,6 +20,7 @@ from simulator.cli.imports import import_command
 from simulator.cli.judge import judge_app
 from simulator.cli.personas import personas_command
 from simulator.cli.play import play_command
+from simulator.cli.registries import agents_command, users_command
 from simulator.cli.regrade import regrade_command
 from simulator.cli.replay import replay_command
 from simulator.cli.report import export_command, report_command
@@ -53,6 +54,8 @@ app.command("regrade")(regrade_command)
 app.command("import")(import_command)
 app.command("calibrate")(calibrate_command)
 app.command("domains")(domains_command)
+app.command("agents")(agents_command)
+app.command("users")(users_command)
 app.command("report")(report_command)
 app.command("export")(export_command)
 app.command("baseline")(baseline_command)

@@ -46,14 +46,27 @@ def git_revision() -> str | None:
     return out.stdout.strip() or None
 
 
+PLUGIN_GROUPS = ("tausim.domains", "tausim.agents", "tausim.users")
+"""The entry-point groups other packages register domains, agents and users under."""
+
+
 def package_versions() -> dict[str, str]:
-    """Return ``{package: version}`` of tausim and its main dependencies (the installed ones)."""
+    """Return ``{package: version}`` of tausim, its main dependencies and every package registering plug-ins.
+
+    Plug-in packages are those with an entry point in :data:`PLUGIN_GROUPS` (read from their metadata, nothing
+    imported), so a run records the versions of the packages its domain, agent and user may come from.
+    """
     out = {}
     for name in ("tausim", "litellm", "sqlalchemy", "pydantic", "numpy"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    for group in PLUGIN_GROUPS:
+        for ep in metadata.entry_points(group=group):
+            dist = getattr(ep, "dist", None)
+            if dist is not None and dist.name not in out:
+                out[dist.name] = dist.version
     return out
 
 

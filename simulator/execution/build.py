@@ -151,12 +151,8 @@ def build_runner(
     users: UserFactory
     if user_factory_override is not None:
         users = user_factory_override
-    elif spec.user.name == "rule":  # the rule-based user calls no model: it derives scenarios from the data
-        users = user_factory("rule", domain=dom, template=template, **spec.user.args)
-    elif spec.user.name.startswith("replay:"):  # a recorded run's user turns (args: store, fallback)
-        users = user_factory(spec.user.name, domain=dom, template=template, **spec.user.model_params(), **shared)
-    else:
-        users = user_factory(spec.user.name, **{**shared, **spec.user.model_params()})
+    else:  # every user builder gets the run's domain and template (the rule user derives its scenarios from them)
+        users = user_factory(spec.user.name, domain=dom, template=template, **{**shared, **spec.user.model_params()})
     judge = None
     if spec.judge is not None:
         from simulator.grading.judge import build_judge

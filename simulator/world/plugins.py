@@ -1,13 +1,112 @@
-"""Loading user-supplied components named as ``py:package.module:attribute``."""
+"""Components from outside tausim: registries read from entry points, and ``py:package.module:attribute`` names.
+
+A :class:`Registry` maps the scheme of a spec string (``oracle``, ``litellm`` in ``litellm:MODEL``) to a builder
+registered by any installed package under one entry-point group (``tausim.agents``, ``tausim.users``); tausim's own
+schemes are registered the same way, by tausim's ``pyproject.toml``. Registries are lazy: listing reads the names
+from the installed packages' metadata and imports nothing; only the entry point of the scheme asked for is loaded,
+so a broken registration fails only when it is used, naming its scheme, its package and the error.
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-__all__ = ["load_reference"]
+from simulator.errors import RegistryError
+
+__all__ = ["Registration", "Registry", "RegistryError", "load_reference"]
+
+B = TypeVar("B")
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One registered scheme, as its package's metadata states it (nothing imported)."""
+
+    scheme: str
+    """The scheme name: the part of a spec before the first ``:``."""
+    target: str
+    """The entry point's object reference, ``module:attribute``."""
+    origin: str
+    """The distribution (package) that registers it, or ``?`` when the metadata does not say."""
+
+
+def _registration(ep: EntryPoint) -> Registration:
+    dist = getattr(ep, "dist", None)
+    return Registration(ep.name, ep.value, str(dist.name) if dist is not None else "?")
+
+
+class Registry(Generic[B]):
+    """Scheme name -> builder, read lazily from the entry-point group ``group`` at each call.
+
+    Nothing is cached: the installed packages are read when asked (a package installed since is seen; a test's
+    temporary registration leaves nothing behind once removed from ``sys.path``).
+
+    Args:
+        group: the entry-point group, e.g. ``tausim.agents``.
+        role: what the builders build (``agent``, ``user``), for messages (``--agent ...``).
+    """
+
+    def __init__(self, group: str, role: str) -> None:
+        self.group = group
+        self.role = role
+
+    def registrations(self) -> list[Registration]:
+        """Return every registration of the group, sorted by scheme then package; imports nothing."""
+        return sorted((_registration(ep) for ep in entry_points(group=self.group)),
+                      key=lambda r: (r.scheme, r.origin, r.target))
+
+    def schemes(self) -> list[str]:
+        """Return the registered scheme names, sorted and unique; imports nothing."""
+        return sorted({r.scheme for r in self.registrations()})
+
+    def builder(self, scheme: str, spec: str | None = None) -> B:
+        """Load and return the builder registered for ``scheme`` (only that entry point is imported).
+
+        Args:
+            scheme: the scheme name.
+            spec: the whole spec string, for messages (default: ``scheme``).
+
+        Raises:
+            RegistryError: no package registers ``scheme`` (the message lists the registered ones), two packages
+                register it, or its entry point cannot be loaded or is not callable (the message names the
+                scheme, the package, the entry point and the error).
+        """
+        spec = scheme if spec is None else spec
+        found = [ep for ep in entry_points(group=self.group) if ep.name == scheme]
+        if not found:
+            known = ", ".join(self.schemes()) or "none"
+            raise RegistryError(f"--{self.role} {spec!r}: unknown {self.role} {scheme!r}; registered {self.role}s "
+                                f"(entry points {self.group}): {known}")
+        if len(found) > 1:
+            who = "; ".join(sorted(f"{r.origin} ({r.target})" for r in map(_registration, found)))
+            raise RegistryError(f"--{self.role} {spec!r}: {self.role} {scheme!r} is registered by more than one "
+                                f"package: {who}; uninstall one of them")
+        reg = _registration(found[0])
+        where = f"{self.role} {scheme!r} (entry point {reg.target!r} of package {reg.origin!r}, group {self.group})"
+        try:
+            obj = found[0].load()
+        except Exception as e:  # noqa: BLE001 - any failure to import a plug-in is that plug-in's, reported as such
+            detail = str(e).strip().splitlines()
+            raise RegistryError(f"--{self.role} {spec!r}: cannot load {where}: {type(e).__name__}"
+                                f"{': ' + detail[0] if detail else ''}") from e
+        if not callable(obj):
+            raise RegistryError(f"--{self.role} {spec!r}: {where} is not callable")
+        return obj  # type: ignore[no-any-return]
+
+    def build(self, spec: str, **options: Any) -> Any:
+        """Build what ``spec`` (``SCHEME`` or ``SCHEME:ARG``) names: ``builder(ARG, **options)``.
+
+        Raises:
+            RegistryError: see :meth:`builder`.
+            Exception: whatever the builder raises for a bad ``ARG`` or missing options (built-ins: ValueError).
+        """
+        scheme, _, arg = spec.partition(":")
+        return self.builder(scheme, spec)(arg, **options)  # type: ignore[operator]
 
 
 def _path_hint(module_name: str, error: ImportError) -> str:
