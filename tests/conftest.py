@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 # The shared test helpers assert: rewrite them like test modules, so that failures show the compared values.
-pytest.register_assert_rewrite("tests.json_folder", "tests.peer_gold", "tests.task_checks")
+pytest.register_assert_rewrite("tests._support.json_folder", "tests._support.peer_gold", "tests._support.task_checks")
 
-from tests.peer_gold import peer_domain_dir  # noqa: E402 - after the assert rewrite registration
-from tests.store_urls import BACKENDS, fresh_store_url, report_header  # noqa: E402
+from tests._support.peer_gold import peer_domain_dir  # noqa: E402 - after the assert rewrite registration
+from tests._support.store_urls import BACKENDS, fresh_store_url, report_header  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,8 +64,8 @@ def peer_data_dir(request: pytest.FixtureRequest, peers_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def litellm() -> object:
-    """The litellm module, imported lazily and offline (no price-list fetch); see ``tests/fake_llm.py``."""
-    from tests.fake_llm import import_litellm
+    """The litellm module, imported lazily and offline (no price-list fetch); see ``tests/_support/fake_llm.py``."""
+    from tests._support.fake_llm import import_litellm
 
     return import_litellm()
 
@@ -80,7 +80,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of a fresh, empty results-store database: a SQLite file, and a PostgreSQL database of its own.
 
     The PostgreSQL case is skipped without ``TAUSIM_TEST_STORE_URL``, and fails where ``CI`` is set (see
-    ``tests/store_urls.py``).
+    ``tests/_support/store_urls.py``).
     """
     with fresh_store_url(request.param, tmp_path) as url:
         yield url

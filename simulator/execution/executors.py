@@ -63,7 +63,7 @@ IDLE_SETTINGS: dict[str, Any] = {
 """Dask settings that quiet a cluster's periodic work, for the clusters tausim starts (``local:N``): Dask's defaults
 (an event-loop tick every 20 ms, a system monitor every 500 ms) cost each worker a few percent of a core even while
 its trials wait for their models, CPU the trials need on a small machine (measured with scripts/bench-concurrency).
-Work stealing stays on: with it off, tests/test_executors.py's killed-worker test failed (a second trial ended
+Work stealing stays on: with it off, tests/execution/test_executors.py's killed-worker test failed (a second trial ended
 ``infra_error``); the memory monitor's 100 ms is kept too (it runs in the nannies)."""
 
 

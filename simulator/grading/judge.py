@@ -137,7 +137,8 @@ _VERDICT_HEAD_RE = re.compile(r"\s*+\**+\s*+verdict\s*+\**+\s*+:(.*)", re.IGNORE
 def _verdict_answer(line: str) -> str | None:
     """The answer of a ``VERDICT: <answer>`` line (``**VERDICT:** YES`` too); None for any other line.
 
-    Spaces and ``*`` around the answer are dropped, as the old one-pattern form did (``tests/test_regex_linear.py``
+    Spaces and ``*`` around the answer are dropped, as the old one-pattern form did
+    (``tests/dialogue/test_regex_linear.py``
     compares the two), in linear time.
     """
     m = _VERDICT_HEAD_RE.match(line)

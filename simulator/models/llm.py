@@ -128,7 +128,7 @@ PROVIDER_KEYS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 """Common providers' key variables, as litellm's ``validate_environment`` checks them: provider ->
 ``(variables any one of which is enough, variables reported missing when none is set)``. Checked against litellm
-itself by ``tests/test_preflight_fast.py``; a provider not listed here is asked to litellm."""
+itself by ``tests/execution/test_preflight_fast.py``; a provider not listed here is asked to litellm."""
 
 BARE_MODEL_PROVIDERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("gpt-", "openai", ("instruct",)),

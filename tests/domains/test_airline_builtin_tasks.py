@@ -16,7 +16,7 @@ import pytest
 
 from simulator.execution.parity import ReplayResult, replay_tasks
 from simulator.types.tasks import Task, load_tasks
-from tests.task_checks import (
+from tests._support.task_checks import (
     assert_every_gold_action_succeeds,
     assert_no_change_without_a_write,
     assert_same_diff,

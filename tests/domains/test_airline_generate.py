@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from domains.airline import generate as gen
-from tests.json_folder import file_bytes
+from tests._support.json_folder import file_bytes
 
 DATA_DIR = Path(gen.__file__).parent / "data"
 PEER_DATA = Path(__file__).resolve().parents[3] / "shared" / "peers" / "tau-bench" / "airline" / "data"

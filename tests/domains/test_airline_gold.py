@@ -22,7 +22,7 @@ from domains.airline import AirlineDomain
 from simulator.execution.parity import ReplayResult, replay_tasks
 from simulator.types.tasks import Task, load_tasks
 from simulator.world.database import TemplateDatabase
-from tests.peer_gold import mismatch, peer_domain_dir
+from tests._support.peer_gold import mismatch, peer_domain_dir
 
 
 @pytest.fixture(scope="module")

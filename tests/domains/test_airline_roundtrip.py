@@ -11,7 +11,7 @@ import pytest
 from domains.airline import AirlineDomain
 from simulator.world.domain import get_domain
 from simulator.world.tools import ToolContext
-from tests.json_folder import (
+from tests._support.json_folder import (
     assert_bad_file_refused,
     assert_load_fails,
     assert_same_shape,

@@ -11,7 +11,7 @@ import pytest
 from domains._common import JsonFolderDomain
 from domains.airline import AirlineDomain
 from domains.retail import RetailDomain
-from tests.json_folder import assert_same_shape, read_files
+from tests._support.json_folder import assert_same_shape, read_files
 
 DOMAINS: dict[str, tuple[type[JsonFolderDomain], tuple[str, ...]]] = {
     "airline": (AirlineDomain, ("users", "reservations", "flights")),

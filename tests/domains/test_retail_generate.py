@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from domains.retail import generate as gen
-from tests.json_folder import file_bytes
+from tests._support.json_folder import file_bytes
 
 DATA_DIR = Path(gen.__file__).parent / "data"
 PEER_DATA = Path(__file__).resolve().parents[3] / "shared" / "peers" / "tau-bench" / "retail" / "data"

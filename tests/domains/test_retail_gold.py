@@ -19,7 +19,7 @@ import pytest
 from domains.retail import RetailDomain
 from simulator.execution.parity import replay_tasks
 from simulator.types.tasks import load_tasks
-from tests.peer_gold import mismatch
+from tests._support.peer_gold import mismatch
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""Shared test helpers: toy domains, scripted agents and users, fake and loopback model servers."""

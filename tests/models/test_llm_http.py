@@ -1,0 +1,142 @@
+"""The LLM paths over real HTTP: agent, user and judge through litellm against an OpenAI-compatible server.
+
+The server (``tests/_support/openai_server.py``) listens on 127.0.0.1 only and answers from scripts, as vLLM, llama.cpp
+or Ollama would: chat completions with tool calls, 429 and 500 answers, a slow answer, malformed JSON and a
+dropped connection. Retries are immediate (no backoff) and timeouts short, so the module stays quick.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.agents import agent_factory
+from simulator.cli import app
+from simulator.execution.runner import Runner
+from simulator.grading.judge import Judge
+from simulator.models.llm import LLMClient, LLMInfraError, LLMRequestError
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
+from simulator.users import user_factory
+from tests._support.openai_server import openai_server
+from tests._support.toy import BankDomain, write_data
+
+FAST = {"api_key": "test-key", "wait_initial": 0.0, "wait_max": 0.0}
+"""Client settings: a key (the server checks none), no backoff between attempts."""
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests to 127.0.0.1 must never go through a proxy from the environment."""
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
+def _ask(client: LLMClient, **kw: Any) -> Any:
+    return client.complete([{"role": "user", "content": "hello"}], **kw)
+
+
+@pytest.mark.parametrize("failure", [
+    {"status": 429}, {"status": 500}, {"malformed": True}, {"drop": True}, {"slow": 1.5, "then": "too late"},
+], ids=["429", "500", "malformed-json", "dropped-connection", "slow"])
+def test_a_transient_failure_is_retried_then_answered(failure: dict[str, Any]) -> None:
+    with openai_server({"m": [failure, "hello back"]}) as server:
+        client = LLMClient("openai/m", api_base=server.api_base, max_attempts=3, timeout=0.5, **FAST)
+        result = _ask(client)
+        assert (result.message.content, result.attempts) == ("hello back", 2)
+        assert len(server.requests["m"]) == 2 and server.left("m") == 0
+        assert result.usage.prompt_tokens == 11 and result.usage.completion_tokens == 7
+        assert server.requests["m"][0]["messages"] == [{"role": "user", "content": "hello"}]
+
+
+def test_failures_past_the_last_attempt_and_requests_that_cannot_succeed() -> None:
+    with openai_server({"m": [{"status": 500}, {"drop": True}], "bad": [{"status": 400}, "never asked"]}) as server:
+        with pytest.raises(LLMInfraError) as e:
+            _ask(LLMClient("openai/m", api_base=server.api_base, max_attempts=2, timeout=2, **FAST))
+        assert e.value.attempts == 2 and "openai/m" in str(e.value)
+        with pytest.raises(LLMRequestError) as bad:
+            _ask(LLMClient("openai/bad", api_base=server.api_base, max_attempts=3, timeout=2, **FAST))
+        assert bad.value.attempts == 1 and server.left("bad") == 1  # a 400 is not retried
+
+
+def test_tool_calls_over_http() -> None:
+    tools = BankDomain().toolbox().schemas()
+    script = [{"tool_calls": [("c1", "get_balance", '{"account_id": "A1"}'), ("c2", "transfer", '{"src": ')]}]
+    with openai_server({"m": script}) as server:
+        result = _ask(LLMClient("openai/m", api_base=server.api_base, timeout=2, **FAST), tools=tools)
+        sent = server.requests["m"][0]
+    calls = result.message.tool_calls
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "get_balance", {"account_id": "A1"}),
+                                                            ("c2", "transfer", None)]
+    assert calls[1].raw_arguments == '{"src": ' and result.finish_reason == "tool_calls"
+    assert [t["function"]["name"] for t in sent["tools"]] == [t["function"]["name"] for t in tools]
+
+
+JUDGED = {"format": "tausim.tasks", "version": 1, "tasks": [
+    {"id": "move", "scenario": {"instructions": "Move $10 from A1 to B2.", "known_info": {"account": "A1"}},
+     "gold_actions": [{"name": "transfer", "arguments": {"src": "A1", "dst": "B2", "amount": 10}}],
+     "required_outputs": ["90"], "judge": ["the agent told the user the new balance"]}]}
+
+
+def test_agent_user_and_judge_run_a_trial_over_http(tmp_path: Path) -> None:
+    scripts: dict[str, list[Any]] = {
+        "agent": [
+            {"status": 429},  # rate limited once: retried
+            {"tool_calls": [("c1", "get_balance", '{"account_id": "A1"}')]},
+            {"drop": True},  # the connection drops once: retried
+            {"tool_calls": [("c2", "transfer", '{"src": "A1", "dst": "B2", "amount": 10}')]},
+            "I moved $10 from A1 to B2. Your new balance is 90.",
+        ],
+        "user": [{"status": 500}, "Hi, please move $10 from my account A1 to B2.", "Thank you! ###STOP###"],
+        "judge": [{"slow": 1.5, "then": "late"}, '{"verdict": "yes", "reason": "it said 90"}'],
+    }
+    with openai_server(scripts) as server:
+        common = {"api_base": server.api_base, "max_attempts": 3, "timeout": 0.8, **FAST}
+        dom = BankDomain()
+        judge = Judge("openai/judge", **common)
+        runner = Runner(dom, dom.template(write_data(tmp_path / "d")), parse_tasks(JUDGED),
+                        agent_factory("litellm:openai/agent", **common), user_factory("llm:openai/user", **common),
+                        RunSpec(domain="bank", agent="litellm:openai/agent", user="llm:openai/user",
+                                  judge="openai/judge"), judge=judge)
+        (trial,) = runner.run().trials
+        requests = server.requests
+        assert all(server.left(m) == 0 for m in scripts)
+    traj = trial.trajectory
+    assert trial.termination_reason == "user_stop", trial.error
+    assert trial.passed, trial.grade
+    assert [(c.name, c.status) for c in traj.tool_calls] == [("get_balance", "ok"), ("transfer", "ok")]
+    assert trial.grade is not None and trial.grade.judge is not None and trial.grade.judge.status == "passed"
+    # usage: calls made versus requests sent (retries included)
+    assert (traj.agent_usage.calls, traj.agent_usage.attempts) == (3, 5)
+    assert (traj.user_usage.calls, traj.user_usage.attempts) == (2, 3)
+    assert trial.grade.judge.usage.calls == 1 and trial.grade.judge.usage.attempts == 2
+    # what went over the wire: the agent got the tools and the tool results; the judge the transcript
+    assert requests["agent"][-1]["tools"] and [m["role"] for m in requests["agent"][-1]["messages"]].count("tool") == 2
+    assert "move $10" in json.dumps(requests["judge"][-1]["messages"]).lower()
+    assert "gold" not in json.dumps(requests["user"]).lower() and "90" not in json.dumps(requests["user"][0])
+
+
+def test_cli_run_with_api_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    tasks = json.loads((Path(__file__).resolve().parents[2] / "domains" / "retail" / "tasks" / "builtin.json")
+                       .read_text())
+    tasks["tasks"] = [next(t for t in tasks["tasks"] if t["id"] == "cancel-no-longer-needed")]
+    task_file = tmp_path / "tasks.json"
+    task_file.write_text(json.dumps(tasks))
+    out = tmp_path / "run.json"
+    scripts = {"agent": ["Could you give me your order id, please?"],
+               "user": ["Hi, I want to cancel an order.", "It is the one I no longer need. ###STOP###"]}
+    with openai_server(scripts) as server:
+        res = CliRunner().invoke(app, ["run", "--tasks", str(task_file), "--agent", "litellm:openai/agent",
+                                       "--user", "llm:openai/user", "--api-base", server.api_base, "--out", str(out),
+                                       "--no-progress", "--no-preflight"])  # exact call counts: no pre-flight call
+        assert res.exit_code == 0, res.output
+        assert len(server.requests["agent"]) == 1 and len(server.requests["user"]) == 2
+    (trial,) = json.loads(out.read_text())["trials"]
+    assert trial["termination_reason"] == "user_stop" and not trial["passed"]  # the agent cancelled nothing
+    assert trial["trajectory"]["agent_usage"]["calls"] == 1 and trial["trajectory"]["user_usage"]["calls"] == 2
