@@ -1,3 +1,4 @@
-"""Floor 3: the conversation: dialogue cues, text helpers, the conversation loop, progress signals and
-trajectory prefixes.
+"""Floor 3: the conversation.
+
+Dialogue cues, text helpers, the conversation loop, progress signals and trajectory prefixes.
 """

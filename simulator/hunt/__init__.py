@@ -1,3 +1,5 @@
-"""Floor 6, tools: failure hunting: snapshot and fork trials, search from decision points, cluster failures by
-signature, shrink them and export regression cases.
+"""Floor 6, tools: failure hunting.
+
+Snapshot and fork trials, search from decision points, cluster failures by signature, shrink them and export
+regression cases.
 """
