@@ -53,6 +53,7 @@ __all__ = [
     "derive_seed",
     "get_domain",
     "load_tasks",
+    "run",
     "tool",
 ]
 
@@ -93,6 +94,7 @@ _HOMES: dict[str, str] = {
     "derive_seed": "simulator.execution.runner",
     "get_domain": "simulator.world.domain",
     "load_tasks": "simulator.types.tasks",
+    "run": "simulator.execution.session",
     "tool": "simulator.world.tools",
 }
 """Public name -> the module that defines it."""
@@ -101,6 +103,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
     from simulator.errors import DomainError, TausimError, ToolError
     from simulator.execution.build import build_runner
     from simulator.execution.runner import Runner, derive_seed
+    from simulator.execution.session import run
     from simulator.storage.store import ResultsStore
     from simulator.types.grade import Grade
     from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn

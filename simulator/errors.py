@@ -24,6 +24,9 @@ The tree::
     │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.interop.peer_results)
     │   ├── SnapshotError(ValueError)      a snapshot cannot be forked: unknown user move or persona, or an agent or
     │   │                                  user that does not replay to it deterministically (simulator.hunt.search)
+    │   ├── OptionError(ValueError)        an argument of :func:`simulator.run` (the option of ``tausim run`` of the
+    │   │                                  same name) cannot be used: a store URL, a file that cannot be written;
+    │   │                                  ``.option`` names it (simulator.execution.session)
     │   ├── SetupError                     the run cannot work as set up: missing credentials, unknown model,
     │   │                                  unreachable server, a factory that raises (simulator.execution.preflight);
     │   │                                  ``.kind`` names the class
@@ -81,6 +84,7 @@ __all__ = [
     "LLMRequestError",
     "PeerResultsError",
     "LLMSetupError",
+    "OptionError",
     "PersonaError",
     "RegistryError",
     "SetupActionError",
@@ -288,6 +292,31 @@ class SetupError(InputError):
     def __init__(self, message: str, *, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class OptionError(InputError, ValueError):
+    """An argument of :func:`simulator.run` cannot be used (a store URL, a file that cannot be written).
+
+    For example an in-memory or malformed store URL, or ``out``'s partial file, ``log_file`` or ``otel`` that
+    cannot be written.
+
+    ``str(error)`` is ``"OPTION SUBJECT: REASON"`` (``"store sqlite://: an in-memory database keeps nothing ..."``);
+    the command line prints it with the option's flag (``--store``).
+
+    Args:
+        option: the argument's name (``store``, ``run_id``, ``out``, ``log_file``, ``otel``).
+        subject: the value at fault (a URL, a path), or None.
+        reason: what is wrong, one line.
+
+    Attributes:
+        option: the argument's name.
+        subject: the value at fault, or None.
+        reason: what is wrong.
+    """
+
+    def __init__(self, option: str, subject: str | None, reason: str) -> None:
+        self.option, self.subject, self.reason = option, subject, reason
+        super().__init__(f"{option}{'' if subject is None else ' ' + subject}: {reason}")
 
 
 class ExecutorError(InputError, ValueError):

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from sqlalchemy.engine import make_url
 
-from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
+from simulator.errors import OptionError
+from simulator.execution.provenance import git_revision, package_versions
+from simulator.execution.recording import open_results_store, write_json_atomic
+from simulator.storage.store import ResultsStore
 from simulator.world.domain import DomainError
 
-__all__ = ["connect_store", "console", "domain_options", "err", "fail", "git_revision", "package_versions",
-           "write_json_atomic"]
+__all__ = ["connect_store", "console", "domain_options", "err", "fail", "git_revision", "option_message",
+           "package_versions", "write_json_atomic"]
 
 # Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there.
 console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
@@ -36,58 +34,6 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def git_revision() -> str | None:
-    """Return the git revision of the tausim checkout, or None outside a checkout (5 s timeout)."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parents[2], check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-PLUGIN_GROUPS = ("tausim.domains", "tausim.agents", "tausim.users")
-"""The entry-point groups other packages register domains, agents and users under."""
-
-
-def package_versions() -> dict[str, str]:
-    """Return ``{package: version}`` of tausim, its main dependencies and every package registering plug-ins.
-
-    Plug-in packages are those with an entry point in :data:`PLUGIN_GROUPS` (read from their metadata, nothing
-    imported), so a run records the versions of the packages its domain, agent and user may come from.
-    """
-    out = {}
-    for name in ("tausim", "litellm", "sqlalchemy", "pydantic", "numpy"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    for group in PLUGIN_GROUPS:
-        for ep in metadata.entry_points(group=group):
-            dist = getattr(ep, "dist", None)
-            if dist is not None and dist.name not in out:
-                out[dist.name] = dist.version
-    return out
-
-
-def write_json_atomic(path: Path, doc: Any) -> None:
-    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename (never a half-written file).
-
-    Raises:
-        OSError: the file cannot be written (the temporary file is removed).
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # the folder itself is gone: nothing to clean up
-        raise
-
-
 def domain_options(dom: Any, data: Path | None, pairs: list[str] | None) -> dict[str, Any]:
     """Return the domain's default options for the data set, updated with ``--option KEY=VALUE`` pairs."""
     opts = dict(dom.default_options(data))
@@ -99,19 +45,15 @@ def domain_options(dom: Any, data: Path | None, pairs: list[str] | None) -> dict
     return opts
 
 
+def option_message(error: OptionError) -> str:
+    """Return an :class:`OptionError`'s message with its command-line flag: ``--store URL: reason``."""
+    subject = "" if error.subject is None else f" {error.subject}"
+    return f"--{error.option.replace('_', '-')}{subject}: {error.reason}"
+
+
 def connect_store(url: str, must_exist: bool = False) -> ResultsStore:
-    """Open the results store at ``url``; with ``must_exist``, refuse a SQLite file that is not there."""
+    """Open the results store at ``url``; with ``must_exist``, refuse a SQLite file that is not there (exit 2)."""
     try:
-        parsed = make_url(url)
-    except Exception as e:  # noqa: BLE001 - sqlalchemy raises ArgumentError (and others) on a bad URL
-        raise fail(f"--store: not a database URL ({type(e).__name__}); e.g. {DEFAULT_STORE_URL}") from e
-    shown = parsed.render_as_string(hide_password=True)
-    if must_exist and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if not Path(parsed.database).is_file():
-            raise fail(f"--store {shown}: no such database file {parsed.database}")
-    try:
-        return ResultsStore(url)
-    except Exception as e:  # noqa: BLE001 - driver missing, server unreachable: shown as a CLI error
-        raise fail(f"--store {shown}: cannot open the results store: {type(e).__name__}: {e}") from e
-
-
+        return open_results_store(url, must_exist)
+    except OptionError as e:
+        raise fail(option_message(e)) from e

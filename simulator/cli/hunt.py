@@ -6,7 +6,8 @@ Example::
         --personas all --budget 1000 --seed 7 --export regressions.json
     tausim run --domain retail --tasks regressions.json --user rule --agent reference:...
 
-See :mod:`simulator.hunt.search` for the search, the signatures and the regression cases.
+See :mod:`simulator.hunt.search` for the search, the signatures and the regression cases; the hunt itself is
+:func:`simulator.hunt.session.run_hunt`, this command turns options into a spec and renders what it found.
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ import typer
 from personas.loader import PersonaError, load_personas
 from simulator.cli._common import console, fail, write_json_atomic
 from simulator.errors import TausimError
-from simulator.execution.build import build_runner
-from simulator.execution.preflight import check_credentials, preflight
-from simulator.execution.runner import Runner
-from simulator.hunt.search import HuntResult, export_cases, hunt, replay_script
+from simulator.hunt.search import HuntResult
+from simulator.hunt.session import run_hunt
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
 from simulator.stats.faults import recovery_rates
 from simulator.types.results import TrialResult
@@ -126,21 +125,11 @@ def hunt_command(
             raise fail(f"{flag} {path}: directory {path.parent} does not exist")
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
-        check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
-        runner = build_runner(spec)
-        preflight(runner)
-        result = hunt(runner, budget, seed=seed)
-        notes: list[str] = []
-        if export is not None:
-            clean = clean_agent or ("reference" if agent.startswith("reference:") else None)
-            clean_runner = build_runner(spec.model_copy(update={"agent": spec.agent.model_copy(
-                update={"name": clean})})) if clean else None
-            doc, notes = export_cases(runner, result, clean=clean_runner, domain=domain, prefix=prefix)
+        found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent, prefix=prefix)
+        result, doc, notes = found.result, found.cases, found.notes
+        if export is not None and doc is not None:
             write_json_atomic(export, doc)
-            exported = {str(t["id"]) for t in doc["tasks"]}
-        else:
-            exported = set()
-        report = summary(result, exported=exported, examples=_shrunk_examples(runner, result))
+        report = summary(result, exported=found.exported, examples=found.examples)
         if html is not None:
             html.write_text(render_hunt_html(report, title=f"tausim hunt {domain} {agent}"), encoding="utf-8")
     except (TausimError, ValueError, OSError) as e:
@@ -151,7 +140,7 @@ def hunt_command(
     print_clusters(hunt_clusters(report), console)
     for n in notes:
         console.print(f"note: {n}", highlight=False)
-    if export is not None:
+    if export is not None and doc is not None:
         console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
     if out is not None:
         write_json_atomic(out, report)
@@ -161,19 +150,3 @@ def hunt_command(
     if out is None and export is None:
         console.print_json(json.dumps({k: v for k, v in report.items() if k != "clusters"}))
 
-
-def _shrunk_examples(runner: Runner, result: HuntResult) -> dict[str, TrialResult]:
-    """Replay each shrunk cluster's conversation once (``Cluster.script``): cluster id -> the replayed trial.
-
-    A replay that no longer fails is left out (the example then shows the cluster's shortest member).
-    """
-    out: dict[str, TrialResult] = {}
-    tasks = {t.id: t for t in runner.tasks}
-    for c in result.clusters:
-        if c.script is None:
-            continue
-        short = c.shortest.result
-        res = replay_script(runner, tasks[short.task_id], short.trial, c.script)
-        if not res.passed:
-            out[c.case_id] = res
-    return out

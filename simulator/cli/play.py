@@ -14,8 +14,7 @@ from simulator.cli._common import (
     domain_options,
     fail,
 )
-from simulator.cli.run import check_gold
-from simulator.execution.build import build_runner
+from simulator.execution.build import build_runner, check_gold
 from simulator.report import print_failure
 from simulator.types.protocols import TrialContext
 from simulator.types.spec import RunSpec

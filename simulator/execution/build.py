@@ -27,11 +27,12 @@ from simulator.models.ratelimit import RateLimiterRegistry
 from simulator.types.prepared import GoldReplay
 from simulator.types.protocols import UserFactory
 from simulator.types.spec import RunSpec
-from simulator.types.tasks import Task
+from simulator.types.tasks import Task, TaskFileError
 from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, DomainError, get_domain
+from simulator.world.replay import replay_gold, tasks_not_replaying
 
-__all__ = ["RunServices", "build_runner", "select_tasks"]
+__all__ = ["RunServices", "build_runner", "check_gold", "select_tasks"]
 
 
 @dataclass
@@ -183,3 +184,41 @@ def build_runner(
                     policy=policy)
     runner.services = services  # type: ignore[attr-defined]
     return runner
+
+
+def check_gold(dom: Domain, template: TemplateDatabase, tasks: list[Task], data: Path | None,
+               selected: list[Task] | None = None) -> dict[str, GoldReplay]:
+    """Refuse a task set whose gold actions do not replay on the data (tasks written for other data).
+
+    See :func:`simulator.world.replay.tasks_not_replaying`. Some task sets have such tasks on purpose (about one in ten
+    of tau-bench's), so the run is refused only when at least half of the tasks with gold actions (of the whole
+    task set, not only those selected) are such. The ``selected`` tasks (those the run will run; default all)
+    have their gold actions replayed here, once: the check reads their statuses and the replays are returned
+    for the runner (``Runner(gold=...)``); the others have only their first gold action run. Use it as
+    :func:`build_runner`'s ``check``.
+
+    Args:
+        dom: the run's domain.
+        template: the run's data.
+        tasks: the whole task set.
+        data: the data directory (named in the error), or None for the domain's built-in data set.
+        selected: the tasks the run will run; None: all.
+
+    Returns:
+        Task id -> its :class:`~simulator.types.prepared.GoldReplay`, for the selected tasks.
+
+    Raises:
+        TaskFileError: at least half of the tasks with gold actions fail their first gold action on the data (the
+            message names one and says to give ``--data`` the data set they belong to).
+    """
+    toolbox = dom.toolbox()
+    replays = {t.id: replay_gold(dom, template, t, toolbox) for t in (tasks if selected is None else selected)}
+    broken = tasks_not_replaying(dom, template, tasks, replays)
+    with_gold = sum(1 for t in tasks if t.gold_actions)
+    if broken and 2 * len(broken) >= with_gold:
+        first_id, first = next(iter(broken.items()))
+        raise TaskFileError(f"the first gold action of {len(broken)} of {with_gold} tasks fails on the data "
+                            f"{data if data is not None else '(the built-in data set)'}, e.g. task {first_id}: "
+                            f"{first[:160]}. These tasks were not written for this data: give --data the data set "
+                            "they belong to.")
+    return replays

@@ -278,16 +278,16 @@ def test_out_folder_gone_at_the_end_writes_a_fallback_and_prints_the_summary(tmp
 
 
 def test_ctrl_c_during_the_final_write_finishes_the_write(tmp_path, monkeypatch):
-    import simulator.cli.run as run_module
+    import simulator.execution.recording as recording
 
-    original = run_module.write_json_atomic
+    original = recording.write_json_atomic
 
     def interrupted_write(path, doc):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while the document is being written
         time.sleep(0.05)
         original(path, doc)
 
-    monkeypatch.setattr(run_module, "write_json_atomic", interrupted_write)
+    monkeypatch.setattr(recording, "write_json_atomic", interrupted_write)
     out = tmp_path / "run.json"
     res = invoke("run", "--task-ids", TASK, "--out", out, "--no-progress")
     assert res.exit_code == 130, res.output
@@ -450,12 +450,12 @@ def test_every_documented_mode_option_names_a_domain_that_accepts_it():
 def test_a_missing_key_is_reported_before_the_run_is_built(no_request, monkeypatch):
     """The offline credentials check comes first: the data, tasks and gold replays are not loaded for a run that
     cannot work (a run built anyway fails this test)."""
-    import simulator.cli.run as run_cli
+    import simulator.execution.session as session
 
     def build_runner(*args, **kwargs):
         raise AssertionError("the run was built before its credentials were checked")
 
-    monkeypatch.setattr(run_cli, "build_runner", build_runner)
+    monkeypatch.setattr(session, "build_runner", build_runner)
     res = invoke("run", "--agent", "litellm:openai/gpt-4o-mini", "--task-ids", TASK, "--no-progress")
     assert res.exit_code == 2, res.output
     assert "set-up error (credentials)" in res.output and "OPENAI_API_KEY" in res.output and "agent" in res.output

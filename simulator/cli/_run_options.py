@@ -1,0 +1,142 @@
+"""``tausim run``'s options turned into a :class:`RunSpec` (the run itself: :func:`simulator.execution.session.run`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from pydantic import ValidationError
+
+from personas.loader import PersonaError, load_personas
+from simulator.analysis.budgets import load_budgets
+from simulator.cli._common import domain_options, fail
+from simulator.errors import RunDocumentError
+from simulator.storage.documents import load_partial
+from simulator.types.results import TrialResult
+from simulator.types.spec import RunSpec, SpecError, format_validation_error, load_spec
+from simulator.types.tasks import TaskFileError
+from simulator.world.domain import DomainError, get_domain
+
+__all__ = ["check_run_paths", "run_spec"]
+
+
+def check_run_paths(options: Mapping[str, Any]) -> None:
+    """Refuse unusable ``--cache``, ``--log-file``, ``--store``, ``--run-id`` and ``--out`` values (exit 2)."""
+    o: Any = SimpleNamespace(**options)
+    for flag, path in (("--cache", o.cache), ("--log-file", o.log_file)):
+        if path is not None and (path.is_dir() or not path.parent.is_dir()):
+            raise fail(f"{flag} {path}: not a file in an existing directory")
+    if o.store is not None and not o.store.strip():
+        raise fail("--store: empty URL; give one such as sqlite:///runs.db")
+    if o.run_id is not None and not o.run_id.strip():
+        raise fail("--run-id: empty; give the id of the run to start or resume, or leave it out for a new one")
+    if o.out is not None:
+        if o.out.is_dir():
+            raise fail(f"--out {o.out}: is a directory; give a file name such as {o.out / 'run.json'}")
+        if not o.out.parent.is_dir():
+            raise fail(f"--out {o.out}: directory {o.out.parent} does not exist")
+
+
+def _execution(o: Any) -> dict[str, Any]:
+    """The execution options given (they apply to a ``--spec`` or ``--resume-from`` run too)."""
+    return {k: v for k, v in (("executor", o.executor), ("concurrency", o.concurrency),
+                              ("cache", str(o.cache) if o.cache else None), ("rpm", o.rpm),
+                              ("log_file", str(o.log_file) if o.log_file else None),
+                              ("request_timeout", o.request_timeout), ("max_error_rate", o.max_error_rate),
+                              ("preflight", False if o.no_preflight else None),
+                              ("policy", str(o.policy) if o.policy else None)) if v is not None}
+
+
+def run_spec(options: Mapping[str, Any]) -> tuple[RunSpec, list[TrialResult] | None]:
+    """Return the run ``tausim run``'s options describe, and the trials ``--resume-from`` already holds (or None).
+
+    Args:
+        options: ``run_command``'s parameters by name.
+
+    Raises:
+        typer.Exit: code 2 on bad options, a bad spec file or partial file.
+    """
+    o: Any = SimpleNamespace(**options)
+    execution = _execution(o)
+    try:
+        if o.faults is not None and (o.resume_from is not None or o.spec_file is not None):
+            raise ValueError("--faults goes with the run options, not with --spec or --resume-from (the run is "
+                             "the file's: set its \"faults\" field instead)")
+        if o.resume_from is not None:
+            if o.spec_file is not None or o.store is not None or o.run_id is not None:
+                raise ValueError("--resume-from resumes a run without a store: give it without --spec, --store "
+                                 "and --run-id")
+            spec, previous, _ = load_partial(o.resume_from)
+            return RunSpec.model_validate({**spec.model_dump(), **execution}), previous
+        if o.spec_file is not None:
+            spec = load_spec(o.spec_file)
+            return (RunSpec.model_validate({**spec.model_dump(), **execution}) if execution else spec), None
+        extra = {**({"trial_timeout": o.trial_timeout} if o.trial_timeout is not None else {}),
+                 **({"faults": o.faults} if o.faults is not None else {})}
+        return _spec_from_options(o, {**execution, **extra}), None
+    except ValidationError as e:
+        raise fail(format_validation_error("run options", e)) from e
+    except (SpecError, DomainError, TaskFileError, RunDocumentError, ValueError) as e:
+        raise fail(str(e)) from e
+
+
+def _csv(text: str | None) -> list[str] | None:
+    """Return the items of a comma-separated option (None when none is given)."""
+    items = [x.strip() for x in (text or "").split(",") if x.strip()]
+    return items or None
+
+
+def _budgets(o: Any, dom: Any, wanted: list[str] | None) -> dict[str, Any] | None:
+    """The ``--budgets`` file's budgets of the selected tasks, or None."""
+    if o.budgets is None:
+        return None
+    all_ids = [t.id for t in dom.load_tasks(o.tasks, split=o.split)]
+    selected = set(wanted) if wanted is not None else set(all_ids)
+    return {k: v for k, v in load_budgets(o.budgets, all_ids, o.domain).items() if k in selected}
+
+
+def _personas(o: Any) -> list[Any] | None:
+    """The ``--personas`` the user plays, or None."""
+    if o.personas is None:
+        return None
+    if not (o.user in ("rule",) or o.user.startswith(("llm:", "py:"))):
+        raise ValueError(f"--personas needs a user that plays personas (--user rule or llm:MODEL), not {o.user!r}")
+    try:
+        return load_personas(o.personas)
+    except PersonaError as e:
+        raise ValueError(f"--personas {o.personas}: {e}") from e
+
+
+def _spec_from_options(o: Any, execution: dict[str, Any]) -> RunSpec:
+    """Return the :class:`RunSpec` of ``tausim run``'s options (raises DomainError, ValueError ...)."""
+    dom = get_domain(o.domain)
+    wanted = None
+    if o.task_ids is not None:
+        wanted = [t.strip() for t in o.task_ids.split(",") if t.strip()]
+        if not wanted:
+            raise ValueError("--task-ids: no task id given")
+    budget_map = _budgets(o, dom, wanted)
+    persona_list = _personas(o)
+    if o.judge is None and o.judge_calibration is not None:
+        raise ValueError("--judge-calibration needs --judge MODEL")
+    model = {k: v for k, v in (("temperature", o.temperature), ("api_base", o.api_base)) if v is not None}
+    if o.fallback_user is not None and not o.user.startswith("replay:"):
+        raise ValueError("--fallback-user goes with --user replay:RUN")
+    # a replay user reads the recorded run (a file, or a run id of --store) and may hand over to a fallback user
+    replay = {"args": {k: v for k, v in (("store", o.store), ("fallback", o.fallback_user)) if v is not None}} \
+        if o.user.startswith("replay:") else {}
+    data: Path | None = o.data
+    return RunSpec.model_validate({
+        "domain": o.domain, "data_dir": str(data) if data else None, "tasks": o.tasks, "split": o.split,
+        "options": domain_options(dom, data, o.option), "task_ids": wanted, "tags": _csv(o.tags),
+        "exclude_tags": _csv(o.exclude_tags),
+        "agent": {"name": o.agent, **model}, "user": {"name": o.user, **model, **replay},
+        "judge": None if o.judge is None else {
+            "name": o.judge, "api_base": o.judge_api_base, "min_kappa": o.judge_min_kappa,
+            "calibration": str(o.judge_calibration) if o.judge_calibration is not None else None},
+        "personas": [p.name for p in persona_list] if persona_list else None,
+        "persona_defs": {p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
+        "trials": o.trials, "seed": o.seed, "max_turns": o.max_turns, "max_steps": o.max_steps,
+        "budgets": budget_map, **execution})

@@ -1,0 +1,76 @@
+"""Where a run came from: the code's git revision, the package versions, Python, the split and the planned tasks.
+
+Recorded with every run: by the results store when the run is created (:meth:`ResultsStore.open_run`) and in the
+run document :func:`simulator.execution.session.run` writes without a store.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import Task
+from simulator.world.suites import task_file_split
+
+__all__ = ["PLUGIN_GROUPS", "git_revision", "package_versions", "python_version", "run_provenance"]
+
+
+def git_revision() -> str | None:
+    """Return the git revision (40 hex digits) of the tausim checkout, or None outside a checkout (5 s timeout)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parents[2], check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+PLUGIN_GROUPS = ("tausim.domains", "tausim.agents", "tausim.users")
+"""The entry-point groups other packages register domains, agents and users under."""
+
+
+def package_versions() -> dict[str, str]:
+    """Return ``{package: version}`` of tausim, its main dependencies and every package registering plug-ins.
+
+    Plug-in packages are those with an entry point in :data:`PLUGIN_GROUPS` (read from their metadata, nothing
+    imported), so a run records the versions of the packages its domain, agent and user may come from.
+    """
+    out = {}
+    for name in ("tausim", "litellm", "sqlalchemy", "pydantic", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    for group in PLUGIN_GROUPS:
+        for ep in metadata.entry_points(group=group):
+            dist = getattr(ep, "dist", None)
+            if dist is not None and dist.name not in out:
+                out[dist.name] = dist.version
+    return out
+
+
+def python_version() -> str:
+    """Return the running Python's version, e.g. ``"3.11.7"``."""
+    return sys.version.split()[0]
+
+
+def run_provenance(spec: RunSpec, tasks: Sequence[Task]) -> dict[str, Any]:
+    """Return the provenance fields of a run document written without a store.
+
+    Args:
+        spec: the run's spec (its ``tasks``: the split a task file is of).
+        tasks: every task of the plan, in plan order.
+
+    Returns:
+        ``{"git_revision": str | None, "packages": {name: version}, "python": "3.11.7", "split": str | None,
+        "task_tags": {task id: [tag, ...]}, "planned_task_ids": [task id, ...]}``: every task of the plan, so that
+        a run stopped early is reported over all of them, not only those with a finished trial.
+    """
+    return {"git_revision": git_revision(), "packages": package_versions(), "python": python_version(),
+            "split": task_file_split(spec.tasks), "task_tags": {t.id: list(t.tags) for t in tasks},
+            "planned_task_ids": [t.id for t in tasks]}

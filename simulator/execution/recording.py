@@ -1,0 +1,197 @@
+"""Where a run's results go: the results store it is recorded in, the partial file, the final run document.
+
+The pieces :func:`simulator.execution.session.run` records a run with; each raises :class:`OptionError` naming
+the argument at fault, so that the command line can name its option (``--store``, ``--out``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from simulator.errors import OptionError
+from simulator.storage.documents import partial_header
+from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
+from simulator.types.results import TrialResult
+from simulator.types.spec import RunSpec
+
+__all__ = ["WriteOutcome", "check_store_url", "open_partial", "open_results_store", "partial_path", "write_document",
+           "write_json_atomic"]
+
+
+def check_store_url(url: str) -> None:
+    """Refuse a store URL whose database would vanish with the process (``sqlite://``, ``sqlite:///:memory:``).
+
+    Args:
+        url: a SQLAlchemy database URL; a malformed one passes here (:func:`open_results_store` reports it).
+
+    Raises:
+        OptionError: ``store``: an empty URL, or an in-memory SQLite database.
+    """
+    from sqlalchemy.engine import make_url
+
+    if not url.strip():
+        raise OptionError("store", None, f"empty URL; give one such as {DEFAULT_STORE_URL}")
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - a malformed URL is reported by open_results_store
+        return
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise OptionError("store", url, "an in-memory database keeps nothing after the run; give a file, e.g. "
+                                        f"{DEFAULT_STORE_URL}")
+
+
+def open_results_store(url: str, must_exist: bool = False) -> ResultsStore:
+    """Open the results store at ``url``.
+
+    Args:
+        url: a SQLAlchemy database URL, e.g. ``sqlite:///runs.db`` or ``postgresql+psycopg://host/db``.
+        must_exist: refuse a SQLite file that is not there (instead of creating it).
+
+    Returns:
+        The open store (close it, or use ``with``).
+
+    Raises:
+        OptionError: ``store``: not a database URL, a missing SQLite file (``must_exist``), or the store cannot
+            be opened (driver missing, server unreachable); the message names the URL without its password.
+    """
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception as e:  # noqa: BLE001 - sqlalchemy raises ArgumentError (and others) on a bad URL
+        raise OptionError("store", None, f"not a database URL ({type(e).__name__}); e.g. {DEFAULT_STORE_URL}") from e
+    shown = parsed.render_as_string(hide_password=True)
+    if must_exist and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).is_file():
+            raise OptionError("store", shown, f"no such database file {parsed.database}")
+    try:
+        return ResultsStore(url)
+    except Exception as e:  # noqa: BLE001 - driver missing, server unreachable: one error naming the store
+        raise OptionError("store", shown, f"cannot open the results store: {type(e).__name__}: {e}") from e
+
+
+def write_json_atomic(path: Path, doc: Any) -> None:
+    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename (never a half-written file).
+
+    Raises:
+        OSError: the file cannot be written (the temporary file is removed).
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the folder itself is gone: nothing to clean up
+        raise
+
+
+def partial_path(out: Path) -> Path:
+    """Return the partial file of a run document file: ``FILE.partial.jsonl`` beside ``FILE``."""
+    return out.with_name(out.name + ".partial.jsonl")
+
+
+def open_partial(path: Path, spec: RunSpec, planned: int, previous: Sequence[TrialResult],
+                 task_ids: list[str]) -> IO[str]:
+    """Start the partial run file (header, then the ``previous`` trials) and return it open for appending.
+
+    It is written to a temporary file renamed into place, so resuming from the same file never loses it.
+
+    Args:
+        path: the partial file (:func:`partial_path`).
+        spec: the run's spec, as built.
+        planned: the run's planned trials.
+        previous: trials of earlier sessions (a resumed run), written first.
+        task_ids: every task of the plan, in order.
+
+    Returns:
+        The file, open for appending one trial a line.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    handle = tmp.open("w", encoding="utf-8")
+    try:
+        handle.write(json.dumps(partial_header(spec, planned, task_ids)) + "\n")
+        for t in previous:
+            handle.write(t.model_dump_json() + "\n")
+        handle.flush()
+        os.replace(tmp, path)
+    except BaseException:
+        handle.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    return handle
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[list[int]]:
+    """Hold Ctrl-C (SIGINT) off while the body runs (main thread only); yields the list of signals received."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    old = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What became of a run document's final write.
+
+    Attributes:
+        written: the file written (the one asked for, or a fallback), or None when none could be written.
+        error: why the file asked for could not be written (the OS's words), or None.
+        interrupted: a Ctrl-C (SIGINT) arrived during the write (which was finished first).
+    """
+
+    written: Path | None
+    error: str | None = None
+    interrupted: bool = False
+
+
+def write_document(out: Path, doc: dict[str, Any]) -> WriteOutcome:
+    """Write the run document to ``out``, or to a fallback file when ``out`` cannot be written; Ctrl-C waits.
+
+    The fallback is ``tausim-run-XXXXXXXX.json`` in the working directory, else in the temporary directory.
+
+    Args:
+        out: the file to write.
+        doc: the run document (JSON-serialisable).
+
+    Returns:
+        The file written, the error that made it a fallback, and whether a Ctrl-C came meanwhile.
+    """
+    with _sigint_deferred() as received:
+        written: Path | None = None
+        error = None
+        try:
+            write_json_atomic(out, doc)
+            written = out
+        except OSError as e:
+            error = e.strerror or str(e)
+            name = f"tausim-run-{uuid.uuid4().hex[:8]}.json"
+            for folder in (Path.cwd(), Path(tempfile.gettempdir())):
+                try:
+                    write_json_atomic(folder / name, doc)
+                except OSError:
+                    continue
+                written = folder / name
+                break
+    return WriteOutcome(written=written, error=error, interrupted=bool(received))

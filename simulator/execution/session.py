@@ -1,0 +1,490 @@
+"""The run itself, as a library call: :func:`run` does what ``tausim run`` does, without the rendering.
+
+::
+
+    import simulator
+
+    spec = simulator.RunSpec(domain="retail", agent="reference", user="rule", trials=4, seed=7)
+    result = simulator.run(spec, store="sqlite:///runs.db", run_id="nightly", out="run.json")
+    print(result.metrics["pass^1"], result.run_id)
+
+One call owns the whole life of a run: it builds the run (:func:`~simulator.execution.build.build_runner`, the
+gold-replay check of the data, the pre-flight), takes the run's lease in the results store, resumes a stored run
+(only its unrecorded trials run, never one twice) or a partial file, records each finished trial as it ends (store
+and ``FILE.partial.jsonl``), stops the run on too many errors (``RunSpec.max_error_rate``), starts and closes the
+executor (threads, a Dask cluster), writes the run document with its provenance (falling back to another file
+when ``out`` cannot be written) and releases everything, on Ctrl-C and exceptions too.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import Field
+
+from simulator.dialogue.progress import RunProgress
+from simulator.errors import InputError, OptionError, SpecError
+from simulator.execution.build import RunServices, build_runner, check_gold
+from simulator.execution.executors import open_executor
+from simulator.execution.preflight import check_credentials, preflight
+from simulator.execution.provenance import git_revision, package_versions, python_version, run_provenance
+from simulator.execution.recording import (
+    check_store_url,
+    open_partial,
+    open_results_store,
+    partial_path,
+    write_document,
+)
+from simulator.execution.runner import ERROR_RATE_MIN_TRIALS, Runner, run_error_rate, settle_heap
+from simulator.execution.tracing import file_tracing
+from simulator.storage.documents import load_partial, run_summary_json
+from simulator.storage.runlog import run_logger
+from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, data_hash, tasks_hash
+from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
+from simulator.types.spec import RESUME_EXEMPT, RunSpec, spec_differences
+from simulator.types.tasks import Task
+from simulator.world.database import TemplateDatabase
+from simulator.world.domain import Domain, get_domain
+
+__all__ = ["Interruption", "RunOutcome", "RunStart", "TaskCheck", "run"]
+
+TaskCheck = Callable[[Domain, TemplateDatabase, list[Task]], Any]
+"""An extra check of the tasks a run is about to run: ``(domain, template, selected tasks) -> ignored``; it raises
+to refuse the run (e.g. the command line's refusal of tasks with lint errors)."""
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a run is about to do, given to ``on_start`` once the run is built and its store run opened.
+
+    Attributes:
+        run_id: the run's id in the store, or None for a run without a store.
+        store_url: the store's URL (password hidden), or None.
+        created: the store run was created now (False: a stored run resumed; None: no store).
+        planned: the run's planned trials (tasks x personas x trials), earlier sessions' included.
+        recorded: planned trials already recorded (by earlier sessions: the store or ``resume``).
+        to_run: the trials this call will run.
+        resumed: the run resumes earlier trials (a stored run, or ``resume``).
+    """
+
+    run_id: str | None
+    store_url: str | None
+    created: bool | None
+    planned: int
+    recorded: int
+    to_run: int
+    resumed: bool
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """Where a run interrupted by Ctrl-C left its results, given to ``on_interrupt``.
+
+    Attributes:
+        finished: the trials had all ended and the run document was being written (the write was finished first).
+        partial: the partial file holding the finished trials (``out`` given, the document not written), or None.
+        run_id: the run's id when it is recorded in a store (rerun with it to resume), or None.
+        written: the run document file written (``finished`` only), or None.
+        write_error: why ``out`` could not be written (``finished`` only; the document went to ``written``), or
+            None.
+    """
+
+    finished: bool
+    partial: Path | None = None
+    run_id: str | None = None
+    written: Path | None = None
+    write_error: str | None = None
+
+
+class RunOutcome(RunResult):
+    """A finished run and where it went.
+
+    A :class:`~simulator.types.results.RunResult` (the whole run, earlier sessions included); the fields below are
+    not serialised (``model_dump`` gives the :class:`RunResult`).
+    """
+
+    run_id: str | None = Field(default=None, exclude=True)
+    """The run's id in the store, or None without a store."""
+    store_url: str | None = Field(default=None, exclude=True)
+    """The store's URL (password hidden), or None."""
+    document: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    """The run document (what ``out`` holds; ``aborted``/``abort_kind`` set when the run stopped early)."""
+    out: Path | None = Field(default=None, exclude=True)
+    """The file the document was written to: ``out``, or a fallback file when ``out`` could not be written; None
+    when no ``out`` was given or nothing could be written."""
+    write_error: str | None = Field(default=None, exclude=True)
+    """Why ``out`` could not be written (the OS's words), or None."""
+    partial: Path | None = Field(default=None, exclude=True)
+    """The partial file still holding the trials (``out`` given and not written), or None."""
+    session_trials: int = Field(default=0, exclude=True)
+    """Trials run by this call (a resumed run's earlier ones are not)."""
+    error_rate_excess: str | None = Field(default=None, exclude=True)
+    """For a call that ran fewer than :data:`~simulator.execution.runner.ERROR_RATE_MIN_TRIALS` trials (never
+    checked while they ran): how they exceed ``max_error_rate`` (:func:`~simulator.execution.runner.run_error_rate`),
+    or None."""
+
+
+def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str | None = None,
+        out: str | Path | None = None, resume: str | Path | Sequence[TrialResult] | None = None,
+        on_start: Callable[[RunStart], Any] | None = None, on_trial: Callable[[TrialResult], Any] | None = None,
+        on_interrupt: Callable[[Interruption], Any] | None = None, progress: bool = False,
+        log_file: str | Path | None = None, otel: str | Path | None = None, dask_timeout: float = 10.0,
+        task_check: TaskCheck | None = None) -> RunOutcome:
+    """Run a spec as ``tausim run`` does: build, check, execute, record, write the run document.
+
+    Args:
+        spec: the run.
+        store: the results store (a URL such as ``sqlite:///runs.db``, or an open store, left open) every finished
+            trial is recorded in; with ``run_id`` and no store, :data:`~simulator.storage.store.DEFAULT_STORE_URL`.
+            None (and no ``run_id``): no store.
+        run_id: the run's id in the store: an existing run is resumed (only its unrecorded trials run; the
+            settings must match, :class:`~simulator.errors.ConfigMismatchError`), a new one created under that id.
+            None: a new id (with a store).
+        out: the run document's JSON file; while the run goes on, finished trials are appended to
+            ``FILE.partial.jsonl`` beside it (removed once the document is written). None: no file.
+        resume: a run without a store to resume: its partial file (the run must be the file's, execution fields
+            such as ``executor`` aside, see :data:`~simulator.types.spec.RESUME_EXEMPT`) or its finished trials.
+            Only the planned trials not among them run; the result and document hold both.
+        on_start: called once with a :class:`RunStart` before the first trial is started.
+        on_trial: called with each finished trial once it is recorded (from the thread collecting results).
+        on_interrupt: called with an :class:`Interruption` on Ctrl-C, once the run's resources are released
+            (the executor's workers are abandoned, not waited for); when it returns, the KeyboardInterrupt goes on.
+        progress: show a live progress bar on stdout when it is a terminal.
+        log_file: append the run's JSON-lines event log here (sets ``spec.log_file``).
+        otel: append the run's OpenTelemetry spans (JSON lines) here (extra ``tausim[otel]``).
+        dask_timeout: seconds to wait for a ``dask://`` scheduler.
+        task_check: an extra check of the selected tasks, run after the gold-replay check while the run is built.
+
+    Returns:
+        The whole run (:class:`RunOutcome`, a :class:`~simulator.types.results.RunResult`: a stored run's earlier
+        sessions included), its id, its document and where it was written. A run stopped early (a set-up error
+        in a trial, ``max_error_rate`` exceeded) returns with ``aborted`` and ``abort_kind`` set.
+
+    Raises:
+        OptionError: an unusable ``store`` URL, an empty ``run_id``, ``out``/``log_file``/``otel`` that cannot be
+            written; ``resume`` with a store.
+        SpecError: ``resume`` names a partial file of another run.
+        SetupError: the pre-flight found the run cannot work (missing key, unknown model, unreachable server, a
+            factory that raises).
+        DomainError, TaskFileError, ValueError: bad domain, data, tasks or components; tasks written for other
+            data (:func:`~simulator.execution.build.check_gold`).
+        StoreError: the store refuses the run (``ConfigMismatchError``; ``LeaseHeldError``: another process is
+            running it now).
+        ExecutorError: the executor cannot be started.
+        RunDocumentError: ``resume`` is not a readable partial file.
+        KeyboardInterrupt: Ctrl-C (after ``on_interrupt``).
+    """
+    out_path = _check_paths(out, store, run_id, resume)
+    if log_file is not None:
+        spec = spec.model_copy(update={"log_file": str(log_file)})
+    session = _Session(spec, store=store, run_id=run_id, out=out_path, progress=progress, on_trial=on_trial,
+                       on_interrupt=on_interrupt)
+    try:
+        try:
+            session.build(dask_timeout=dask_timeout, otel=otel, task_check=task_check, resume=resume,
+                          on_start=on_start)
+            result = session.execute()
+        finally:
+            session.close()
+        return session.finish(result)
+    finally:
+        session.close_store()
+
+
+def _check_paths(out: str | Path | None, store: str | ResultsStore | None, run_id: str | None,
+                 resume: object) -> Path | None:
+    """Check the arguments that name places before anything is built; return ``out`` as a Path (or None)."""
+    if isinstance(store, str):
+        check_store_url(store)
+    if run_id is not None and not run_id.strip():
+        raise OptionError("run_id", None, "empty; give the id of the run to start or resume, or leave it out for a "
+                                          "new one")
+    if resume is not None and (store is not None or run_id is not None):
+        raise OptionError("resume", None, "resumes a run without a store: give it without a store and run id")
+    if out is None:
+        return None
+    path = Path(out)
+    if path.is_dir():
+        raise OptionError("out", str(path), f"is a directory; give a file name such as {path / 'run.json'}")
+    if not path.parent.is_dir():
+        raise OptionError("out", str(path), f"directory {path.parent} does not exist")
+    return path
+
+
+class _Session:
+    """One call of :func:`run`: the resources it holds (on ``stack``) and the state it records into."""
+
+    def __init__(self, spec: RunSpec, *, store: str | ResultsStore | None, run_id: str | None, out: Path | None,
+                 progress: bool, on_trial: Callable[[TrialResult], Any] | None,
+                 on_interrupt: Callable[[Interruption], Any] | None) -> None:
+        self.spec = spec
+        self.store_arg = store
+        self.run_id = run_id
+        self.out = out
+        self.partial = partial_path(out) if out is not None else None
+        self.show_progress = progress
+        self.on_trial = on_trial
+        self.on_interrupt = on_interrupt
+        self.stack = ExitStack()  # run-owned services: cache file, store lease, executor, log file, progress bar
+        self.store: ResultsStore | None = None
+        self.owns_store = False
+        self.previous: list[TrialResult] | None = None
+        self.only: set[TrialKey] | None = None
+        self.log: Any = None
+        self.log_run_id = run_id or ""
+        self.log_handle: IO[str] | None = None
+        self.partial_file: IO[str] | None = None
+        self.executor: Any = None
+        self.bar: RunProgress | None = None
+        self.runner: Runner | None = None
+        self.lock = threading.Lock()
+
+    # ---------------------------------------------------------------------------------------------- set up
+
+    def build(self, *, dask_timeout: float, otel: str | Path | None, task_check: TaskCheck | None,
+              resume: str | Path | Sequence[TrialResult] | None,
+              on_start: Callable[[RunStart], Any] | None) -> None:
+        """Build the run, open its store run, its log, tracing, executor, progress bar and partial file."""
+        file_spec = self._read_resume(resume)
+        runner = self._build_runner(task_check)
+        if file_spec is not None:
+            _same_run(file_spec, runner.config, str(resume))
+        start = self._plan(runner)
+        if on_start is not None:
+            on_start(start)
+        self._open_log(runner)
+        if otel is not None:  # OpenTelemetry spans (simulator.execution.tracing); trial ids go to out and log_file
+            try:
+                runner.tracing = self.stack.enter_context(file_tracing(otel))
+            except (InputError, OSError) as e:
+                raise OptionError("otel", str(otel), str(e)) from e
+        self.executor = self.stack.enter_context(open_executor(
+            self.spec, log_sink=self._log_sink, log_run_id=self.log_run_id, connect_timeout=dask_timeout))
+        if self.log is not None:
+            self.log.info("run_start", config=self.spec.model_dump(mode="json"))
+        planned = len(self.only) if self.only is not None else len(runner.planned())
+        self.bar = self.stack.enter_context(RunProgress(planned, enabled=sys.stdout.isatty() and self.show_progress))
+        if self.partial is not None:
+            try:
+                self.partial_file = open_partial(self.partial, self.spec, len(runner.planned()), self.previous or [],
+                                                 [t.id for t in runner.tasks])
+            except OSError as e:
+                raise OptionError("out", str(self.out), f"cannot write next to it ({e.strerror})") from e
+
+    def _read_resume(self, resume: str | Path | Sequence[TrialResult] | None) -> RunSpec | None:
+        """Take the trials of ``resume``; return the spec of its partial file (None when given trials or nothing)."""
+        if resume is None:
+            return None
+        if isinstance(resume, (str, Path)):
+            file_spec, trials, _ = load_partial(resume)
+            self.previous = list(trials)
+            return file_spec
+        self.previous = list(resume)
+        return None
+
+    def _build_runner(self, task_check: TaskCheck | None) -> Runner:
+        """Build the runner (credentials first, then data, tasks, the checks and the pre-flight)."""
+        spec = self.spec
+        data = Path(spec.data_dir) if spec.data_dir else None
+        dom = get_domain(spec.domain)  # record the effective domain options (the defaults for the data included)
+        spec = spec.model_copy(update={"options": {**dom.default_options(data), **spec.options}})
+        if spec.preflight:
+            check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
+        services = self.stack.enter_context(RunServices.open(spec))
+
+        def check(d: Domain, template: TemplateDatabase, tasks: list[Task], selected: list[Task]) -> Any:
+            replays = check_gold(d, template, tasks, data, selected)
+            if task_check is not None:
+                task_check(d, template, selected)
+            return replays
+
+        runner = self.runner = build_runner(spec, services, check=check)
+        self.spec = runner.config  # as built: with the hash of the policy the agent gets
+        if self.spec.preflight:
+            preflight(runner)
+        return runner
+
+    def _plan(self, runner: Runner) -> RunStart:
+        """Decide the trials to run: all, those ``resume`` lacks, or those the store has not recorded."""
+        plan = runner.planned()
+        if self.previous is not None:
+            keys = set(plan)
+            self.previous = [t for t in self.previous if trial_key(t) in keys]
+            self.only = keys - {trial_key(t) for t in self.previous}
+            return RunStart(run_id=None, store_url=None, created=None, planned=len(keys),
+                            recorded=len(self.previous), to_run=len(self.only), resumed=True)
+        if self.store_arg is None and self.run_id is None:
+            return RunStart(run_id=None, store_url=None, created=None, planned=len(plan), recorded=0,
+                            to_run=len(plan), resumed=False)
+        return self._open_store_run(runner)
+
+    def _open_store_run(self, runner: Runner) -> RunStart:
+        """Create the run in the store, or check that it can be resumed; take its lease; read what is missing.
+
+        The lease is taken (held until the session closes) before the missing trials are read, so that two
+        processes resuming the same run id never both run them.
+        """
+        if isinstance(self.store_arg, ResultsStore):
+            store = self.store_arg
+        else:
+            store = open_results_store(self.store_arg or DEFAULT_STORE_URL)
+            self.owns_store = True
+        self.store = store
+        folder = (Path(self.spec.data_dir) if self.spec.data_dir else runner.domain.default_data_dir()).resolve()
+        info, created = store.open_run(
+            self.run_id, self.spec, [t.id for t in runner.tasks], data_dir=str(folder), data_hash=data_hash(folder),
+            tasks_hash=tasks_hash(runner.tasks), git_revision=git_revision(),
+            packages={**package_versions(), "python": python_version()})
+        self.stack.enter_context(store.lease(info.run_id))
+        self.run_id = info.run_id
+        done = store.recorded_keys(info.run_id)
+        planned = set(info.planned_pairs())
+        self.only = {p for p in info.planned_pairs() if p not in done}
+        return RunStart(run_id=info.run_id, store_url=store.url, created=created, planned=info.planned,
+                        recorded=len(done & planned), to_run=len(self.only), resumed=not created)
+
+    def _open_log(self, runner: Runner) -> None:
+        """Open ``spec.log_file`` (the run's JSON-lines event log) and give the runner its logger."""
+        self.log_run_id = self.run_id or uuid.uuid4().hex[:12]
+        if self.spec.log_file is None:
+            return
+        try:
+            self.log_handle = self.stack.enter_context(open(self.spec.log_file, "a", encoding="utf-8", buffering=1))
+        except OSError as e:
+            raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
+        self.log = runner.log = run_logger(self.log_handle, self.log_run_id)
+
+    def _log_sink(self, lines: list[str]) -> None:
+        """Write trials' events from Dask workers to the log file (the driver alone writes it)."""
+        if self.log_handle is None:
+            return
+        with self.lock:
+            self.log_handle.write("".join(line + "\n" for line in lines))
+
+    # ------------------------------------------------------------------------------------------------ run
+
+    def _record(self, t: TrialResult) -> None:
+        """Record a finished trial: progress bar, store, partial file, then ``on_trial``."""
+        if self.bar is not None:
+            self.bar.update(t)
+        if self.store is not None and self.run_id is not None:
+            self.store.record(self.run_id, t)
+        if self.partial_file is not None:
+            self.partial_file.write(t.model_dump_json() + "\n")
+            self.partial_file.flush()
+        if self.on_trial is not None:
+            self.on_trial(t)
+
+    def execute(self) -> RunResult:
+        """Run the planned trials; on Ctrl-C release everything, call ``on_interrupt`` and re-raise."""
+        runner = self.runner
+        assert runner is not None
+        # The run's data stays alive to the end: keep it out of the cyclic GC, whose full passes over a large data
+        # set stall every trial thread for ~0.3 s (measured with scripts/bench-concurrency); rarer young passes.
+        settle_heap()
+        try:
+            result = runner.run(executor=self.executor, on_trial=self._record, only=self.only)
+        except KeyboardInterrupt:
+            self._interrupted()
+            raise
+        if self.log is not None:
+            self.log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
+                          metrics=result.metrics, termination_reasons=result.termination_reasons,
+                          **({"aborted": result.aborted} if result.aborted else {}))
+        return result
+
+    def _interrupted(self) -> None:
+        """Ctrl-C during the trials: keep what finished and let ``on_interrupt`` say where it is.
+
+        The worker processes of a ``local:N`` cluster are killed first (``DaskExecutor.abandon``): closing the
+        cluster waited about 4 s for each busy worker. Trial threads are not joined (they may be inside a model call
+        or a stuck agent).
+        """
+        if self.partial_file is not None:
+            self.partial_file.close()
+        abandon = getattr(self.executor, "abandon", None)
+        if abandon is not None:
+            abandon()
+        self.close()
+        self.close_store()
+        if self.on_interrupt is not None:
+            self.on_interrupt(Interruption(finished=False, partial=self.partial,
+                                           run_id=self.run_id if self.store is not None else None))
+
+    def close(self) -> None:
+        """Release the session's resources (partial file, lease, executor, log, progress bar, services)."""
+        if self.partial_file is not None:
+            self.partial_file.close()
+        self.stack.close()
+
+    def close_store(self) -> None:
+        """Close the results store when this call opened it."""
+        if self.store is not None and self.owns_store:
+            self.store.close()
+
+    # --------------------------------------------------------------------------------------------- finish
+
+    def finish(self, result: RunResult) -> RunOutcome:
+        """Complete the run's result and document, write ``out``, check a short session's error rate."""
+        runner = self.runner
+        assert runner is not None
+        aborted, abort_kind = result.aborted, result.abort_kind
+        session = list(result.trials)  # this session's trials (a resumed run's earlier ones are added below)
+        if self.previous:
+            order = {key: i for i, key in enumerate(runner.planned())}
+            trials = sorted([*self.previous, *result.trials], key=lambda t: order[trial_key(t)])
+            result = RunResult(config=self.spec, trials=trials, planned=len(order), wall_seconds=result.wall_seconds,
+                               termination_reasons=dict(sorted(Counter(t.termination_reason for t in trials).items())))
+        if self.store is not None and self.run_id is not None:  # the whole run, earlier sessions included
+            self.store.add_wall_seconds(self.run_id, result.wall_seconds)
+            result = self.store.load_run_result(self.run_id)
+            doc = self.store.load_run_document(self.run_id)
+        else:
+            doc = run_summary_json(result, run_provenance(self.spec, runner.tasks))
+        if aborted:
+            doc.update(aborted=aborted, abort_kind=abort_kind)
+        outcome = RunOutcome(**{name: getattr(result, name) for name in RunResult.model_fields},
+                             run_id=self.run_id if self.store is not None else None,
+                             store_url=self.store.url if self.store is not None else None, document=doc,
+                             session_trials=len(session), partial=self.partial)
+        if aborted:
+            outcome.aborted, outcome.abort_kind = aborted, abort_kind
+        elif len(session) < ERROR_RATE_MIN_TRIALS:  # too few (this session) to have been checked while it ran
+            outcome.error_rate_excess = run_error_rate(session, self.spec.max_error_rate)
+        if self.out is not None:  # results first: a caller printing into a closed pipe must not lose them
+            self._write(outcome)
+        return outcome
+
+    def _write(self, outcome: RunOutcome) -> None:
+        """Write the document to ``out`` (or a fallback file); remove the partial file once it is written."""
+        assert self.out is not None
+        written = write_document(self.out, outcome.document)
+        outcome.out, outcome.write_error = written.written, written.error
+        if written.interrupted:
+            if self.on_interrupt is not None:
+                self.on_interrupt(Interruption(finished=True, written=written.written, write_error=written.error))
+            raise KeyboardInterrupt
+        if written.written is not None and self.partial is not None:
+            self.partial.unlink(missing_ok=True)
+            outcome.partial = None
+
+
+def _same_run(file_spec: RunSpec, built: RunSpec, source: str) -> None:
+    """Refuse to resume a partial file's run with another spec (execution fields and the policy hash aside).
+
+    Raises:
+        SpecError: the first differing field, with both values.
+    """
+    diffs = spec_differences(file_spec, built, exempt=(*RESUME_EXEMPT, "policy_sha256"))
+    if diffs:
+        field, stored, given = diffs[0]
+        raise SpecError(f"{source}: the run cannot be resumed with a different spec: {field}: stored {stored!r}, "
+                        f"now {given!r}")

@@ -1,0 +1,98 @@
+"""A hunt as a library call: :func:`run_hunt` does what ``tausim hunt`` does, without the rendering.
+
+::
+
+    spec = RunSpec(domain="retail", agent="reference:wrong_item=0.05", user="rule", seed=7)
+    found = run_hunt(spec, budget=1000, export=True)
+    write_json(found.cases)  # regression cases (task file v2), for ``tausim run --tasks``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator.execution.build import build_runner
+from simulator.execution.preflight import check_credentials, preflight
+from simulator.execution.runner import Runner
+from simulator.hunt.search import HuntResult, export_cases, hunt, replay_script
+from simulator.types.results import TrialResult
+from simulator.types.spec import RunSpec
+
+__all__ = ["HuntRun", "run_hunt", "shrunk_examples"]
+
+
+@dataclass
+class HuntRun:
+    """What a hunt found.
+
+    Attributes:
+        runner: the hunt's runner (its tasks, domain and spec).
+        result: the search's result: trials, clusters, agent turns spent and saved.
+        cases: the regression cases (a task file document, version 2) when exported, else None.
+        exported: ids of the clusters exported as cases.
+        notes: why clusters (or prefix cases) were left out of the export.
+        examples: cluster id -> the replayed trial of its shrunk conversation (those that still fail).
+    """
+
+    runner: Runner
+    result: HuntResult
+    cases: dict[str, Any] | None = None
+    exported: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    examples: dict[str, TrialResult] = field(default_factory=dict)
+
+
+def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False, clean_agent: str | None = None,
+             prefix: bool = False) -> HuntRun:
+    """Search task x persona x seed x user move for failures, cluster them, optionally export regression cases.
+
+    Credentials are checked before the data and tasks are loaded, and the run's pre-flight (one agent and one user
+    built, one cheap call per model) before the search.
+
+    Args:
+        spec: the run searched (agent, user, tasks, personas, faults).
+        budget: agent turns to spend (forks pay only for their suffix).
+        seed: seed of the search.
+        export: write the clusters as regression cases (:func:`~simulator.hunt.search.export_cases`).
+        clean_agent: keep only cases this agent passes; default for ``reference:KNOBS``: the clean ``reference``.
+        prefix: with ``export``, also a trajectory-prefix case per cluster.
+
+    Returns:
+        The :class:`HuntRun`.
+
+    Raises:
+        SetupError: the run cannot work as set up (missing key, unknown model, unreachable server, a factory that
+            raises).
+        TausimError, ValueError: bad domain, tasks, agent or user.
+    """
+    check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
+    runner = build_runner(spec)
+    preflight(runner)
+    found = HuntRun(runner=runner, result=hunt(runner, budget, seed=seed))
+    if export:
+        clean = clean_agent or ("reference" if spec.agent.name.startswith("reference:") else None)
+        clean_runner = build_runner(spec.model_copy(update={"agent": spec.agent.model_copy(
+            update={"name": clean})})) if clean else None
+        found.cases, found.notes = export_cases(runner, found.result, clean=clean_runner, domain=spec.domain,
+                                                prefix=prefix)
+        found.exported = {str(t["id"]) for t in found.cases["tasks"]}
+    found.examples = shrunk_examples(runner, found.result)
+    return found
+
+
+def shrunk_examples(runner: Runner, result: HuntResult) -> dict[str, TrialResult]:
+    """Replay each shrunk cluster's conversation once (``Cluster.script``): cluster id -> the replayed trial.
+
+    A replay that no longer fails is left out (the example then shows the cluster's shortest member).
+    """
+    out: dict[str, TrialResult] = {}
+    tasks = {t.id: t for t in runner.tasks}
+    for c in result.clusters:
+        if c.script is None:
+            continue
+        short = c.shortest.result
+        res = replay_script(runner, tasks[short.task_id], short.trial, c.script)
+        if not res.passed:
+            out[c.case_id] = res
+    return out
