@@ -1,18 +1,17 @@
 """Failure hunting: snapshot and fork trials, failure signatures and clusters, shrinking, regression cases.
 
 **Snapshot and fork.** :class:`Harness` plays trials of a :class:`~simulator.execution.runner.Runner`'s tasks with a
-hook in
-the orchestrator's loop (``run_conversation(on_turn=...)``); at the start of any user turn it can take a
-:class:`Snapshot`: the conversation state (messages, trajectory, progress judge), the trial database
-(``sqlite3.Connection.serialize()``, the event log included: it lives in the database), the user's state (agenda
-position, patience used, persona), the generators' states (``bit_generator.state``) and the agent's and user's state.
-The actors' state is a pickle of both when they can be pickled; the rule agents are generator-based dialogues,
-which cannot be, so the snapshot keeps the log of calls made to them instead and :meth:`Harness.fork` rebuilds
-them from the trial seed and replays those calls (checking that the replay says what the original said; an LLM
-agent is resumed the same way, the response cache making the replayed prefix free). ``fork(snapshot,
-user_move=..., persona=...)`` continues the trial from there, optionally with the next user turn replaced by a
-*user move* (:data:`MOVES`) or the persona switched. Forking an unchanged snapshot reproduces the original
-continuation exactly.
+:class:`Snapshots` observer on the orchestrator's loop (:class:`~simulator.dialogue.conversation.Conversation`); at
+the start of any user turn it can take a :class:`Snapshot`: the conversation state (messages, trajectory, progress
+judge), the trial database (``sqlite3.Connection.serialize()``, the event log included: it lives in the database),
+the user's state (agenda position, patience used, persona), the generators' states (``bit_generator.state``) and the
+agent's and user's state. The actors' state is a pickle of both when they can be pickled; the rule agents are
+generator-based dialogues, which cannot be, so the snapshot keeps the log of calls made to them instead and
+:meth:`Harness.fork` rebuilds them from the trial seed and replays those calls (checking that the replay says what
+the original said; an LLM agent is resumed the same way, the response cache making the replayed prefix free).
+``fork(snapshot, user_move=..., persona=...)`` continues the trial from there, optionally with the next user turn
+replaced by a *user move* (:data:`MOVES`) or the persona switched. Forking an unchanged snapshot reproduces the
+original continuation exactly.
 
 **Signatures.** :func:`signature` condenses a failed trial: the failing layer (``grade.failure``), the termination
 reason, the first state difference as ``table.field`` (or the first failing assertion), the first violated rule,
@@ -41,9 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from simulator.dialogue.conversation import ConversationState, run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.cues import asks_confirmation
+from simulator.dialogue.observers import DualControlSync, Observer
 from simulator.dialogue.prefix import capture_state
+from simulator.dialogue.state import ConversationState
 from simulator.errors import SetupError, SnapshotError
 from simulator.execution.runner import Runner
 from simulator.grading import check_assertions, grade_trial
@@ -148,7 +149,7 @@ class Snapshot:
         turn: user replies made so far (the index of the next one).
         agent_turns: finished agent turns so far.
         kind: the decision point (:func:`decision_kind`), or None.
-        state: the pickled :class:`~simulator.dialogue.conversation.ConversationState`.
+        state: the pickled :class:`~simulator.dialogue.state.ConversationState`.
         database: the trial database, serialized (its event log included).
         calls: the calls made to agent and user so far (``("a"|"u"|"o", arg)``), for a replayed resume.
         actors: pickled ``(agent, user, trial rng)`` when they can be pickled, else None (resumed by replay).
@@ -327,30 +328,24 @@ class Harness:
         limits = Limits(max_turns=task.max_turns or r.config.max_turns, max_steps=r.config.max_steps)
         snaps: list[Snapshot] = []
         start_turns = len(resume.trajectory.progress) if resume is not None else 0
-        current_persona = [persona]
 
         with r.template.trial() if snapshot is None else r.template.trial_of(snapshot.database) as db:
             if snapshot is None:
                 prepare_trial(r.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
-
-            def on_turn(state: ConversationState) -> None:
-                if capture is None or not capture(state):
-                    return
-                snaps.append(self._snapshot(task, trial_index, current_persona[0], seed, state, agent, user, ctx,
-                                            db.raw.serialize(), moves))
-
+            observers: list[Observer] = []
+            if capture is not None:
+                observers.append(Snapshots(capture, lambda state: snaps.append(self._snapshot(
+                    task, trial_index, persona, seed, state, agent, user, ctx, db.raw.serialize(), moves))))
             user_toolbox = r.domain.user_toolbox()
             toolbox = r.agent_toolbox(task, trial_index, r.domain.toolbox())  # the run's environment faults
-            if user_toolbox is None:
-                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, on_turn=on_turn,
-                                        resume=resume)
-            else:
+            user_ctx = None
+            if user_toolbox is not None:
                 user_ctx = ToolContext(db.session, db.options)
                 user_ctx.source = "user"
-                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, user_toolbox=user_toolbox,
-                                        user_ctx=user_ctx, sync=syncer(r.domain, tool_ctx), on_turn=on_turn,
-                                        resume=resume)
+                observers.append(DualControlSync(syncer(r.domain, tool_ctx)))
+            traj = Conversation(agent, user, toolbox, tool_ctx, limits, observers=observers,
+                                user_toolbox=user_toolbox, user_ctx=user_ctx, resume=resume).run()
             spec = r.domain.state_spec()
             diff = diff_against(db.raw, goal, spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec,
@@ -413,6 +408,25 @@ def _reseed(agent: Any, entropy: list[int]) -> None:
         for _name, value in sorted(vars(obj).items()):
             if isinstance(value, np.random.Generator):
                 value.bit_generator.state = np.random.PCG64(seq.spawn(1)[0]).state
+
+
+class Snapshots:
+    """The conversation observer that takes hunt snapshots: at each user turn the ``capture`` predicate allows.
+
+    Args:
+        capture: called with the live state at the start of each user turn (:func:`every_turn`,
+            :func:`at_decisions`); a snapshot is taken when it returns True.
+        take: takes the snapshot of that state (it must not change it).
+    """
+
+    def __init__(self, capture: Callable[[ConversationState], bool], take: Callable[[ConversationState], None]):
+        self.capture = capture
+        self.take = take
+
+    def on_user_turn(self, state: ConversationState) -> None:
+        """Take a snapshot when ``capture`` allows it."""
+        if self.capture(state):
+            self.take(state)
 
 
 def every_turn(state: ConversationState) -> bool:
