@@ -21,7 +21,7 @@ The tree::
     │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
     │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.interop.peer_results)
     │   ├── SnapshotError(ValueError)      a snapshot cannot be forked: unknown user move or persona, or an agent or
-    │   │                                  user that does not replay to it deterministically (simulator.hunt.search)
+    │   │                                  user that does not replay to it deterministically (simulator.hunt.snapshot)
     │   ├── SetupError                     the run cannot work as set up: missing credentials, unknown model,
     │   │                                  unreachable server, a factory that raises (simulator.execution.preflight);
     │   │                                  ``.kind`` names the class

@@ -6,7 +6,7 @@ Example::
         --personas all --budget 1000 --seed 7 --export regressions.json
     tausim run --domain retail --tasks regressions.json --user rule --agent reference:...
 
-See :mod:`simulator.hunt.search` for the search, the signatures and the regression cases.
+See :mod:`simulator.hunt` for the search, the signatures and the regression cases.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from simulator.errors import TausimError
 from simulator.execution.build import build_runner
 from simulator.execution.preflight import check_credentials, preflight
 from simulator.execution.runner import Runner
-from simulator.hunt.search import HuntResult, export_cases, hunt, replay_script
+from simulator.hunt import HuntResult, export_cases, hunt, replay_script
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
 from simulator.stats.faults import recovery_rates
 from simulator.types.results import TrialResult
