@@ -98,6 +98,7 @@ class TimeLimit:
     Checked before each user turn, agent turn and step: a user, agent or tool that does not return is not
     interrupted (Python cannot), but the conversation ends at the next checkpoint after it does. The runner's
     ``trial_timeout`` gives its abandoned trial threads one with ``stop`` so that they end instead of running on.
+    One instance per conversation (its clock starts at its first checkpoint).
 
     Args:
         seconds: the wall-time budget, counted from the first checkpoint; None: no budget (``stop`` only).

@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from simulator.dialogue.caps import CAP_HOOKS, Cap, limit_caps
 from simulator.dialogue.cues import asks_confirmation
@@ -150,19 +150,14 @@ class Conversation:
         except _Ended as e:
             return self._finish(e.reason, e.error)
 
-    # ------------------------------------------------------------------------------------------------ checkpoints
-    def _check(self, caps: tuple[Callable[..., TerminationReason | None], ...]) -> None:
-        """Raise :class:`_Ended` with the first reason a cap gives."""
-        for cap in caps:
-            reason = cap(self.state)
-            if reason is not None:
-                raise _Ended(reason)
-
+    # ------------------------------------------------------------------------------------------------ helpers
     def _stepped(self) -> None:
+        """Tell the observers a step was made."""
         for hook in self._on_step:
             hook(self.state)
 
     def _finish(self, reason: TerminationReason, error: str | None) -> Trajectory:
+        """Set the termination reason, tell the observers, copy the actors' metadata; return the trajectory."""
         traj = self.state.trajectory
         traj.termination_reason = reason
         traj.error = error
@@ -176,7 +171,8 @@ class Conversation:
             traj.user_metadata = dict(user_metadata)
         return traj
 
-    def _call(self, toolbox: Toolbox, ctx: ToolContext, call: ToolCall, requestor: Any) -> tuple[Message, CallOutcome]:
+    def _call(self, toolbox: Toolbox, ctx: ToolContext, call: ToolCall, requestor: Literal["agent", "user"]
+              ) -> tuple[Message, CallOutcome]:
         """Dispatch one call (a step) and tell the observers."""
         result, out, w0, w1 = dispatch(toolbox, ctx, call, self.state.trajectory, requestor)
         if self._on_tool_call:
@@ -191,7 +187,9 @@ class Conversation:
         state = self.state
         for hook in self._on_user_turn:
             hook(state)
-        self._check(self._at_user_turn)
+        for cap in self._at_user_turn:
+            if (reason := cap(state)) is not None:
+                raise _Ended(reason)
         ut = self._ask_user()
         while ut.tool_calls:
             self._user_tools(ut)
@@ -204,7 +202,8 @@ class Conversation:
             state.seen.append(user_msg)
             traj.turns += 1
             state.judge.on_user(ut.content)
-            self._stepped()
+            if self._on_step:
+                self._stepped()
         if ut.abandon:
             raise _Ended(TerminationReason.USER_ABANDON)
         if ut.stop and not (state.awaiting and ut.content):
@@ -245,10 +244,13 @@ class Conversation:
         state.trajectory.messages.append(ask)
         state.view.append(ask)
         for call in ut.tool_calls:
-            self._check(self._at_step)
+            for cap in self._at_step:
+                if (reason := cap(state)) is not None:
+                    raise _Ended(reason)
             result, out = self._call(self.user_toolbox, self.user_ctx, call, "user")
             state.view.append(result)
-            self._stepped()
+            if self._on_step:
+                self._stepped()
             if out.status == "tool_bug":
                 raise _Ended(TerminationReason.TOOL_BUG, out.bug)
 
@@ -257,12 +259,16 @@ class Conversation:
         """One agent turn: tool calls until a text message; then the turn is judged."""
         state = self.state
         traj = state.trajectory
-        self._check(self._at_agent_turn)
+        for cap in self._at_agent_turn:
+            if (reason := cap(state)) is not None:
+                raise _Ended(reason)
         first_call = len(traj.tool_calls)
         for hook in self._on_agent_turn:
             hook(state)
         while True:
-            self._check(self._at_step)
+            for cap in self._at_step:
+                if (reason := cap(state)) is not None:
+                    raise _Ended(reason)
             msg = self._ask_agent()
             traj.messages.append(msg)
             state.seen.append(msg)
@@ -273,7 +279,8 @@ class Conversation:
             self._agent_tools(msg)
         traj.steps += 1
         traj.turns += 1
-        self._stepped()
+        if self._on_step:
+            self._stepped()
         state.awaiting = asks_confirmation(clip_long_tokens(msg.content or ""))
         progress = state.judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
         state.pending = progress
@@ -308,17 +315,17 @@ class Conversation:
         """Run the agent's tool calls of one message on the trial database."""
         state = self.state
         for call in msg.tool_calls:
-            self._check(self._at_step)
+            for cap in self._at_step:
+                if (reason := cap(state)) is not None:
+                    raise _Ended(reason)
             result, out = self._call(self.toolbox, self.ctx, call, "agent")
             state.seen.append(result)
-            self._stepped()
+            if self._on_step:
+                self._stepped()
             if out.status == "tool_bug":
                 raise _Ended(TerminationReason.TOOL_BUG, out.bug)
             if out.ends_conversation:
                 raise _Ended(TerminationReason.AGENT_TRANSFER)
-            if self._after_tool_call:
-                record = state.trajectory.tool_calls[-1]
-                for cap in self._after_tool_call:
-                    reason = cap(state, record)
-                    if reason is not None:
-                        raise _Ended(reason)
+            for cap in self._after_tool_call:
+                if (reason := cap(state, state.trajectory.tool_calls[-1])) is not None:
+                    raise _Ended(reason)

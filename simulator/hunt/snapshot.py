@@ -308,10 +308,12 @@ class Harness:
             if snapshot is None:
                 prepare_trial(r.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
-            observers: list[Observer] = []
-            if capture is not None:
-                observers.append(Snapshots(capture, lambda state: snaps.append(self._snapshot(
-                    task, trial_index, persona, seed, state, agent, user, ctx, db.raw.serialize(), moves))))
+
+            def take(state: ConversationState) -> None:
+                snaps.append(self._snapshot(task, trial_index, persona, seed, state, agent, user, ctx,
+                                            db.raw.serialize(), moves))
+
+            observers: list[Observer] = [Snapshots(capture, take)] if capture is not None else []
             user_toolbox = r.domain.user_toolbox()
             toolbox = r.agent_toolbox(task, trial_index, r.domain.toolbox())  # the run's environment faults
             user_ctx = None

@@ -1,3 +1,4 @@
-"""Floor 2, services: where results live: the results store (SQLite or PostgreSQL), run documents and partial
-files, and the run log.
+"""Floor 2, services: where results live.
+
+The results store (SQLite or PostgreSQL), run documents and partial files, and the run log.
 """
