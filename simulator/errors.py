@@ -43,7 +43,8 @@ The tree::
     │   ├── SetupActionError(ValueError)   a task's setup action or environment function failed (simulator.world.dual)
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
-        └── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
+        ├── domains.airline.reference_agent._Transferred   ends the reference agent's dialogue on a transfer
+        └── simulator.dialogue.conversation._Ended         ends the conversation loop with its termination reason
 
 The channels differ in who can act on them:
 

@@ -39,6 +39,7 @@ from simulator.dialogue.observers import OBSERVER_HOOKS, Observer
 from simulator.dialogue.signals import ProgressJudge
 from simulator.dialogue.state import ConversationState, dispatch, visible_to_user
 from simulator.dialogue.text import clip_long_tokens
+from simulator.errors import TausimError
 from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
 from simulator.types.protocols import Agent, UserSimulator
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
@@ -49,8 +50,8 @@ __all__ = ["Conversation", "ConversationState"]
 _LIMITS = Limits()
 
 
-class _Ended(Exception):  # noqa: N818 - a control-flow signal inside the loop, never raised out of it
-    """Raised inside the loop to end the conversation (caught by :meth:`Conversation.run`)."""
+class _Ended(TausimError):  # noqa: N818 - control flow, not an error
+    """Raised inside the loop to end the conversation; never leaves it (see :mod:`simulator.errors`)."""
 
     def __init__(self, reason: TerminationReason, error: str | None = None):
         super().__init__(reason)
