@@ -31,7 +31,7 @@ from personas.loader import available_personas, load_personas
 from simulator.execution.build import build_runner
 from simulator.execution.runner import Runner
 from simulator.grading.signature import signature
-from simulator.hunt.search import Harness, hunt
+from simulator.hunt import Harness, hunt
 from simulator.types.spec import RunSpec
 
 AGENT = "reference:wrong_item=0.05,forget_constraint=0.05,repeat_question=0.05,skip_confirmation=0.05"

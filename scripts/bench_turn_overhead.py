@@ -1,7 +1,7 @@
 """Benchmark (b): per-turn framework overhead with a scripted agent and user (target < 0.2 ms per turn).
 
 The agent alternates a trivial tool call (retail ``think``, which only echoes) and a text reply; the user
-answers every agent message with a fixed line. ``run_conversation`` runs on a trial database of the retail
+answers every agent message with a fixed line. A ``Conversation`` runs on a trial database of the retail
 peer data. Reported: wall time per turn (a turn = one user or agent message), the part of it spent inside
 tools, and the framework's own share (everything else: the loop, message bookkeeping, validation).
 ``--profile`` prints the top functions by cumulative time.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from _bench import machine, parser, retail
 
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
 from simulator.types.trajectory import Limits
 from simulator.world.tools import ToolContext
@@ -58,7 +58,7 @@ def main() -> None:
             with template.trial() as db:
                 ctx = ToolContext(db.session, db.options)
                 t0 = time.perf_counter()
-                traj = run_conversation(ChattyAgent(), ChattyUser(), toolbox, ctx, limits)
+                traj = Conversation(ChattyAgent(), ChattyUser(), toolbox, ctx, limits).run()
                 wall += time.perf_counter() - t0
             tools += traj.tool_seconds
             turns += traj.turns

@@ -23,7 +23,7 @@ The tree::
     │   ├── ScaffoldError(ValueError)      ``tausim domain new``: a bad name or an existing folder (authoring)
     │   ├── PeerResultsError(ValueError)   a peer's results file: tau-bench or tau2 (simulator.interop.peer_results)
     │   ├── SnapshotError(ValueError)      a snapshot cannot be forked: unknown user move or persona, or an agent or
-    │   │                                  user that does not replay to it deterministically (simulator.hunt.search)
+    │   │                                  user that does not replay to it deterministically (simulator.hunt.snapshot)
     │   ├── OptionError(ValueError)        an argument of :func:`simulator.run` (the option of ``tausim run`` of the
     │   │                                  same name) cannot be used: a store URL, a file that cannot be written;
     │   │                                  ``.option`` names it (simulator.execution.session)
@@ -48,7 +48,8 @@ The tree::
     │   ├── SetupActionError(ValueError)   a task's setup action or environment function failed (simulator.world.dual)
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
-        └── domains.airline._dialogues.core._Transferred   ends the reference agent's dialogue on a transfer
+        ├── domains.airline._dialogues.core._Transferred   ends the reference agent's dialogue on a transfer
+        └── simulator.dialogue.conversation._Ended         ends the conversation loop with its termination reason
 
 The channels differ in who can act on them:
 

@@ -1,395 +1,332 @@
 """The trial loop: the user speaks, the agent acts (tool calls on the trial database), until termination.
 
 Termination is decided here, not by a simulator's say-so alone:
+
 - a user stop while the agent's last message asks for confirmation (:func:`simulator.dialogue.cues.asks_confirmation`:
   "Shall I proceed?", "Please confirm.", "Let me know if I should proceed.") is not a stop: the text is
   delivered and the conversation goes on;
 - text attached to a stop is delivered before the trial ends;
 - a tool that ends the conversation (transfer to a human agent) ends the trial with ``agent_transfer``;
 - an unexpected exception inside a tool ends it with ``tool_bug`` (never shown as an agent mistake);
-- the caps ``max_turns`` (messages of user or agent) and ``max_steps`` (agent actions: tool calls and
-  messages) end it with their own reasons.
+- budgets are caps (:mod:`simulator.dialogue.caps`) composed around the loop, as Gymnasium's ``TimeLimit`` wraps an
+  environment: ``max_turns`` (messages of user or agent), ``max_steps`` (agent actions: tool calls and messages),
+  ``too_many_errors`` and ``timeout`` end it with their own reasons;
+- logs, traces, the dual-control sync hook and failure hunting's snapshots are observers
+  (:mod:`simulator.dialogue.observers`) with optional hooks; they never decide anything.
 
 After each agent turn (its tool calls and its closing message) the orchestrator judges the turn's progress
-(:class:`~simulator.types.protocols.Progress`), records it in ``Trajectory.progress`` and, when the user has
-``observe_progress`` (:class:`~simulator.types.protocols.ProgressAware`), tells the user before it replies; a persona's
-patience counts consecutive turns without progress.
+(:class:`~simulator.types.protocols.Progress`, :mod:`simulator.dialogue.signals`), records it in
+``Trajectory.progress`` and, when the user has ``observe_progress``
+(:class:`~simulator.types.protocols.ProgressAware`), tells the user before it replies; a persona's patience counts
+consecutive turns without progress.
+
+Example::
+
+    traj = Conversation(agent, user, toolbox, ctx, Limits(max_turns=20),
+                        caps=[TimeLimit(120)], observers=[ToolCallLog(log)]).run()
 """
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from simulator.dialogue.cues import asks_confirmation, is_yes, offers_more_help
+from simulator.dialogue.caps import CAP_HOOKS, Cap, limit_caps
+from simulator.dialogue.cues import asks_confirmation
+from simulator.dialogue.observers import OBSERVER_HOOKS, Observer
+from simulator.dialogue.signals import ProgressJudge
+from simulator.dialogue.state import ConversationState, dispatch, visible_to_user
 from simulator.dialogue.text import clip_long_tokens
+from simulator.errors import TausimError
 from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
-from simulator.types.protocols import PROGRESS_SIGNALS, Agent, Progress, UserSimulator
-from simulator.types.trajectory import Limits, TerminationReason, ToolCallRecord, Trajectory
+from simulator.types.protocols import Agent, UserSimulator
+from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["ConversationState", "run_conversation"]
+__all__ = ["Conversation", "ConversationState"]
+
+_LIMITS = Limits()
 
 
+class _Ended(TausimError):  # noqa: N818 - control flow, not an error
+    """Raised inside the loop to end the conversation; never leaves it (see :mod:`simulator.errors`)."""
+
+    def __init__(self, reason: TerminationReason, error: str | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.error = error
 
 
+def _hooks(objects: Sequence[Any], names: Sequence[str]) -> dict[str, tuple[Callable[..., Any], ...]]:
+    """Hook name -> the bound hooks of ``objects`` that define it, in the objects' order."""
+    return {name: tuple(getattr(o, name) for o in objects if callable(getattr(o, name, None))) for name in names}
 
 
-
-
-
-
-
-
-
-# Linear on any input: an email is tried only where a run of [\w.+-] starts, and an id or number not inside a
-# run of letters (a failed try there fails at every later letter of the run, so rescanning it from each
-# position, quadratic in a long token, gives nothing).
-_VALUE_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+"
-                       r"|(?:(?<![A-Za-z_])|(?![A-Za-z_]))[#$]?[A-Za-z_]*+\d[\w-]*(?:[.,]\d+)*")
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def _values(text: str) -> set[str]:
-    """Value-like tokens of a message (ids, numbers, amounts, emails), normalised."""
-    return {v.lower().lstrip("#$").rstrip(".,").replace(",", "") for v in _VALUE_RE.findall(text)}
-
-
-def _questions(text: str) -> list[str]:
-    """Return the question keys of an agent message.
-
-    The whole message for a confirmation request (it is about the action it states), otherwise each question
-    sentence; offers of more help ("anything else?") are not questions here.
-    """
-    norm = " ".join(text.lower().split())
-    if asks_confirmation(text):
-        return [norm]
-    out = []
-    for sent in _SENTENCE_RE.split(norm):
-        sent = sent.strip(" -*")
-        if sent.endswith("?") and not offers_more_help(sent):
-            out.append(sent)
-    return out
-
-
-class _ProgressJudge:
-    """Judges each agent turn's progress from what the conversation has seen so far."""
-
-    def __init__(self) -> None:
-        self.values: set[str] = set()
-        self.calls: dict[str, str | None] = {}  # call key -> tool kind; reads are forgotten after a write
-        self.texts: set[str] = set()
-        self.questions: set[str] = set()
-        self.user_yes = False
-        self.user_asked = False
-
-    def on_user(self, text: str) -> None:
-        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
-        self.values |= _values(text)
-        self.user_yes = is_yes(text)
-        self.user_asked = "?" in text
-
-    def on_agent_turn(self, text: str, calls: list[ToolCallRecord]) -> Progress:
-        signals: set[str] = set()
-        for c in calls:
-            key = json.dumps([c.name, c.arguments if c.arguments is not None else c.raw_arguments], sort_keys=True,
-                             default=str)
-            if key in self.calls:
-                signals.add("agent_repeat")
-            elif c.status == "ok":
-                signals.add("tool_ok")
-            if c.status != "ok":
-                signals.add("tool_error")
-            elif c.kind == "write" and self.user_yes:
-                signals.add("confirmed_action")
-            if c.status == "ok" and c.kind == "write":
-                # the state changed: reading something again is no repetition
-                self.calls = {k: v for k, v in self.calls.items() if v != "read"}
-            self.calls[key] = c.kind
-        norm = " ".join(text.lower().split())
-        if norm and norm in self.texts:
-            signals.add("agent_repeat")
-        self.texts.add(norm)
-        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
-        values = _values(text)
-        if values - self.values:
-            signals.add("new_info")
-        elif self.user_asked and values:
-            signals.add("answered")
-        self.values |= values
-        for q in _questions(text):
-            signals.add("repeated_question" if q in self.questions else "new_question")
-            self.questions.add(q)
-        if "repeated_question" in signals:
-            signals.discard("new_question")
-        made = bool(signals & {"tool_ok", "confirmed_action", "new_info", "answered", "new_question"}) and not (
-            signals & {"repeated_question", "agent_repeat"})
-        order = PROGRESS_SIGNALS
-        return Progress(made=made, signals=tuple(s for s in order if s in signals))
-
-
-@dataclass
-class ConversationState:
-    """The orchestrator's loop state at the start of a user turn (see ``run_conversation``'s ``on_turn``).
-
-    Given to ``on_turn`` as the live objects (copy them to keep them); given back as ``resume`` (as a copy: the
-    loop goes on mutating it) to continue a conversation from that point, with the agent, user and database in
-    the state they had then (see :mod:`simulator.hunt.search`).
-
-    Attributes:
-        trajectory: the trajectory so far.
-        awaiting: the agent's last message asks for confirmation.
-        judge: the progress judge (what the conversation has seen so far).
-        pending: the last agent turn's progress, not yet given to the user.
-        view: the messages the user sees.
-        seen: the messages the agent sees.
-    """
-
-    trajectory: Trajectory
-    awaiting: bool
-    judge: Any
-    pending: Progress | None
-    view: list[Message]
-    seen: list[Message]
-
-
-def _visible_to_user(m: Message) -> bool:
-    """True for the messages the simulated user sees: user and assistant text without tool calls."""
-    return m.role in ("user", "assistant") and bool(m.content) and not m.tool_calls
-
-
-def run_conversation(
-    agent: Agent,
-    user: UserSimulator,
-    toolbox: Toolbox,
-    ctx: ToolContext,
-    limits: Limits = Limits(),  # noqa: B008 - frozen dataclass, immutable
-    log: Any = None,
-    tracing: Any = None,
-    trial_span: Any = None,
-    *,
-    user_toolbox: Toolbox | None = None,
-    user_ctx: ToolContext | None = None,
-    sync: Callable[[], None] | None = None,
-    history: list[Message] | None = None,
-    on_turn: Callable[[ConversationState], None] | None = None,
-    resume: ConversationState | None = None,
-) -> Trajectory:
-    """Run one trial's conversation to termination.
+class Conversation:
+    """One trial's conversation: the loop, with its caps and observers composed around it.
 
     Args:
         agent: the agent under test, built for this trial.
         user: the simulated user, built for this trial.
         toolbox: the domain's tools.
         ctx: tool context bound to the trial's own database.
-        limits: turn and step caps.
-        log: the trial's structlog logger, or None; when given, each dispatched tool call emits a
-            ``tool_call`` event (name, status, kind, step, duration).
-        tracing: a :class:`simulator.execution.tracing.Tracing`, or None: spans for each agent turn, tool call and model
-            call (children of ``trial_span``).
-        trial_span: the trial's span (the parent of the turn spans and of the user's model-call spans).
+        limits: the standard caps (:func:`simulator.dialogue.caps.limit_caps`: turns, steps, failed tool calls)
+            and the agent's ``greeting`` (said first, as a turn, when there is no ``history``).
+        caps: more caps (:class:`~simulator.dialogue.caps.Cap`), checked after the standard ones, in order
+            (e.g. a :class:`~simulator.dialogue.caps.TimeLimit`).
+        observers: observers (:class:`~simulator.dialogue.observers.Observer`), called in order.
         user_toolbox: the simulated user's own tools (dual control); None: a user turn with tool calls ends the
             trial with ``user_error``. The user's calls run on ``user_ctx``, are recorded with requestor ``user``
             (in ``tool_calls`` and, marked ``requestor="user"``, in ``messages``, never shown to the agent) and
             count as steps; the user is asked again after them.
         user_ctx: tool context of the user's side (the same trial database, ``source="user"``).
-        sync: the domain's sync hook, called after every step of agent or user (each tool call and each message).
         history: a prior conversation the trial starts with (tau2 ``message_history``; its tool calls were
             replayed on the database already); the greeting, if any, follows it only when it is empty.
-        on_turn: called at the start of every user turn with the live :class:`ConversationState` (snapshots,
-            :mod:`simulator.hunt.search`); it must not change it.
-        resume: continue from this state (taken by ``on_turn``, copied) instead of an empty conversation; the
-            agent, user and database must be in the state they had then.
+        resume: continue from this state (taken by an observer's ``on_user_turn``, copied) instead of an empty
+            conversation; the agent, user and database must be in the state they had then.
 
-    Returns:
-        The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
-        are recorded as ``agent_error`` / ``user_error`` with their traceback, never raised.
+    Attributes:
+        state: the loop's :class:`ConversationState` (live).
     """
-    traj = Trajectory()
-    awaiting = False
-    judge = _ProgressJudge()
-    pending: Progress | None = None  # the last agent turn's progress, not yet given to the user
-    observe = getattr(user, "observe_progress", None)
-    view: list[Message] = []  # the messages _visible_to_user, appended as they come (no rescan per turn)
-    turn_span: list[Any] = []  # the open agent-turn span (tracing only)
-    seen: list[Message] = []  # the messages the agent sees: all but the user's own tool calls and results
-    after_step = sync if sync is not None else _nothing
-    tool_errors = 0  # failed agent tool calls (limits.max_tool_errors)
-    for m in history or []:
-        traj.messages.append(m)
-        seen.append(m)
-        if _visible_to_user(m):
-            view.append(m)
-    if limits.greeting is not None and not history:
-        hello = Message(role="assistant", content=limits.greeting)
-        traj.messages.append(hello)
-        seen.append(hello)
-        view.append(hello)
-        traj.turns += 1
-    if resume is not None:
-        traj, awaiting, judge, pending = resume.trajectory, resume.awaiting, resume.judge, resume.pending
-        view, seen = resume.view, resume.seen
 
-    def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
-        if turn_span:
-            turn_span.pop().end()
+    def __init__(self, agent: Agent, user: UserSimulator, toolbox: Toolbox, ctx: ToolContext,
+                 limits: Limits = _LIMITS, *, caps: Sequence[Cap] = (), observers: Sequence[Observer] = (),
+                 user_toolbox: Toolbox | None = None, user_ctx: ToolContext | None = None,
+                 history: Sequence[Message] | None = None, resume: ConversationState | None = None):
+        self.agent = agent
+        self.user = user
+        self.toolbox = toolbox
+        self.ctx = ctx
+        self.user_toolbox = user_toolbox
+        self.user_ctx = user_ctx
+        observe = getattr(user, "observe_progress", None)
+        self._observe = observe if callable(observe) else None
+        cap_hooks = _hooks([*limit_caps(limits), *caps], CAP_HOOKS)
+        self._at_user_turn = cap_hooks["at_user_turn"]
+        self._at_agent_turn = cap_hooks["at_agent_turn"]
+        self._at_step = cap_hooks["at_step"]
+        self._after_tool_call = cap_hooks["after_tool_call"]
+        seen = _hooks(observers, OBSERVER_HOOKS)
+        self._on_user_turn = seen["on_user_turn"]
+        self._on_user_reply = seen["on_user_reply"]
+        self._on_agent_turn = seen["on_agent_turn"]
+        self._on_agent_reply = seen["on_agent_reply"]
+        self._on_tool_call = seen["on_tool_call"]
+        self._on_step = seen["on_step"]
+        self._on_agent_turn_end = seen["on_agent_turn_end"]
+        self._on_end = seen["on_end"]
+        self.state = resume if resume is not None else self._opening(history, limits.greeting)
+
+    @staticmethod
+    def _opening(history: Sequence[Message] | None, greeting: str | None) -> ConversationState:
+        """The state before the first user turn: the prior history, or the greeting."""
+        state = ConversationState(Trajectory(), False, ProgressJudge(), None, [], [])
+        traj = state.trajectory
+        for m in history or []:
+            traj.messages.append(m)
+            state.seen.append(m)
+            if visible_to_user(m):
+                state.view.append(m)
+        if greeting is not None and not history:
+            hello = Message(role="assistant", content=greeting)
+            traj.messages.append(hello)
+            state.seen.append(hello)
+            state.view.append(hello)
+            traj.turns += 1
+        return state
+
+    def run(self) -> Trajectory:
+        """Run the conversation to termination.
+
+        Returns:
+            The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
+            are recorded as ``agent_error`` / ``user_error`` with their traceback, never raised.
+        """
+        try:
+            while True:
+                self._user_turn()
+                self._agent_turn()
+        except _Ended as e:
+            return self._finish(e.reason, e.error)
+
+    # ------------------------------------------------------------------------------------------------ helpers
+    def _stepped(self) -> None:
+        """Tell the observers a step was made."""
+        for hook in self._on_step:
+            hook(self.state)
+
+    def _finish(self, reason: TerminationReason, error: str | None) -> Trajectory:
+        """Set the termination reason, tell the observers, copy the actors' metadata; return the trajectory."""
+        traj = self.state.trajectory
         traj.termination_reason = reason
         traj.error = error
-        metadata = getattr(agent, "metadata", None)
+        for hook in self._on_end:
+            hook(self.state)
+        metadata = getattr(self.agent, "metadata", None)
         if isinstance(metadata, dict):
             traj.agent_metadata = dict(metadata)
-        user_metadata = getattr(user, "metadata", None)
+        user_metadata = getattr(self.user, "metadata", None)
         if isinstance(user_metadata, dict):
             traj.user_metadata = dict(user_metadata)
         return traj
 
-    while True:
-        # --- user turn --------------------------------------------------------------------------------
-        if on_turn is not None:
-            on_turn(ConversationState(traj, awaiting, judge, pending, view, seen))
-        if traj.turns >= limits.max_turns:
-            return end(TerminationReason.MAX_TURNS)
-        while True:
-            t0 = time.perf_counter()
-            w0 = time.time_ns()
-            try:
-                if pending is not None and callable(observe):
-                    observe(pending)
-                pending = None
-                ut: UserTurn = user.reply(list(view))
-            except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's user_error
-                traj.user_seconds += time.perf_counter() - t0
-                return end(TerminationReason.USER_ERROR, traceback.format_exc())
-            traj.user_seconds += time.perf_counter() - t0
-            if not isinstance(ut, UserTurn):
-                return end(TerminationReason.USER_ERROR,
-                           f"user.reply returned {type(ut).__name__}, expected UserTurn")
-            if tracing is not None:
-                tracing.model_call(trial_span, "user", getattr(user, "model", None), ut.usage, w0, time.time_ns())
-            traj.user_usage = traj.user_usage + ut.usage
-            if ut.error:
-                kind = TerminationReason(ut.error_kind or "user_error")
-                return end(kind, ut.error)
-            if not ut.tool_calls:
-                break
-            if user_toolbox is None or user_ctx is None:
-                return end(TerminationReason.USER_ERROR, "the user called tools "
-                           f"({', '.join(c.name for c in ut.tool_calls)}) but the domain has no user-side tools")
-            ask = Message(role="user", content=ut.content or None, tool_calls=list(ut.tool_calls), requestor="user")
-            traj.messages.append(ask)
-            view.append(ask)
-            for call in ut.tool_calls:
-                if traj.steps >= limits.max_steps:
-                    return end(TerminationReason.MAX_STEPS)
-                result, out = _dispatch(user_toolbox, user_ctx, call, traj, log, "user", tracing, trial_span)
-                view.append(result)
-                after_step()
-                if out.status == "tool_bug":
-                    return end(TerminationReason.TOOL_BUG, out.bug)
+    def _call(self, toolbox: Toolbox, ctx: ToolContext, call: ToolCall, requestor: Literal["agent", "user"]
+              ) -> tuple[Message, CallOutcome]:
+        """Dispatch one call (a step) and tell the observers."""
+        result, out, w0, w1 = dispatch(toolbox, ctx, call, self.state.trajectory, requestor)
+        if self._on_tool_call:
+            record = self.state.trajectory.tool_calls[-1]
+            for hook in self._on_tool_call:
+                hook(self.state, record, w0, w1)
+        return result, out
+
+    # ------------------------------------------------------------------------------------------------ the user
+    def _user_turn(self) -> None:
+        """One user turn: its tool calls (dual control), then its text, its stop or its abandonment."""
+        state = self.state
+        for hook in self._on_user_turn:
+            hook(state)
+        for cap in self._at_user_turn:
+            if (reason := cap(state)) is not None:
+                raise _Ended(reason)
+        ut = self._ask_user()
+        while ut.tool_calls:
+            self._user_tools(ut)
+            ut = self._ask_user()
+        traj = state.trajectory
         if ut.content:
             user_msg = Message(role="user", content=ut.content)
             traj.messages.append(user_msg)
-            view.append(user_msg)
-            seen.append(user_msg)
+            state.view.append(user_msg)
+            state.seen.append(user_msg)
             traj.turns += 1
-            judge.on_user(ut.content)
-            after_step()
+            state.judge.on_user(ut.content)
+            if self._on_step:
+                self._stepped()
         if ut.abandon:
-            return end(TerminationReason.USER_ABANDON)
-        if ut.stop and not (awaiting and ut.content):
-            return end(TerminationReason.USER_STOP)
-        # --- agent turn: tool calls until a text message ----------------------------------------------
-        if traj.turns >= limits.max_turns:
-            return end(TerminationReason.MAX_TURNS)
+            raise _Ended(TerminationReason.USER_ABANDON)
+        if ut.stop and not (state.awaiting and ut.content):
+            raise _Ended(TerminationReason.USER_STOP)
+
+    def _ask_user(self) -> UserTurn:
+        """The user's reply (the last turn's progress given first); a failure ends the conversation."""
+        state, traj = self.state, self.state.trajectory
+        t0 = time.perf_counter()
+        w0 = time.time_ns()
+        try:
+            if state.pending is not None and self._observe is not None:
+                self._observe(state.pending)
+            state.pending = None
+            ut: UserTurn = self.user.reply(list(state.view))
+        except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's user_error
+            traj.user_seconds += time.perf_counter() - t0
+            raise _Ended(TerminationReason.USER_ERROR, traceback.format_exc()) from None
+        traj.user_seconds += time.perf_counter() - t0
+        if not isinstance(ut, UserTurn):
+            raise _Ended(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
+        if self._on_user_reply:
+            w1 = time.time_ns()
+            for hook in self._on_user_reply:
+                hook(state, ut, w0, w1)
+        traj.user_usage = traj.user_usage + ut.usage
+        if ut.error:
+            raise _Ended(TerminationReason(ut.error_kind or "user_error"), ut.error)
+        return ut
+
+    def _user_tools(self, ut: UserTurn) -> None:
+        """Run the user's own tool calls (dual control) on the user's side."""
+        if self.user_toolbox is None or self.user_ctx is None:
+            raise _Ended(TerminationReason.USER_ERROR, "the user called tools "
+                         f"({', '.join(c.name for c in ut.tool_calls)}) but the domain has no user-side tools")
+        state = self.state
+        ask = Message(role="user", content=ut.content or None, tool_calls=list(ut.tool_calls), requestor="user")
+        state.trajectory.messages.append(ask)
+        state.view.append(ask)
+        for call in ut.tool_calls:
+            for cap in self._at_step:
+                if (reason := cap(state)) is not None:
+                    raise _Ended(reason)
+            result, out = self._call(self.user_toolbox, self.user_ctx, call, "user")
+            state.view.append(result)
+            if self._on_step:
+                self._stepped()
+            if out.status == "tool_bug":
+                raise _Ended(TerminationReason.TOOL_BUG, out.bug)
+
+    # ------------------------------------------------------------------------------------------------ the agent
+    def _agent_turn(self) -> None:
+        """One agent turn: tool calls until a text message; then the turn is judged."""
+        state = self.state
+        traj = state.trajectory
+        for cap in self._at_agent_turn:
+            if (reason := cap(state)) is not None:
+                raise _Ended(reason)
         first_call = len(traj.tool_calls)
-        if tracing is not None:
-            turn_span.append(tracing.start_turn(trial_span, len(traj.progress)))
+        for hook in self._on_agent_turn:
+            hook(state)
         while True:
-            if traj.steps >= limits.max_steps:
-                return end(TerminationReason.MAX_STEPS)
-            t0 = time.perf_counter()
-            w0 = time.time_ns()
-            try:
-                at: AgentTurn = agent.step(list(seen))
-            except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
-                traj.agent_seconds += time.perf_counter() - t0
-                return end(TerminationReason.AGENT_ERROR, traceback.format_exc())
-            traj.agent_seconds += time.perf_counter() - t0
-            if not isinstance(at, AgentTurn):
-                return end(TerminationReason.AGENT_ERROR,
-                           f"agent.step returned {type(at).__name__}, expected AgentTurn")
-            traj.agent_usage = traj.agent_usage + at.usage
-            if tracing is not None:
-                tracing.model_call(turn_span[-1] if turn_span else trial_span, "agent", getattr(agent, "model", None),
-                                   at.usage, w0, time.time_ns())
-            if at.error:
-                return end(TerminationReason(at.error_kind or "agent_error"), at.error)
-            msg = at.message
+            for cap in self._at_step:
+                if (reason := cap(state)) is not None:
+                    raise _Ended(reason)
+            msg = self._ask_agent()
             traj.messages.append(msg)
-            seen.append(msg)
-            if _visible_to_user(msg):
-                view.append(msg)
+            state.seen.append(msg)
+            if visible_to_user(msg):
+                state.view.append(msg)
             if not msg.tool_calls:
-                traj.steps += 1
-                traj.turns += 1
-                after_step()
-                awaiting = asks_confirmation(clip_long_tokens(msg.content or ""))
-                pending = judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
-                traj.progress.append(pending.as_dict())
-                if turn_span:
-                    turn_span.pop().end()
                 break
-            for call in msg.tool_calls:
-                if traj.steps >= limits.max_steps:
-                    return end(TerminationReason.MAX_STEPS)
-                result, out = _dispatch(toolbox, ctx, call, traj, log, "agent", tracing,
-                                        turn_span[-1] if turn_span else trial_span)
-                seen.append(result)
-                after_step()
-                if out.status == "tool_bug":
-                    return end(TerminationReason.TOOL_BUG, out.bug)
-                if out.ends_conversation:
-                    return end(TerminationReason.AGENT_TRANSFER)
-                if out.status != "ok":
-                    tool_errors += 1
-                    if limits.max_tool_errors is not None and tool_errors >= limits.max_tool_errors:
-                        return end(TerminationReason.TOO_MANY_ERRORS)
+            self._agent_tools(msg)
+        traj.steps += 1
+        traj.turns += 1
+        if self._on_step:
+            self._stepped()
+        state.awaiting = asks_confirmation(clip_long_tokens(msg.content or ""))
+        progress = state.judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
+        state.pending = progress
+        traj.progress.append(progress.as_dict())
+        for hook in self._on_agent_turn_end:
+            hook(state, progress)
 
+    def _ask_agent(self) -> Message:
+        """The agent's next action; a failure ends the conversation."""
+        state, traj = self.state, self.state.trajectory
+        t0 = time.perf_counter()
+        w0 = time.time_ns()
+        try:
+            at: AgentTurn = self.agent.step(list(state.seen))
+        except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
+            traj.agent_seconds += time.perf_counter() - t0
+            raise _Ended(TerminationReason.AGENT_ERROR, traceback.format_exc()) from None
+        traj.agent_seconds += time.perf_counter() - t0
+        if not isinstance(at, AgentTurn):
+            raise _Ended(TerminationReason.AGENT_ERROR,
+                         f"agent.step returned {type(at).__name__}, expected AgentTurn")
+        traj.agent_usage = traj.agent_usage + at.usage
+        if self._on_agent_reply:
+            w1 = time.time_ns()
+            for hook in self._on_agent_reply:
+                hook(state, at, w0, w1)
+        if at.error:
+            raise _Ended(TerminationReason(at.error_kind or "agent_error"), at.error)
+        return at.message
 
-def _nothing() -> None:
-    """The sync hook of a domain without one."""
-
-
-def _dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajectory, log: Any,
-              requestor: Literal["agent", "user"], tracing: Any = None,
-              span: Any = None) -> tuple[Message, CallOutcome]:
-    """Run one call, record it in the trajectory (a step); return its result message (already appended) and outcome.
-
-    With ``tracing``, the call is a span (``execute_tool NAME``), a child of ``span``.
-    """
-    ctx.step = traj.steps
-    w0 = time.time_ns()
-    out = toolbox.dispatch(ctx, call.name, call.arguments)
-    if tracing is not None:
-        tracing.tool_call(span, call.name, call.id, out.status, w0, time.time_ns())
-    traj.tool_seconds += out.duration_s
-    traj.tool_calls.append(ToolCallRecord(
-        step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,
-        raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
-        status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug, requestor=requestor,
-        fault=getattr(out, "fault", None),
-    ))
-    if log is not None:
-        log.info("tool_call", step=traj.steps, call_id=call.id, name=call.name, kind=out.kind,
-                 status=out.status, duration_s=round(out.duration_s, 6),
-                 **({"requestor": requestor} if requestor != "agent" else {}))
-    traj.steps += 1
-    result = Message(role="tool", content=out.content, tool_call_id=call.id, name=call.name,
-                     requestor="user" if requestor == "user" else None)
-    traj.messages.append(result)
-    return result, out
+    def _agent_tools(self, msg: Message) -> None:
+        """Run the agent's tool calls of one message on the trial database."""
+        state = self.state
+        for call in msg.tool_calls:
+            for cap in self._at_step:
+                if (reason := cap(state)) is not None:
+                    raise _Ended(reason)
+            result, out = self._call(self.toolbox, self.ctx, call, "agent")
+            state.seen.append(result)
+            if self._on_step:
+                self._stepped()
+            if out.status == "tool_bug":
+                raise _Ended(TerminationReason.TOOL_BUG, out.bug)
+            if out.ends_conversation:
+                raise _Ended(TerminationReason.AGENT_TRANSFER)
+            for cap in self._after_tool_call:
+                if (reason := cap(state, state.trajectory.tool_calls[-1])) is not None:
+                    raise _Ended(reason)

@@ -3,7 +3,7 @@
 Every part of tausim that reads plain conversation text for these cues uses this module, so that the agent,
 the conversation loop, the simulated user and the grader agree on whether, for example, the user confirmed:
 
-- the orchestrator (:func:`simulator.dialogue.conversation.run_conversation`): a user stop while the agent
+- the orchestrator (:class:`simulator.dialogue.conversation.Conversation`): a user stop while the agent
   :func:`asks_confirmation` is not a stop; a write right after a user :func:`is_yes` is a confirmed action;
   offers of more help (:func:`offers_more_help`) are not questions for the progress judge;
 - the process grader (:mod:`simulator.grading.process`): a write needs a user :func:`is_yes` first;

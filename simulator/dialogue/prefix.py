@@ -28,8 +28,9 @@ from typing import Any
 
 from sqlalchemy import MetaData
 
-from simulator.dialogue.conversation import _dispatch, _questions
 from simulator.dialogue.cues import asks_confirmation
+from simulator.dialogue.signals import questions
+from simulator.dialogue.state import dispatch
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.grade import NextStepResult
 from simulator.types.messages import AgentTurn, Message
@@ -231,7 +232,7 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
                 traj.turns += 1
                 return end(TerminationReason.NEXT_STEP)
             for call in msg.tool_calls:
-                result, out = _dispatch(toolbox, ctx, call, traj, None, "agent")
+                result, out, _, _ = dispatch(toolbox, ctx, call, traj, "agent")
                 seen.append(result)
                 if out.status == "tool_bug":
                     return end(TerminationReason.TOOL_BUG, out.bug)
@@ -261,8 +262,8 @@ def message_properties(text: str, earlier: Sequence[str]) -> set[str]:
     low = " ".join(text.lower().split())
     if any(w in low for w in REFUSAL_WORDS):
         out.add("refusal")
-    asked = {q for e in earlier for q in _questions(clip_long_tokens(e))}
-    if any(q in asked for q in _questions(clipped)):
+    asked = {q for e in earlier for q in questions(clip_long_tokens(e))}
+    if any(q in asked for q in questions(clipped)):
         out.add("repeated_question")
     return out
 

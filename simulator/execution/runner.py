@@ -7,8 +7,10 @@ can be spread over machines by an executor such as Dask's. Each trial derives it
 Time limit (``RunSpec.trial_timeout``): a trial then runs in a thread of its own, and the runner waits for it at
 most that long. A thread cannot be killed in Python: past the limit the trial is recorded ``timeout`` and its
 thread is *abandoned*: a daemon thread, left to finish (or hang) in the background on its own copy of the
-database. Its result is dropped and, from the moment it was abandoned, its log events are muted, so it never
-writes anything about a trial that is already recorded; a daemon thread does not keep the process alive.
+database; its conversation ends (``timeout``, :class:`~simulator.dialogue.caps.TimeLimit`) at its next turn or
+step once the call it was stuck in returns. Its result is dropped and, from the moment it was abandoned, its log
+events are muted, so it never writes anything about a trial that is already recorded; a daemon thread does not keep
+the process alive.
 
 Stopping early (:meth:`Runner.run`): the first trial ending ``setup_error`` (missing credentials, unknown
 model: no other trial can succeed) stops the run, and so does an error rate above ``RunSpec.max_error_rate``
@@ -31,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.caps import TimeLimit
+from simulator.dialogue.conversation import Conversation
+from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
 from simulator.dialogue.prefix import apply_state, check_next_step, run_next_turn
 from simulator.execution.prepare import prepare_task, prepare_tasks
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
@@ -367,7 +371,7 @@ class Runner:
         def target() -> None:
             try:
                 box["result"] = self._run_trial(task, trial_index, None if log is None else
-                                                _MutedWhenAbandoned(log, abandoned), persona, span)
+                                                _MutedWhenAbandoned(log, abandoned), persona, span, abandoned)
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, which raises it
                 box["error"] = e
 
@@ -422,8 +426,9 @@ class Runner:
         allowed = set(task.user_tools)
         return Toolbox([s for n, s in box.specs.items() if n in allowed], uses_session=box.uses_session)
 
-    def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
-                   ) -> TrialResult:
+    def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None,
+                   stop: threading.Event | None = None) -> TrialResult:
+        """Run and grade one trial in this thread; ``stop`` (set when the trial was abandoned) ends its conversation."""
         t0 = time.perf_counter()
         seed = self.trial_seed(task, trial_index)
 
@@ -459,15 +464,19 @@ class Runner:
             prepare_trial(self.domain, db, task)
             tool_ctx = ToolContext(db.session, db.options)
             user_toolbox = self._task_user_toolbox(task)
-            if user_toolbox is None:
-                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
-                                        trial_span=span, history=history)
-            else:
+            observers: list[Observer] = []
+            if self.tracing is not None:
+                observers.append(self.tracing.observer(span, agent, user))
+            if log is not None:
+                observers.append(ToolCallLog(log))
+            user_ctx = None
+            if user_toolbox is not None:
                 user_ctx = ToolContext(db.session, db.options)
                 user_ctx.source = "user"
-                traj = run_conversation(agent, user, toolbox, tool_ctx, limits, log=log, tracing=self.tracing,
-                                        trial_span=span, user_toolbox=user_toolbox, user_ctx=user_ctx,
-                                        sync=syncer(self.domain, tool_ctx), history=history)
+                observers.append(DualControlSync(syncer(self.domain, tool_ctx)))
+            traj = Conversation(agent, user, toolbox, tool_ctx, limits,
+                                caps=[TimeLimit(stop=stop)] if stop is not None else [], observers=observers,
+                                user_toolbox=user_toolbox, user_ctx=user_ctx, history=history).run()
             diff = diff_against(db.raw, goal, self._spec)
             checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
                                       env=env_caller(self.domain, tool_ctx))

@@ -29,10 +29,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from simulator.dialogue.state import ConversationState
 from simulator.errors import InputError
-from simulator.types.messages import Usage
+from simulator.types.messages import AgentTurn, Usage, UserTurn
+from simulator.types.protocols import Progress
+from simulator.types.trajectory import ToolCallRecord
 
-__all__ = ["Tracing", "file_tracing", "span_ids"]
+__all__ = ["TraceObserver", "Tracing", "file_tracing", "span_ids"]
 
 
 def _require_sdk() -> Any:
@@ -149,6 +152,76 @@ class Tracing:
         span = self.tracer.start_span(f"chat {model or party}", context=self._ctx(parent), start_time=start_ns,
                                       attributes=attrs)
         span.end(end_time=end_ns)
+
+    def observer(self, trial_span: Any, agent: Any, user: Any) -> TraceObserver:
+        """Return the conversation observer that traces one trial's turns, tool calls and model calls.
+
+        Args:
+            trial_span: the trial's span (the parent of the turn spans and of the user's model-call spans).
+            agent: the trial's agent (its ``model`` attribute, if any, names its model-call spans).
+            user: the trial's simulated user (likewise).
+
+        Returns:
+            A :class:`TraceObserver` for :class:`simulator.dialogue.conversation.Conversation`'s ``observers``.
+        """
+        return TraceObserver(self, trial_span, agent, user)
+
+
+class TraceObserver:
+    """A conversation observer (:mod:`simulator.dialogue.observers`): one trial's spans.
+
+    A ``tausim.turn`` span per agent turn (from its start to its closing message, or to the trial's end), an
+    ``execute_tool`` span per tool call (a child of its turn, or of the trial for the user's own calls) and a
+    ``chat`` span per agent step or user reply that made model calls.
+
+    Args:
+        tracing: the run's :class:`Tracing`.
+        trial_span: the trial's span.
+        agent: the trial's agent.
+        user: the trial's simulated user.
+    """
+
+    def __init__(self, tracing: Tracing, trial_span: Any, agent: Any, user: Any):
+        self.tracing = tracing
+        self.trial_span = trial_span
+        self.agent = agent
+        self.user = user
+        self.turn: Any = None  # the open agent-turn span
+
+    def _parent(self) -> Any:
+        return self.turn if self.turn is not None else self.trial_span
+
+    def _close_turn(self) -> None:
+        if self.turn is not None:
+            self.turn.end()
+            self.turn = None
+
+    def on_user_reply(self, state: ConversationState, turn: UserTurn, start_ns: int, end_ns: int) -> None:
+        """Record the user's model calls (a child of the trial)."""
+        self.tracing.model_call(self.trial_span, "user", getattr(self.user, "model", None), turn.usage, start_ns,
+                                end_ns)
+
+    def on_agent_turn(self, state: ConversationState) -> None:
+        """Open the agent turn's span."""
+        self.turn = self.tracing.start_turn(self.trial_span, len(state.trajectory.progress))
+
+    def on_agent_reply(self, state: ConversationState, turn: AgentTurn, start_ns: int, end_ns: int) -> None:
+        """Record the agent step's model calls (a child of its turn)."""
+        self.tracing.model_call(self._parent(), "agent", getattr(self.agent, "model", None), turn.usage, start_ns,
+                                end_ns)
+
+    def on_tool_call(self, state: ConversationState, record: ToolCallRecord, start_ns: int, end_ns: int) -> None:
+        """Record the call (a child of the agent's turn; the user's own calls: of the trial)."""
+        parent = self.trial_span if record.requestor == "user" else self._parent()
+        self.tracing.tool_call(parent, record.name, record.call_id, record.status, start_ns, end_ns)
+
+    def on_agent_turn_end(self, state: ConversationState, progress: Progress) -> None:
+        """Close the agent turn's span."""
+        self._close_turn()
+
+    def on_end(self, state: ConversationState) -> None:
+        """Close the open turn span, if any."""
+        self._close_turn()
 
 
 @contextmanager

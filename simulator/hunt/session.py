@@ -15,7 +15,9 @@ from typing import Any
 from simulator.execution.build import build_runner
 from simulator.execution.preflight import check_credentials, preflight
 from simulator.execution.runner import Runner
-from simulator.hunt.search import HuntResult, export_cases, hunt, replay_script
+from simulator.hunt.cases import export_cases
+from simulator.hunt.search import HuntResult, hunt
+from simulator.hunt.shrink import replay_script
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 

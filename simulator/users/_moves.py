@@ -1,7 +1,7 @@
 """User moves: diversity-inducing replies made in place of a simulated user's own (``tausim hunt``).
 
 A move replaces one reply of the user (by its 0-based index); the user itself plays every other reply, seeing the
-whole conversation. Regression cases pin their moves in ``scenario.moves`` (see :mod:`simulator.hunt.search`); the
+whole conversation. Regression cases pin their moves in ``scenario.moves`` (see :mod:`simulator.hunt.snapshot`); the
 runner then wraps the trial's user in a :class:`MovedUser`.
 """
 
@@ -38,7 +38,7 @@ class MovedUser:
     Args:
         inner: the simulated user.
         log: list its calls are appended to: ``("u", number of messages)`` per reply, ``("o", progress)`` per
-            ``observe_progress`` (the same list may log the agent's calls, see :mod:`simulator.hunt.search`).
+            ``observe_progress`` (the same list may log the agent's calls, see :mod:`simulator.hunt.snapshot`).
         moves: user reply index (0-based) -> move (:data:`MOVES`) made in place of that reply.
         personas: the personas a ``switch_persona:NAME`` move may name.
 

@@ -2,9 +2,8 @@
 
 ``--user replay:RUN[:TASK/TRIAL]`` takes the user turns of a recorded trial (a stored run's, or a run file's) and
 says them again, turn by turn, as long as the new agent says what the recorded agent said before each of them:
-the conversation the user sees (user and agent text, :func:`simulator.dialogue.conversation.run_conversation`'s view)
-must
-equal the recorded one up to that turn (whitespace collapsed). When it differs (the new agent asks something the
+the conversation the user sees (user and agent text, :class:`simulator.dialogue.conversation.Conversation`'s view)
+must equal the recorded one up to that turn (whitespace collapsed). When it differs (the new agent asks something the
 recorded user never answered, or keeps going after the recorded user's last turn) the conversation has diverged:
 the point is recorded (``user_metadata["replay"]["diverged_at"]``, with the recorded and the new agent message,
 and the flag ``replay_diverged``), and the rest is played by the fallback user (``--fallback-user rule|llm:M``),

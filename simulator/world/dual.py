@@ -47,7 +47,7 @@ def syncer(domain: Domain, ctx: ToolContext) -> Callable[[], None]:
         ctx: a tool context on the trial's database.
 
     Returns:
-        A no-argument callable for :func:`simulator.dialogue.conversation.run_conversation`'s ``sync``.
+        A no-argument callable for :class:`simulator.dialogue.observers.DualControlSync`.
     """
     conn = ctx.conn
     last = [-1]

@@ -5,7 +5,7 @@
 with parsed arguments may meet one fault, drawn from its own generator
 ``Generator(PCG64(SeedSequence([FAULT_STREAM, trial seed, step])))`` (:func:`draw_fault`): the draw depends only on
 the trial seed (itself from the run seed, task and trial index) and the agent step of the call, so a run is
-reproducible, a forked trial (:mod:`simulator.hunt.search`) meets the same faults as its original, and no generator of
+reproducible, a forked trial (:mod:`simulator.hunt.snapshot`) meets the same faults as its original, and no generator of
 the
 agent or user is touched. The kinds, in the order the unit interval is cut:
 

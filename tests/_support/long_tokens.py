@@ -148,7 +148,7 @@ def _patterns(token: str) -> dict[str, Any]:
     """The rewritten regexes on the whole token, uncut (the parts above scan a cut copy of long tokens)."""
     from domains.retail._understand import ADDRESS_RE, EMAIL_RE, LOOSE_NAME_RE, NEGATED_RE
     from domains.returns.reference_agent import _MARK_RECEIVED_RE, _REASON_RE
-    from simulator.dialogue.conversation import _values
+    from simulator.dialogue.signals import values as _values
     from simulator.users.llm_user import parse_user_reply
 
     spaced = " ".join(token[: len(token) // 2])  # the token's characters, one a word: "1 , 1 , ..."

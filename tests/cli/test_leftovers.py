@@ -190,7 +190,7 @@ def test_a_bogus_prefix_user_is_refused_at_load_naming_file_field_value(tmp_path
 
 
 def test_the_prefix_user_hunt_writes_still_loads(tmp_path):
-    """The fields of an exported prefix case (simulator.hunt.search.prefix_at): move keys as strings, persona pinned."""
+    """The fields of an exported prefix case (simulator.hunt.cases.prefix_at): move keys as strings, persona pinned."""
     from simulator.world.domain import get_domain
 
     user = {"intent": 1, "stale": 0, "persona": "terse", "turn": 3, "moves": {"1": "switch_persona:impatient"}}

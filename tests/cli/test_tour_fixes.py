@@ -104,7 +104,7 @@ def test_hunt_stops_on_a_setup_error_trial():
     """Without the pre-flight (library use), the first trial ending setup_error stops the hunt."""
     from simulator.errors import SetupError
     from simulator.execution.build import build_runner
-    from simulator.hunt.search import hunt
+    from simulator.hunt import hunt
     from simulator.types.spec import RunSpec
 
     runner = build_runner(RunSpec(domain="retail", agent="reference", user="llm:openai/gpt-4o-mini",

@@ -117,7 +117,7 @@ def test_clip_long_tokens_keeps_ordinary_text_and_cuts_long_tokens_to_their_ends
     ("No values here at all, only words.", set()),
 ])
 def test_progress_values_of_ordinary_messages(text: str, values: set[str]) -> None:
-    from simulator.dialogue.conversation import _values
+    from simulator.dialogue.signals import values as _values
 
     assert _values(text) == values
 

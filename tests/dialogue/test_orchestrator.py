@@ -1,6 +1,6 @@
 import pytest
 
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.cues import asks_confirmation
 from simulator.types.messages import AgentTurn, Message, UserTurn
 from simulator.types.trajectory import Limits, TerminationReason
@@ -30,7 +30,7 @@ def env(tmp_path):
 def test_user_stop_after_tool_call(env):
     tb, ctx, t = env
     agent = ListAgent(call("transfer", src="A1", dst="B2", amount=5), say("Done, moved $5."))
-    traj = run_conversation(agent, ScriptedUser(["move 5 dollars"]), tb, ctx)
+    traj = Conversation(agent, ScriptedUser(["move 5 dollars"]), tb, ctx).run()
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert [m.role for m in traj.messages] == ["user", "assistant", "tool", "assistant"]
     assert traj.messages[2].tool_call_id == "c1" and traj.messages[2].content == "ok"
@@ -42,13 +42,13 @@ def test_user_stop_after_tool_call(env):
 
 def test_transfer_ends_trial(env):
     tb, ctx, _ = env
-    traj = run_conversation(ListAgent(call("transfer_to_human", summary="x")), ScriptedUser(["hi", "hello"]), tb, ctx)
+    traj = Conversation(ListAgent(call("transfer_to_human", summary="x")), ScriptedUser(["hi", "hello"]), tb, ctx).run()
     assert traj.termination_reason == TerminationReason.AGENT_TRANSFER
 
 
 def test_tool_bug_ends_trial_and_is_not_an_agent_error(env):
     tb, ctx, _ = env
-    traj = run_conversation(ListAgent(call("explode", account_id="A1")), ScriptedUser(["hi"]), tb, ctx)
+    traj = Conversation(ListAgent(call("explode", account_id="A1")), ScriptedUser(["hi"]), tb, ctx).run()
     assert traj.termination_reason == TerminationReason.TOOL_BUG
     assert "KeyError" in traj.error
 
@@ -56,17 +56,17 @@ def test_tool_bug_ends_trial_and_is_not_an_agent_error(env):
 def test_tool_errors_are_observations(env):
     tb, ctx, _ = env
     agent = ListAgent(call("nope"), call("transfer", src="A1"), say("sorry"))
-    traj = run_conversation(agent, ScriptedUser(["hi"]), tb, ctx)
+    traj = Conversation(agent, ScriptedUser(["hi"]), tb, ctx).run()
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert [c.status for c in traj.tool_calls] == ["unknown_tool", "invalid_arguments"]
 
 
 def test_max_turns_and_max_steps(env):
     tb, ctx, _ = env
-    traj = run_conversation(ListAgent(say("ok")), ScriptedUser(["a"] * 50), tb, ctx, Limits(max_turns=5))
+    traj = Conversation(ListAgent(say("ok")), ScriptedUser(["a"] * 50), tb, ctx, Limits(max_turns=5)).run()
     assert traj.termination_reason == TerminationReason.MAX_TURNS and traj.turns == 5
-    traj = run_conversation(ListAgent(call("get_balance", account_id="A1")), ScriptedUser(["a"]), tb, ctx,
-                            Limits(max_steps=7))
+    traj = Conversation(ListAgent(call("get_balance", account_id="A1")), ScriptedUser(["a"]), tb, ctx,
+                            Limits(max_steps=7)).run()
     assert traj.termination_reason == TerminationReason.MAX_STEPS and len(traj.tool_calls) == 7
 
 
@@ -77,7 +77,7 @@ def test_agent_exception_is_recorded(env):
         def step(self, messages):
             raise RuntimeError("agent crashed")
 
-    traj = run_conversation(Broken(), ScriptedUser(["hi"]), tb, ctx)
+    traj = Conversation(Broken(), ScriptedUser(["hi"]), tb, ctx).run()
     assert traj.termination_reason == TerminationReason.AGENT_ERROR and "agent crashed" in traj.error
 
 
@@ -89,7 +89,7 @@ def test_agent_reported_infra_error(env):
             return AgentTurn(message=Message(role="assistant", content=""), error="rate limited",
                              error_kind="infra_error")
 
-    traj = run_conversation(Failing(), ScriptedUser(["hi"]), tb, ctx)
+    traj = Conversation(Failing(), ScriptedUser(["hi"]), tb, ctx).run()
     assert traj.termination_reason == TerminationReason.INFRA_ERROR
 
 
@@ -106,7 +106,7 @@ def test_stop_while_awaiting_confirmation_is_not_a_stop(env):
     agent = ListAgent(say("I will move $5 from A1 to B2. Shall I proceed?"), say("Done."))
     user = StopUser([UserTurn(content="move 5"), UserTurn(content="yes please", stop=True),
                      UserTurn(content="", stop=True)])
-    traj = run_conversation(agent, user, tb, ctx)
+    traj = Conversation(agent, user, tb, ctx).run()
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert [m.content for m in traj.messages if m.role == "user"] == ["move 5", "yes please"]
     assert traj.messages[-1].content == "Done."
@@ -122,7 +122,7 @@ def test_stop_during_an_imperative_confirmation_request_is_not_a_stop(env, reque
     agent = ListAgent(say(request_text), call("transfer", src="A1", dst="B2", amount=5), say("Done."))
     user = StopUser([UserTurn(content="move 5"), UserTurn(content="yes", stop=True),
                      UserTurn(content="", stop=True)])
-    traj = run_conversation(agent, user, tb, ctx)
+    traj = Conversation(agent, user, tb, ctx).run()
     # the yes is delivered and the agent makes the write; the trial ends at the next stop
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert [m.content for m in traj.messages if m.role == "user"] == ["move 5", "yes"]
@@ -134,7 +134,7 @@ def test_stop_after_a_plain_statement_ends_the_trial(env):
     tb, ctx, _ = env
     agent = ListAgent(say("I will move $5 from A1 to B2."), call("transfer", src="A1", dst="B2", amount=5))
     user = StopUser([UserTurn(content="move 5"), UserTurn(content="yes", stop=True)])
-    traj = run_conversation(agent, user, tb, ctx)
+    traj = Conversation(agent, user, tb, ctx).run()
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert traj.tool_calls == []
 
@@ -142,7 +142,7 @@ def test_stop_after_a_plain_statement_ends_the_trial(env):
 def test_text_attached_to_stop_is_delivered(env):
     tb, ctx, _ = env
     user = StopUser([UserTurn(content="hi"), UserTurn(content="thanks, bye", stop=True)])
-    traj = run_conversation(ListAgent(say("Anything else?")), user, tb, ctx)
+    traj = Conversation(ListAgent(say("Anything else?")), user, tb, ctx).run()
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert traj.messages[-1].role == "user" and traj.messages[-1].content == "thanks, bye"
 
@@ -156,7 +156,7 @@ def test_user_sees_only_text_messages(env):
             views.append([(m.role, m.content) for m in messages])
             return UserTurn(content="hi") if not views[1:] else UserTurn(content="", stop=True)
 
-    run_conversation(ListAgent(call("get_balance", account_id="A1"), say("You have $100.")), Recorder(), tb, ctx)
+    Conversation(ListAgent(call("get_balance", account_id="A1"), say("You have $100.")), Recorder(), tb, ctx).run()
     assert views[1] == [("user", "hi"), ("assistant", "You have $100.")]
 
 

@@ -6,7 +6,7 @@ which values and questions are new), not read back from the code.
 
 import pytest
 
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.types.messages import AgentTurn, UserTurn
 from simulator.types.protocols import Progress, ProgressAware
 from simulator.types.trajectory import Limits, TerminationReason
@@ -49,7 +49,7 @@ def env(tmp_path):
 
 def run(env, agent, user, **limits):
     tb, ctx = env
-    return run_conversation(agent, user, tb, ctx, Limits(**limits) if limits else Limits())
+    return Conversation(agent, user, tb, ctx, Limits(**limits) if limits else Limits()).run()
 
 
 def test_progress_is_a_frozen_record_and_users_may_implement_the_hook():

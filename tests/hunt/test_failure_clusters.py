@@ -15,7 +15,7 @@ from simulator.cli.hunt import summary
 from simulator.execution.build import build_runner
 from simulator.execution.runner import Runner
 from simulator.grading.signature import signature
-from simulator.hunt.search import export_cases, hunt
+from simulator.hunt import export_cases, hunt
 from simulator.report import analyze_run, hunt_clusters, print_summary, render_html, render_hunt_html, run_clusters
 from simulator.storage.documents import run_summary_json
 from simulator.types.results import RunResult

@@ -1,4 +1,4 @@
-"""Failure hunting: snapshot and fork, signatures and clusters, the search, regression cases (simulator.hunt.search)."""
+"""Failure hunting: snapshot and fork, signatures and clusters, the search, regression cases (simulator.hunt)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from simulator.errors import SnapshotError, TausimError
 from simulator.execution.build import build_runner
 from simulator.execution.runner import Runner
 from simulator.grading.signature import core, signature
-from simulator.hunt.search import MOVES, Harness, at_decisions, every_turn, export_cases, hunt, run_case
+from simulator.hunt import MOVES, Harness, at_decisions, every_turn, export_cases, hunt, run_case
 from simulator.types.spec import RunSpec
 from simulator.types.tasks import load_tasks
 from simulator.types.trajectory import Trajectory

@@ -12,7 +12,7 @@ from simulator.authoring.lint import lint_tasks
 from simulator.dialogue.prefix import apply_state, message_properties
 from simulator.errors import TaskFileError
 from simulator.execution.runner import Runner
-from simulator.hunt.search import Harness, every_turn, export_cases, first_error, hunt, prefix_at, run_case
+from simulator.hunt import Harness, every_turn, export_cases, first_error, hunt, prefix_at, run_case
 from simulator.types.tasks import NextStep, StepCall, Task, load_tasks, parse_tasks
 from simulator.world.database import snapshot as db_snapshot
 from simulator.world.events import read_events

@@ -16,7 +16,7 @@ import pytest
 
 from personas.loader import load_personas
 from simulator import Persona
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.cues import asks_confirmation
 from simulator.types.messages import AgentTurn, Message
 from simulator.types.protocols import Progress, TrialContext
@@ -481,7 +481,7 @@ def test_abandoner_abandons_through_the_orchestrator(litellm: Any, fake: Any, ba
     abandoner = load_personas("abandoner")[0]
     assert abandoner.patience == 1
     # the agent asks, then asks the very same thing again (agent_repeat: no progress)
-    traj = run_conversation(ListAgent("Which order is it?"), user(persona=abandoner), *bank)
+    traj = Conversation(ListAgent("Which order is it?"), user(persona=abandoner), *bank).run()
     assert traj.termination_reason == TerminationReason.USER_ABANDON
     assert [m.role for m in traj.messages] == ["user", "assistant", "user", "assistant", "user"]
     assert traj.messages[-1].content in abandoner.abandonment_phrases
@@ -505,7 +505,7 @@ def test_yes_stop_to_a_confirmation_request_does_not_end_the_trial(litellm: Any,
     assert asks_confirmation(confirm)
     fake(["Hi, I want to return my water bottle.", "yes ###STOP###", "Thanks, bye ###STOP###"])
     u = user()
-    traj = run_conversation(ListAgent(confirm, "Done: the return is filed."), u, *bank)
+    traj = Conversation(ListAgent(confirm, "Done: the return is filed."), u, *bank).run()
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert [(m.role, m.content) for m in traj.messages] == [
         ("user", "Hi, I want to return my water bottle."),
@@ -520,7 +520,7 @@ def test_yes_stop_to_a_confirmation_request_does_not_end_the_trial(litellm: Any,
 
 def test_leak_flag_reaches_the_trajectory(litellm: Any, fake: Any, bank: Any) -> None:
     fake(["Item 6777246137.", "Item 6777246137.", "Item 6777246137.", "bye ###STOP###"])
-    traj = run_conversation(ListAgent("Which item?"), user(), *bank)
+    traj = Conversation(ListAgent("Which item?"), user(), *bank).run()
     assert traj.messages[0].content == "Item [redacted]."
     assert traj.user_metadata["flags"] == ["user_leak"]
     assert traj.user_metadata["persona"] is None

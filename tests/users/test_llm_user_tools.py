@@ -10,7 +10,8 @@ import pytest
 
 from simulator import Runner, RunSpec, get_domain
 from simulator.agents import OracleAgent
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
+from simulator.dialogue.observers import DualControlSync
 from simulator.types.trajectory import Limits
 from simulator.users.llm_user import llm_user_factory
 from simulator.world.dual import syncer
@@ -93,10 +94,10 @@ def test_task_subset_of_user_tools_and_database_change(litellm: Any, monkeypatch
         tool_ctx = ToolContext(db.session, db.options)
         user_ctx = ToolContext(db.session, db.options)
         user_ctx.source = "user"
-        traj = run_conversation(OracleAgent(ctx), user, telecom.toolbox(), tool_ctx,
+        traj = Conversation(OracleAgent(ctx), user, telecom.toolbox(), tool_ctx,
                                 Limits(greeting="Hi! How can I help you today?"),
                                 user_toolbox=telecom.user_toolbox(), user_ctx=user_ctx,
-                                sync=syncer(telecom, tool_ctx))
+                                observers=[DualControlSync(syncer(telecom, tool_ctx))]).run()
         after = telecom.dump(db)["device"]["1"]["roaming_enabled"]
     assert (before, after) == (False, True)
     assert [(c.requestor, c.name) for c in traj.tool_calls] == [("user", "toggle_roaming")]

@@ -12,7 +12,7 @@ import pytest
 
 from personas import load_personas
 from simulator import Persona
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.types.messages import AgentTurn, Message, UserTurn
 from simulator.types.protocols import Progress, TrialContext
 from simulator.types.tasks import Intent, Task, UserScenario
@@ -212,7 +212,7 @@ def env(tmp_path):
 def converse(env, seed: int, who: Persona | None = None, max_turns: int = 40):
     tb, ctx = env
     agent = ShopAgent()
-    traj = run_conversation(agent, RuleUser(SCENARIO, seed=seed, persona=who), tb, ctx, Limits(max_turns=max_turns))
+    traj = Conversation(agent, RuleUser(SCENARIO, seed=seed, persona=who), tb, ctx, Limits(max_turns=max_turns)).run()
     return traj, agent
 
 
@@ -354,7 +354,7 @@ def test_abandoner_and_impatient_abandon_a_repeating_agent(env):
     outcomes = {}
     for name in ("abandoner", "impatient", "cooperative"):
         who = load_personas([name])[0]
-        traj = run_conversation(Repeater(), RuleUser(SCENARIO, seed=2, persona=who), tb, ctx, Limits(max_turns=20))
+        traj = Conversation(Repeater(), RuleUser(SCENARIO, seed=2, persona=who), tb, ctx, Limits(max_turns=20)).run()
         outcomes[name] = (traj.termination_reason, traj.user_metadata["abandoned_at_turn"])
     # first agent turn is a new question (progress); each repeat is not. abandoner (patience 1) gives up at
     # the first repeat: user turn 3; impatient (patience 3) at the third repeat: user turn 5.

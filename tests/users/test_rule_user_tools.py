@@ -9,8 +9,9 @@ import pytest
 
 from simulator import Runner, RunSpec, Task, ToolContext, UserScenario, get_domain
 from simulator.agents import OracleAgent
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.cues import requested_tool_calls
+from simulator.dialogue.observers import DualControlSync
 from simulator.types.messages import AgentTurn, Message
 from simulator.types.trajectory import Limits
 from simulator.users import RuleUser, user_factory
@@ -106,8 +107,9 @@ def test_rule_user_performs_what_the_agent_asks_in_words(telecom: Any) -> None:
         ctx = ToolContext(db.session, db.options)
         user_ctx = ToolContext(db.session, db.options)
         user_ctx.source = "user"
-        traj = run_conversation(agent, user, telecom.toolbox(), ctx, Limits(greeting="Hi! How can I help?"),
-                                user_toolbox=telecom.user_toolbox(), user_ctx=user_ctx, sync=syncer(telecom, ctx))
+        traj = Conversation(agent, user, telecom.toolbox(), ctx, Limits(greeting="Hi! How can I help?"),
+                            user_toolbox=telecom.user_toolbox(), user_ctx=user_ctx,
+                            observers=[DualControlSync(syncer(telecom, ctx))]).run()
         assert telecom.dump(db)["device"]["1"]["airplane_mode"] is False
     assert [(c.requestor, c.name, c.status) for c in traj.tool_calls] == [
         ("user", "toggle_airplane_mode", "ok"), ("user", "check_status_bar", "ok")]

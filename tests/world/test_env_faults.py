@@ -225,7 +225,7 @@ def test_tausim_run_and_hunt_accept_faults(tmp_path):
 
 
 def test_a_forked_trial_meets_the_same_faults_as_its_original():
-    from simulator.hunt.search import Harness, every_turn
+    from simulator.hunt import Harness, every_turn
 
     runner = _runner("transient=0.2,slow=0.1,partial_write=0.3", tasks=TASKS[:3])
     harness = Harness(runner)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from simulator import ToolContext
 from simulator.cli import app
-from simulator.dialogue.conversation import run_conversation
+from simulator.dialogue.conversation import Conversation
 from simulator.errors import TaskFileError
 from simulator.execution.parity import replay_tasks
 from simulator.grading.tau2 import action_matches, check_env_assertions, communicated_tau2
@@ -369,8 +369,8 @@ def test_ten_tool_errors_end_the_trial_and_the_agent_greets_first():
     tpl = dom.template(PEERS / "retail")
     user = _Talker()
     with tpl.trial() as db:
-        traj = run_conversation(_Errors(), user, dom.toolbox_for(tpl.options), ToolContext(db.session, db.options),
-                                Limits(max_tool_errors=10, greeting=GREETING))
+        traj = Conversation(_Errors(), user, dom.toolbox_for(tpl.options), ToolContext(db.session, db.options),
+                                Limits(max_tool_errors=10, greeting=GREETING)).run()
     assert traj.termination_reason == TerminationReason.TOO_MANY_ERRORS
     assert len(traj.tool_calls) == 10
     assert traj.messages[0].role == "assistant" and traj.messages[0].content == GREETING

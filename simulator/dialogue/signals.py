@@ -1,0 +1,125 @@
+"""Progress signals of a conversation: what each agent turn achieved, judged from what was said and done so far.
+
+The loop (:class:`simulator.dialogue.conversation.Conversation`) keeps one :class:`ProgressJudge` per trial: it hears
+every user message (:meth:`ProgressJudge.on_user`) and judges each finished agent turn
+(:meth:`ProgressJudge.on_agent_turn`) into a :class:`~simulator.types.protocols.Progress` (made progress or not, and
+the signals: ``tool_ok``, ``tool_error``, ``confirmed_action``, ``new_info``, ``answered``, ``new_question``,
+``repeated_question``, ``agent_repeat``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from simulator.dialogue.cues import asks_confirmation, is_yes, offers_more_help
+from simulator.dialogue.text import clip_long_tokens
+from simulator.types.protocols import PROGRESS_SIGNALS, Progress
+from simulator.types.trajectory import ToolCallRecord
+
+__all__ = ["ProgressJudge", "questions", "values"]
+
+
+# Linear on any input: an email is tried only where a run of [\w.+-] starts, and an id or number not inside a
+# run of letters (a failed try there fails at every later letter of the run, so rescanning it from each
+# position, quadratic in a long token, gives nothing).
+_VALUE_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+"
+                       r"|(?:(?<![A-Za-z_])|(?![A-Za-z_]))[#$]?[A-Za-z_]*+\d[\w-]*(?:[.,]\d+)*")
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def values(text: str) -> set[str]:
+    """Value-like tokens of a message (ids, numbers, amounts, emails), normalised."""
+    return {v.lower().lstrip("#$").rstrip(".,").replace(",", "") for v in _VALUE_RE.findall(text)}
+
+
+def questions(text: str) -> list[str]:
+    """Return the question keys of an agent message.
+
+    The whole message for a confirmation request (it is about the action it states), otherwise each question
+    sentence; offers of more help ("anything else?") are not questions here.
+    """
+    norm = " ".join(text.lower().split())
+    if asks_confirmation(text):
+        return [norm]
+    out = []
+    for sent in _SENTENCE_RE.split(norm):
+        sent = sent.strip(" -*")
+        if sent.endswith("?") and not offers_more_help(sent):
+            out.append(sent)
+    return out
+
+
+class ProgressJudge:
+    """Judges each agent turn's progress from what the conversation has seen so far.
+
+    Attributes:
+        values: value-like tokens said so far (by either side).
+        calls: tool-call key -> tool kind of the agent's calls so far (reads forgotten after a write).
+        texts: the agent's messages so far, normalised.
+        questions: the agent's question keys so far.
+        user_yes: the user's last message said yes.
+        user_asked: the user's last message asked something.
+    """
+
+    def __init__(self) -> None:
+        self.values: set[str] = set()
+        self.calls: dict[str, str | None] = {}  # call key -> tool kind; reads are forgotten after a write
+        self.texts: set[str] = set()
+        self.questions: set[str] = set()
+        self.user_yes = False
+        self.user_asked = False
+
+    def on_user(self, text: str) -> None:
+        """Hear a user message (its values, whether it says yes, whether it asks)."""
+        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
+        self.values |= values(text)
+        self.user_yes = is_yes(text)
+        self.user_asked = "?" in text
+
+    def on_agent_turn(self, text: str, calls: list[ToolCallRecord]) -> Progress:
+        """Judge a finished agent turn.
+
+        Args:
+            text: the turn's closing message.
+            calls: the tool calls the agent made in the turn.
+
+        Returns:
+            The turn's :class:`Progress` (made or not, and its signals in :data:`PROGRESS_SIGNALS` order).
+        """
+        signals: set[str] = set()
+        for c in calls:
+            key = json.dumps([c.name, c.arguments if c.arguments is not None else c.raw_arguments], sort_keys=True,
+                             default=str)
+            if key in self.calls:
+                signals.add("agent_repeat")
+            elif c.status == "ok":
+                signals.add("tool_ok")
+            if c.status != "ok":
+                signals.add("tool_error")
+            elif c.kind == "write" and self.user_yes:
+                signals.add("confirmed_action")
+            if c.status == "ok" and c.kind == "write":
+                # the state changed: reading something again is no repetition
+                self.calls = {k: v for k, v in self.calls.items() if v != "read"}
+            self.calls[key] = c.kind
+        norm = " ".join(text.lower().split())
+        if norm and norm in self.texts:
+            signals.add("agent_repeat")
+        self.texts.add(norm)
+        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
+        said = values(text)
+        if said - self.values:
+            signals.add("new_info")
+        elif self.user_asked and said:
+            signals.add("answered")
+        self.values |= said
+        for q in questions(text):
+            signals.add("repeated_question" if q in self.questions else "new_question")
+            self.questions.add(q)
+        if "repeated_question" in signals:
+            signals.discard("new_question")
+        made = bool(signals & {"tool_ok", "confirmed_action", "new_info", "answered", "new_question"}) and not (
+            signals & {"repeated_question", "agent_repeat"})
+        order = PROGRESS_SIGNALS
+        return Progress(made=made, signals=tuple(s for s in order if s in signals))

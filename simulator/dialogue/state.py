@@ -1,0 +1,84 @@
+"""The conversation loop's state, and the one way a tool call is run and recorded.
+
+:class:`ConversationState` is what the loop (:class:`simulator.dialogue.conversation.Conversation`) carries from turn
+to turn; caps and observers read it, failure hunting pickles it (:mod:`simulator.hunt.snapshot`) and gives it back
+to resume a conversation. :func:`dispatch` runs one tool call on a trial database and records it as a step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from simulator.dialogue.signals import ProgressJudge
+from simulator.types.messages import Message, ToolCall
+from simulator.types.protocols import Progress
+from simulator.types.trajectory import ToolCallRecord, Trajectory
+from simulator.world.tools import CallOutcome, Toolbox, ToolContext
+
+__all__ = ["ConversationState", "dispatch", "visible_to_user"]
+
+
+@dataclass
+class ConversationState:
+    """The loop's state: given live to caps and observers (copy it to keep it), given back to resume.
+
+    Given to the observers' ``on_user_turn`` at the start of every user turn (snapshots,
+    :mod:`simulator.hunt.snapshot`); given back to :class:`~simulator.dialogue.conversation.Conversation` as
+    ``resume`` (a copy: the loop goes on mutating it) to continue a conversation from that point, with the agent,
+    user and database in the state they had then.
+
+    Attributes:
+        trajectory: the trajectory so far.
+        awaiting: the agent's last message asks for confirmation.
+        judge: the progress judge (what the conversation has seen so far).
+        pending: the last agent turn's progress, not yet given to the user.
+        view: the messages the user sees.
+        seen: the messages the agent sees.
+    """
+
+    trajectory: Trajectory
+    awaiting: bool
+    judge: ProgressJudge
+    pending: Progress | None
+    view: list[Message]
+    seen: list[Message]
+
+
+def visible_to_user(m: Message) -> bool:
+    """True for the messages the simulated user sees: user and assistant text without tool calls."""
+    return m.role in ("user", "assistant") and bool(m.content) and not m.tool_calls
+
+
+def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajectory,
+             requestor: Literal["agent", "user"]) -> tuple[Message, CallOutcome, int, int]:
+    """Run one call and record it in the trajectory as a step.
+
+    Args:
+        toolbox: the tools of the side that calls (the agent's or the user's).
+        ctx: the tool context of that side (bound to the trial database).
+        call: the call.
+        traj: the trajectory: gets the :class:`ToolCallRecord`, the result message and one more step.
+        requestor: who calls.
+
+    Returns:
+        ``(result message (already appended to traj.messages), outcome, start ns, end ns)``, the times from
+        :func:`time.time_ns` around the tool itself.
+    """
+    ctx.step = traj.steps
+    w0 = time.time_ns()
+    out = toolbox.dispatch(ctx, call.name, call.arguments)
+    w1 = time.time_ns()
+    traj.tool_seconds += out.duration_s
+    traj.tool_calls.append(ToolCallRecord(
+        step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,
+        raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
+        status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug, requestor=requestor,
+        fault=getattr(out, "fault", None),
+    ))
+    traj.steps += 1
+    result = Message(role="tool", content=out.content, tool_call_id=call.id, name=call.name,
+                     requestor="user" if requestor == "user" else None)
+    traj.messages.append(result)
+    return result, out, w0, w1
