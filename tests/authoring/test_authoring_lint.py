@@ -1,4 +1,7 @@
-"""tausim tasks lint: each rule on a deliberately broken task, the run refusing lint errors, and tau-bench's tasks."""
+"""tausim tasks lint: each rule on a deliberately broken task, the run refusing lint errors, and tau-bench's tasks.
+
+Also the ``duplicate`` rule on hunt cases of one task, and the ``no-criteria`` warning on tau2-bench tasks.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +16,9 @@ from simulator.authoring import errors, lint_tasks
 from simulator.cli import app
 from simulator.types.tasks import parse_tasks
 from simulator.world.domain import get_domain
+from tests._support.peers import TAU2, needs_tau2
+from tests._support.returns_cases import PERSONA, PREFIX, RETURNS, pin, returns_task
 
-RETURNS = Path(__file__).resolve().parents[2] / "domains" / "returns" / "tasks" / "builtin.json"
 PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers" / "tau-bench"
 
 
@@ -208,3 +212,45 @@ def test_dual_control_tasks_lint_with_user_side_gold_and_env_assertions():
                                    "--data", str(TAU2_TELECOM)])
     assert res.exit_code == 0, res.output
     assert "(20 tasks, domain telecom): 0 error(s)" in res.output
+
+
+def _returns_lint(tasks: list[dict]):
+    from simulator.authoring import lint_tasks
+    from simulator.types.tasks import parse_tasks
+    from simulator.world.domain import get_domain
+
+    doc = json.loads(RETURNS.read_text())
+    dom = get_domain("returns")
+    return lint_tasks(dom, dom._checked(parse_tasks({**doc, "tasks": tasks}, "cases.json", "returns"), "cases.json"))
+
+
+@pytest.mark.parametrize("pins", [{"seed": 11}, {"moves": {"0": "off_topic"}}, {"persona": PERSONA},
+                                  {"prefix": PREFIX}], ids=["seed", "moves", "persona", "prefix"])
+def test_lint_duplicate_skips_hunt_cases_that_pin_something_else(pins):
+    """Hunt cases of one task share its user and gold writes by construction: they used to warn ``duplicate``."""
+    task = returns_task()
+    first = pin(task, "case-1", seed=7) if "seed" in pins else pin(task, "case-1")
+    other = pin(task, "case-2", **pins)
+    assert [f for f in _returns_lint([first, other]) if f.rule == "duplicate"] == []
+
+
+def test_lint_duplicate_still_fires_for_identical_pins():
+    task = returns_task()
+    same = {"seed": 7, "prefix": PREFIX, "moves": {"0": "off_topic"}}
+    findings = _returns_lint([pin(task, "case-1", **same), pin(task, "case-2", **same)])
+    assert [(f.rule, f.task_id) for f in findings if f.rule == "duplicate"] == [("duplicate", "case-2")]
+
+
+@needs_tau2
+def test_lint_warns_on_a_tau2_task_without_evaluation_criteria(tmp_path):
+    """Such a task loads and passes for any agent (tau2 reward 1): lint only said the generic null-passes."""
+    tasks = json.loads((TAU2 / "mock" / "tasks.json").read_text())[:2]
+    del tasks[0]["evaluation_criteria"]
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(tasks))
+    res = CliRunner().invoke(app, ["tasks", "lint", str(path), "--domain", "mock", "--data", str(TAU2 / "mock"),
+                                   "--format", "json"])
+    assert res.exit_code == 0, res.output
+    found = [(f["rule"], f["severity"], f["task_id"]) for f in json.loads(res.output)["findings"]]
+    assert found == [("no-criteria", "warning", tasks[0]["id"])]
+    assert "evaluation_criteria" in json.loads(res.output)["findings"][0]["message"]

@@ -1,4 +1,8 @@
-"""Error messages of bad input name the option or argument the user gave, and every misspelled key (issue 17)."""
+"""Error messages of bad input name the option or argument the user gave, and every misspelled key (issue 17).
+
+Values that look like rich markup (``[mms_issue]``, pydantic's ``[key]`` locations) print whole; markup prints as
+styles.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typer.testing import CliRunner
 from simulator.cli import app
 from simulator.errors import SpecError
 from simulator.types.spec import RunSpec, format_validation_error, load_spec
+from tests._support.returns_cases import RETURNS, pin, returns_task
 
 
 def invoke(*args):
@@ -82,3 +87,43 @@ def test_tasks_lint_of_a_tau2_file_for_a_domain_without_tau2_names_the_file(tmp_
     line = " ".join(res.output.split())
     assert res.exit_code == 2, res.output
     assert "--tasks" not in line and f"{tau2}: a tau2-bench task file" in line.replace("\n", "")
+
+
+def test_a_bad_move_key_is_named_as_a_key_of_scenario_moves(tmp_path):
+    """The message read ``field scenario.moves.abc.:`` (pydantic's ``[key]`` location eaten as rich markup)."""
+    doc = json.loads(RETURNS.read_text())
+    task = pin(returns_task(), "case-1", moves={"abc": "off_topic"})
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({**doc, "tasks": [task]}))
+    res = CliRunner().invoke(app, ["run", "--domain", "returns", "--tasks", str(path), "--agent", "oracle",
+                                   "--no-progress"])
+    assert res.exit_code == 2, res.output
+    assert "(id 'case-1'): field scenario.moves: key 'abc': Input should be a valid integer" in res.output
+    assert "moves.abc." not in res.output
+
+
+def test_error_messages_keep_square_brackets(tmp_path):
+    """An error naming a bracketed value prints it whole (rich markup would swallow ``[mms_issue]``)."""
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    missing = tmp_path / "[mms_issue]tasks.json"
+    res = CliRunner().invoke(app, ["run", "--tasks", str(missing)])
+    assert res.exit_code == 2
+    assert "[mms_issue]tasks.json" in res.output
+
+
+def test_judge_and_gate_errors_print_markup_as_styles_and_values_as_text(tmp_path):
+    """`judge compare` / `gate` on a missing run: no raw ``[bold red]`` tag, and a bracketed file name kept whole."""
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    missing = tmp_path / "[run]a.json"
+    for args in (["judge", "compare", str(missing), str(missing), "--criterion", "polite", "--model", "m"],
+                 ["gate", "--baseline", str(missing), "--candidate", str(missing)]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "[bold red]" not in res.output and "error:" in res.output, res.output
+        assert "[run]a.json" in res.output, res.output

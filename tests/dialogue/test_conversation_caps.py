@@ -3,8 +3,6 @@
 import threading
 
 import pytest
-from tests._support.convo import bank_trial, call, say
-from tests.dialogue.test_orchestrator import ListAgent
 
 from simulator.dialogue.caps import StepLimit, TimeLimit, ToolErrorLimit, TurnLimit, limit_caps
 from simulator.dialogue.conversation import Conversation
@@ -12,6 +10,8 @@ from simulator.dialogue.observers import DualControlSync, ToolCallLog
 from simulator.types.messages import UserTurn
 from simulator.types.trajectory import Limits, TerminationReason
 from simulator.users import ScriptedUser
+from tests._support.convo import bank_trial, call, say
+from tests.dialogue.test_orchestrator import ListAgent
 
 
 @pytest.fixture()

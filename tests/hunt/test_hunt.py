@@ -1,4 +1,8 @@
-"""Failure hunting: snapshot and fork, signatures and clusters, the search, regression cases (simulator.hunt)."""
+"""Failure hunting: snapshot and fork, signatures and clusters, the search, regression cases (simulator.hunt).
+
+`tausim hunt`: the command, and the errors it stops on before hunting (no model key, an unwritable path, --prefix
+without --export).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from simulator.cli import app
 from simulator.errors import SnapshotError, TausimError
 from simulator.execution.build import build_runner
 from simulator.execution.runner import Runner
@@ -282,3 +288,43 @@ def test_tausim_hunt_command_writes_summary_and_cases(tmp_path):
     assert again_doc["agent_turns"] == doc["agent_turns"]
     bad = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--personas", "no-such-persona"])
     assert bad.exit_code == 2 and "no-such-persona" in bad.output
+
+
+def test_hunt_without_the_model_key_exits_2_naming_it(monkeypatch):
+    """A hunt with an LLM user and no key used to play every trial (all setup_error), report them as failure
+    clusters and exit 0."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--agent", "reference", "--user",
+                                   "llm:openai/gpt-4o-mini", "--budget", "20"])
+    assert res.exit_code == 2, res.output
+    assert "OPENAI_API_KEY" in res.output and "Failure clusters" not in res.output
+
+
+def test_hunt_stops_on_a_setup_error_trial():
+    """Without the pre-flight (library use), the first trial ending setup_error stops the hunt."""
+    from simulator.errors import SetupError
+    from simulator.execution.build import build_runner
+    from simulator.hunt import hunt
+    from simulator.types.spec import RunSpec
+
+    runner = build_runner(RunSpec(domain="retail", agent="reference", user="llm:openai/gpt-4o-mini",
+                                  task_ids=["cancel-no-longer-needed"], preflight=False))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("OPENAI_API_KEY", raising=False)
+        with pytest.raises(SetupError, match=r"cancel-no-longer-needed.*setup_error"):
+            hunt(runner, 20)
+
+
+@pytest.mark.parametrize("option", ["--export", "--out"])
+def test_hunt_to_an_unwritable_path_exits_2_before_hunting(tmp_path, option):
+    target = tmp_path / "gone" / "x.json"
+    res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--budget", "20", option, str(target)])
+    assert res.exit_code == 2, res.output
+    assert f"{option} {target}" in res.output.replace("\n", "") and "Failure clusters" not in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_hunt_prefix_without_export_exits_2():
+    res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--budget", "20", "--prefix"])
+    assert res.exit_code == 2, res.output
+    assert "--prefix" in res.output and "--export" in res.output

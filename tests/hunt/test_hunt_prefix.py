@@ -1,8 +1,12 @@
-"""Trajectory-prefix regression cases: capture, resume, grade the next turn, export, round trip, lint."""
+"""Trajectory-prefix regression cases: capture, resume, grade the next turn, export, round trip, lint.
+
+A case's ``prefix.user`` is typed: a bogus one is refused at load naming file, field and value.
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -18,6 +22,7 @@ from simulator.world.database import snapshot as db_snapshot
 from simulator.world.events import read_events
 from simulator.world.replay import prepare_trial, replay_trajectory
 from tests._support.hunt_runners import FAULTS, PERSONAS, make_runner
+from tests._support.returns_cases import PERSONA, PREFIX, RETURNS, pin, returns_task
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +192,50 @@ def test_first_error_and_message_properties():
     assert "repeated_question" in message_properties("What is your order id?", ["Hello. What is your order id?"])
     assert "refusal" in message_properties("Sorry, I can't do that.", [])
     assert message_properties("Done.", []) == set()
+
+
+def _prefix_case_file(tmp_path: Path, user: dict, **scenario) -> Path:
+    doc = json.loads(RETURNS.read_text())
+    task = pin(returns_task(), "case-1-prefix", prefix={**PREFIX, "user": user})
+    task["scenario"].update(scenario)
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({**doc, "tasks": [task]}))
+    return path
+
+
+@pytest.mark.parametrize(("user", "expected"), [
+    ({"persona": "nosuch", "turn": 1}, "field prefix.user.persona: unknown persona 'nosuch'"),
+    ({"intent": 99, "turn": 1}, "field prefix.user.intent: agenda position 99 is past the scenario's agenda"),
+    ({"intent": -1}, "field prefix.user.intent: Input should be greater than or equal to 0 (value: -1)"),
+    ({"persona": "Not A Name"}, 'field prefix.user.persona: String should match pattern'),
+    ({"turn": 1, "moves": {"0": "dance"}}, "field prefix.user.moves: Value error, reply 0: unknown user move 'dance'"),
+    ({"turn": 1, "moves": {"3": "off_topic"}}, "reply 3 is not among the 1 replies made so far"),
+    ({"mood": "grumpy"}, "field prefix.user.mood: Extra inputs are not permitted"),
+], ids=["persona", "intent-past-agenda", "intent-negative", "persona-pattern", "move", "move-late", "extra"])
+def test_a_bogus_prefix_user_is_refused_at_load_naming_file_field_value(tmp_path, user, expected):
+    """``prefix.user`` was an untyped dict: a bogus persona or intent loaded, linted and ran clean."""
+    from simulator.errors import TaskFileError
+    from simulator.world.domain import get_domain
+
+    path = _prefix_case_file(tmp_path, user)
+    with pytest.raises(TaskFileError) as e:
+        get_domain("returns").load_tasks(str(path))
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: task [0] (id 'case-1-prefix'): "), msg
+    assert expected in msg, msg
+
+
+def test_the_prefix_user_hunt_writes_still_loads(tmp_path):
+    """The fields of an exported prefix case (simulator.hunt.cases.prefix_at): move keys as strings, persona pinned."""
+    from simulator.world.domain import get_domain
+
+    user = {"intent": 1, "stale": 0, "persona": "terse", "turn": 3, "moves": {"1": "switch_persona:impatient"}}
+    impatient = {"name": "impatient", "description": "Wants it done now."}
+    path = _prefix_case_file(tmp_path, user, persona=PERSONA, moves={"1": "switch_persona:impatient"},
+                             move_personas=[impatient])
+    (task,) = get_domain("returns").load_tasks(str(path))
+    assert task.prefix is not None
+    assert task.prefix.user.model_dump() == {"persona": "terse", "turn": 3, "intent": 1, "stale": 0,
+                                             "moves": {1: "switch_persona:impatient"}}
+    switched = _prefix_case_file(tmp_path, {**user, "persona": "impatient"})  # a switch the case's moves dropped
+    assert get_domain("returns").load_tasks(str(switched))[0].prefix.user.persona == "impatient"

@@ -1,4 +1,7 @@
-"""`tausim report` / `tausim export`: counts, metrics checked by hand, a self-contained and escaped HTML page."""
+"""`tausim report` / `tausim export`: counts, metrics checked by hand, a self-contained and escaped HTML page.
+
+The terminal FAIL lines of a trial, a prefix case's next-step failures among them.
+"""
 
 from __future__ import annotations
 
@@ -275,3 +278,26 @@ def test_component_labels_name_the_component_and_only_its_set_parameters():
     assert component_label({"name": "litellm:openai/m", "temperature": 0.0, "api_base": None, "args": {}}) \
         == "litellm:openai/m (temperature=0.0)"
     assert component_label("reference") == "reference"  # documents written before run specs
+
+
+def test_failed_prefix_case_shows_its_next_step_failures():
+    """The FAIL line of a prefix case had no detail: the next-step failures were only in ``--out``."""
+    from simulator.report import failure_lines
+
+    record = {"task_id": "c1-prefix", "trial": 0, "termination_reason": "next_step", "passed": False,
+              "grade": {"passed": False, "failure": "next_step", "next_step": {
+                  "passed": False,
+                  "failures": ['must_not_call: kind write: called cancel_order({"order_id": "#W1"})',
+                               "must_say: confirmation: not in 'Done.'"],
+                  "calls": ['get_order({"order_id": "#W1"})', 'cancel_order({"order_id": "#W1"})'],
+                  "message": "Done."}}}
+    assert failure_lines(record) == [
+        "FAIL task c1-prefix trial 0: next_step; next_step",
+        '    next step: must_not_call: kind write: called cancel_order({"order_id": "#W1"})',
+        "    next step: must_say: confirmation: not in 'Done.'",
+        '    the agent\'s turn: called get_order({"order_id": "#W1"}), cancel_order({"order_id": "#W1"}); '
+        'said "Done."',
+    ]
+    record["grade"]["next_step"].update(calls=[], message=None, failures=["must_call: get_order: not called"])
+    assert failure_lines(record)[1:] == ["    next step: must_call: get_order: not called",
+                                         "    the agent's turn: no tool call; no closing message"]

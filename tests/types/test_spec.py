@@ -1,6 +1,6 @@
 """The run spec: validation errors name file/field/value, temperature and api_base are recorded and checked on
 resume, ``tausim run --spec FILE``, stored specs that do not validate, and the docs' library example
-(``docs/reference/run-spec.md``)."""
+(``docs/reference/run-spec.md``); ``format_validation_error`` naming a bad dict key."""
 
 from __future__ import annotations
 
@@ -120,3 +120,16 @@ def test_docs_library_example_runs():
     result = scope["result"]
     assert result.metrics["pass^1"] == 1.0  # the reference agent passes both tasks with the rule user
     assert len(result.trials) == 2 * 2 and result.config.seed == 7
+
+
+def test_format_validation_error_names_a_bad_dict_key():
+    from pydantic import BaseModel, ValidationError
+
+    from simulator.types.spec import format_validation_error
+
+    class Caps(BaseModel):
+        limits: dict[int, str]
+
+    with pytest.raises(ValidationError) as e:
+        Caps.model_validate({"limits": {"x1": "a"}})
+    assert format_validation_error("caps.json", e.value).startswith("caps.json: field limits: key 'x1': ")

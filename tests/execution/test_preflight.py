@@ -1,4 +1,4 @@
-"""Issue 17's repros not covered in ``tests/execution/test_reliability.py``: a user that cannot play the task set.
+"""The pre-flight of ``tausim run``: a user that cannot play the task set stops the run before any trial.
 
 The hostile tour ran the rule-based user on tau-bench's airline test tasks (no structured scenario, and the
 airline domain cannot derive one): every trial ended ``user_error`` and the run exited 0. Now the pre-flight
