@@ -16,7 +16,8 @@ from simulator.types.messages import AgentTurn, Message, ToolCall
 from simulator.types.protocols import TrialContext
 from simulator.world.plugins import load_reference
 
-__all__ = ["ErrorKind", "call_factory", "failed_turn", "load_factory", "parse_arguments", "tool_call_from_openai"]
+__all__ = ["ErrorKind", "call_factory", "describe_error", "error_kind", "failed_turn", "load_factory",
+           "parse_arguments", "tool_call_from_openai"]
 
 ErrorKind = Literal["agent_error", "infra_error", "context_overflow", "setup_error"]
 
@@ -124,3 +125,55 @@ def call_factory(factory: Callable[..., Any], ctx: TrialContext, **offered: Any)
             return factory(ctx, **kwargs)
         kwargs[rest[0].name] = ctx
     return factory(**kwargs)
+
+
+def describe_error(who: str, error: BaseException) -> str:
+    """Return ``"WHO: ExceptionName: first line of its message"`` (one line).
+
+    Args:
+        who: the adapter (``openai-agents``, ``langgraph``).
+        error: the exception.
+
+    Returns:
+        The line.
+    """
+    lines = str(error).strip().splitlines()
+    return f"{who}: {type(error).__name__}: {lines[0]}" if lines else f"{who}: {type(error).__name__}"
+
+
+def error_kind(error: BaseException) -> ErrorKind:
+    """Return the trial's end of a framework run that raised ``error``.
+
+    Args:
+        error: the exception (the OpenAI client's exceptions are recognised by class name).
+
+    Returns:
+        ``infra_error`` for a transient model failure (rate limit, 5xx, connection, timeout), ``setup_error`` for
+        refused credentials or an unknown model, else ``agent_error``.
+    """
+    seen: BaseException | None = error
+    for _ in range(5):  # the error and the causes it wraps (a framework may wrap the model client's error)
+        if seen is None:
+            break
+        kind = _one_kind(seen)
+        if kind is not None:
+            return kind
+        seen = seen.__cause__ or seen.__context__
+    return "agent_error"
+
+
+def _one_kind(error: BaseException) -> ErrorKind | None:
+    name = type(error).__name__
+    if name in ("RateLimitError", "APIConnectionError", "APITimeoutError", "InternalServerError", "TimeoutError",
+                "ConnectError", "ReadTimeout"):
+        return "infra_error"
+    if name in ("AuthenticationError", "PermissionDeniedError", "NotFoundError"):
+        return "setup_error"
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return "infra_error"
+    if isinstance(status, int) and status in (401, 403, 404):
+        return "setup_error"
+    return None

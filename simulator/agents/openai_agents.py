@@ -32,7 +32,14 @@ import queue
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from simulator.agents._adapters import ErrorKind, call_factory, failed_turn, load_factory, parse_arguments
+from simulator.agents._adapters import (
+    call_factory,
+    describe_error,
+    error_kind,
+    failed_turn,
+    load_factory,
+    parse_arguments,
+)
 from simulator.agents._loop import LoopThread
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage
 from simulator.types.protocols import TrialContext
@@ -177,7 +184,7 @@ class OpenAIAgentsAdapter:
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - any failure of the framework or its model ends the trial
-            self._events.put(("error", (_describe(e), _error_kind(e))))
+            self._events.put(("error", (describe_error("openai-agents", e), error_kind(e))))
             return
         output = result.final_output
         text = output if isinstance(output, str) else (None if output is None else str(output))
@@ -225,25 +232,6 @@ class OpenAIAgentsAdapter:
 def _resolve(future: asyncio.Future[str], content: str) -> None:
     if not future.done():
         future.set_result(content)
-
-
-def _describe(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"openai-agents: {type(error).__name__}: {lines[0]}" if lines else f"openai-agents: {type(error).__name__}"
-
-
-def _error_kind(error: BaseException) -> ErrorKind:
-    """Return the trial's end of a failed SDK run.
-
-    ``infra_error`` for a transient model failure (rate limit, 5xx, connection, timeout), ``setup_error`` for refused
-    credentials or an unknown model, else ``agent_error``.
-    """
-    name = type(error).__name__
-    if name in ("RateLimitError", "APIConnectionError", "APITimeoutError", "InternalServerError", "TimeoutError"):
-        return "infra_error"
-    if name in ("AuthenticationError", "PermissionDeniedError", "NotFoundError"):
-        return "setup_error"
-    return "agent_error"
 
 
 def build_openai_agents(arg: str, **options: Any) -> Callable[[TrialContext], OpenAIAgentsAdapter]:
