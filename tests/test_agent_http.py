@@ -107,3 +107,27 @@ def _ctx():  # type: ignore[no-untyped-def]
 
     return TrialContext(task=Task(id="t", scenario=UserScenario(instructions="")), tools=[], policy="Be kind.",
                         seed=1, rng=np.random.Generator(np.random.PCG64(1)), domain="retail")
+
+
+def test_the_run_preflight_stops_an_unreachable_endpoint_within_5s() -> None:
+    from simulator.execution.build import build_runner
+    from simulator.execution.preflight import preflight
+    from simulator.types.spec import RunSpec
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=["cancel-gift-card-balance"]))
+    runner.agent_factory = build_http_agent(url)
+    t0 = time.monotonic()
+    with pytest.raises(SetupError) as e:
+        preflight(runner)
+    assert time.monotonic() - t0 < 5.0 and url in str(e.value) and e.value.kind == "server"
+
+
+def test_the_adapters_are_registered_as_agent_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group="tausim.agents")}
+    assert found.get("http") == "simulator.agents.http_agent:build_http_agent"
+    assert found.get("openai-agents") == "simulator.agents.openai_agents:build_openai_agents"
+    assert found.get("langgraph") == "simulator.agents.langgraph_agent:build_langgraph_agent"
+    assert all(callable(ep.load()) for ep in entry_points(group="tausim.agents") if ep.name in found)

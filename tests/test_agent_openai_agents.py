@@ -93,3 +93,14 @@ def test_conversation_to_sdk_items() -> None:
 def test_a_bad_factory_reference_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="openai-agents:package.module:factory"):
         build_openai_agents("nomodule")
+
+
+def test_a_model_that_does_not_answer_in_time_ends_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    with openai_server({"sdk": [{"slow": 4, "then": "late"}]}) as server:
+        monkeypatch.setenv("TAUSIM_TEST_MODEL_URL", server.api_base)
+        t0 = time.monotonic()
+        trial = run_task(build_openai_agents("tests.test_agent_openai_agents:make_agent", step_timeout=1))
+        assert time.monotonic() - t0 < 4
+    assert trial.termination_reason == "agent_error" and "in 1 s" in (trial.trajectory.error or "")
