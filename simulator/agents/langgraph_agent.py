@@ -154,7 +154,13 @@ class LangGraphAdapter:
         results: the holder the graph's tools read tausim's results from.
         policy: the system message put first in the graph's input, or None (the graph is in charge of it).
         recursion_limit: LangGraph's ``recursion_limit`` per user turn.
+
+    Attributes:
+        resumes_from_history: True: between user turns the adapter keeps no state, each turn's stream starts from the
+            messages given (a trajectory prefix needs no replay).
     """
+
+    resumes_from_history = True
 
     def __init__(self, graph: Any, results: Any, *, policy: str | None = None,
                  recursion_limit: int = RECURSION_LIMIT) -> None:

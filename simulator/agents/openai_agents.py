@@ -95,9 +95,14 @@ class OpenAIAgentsAdapter:
         max_turns: the SDK's ``max_turns`` per user turn (model calls before it gives up).
 
     Attributes:
-        agent: the SDK agent with the trial's function tools.
+        agent: the SDK agent with the trial's function tools (agents it hands off to keep their own tools, which the
+            SDK runs unrecorded: give the trial's tools to the agent that calls them).
         model: the agent's model name, when it has one.
+        resumes_from_history: True: between user turns the adapter keeps no state, each turn's SDK run starts from
+            the messages given (a trajectory prefix needs no replay).
     """
+
+    resumes_from_history = True
 
     def __init__(self, ctx: TrialContext, sdk_agent: Any, loop: LoopThread, *, step_timeout: float = STEP_TIMEOUT,
                  max_turns: int = 50) -> None:
