@@ -18,10 +18,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_result,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
 
 from simulator.agents._adapters import ErrorKind, failed_turn, tool_call_from_openai
 from simulator.agents.litellm_agent import to_openai_messages
@@ -29,7 +37,7 @@ from simulator.errors import SetupError
 from simulator.types.messages import AgentTurn, Message, Usage
 from simulator.types.protocols import TrialContext
 
-__all__ = ["HttpAgent", "HttpAgentClient", "HttpAgentError", "build_http_agent"]
+__all__ = ["HttpAgent", "HttpAgentClient", "HttpFailure", "build_http_agent"]
 
 PREFLIGHT_SECONDS = 2.0
 """Connect and read timeout of the pre-flight request (the whole check stays under 5 s)."""
@@ -39,20 +47,20 @@ _CLIENT_OPTIONS = ("model", "api_key", "headers", "timeout", "connect_timeout", 
 _IGNORED_OPTIONS = ("domain", "api_base", "cache", "limiters", "instruction")
 
 
-class HttpAgentError(Exception):
-    """One failed exchange with the endpoint.
+@dataclass(frozen=True)
+class HttpFailure:
+    """One failed exchange with the endpoint (a value, not an exception: the step turns it into an error turn).
 
-    Args:
+    Attributes:
         message: one line naming the URL and the cause.
         kind: the trial's termination reason (``infra_error``: transient, retried; ``agent_error``: the service
             misbehaved; ``setup_error``: it can never work, e.g. no such route or refused credentials).
         transient: whether another attempt may succeed.
     """
 
-    def __init__(self, message: str, *, kind: ErrorKind, transient: bool = False) -> None:
-        super().__init__(message)
-        self.kind: ErrorKind = kind
-        self.transient = transient
+    message: str
+    kind: ErrorKind
+    transient: bool = False
 
 
 def _endpoint(url: str) -> tuple[str, str]:
@@ -136,58 +144,61 @@ class HttpAgentClient:
             raise SetupError(f"agent endpoint {self.endpoint} answered {response.status_code} "
                              f"{response.reason_phrase}", kind="server")
 
-    def complete(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
-        """Send one chat-completions request, with retries.
+    def complete(self, body: Mapping[str, Any]) -> tuple[dict[str, Any] | HttpFailure, int]:
+        """Send one chat-completions request, with retries of transient failures.
 
         Args:
             body: the request body (``model`` and the client's ``params`` are added unless present).
 
         Returns:
-            ``(response JSON, attempts made)``.
-
-        Raises:
-            HttpAgentError: every attempt failed (the last failure's message and kind) or one cannot succeed.
+            ``(response JSON or the last failure, attempts made)``; never raises for a failed exchange.
         """
         request = {"model": self.model, **self.params, **body}
         attempts = 0
+
+        def attempt() -> dict[str, Any] | HttpFailure:
+            nonlocal attempts
+            attempts += 1
+            return self._post(request)
+
         stop = stop_after_attempt(self.max_attempts)
         if self.deadline is not None:
             stop = stop | stop_after_delay(self.deadline)  # type: ignore[assignment]
-        retrying = Retrying(stop=stop, reraise=True,
-                            wait=wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
-                            retry=retry_if_exception(lambda e: isinstance(e, HttpAgentError) and e.transient))
-        for attempt in retrying:
-            with attempt:
-                attempts += 1
-                return self._post(request), attempts
-        raise AssertionError("unreachable")  # pragma: no cover - Retrying reraises
+        retrying = Retrying(stop=stop, wait=wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
+                            retry=retry_if_result(lambda r: isinstance(r, HttpFailure) and r.transient),
+                            retry_error_callback=_last_result)
+        return retrying(attempt), attempts
 
-    def _post(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """One request; raise :class:`HttpAgentError` (transient or not) on anything but a JSON answer."""
+    def _post(self, request: Mapping[str, Any]) -> dict[str, Any] | HttpFailure:
+        """One request: the answer's JSON object, or the failure (transient or not)."""
         where = f"agent endpoint {self.endpoint}"
         try:
             response = self._http.post(self.endpoint, content=json.dumps(request))
         except httpx.TimeoutException as e:
-            raise HttpAgentError(f"{where}: no answer in time ({_describe(e)})", kind="infra_error",
-                                 transient=True) from e
+            return HttpFailure(f"{where}: no answer in time ({_describe(e)})", "infra_error", transient=True)
         except httpx.HTTPError as e:
-            raise HttpAgentError(f"{where} is unreachable: {_describe(e)}", kind="infra_error", transient=True) from e
+            return HttpFailure(f"{where} is unreachable: {_describe(e)}", "infra_error", transient=True)
         status = response.status_code
         if status != 200:
             detail = _error_detail(response)
             if status == 429 or status >= 500:
-                raise HttpAgentError(f"{where} answered {status}{detail}", kind="infra_error", transient=True)
+                return HttpFailure(f"{where} answered {status}{detail}", "infra_error", transient=True)
             kind: ErrorKind = "setup_error" if status in (401, 403, 404, 405) else "agent_error"
-            raise HttpAgentError(f"{where} answered {status}{detail}", kind=kind)
+            return HttpFailure(f"{where} answered {status}{detail}", kind)
         try:
             data = response.json()
-        except ValueError as e:
-            raise HttpAgentError(f"{where} answered a body that is not JSON: {response.text[:120]!r}",
-                                 kind="agent_error", transient=True) from e
+        except ValueError:
+            return HttpFailure(f"{where} answered a body that is not JSON: {response.text[:120]!r}", "agent_error",
+                               transient=True)
         if not isinstance(data, dict):
-            raise HttpAgentError(f"{where} answered JSON that is not an object: {response.text[:120]!r}",
-                                 kind="agent_error")
+            return HttpFailure(f"{where} answered JSON that is not an object: {response.text[:120]!r}", "agent_error")
         return data
+
+
+def _last_result(state: RetryCallState) -> Any:
+    """After the last attempt: its failure, returned rather than raised."""
+    assert state.outcome is not None
+    return state.outcome.result()
 
 
 def _describe(error: Exception) -> str:
@@ -290,10 +301,9 @@ class HttpAgent:
             ``setup_error`` for a missing route or refused credentials).
         """
         self._steps += 1
-        try:
-            data, attempts = self.client.complete(self.build_request(messages))
-        except HttpAgentError as e:
-            return failed_turn(str(e), e.kind)
+        data, attempts = self.client.complete(self.build_request(messages))
+        if isinstance(data, HttpFailure):
+            return failed_turn(data.message, data.kind)
         try:
             message, usage = message_from_completion(data, self._steps)
         except ValueError as e:
