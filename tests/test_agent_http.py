@@ -91,7 +91,8 @@ def test_an_unreachable_endpoint_fails_preflight_within_5s_and_trials_end_infra_
 def test_the_spec_argument_and_options() -> None:
     with pytest.raises(ValueError, match="http://"):
         build_http_agent("127.0.0.1:8000")
-    factory = build_http_agent("http://127.0.0.1:9/v1/chat/completions", model="x", temperature=0.0, domain=None)
+    factory = build_http_agent("http://127.0.0.1:9/v1/chat/completions", model="x", temperature=0.0, domain=None,
+                               max_tokens=None)
     client = factory.client  # type: ignore[attr-defined]
     assert client.endpoint == "http://127.0.0.1:9/v1/chat/completions" and client.api_base == "http://127.0.0.1:9/v1"
     assert client.params == {"temperature": 0.0}

@@ -320,7 +320,7 @@ def build_http_agent(arg: str, **options: Any) -> Callable[[TrialContext], HttpA
         **options: :class:`HttpAgentClient` options (``model``, ``api_key``, ``headers``, ``timeout``,
             ``connect_timeout``, ``max_attempts``, ``wait_initial``, ``wait_max``, ``deadline``); ``send_policy`` and
             ``send_seed`` (:class:`HttpAgent`); run-wide options the registry passes (``domain``, ``cache``, ...) are
-            ignored; anything else is sent in the body (``temperature``, ``max_tokens``, ...).
+            ignored; anything else not None is sent in the body (``temperature``, ``max_tokens``, ...).
 
     Returns:
         A callable taking a :class:`~simulator.types.protocols.TrialContext`; its ``client`` attribute is the
@@ -333,7 +333,7 @@ def build_http_agent(arg: str, **options: Any) -> Callable[[TrialContext], HttpA
     agent_options = {k: bool(options.pop(k)) for k in ("send_policy", "send_seed") if k in options}
     for k in _IGNORED_OPTIONS:
         options.pop(k, None)
-    client = HttpAgentClient(arg, params=options, **client_options)
+    client = HttpAgentClient(arg, params={k: v for k, v in options.items() if v is not None}, **client_options)
 
     def build(ctx: TrialContext) -> HttpAgent:
         return HttpAgent(ctx, client, **agent_options)
