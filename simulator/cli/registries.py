@@ -20,13 +20,15 @@ _CHECK_HELP = "Also load each scheme's builder: show its first docstring line, o
 
 
 def _list(registry: Registry[Any], check: bool) -> None:
-    """Print one row per registration: scheme, package, entry point (and with ``check``: what loading it gives)."""
+    """Print one row per registration: scheme, package, entry point (and with ``check``: what loading it gives).
+
+    With ``check`` each scheme is one line, never cut to the terminal's width (its summary or error is read whole).
+    """
     regs = registry.registrations()
-    columns = ["scheme", "package", "entry point"] + (["summary"] if check else [])
-    table = Table(*columns, box=None, pad_edge=False)
     broken = 0
+    rows = []
     for reg in regs:
-        row = [reg.scheme, reg.origin, reg.target]
+        row = [reg.scheme, escape(reg.origin), escape(reg.target)]
         if check:
             try:
                 doc = (getattr(registry.builder(reg.scheme), "__doc__", None) or "").strip()
@@ -35,8 +37,15 @@ def _list(registry: Registry[Any], check: bool) -> None:
                 row.append(f"[red]error:[/] {escape(str(e))}")
             else:
                 row.append(escape(doc.splitlines()[0].replace("``", "") if doc else "ok"))
-        table.add_row(*row)
-    console.print(table)
+        rows.append(row)
+    if check:
+        for scheme, origin, target, summary in rows:
+            console.print(f"{scheme} ({origin}, {target}): {summary}", soft_wrap=True, highlight=False)
+    else:
+        table = Table("scheme", "package", "entry point", box=None, pad_edge=False)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
     if not regs:
         err.print(f"no {registry.role} schemes registered (entry-point group {registry.group})", highlight=False)
     if broken:

@@ -105,7 +105,8 @@ def run_args(tmp_path: Path, *extra: object) -> list[object]:
 def test_the_built_in_schemes_are_registered_by_tausims_own_entry_points():
     agents = {r.scheme: r for r in agent_schemes()}
     users = {r.scheme: r for r in user_schemes()}
-    assert sorted(agents) == ["faulty", "litellm", "null", "oracle", "py", "reference"]
+    assert sorted(agents) == ["faulty", "http", "langgraph", "litellm", "null", "openai-agents", "oracle", "py",
+                             "reference"]
     assert sorted(users) == ["confirming", "llm", "py", "replay", "rule", "scripted"]
     assert {r.origin for r in [*agents.values(), *users.values()]} == {"tausim"}
     assert agents["oracle"].target == "simulator.agents._builtins:oracle"
@@ -129,7 +130,8 @@ def test_built_in_builders_refuse_what_they_cannot_build(make, spec, message):
 def test_an_unknown_scheme_lists_the_registered_ones():
     with pytest.raises(RegistryError, match="unknown agent 'nope'") as err:
         agent_factory("nope:x")
-    assert isinstance(err.value, ValueError) and "faulty, litellm, null, oracle, py, reference" in str(err.value)
+    assert isinstance(err.value, ValueError)
+    assert "faulty, http, langgraph, litellm, null, openai-agents, oracle, py, reference" in str(err.value)
     with pytest.raises(ValueError, match=r"--user 'ghost': unknown user 'ghost'; .*rule, scripted"):
         user_factory("ghost")
     res = invoke("run", "--agent", "nope")

@@ -1,0 +1,134 @@
+"""``http:URL`` agents: a chat-completions service decides, tausim runs and records its tool calls.
+
+The service is the loopback scripted server (:mod:`simulator.interop.loopback`, 127.0.0.1 only).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from simulator.agents.http_agent import HttpAgent, HttpAgentClient, build_http_agent
+from simulator.errors import SetupError
+from simulator.interop.loopback import openai_server, oracle_script
+from simulator.types.messages import Message
+from tests._support.adapter_runs import assert_same_as_oracle, retail_task, run_task
+
+FAST = {"wait_initial": 0.0, "wait_max": 0.0, "timeout": 2.0}
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_service_replaying_the_gold_actions_passes_like_the_oracle() -> None:
+    oracle = run_task()
+    task = retail_task()
+    with openai_server({"svc": oracle_script(task)}) as server:
+        factory = build_http_agent(server.api_base, model="svc", **FAST)
+        factory.client.preflight()  # type: ignore[attr-defined]
+        trial = run_task(factory)
+        first = server.requests["svc"][0]
+    assert_same_as_oracle(trial, oracle)
+    assert first["messages"][0]["role"] == "system" and first["messages"][1]["role"] == "user"
+    names = {t["function"]["name"] for t in first["tools"]}
+    assert {a.name for a in task.gold_actions} <= names and first["tool_choice"] == "auto"
+    assert trial.trajectory.agent_usage.prompt_tokens == 11 * trial.trajectory.agent_usage.calls
+
+
+def test_transient_failures_are_retried_and_counted() -> None:
+    script = [{"status": 429}, {"status": 503}, {"drop": True}, {"malformed": True}, "hello"]
+    with openai_server({"m": script}) as server:
+        client = HttpAgentClient(server.api_base, model="m", max_attempts=5, **FAST)
+        agent = HttpAgent(_ctx(), client)
+        turn = agent.step([Message(role="user", content="hi")])
+    assert turn.error is None and turn.message.content == "hello" and turn.usage.attempts == 5
+
+
+def test_failures_are_one_line_naming_the_url() -> None:
+    with openai_server({"m": [{"status": 500}, {"status": 500}], "bad": [{"status": 400}],
+                        "odd": [{"tool_calls": [("c1", "", "{}")]}],
+                        "slow": [{"slow": 1.0, "then": "late"}]}) as server:
+        ctx = _ctx()
+        hi = [Message(role="user", content="hi")]
+        down = HttpAgent(ctx, HttpAgentClient(server.api_base, model="m", max_attempts=2, **FAST)).step(hi)
+        bad = HttpAgent(ctx, HttpAgentClient(server.api_base, model="bad", **FAST)).step(hi)
+        odd = HttpAgent(ctx, HttpAgentClient(server.api_base, model="odd", **FAST)).step(hi)
+        t0 = time.monotonic()
+        slow = HttpAgent(ctx, HttpAgentClient(server.api_base, model="slow", max_attempts=1, wait_initial=0,
+                                              timeout=0.3)).step(hi)
+        assert time.monotonic() - t0 < 1.0
+    for turn, kind in ((down, "infra_error"), (bad, "agent_error"), (odd, "agent_error"), (slow, "infra_error")):
+        assert turn.error_kind == kind and turn.error is not None
+        assert server.api_base in turn.error and "\n" not in turn.error
+    assert "answered 500" in (down.error or "") and "answered 400" in (bad.error or "")
+
+
+def test_an_unreachable_endpoint_fails_preflight_within_5s_and_trials_end_infra_error() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    factory = build_http_agent(url, max_attempts=2, wait_initial=0.0, timeout=1.0)
+    t0 = time.monotonic()
+    with pytest.raises(SetupError) as e:
+        factory.client.preflight()  # type: ignore[attr-defined]
+    assert time.monotonic() - t0 < 5.0
+    assert e.value.kind == "server" and url in str(e.value) and "unreachable" in str(e.value)
+    trial = run_task(factory)
+    assert trial.termination_reason == "infra_error" and not trial.passed
+    assert url in (trial.trajectory.error or "")
+
+
+def test_the_spec_argument_and_options() -> None:
+    with pytest.raises(ValueError, match="http://"):
+        build_http_agent("127.0.0.1:8000")
+    factory = build_http_agent("http://127.0.0.1:9/v1/chat/completions", model="x", temperature=0.0, domain=None,
+                               max_tokens=None)
+    client = factory.client  # type: ignore[attr-defined]
+    assert client.endpoint == "http://127.0.0.1:9/v1/chat/completions" and client.api_base == "http://127.0.0.1:9/v1"
+    assert client.params == {"temperature": 0.0}
+    body = factory(_ctx()).build_request([Message(role="user", content="hi")])
+    assert body["seed"] >= 0 and body["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+def _ctx():  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from simulator.types.protocols import TrialContext
+    from simulator.types.tasks import Task, UserScenario
+
+    return TrialContext(task=Task(id="t", scenario=UserScenario(instructions="")), tools=[], policy="Be kind.",
+                        seed=1, rng=np.random.Generator(np.random.PCG64(1)), domain="retail")
+
+
+def test_the_run_preflight_stops_an_unreachable_endpoint_within_5s() -> None:
+    from simulator.execution.build import build_runner
+    from simulator.execution.preflight import preflight
+    from simulator.types.spec import RunSpec
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=["cancel-gift-card-balance"]))
+    runner.agent_factory = build_http_agent(url)
+    t0 = time.monotonic()
+    with pytest.raises(SetupError) as e:
+        preflight(runner)
+    assert time.monotonic() - t0 < 5.0 and url in str(e.value) and e.value.kind == "server"
+
+
+def test_the_adapters_are_registered_as_agent_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group="tausim.agents")}
+    assert found.get("http") == "simulator.agents.http_agent:build_http_agent"
+    assert found.get("openai-agents") == "simulator.agents.openai_agents:build_openai_agents"
+    assert found.get("langgraph") == "simulator.agents.langgraph_agent:build_langgraph_agent"
+    assert all(callable(ep.load()) for ep in entry_points(group="tausim.agents") if ep.name in found)
