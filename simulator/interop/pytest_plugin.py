@@ -1,0 +1,1 @@
+"""The tausim pytest plugin (in progress)."""
