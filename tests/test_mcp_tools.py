@@ -193,3 +193,29 @@ def test_tool_session_records_calls_like_native_ones() -> None:
     assert result.termination_reason == "agent_transfer" and not result.passed
     assert result.grade is not None and result.grade.state.differences  # the cancellation is missing
     assert session.finish() is result
+
+
+@pytest.mark.parametrize("task_id", [TASK, "refuse-cancel-delivered", "exchange-two-items"])
+def test_same_trial_natively_and_through_mcp(task_id: str) -> None:
+    """The oracle's calls made natively and through a ToolSession: the same records, the same state grade."""
+    from simulator.execution.build import build_runner
+
+    spec = RunSpec.model_validate({"domain": "retail", "task_ids": [task_id], "agent": "oracle", "user": "rule"})
+    native = build_runner(spec).run().trials[0]
+    session = ToolSession.open(spec)
+    for c in native.trajectory.tool_calls:
+        session.call(c.name, c.arguments, call_id=c.call_id)
+    served = session.finish()
+
+    def shape(trial: Any) -> list[tuple[Any, ...]]:
+        return [(c.call_id, c.name, c.arguments, c.kind, c.status, c.content, c.requestor, c.bug, c.fault)
+                for c in trial.trajectory.tool_calls]
+
+    assert shape(served) == shape(native)
+    assert served.grade is not None and native.grade is not None
+    assert served.grade.state == native.grade.state
+    assert served.grade.assertions == native.grade.assertions
+    assert served.grade.process == native.grade.process
+    # a task with required outputs needs the agent's messages, which an MCP client does not send
+    assert served.passed == (native.passed and not served.grade.outputs.get("missing"))
+    assert served.seed == native.seed

@@ -88,3 +88,16 @@ def test_plugin_import_is_light() -> None:
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_personas_by_name_and_cells(tmp_path: Path) -> None:
+    """Shipped personas may be named; the cells are task@persona; the document is kept under the test's name."""
+    from simulator.interop.pytest_plugin import Tausim
+
+    t = Tausim(tmp_path, "test_personas[x]")
+    result = t.run(domain="retail", agent="oracle", user="rule", trials=1, task_ids=["modify-user-address"],
+                   personas=["impatient", "cooperative"])
+    assert set(result.cells()) == {"modify-user-address@impatient", "modify-user-address@cooperative"}
+    assert result.pass_hat(1) == pytest.approx(sum(result.cells().values()) / 2)
+    assert result.path is not None and result.path.name == "test_personas_x-1.json"
+    assert json.loads(result.path.read_text())["config"]["personas"] == ["impatient", "cooperative"]
