@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simulator.dialogue.conversation import _dispatch
+from simulator.errors import TausimError
 from simulator.execution.runner import Runner, failure_signature
 from simulator.grading import check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
@@ -42,13 +43,13 @@ from simulator.world.fixtures import history_messages
 from simulator.world.replay import prepare_trial
 from simulator.world.tools import ToolContext
 
-__all__ = ["LOOPBACK", "ToolSession", "mcp_server", "serve_http", "serve_stdio"]
+__all__ = ["LOOPBACK", "SessionEnded", "ToolSession", "mcp_server", "serve_http", "serve_stdio"]
 
 LOOPBACK = "127.0.0.1"
 """The only address :func:`serve_http` binds."""
 
 
-class SessionEnded(RuntimeError):
+class SessionEnded(TausimError, RuntimeError):
     """A call came after the trial ended (a transfer, a tool bug, the step cap, or :meth:`ToolSession.finish`)."""
 
 
