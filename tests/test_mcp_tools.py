@@ -127,7 +127,8 @@ def test_serve_tools_http_nothing_called_fails(served: Served) -> None:
 
 
 def test_serve_tools_stdin_eof_ends_the_session(tmp_path: Path) -> None:
-    s = Served("--out", str(tmp_path / "trial.json"))
+    db = tmp_path / "runs.db"
+    s = Served("--out", str(tmp_path / "trial.json"), "--store", f"sqlite:///{db}", "--run-id", "served")
     try:
         url = s.url()
         _, results = anyio.run(_drive, url, _gold()[:1])  # a read only: state unchanged, task not done
@@ -143,6 +144,14 @@ def test_serve_tools_stdin_eof_ends_the_session(tmp_path: Path) -> None:
     assert [(c["name"], c["requestor"], c["status"], c["kind"], c["step"]) for c in calls] == [
         ("find_user_id_by_name_zip", "agent", "ok", "read", 0)]
     assert trial["termination_reason"] == "user_stop" and trial["passed"] is False
+    from simulator.storage.store import ResultsStore
+
+    store = ResultsStore(f"sqlite:///{db}")
+    try:
+        stored = store.load_trials("served")
+    finally:
+        store.close()
+    assert [t.model_dump(mode="json")["trajectory"]["tool_calls"] for t in stored] == [calls]
 
 
 def test_serve_tools_stdio_gold_actions_pass(tmp_path: Path) -> None:

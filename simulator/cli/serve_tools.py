@@ -22,7 +22,17 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from simulator.cli._common import console, domain_options, err, fail, write_json_atomic
+from simulator.cli._common import (
+    connect_store,
+    console,
+    domain_options,
+    err,
+    fail,
+    git_revision,
+    package_versions,
+    write_json_atomic,
+)
+from simulator.errors import StoreError
 from simulator.report import failure_lines
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
@@ -151,6 +161,9 @@ def serve_tools_command(
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE.")] = None,
     stdio: Annotated[bool, typer.Option("--stdio", help="Serve over stdin/stdout instead of HTTP.")] = False,
     out: Annotated[Path | None, typer.Option(help="Write the graded trial (JSON) to this file.")] = None,
+    store: Annotated[str | None, typer.Option(help="Record the graded trial as a run in this results store "
+                                                   "(e.g. sqlite:///tausim.db).")] = None,
+    run_id: Annotated[str | None, typer.Option(help="The run id in --store (default: a new one).")] = None,
 ) -> None:
     """Serve one trial's tools over MCP (http://127.0.0.1:PORT/mcp); on Ctrl-C or end of input, grade the trial."""
     try:
@@ -183,4 +196,20 @@ def serve_tools_command(
     print_trial(result, report)
     if out is not None:
         write_json_atomic(out, result.model_dump(mode="json"))
+    if store is not None:
+        _record(store, run_id, session, result, report)
     raise typer.Exit(0 if result.passed else 1)
+
+
+def _record(url: str, run_id: str | None, session: Any, result: TrialResult, report: Console) -> None:
+    """Record the served trial as a run of one planned task in the results store at ``url``."""
+    results = connect_store(url)
+    try:
+        info = results.create_run(session.runner.config, [session.task.id], run_id=run_id,
+                                  git_revision=git_revision(), packages=package_versions())
+        results.record(info.run_id, result)
+    except StoreError as e:
+        raise fail(f"--store: {e}") from e
+    finally:
+        results.close()
+    report.print(f"recorded as run {info.run_id}", highlight=False, markup=False)
