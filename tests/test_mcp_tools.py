@@ -228,3 +228,22 @@ def test_same_trial_natively_and_through_mcp(task_id: str) -> None:
     # a task with required outputs needs the agent's messages, which an MCP client does not send
     assert served.passed == (native.passed and not served.grade.outputs.get("missing"))
     assert served.seed == native.seed
+
+
+def test_printed_grade_escapes_control_characters() -> None:
+    import io
+
+    from rich.console import Console
+
+    from simulator.cli.serve_tools import print_trial
+
+    spec = RunSpec.model_validate({"domain": "retail", "task_ids": [TASK], "agent": "null", "user": "rule"})
+    session = ToolSession.open(spec)
+    rec = session.call("get_order_details", {"order_id": "#W\x1b[2J\x07[red]x[/red]\r"})
+    assert rec.status == "tool_error"
+    buf = io.StringIO()
+    print_trial(session.finish(), Console(file=buf, width=200, force_terminal=False, color_system=None))
+    text = buf.getvalue()
+    assert not any(c in text for c in "\x1b\x07\r")
+    assert "\\x1b[2J" in text and "[red]x[/red]" in text  # shown as text, neither run nor read as markup
+    assert "grade: FAIL" in text
