@@ -36,10 +36,14 @@ def _gold(task_id: str = TASK) -> list[Any]:
     return list(task.gold_actions)
 
 
-def _domain_tools() -> list[str]:
+def _schemas() -> dict[str, Any]:
     dom = get_domain("retail")
     tmpl = dom.template(None, dom.default_options(None))
-    return sorted(s["function"]["name"] for s in dom.toolbox_for(tmpl.options).schemas())
+    return {s["function"]["name"]: s["function"] for s in dom.toolbox_for(tmpl.options).schemas()}
+
+
+def _domain_tools() -> list[str]:
+    return sorted(_schemas())
 
 
 class Served:
@@ -100,6 +104,9 @@ async def _drive(url: str, calls: list[Any]) -> tuple[list[str], list[Any]]:
         async with Client(url) as client:
             listed = await client.list_tools()
             results = [await client.call_tool(a.name, dict(a.arguments)) for a in calls]
+    schemas = _schemas()
+    for t in listed.tools:  # the same descriptions and JSON schemas a native agent gets
+        assert (t.description, t.input_schema) == (schemas[t.name]["description"], schemas[t.name]["parameters"])
     return sorted(t.name for t in listed.tools), results
 
 
