@@ -39,6 +39,7 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolError",
+    "ToolSession",
     "Toolbox",
     "Trajectory",
     "TrialContext",
@@ -79,6 +80,7 @@ _HOMES: dict[str, str] = {
     "ToolCall": "simulator.types.messages",
     "ToolContext": "simulator.world.tools",
     "ToolError": "simulator.errors",
+    "ToolSession": "simulator.interop.mcp_server",
     "Toolbox": "simulator.world.tools",
     "Trajectory": "simulator.types.trajectory",
     "TrialContext": "simulator.types.protocols",
@@ -101,6 +103,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
     from simulator.errors import DomainError, TausimError, ToolError
     from simulator.execution.build import build_runner
     from simulator.execution.runner import Runner, derive_seed
+    from simulator.interop.mcp_server import ToolSession
     from simulator.storage.store import ResultsStore
     from simulator.types.grade import Grade
     from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
