@@ -39,6 +39,7 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolError",
+    "ToolSession",
     "Toolbox",
     "Trajectory",
     "TrialContext",
@@ -80,6 +81,7 @@ _HOMES: dict[str, str] = {
     "ToolCall": "simulator.types.messages",
     "ToolContext": "simulator.world.tools",
     "ToolError": "simulator.errors",
+    "ToolSession": "simulator.interop.mcp_server",
     "Toolbox": "simulator.world.tools",
     "Trajectory": "simulator.types.trajectory",
     "TrialContext": "simulator.types.protocols",
@@ -104,6 +106,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
     from simulator.execution.build import build_runner
     from simulator.execution.runner import Runner, derive_seed
     from simulator.execution.session import run
+    from simulator.interop.mcp_server import ToolSession
     from simulator.storage.store import ResultsStore
     from simulator.types.grade import Grade
     from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn

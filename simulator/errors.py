@@ -34,6 +34,7 @@ The tree::
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
     ├── ToolError                      a domain tool refuses a call: recoverable BY THE AGENT (simulator.world.tools)
+    ├── SessionEnded(RuntimeError)     a tool call on a served trial that has ended (simulator.interop.mcp_server)
     ├── InfrastructureError            a service tausim depends on failed; the trial is ``infra_error`` or the
     │   │                              run stops, never graded as the agent's failure
     │   └── LLMError                       a model call failed (simulator.models.llm); ``.model``, ``.attempts``

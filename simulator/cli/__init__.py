@@ -25,6 +25,7 @@ from simulator.cli.regrade import regrade_command
 from simulator.cli.replay import replay_command
 from simulator.cli.report import export_command, report_command
 from simulator.cli.run import run_command
+from simulator.cli.serve_tools import serve_tools_command
 from simulator.cli.tasks import tasks_app
 
 __all__ = ["app", "main"]
@@ -48,6 +49,7 @@ def _root(
 
 app.command("run")(run_command)
 app.command("play")(play_command)
+app.command("serve-tools")(serve_tools_command)
 app.command("hunt")(hunt_command)
 app.command("replay")(replay_command)
 app.command("regrade")(regrade_command)
