@@ -14,13 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from domains._common import JsonFolderDomain
 from domains.airline import _rules
 from domains.airline._data import TABLES, dump_all, load_folder, load_tables
 from domains.airline.models import Base
 from domains.airline.tools import MODES, TOOLS, airline_toolbox
 from simulator.agents.kit import Agent, TrialContext
-from simulator.world.kit import Action, DomainError, ToolContext, TrialDatabase
+from simulator.world.kit import Action, DomainError, JsonFolderDomain, ToolContext, TrialDatabase
 
 __all__ = ["TOOLS", "AirlineDomain"]
 

@@ -19,17 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from domains._common import (
-    RecordChecker,
-    dump_tables,
-    group_rows,
-    insert_rows,
-    key_layout,
-    read_tables,
-    select_rows,
-    shape,
-    strip_user_id,
-)
+from domains._common import strip_user_id
 from domains.airline.models import (
     CABINS,
     Flight,
@@ -42,6 +32,16 @@ from domains.airline.models import (
     SavedPassenger,
     User,
     UserReservation,
+)
+from simulator.world.kit import (
+    RecordChecker,
+    dump_tables,
+    group_rows,
+    insert_rows,
+    key_layout,
+    read_tables,
+    select_rows,
+    shape,
 )
 
 __all__ = [

@@ -18,7 +18,6 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from domains._common import Row
 from domains.airline._data import flight_on_date, reservation_record
 from domains.airline._tool_rows import (
     FIRST_CERTIFICATE,
@@ -35,7 +34,7 @@ from domains.airline._tool_rows import (
     next_day,
     next_method_position,
 )
-from simulator.world.kit import ToolError
+from simulator.world.kit import Row, ToolError
 
 __all__ = ["DEFAULT_MODE", "MODES", "Tau2Mode", "TausimMode", "ToolMode", "lenient_items", "tau2_reservation",
            "tau2_second_date", "tau2_user", "tool_mode"]

@@ -11,10 +11,9 @@ from datetime import date as Date
 from datetime import timedelta
 from typing import Any
 
-from domains._common import Row, TableAccess
 from domains.airline._data import WRITTEN_SEGMENT_KEYS
 from domains.airline.models import Base
-from simulator.world.kit import ToolContext, ToolError
+from simulator.world.kit import Row, TableAccess, ToolContext, ToolError
 
 __all__ = [
     "BAG_FEE", "BOOKING_TIME", "FIRST_CERTIFICATE", "FIRST_RESERVATION_ID", "INSURANCE_FEE", "ID_ALPHABET", "DB",

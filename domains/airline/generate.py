@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from domains._gen import IdPool, cli_parser, new_rng, pick, write_data_set
+from simulator.world.kit import IdPool, cli_parser, new_rng, pick, write_data_set
 
 __all__ = [
     "AIRPORTS",

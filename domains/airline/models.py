@@ -16,7 +16,7 @@ What a lossless round trip needs is kept:
 
 - record order: every top-level record, every list element and every entry of an object keyed by id has a
   ``position`` column;
-- JSON numbers: money columns use :class:`~domains._common.JsonNumber`, which keeps each value's own type
+- JSON numbers: money columns use :class:`~simulator.world.kit.JsonNumber`, which keeps each value's own type
   (a price of ``83`` stays an int, an amount of ``120.5`` a float); counts (seats, bags) are integers;
 - key order: objects are dumped in a canonical key order (the order of the peer files, optional fields in the
   order the tools set them). An object whose keys came in another order, or that a tool wrote in another
@@ -32,8 +32,8 @@ from __future__ import annotations
 from sqlalchemy import ForeignKey, Index, Integer, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from domains._common import JsonNumber, Layout
-from domains._common import json_column as _json
+from simulator.world.kit import JsonNumber, Layout
+from simulator.world.kit import json_column as _json
 
 __all__ = [
     "CABINS",

@@ -70,7 +70,6 @@ import json
 from collections import Counter
 from typing import Literal
 
-from domains._common import Row, calculate, think, transfer_to_human_agents, with_new_keys
 from domains.airline._data import WRITTEN_SEGMENT_KEYS, available_flights_on_date, user_record
 from domains.airline._modes import DEFAULT_MODE, MODES, FlightChange, Segment, ToolMode, tool_mode
 from domains.airline._tool_args import Cabin, FlightRef, FlightRefs, Money, Passenger, Passengers, Payment, Payments
@@ -93,7 +92,17 @@ from domains.airline._tool_rows import (
     segment_row,
     user_method,
 )
-from simulator.world.kit import Toolbox, ToolContext, ToolError, tool
+from simulator.world.kit import (
+    Row,
+    Toolbox,
+    ToolContext,
+    ToolError,
+    calculate,
+    think,
+    tool,
+    transfer_to_human_agents,
+    with_new_keys,
+)
 
 __all__ = [
     "BOOKING_TIME",

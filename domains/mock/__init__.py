@@ -19,9 +19,10 @@ from typing import Any, ClassVar, Literal
 from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
-from domains._docs import Docs, DocShape, doc_table, insert_docs, merge_docs
 from simulator.world.kit import (
     Action,
+    Docs,
+    DocShape,
     Domain,
     DomainError,
     StateSpec,
@@ -30,6 +31,9 @@ from simulator.world.kit import (
     ToolContext,
     ToolError,
     TrialDatabase,
+    doc_table,
+    insert_docs,
+    merge_docs,
     tool,
 )
 

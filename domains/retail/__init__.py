@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from domains._common import JsonFolderDomain
 from domains.retail._data import TABLES, dump_all, load_folder, load_tables
 from domains.retail.models import Base, Order
 from domains.retail.scenarios import derive_retail_scenario
 from domains.retail.tools import MODES, TOOLS, retail_toolbox
 from simulator.agents.kit import Agent, TrialContext
-from simulator.world.kit import DomainError, Task, TemplateDatabase, TrialDatabase, UserScenario
+from simulator.world.kit import DomainError, JsonFolderDomain, Task, TemplateDatabase, TrialDatabase, UserScenario
 
 __all__ = ["TOOLS", "RetailDomain"]
 

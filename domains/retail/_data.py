@@ -20,11 +20,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from domains._common import RecordChecker, dump_tables, insert_rows, read_tables, select_rows, strip_user_id
-from domains._common import group_rows as _lists
-from domains._common import key_layout as _layout
-from domains._common import kind as _kind
-from domains._common import shape as _shape
+from domains._common import strip_user_id
 from domains.retail.models import (
     Fulfillment,
     FulfillmentItem,
@@ -38,6 +34,11 @@ from domains.retail.models import (
     UserOrder,
     Variant,
 )
+from simulator.world.kit import RecordChecker, dump_tables, insert_rows, read_tables, select_rows
+from simulator.world.kit import group_rows as _lists
+from simulator.world.kit import key_layout as _layout
+from simulator.world.kit import kind as _kind
+from simulator.world.kit import shape as _shape
 
 __all__ = [
     "ADDRESS_KEYS",

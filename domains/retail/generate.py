@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from domains._gen import IdPool as _IdPool
-from domains._gen import cli_parser, new_rng, write_data_set
-from domains._gen import money as _money
-from domains._gen import pick as _pick
+from simulator.world.kit import IdPool as _IdPool
+from simulator.world.kit import cli_parser, new_rng, write_data_set
+from simulator.world.kit import money as _money
+from simulator.world.kit import pick as _pick
 
 __all__ = [
     "DATA_FILES",

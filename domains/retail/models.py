@@ -23,8 +23,8 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, ForeignKeyConstraint, Index, Integer, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from domains._common import JsonNumber, Layout
-from domains._common import json_column as _json
+from simulator.world.kit import JsonNumber, Layout
+from simulator.world.kit import json_column as _json
 
 __all__ = [
     "Base",

@@ -32,10 +32,20 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from domains._common import Row, TableAccess, calculate, think, transfer_to_human_agents, with_new_keys
 from domains.retail._data import order_record, product_record, user_record
 from domains.retail.models import Base
-from simulator.world.kit import Toolbox, ToolContext, ToolError, tool
+from simulator.world.kit import (
+    Row,
+    TableAccess,
+    Toolbox,
+    ToolContext,
+    ToolError,
+    calculate,
+    think,
+    tool,
+    transfer_to_human_agents,
+    with_new_keys,
+)
 
 __all__ = [
     "CANCEL_REASONS",

@@ -21,10 +21,12 @@ from typing import Any, ClassVar
 from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
-from domains._docs import SINGLE, Docs, DocShape, deep_merge, doc_table, insert_docs, merge_docs
 from domains.telecom import phone as _phone
 from domains.telecom import tools as _tools
 from simulator.world.kit import (
+    SINGLE,
+    Docs,
+    DocShape,
     Domain,
     DomainError,
     Intent,
@@ -35,6 +37,10 @@ from simulator.world.kit import (
     ToolContext,
     TrialDatabase,
     UserScenario,
+    deep_merge,
+    doc_table,
+    insert_docs,
+    merge_docs,
 )
 
 __all__ = ["TelecomDomain"]

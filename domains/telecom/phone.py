@@ -1,6 +1,6 @@
 """The user's side of the telecom world: the phone (``device``) and where its owner is (``surroundings``).
 
-Both are single-object tables (one JSON document each, see :mod:`domains._docs`). The user's tools change the
+Both are single-object tables (one JSON document each, see ``Docs`` in the kit). The user's tools change the
 phone's settings; after each change the phone's connection is derived again (:func:`network_search`) from the SIM,
 airplane mode, APN, the line's status and the network preference, as tau2-bench's telecom world does. Mobile data
 works when the phone has signal and service, roaming is allowed when abroad, data is on and the data allowance is
@@ -15,8 +15,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from domains._docs import SINGLE, Docs, dumps
-from simulator.world.kit import ToolContext, ToolError, tool
+from simulator.world.kit import SINGLE, Docs, ToolContext, ToolError, dumps, tool
 
 __all__ = ["ASSERTIONS", "ENV_FUNCTIONS", "USER_TOOLS", "Phone", "default_device", "default_surroundings"]
 

@@ -1,6 +1,6 @@
 """The agent's side of the telecom world: customers, lines, plans, bills, devices and the agent's 13 tools.
 
-Records are JSON documents (see :mod:`domains._docs`) in the tables ``plans``, ``customers``, ``lines``, ``bills``
+Records are JSON documents (see ``Docs`` in the kit) in the tables ``plans``, ``customers``, ``lines``, ``bills``
 and ``devices``, keyed by their ids. Today is 2025-02-25 (tau2-bench's fixed date). Also here: the agent-side
 environment functions of task setups (``set_data_usage``, ``suspend_line_for_overdue_bill``), the four agent-side
 assertion functions, and the sync between the agent's records and the user's surroundings.
@@ -13,8 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from domains._docs import SINGLE, Docs, dumps
-from simulator.world.kit import ToolContext, ToolError, tool
+from simulator.world.kit import SINGLE, Docs, ToolContext, ToolError, dumps, tool
 
 __all__ = ["AGENT_ASSERTIONS", "AGENT_ENV_FUNCTIONS", "AGENT_TOOLS", "TODAY", "sync"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from domains._common import JsonFolderDomain
 from domains.airline import AirlineDomain
 from domains.retail import RetailDomain
+from simulator.world.kit import JsonFolderDomain
 from tests._support.json_folder import assert_same_shape, read_files
 
 DOMAINS: dict[str, tuple[type[JsonFolderDomain], tuple[str, ...]]] = {

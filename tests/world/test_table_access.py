@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table
 
-from domains._common import JsonNumber, TableAccess, json_column, with_new_keys
+from simulator.world.kit import JsonNumber, TableAccess, json_column, with_new_keys
 
 
 @pytest.fixture()

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import JSON, Boolean, MetaData, Table
 
-from domains._kit.storage import Layout
-from simulator.world.kit import ToolContext
+from simulator.world.data.storage import Layout
+from simulator.world.tools import ToolContext
 
 __all__ = ["Row", "TableAccess", "raw_connection", "with_new_keys"]
 
@@ -20,7 +20,14 @@ Row = dict[str, Any]
 
 
 def raw_connection(ctx: ToolContext) -> sqlite3.Connection:
-    """Return the trial's sqlite3 connection, after flushing pending ORM changes if a session transaction is open."""
+    """Return the trial's sqlite3 connection, after flushing pending ORM changes if a session transaction is open.
+
+    Args:
+        ctx: the tool's context.
+
+    Returns:
+        ``ctx.conn``, on which reads see every change the tool made through ``ctx.session``.
+    """
     if ctx.session.in_transaction():
         ctx.session.flush()
     return ctx.conn
@@ -67,8 +74,8 @@ class TableAccess:
 
     The SQL of each table is built once from the metadata; values are converted as the ORM would (JSON
     columns as ``json.dumps`` text, SQL NULL for None; booleans as 0/1), so rows written here read back the
-    same through the ORM and the dump. All writes of the built-in domains' tools go through
-    :meth:`insert`, :meth:`update` and :meth:`delete`: the one place to observe what a tool writes.
+    same through the ORM and the dump. Writing every change of a domain's tools through
+    :meth:`insert`, :meth:`update` and :meth:`delete` makes them the one place to observe what a tool writes.
 
     Args:
         metadata: the schema.

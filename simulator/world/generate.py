@@ -1,4 +1,4 @@
-"""Helpers shared by the seeded data generators of the built-in domains (retail, airline).
+"""Building blocks of seeded data generators: one random generator, unique ids, JSON files, the command line.
 
 Every generator draws all its random choices from one ``numpy.random.Generator(PCG64(seed))`` (never the
 global ``random`` module or numpy's global state), iterates collections in a fixed order and writes JSON
@@ -18,11 +18,18 @@ import numpy as np
 __all__ = ["UPPER_DIGITS", "IdPool", "cli_parser", "money", "new_rng", "pick", "write_data_set", "write_json_files"]
 
 UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-"""Alphabet of tau-bench-style reservation ids (6 characters)."""
+"""Alphabet of tau-bench style ids such as airline reservation ids (``IdPool.chars(6)``)."""
 
 
 def new_rng(seed: int) -> np.random.Generator:
-    """Return the generator that makes every random choice of one data set."""
+    """Return the generator that makes every random choice of one data set.
+
+    Args:
+        seed: the data set's seed.
+
+    Returns:
+        ``numpy.random.Generator(PCG64(seed))``: the same seed always gives the same draws.
+    """
     return np.random.Generator(np.random.PCG64(seed))
 
 
@@ -56,12 +63,27 @@ class IdPool:
 
 
 def pick(rng: np.random.Generator, seq: Sequence[Any]) -> Any:
-    """Return one element of ``seq``, uniformly."""
+    """Return one element of ``seq``, uniformly (one draw of ``rng``).
+
+    Args:
+        rng: the data set's generator.
+        seq: a non-empty sequence, e.g. ``("Ana", "Ben")``.
+
+    Returns:
+        One of its elements.
+    """
     return seq[int(rng.integers(len(seq)))]
 
 
 def money(x: float) -> float:
-    """Round an amount to cents, as a Python float."""
+    """Round an amount to cents, as a Python float.
+
+    Args:
+        x: an amount (a Python or numpy number), e.g. ``12.3456``.
+
+    Returns:
+        The amount at cent precision, e.g. ``12.35``.
+    """
     return round(float(x), 2)
 
 

@@ -37,5 +37,9 @@ class JsonNumber(UserDefinedType[float]):
 
 
 def json_column() -> JSON:
-    """A JSON text column where Python None is SQL NULL (not the JSON text ``null``)."""
+    """A JSON text column where Python None is SQL NULL (not the JSON text ``null``).
+
+    Returns:
+        The column type, e.g. ``options: Mapped[dict] = mapped_column(json_column())``.
+    """
     return JSON(none_as_null=True)

@@ -58,7 +58,14 @@ def select_rows(
 
 
 def group_rows(rows: Rows) -> dict[Any, list[Any]]:
-    """Group ``(parent, value)`` rows, sorted by parent, into ``{parent: [values]}``."""
+    """Group ``(parent, value)`` rows, sorted by parent, into ``{parent: [values]}``.
+
+    Args:
+        rows: ``[(parent key, value), ...]`` sorted by parent key (e.g. a query ``ORDER BY parent, position``).
+
+    Returns:
+        ``{parent key: [values in row order]}``; parents without rows are absent.
+    """
     out: dict[Any, list[Any]] = {}
     key: Any = object()
     bucket: list[Any] = []

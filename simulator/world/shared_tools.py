@@ -1,4 +1,7 @@
-"""The tools every built-in domain shares with tau-bench semantics: calculate, think, transfer to a human."""
+"""The tools every tau-bench style domain shares, with tau-bench semantics: calculate, think, transfer to a human.
+
+A domain adds them to its toolbox as they are (``Toolbox([..., calculate, think, transfer_to_human_agents])``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from simulator.world.kit import ToolContext, ToolError, tool
+from simulator.errors import ToolError
+from simulator.world.tools import ToolContext, tool
 
 __all__ = ["calculate", "think", "transfer_to_human_agents"]
 

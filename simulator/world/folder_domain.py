@@ -10,10 +10,14 @@ from typing import Any, ClassVar
 from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
-from domains._kit.loading import is_tau2_data
-from simulator.world.kit import Domain, DomainError, StateSpec, Toolbox, TrialDatabase
+from simulator.errors import DomainError
+from simulator.world.data.loading import is_tau2_data
+from simulator.world.data.merge import deep_merge
+from simulator.world.database import StateSpec, TrialDatabase
+from simulator.world.domain import Domain
+from simulator.world.tools import Toolbox
 
-__all__ = ["JsonFolderDomain", "deep_merge"]
+__all__ = ["JsonFolderDomain"]
 
 
 class JsonFolderDomain(Domain):
@@ -169,20 +173,3 @@ class JsonFolderDomain(Domain):
             self.load_tables(session, {n: (Path(f"initialization_data.agent_data#{n}"), merged[n])
                                        for n in self.tables})
 
-
-def deep_merge(base: Any, patch: Any) -> Any:
-    """Return ``base`` with ``patch`` merged in: objects key by key (recursively), any other value replaced.
-
-    Args:
-        base: the current value (not changed).
-        patch: the values to merge.
-
-    Returns:
-        A new value.
-    """
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
-        for k, v in patch.items():
-            out[k] = deep_merge(base[k], v) if k in base else v
-        return out
-    return patch

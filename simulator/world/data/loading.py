@@ -11,15 +11,22 @@ from typing import Any, NoReturn
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from domains._kit.storage import Layout
-from simulator.world.kit import DomainError
+from simulator.errors import DomainError
+from simulator.world.data.storage import Layout
 
 __all__ = ["TAU2_DB_FILE", "RecordChecker", "insert_rows", "is_tau2_data", "key_layout", "kind", "read_records",
-           "read_tables", "strip_user_id"]
+           "read_tables"]
 
 
 def kind(value: Any) -> str:
-    """Describe a value for an error message: its type and the start of its JSON text (``null`` for None)."""
+    """Describe a value for an error message: its type and the start of its JSON text (``null`` for None).
+
+    Args:
+        value: any value read from a data file.
+
+    Returns:
+        E.g. ``int 56``, ``str "abc"``, ``list [1, 2]`` (at most 60 characters of JSON), or ``null``.
+    """
     if value is None:
         return "null"
     text = json.dumps(value, default=str)
@@ -271,22 +278,6 @@ def read_tables(data: Path, names: tuple[str, ...], domain: str) -> dict[str, tu
             raise DomainError(f"{path}: field {n}: expected an object of records keyed by id, got {kind(doc[n])}")
         out[n] = (Path(f"{path}#{n}"), doc[n])
     return out
-
-
-def strip_user_id(r: RecordChecker, raw: Any) -> Any:
-    """Return a user record without tau2's ``user_id`` key, checking that it equals the record's key.
-
-    tau2-bench adds ``user_id`` to every user of a ``db.json``; the tables store the id once (the key), and
-    the tau2 tool mode renders it back. A record that is not an object is returned as it is (the caller's
-    check names the problem).
-    """
-    if not isinstance(raw, dict) or "user_id" not in raw:
-        return raw
-    value = raw["user_id"]
-    if not isinstance(value, str):
-        r.fail("user_id", f"expected a string, got {kind(value)}")
-    r.same_id(value, "user_id", r.key)
-    return {k: v for k, v in raw.items() if k != "user_id"}
 
 
 def insert_rows(session: Session, rows: Mapping[type, list[dict[str, Any]]]) -> None:

@@ -1,9 +1,9 @@
-"""Document tables for the tau2-bench worlds (mock, telecom): one JSON document per row, keyed by id.
+"""Document tables for tau2-bench style worlds (e.g. mock, telecom): one JSON document per row, keyed by id.
 
 tau2's databases are nested pydantic models; here each record is kept whole as canonical JSON (sorted keys) in
 a two-column table ``(id, doc)``, so a state diff names the record that changed, and tools read and write the
 record through the trial's sqlite3 connection (no ORM). A single object (telecom's ``device``) is a table with
-one row whose id is ``"1"``.
+one row whose id is :data:`SINGLE` (``"1"``).
 """
 
 from __future__ import annotations
@@ -17,24 +17,47 @@ from typing import Any, Literal
 from sqlalchemy import Column, MetaData, String, Table, Text, insert
 from sqlalchemy.orm import Session
 
-__all__ = ["SINGLE", "DocShape", "Docs", "deep_merge", "doc_table", "dumps", "insert_docs", "merge_docs"]
+from simulator.world.data.merge import deep_merge
+
+__all__ = ["SINGLE", "DocShape", "Docs", "doc_table", "dumps", "insert_docs", "merge_docs"]
 
 SINGLE = "1"
 """The id of the row of a single-object table."""
 
 
 def dumps(doc: Any) -> str:
-    """Return the canonical JSON of a document (sorted keys, no spaces)."""
+    """Return the canonical JSON of a document (sorted keys, no spaces; other objects as their ``str``).
+
+    Args:
+        doc: a JSON-like value, e.g. ``{"b": 1, "a": [2]}``.
+
+    Returns:
+        Its JSON text, e.g. ``{"a":[2],"b":1}``.
+    """
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def doc_table(metadata: MetaData, name: str) -> Table:
-    """Define a document table ``name(id TEXT PRIMARY KEY, doc TEXT)`` on ``metadata``."""
+    """Define a document table ``name(id TEXT PRIMARY KEY, doc TEXT)`` on ``metadata``.
+
+    Args:
+        metadata: the domain's schema.
+        name: the table name, e.g. ``customers``.
+
+    Returns:
+        The table (one row per document).
+    """
     return Table(name, metadata, Column("id", String, primary_key=True), Column("doc", Text, nullable=False))
 
 
 def insert_docs(session: Session, table: Table, docs: Iterable[tuple[str, Any]]) -> None:
-    """Insert ``(id, document)`` pairs into a document table."""
+    """Insert ``(id, document)`` pairs into a document table (its canonical JSON, see :func:`dumps`).
+
+    Args:
+        session: a Session on the database being populated.
+        table: a table made by :func:`doc_table`.
+        docs: ``[(id, document), ...]``, e.g. ``[("C1001", {"customer_id": "C1001", ...})]``.
+    """
     rows = [{"id": key, "doc": dumps(doc)} for key, doc in docs]
     if rows:
         session.execute(insert(table), rows)
@@ -77,16 +100,6 @@ class Docs:
                 for t in tables}
 
 
-def deep_merge(base: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``patch`` into ``base`` in place (nested objects merged, everything else replaced) and return it."""
-    for k, v in patch.items():
-        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
-            deep_merge(base[k], v)
-        else:
-            base[k] = v
-    return base
-
-
 @dataclass(frozen=True)
 class DocShape:
     """How a tau2 database field is kept in a document table, for merging ``initialization_data`` into it.
@@ -100,20 +113,6 @@ class DocShape:
 
     kind: Literal["map", "list", "single"]
     key: str | None = None
-
-
-def _tree_merge(base: Any, patch: Any) -> Any:
-    """tau2's merge of initialization data: objects key by key (recursively), any other value replaced."""
-    if isinstance(base, dict) and isinstance(patch, Mapping):
-        out = dict(base)
-        for k, v in patch.items():
-            out[k] = _tree_merge(base[k], v) if k in base else _plain(v)
-        return out
-    return _plain(patch)
-
-
-def _plain(value: Any) -> Any:
-    return json.loads(dumps(value))
 
 
 def merge_docs(conn: sqlite3.Connection, shapes: Mapping[str, DocShape], data: Mapping[str, Any],
@@ -143,12 +142,12 @@ def merge_docs(conn: sqlite3.Connection, shapes: Mapping[str, DocShape], data: M
             if shape.kind == "list":
                 conn.execute(f'DELETE FROM "{table}"')
                 for rec in value:
-                    docs.put(table, rec[shape.key], _plain(rec))
+                    docs.put(table, rec[shape.key], rec)
             elif shape.kind == "map":
                 for key, rec in value.items():
-                    docs.put(table, str(key), _tree_merge(docs.get(table, str(key)) or {}, rec))
+                    docs.put(table, str(key), deep_merge(docs.get(table, str(key)) or {}, rec))
             else:
-                docs.put(table, SINGLE, _tree_merge(docs.get(table, SINGLE) or {}, value))
+                docs.put(table, SINGLE, deep_merge(docs.get(table, SINGLE) or {}, value))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
