@@ -70,7 +70,7 @@ _SEED_SALT = 0xA1B5
 
 
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
-    """Validate fault knob rates (see :func:`simulator.check_fault_rates`).
+    """Validate fault knob rates (see :func:`simulator.agents.kit.check_fault_rates`).
 
     Raises:
         ValueError: an unknown knob, or a rate that is not a number in [0, 1]; the message names it.

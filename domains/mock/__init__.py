@@ -275,7 +275,7 @@ class MockDomain(Domain):
 
         Raises:
             DomainError: an unknown split, or a malformed amendments file.
-            simulator.TaskFileError: a malformed task file.
+            simulator.world.kit.TaskFileError: a malformed task file.
         """
         source = str(_folder() / "tasks.json") if source is None else source
         tasks = super().load_tasks(source, split)

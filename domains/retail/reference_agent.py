@@ -14,7 +14,7 @@ The agent is composed as the airline one: understanding (:mod:`domains.retail._u
 as requests and slots, and what the agent has learnt), the catalog (:mod:`domains.retail._catalog`: look-ups in
 the records it has read), answers (:mod:`domains.retail._answers`: the wording) and dialogues
 (:mod:`domains.retail._dialogues`: what it does next), each a layer on the shared
-:class:`~simulator.ReferenceAgentBase`; this module names the agent and its fault knobs.
+:class:`~simulator.agents.kit.ReferenceAgentBase`; this module names the agent and its fault knobs.
 
 Fault knobs (:data:`FAULT_KNOBS`) make it commit known mistakes at known rates, each drawn at every
 opportunity from a generator seeded by the trial seed; what it injected is in ``metadata["faults"]``.
@@ -39,7 +39,7 @@ _SEED_SALT = 0x7E7A11
 
 
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
-    """Validate fault knob rates (see :func:`simulator.check_fault_rates`).
+    """Validate fault knob rates (see :func:`simulator.agents.kit.check_fault_rates`).
 
     Raises:
         ValueError: an unknown knob, or a rate that is not a number in [0, 1]; the message names it.

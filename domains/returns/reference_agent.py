@@ -4,7 +4,7 @@ It talks through the same :class:`~simulator.Agent` interface as an LLM agent an
 conversation, the tool results and the tool schemas. It never reads the task's scenario, gold actions or
 assertions. It understands the customer by a few general patterns (e-mail addresses, a full name with a zip
 code, order ids written after "order", the reason after "reason"/"because") and the shared dialogue cues
-(:func:`simulator.is_yes`, :func:`simulator.is_no`, :func:`simulator.is_closing`), and follows ``policy.md``:
+(the cues `is_yes`, `is_no`, `is_closing` of `simulator.agents.kit`), and follows ``policy.md``:
 
 1. identifies the customer (e-mail, else full name and zip code) and reads the account before anything else;
    acts only on the customer's own orders;
@@ -101,7 +101,7 @@ _LEAD_NO_RE = re.compile(r"^\W*(?:no|nope|nah|wait)\b[^.!?]*[.!?]\s*", re.IGNORE
 
 
 def check_faults(faults: Mapping[str, float]) -> dict[str, float]:
-    """Validate fault knob rates (see :func:`simulator.check_fault_rates`).
+    """Validate fault knob rates (see :func:`simulator.agents.kit.check_fault_rates`).
 
     Args:
         faults: knob -> rate.

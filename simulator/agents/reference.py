@@ -2,8 +2,9 @@
 
 A reference agent reads the conversation one new message at a time, keeps what it learned, and decides its next
 tool call or message. What differs between domains (what a tool result or a user message teaches it, and what it
-does next) is the subclass's; this module holds the rest: the fault draws (:class:`~simulator.FaultDraws`), tool
-call ids, the ``repeat_call`` loop on a first look-up, and the step loop.
+does next) is the subclass's; this module holds the rest: the fault draws
+(:class:`~simulator.agents.rates.FaultDraws`), tool call ids, the ``repeat_call`` loop on a first look-up, and the
+step loop.
 """
 
 from __future__ import annotations

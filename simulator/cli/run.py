@@ -38,10 +38,12 @@ def run_command(
     tags: Annotated[str | None, typer.Option(help="Run the tasks carrying any of these tags (e.g. smoke).")] = None,
     exclude_tags: Annotated[str | None, typer.Option(help="Leave out the tasks carrying any of these tags.")] = None,
     agent: Annotated[str, typer.Option(
-        help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY"
+        help="oracle | null | reference[:KNOB=RATE,...] | litellm:MODEL | faulty:KIND=RATE | py:MODULE:FACTORY | "
+             "http:URL | openai-agents:MODULE:FACTORY | langgraph:MODULE:FACTORY | any scheme `tausim agents` lists"
     )] = "oracle",
     user: Annotated[str, typer.Option(
-        help="scripted | confirming | rule | llm:MODEL | replay:RUN[:TASK/TRIAL] | py:MODULE:FACTORY")] = "scripted",
+        help="scripted | confirming | rule | llm:MODEL | replay:RUN[:TASK/TRIAL] | py:MODULE:FACTORY | any scheme "
+             "`tausim users` lists")] = "scripted",
     fallback_user: Annotated[str | None, typer.Option(
         help="With --user replay:...: who continues after the conversation diverges (rule | llm:MODEL).")] = None,
     personas: Annotated[str | None, typer.Option(

@@ -56,7 +56,7 @@ def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False,
         spec: the run searched (agent, user, tasks, personas, faults).
         budget: agent turns to spend (forks pay only for their suffix).
         seed: seed of the search.
-        export: write the clusters as regression cases (:func:`~simulator.hunt.search.export_cases`).
+        export: write the clusters as regression cases (:func:`~simulator.hunt.cases.export_cases`).
         clean_agent: keep only cases this agent passes; default for ``reference:KNOBS``: the clean ``reference``.
         prefix: with ``export``, also a trajectory-prefix case per cluster.
 
