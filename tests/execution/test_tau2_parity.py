@@ -22,7 +22,7 @@ from simulator.world.domain import get_domain
 from tests._support.peers import TAU2
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "tau2_reference"
-SPLITS = {"retail": None, "airline": None}
+SPLITS = {"retail": None, "airline": None, "telecom": "full"}
 """Each suite's split: all of its tasks (telecom's ``base`` split holds 114 of its 2,285)."""
 AMENDED = {"mock": {"update_task_with_history_and_env_assertions", "update_task_with_user_tools"}}
 """Tasks whose gold tausim amends, so that their replay differs from τ³'s on purpose."""
