@@ -124,12 +124,11 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
                 outcomes = apply_actions(toolbox, trial, actions)
                 checks = None
             final = domain.dump(trial) if trial.raw.total_changes != written else start  # no row written
+            user_diff = None
+            if user_tables:  # the records the user's tools act on (τ³'s mock: the agent's, after agent data)
+                user_diff = json_diff(domain.user_records(trial, start), domain.user_records(trial, final))
         agent = {t: v for t, v in final.items() if t not in user_tables}
         before = {t: v for t, v in start.items() if t not in user_tables}
-        user_diff = None
-        if user_tables:
-            user_diff = json_diff({t: v for t, v in start.items() if t in user_tables},
-                                  {t: v for t, v in final.items() if t in user_tables})
         yield ReplayResult(
             i, task.id, [o.content for o in outcomes], [o.status for o in outcomes], json_diff(before, agent),
             requestors=[a.requestor for a in actions[: len(outcomes)]], user_diff=user_diff,

@@ -22,7 +22,7 @@ from simulator.world.domain import get_domain
 from tests._support.peers import TAU2
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "tau2_reference"
-SPLITS = {"retail": None, "airline": None, "telecom": "full"}
+SPLITS = {"retail": None, "airline": None, "mock": None, "telecom": "full"}
 """Each suite's split: all of its tasks (telecom's ``base`` split holds 114 of its 2,285)."""
 AMENDED = {"mock": {"update_task_with_history_and_env_assertions", "update_task_with_user_tools"}}
 """Tasks whose gold tausim amends, so that their replay differs from τ³'s on purpose."""
@@ -76,3 +76,34 @@ def test_replay_reference_reports_figures_and_fails_on_a_difference(tmp_path: Pa
     assert out[-1]["summary"]["actions_equal"] == 141 and out[-1]["summary"]["tasks_equal"] == 49
     bad = next(o for o in out if o.get("task_id") == first["task_id"])
     assert bad["reference"]["equal"] is False and "answer" in bad["reference"]["differences"][0]
+
+
+def test_mock_user_tools_act_on_the_agent_records_after_agent_data() -> None:
+    """τ³ 1.0.1 (probed with scripts/tau2-reference's environment): after ``agent_data`` the user's toolkit holds the
+    agent's database, so both inbox tools answer ``Error: 'MockDB' object has no attribute 'notifications'``; a
+    task without agent data keeps the inbox."""
+    from simulator.types.tasks import Action
+    from simulator.world.dual import run_action
+    from simulator.world.replay import prepare_trial
+    from simulator.world.tools import ToolContext
+
+    folder = _needs("mock")
+    domain = get_domain("mock")
+    template = domain.template(folder, domain.default_options(folder))
+    tasks = {t.id: t for t in domain.load_tasks(str(folder / "tasks.json"))}
+    sides = (domain.toolbox_for(template.options), domain.user_toolbox())
+    calls = (("check_notifications", {}), ("dismiss_notification", {"notification_id": "notif_1"}))
+    answers = {}
+    for task_id in ("update_task_with_initialization_data", "update_task_with_user_tools"):
+        with template.trial() as trial:
+            prepare_trial(domain, trial, tasks[task_id])
+            ctx = ToolContext(trial.session, trial.options)
+            answers[task_id] = [(o.status, o.content) for o in (
+                run_action(domain, ctx, Action(name=name, arguments=args, requestor="user"), sides, functions=False)
+                for name, args in calls)]
+    error = "Error: 'MockDB' object has no attribute 'notifications'"
+    assert answers["update_task_with_initialization_data"] == [("tool_error", error), ("tool_error", error)]
+    assert answers["update_task_with_user_tools"] == [
+        ("ok", '[{"notification_id": "notif_1", "message": "Task \'Test task\' has been assigned to you.", '
+               '"status": "unread", "task_id": "task_1"}]'),
+        ("ok", "Notification notif_1 dismissed")]
