@@ -57,25 +57,26 @@ def test_every_gold_action_answers_as_tau2_does(suite: str) -> None:
 
 
 def test_replay_reference_reports_figures_and_fails_on_a_difference(tmp_path: Path) -> None:
-    folder = _needs("airline")
-    args = ["replay", "--domain", "airline", "--data", str(folder), "--tasks", str(folder / "tasks.json"),
+    folder = _needs("mock")
+    args = ["replay", "--domain", "mock", "--data", str(folder), "--tasks", str(folder / "tasks.json"),
             "--format", "json", "--reference"]
-    res = CliRunner().invoke(app, [*args, str(REFERENCE / "airline.jsonl.gz")])
-    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, [*args, str(REFERENCE / "mock.jsonl.gz")])
+    assert res.exit_code == 1  # the two amended tasks differ on purpose
     assert json.loads(res.output.splitlines()[-1]) == {"summary": {
-        "tasks": 50, "tasks_equal": 50, "actions": 142, "actions_equal": 142, "unreferenced": 0}}
-    lines = [json.loads(line) for line in
-             gzip.decompress((REFERENCE / "airline.jsonl.gz").read_bytes()).decode().splitlines()]
-    first = next(line for line in lines if line["actions"])
+        "tasks": 10, "tasks_equal": 8, "actions": 10, "actions_equal": 8, "unreferenced": 0}}
+    raw = gzip.decompress((REFERENCE / "mock.jsonl.gz").read_bytes()).decode()
+    lines = [json.loads(line) for line in raw.splitlines()]
+    first = next(line for line in lines[1:] if line["actions"] and line["task_id"] not in AMENDED["mock"])
     first["actions"][0]["content"] += " "  # one answer off by a space
-    changed = tmp_path / "airline.jsonl"
-    changed.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    changed = tmp_path / "mock.jsonl"
+    changed.write_text("\n".join(json.dumps(line) for line in lines[1:]) + "\n")  # and the first task unreferenced
     res = CliRunner().invoke(app, [*args, str(changed)])
     assert res.exit_code == 1
     out = [json.loads(line) for line in res.output.splitlines()]
-    assert out[-1]["summary"]["actions_equal"] == 141 and out[-1]["summary"]["tasks_equal"] == 49
+    assert out[-1]["summary"] == {"tasks": 9, "tasks_equal": 6, "actions": 9, "actions_equal": 6, "unreferenced": 1}
     bad = next(o for o in out if o.get("task_id") == first["task_id"])
     assert bad["reference"]["equal"] is False and "answer" in bad["reference"]["differences"][0]
+    assert "reference" not in out[0]  # the unreferenced task
 
 
 def test_mock_user_tools_act_on_the_agent_records_after_agent_data() -> None:
