@@ -6,7 +6,7 @@ Both are small Protocols with one required method. They are built per trial by f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -156,7 +156,7 @@ class ProgressAware(Protocol):
         ...
 
 
-AgentFactory = Callable[[TrialContext], Agent]
+AgentFactory = Callable[[TrialContext], "Agent | AsyncAgent | Awaitable[Agent | AsyncAgent]"]
 """Builds one trial's agent: an :class:`Agent` or an :class:`AsyncAgent`; an ``async def`` factory (returning a
 coroutine of either) is awaited on the trial's event loop."""
 UserFactory = Callable[[TrialContext], UserSimulator]
