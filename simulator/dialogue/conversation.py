@@ -186,8 +186,9 @@ class Conversation:
     async def arun(self) -> Trajectory:
         """Run the conversation to termination, awaiting an async agent's ``step`` (``async def step``).
 
-        The same loop as :meth:`run`. Cancelling this coroutine (e.g. ``asyncio.timeout`` around it) cancels the
-        agent's pending step and propagates; call :meth:`end` afterwards to record why on the trajectory so far.
+        The same loop as :meth:`run` (a synchronous agent works too; its steps block the event loop). Cancelling
+        this coroutine (e.g. ``asyncio.timeout`` around it) cancels the agent's pending step and propagates; call
+        :meth:`end` afterwards to record why on the trajectory so far.
 
         Returns:
             The :class:`Trajectory`, as :meth:`run`.
@@ -200,7 +201,9 @@ class Conversation:
                 seen = loop.send(reply)
                 t0 = time.perf_counter()
                 try:
-                    reply = await step(seen)
+                    reply = step(seen)
+                    if inspect.isawaitable(reply):  # async def step (a synchronous agent's turn is used as it is)
+                        reply = await reply
                 except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
                     reply = _Failed(traceback.format_exc())
                 except BaseException:  # cancelled: the step's time still counts; the loop is closed

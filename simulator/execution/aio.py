@@ -1,11 +1,13 @@
 """Async agents in a run: one event loop per worker thread, on which that worker's async trials run.
 
 An agent whose ``step`` is ``async def`` (:func:`simulator.dialogue.conversation.is_async_agent`), or built by an
-``async def`` factory, has its conversation run as a coroutine (:meth:`~simulator.dialogue.conversation.Conversation.
-arun`) on the event loop of the thread that runs the trial: each worker thread (a thread of the run's pool, of a Dask
+``async def`` factory, has its conversation run as a coroutine
+(:meth:`~simulator.dialogue.conversation.Conversation.arun`) on the event loop of the thread that runs the trial:
+each worker thread (a thread of the run's pool, of a Dask
 worker, or the caller's) gets one loop, made the first time it runs an async trial and kept for the next ones, so
 many trials share a loop instead of paying for one each. ``--concurrency`` is the number of worker threads, as for
-synchronous agents. The runner closes the loops of its own thread pool when the run ends (:meth:`WorkerLoops.close`).
+synchronous agents. The runner closes the idle loops when a run ends (:meth:`WorkerLoops.close`); a Dask
+worker's threads keep theirs for the worker's next batches.
 
 Time limit (``RunSpec.trial_timeout``): the conversation runs under :func:`asyncio.timeout`; past it the pending
 step of the agent is *cancelled* (``asyncio.CancelledError`` is raised inside its coroutine), the conversation ends

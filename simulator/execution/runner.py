@@ -558,7 +558,7 @@ class Runner:
             conv = self._conversation(setup, db, span, [TimeLimit(left)] if left is not None else [])
             try:
                 async with asyncio.timeout(left) as limit:
-                    traj = await conv.arun() if is_async_agent(setup.agent) else conv.run()
+                    traj = await conv.arun()
             except TimeoutError:
                 if not limit.expired():
                     raise
@@ -696,7 +696,7 @@ class Runner:
         finally:
             if own:
                 ex.shutdown(wait=not interrupted, cancel_futures=True)
-                self.loops.close()  # the pool's threads are done with their loops
+            self.loops.close()  # idle loops closed (a thread that runs another trial later makes a new one)
         order = {key: i for i, key in enumerate(self.planned())}
         results.sort(key=lambda r: order[trial_key(r)])
         rel = reliability([r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results],

@@ -100,3 +100,10 @@ def test_cancelling_arun_leaves_a_trajectory_to_end(env):
     traj = conv.end(TerminationReason.TIMEOUT, "stopped")
     assert cancelled == [True] and traj.termination_reason == TerminationReason.TIMEOUT
     assert [m.role for m in traj.messages] == ["user"] and traj.agent_seconds > 0
+
+
+def test_arun_takes_a_synchronous_agent_as_it_is(env):
+    tb, ctx, _ = env
+    traj = asyncio.run(Conversation(SyncList(*_script()), ScriptedUser(["move 5 dollars"]), tb, ctx).arun())
+    assert traj.termination_reason == TerminationReason.USER_STOP
+    assert [(c.name, c.status) for c in traj.tool_calls] == [("transfer", "ok")]

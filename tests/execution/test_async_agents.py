@@ -83,6 +83,17 @@ def test_an_async_agent_passes_what_its_sync_twin_passes_on_every_built_in_retai
     assert 1 <= len(AsyncGold.loops) <= 2 and len(AsyncGold.threads) <= 2
 
 
+def test_with_a_trial_timeout_async_trials_still_share_their_workers_loops():
+    AsyncGold.loops, AsyncGold.threads = set(), set()
+    runner = build_runner(RunSpec(domain="retail", user="rule", trials=3, concurrency=2, trial_timeout=60,
+                                  task_ids=[TASK, "modify-order-address"], preflight=False))
+    runner.agent_factory = AsyncGold
+    run = runner.run()
+    assert [t.passed for t in run.trials] == [True] * 6
+    # the agents were built in a thread of each trial's own, but every conversation ran on a worker's loop
+    assert 1 <= len(AsyncGold.loops) <= 2 and len(AsyncGold.threads) <= 2
+
+
 class HungAsync:
     """Answers the first step, then awaits forever; records whether its pending step was cancelled."""
 
