@@ -1,0 +1,222 @@
+"""``a2a:URL`` agents: a remote A2A agent converses over A2A and calls the trial's tools over MCP.
+
+The agents here are served on 127.0.0.1 by the a2a-sdk's own server (:mod:`simulator.interop.a2a_server`); their logic
+is scripted: read the trial's MCP URL from the message metadata, call tools there with the ``mcp`` SDK client, reply.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("a2a.client")
+pytest.importorskip("mcp")
+
+from a2a.helpers import new_text_message  # noqa: E402
+from a2a.server.agent_execution import AgentExecutor  # noqa: E402
+from google.protobuf.json_format import MessageToDict  # noqa: E402
+from mcp import Client  # noqa: E402
+
+from simulator.agents.a2a_agent import MCP_URL_KEY, build_a2a_agent  # noqa: E402
+from simulator.agents.mcp_tools import LoopbackServer, bind_loopback  # noqa: E402
+from simulator.errors import SetupError  # noqa: E402
+from simulator.interop.a2a_server import a2a_server, agent_card  # noqa: E402
+from tests._support.adapter_runs import assert_same_as_oracle, retail_task, run_task  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = {"wait_initial": 0.0, "wait_max": 0.0, "timeout": 30.0}
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+
+class ScriptedAgent(AgentExecutor):
+    """An A2A agent whose first answer in a context makes ``calls`` over the MCP URL of the message's metadata.
+
+    It answers as the oracle does: the first reply after its calls, the further ones for a user who asks again.
+    """
+
+    def __init__(self, calls: list[tuple[str, dict[str, Any]]], first: str, later: str) -> None:
+        self.calls, self.first, self.later = calls, first, later
+        self.done: set[str] = set()
+        self.metadata: list[dict[str, Any]] = []
+        self.results: list[Any] = []
+
+    async def execute(self, context: Any, event_queue: Any) -> None:
+        metadata = MessageToDict(context.message.metadata)
+        self.metadata.append(metadata)
+        text = self.later
+        if context.context_id not in self.done:
+            self.done.add(context.context_id)
+            text = self.first
+            if self.calls:
+                async with Client(metadata[MCP_URL_KEY]) as mcp:
+                    self.results += [await mcp.call_tool(name, args) for name, args in self.calls]
+        await event_queue.enqueue_event(new_text_message(text, context_id=context.context_id))
+
+    async def cancel(self, context: Any, event_queue: Any) -> None:
+        raise NotImplementedError
+
+
+def _gold_agent(task: Any) -> ScriptedAgent:
+    answer = " The answer: " + ", ".join(task.required_outputs) + "." if task.required_outputs else ""
+    calls = [(a.name, dict(a.arguments)) for a in task.gold_actions]
+    return ScriptedAgent(calls, "Your request has been handled." + answer,
+                         "That has been handled as well." + answer + " Is there anything else I can help with?")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_agent_calling_the_gold_actions_over_mcp_passes_like_the_oracle() -> None:
+    oracle = run_task()
+    task = retail_task()
+    agent = _gold_agent(task)
+    with a2a_server(agent) as url:
+        factory = build_a2a_agent(url, **FAST)
+        factory.client.preflight()  # type: ignore[attr-defined]
+        trial = run_task(factory)
+        factory.client.close()  # type: ignore[attr-defined]
+    assert_same_as_oracle(trial, oracle)
+    assert [m.content for m in trial.trajectory.messages if m.role != "tool"] == \
+        [m.content for m in oracle.trajectory.messages if m.role != "tool"]  # the same conversation, word for word
+    assert all(not r.is_error for r in agent.results) and len(agent.results) == len(task.gold_actions)
+    first = agent.metadata[0]  # every message: the trial's MCP URL, the policy, the domain and the seed
+    assert first[MCP_URL_KEY].startswith("http://127.0.0.1:") and "/mcp?trial=" in first[MCP_URL_KEY]
+    assert first["tausim"]["domain"] == "retail" and first["tausim"]["policy"].strip()
+    assert first["tausim"]["seed"] == str(trial.seed)  # exact: a string, not a double
+    assert len({m[MCP_URL_KEY] for m in agent.metadata}) == 1 and len(agent.metadata) >= 2
+
+
+def test_an_agent_that_does_nothing_fails_and_bad_calls_are_recorded_as_natively() -> None:
+    idle = ScriptedAgent([], "I cannot make any changes right now.", "Still nothing I can do.")
+    clumsy = ScriptedAgent([("no_such_tool", {}), ("get_order_details", {})], "Done.", "Done again.")
+    with a2a_server(idle) as idle_url, a2a_server(clumsy) as clumsy_url:
+        nothing = run_task(build_a2a_agent(idle_url, **FAST))
+        bad = run_task(build_a2a_agent(clumsy_url, **FAST))
+    assert not nothing.passed and nothing.trajectory.tool_calls == [] and nothing.trajectory.error is None
+    assert nothing.grade is not None and nothing.grade.state.passed is False
+    assert [(c.name, c.status, c.requestor) for c in bad.trajectory.tool_calls] == \
+        [("no_such_tool", "unknown_tool", "agent"), ("get_order_details", "invalid_arguments", "agent")]
+    assert [r.is_error for r in clumsy.results] == [True, True]  # the agent saw the errors as MCP errors
+    assert all(r.content[0].text.startswith("Error:") for r in clumsy.results)
+    assert not bad.passed
+
+
+def test_an_unreachable_url_fails_preflight_within_5s_naming_it() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    runner = _runner(build_a2a_agent(url))
+    from simulator.execution.preflight import preflight
+
+    t0 = time.monotonic()
+    with pytest.raises(SetupError) as e:
+        preflight(runner)
+    assert time.monotonic() - t0 < 5.0
+    assert e.value.kind == "server" and url in str(e.value) and "unreachable" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_the_cli_exits_2_from_preflight_naming_an_unreachable_url(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    url = f"http://127.0.0.1:{_closed_port()}"
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", f"a2a:{url}", "--user", "rule",
+                                   "--task-ids", "cancel-gift-card-balance", "--no-progress",
+                                   "--out", str(tmp_path / "run.json")])
+    assert res.exit_code == 2, res.output
+    assert "set-up error (server)" in res.output and url in res.output
+
+
+def _runner(factory: Any) -> Any:
+    from simulator.execution.build import build_runner
+    from simulator.types.spec import RunSpec
+
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=["cancel-gift-card-balance"]))
+    runner.agent_factory = factory
+    return runner
+
+
+def _misbehaving(answer: Callable[[], Any]) -> Iterator[str]:
+    """An endpoint with a valid agent card whose JSON-RPC route answers ``answer()`` (a Starlette response)."""
+    from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    sock = bind_loopback(0)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    card = agent_card_to_dict(agent_card(url, "broken", "answers nonsense"))
+
+    async def card_route(request: Any) -> Any:
+        return JSONResponse(card)
+
+    async def rpc(request: Any) -> Any:
+        return answer()
+
+    app = Starlette(routes=[Route("/.well-known/agent-card.json", card_route), Route("/", rpc, methods=["POST"])])
+    server = LoopbackServer(app, sock).start()
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("answer, cause", [
+    (lambda: _response(500, "Internal Server Error"), "answered HTTP 500"),
+    (lambda: _response(200, "<html>not json</html>"), "not JSON"),
+    (lambda: _response(200, '{"jsonrpc": "2.0", "id": "x", "result": {"neither": 1}}'), "misbehaved"),
+])
+def test_a_misbehaving_endpoint_ends_the_trial_agent_error_and_the_run_goes_on(answer: Any, cause: str) -> None:
+    from simulator.execution.build import build_runner
+    from simulator.types.spec import RunSpec
+
+    for url in _misbehaving(answer):
+        factory = build_a2a_agent(url, max_attempts=2, **FAST)
+        factory.client.preflight()  # type: ignore[attr-defined]  # the card is fine: the pre-flight passes
+        runner = build_runner(RunSpec(domain="retail", user="rule", trials=2, preflight=False,
+                                      task_ids=["cancel-gift-card-balance", "cancel-no-longer-needed"]))
+        runner.agent_factory = factory
+        result = runner.run()
+    assert len(result.trials) == 4  # every planned trial ran and was recorded
+    for trial in result.trials:
+        assert trial.termination_reason == "agent_error" and not trial.passed
+        error = trial.trajectory.error or ""
+        assert url in error and cause in error and "\n" not in error
+
+
+def _response(status: int, body: str) -> Any:
+    from starlette.responses import Response
+
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def test_options_and_spec() -> None:
+    with pytest.raises(ValueError, match="http://"):
+        build_a2a_agent("127.0.0.1:9999")
+    with pytest.raises(ValueError, match="temperature"):
+        build_a2a_agent("http://127.0.0.1:9", temperature=0.2)
+    factory = build_a2a_agent("http://127.0.0.1:9/.well-known/agent-card.json", timeout=7.0, domain=None, cache=None,
+                              max_tokens=None)
+    client = factory.client  # type: ignore[attr-defined]
+    assert client.url == "http://127.0.0.1:9" and client.card_url.endswith("/.well-known/agent-card.json")
+    assert client.timeout == 7.0 and client.model == "a2a"
+
+
+def test_the_a2a_scheme_is_a_registered_agent_entry_point() -> None:
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group="tausim.agents")}
+    assert found.get("a2a") == "simulator.agents.a2a_agent:build_a2a_agent"
