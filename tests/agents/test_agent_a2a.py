@@ -59,7 +59,8 @@ class ScriptedAgent(AgentExecutor):
             text = self.first
             if self.calls:
                 async with Client(metadata[MCP_URL_KEY]) as mcp:
-                    self.results += [await mcp.call_tool(name, args) for name, args in self.calls]
+                    for name, args in self.calls:
+                        self.results.append(await mcp.call_tool(name, args))
         await event_queue.enqueue_event(new_text_message(text, context_id=context.context_id))
 
     async def cancel(self, context: Any, event_queue: Any) -> None:
@@ -97,6 +98,45 @@ def test_an_agent_calling_the_gold_actions_over_mcp_passes_like_the_oracle() -> 
     assert first["tausim"]["domain"] == "retail" and first["tausim"]["policy"].strip()
     assert first["tausim"]["seed"] == str(trial.seed)  # exact: a string, not a double
     assert len({m[MCP_URL_KEY] for m in agent.metadata}) == 1 and len(agent.metadata) >= 2
+
+
+def test_concurrent_trials_share_one_mcp_server_each_with_its_own_url_and_database() -> None:
+    from simulator.execution.build import build_runner
+    from simulator.types.spec import RunSpec
+    from tests._support.adapter_runs import records
+
+    oracle = run_task()
+    agent = _gold_agent(retail_task())
+    with a2a_server(agent) as url:
+        runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[oracle.task_id], trials=4,
+                                      concurrency=4, seed=5, preflight=False))
+        runner.agent_factory = build_a2a_agent(url, **FAST)
+        result = runner.run()
+    assert len(result.trials) == 4 and all(t.passed for t in result.trials)
+    assert all(records(t) == records(oracle) for t in result.trials)  # no call landed in another trial
+    assert len({m[MCP_URL_KEY] for m in agent.metadata}) == 4 and len(agent.done) == 4
+
+
+def test_a_trial_that_ends_mid_turn_frees_the_agent_s_calls_and_the_run_goes_on() -> None:
+    from simulator.execution.build import build_runner
+    from simulator.types.spec import RunSpec
+
+    task = retail_task()
+    agent = _gold_agent(task)
+    with a2a_server(agent) as url:
+        runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[task.id], trials=2, max_steps=2,
+                                      preflight=False))
+        runner.agent_factory = build_a2a_agent(url, call_timeout=20.0, **FAST)
+        result = runner.run()
+        deadline = time.monotonic() + 15  # the agent goes on after its trial ended: wait for its next call's answer
+        while len(agent.results) < 2 * 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert [(t.termination_reason, len(t.trajectory.tool_calls)) for t in result.trials] == [("max_steps", 2)] * 2
+    # the calls after the cap were answered that the trial had ended (not left to their 20 s timeout)
+    late = [r.content[0].text for r in agent.results if r.is_error]
+    assert late
+    assert all(text in ("Error: the trial has ended; no more tool calls",  # the trial was closed
+                        "Error: no open trial at this MCP URL (the trial has ended)") for text in late)  # and gone
 
 
 def test_an_agent_that_does_nothing_fails_and_bad_calls_are_recorded_as_natively() -> None:
