@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +191,15 @@ def _runner(factory: Any) -> Any:
 
 def _misbehaving(answer: Callable[[], Any]) -> Iterator[str]:
     """An endpoint with a valid agent card whose JSON-RPC route answers ``answer()`` (a Starlette response)."""
+
+    async def handle(body: dict[str, Any]) -> Any:
+        return answer()
+
+    yield from _endpoint(handle)
+
+
+def _endpoint(handle: Callable[[dict[str, Any]], Awaitable[Any]]) -> Iterator[str]:
+    """An endpoint with a valid agent card whose JSON-RPC route answers ``await handle(request body)``."""
     from a2a.server.request_handlers.response_helpers import agent_card_to_dict
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
@@ -198,13 +207,13 @@ def _misbehaving(answer: Callable[[], Any]) -> Iterator[str]:
 
     sock = bind_loopback(0)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    card = agent_card_to_dict(agent_card(url, "broken", "answers nonsense"))
+    card = agent_card_to_dict(agent_card(url, "scripted", "answers as scripted"))
 
     async def card_route(request: Any) -> Any:
         return JSONResponse(card)
 
     async def rpc(request: Any) -> Any:
-        return answer()
+        return await handle(await request.json())
 
     app = Starlette(routes=[Route("/.well-known/agent-card.json", card_route), Route("/", rpc, methods=["POST"])])
     server = LoopbackServer(app, sock).start()
@@ -260,3 +269,94 @@ def test_the_a2a_scheme_is_a_registered_agent_entry_point() -> None:
 
     found = {ep.name: ep.value for ep in entry_points(group="tausim.agents")}
     assert found.get("a2a") == "simulator.agents.a2a_agent:build_a2a_agent"
+
+
+def _said(body: dict[str, Any], text: str) -> Any:
+    """A JSON-RPC answer to ``body``: an agent message saying ``text``."""
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": {"message": {
+        "messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": text}]}}})
+
+
+def test_transient_failures_before_any_tool_call_are_retried() -> None:
+    answers = [lambda b: _response(503, "busy"), lambda b: _response(502, "gateway"), lambda b: _said(b, "Hello.")]
+    seen: list[dict[str, Any]] = []
+
+    async def handle(body: dict[str, Any]) -> Any:
+        seen.append(body)
+        return answers[min(len(seen), len(answers)) - 1](body)
+
+    for url in _endpoint(handle):
+        trial = run_task(build_a2a_agent(url, max_attempts=3, **FAST))
+    first = trial.trajectory.messages[1]
+    assert (first.role, first.content) == ("assistant", "Hello.") and trial.trajectory.error is None
+    assert trial.trajectory.agent_usage.attempts >= 3  # the first message took three requests
+    ids = {b["params"]["message"]["messageId"] for b in seen[:3]}
+    assert len(ids) == 1  # a retry sends the same message again
+
+
+def test_a_failure_after_a_tool_call_is_not_retried() -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def handle(body: dict[str, Any]) -> Any:  # calls a tool over MCP, then fails
+        seen.append(body)
+        async with Client(body["params"]["message"]["metadata"][MCP_URL_KEY]) as mcp:
+            await mcp.call_tool("get_order_details", {"order_id": "#W2148336"})
+        return _response(503, "busy")
+
+    for url in _endpoint(handle):
+        trial = run_task(build_a2a_agent(url, max_attempts=4, **FAST))
+    assert len(seen) == 1 and [c.name for c in trial.trajectory.tool_calls] == ["get_order_details"]
+    assert trial.termination_reason == "infra_error" and "not retried" in (trial.trajectory.error or "")
+
+
+def test_an_agent_that_never_answers_ends_the_trial_within_the_step_timeout() -> None:
+    import asyncio
+
+    async def handle(body: dict[str, Any]) -> Any:
+        await asyncio.sleep(60)
+
+    for url in _endpoint(handle):
+        trial = run_task(build_a2a_agent(url, max_attempts=1, wait_initial=0.0, timeout=0.5))
+    assert trial.termination_reason == "agent_error"
+    assert "no tool call and no reply within 0.5 s" in (trial.trajectory.error or "")
+
+
+class AskingAgent(AgentExecutor):
+    """Answers through a task: asks for input first (the task stays open), completes it at the next message."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, str]] = []
+
+    async def execute(self, context: Any, event_queue: Any) -> None:
+        from a2a.helpers import new_task_from_user_message
+        from a2a.server.tasks import TaskUpdater
+
+        self.tasks.append((context.task_id or "", context.current_task.id if context.current_task else ""))
+        if context.current_task is None:
+            await event_queue.enqueue_event(new_task_from_user_message(context.message))
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if len(self.tasks) % 2:
+            await updater.requires_input(updater.new_agent_message([_part("Which order is it?")]))
+        else:
+            await updater.complete(updater.new_agent_message([_part("Thank you, noted.")]))
+
+    async def cancel(self, context: Any, event_queue: Any) -> None:
+        raise NotImplementedError
+
+
+def _part(text: str) -> Any:
+    from a2a.types.a2a_pb2 import Part
+
+    return Part(text=text)
+
+
+def test_a_task_left_input_required_is_continued_by_the_next_message() -> None:
+    agent = AskingAgent()
+    with a2a_server(agent) as url:
+        trial = run_task(build_a2a_agent(url, **FAST))
+    said = [m.content for m in trial.trajectory.messages if m.role == "assistant"]
+    assert said[:2] == ["Which order is it?", "Thank you, noted."]
+    assert agent.tasks[1][1] == agent.tasks[0][0] != ""  # the second message continued the first one's task
+    assert agent.tasks[2][1] == ""  # a completed task is not continued: the next message starts a new one
