@@ -137,6 +137,63 @@ def _set_result(future: asyncio.Future[str], text: str) -> None:
         future.set_result(text)
 
 
+class _Servers:
+    """A client's threads: the run's MCP server (started on first use) and the A2A loop; no reference to the client.
+
+    Args:
+        loop: the client's loop thread.
+    """
+
+    def __init__(self, loop: LoopThread) -> None:
+        self._loop = loop
+        self._mcp: Any = None
+        self._lock = threading.Lock()
+
+    def mcp_port(self, trials: weakref.WeakValueDictionary[str, _Trial]) -> int:
+        """The port of the MCP server answering the open ``trials`` (each at ``/mcp?trial=TOKEN``)."""
+        with self._lock:
+            if self._mcp is None:
+                self._mcp = _start_mcp(trials)
+            return int(self._mcp.port)
+
+    def close(self) -> None:
+        """Stop the MCP server and the loop (idempotent)."""
+        with self._lock:
+            mcp, self._mcp = self._mcp, None
+        if mcp is not None:
+            mcp.stop()
+        self._loop.stop()
+
+
+def _start_mcp(trials: weakref.WeakValueDictionary[str, _Trial]) -> Any:
+    """Start the MCP server of a client's trials on 127.0.0.1 (a free port).
+
+    Raises:
+        RuntimeError: the server did not start.
+        ImportError: the ``mcp`` extra is not installed.
+    """
+    from simulator.agents.mcp_tools import LOOPBACK, LoopbackServer, bind_loopback, tools_server
+
+    def trial_of(request: Any) -> _Trial | None:
+        token = request.query_params.get("trial") if request is not None else None
+        return trials.get(token) if token else None
+
+    def schemas(request: Any) -> list[dict[str, Any]]:
+        trial = trial_of(request)
+        return trial.schemas if trial is not None else []
+
+    async def call(request: Any, name: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
+        trial = trial_of(request)
+        if trial is None:
+            return "Error: no open trial at this MCP URL (the trial has ended)", True
+        return await trial.call(name, arguments)
+
+    server = tools_server(schemas, call, name="tausim", instructions="The tools of one tausim trial; every call "
+                          "runs on that trial's own database.")
+    app = server.streamable_http_app(host=LOOPBACK, stateless_http=True, json_response=True)
+    return LoopbackServer(app, bind_loopback(0), name="tausim-a2a-mcp").start()
+
+
 class A2AAgentClient:
     """The connection to one A2A agent, shared by the trials of a run (thread-safe; the pre-flight checks it).
 
@@ -183,13 +240,13 @@ class A2AAgentClient:
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
         self.loop = LoopThread("tausim-a2a")
+        self._servers = _Servers(self.loop)
+        weakref.finalize(self, self._servers.close)  # a client no longer used stops its threads
         self._card: Any = None
         self._client: Any = None
         self._http: httpx.AsyncClient | None = None
         self._client_lock: asyncio.Lock | None = None
         self._trials: weakref.WeakValueDictionary[str, _Trial] = weakref.WeakValueDictionary()
-        self._mcp: Any = None
-        self._mcp_lock = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -244,33 +301,8 @@ class A2AAgentClient:
             RuntimeError: the server did not start.
             ImportError: the ``mcp`` extra is not installed.
         """
-        with self._mcp_lock:
-            if self._mcp is None:
-                self._mcp = self._start_mcp()
-            port = self._mcp.port
+        port = self._servers.mcp_port(self._trials)
         return f"http://127.0.0.1:{port}/mcp?trial={trial.token}"
-
-    def _start_mcp(self) -> Any:
-        from simulator.agents.mcp_tools import LOOPBACK, LoopbackServer, bind_loopback, tools_server
-
-        def trial_of(request: Any) -> _Trial | None:
-            token = request.query_params.get("trial") if request is not None else None
-            return self._trials.get(token) if token else None
-
-        def schemas(request: Any) -> list[dict[str, Any]]:
-            trial = trial_of(request)
-            return trial.schemas if trial is not None else []
-
-        async def call(request: Any, name: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
-            trial = trial_of(request)
-            if trial is None:
-                return "Error: no open trial at this MCP URL (the trial has ended)", True
-            return await trial.call(name, arguments)
-
-        server = tools_server(schemas, call, name="tausim", instructions="The tools of one tausim trial; every call "
-                              "runs on that trial's own database.")
-        app = server.streamable_http_app(host=LOOPBACK, stateless_http=True, json_response=True)
-        return LoopbackServer(app, bind_loopback(0), name="tausim-a2a-mcp").start()
 
     # ------------------------------------------------------------------------------------------ A2A exchanges
     async def _a2a(self) -> Any:
@@ -353,13 +385,10 @@ class A2AAgentClient:
 
     def close(self) -> None:
         """Stop the MCP server and close the connections (idempotent)."""
-        with self._mcp_lock:
-            if self._mcp is not None:
-                self._mcp.stop()
-                self._mcp = None
         if self._http is not None:
             http, self._http = self._http, None
             self.loop.submit(http.aclose())
+        self._servers.close()
 
 
 def _get_task(task_id: str) -> Any:

@@ -360,3 +360,25 @@ def test_a_task_left_input_required_is_continued_by_the_next_message() -> None:
     assert said[:2] == ["Which order is it?", "Thank you, noted."]
     assert agent.tasks[1][1] == agent.tasks[0][0] != ""  # the second message continued the first one's task
     assert agent.tasks[2][1] == ""  # a completed task is not continued: the next message starts a new one
+
+
+def test_a_client_no_longer_used_stops_its_mcp_server_and_loop() -> None:
+    import gc
+    import threading
+
+    def ours() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name in ("tausim-a2a", "tausim-a2a-mcp") and t.is_alive()}
+
+    gc.collect()
+    before = ours()  # other tests' clients may still be collected meanwhile: only the new threads are checked
+    with a2a_server(_gold_agent(retail_task())) as url:
+        factory = build_a2a_agent(url, **FAST)
+        trial = run_task(factory)
+        new = ours() - before
+        assert trial.passed and sorted(t.name for t in new) == ["tausim-a2a", "tausim-a2a-mcp"]
+        del factory
+        gc.collect()
+        deadline = time.monotonic() + 10
+        while any(t.is_alive() for t in new) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert not any(t.is_alive() for t in new)
