@@ -171,7 +171,7 @@ def failure_of(error: BaseException, url: str) -> A2AFailure:
     ``setup_error``; anything else (a body that is not JSON-RPC, an A2A error the agent answered) is ``agent_error``.
     """
     where = f"A2A agent {url}"
-    cause = error.__cause__
+    cause = error if isinstance(error, httpx.HTTPError) else error.__cause__  # the card's request is tausim's own
     if type(error).__name__ == "A2AClientTimeoutError" or isinstance(cause, httpx.TimeoutException):
         return A2AFailure(f"{where}: no answer in time", "infra_error")
     if isinstance(cause, httpx.HTTPStatusError):

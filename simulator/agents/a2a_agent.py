@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import queue
 import threading
@@ -387,7 +388,9 @@ class A2AAgentClient:
         """Stop the MCP server and close the connections (idempotent)."""
         if self._http is not None:
             http, self._http = self._http, None
-            self.loop.submit(http.aclose())
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                self.loop.submit(http.aclose()).result(5)
+        self._client = self._client_lock = None  # a later use makes them again, on the loop then running
         self._servers.close()
 
 

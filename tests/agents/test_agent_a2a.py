@@ -49,6 +49,7 @@ class ScriptedAgent(AgentExecutor):
         self.done: set[str] = set()
         self.metadata: list[dict[str, Any]] = []
         self.results: list[Any] = []
+        self.tools: list[Any] = []
 
     async def execute(self, context: Any, event_queue: Any) -> None:
         metadata = MessageToDict(context.message.metadata)
@@ -59,6 +60,7 @@ class ScriptedAgent(AgentExecutor):
             text = self.first
             if self.calls:
                 async with Client(metadata[MCP_URL_KEY]) as mcp:
+                    self.tools = (await mcp.list_tools()).tools
                     for name, args in self.calls:
                         self.results.append(await mcp.call_tool(name, args))
         await event_queue.enqueue_event(new_text_message(text, context_id=context.context_id))
@@ -72,6 +74,15 @@ def _gold_agent(task: Any) -> ScriptedAgent:
     calls = [(a.name, dict(a.arguments)) for a in task.gold_actions]
     return ScriptedAgent(calls, "Your request has been handled." + answer,
                          "That has been handled as well." + answer + " Is there anything else I can help with?")
+
+
+def _agent_tools() -> list[dict[str, Any]]:
+    from simulator.execution.build import build_runner
+    from simulator.types.spec import RunSpec
+
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=["cancel-gift-card-balance"],
+                                  preflight=False))
+    return runner.trial_context(runner.tasks[0], 0).tools
 
 
 def _closed_port() -> int:
@@ -93,6 +104,10 @@ def test_an_agent_calling_the_gold_actions_over_mcp_passes_like_the_oracle() -> 
     assert [m.content for m in trial.trajectory.messages if m.role != "tool"] == \
         [m.content for m in oracle.trajectory.messages if m.role != "tool"]  # the same conversation, word for word
     assert all(not r.is_error for r in agent.results) and len(agent.results) == len(task.gold_actions)
+    schemas = {s["function"]["name"]: s["function"] for s in _agent_tools()}  # what a native agent is given
+    assert sorted(t.name for t in agent.tools) == sorted(schemas)
+    assert all((t.description, t.input_schema) == (schemas[t.name]["description"], schemas[t.name]["parameters"])
+               for t in agent.tools)
     first = agent.metadata[0]  # every message: the trial's MCP URL, the policy, the domain and the seed
     assert first[MCP_URL_KEY].startswith("http://127.0.0.1:") and "/mcp?trial=" in first[MCP_URL_KEY]
     assert first["tausim"]["domain"] == "retail" and first["tausim"]["policy"].strip()
@@ -165,6 +180,9 @@ def test_an_unreachable_url_fails_preflight_within_5s_naming_it() -> None:
     assert time.monotonic() - t0 < 5.0
     assert e.value.kind == "server" and url in str(e.value) and "unreachable" in str(e.value)
     assert "\n" not in str(e.value)
+    trial = run_task(build_a2a_agent(url, max_attempts=2, wait_initial=0.0, timeout=10.0))  # no pre-flight: each
+    assert trial.termination_reason == "infra_error" and not trial.passed  # trial fails, naming the URL
+    assert url in (trial.trajectory.error or "") and "unreachable" in (trial.trajectory.error or "")
 
 
 def test_the_cli_exits_2_from_preflight_naming_an_unreachable_url(tmp_path: Path) -> None:
