@@ -112,7 +112,7 @@ class _Trial:
         finally:
             with self._lock:
                 self._pending.pop(call_id, None)
-        return text, text.startswith("Error")
+        return text, text.startswith("Error:")  # the toolbox answers "Error: ..." for every call not ok
 
     def resolve(self, call_id: str, content: str) -> None:
         """Give a call its result (from the step that got the tool result message; thread-safe)."""
