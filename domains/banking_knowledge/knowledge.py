@@ -19,9 +19,9 @@ configuration         tools                        prompt
 rerankers) or a sandboxed shell; :data:`OFFLINE_REFUSED` names them and :func:`check_retrieval` refuses them.
 
 Facts taken from τ³ (not its code): BM25 scores whitespace tokens of the lower-cased document content (Okapi BM25,
-k1 = 1.5, b = 0.75, top 10); grep compiles the pattern case-insensitively (a pattern that does not compile is
-searched literally), scores a document by its number of matches, keeps the top 10; both list each hit as
-``N. TITLE / ID / Score / Content``.
+k1 = 1.5, b = 0.75, top 10; see :data:`K1` for the one difference of ours); grep compiles the pattern
+case-insensitively (a pattern that does not compile is searched literally), scores a document by its number of
+matches, keeps the top 10; both list each hit as ``N. TITLE / ID / Score / Content``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ SLOT = "{{required_documents}}"
 
 TOP_K = 10
 """Documents a search returns."""
+K1, B = 1.5, 0.75
+"""Okapi BM25's parameters (τ³'s, rank_bm25's defaults). bm25s leaves out Okapi's constant factor (k1 + 1), so its
+scores are multiplied by it; a query word found in more than half of the documents (negative idf) scores as bm25s's
+Robertson variant scores it, where rank_bm25 substitutes a small positive idf: rankings of such words may differ."""
 
 DEFAULT_RETRIEVAL = "bm25_grep"
 """The configuration used when ``--option retrieval=`` is not given (BM25 and grep: both offline)."""
@@ -152,7 +156,7 @@ class KnowledgeBase:
         retriever = self._index()
         import numpy as np
 
-        scores = np.asarray(retriever.get_scores(tokens), dtype=float)
+        scores = np.asarray(retriever.get_scores(tokens), dtype=float) * (K1 + 1)  # Okapi's scale, as τ³ shows it
         order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]  # stable: ties keep document order
         return _hits(self.documents, [(i, float(scores[i])) for i in order]) or "No relevant documents found."
 
@@ -163,7 +167,7 @@ class KnowledgeBase:
             except ImportError as e:
                 raise DomainError("retrieval by BM25 needs the knowledge extra: pip install 'tausim[knowledge]'"
                                   ) from e
-            retriever = bm25s.BM25(method="robertson", k1=1.5, b=0.75)
+            retriever = bm25s.BM25(method="robertson", k1=K1, b=B)
             retriever.index([d.content.lower().split() for d in self.documents], show_progress=False)
             self._bm25 = retriever
         return self._bm25

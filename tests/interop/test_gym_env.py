@@ -18,8 +18,11 @@ from simulator.types.spec import RunSpec  # noqa: E402
 from simulator.types.tasks import Task  # noqa: E402
 from simulator.users import user_factory  # noqa: E402
 from simulator.world.domain import get_domain  # noqa: E402
+from tests._support.peers import TAU2  # noqa: E402
 
-DOMAINS = ["retail", "airline", "returns", "telecom", "mock"]
+DOMAINS = ["retail", "airline", "returns", "telecom", "mock",
+           pytest.param("banking_knowledge", marks=pytest.mark.skipif(
+               not (TAU2 / "banking_knowledge" / "tasks.json").is_file(), reason="tau2-bench banking data absent"))]
 
 
 def first_task(domain: str) -> Task:
