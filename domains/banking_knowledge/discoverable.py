@@ -50,8 +50,12 @@ class Discoverable:
 def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str, Any]) -> str:
     """Run a discoverable tool with checked arguments.
 
+    Returns:
+        The tool's answer; a mistake the tool itself finds (an unknown record, a wrong status) is answered as
+        ``Error: ...`` text, as τ³'s tools answer (the call still counts as made: see ``tools``).
+
     Raises:
-        ToolError: a missing or unexpected argument, or the tool's own error.
+        ToolError: a missing or unexpected argument (τ³ refuses such a call before running the tool).
     """
     unexpected = [a for a in arguments if a not in tool.params]
     if unexpected:
@@ -59,7 +63,10 @@ def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str
     missing = [p for p in tool.params if p not in arguments and p not in tool.optional]
     if missing:
         raise ToolError(f"Invalid arguments for {name}: missing parameter {missing[0]!r}")
-    return tool.run(ctx, **arguments)
+    try:
+        return tool.run(ctx, **arguments)
+    except ToolError as e:
+        return f"Error: {e}"
 
 
 def _done(title: str, **fields: Any) -> str:
@@ -153,7 +160,8 @@ def _cc_dispute(ctx: ToolContext, **a: Any) -> str:
     if find(ctx, "transaction_disputes", dispute_id=key):
         raise ToolError("Dispute may have already been filed for this transaction.")
     put(ctx, "transaction_disputes", key, {"dispute_id": key, **a, "partial_refund_amount": a.get(
-        "partial_refund_amount"), "status": "SUBMITTED", "submitted_date": TODAY})
+        "partial_refund_amount"), "provisional_credit_given": a["eligible_for_provisional_credit"],
+        "submitted_at": TODAY, "status": "SUBMITTED"})
     return _done("Credit card dispute filed.", dispute_id=key, status="SUBMITTED")
 
 
@@ -168,7 +176,10 @@ def _debit_dispute(ctx: ToolContext, **a: Any) -> str:
     key = _dispute_id(a["user_id"], a["transaction_id"])
     if find(ctx, "debit_card_disputes", dispute_id=key):
         raise ToolError("Dispute may have already been filed for this transaction.")
-    put(ctx, "debit_card_disputes", key, {"dispute_id": key, **a, "status": "OPEN", "submitted_date": TODAY})
+    eligible = a["provisional_credit_eligible"]
+    put(ctx, "debit_card_disputes", key, {"dispute_id": key, **a, "provisional_credit_issued": eligible,
+                                          "provisional_credit_amount": a["disputed_amount"] if eligible else None,
+                                          "submitted_at": TODAY, "status": "OPEN"})
     return _done("Debit card dispute filed.", dispute_id=key, status="OPEN")
 
 
@@ -549,30 +560,30 @@ AGENT_TOOLS: dict[str, Discoverable] = {
 # ------------------------------------------------------------------------------------------------- user side
 @_tool("user_id:string transaction_id:string", "Dispute the cash back of a credit card transaction.")
 def _cash_back_dispute(ctx: ToolContext, user_id: str, transaction_id: str) -> str:
-    txn = record(ctx, "credit_card_transaction_history", transaction_id, "Transaction")
-    if txn.get("user_id") != user_id:
-        raise ToolError(f"Transaction '{transaction_id}' does not belong to user '{user_id}'.")
     auto = any(key == "dispute_settings" and doc.get("auto_resolve_disputes") for key, doc in find(ctx, "task_config"))
-    key = f"dsp_{new_id(f'dispute:{user_id}:{transaction_id}', 12)}"
-    status = "RESOLVED" if auto else "SUBMITTED"
-    put(ctx, "cash_back_disputes", key, {"dispute_id": key, "user_id": user_id, "transaction_id": transaction_id,
-                                         "submitted_date": TODAY, "status": status})
-    return _done("Cash back dispute submitted.", dispute_id=key, status=status)
+    key = _dispute_id(user_id, transaction_id)
+    rec = {"dispute_id": key, "user_id": user_id, "transaction_id": transaction_id, "submitted_at": TODAY,
+           "status": "RESOLVED" if auto else "SUBMITTED", **({"resolution": "APPROVED"} if auto else {})}
+    if find(ctx, "cash_back_disputes", dispute_id=key):
+        return _done("Cash back dispute already submitted for this transaction.", dispute_id=key)
+    put(ctx, "cash_back_disputes", key, rec)
+    return _done("Cash back dispute submitted; it is queued for review.", dispute_id=key, status=rec["status"])
 
 
 @_tool("user_id:string card_name:string", "Get a referral link for a card.")
 def _referral_link(ctx: ToolContext, user_id: str, card_name: str) -> str:
     key = new_id(f"referral_link:{user_id}:{card_name}")
-    put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": card_name,
-                                "referral_status": "LINK_GENERATED", "date": TODAY})
+    if not find(ctx, "referrals", referral_id=key):
+        put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": card_name,
+                                    "referral_status": "NO_PROGRESS", "date": TODAY})
     return _done("Referral link created.", link=f"https://rhobank.example/refer/{key}")
 
 
 @_tool("credit_card_account_id:string", "Read the last 4 digits printed on a credit card.", writes=False)
 def _last4(ctx: ToolContext, credit_card_account_id: str) -> str:
     acc = record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
-    digits = acc.get("card_last_4_digits") or acc.get("last_4_digits") or new_id(credit_card_account_id)[:4]
-    return f"The last 4 digits of the card are {digits}."
+    digits = "".join(c for c in new_id(f"card_last4:{credit_card_account_id}", 64) if c.isdigit())[:4].ljust(4, "0")
+    return f"Last 4 digits of card: {acc.get('last_4_digits') or digits}"
 
 
 @_tool("account_id:string check_amount:number", "Deposit a check into a bank account.")

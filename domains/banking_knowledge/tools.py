@@ -8,7 +8,9 @@ Facts of τ³ kept here: calling an agent discoverable tool logs ``{"tool_name",
 read tool the task's gold calls (the task's read allowlist; other reads are not logged, so extra checks never change
 the compared state); giving a user tool logs ``{"tool_name", "status": "GIVEN"}`` in ``user_discoverable_tools``;
 a user's call of a given tool logs ``{"tool_name", "arguments", "called_at", "status": "CALLED"}`` in
-``user_discoverable_tool_calls``; unlocking is remembered for the trial only (never compared).
+``user_discoverable_tool_calls`` before the tool runs; unlocking is remembered for the trial only (never compared).
+A mistake a discoverable tool finds itself is answered as ``Error: ...`` text (status ``ok``) and the call is still
+logged, as in τ³; only arguments that do not fit the tool are refused as a tool error, unlogged.
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ def log_verification(ctx: ToolContext, name: str, user_id: str, address: str, em
         date_of_birth: The user's date of birth (MM/DD/YYYY).
         time_verified: When the user was verified (e.g. "2025-11-14 03:40:00 EST").
     """
-    key = f"{user_id}_{''.join(ch for ch in time_verified.split(' ')[0] if ch.isdigit())}"
+    key = f"{user_id}_{time_verified.replace(' ', '_').replace(':', '').replace('-', '')}"
     if Docs(ctx.conn).get("verification_history", key) is not None:
         raise ToolError("Failed to log verification: Record may already exist.")
     put(ctx, "verification_history", key, {"name": name, "user_id": user_id, "address": address, "email": email,
@@ -304,7 +306,7 @@ def apply_for_credit_card(ctx: ToolContext, card_type: str, customer_name: str, 
         rho_bank_subscription: Whether you have a Rho-Bank+ subscription.
     """
     income = float(annual_income)
-    key = new_id(f"application:{customer_name}:{card_type}:{income}:{rho_bank_subscription}")
+    key = new_id(f"credit_card:{card_type}:{customer_name}:{income}:{rho_bank_subscription}")
     put(ctx, "credit_card_applications", key, {"application_id": key, "card_type": card_type,
                                                "customer_name": customer_name, "annual_income": income,
                                                "rho_bank_subscription": rho_bank_subscription, "status": "PENDING",
@@ -323,7 +325,7 @@ def submit_referral(ctx: ToolContext, user_id: str, account_type: str) -> str:
     """
     key = new_id(f"referral:{user_id}:{account_type}")
     put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": account_type,
-                                "referral_status": "IN_PROGRESS", "date": TODAY})
+                                "referral_status": "NO_PROGRESS", "date": TODAY})
     return f"Referral submitted.\n  - Referral ID: {key}"
 
 
@@ -367,11 +369,16 @@ def call_discoverable_user_tool(ctx: ToolContext, discoverable_tool_name: str, a
     if not find(ctx, "user_discoverable_tools", tool_name=discoverable_tool_name):
         raise ToolError(f"Tool '{discoverable_tool_name}' has not been given to you by the agent.")
     args = parse_arguments(arguments)
-    out = call(spec, discoverable_tool_name, ctx, args)
+    unexpected = [a for a in args if a not in spec.params]
+    missing = [p for p in spec.params if p not in args and p not in spec.optional]
+    if unexpected or missing:
+        raise ToolError(f"Unexpected parameter: {unexpected[0]}" if unexpected else
+                        f"Missing required parameter: {missing[0]}")
+    # τ³ logs the call before the tool's own checks: a call that then fails is logged too
     put(ctx, "user_discoverable_tool_calls", new_id(f"user_discoverable_tool_call:{discoverable_tool_name}:"
                                                     f"{_sorted_json(args)}"),
         {"tool_name": discoverable_tool_name, "arguments": args, "called_at": TODAY, "status": "CALLED"})
-    return out
+    return call(spec, discoverable_tool_name, ctx, args)
 
 
 def _sorted_json(args: Any) -> str:
@@ -390,11 +397,11 @@ def list_discoverable_user_tools(ctx: ToolContext) -> str:
 @tool("write")
 def request_human_agent_transfer(ctx: ToolContext) -> str:
     """Ask to be transferred to a human agent."""
-    if find(ctx, "human_transfer_requests", status="PENDING"):
-        return "A transfer to a human agent is already requested."
-    key = new_id("human_transfer_request")
-    put(ctx, "human_transfer_requests", key, {"request_id": key, "requested_at": TODAY, "status": "PENDING"})
-    return "Transfer to a human agent requested."
+    number = len(find(ctx, "human_transfer_requests")) + 1
+    key = f"transfer_request_{number}"
+    put(ctx, "human_transfer_requests", key, {"request_id": key, "request_number": number, "requested_at": TODAY,
+                                              "status": "PENDING"})
+    return f"Transfer request #{number} submitted.\nThe agent will process your request."
 
 
 USER_BASE = [apply_for_credit_card, submit_referral, submit_transaction, call_discoverable_user_tool,

@@ -186,12 +186,18 @@ def test_discoverable_tools_unlock_log_and_allowlist(domain):
             assert call("unlock_discoverable_agent_tool", agent_tool_name=name).status == "ok"
         assert logged() == []  # unlocking changes nothing compared
         user = next(a for a in task.gold_actions if a.name == "log_verification").arguments["user_id"]
-        assert call("call_discoverable_agent_tool", agent_tool_name="get_debit_cards_by_account_id_7823",
-                    arguments=json.dumps({"account_id": "nope"})).status == "tool_error"
+        missing = call("call_discoverable_agent_tool", agent_tool_name="get_debit_cards_by_account_id_7823",
+                       arguments=json.dumps({"account_id": "nope"}))
+        assert missing.content.startswith("Error: Account 'nope' not found")  # answered, as τ³ answers
+        assert logged() == []  # a read the gold does not make: not logged
         assert call("call_discoverable_agent_tool", agent_tool_name="get_all_user_accounts_by_user_id_3847",
                     arguments=json.dumps({"user_id": user})).status == "ok"
         assert logged() == ["get_all_user_accounts_by_user_id_3847"]  # a read the gold makes: logged
         bad = call("call_discoverable_agent_tool", agent_tool_name="update_transaction_rewards_3847",
                    arguments=json.dumps({"transaction_id": "x"}))
         assert bad.status == "tool_error" and "new_rewards_earned" in bad.content
-        assert logged() == ["get_all_user_accounts_by_user_id_3847"]  # a failed call logs nothing
+        assert logged() == ["get_all_user_accounts_by_user_id_3847"]  # arguments that do not fit: not logged
+        wrong = call("call_discoverable_agent_tool", agent_tool_name="update_transaction_rewards_3847",
+                     arguments=json.dumps({"transaction_id": "nope", "new_rewards_earned": "5 points"}))
+        assert wrong.content.startswith("Error: Transaction 'nope' not found")
+        assert logged() == ["get_all_user_accounts_by_user_id_3847", "update_transaction_rewards_3847"]  # as τ³
