@@ -308,7 +308,7 @@ def _open_account(ctx: ToolContext, user_id: str, account_type: str, account_cla
     if account_type not in ("checking", "savings", "business_checking", "business_savings"):
         raise ToolError("Invalid account_type. Must be one of: checking, savings, business_checking, "
                         "business_savings")
-    record(ctx, "users", user_id, "User")
+    _check_eligible(ctx, user_id, account_type)
     key = new_id(f"account:{user_id}:{account_type}:{account_class}")
     if find(ctx, "accounts", account_id=key):
         raise ToolError(f"Account ID '{key}' may already exist.")
@@ -316,6 +316,39 @@ def _open_account(ctx: ToolContext, user_id: str, account_type: str, account_cla
                                "account_class": account_class, "current_holdings": "0.00", "status": "OPEN",
                                "date_opened": TODAY})
     return _done("Bank account opened.", account_id=key, status="OPEN", initial_balance="$0.00")
+
+
+def _check_eligible(ctx: ToolContext, user_id: str, account_type: str) -> None:
+    """Check τ³'s eligibility rules for opening an account.
+
+    Savings need an open personal checking account 14+ days old; business checking an open personal checking
+    account and no closed account; business savings an open business checking account 30+ days old and no negative
+    balance.
+
+    Raises:
+        ToolError: ``Account eligibility requirements not met.``
+    """
+    accounts = [a for _, a in find(ctx, "accounts", user_id=user_id)]
+
+    def kind(a: dict[str, Any]) -> str:
+        return str(a.get("account_type", a.get("class", "")))
+
+    def live(a: dict[str, Any]) -> bool:
+        return a.get("status") in ("OPEN", "ACTIVE")
+
+    def age(a: dict[str, Any]) -> int:
+        days = _age_days(str(a.get("date_opened", "")))
+        return 0 if days == 10**6 else days  # a date that does not parse counts as new here, as in τ³
+
+    personal = [a for a in accounts if kind(a) in ("checking", "personal_checking") and live(a)]
+    ok = {
+        "savings": any(age(a) >= 14 for a in personal),
+        "business_checking": bool(personal) and not any(a.get("status") == "CLOSED" for a in accounts),
+        "business_savings": all(money(a.get("current_holdings", a.get("balance", 0))) >= 0 for a in accounts)
+        and any(kind(a) == "business_checking" and live(a) and age(a) >= 30 for a in accounts),
+    }.get(account_type, True)
+    if not ok:
+        raise ToolError("Account eligibility requirements not met.")
 
 
 @_tool("account_id:string reason:string waive_early_closure_fee:boolean", "Close a bank account.",
