@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domains.banking_knowledge.records import TODAY, find, listing, money, new_id, put, record
-from simulator.world.kit import ToolContext, ToolError
+from simulator.world.kit import Docs, ToolContext, ToolError
 
 __all__ = ["AGENT_TOOLS", "USER_TOOLS", "Discoverable", "call"]
 
@@ -198,15 +198,21 @@ def _dispute_history(ctx: ToolContext, user_id: str) -> str:
        "expedited_shipping:boolean", "Order a replacement credit card.", optional="expedited_shipping")
 def _replace_cc(ctx: ToolContext, credit_card_account_id: str, user_id: str, shipping_address: str, reason: str,
                 expedited_shipping: bool = False) -> str:
+    reasons = ("fraud_suspected", "lost", "stolen", "damaged", "expired", "other")
+    if reason not in reasons:
+        raise ToolError(f"Invalid reason. Must be one of: {', '.join(reasons)}")
     acc = record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
     key = f"ccord_{new_id(f'credit_card_order:{credit_card_account_id}:{user_id}:{reason}', 12)}"
+    if find(ctx, "credit_card_orders", order_id=key):
+        raise ToolError("Order may have already been placed for this card replacement.")
     put(ctx, "credit_card_orders", key, {"order_id": key, "credit_card_account_id": credit_card_account_id,
                                           "user_id": user_id, "shipping_address": shipping_address, "reason": reason,
                                           "expedited_shipping": expedited_shipping, "order_date": TODAY,
-                                          "status": "ORDERED"})
-    if reason in ("lost", "stolen", "fraud"):  # the old card cannot be used again
-        put(ctx, "credit_card_accounts", credit_card_account_id, {**acc, "status": "CLOSED", "closed_date": TODAY})
-    return _done("Replacement card ordered.", order_id=key, status="ORDERED")
+                                          "status": "ORDERED", "old_card_cancelled": True})
+    # the old card is cancelled whatever the reason (the new one keeps the account number)
+    put(ctx, "credit_card_accounts", credit_card_account_id, {**acc, "status": "CLOSED", "closed_date": TODAY})
+    return _done("Replacement card ordered; the old card is cancelled.", order_id=key, status="ORDERED",
+                 delivery="2-3 business days" if expedited_shipping else "7-10 business days")
 
 
 @_tool("credit_card_account_id:string", "List pending replacement orders of a credit card account.", writes=False)
@@ -474,12 +480,23 @@ def _digits(hex_text: str, n: int) -> str:
     return "".join(c for c in hex_text if c.isdigit())[:n].zfill(n)
 
 
+CLOSE_REASONS = ("lost", "stolen", "fraud_suspected", "damaged", "no_longer_needed", "account_closing")
+"""Why a debit card may be closed (τ³'s list)."""
+
+
 def _card_status(to: str, allowed: tuple[str, ...], stamp: str, description: str, extra: str = "") -> Discoverable:
     def run(ctx: ToolContext, card_id: str, **a: Any) -> str:
         card = record(ctx, "debit_cards", card_id, "Debit card")
+        if "reason" in a and a["reason"] not in CLOSE_REASONS:
+            raise ToolError(f"Invalid reason. Must be one of: {', '.join(CLOSE_REASONS)}")
+        if card.get("status") == to:
+            raise ToolError(f"Debit card '{card_id}' is already {to.lower()}.")
         if card.get("status") not in allowed:
             raise ToolError(f"Debit card '{card_id}' cannot be changed to {to}. Current status: "
                             f"{card.get('status')}.")
+        linked = Docs(ctx.conn).get("accounts", str(card.get("account_id")))
+        if to == "ACTIVE" and linked is not None and linked.get("status") != "OPEN":
+            raise ToolError(f"The linked checking account '{card.get('account_id')}' is no longer open.")
         new = {**card, "status": to, stamp: TODAY}
         if "reason" in a:
             new["closure_reason"] = a["reason"]
