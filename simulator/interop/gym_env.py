@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -178,6 +179,28 @@ class _Bridge:
 _STOP = object()
 
 
+class _Slot:
+    """The bridge of the running episode, read by the trial's component factories (called in the worker thread)."""
+
+    def __init__(self) -> None:
+        self.bridge: _Bridge | None = None
+
+    def _current(self, ctx: TrialContext) -> _Bridge:
+        bridge = self.bridge
+        if bridge is None:
+            raise RuntimeError("no episode is running")
+        bridge.ctx = ctx
+        return bridge
+
+    def make_agent(self, ctx: TrialContext) -> _BridgeAgent:
+        """Build the trial's agent: the caller of ``tausim/Agent-v0``."""
+        return _BridgeAgent(self._current(ctx))
+
+    def make_user(self, ctx: TrialContext) -> _BridgeUser:
+        """Build the trial's user: the caller of ``tausim/User-v0``."""
+        return _BridgeUser(self._current(ctx))
+
+
 class _BridgeAgent:
     """The trial's agent: the caller of ``tausim/Agent-v0``."""
 
@@ -254,10 +277,14 @@ class _TausimEnv(gymnasium.Env[str, Any]):
         self._bridge: _Bridge | None = None
         self._idle_timeout = idle_timeout
         self.step_timeout = step_timeout
-        override = self._make_user if self._side == "user" else None
+        # the factories hold a slot, not the environment: a worker thread never keeps an unclosed env alive, so a
+        # forgotten env is collected and its finalizer stops the episode
+        self._slot = _Slot()
+        override = self._slot.make_user if self._side == "user" else None
         self.runner: Runner = build_runner(spec, user_factory_override=override)
         if self._side == "agent":
-            self.runner.agent_factory = self._make_agent
+            self.runner.agent_factory = self._slot.make_agent
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self.task_id = task_id
         self.action_space = TextSpace(tool_calls=True)
         self.observation_space = TextSpace()
@@ -268,16 +295,6 @@ class _TausimEnv(gymnasium.Env[str, Any]):
         self._done = True
 
     # ------------------------------------------------------------------------------------------- components
-    def _make_agent(self, ctx: TrialContext) -> _BridgeAgent:
-        assert self._bridge is not None
-        self._bridge.ctx = ctx
-        return _BridgeAgent(self._bridge)
-
-    def _make_user(self, ctx: TrialContext) -> _BridgeUser:
-        assert self._bridge is not None
-        self._bridge.ctx = ctx
-        return _BridgeUser(self._bridge)
-
     # ------------------------------------------------------------------------------------------- gymnasium
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start a new episode (a running one is ended first).
@@ -304,14 +321,16 @@ class _TausimEnv(gymnasium.Env[str, Any]):
         if self.runner.config.seed != self._run_seed:
             self.runner.config = self.runner.config.model_copy(update={"seed": self._run_seed})
         task = self._pick_task(options)
-        bridge = self._bridge = _Bridge(self._idle_timeout)
+        bridge = self._bridge = self._slot.bridge = _Bridge(self._idle_timeout)
+        self._finalizer = weakref.finalize(self, bridge.actions.put, _STOP)
+        runner = self.runner
         self._shown = 0
         self._done = False
         episode = self._episode
 
         def work() -> None:
             try:
-                bridge.events.put(("done", self.runner.run_trial(task, episode)))
+                bridge.events.put(("done", runner.run_trial(task, episode)))
             except BaseException as e:  # noqa: BLE001 - handed to the environment, which raises it
                 bridge.events.put(("crash", e))
 
@@ -405,6 +424,9 @@ class _TausimEnv(gymnasium.Env[str, Any]):
         """Tell a running episode's bridge to stop and wait (bounded) for its worker."""
         worker, bridge = self._worker, self._bridge
         self._done = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
         if worker is None or bridge is None or not worker.is_alive():
             return
         bridge.actions.put(_STOP)

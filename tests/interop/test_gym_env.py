@@ -215,3 +215,17 @@ def test_parse_tool_call() -> None:
     assert gym_env.parse_tool_call("hello {there}", "c") is None
     assert gym_env.parse_tool_call('{"text": "no name"}', "c") is None
     assert gym_env.parse_tool_call("{broken json}", "c") is None
+
+
+def test_a_forgotten_env_ends_its_episode_when_collected() -> None:
+    import gc
+
+    task = first_task("retail")
+    env = gym_env.AgentEnv("retail", task.id)
+    env.reset(seed=0)
+    worker = env._worker
+    assert worker is not None and worker.is_alive()
+    del env
+    gc.collect()
+    worker.join(10)
+    assert not worker.is_alive()
