@@ -19,6 +19,7 @@ from simulator.cli.hunt import hunt_command
 from simulator.cli.imports import import_command
 from simulator.cli.judge import judge_app
 from simulator.cli.personas import personas_command
+from simulator.cli.plan import plan_command
 from simulator.cli.play import play_command
 from simulator.cli.registries import agents_command, users_command
 from simulator.cli.regrade import regrade_command
@@ -62,6 +63,7 @@ app.command("report")(report_command)
 app.command("export")(export_command)
 app.command("baseline")(baseline_command)
 app.command("gate")(gate_command)
+app.command("plan")(plan_command)
 app.add_typer(judge_app, name="judge")
 app.command("personas")(personas_command)
 app.add_typer(domain_app, name="domain")

@@ -371,6 +371,24 @@ def _print_headline(report: RunReport, console: Console, command: str) -> None:
     console.print(line, highlight=False)
 
 
+def noise_floor_text(m: Mapping[str, Any]) -> str | None:
+    """The report's sentence on the run's noise floor (``metrics["noise_floor"]``), or None when not computed.
+
+    Example: ``noise floor (29 tasks x 4 trials): a paired comparison detects a pass^1 difference of 0.071 and a
+    pass^4 difference of 0.112 (80% power, 5% level; ...)``.
+    """
+    nf = m.get("noise_floor")
+    if not isinstance(nf, Mapping):
+        return None
+    k = nf.get("k", 1)
+    parts = [f"a pass^1 difference of {nf['pass^1']:.3f}"]
+    if f"pass^{k}" in nf and k != 1:
+        parts.append(f"a pass^{k} difference of {nf[f'pass^{k}']:.3f}")
+    return (f"noise floor ({nf['tasks']} tasks x {nf['trials_per_task']} trials): the smallest difference a paired "
+            f"comparison of two such runs detects is {' and '.join(parts)} (minimum detectable difference; "
+            f"{nf['method']}); `tausim plan --baseline RUN --detect D` gives the trials per task needed for D")
+
+
 def _print_reliability(report: RunReport, console: Console) -> None:
     """Print the pass^k / pass@k table and which tasks (or task cells) pass every trial."""
     m = report.metrics
@@ -384,6 +402,9 @@ def _print_reliability(report: RunReport, console: Console) -> None:
         table.add_row(str(k), f"{m[f'pass^{k}']:.3f}", f"[{hat[0]:.3f}, {hat[1]:.3f}]",
                       f"{m[f'pass@{k}']:.3f}", f"[{at[0]:.3f}, {at[1]:.3f}]")
     console.print(table)
+    line = noise_floor_text(m)
+    if line is not None:
+        console.print(line, highlight=False, markup=False)
     passing_by_cell: dict[str, bool] = {}
     for cell in report.cells:
         passing_by_cell[cell.task_id] = passing_by_cell.get(cell.task_id, True) and cell.outcome == "passed"
