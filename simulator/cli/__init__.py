@@ -28,6 +28,7 @@ from simulator.cli.report import export_command, report_command
 from simulator.cli.run import run_command
 from simulator.cli.serve_tools import serve_tools_command
 from simulator.cli.tasks import tasks_app
+from simulator.cli.user import user_app
 
 __all__ = ["app", "main"]
 
@@ -68,6 +69,7 @@ app.add_typer(judge_app, name="judge")
 app.command("personas")(personas_command)
 app.add_typer(domain_app, name="domain")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(user_app, name="user")
 
 
 def main() -> None:

@@ -45,14 +45,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.dialogue.cues import asks_confirmation
+from simulator.dialogue.cues import asks_confirmation, claims_completion
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.messages import Message
 from simulator.types.tasks import Task, UserScenario
 from simulator.types.trajectory import Trajectory
 from simulator.users.leak import SecretMatcher, scenario_text, task_secrets
 
-__all__ = ["CAUSES", "REVIEW_FLAGS", "UserReview", "review_user"]
+__all__ = ["CAUSES", "REVIEW_FLAGS", "UserReview", "review_user", "untraced_values"]
 
 REVIEW_FLAGS = ("invented_facts", "reasoning_leak", "answer_leak", "accepted_false_completion",
                 "stopped_with_pending_write")
@@ -66,9 +66,6 @@ _REASONING_RE = re.compile(r"(?im)^\s*(thought|action|observation)\s*:")
 _EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 _TOKEN_RE = re.compile(r"#?[A-Za-z0-9][A-Za-z0-9_\-]*(?:\.\d+)?")
 _NAME_RE = re.compile(r"\b([A-Z][a-z]+)\s+([A-Z][a-z]+)\b")
-_DONE_RE = re.compile(
-    r"\b(all set|all done|is done|has been (?:\w+ed|done|made|processed|completed)|have been \w+ed|"
-    r"successfully|completed|is now (?:\w+ed|updated|complete)|went through)\b", re.IGNORECASE)
 _NOT_NAMES = frozenset("""
     i hi hello hey dear thanks thank yes no yeah sure please okay ok great good fine perfect sorry could can would
     will may might should shall do does did is are was were have has had my our your the a an this that these those
@@ -122,6 +119,22 @@ def _known(value: str, folded_known: str, numbers: set[float]) -> bool:
     if number is not None and number in numbers:
         return True
     return _fold(value) in folded_known
+
+
+def untraced_values(text: str, known: Iterable[str]) -> list[str]:
+    """Return the checkable values of a user message traced to nothing it knew (each once, in order).
+
+    Args:
+        text: the user's message.
+        known: everything the user was given or heard (scenario text, earlier messages, its own tool results).
+
+    Returns:
+        The e-mails, ids, numbers and names of ``text`` (the rules of ``invented_facts`` above) found in none of
+        ``known``.
+    """
+    known_text = "\n".join(known)
+    folded, numbers = _fold(known_text), _numbers(known_text)
+    return list(dict.fromkeys(v for v in _values(text) if not _known(v, folded, numbers)))
 
 
 def _numbers(text: str) -> set[float]:
@@ -216,7 +229,7 @@ def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reache
     if str(trajectory.termination_reason) == "user_stop":
         last_agent = _last_agent_before_stop(trajectory.messages)
         if last_agent is not None:
-            if goal_reached is False and _DONE_RE.search(last_agent) and not asks_confirmation(last_agent):
+            if goal_reached is False and claims_completion(last_agent):
                 details["accepted_false_completion"] = [last_agent]
             if asks_confirmation(last_agent):
                 details["stopped_with_pending_write"] = [last_agent]
