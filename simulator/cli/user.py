@@ -8,8 +8,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from simulator.cli._common import console, err, fail
+from simulator.cli.serve_tools import clean_text
 
 __all__ = ["user_app"]
 
@@ -69,8 +71,9 @@ def check_command(
     for col in ("probe", "verdict", "expected of a faithful user", "problems"):
         table.add_column(col, overflow="fold")
     for p in card.probes:
-        table.add_row(p.name, "[green]pass[/]" if p.passed else "[bold red]FAIL[/]", p.expect,
-                      "; ".join(p.problems) or "-")
+        # problems quote what the user said: data, shown as plain text with control characters escaped
+        table.add_row(Text(clean_text(p.name)), Text("pass", style="green") if p.passed else
+                      Text("FAIL", style="bold red"), Text(p.expect), Text(clean_text("; ".join(p.problems) or "-")))
     console.print(table)
     r = card.rates
     console.print(
@@ -79,7 +82,7 @@ def check_command(
         f"{_rate(r['false_completion_acceptance'])}, persona adherence {_rate(r['persona_adherence'])}, cost per "
         f"turn {_rate(r['cost_per_turn'], money=True)}", highlight=False, markup=False)
     for rate, values in card.named.items():
-        console.print(f"  {rate}: {', '.join(values[:10])}", highlight=False, markup=False)
+        console.print(f"  {rate}: {clean_text(', '.join(values[:10]))}", highlight=False, markup=False)
     if out is not None:
         out.write_text(json.dumps(card.as_dict(), indent=1, default=str) + "\n", encoding="utf-8")
         err.print(f"wrote {out}", highlight=False)

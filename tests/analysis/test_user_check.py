@@ -80,3 +80,9 @@ def test_check_user_library_call() -> None:
     assert card.as_dict()["format"] == "tausim.user_check"
     with pytest.raises(ValueError, match="no such task"):
         check_user(RunSpec(domain="retail", user="rule"), task_id="nope")
+
+
+def test_hostile_user_text_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    code, output, card = _llm_card(["[bold]Mia Brown[/] \x1b[31m #W9999999 \ud800"], tmp_path)
+    assert code == 1 and "\x1b" not in output  # no terminal escape; rich markup in the data is not interpreted
+    assert "Mia Brown" in card["named"]["invented_facts"]
