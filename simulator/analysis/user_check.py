@@ -74,6 +74,7 @@ class ProbeResult:
         problems: what went wrong, one line each (empty when passed).
         transcript: ``[{"role", "content", "stop"?, "abandon"?}]``: the user's opening, then each agent message and
             the user's answer.
+        error: the user's own failure (``UserTurn.error``: a model that could not be reached ...), or None.
     """
 
     name: str
@@ -81,6 +82,7 @@ class ProbeResult:
     passed: bool
     problems: list[str] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
 
 
 @dataclass
@@ -110,6 +112,13 @@ class Scorecard:
     def passed(self) -> bool:
         """True when every probe passed."""
         return all(p.passed for p in self.probes)
+
+    @property
+    def unusable(self) -> str | None:
+        """The user's error when it failed at the opening of every probe (it could not be run at all), else None."""
+        errors = [p.error if len(p.transcript) == 1 and not p.transcript[0].get("content") else None
+                  for p in self.probes]
+        return errors[0] if errors and all(errors) else None
 
     def as_dict(self) -> dict[str, Any]:
         """Return the scorecard as JSON-ready data (``--out``)."""
@@ -503,7 +512,7 @@ def check_user(spec: RunSpec, *, personas: Sequence[Persona] = (), task_id: str 
             problems += [p for p in judge(run) if p not in problems]
         if name == "false_completion" and any("false claim" in p for p in problems):
             false_completion_accepted = 1.0
-        results.append(ProbeResult(name, expect, not problems, problems, _transcript(run)))
+        results.append(ProbeResult(name, expect, not problems, problems, _transcript(run), run.error))
     adhered = []
     for i, persona in enumerate(personas):
         result, ok = _persona_probe(user_for, persona, len(results) + i, facts, matcher, tally)

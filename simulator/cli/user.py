@@ -46,7 +46,8 @@ def check_command(
     nothing), a fact it has (gives exactly that), an alternative, a false "all done", the same question three
     times, an empty message, a transfer, a silent agent, tool-call syntax; with --personas, patience per persona.
     Prints each probe's verdict and the rates: premature stop, invented facts, leaks, restarts, false-completion
-    acceptance, persona adherence, cost per turn. Exit 2 on unusable input.
+    acceptance, persona adherence, cost per turn. Exit 2 on unusable input, or when the user fails on every probe
+    (e.g. its model cannot be reached).
     """
     from simulator.analysis.user_check import check_user
     from simulator.errors import PersonaError
@@ -67,6 +68,8 @@ def check_command(
         card = check_user(spec, personas=loaded, task_id=task)
     except (DomainError, ValueError) as e:
         raise fail(str(e)) from e
+    if card.unusable is not None:
+        raise fail(f"--user {user}: the user failed on every probe, it cannot be checked: {card.unusable}")
     table = Table(title=f"tausim user check: {user} on {domain} (facts of task {card.task_id})")
     for col in ("probe", "verdict", "expected of a faithful user", "problems"):
         table.add_column(col, overflow="fold")

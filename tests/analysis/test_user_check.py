@@ -83,6 +83,12 @@ def test_check_user_library_call() -> None:
 
 
 def test_hostile_user_text_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
-    code, output, card = _llm_card(["[bold]Mia Brown[/] \x1b[31m #W9999999 \ud800"], tmp_path)
+    code, output, card = _llm_card(["[bold]Mia Brown[/] \x1b[31m #W9999999"], tmp_path)
     assert code == 1 and "\x1b" not in output  # no terminal escape; rich markup in the data is not interpreted
     assert "Mia Brown" in card["named"]["invented_facts"]
+
+
+def test_a_user_that_cannot_run_is_unusable_input(tmp_path: Path) -> None:
+    with openai_server({"bad-user": [{"status": 401}] * 50}) as server:  # refused (not retried): the user fails
+        r = invoke("user", "check", "--user", "llm:openai/bad-user", "--api-base", server.api_base)
+    assert r.exit_code == 2 and "failed on every probe" in r.output, r.output
