@@ -85,3 +85,14 @@ def test_report_and_plan_state_the_noise_floor(tmp_path):
     assert r.exit_code == 0, r.output
     assert "pass^1: trials per task needed to detect a difference of 0.05:" in r.output
     assert "pass^4: trials per task needed" in r.output
+
+
+def test_the_html_report_states_the_noise_floor() -> None:
+    from simulator.report import analyze_run, render_html
+
+    trials = [{"task_id": f"t{i}", "trial": j, "passed": j == 0, "termination_reason": "user_stop"}
+              for i in range(3) for j in range(2)]
+    doc = {"format": "tausim.run", "version": 1, "config": {"domain": "retail", "trials": 2},
+           "planned_task_ids": ["t0", "t1", "t2"], "trials": trials}
+    html = render_html(analyze_run(doc, n_resamples=10))
+    assert 'id="noise-floor"' in html and "noise floor (3 tasks x 2 trials)" in html
