@@ -19,6 +19,7 @@ from simulator.cli.hunt import hunt_command
 from simulator.cli.imports import import_command
 from simulator.cli.judge import judge_app
 from simulator.cli.personas import personas_command
+from simulator.cli.plan import plan_command
 from simulator.cli.play import play_command
 from simulator.cli.registries import agents_command, users_command
 from simulator.cli.regrade import regrade_command
@@ -27,6 +28,7 @@ from simulator.cli.report import export_command, report_command
 from simulator.cli.run import run_command
 from simulator.cli.serve_tools import serve_tools_command
 from simulator.cli.tasks import tasks_app
+from simulator.cli.user import user_app
 
 __all__ = ["app", "main"]
 
@@ -62,10 +64,12 @@ app.command("report")(report_command)
 app.command("export")(export_command)
 app.command("baseline")(baseline_command)
 app.command("gate")(gate_command)
+app.command("plan")(plan_command)
 app.add_typer(judge_app, name="judge")
 app.command("personas")(personas_command)
 app.add_typer(domain_app, name="domain")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(user_app, name="user")
 
 
 def main() -> None:

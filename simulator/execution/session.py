@@ -35,7 +35,13 @@ from simulator.errors import InputError, OptionError, SpecError
 from simulator.execution.build import RunServices, build_runner, check_gold
 from simulator.execution.executors import open_executor
 from simulator.execution.preflight import check_credentials, preflight
-from simulator.execution.provenance import git_revision, package_versions, python_version, run_provenance
+from simulator.execution.provenance import (
+    git_revision,
+    package_versions,
+    python_version,
+    run_fingerprint,
+    run_provenance,
+)
 from simulator.execution.recording import (
     check_store_url,
     open_partial,
@@ -344,6 +350,9 @@ class _Session:
             tasks_hash=tasks_hash(runner.tasks), git_revision=git_revision(),
             packages={**package_versions(), "python": python_version()})
         self.stack.enter_context(store.lease(info.run_id))
+        if created:  # what a comparison must hold equal (simulator.storage.fingerprint)
+            fingerprint = run_fingerprint(self.spec, runner.tasks, runner.user_factory)
+            store.update_run(info.run_id, extra={"fingerprint": fingerprint})
         self.run_id = info.run_id
         done = store.recorded_keys(info.run_id)
         planned = set(info.planned_pairs())
@@ -448,7 +457,7 @@ class _Session:
             result = self.store.load_run_result(self.run_id)
             doc = self.store.load_run_document(self.run_id)
         else:
-            doc = run_summary_json(result, run_provenance(self.spec, runner.tasks))
+            doc = run_summary_json(result, run_provenance(self.spec, runner.tasks, runner.user_factory))
         if aborted:
             doc.update(aborted=aborted, abort_kind=abort_kind)
         outcome = RunOutcome(**{name: getattr(result, name) for name in RunResult.model_fields},
