@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from domains.banking_knowledge.records import TODAY, find, listing, money, new_id, put, record
@@ -21,6 +22,10 @@ from simulator.world.kit import Docs, ToolContext, ToolError
 __all__ = ["AGENT_TOOLS", "USER_TOOLS", "Discoverable", "call"]
 
 Handler = Callable[..., str]
+
+TEXTS: Mapping[str, Mapping[str, Mapping[str, Any]]] = json.loads(
+    (Path(__file__).with_name("tool_texts.json")).read_text(encoding="utf-8"))
+"""τ³'s descriptions of the discoverable tools its gold actions unlock or give (see :meth:`Discoverable.info`)."""
 
 
 @dataclass(frozen=True)
@@ -41,10 +46,19 @@ class Discoverable:
     description: str
     run: Handler
 
-    def info(self, name: str) -> str:
-        """The tool as shown when unlocked or given: description and parameters."""
-        params = ", ".join(f"{p} ({t}{', optional' if p in self.optional else ''})" for p, t in self.params.items())
-        return f"Tool: {name}\nDescription: {self.description}\nParameters: {params or 'none'}"
+    def info(self, name: str, side: str = "agent") -> tuple[str, str]:
+        """The tool as shown when unlocked (``side="agent"``) or given (``"user"``): ``(description, card)``.
+
+        The card is ``Tool: NAME``, ``Description: ...`` and ``Parameters:`` with one ``  - NAME: TYPE (required|
+        optional) - DESCRIPTION`` line each (τ³'s layout). Descriptions are τ³'s where its answers recorded them
+        (``tool_texts.json``, written by ``scripts/banking-tool-texts``), else tausim's own.
+        """
+        text = TEXTS.get(side, {}).get(name, {})
+        description = str(text.get("description", self.description))
+        params = [tuple(p) for p in text.get("params", [])] or [
+            (p, t, p not in self.optional, "") for p, t in self.params.items()]
+        lines = "\n".join(f"  - {p}: {t} ({'required' if req else 'optional'}) - {d}" for p, t, req, d in params)
+        return description, f"Tool: {name}\nDescription: {description}\nParameters:\n{lines or '  (no parameters)'}"
 
 
 def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str, Any]) -> str:
@@ -494,7 +508,7 @@ def _card_status(to: str, allowed: tuple[str, ...], stamp: str, description: str
         if card.get("status") not in allowed:
             raise ToolError(f"Debit card '{card_id}' cannot be changed to {to}. Current status: "
                             f"{card.get('status')}.")
-        linked = Docs(ctx.conn).get("accounts", str(card.get("account_id")))
+        linked = Docs(ctx.conn, ordered=True).get("accounts", str(card.get("account_id")))
         if to == "ACTIVE" and linked is not None and linked.get("status") != "OPEN":
             raise ToolError(f"The linked checking account '{card.get('account_id')}' is no longer open.")
         new = {**card, "status": to, stamp: TODAY}

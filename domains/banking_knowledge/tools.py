@@ -15,6 +15,7 @@ logged, as in τ³; only arguments that do not fit the tool are refused as a too
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from domains.banking_knowledge.discoverable import AGENT_TOOLS, USER_TOOLS, call, parse_arguments
@@ -102,7 +103,7 @@ def change_user_email(ctx: ToolContext, user_id: str, new_email: str) -> str:
         user_id: The user's id.
         new_email: The new email address.
     """
-    user = Docs(ctx.conn).get("users", user_id)
+    user = Docs(ctx.conn, ordered=True).get("users", user_id)
     if user is None:
         raise ToolError(f"User with ID '{user_id}' not found.")
     put(ctx, "users", user_id, {**user, "email": new_email})
@@ -158,7 +159,7 @@ def log_verification(ctx: ToolContext, name: str, user_id: str, address: str, em
         time_verified: When the user was verified (e.g. "2025-11-14 03:40:00 EST").
     """
     key = f"{user_id}_{time_verified.replace(' ', '_').replace(':', '').replace('-', '')}"
-    if Docs(ctx.conn).get("verification_history", key) is not None:
+    if Docs(ctx.conn, ordered=True).get("verification_history", key) is not None:
         raise ToolError("Failed to log verification: Record may already exist.")
     put(ctx, "verification_history", key, {"name": name, "user_id": user_id, "address": address, "email": email,
                                            "phone_number": phone_number, "date_of_birth": date_of_birth,
@@ -184,8 +185,11 @@ def give_discoverable_user_tool(ctx: ToolContext, discoverable_tool_name: str, a
             raise ToolError(f"Unexpected parameter: {a}")
     put(ctx, "user_discoverable_tools", new_id(f"user_discoverable_tool:{discoverable_tool_name}"),
         {"tool_name": discoverable_tool_name, "status": "GIVEN"})
-    return (f"Tool given to user: {discoverable_tool_name}\n{spec.info(discoverable_tool_name)}\nSuggested arguments: "
-            f"{arguments}\nThe user can run it with call_discoverable_user_tool.")
+    description, _ = spec.info(discoverable_tool_name, "user")
+    shown = json.dumps(json.loads(arguments or "{}"), indent=2) if args else "(no arguments)"
+    return (f"Tool given to user: {discoverable_tool_name}\nDescription: {description}\nArguments: {shown}\n\n"
+            f"The user can now execute this action by calling `call_discoverable_user_tool` with "
+            f"discoverable_tool_name='{discoverable_tool_name}' and the same arguments.")
 
 
 @tool("write")
@@ -200,7 +204,10 @@ def unlock_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str) -> st
     if spec is None:
         raise ToolError(f"Unknown agent tool '{agent_tool_name}'. This tool is not available.")
     put(ctx, "unlocked_agent_tools", agent_tool_name, {"tool_name": agent_tool_name})
-    return f"Tool unlocked: {agent_tool_name}\n{spec.info(agent_tool_name)}"
+    description, card = spec.info(agent_tool_name)
+    return (f"Tool unlocked: {agent_tool_name}\nDescription: {description}\n\n{card}\n\nYou can now use this tool by "
+            f"calling `call_discoverable_agent_tool` with agent_tool_name='{agent_tool_name}' and the required "
+            "arguments.")
 
 
 @tool("write")
@@ -215,11 +222,11 @@ def call_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str, argumen
     spec = AGENT_TOOLS.get(agent_tool_name)
     if spec is None:
         raise ToolError(f"Unknown agent tool '{agent_tool_name}'. This tool is not available.")
-    if Docs(ctx.conn).get("unlocked_agent_tools", agent_tool_name) is None:
+    if Docs(ctx.conn, ordered=True).get("unlocked_agent_tools", agent_tool_name) is None:
         raise ToolError(f"Tool '{agent_tool_name}' has not been unlocked. Unlock it with "
                         "unlock_discoverable_agent_tool first.")
     out = call(spec, agent_tool_name, ctx, parse_arguments(arguments))
-    if spec.writes or Docs(ctx.conn).get("read_log_allowlist", agent_tool_name) is not None:
+    if spec.writes or Docs(ctx.conn, ordered=True).get("read_log_allowlist", agent_tool_name) is not None:
         put(ctx, "agent_discoverable_tools", new_id(f"agent_discoverable_tool:{agent_tool_name}"),
             {"tool_name": agent_tool_name, "status": "CALLED"})
     return out
@@ -264,7 +271,7 @@ def grep(ctx: ToolContext, pattern: str) -> str:
 
 def _kb(ctx: ToolContext) -> Any:
     """The knowledge base of the trial's data set (its folder is kept in the bookkeeping table ``knowledge``)."""
-    where = Docs(ctx.conn).get("knowledge", "folder")
+    where = Docs(ctx.conn, ordered=True).get("knowledge", "folder")
     if where is None:
         raise RuntimeError("the trial database has no knowledge folder (populate did not record it)")
     return knowledge_base(str(where["path"]))
