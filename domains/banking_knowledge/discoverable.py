@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,23 +100,74 @@ def _tool(params: str, description: str, *, writes: bool = True, optional: str =
 
 
 # ------------------------------------------------------------------------------------------------- reads
-@_tool("user_id:string", "List a user's bank accounts and credit card accounts.", writes=False)
+def _executed(title: str, name: str, *lines: str) -> str:
+    """τ³'s answer layout for a discoverable tool: its title, a blank line, ``Executed: NAME``, then the body."""
+    return "\n".join([title, "", f"Executed: {name}", *lines])
+
+
+def _found(ctx: ToolContext, table: str, none: str, **match: Any) -> str:
+    """A listing, or ``none`` after a blank line when nothing matches."""
+    found = listing(ctx, table, **match)
+    return "\n" + none if found.startswith("No records found") else found
+
+
+# τ³ counts this read among its writes: every call is logged (see ``tools``).
+@_tool("user_id:string", "List a user's bank accounts and credit card accounts.")
 def _all_accounts(ctx: ToolContext, user_id: str) -> str:
-    return listing(ctx, "accounts", user_id=user_id) + "\n\n" + listing(ctx, "credit_card_accounts", user_id=user_id)
+    bank, cards = listing(ctx, "accounts", user_id=user_id), listing(ctx, "credit_card_accounts", user_id=user_id)
+    return _executed("User accounts retrieved successfully.", "get_all_user_accounts_by_user_id_3847",
+                     f"Accounts for user {user_id}:", "", "Bank Accounts:",
+                     "  No bank accounts found." if bank.startswith("No records found") else bank,
+                     "\nCredit Card Accounts:",
+                     "  No credit card accounts found." if cards.startswith("No records found") else cards)
+
+
+def _date_key(item: tuple[str, dict[str, Any]]) -> datetime:
+    text = str(item[1].get("date", ""))
+    for fmt in ("%m/%d/%Y %H:%M:%S", "%m/%d/%Y"):
+        try:
+            return datetime.strptime(text, fmt)  # noqa: DTZ007 - the scenario's dates carry no zone
+        except ValueError:
+            continue
+    return datetime.min
 
 
 @_tool("account_id:string", "List the transactions of a bank account, newest first.", writes=False)
 def _bank_transactions(ctx: ToolContext, account_id: str) -> str:
     record(ctx, "accounts", account_id, "Account")
-    return listing(ctx, "bank_account_transaction_history", account_id=account_id)
+    # newest first; a stable sort keeps same-day transactions in their stored order
+    found = sorted(find(ctx, "bank_account_transaction_history", account_id=account_id), key=_date_key, reverse=True)
+    lines = [f"Found {len(found)} record(s) in 'bank_account_transaction_history':\n"]
+    for i, (key, rec) in enumerate(found, 1):
+        lines += [f"{i}. Record ID: {key}", *(f"   {k}: {v}" for k, v in rec.items()), ""]
+    return _executed("Bank account transactions retrieved successfully.", "get_bank_account_transactions_9173",
+                     f"Transactions for account {account_id}:",
+                     "\n".join(lines) if found else "\nNo transactions found for this account.")
+
+
+_CARD_FIELDS = {"last_4_digits": "card_number_last_4", "issue_date": "date_issued"}
+"""Fields τ³ shows under another name (at the card's end) when it lists debit cards."""
 
 
 @_tool("account_id:string", "List the debit cards of a checking account.", writes=False)
 def _debit_cards(ctx: ToolContext, account_id: str) -> str:
     acc = record(ctx, "accounts", account_id, "Account")
-    if acc.get("class") not in (None, "checking") and "checking" not in str(acc.get("account_type", "checking")):
-        raise ToolError(f"Account '{account_id}' is not a checking account.")
-    return listing(ctx, "debit_cards", account_id=account_id)
+    if str(acc.get("class", "")).lower() not in ("checking", "business_checking"):
+        raise ToolError(f"Account '{account_id}' is not a checking account. Debit cards are only available for "
+                        "checking accounts.")
+    cards = []
+    for key, card in find(ctx, "debit_cards", account_id=account_id):
+        shown = {"card_id": key, **card}
+        for old, new in _CARD_FIELDS.items():
+            if old in shown and new not in shown:
+                shown[new] = shown.pop(old)
+        if "date_issued" not in shown and "created_date" in shown:
+            shown["date_issued"] = shown.pop("created_date")
+        cards.append(shown)
+    if not cards:
+        return f"No debit cards found for account '{account_id}'."
+    cards.sort(key=lambda c: c.get("date_issued") or "", reverse=True)
+    return json.dumps(cards, indent=2)
 
 
 def _dispute_id(user_id: str, transaction_id: str) -> str:
@@ -202,10 +254,13 @@ def _debit_dispute_status(ctx: ToolContext, user_id: str) -> str:
     return listing(ctx, "debit_card_disputes", user_id=user_id)
 
 
-@_tool("user_id:string", "Show a user's transaction dispute history.", writes=False)
+# τ³ counts this read among its writes: every call is logged (see ``tools``).
+@_tool("user_id:string", "Show a user's credit card transaction dispute history.")
 def _dispute_history(ctx: ToolContext, user_id: str) -> str:
-    return listing(ctx, "transaction_disputes", user_id=user_id) + "\n\n" + listing(
-        ctx, "debit_card_disputes", user_id=user_id)
+    return _executed("User transaction dispute history retrieved successfully.", "get_user_dispute_history_7291",
+                     f"Transaction dispute history for user {user_id}:",
+                     _found(ctx, "transaction_disputes", "No transaction disputes found for this user.",
+                            user_id=user_id))
 
 
 @_tool("credit_card_account_id:string user_id:string shipping_address:string reason:string "
@@ -231,7 +286,10 @@ def _replace_cc(ctx: ToolContext, credit_card_account_id: str, user_id: str, shi
 
 @_tool("credit_card_account_id:string", "List pending replacement orders of a credit card account.", writes=False)
 def _pending_orders(ctx: ToolContext, credit_card_account_id: str) -> str:
-    return listing(ctx, "credit_card_orders", credit_card_account_id=credit_card_account_id)
+    return _executed("Pending replacement orders check completed.", "get_pending_replacement_orders_5765",
+                     f"Replacement orders for credit card account {credit_card_account_id}:",
+                     _found(ctx, "credit_card_orders", "No pending replacement orders found for this credit card "
+                            "account.", credit_card_account_id=credit_card_account_id))
 
 
 @_tool("credit_card_account_id:string user_id:string closure_reason:string",
