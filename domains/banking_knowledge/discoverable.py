@@ -20,7 +20,7 @@ from typing import Any
 from domains.banking_knowledge.records import TODAY, find, listing, money, new_id, put, record
 from simulator.world.kit import Docs, ToolContext, ToolError
 
-__all__ = ["AGENT_TOOLS", "USER_TOOLS", "Discoverable", "call"]
+__all__ = ["AGENT_TOOLS", "USER_TOOLS", "Discoverable", "argument_error", "call"]
 
 Handler = Callable[..., str]
 
@@ -60,6 +60,25 @@ class Discoverable:
             (p, t, p not in self.optional, "") for p, t in self.params.items()]
         lines = "\n".join(f"  - {p}: {t} ({'required' if req else 'optional'}) - {d}" for p, t, req, d in params)
         return description, f"Tool: {name}\nDescription: {description}\nParameters:\n{lines or '  (no parameters)'}"
+
+
+def argument_error(tool: Discoverable, name: str, arguments: Mapping[str, Any]) -> str | None:
+    """τ³'s answer to an agent tool called with arguments its function does not take, or None when they fit.
+
+    τ³ calls the tool's Python method with the arguments and answers the ``TypeError`` as text (not flagged as an
+    error, and the call is not logged): an unexpected keyword first, else the missing positional arguments.
+    """
+    where = f"Error: Invalid arguments: KnowledgeTools.{name}()"
+    unexpected = [a for a in arguments if a not in tool.params]
+    if unexpected:
+        return f"{where} got an unexpected keyword argument '{unexpected[0]}'"
+    missing = [f"'{p}'" for p in tool.params if p not in arguments and p not in tool.optional]
+    if not missing:
+        return None
+    listed = missing[0] if len(missing) == 1 else (
+        f"{missing[0]} and {missing[1]}" if len(missing) == 2 else f"{', '.join(missing[:-1])}, and {missing[-1]}")
+    plural = "argument" if len(missing) == 1 else "arguments"
+    return f"{where} missing {len(missing)} required positional {plural}: {listed}"
 
 
 def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from domains.banking_knowledge.discoverable import AGENT_TOOLS, USER_TOOLS, call, parse_arguments
+from domains.banking_knowledge.discoverable import AGENT_TOOLS, USER_TOOLS, argument_error, call, parse_arguments
 from domains.banking_knowledge.knowledge import knowledge_base
 from domains.banking_knowledge.records import NOW, TODAY, find, listing, new_id, put
 from simulator.world.kit import Docs, ToolContext, ToolError, tool
@@ -225,7 +225,11 @@ def call_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str, argumen
     if Docs(ctx.conn, ordered=True).get("unlocked_agent_tools", agent_tool_name) is None:
         raise ToolError(f"Tool '{agent_tool_name}' has not been unlocked. Unlock it with "
                         "unlock_discoverable_agent_tool first.")
-    out = call(spec, agent_tool_name, ctx, parse_arguments(arguments))
+    args = parse_arguments(arguments)
+    refused = argument_error(spec, agent_tool_name, args)
+    if refused is not None:
+        return refused
+    out = call(spec, agent_tool_name, ctx, args)
     if spec.writes or Docs(ctx.conn, ordered=True).get("read_log_allowlist", agent_tool_name) is not None:
         put(ctx, "agent_discoverable_tools", new_id(f"agent_discoverable_tool:{agent_tool_name}"),
             {"tool_name": agent_tool_name, "status": "CALLED"})
