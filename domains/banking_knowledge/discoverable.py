@@ -705,39 +705,56 @@ def _cash_back_dispute(ctx: ToolContext, user_id: str, transaction_id: str) -> s
     key = _dispute_id(user_id, transaction_id)
     rec = {"dispute_id": key, "user_id": user_id, "transaction_id": transaction_id, "submitted_at": TODAY,
            "status": "RESOLVED" if auto else "SUBMITTED", **({"resolution": "APPROVED"} if auto else {})}
+    head = _given("Cash back dispute submitted successfully. Your case has been queued for review.",
+                  "submit_cash_back_dispute_0589", user_id=user_id, transaction_id=transaction_id)
     if find(ctx, "cash_back_disputes", dispute_id=key):
-        return _done("Cash back dispute already submitted for this transaction.", dispute_id=key)
+        return head + "Note: Dispute may have already been submitted for this transaction."
     put(ctx, "cash_back_disputes", key, rec)
-    return _done("Cash back dispute submitted; it is queued for review.", dispute_id=key, status=rec["status"])
+    status = ("RESOLVED - The dispute has been reviewed and approved. The transaction rewards need to be updated."
+              if auto else "SUBMITTED - Your dispute has been queued for review.")
+    return head + f"Dispute ID: {key}\nStatus: {status}"
+
+
+def _given(title: str, name: str, **arguments: Any) -> str:
+    """τ³'s answer head for a user tool: title, ``Executed: NAME``, the arguments as indented JSON, a newline."""
+    return _executed(title, name, f"Arguments: {json.dumps(arguments, indent=2)}\n")
 
 
 @_tool("user_id:string card_name:string", "Get a referral link for a card.")
 def _referral_link(ctx: ToolContext, user_id: str, card_name: str) -> str:
     key = new_id(f"referral_link:{user_id}:{card_name}")
-    if not find(ctx, "referrals", referral_id=key):
-        put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": card_name,
-                                    "referral_status": "NO_PROGRESS", "date": TODAY})
-    return _done("Referral link created.", link=f"https://rhobank.example/refer/{key}")
+    head = _given("Referral link generated successfully. Share this link with the person you want to refer.",
+                  "get_referral_link", user_id=user_id, card_name=card_name)
+    if find(ctx, "referrals", referral_id=key):
+        return head + "Note: A referral link for this card may have already been generated."
+    put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": card_name,
+                                "referral_status": "NO_PROGRESS", "date": TODAY})
+    return head + f"Referral ID: {key}\nReferral link: https://rhobank.com/refer/{key}"
 
 
 @_tool("credit_card_account_id:string", "Read the last 4 digits printed on a credit card.", writes=False)
 def _last4(ctx: ToolContext, credit_card_account_id: str) -> str:
-    acc = record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
+    record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
     digits = "".join(c for c in new_id(f"card_last4:{credit_card_account_id}", 64) if c.isdigit())[:4].ljust(4, "0")
-    return f"Last 4 digits of card: {acc.get('last_4_digits') or digits}"
+    return _given("Card information retrieved successfully.", "get_card_last_4_digits",
+                  credit_card_account_id=credit_card_account_id) + f"Last 4 digits of card: {digits}"
 
 
 @_tool("account_id:string check_amount:number", "Deposit a check into a bank account.")
 def _deposit(ctx: ToolContext, account_id: str, check_amount: float) -> str:
+    head = _given("Check deposited successfully. Funds will be available according to your account's deposit "
+                  "policy.", "deposit_check_3847", account_id=account_id, check_amount=check_amount)
     amount = money(check_amount)
     if amount <= 0:
         raise ToolError("Check amount must be positive.")
     acc = record(ctx, "accounts", account_id, "Account")
     if acc.get("status") not in ("ACTIVE", "OPEN"):
         raise ToolError(f"Account '{account_id}' is not active.")
-    balance = money(acc.get("current_holdings")) + amount
+    before = money(acc.get("current_holdings", acc.get("balance", 0)))
+    balance = before + amount
     put(ctx, "accounts", account_id, {**acc, "current_holdings": f"${balance:.2f}"})
-    return _done("Check deposited.", account_id=account_id, new_balance=f"${balance:.2f}")
+    return head + (f"Check deposit processed!\n  - Account: {account_id}\n  - Check Amount: ${amount:.2f}\n"
+                   f"  - Previous Balance: ${before:.2f}\n  - New Balance: ${balance:.2f}")
 
 
 USER_TOOLS: dict[str, Discoverable] = {
