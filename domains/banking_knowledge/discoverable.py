@@ -3,132 +3,29 @@
 The agent unlocks an agent tool (``unlock_discoverable_agent_tool``) and then calls it through
 ``call_discoverable_agent_tool(agent_tool_name, arguments)`` (arguments: a JSON object as text); it gives a user tool
 to the user (``give_discoverable_user_tool``), who calls it through ``call_discoverable_user_tool``. Each tool here is
-a :class:`Discoverable`: its parameters (names and JSON types, as τ³ declares them), whether it changes state, a
-one-line description (ours), and its effect on the records — our implementation of what τ³'s tool does to its
-database (which table, which record, which fields and statuses); result texts are ours, shorter than τ³'s.
+a :class:`Discoverable` (:mod:`domains.banking_knowledge.spec`): its parameters (names and JSON types, as τ³ declares
+them), whether it changes state, a description (τ³'s where recorded), and its effect on the records — our
+implementation of what τ³'s tool does to its database (which table, which record, which fields and statuses).
+Answer texts are τ³'s for the tools rewritten against τ³'s recorded answers (the reads, the user's tools, freezing,
+unfreezing and closing a debit card); the other write tools still answer tausim's shorter texts.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from domains.banking_knowledge.records import TODAY, find, listing, money, new_id, put, record
+from domains.banking_knowledge.spec import Discoverable, argument_error, call, parse_arguments
+from domains.banking_knowledge.spec import declare as _tool
+from domains.banking_knowledge.spec import done as _done
+from domains.banking_knowledge.spec import executed as _executed
+from domains.banking_knowledge.spec import found as _found
+from domains.banking_knowledge.spec import given as _given
 from simulator.world.kit import Docs, ToolContext, ToolError
 
-__all__ = ["AGENT_TOOLS", "USER_TOOLS", "Discoverable", "argument_error", "call"]
-
-Handler = Callable[..., str]
-
-TEXTS: Mapping[str, Mapping[str, Mapping[str, Any]]] = json.loads(
-    (Path(__file__).with_name("tool_texts.json")).read_text(encoding="utf-8"))
-"""τ³'s descriptions of the discoverable tools its gold actions unlock or give (see :meth:`Discoverable.info`)."""
-
-
-@dataclass(frozen=True)
-class Discoverable:
-    """One discoverable tool.
-
-    Attributes:
-        params: parameter name -> JSON type (``string``, ``number``, ``integer``, ``boolean``), in order.
-        optional: the parameters that may be left out.
-        writes: the tool changes records (its calls are logged, see the module docstring of ``tools``).
-        description: what it does.
-        run: ``run(ctx, **arguments) -> text``; raises :class:`ToolError` on a recoverable mistake.
-    """
-
-    params: Mapping[str, str]
-    optional: frozenset[str]
-    writes: bool
-    description: str
-    run: Handler
-
-    def info(self, name: str, side: str = "agent") -> tuple[str, str]:
-        """The tool as shown when unlocked (``side="agent"``) or given (``"user"``): ``(description, card)``.
-
-        The card is ``Tool: NAME``, ``Description: ...`` and ``Parameters:`` with one ``  - NAME: TYPE (required|
-        optional) - DESCRIPTION`` line each (τ³'s layout). Descriptions are τ³'s where its answers recorded them
-        (``tool_texts.json``, written by ``scripts/banking-tool-texts``), else tausim's own.
-        """
-        text = TEXTS.get(side, {}).get(name, {})
-        description = str(text.get("description", self.description))
-        params = [tuple(p) for p in text.get("params", [])] or [
-            (p, t, p not in self.optional, "") for p, t in self.params.items()]
-        lines = "\n".join(f"  - {p}: {t} ({'required' if req else 'optional'}) - {d}" for p, t, req, d in params)
-        return description, f"Tool: {name}\nDescription: {description}\nParameters:\n{lines or '  (no parameters)'}"
-
-
-def argument_error(tool: Discoverable, name: str, arguments: Mapping[str, Any]) -> str | None:
-    """τ³'s answer to an agent tool called with arguments its function does not take, or None when they fit.
-
-    τ³ calls the tool's Python method with the arguments and answers the ``TypeError`` as text (not flagged as an
-    error, and the call is not logged): an unexpected keyword first, else the missing positional arguments.
-    """
-    where = f"Error: Invalid arguments: KnowledgeTools.{name}()"
-    unexpected = [a for a in arguments if a not in tool.params]
-    if unexpected:
-        return f"{where} got an unexpected keyword argument '{unexpected[0]}'"
-    missing = [f"'{p}'" for p in tool.params if p not in arguments and p not in tool.optional]
-    if not missing:
-        return None
-    listed = missing[0] if len(missing) == 1 else (
-        f"{missing[0]} and {missing[1]}" if len(missing) == 2 else f"{', '.join(missing[:-1])}, and {missing[-1]}")
-    plural = "argument" if len(missing) == 1 else "arguments"
-    return f"{where} missing {len(missing)} required positional {plural}: {listed}"
-
-
-def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str, Any]) -> str:
-    """Run a discoverable tool with checked arguments.
-
-    Returns:
-        The tool's answer; a mistake the tool itself finds (an unknown record, a wrong status) is answered as
-        ``Error: ...`` text, as τ³'s tools answer (the call still counts as made: see ``tools``).
-
-    Raises:
-        ToolError: a missing or unexpected argument (τ³ refuses such a call before running the tool).
-    """
-    unexpected = [a for a in arguments if a not in tool.params]
-    if unexpected:
-        raise ToolError(f"Invalid arguments for {name}: unexpected parameter {unexpected[0]!r}")
-    missing = [p for p in tool.params if p not in arguments and p not in tool.optional]
-    if missing:
-        raise ToolError(f"Invalid arguments for {name}: missing parameter {missing[0]!r}")
-    try:
-        return tool.run(ctx, **arguments)
-    except ToolError as e:
-        return f"Error: {e}"
-
-
-def _done(title: str, **fields: Any) -> str:
-    return "\n".join([title, *(f"  - {k.replace('_', ' ').capitalize()}: {v}" for k, v in fields.items())])
-
-
-def _tool(params: str, description: str, *, writes: bool = True, optional: str = ""
-          ) -> Callable[[Handler], Discoverable]:
-    """Declare a tool: ``params`` as ``"name:type name:type"``."""
-    spec = dict(p.split(":") for p in params.split())
-
-    def deco(fn: Handler) -> Discoverable:
-        return Discoverable(spec, frozenset(optional.split()), writes, description, fn)
-
-    return deco
-
-
-# ------------------------------------------------------------------------------------------------- reads
-def _executed(title: str, name: str, *lines: str) -> str:
-    """τ³'s answer layout for a discoverable tool: its title, a blank line, ``Executed: NAME``, then the body."""
-    return "\n".join([title, "", f"Executed: {name}", *lines])
-
-
-def _found(ctx: ToolContext, table: str, none: str, **match: Any) -> str:
-    """A listing, or ``none`` after a blank line when nothing matches."""
-    found = listing(ctx, table, **match)
-    return "\n" + none if found.startswith("No records found") else found
-
+__all__ = ["AGENT_TOOLS", "USER_TOOLS", "Discoverable", "argument_error", "call", "parse_arguments"]
 
 # τ³ counts this read among its writes: every call is logged (see ``tools``).
 @_tool("user_id:string", "List a user's bank accounts and credit card accounts.")
@@ -575,6 +472,66 @@ CLOSE_REASONS = ("lost", "stolen", "fraud_suspected", "damaged", "no_longer_need
 """Why a debit card may be closed (τ³'s list)."""
 
 
+@_tool("card_id:string reason:string", "Close a debit card.")
+def _close_debit(ctx: ToolContext, card_id: str, reason: str) -> str:
+    if str(reason).lower() not in CLOSE_REASONS:
+        raise ToolError(f"Invalid reason. Must be one of: {list(CLOSE_REASONS)}")
+    reason = str(reason).lower()
+    card = record(ctx, "debit_cards", card_id, "Debit card")
+    before = card.get("status")
+    if before not in ("ACTIVE", "PENDING"):
+        raise ToolError(f"Debit card '{card_id}' cannot be closed. Current status: {before}. Only ACTIVE or PENDING "
+                        "cards can be closed.")
+    put(ctx, "debit_cards", card_id, {**card, "status": "CLOSED", "closed_date": TODAY, "closure_reason": reason})
+    lines = ["Debit Card Closed Successfully", f"Card ID: {card_id}", f"Previous Status: {before}",
+             "New Status: CLOSED", f"Closure Reason: {reason.replace('_', ' ').title()}", f"Closure Date: {TODAY}", ""]
+    if reason in ("lost", "stolen", "fraud_suspected"):
+        lines += ["IMPORTANT: This card has been immediately deactivated for security.",
+                  "Any pending transactions may still be processed."]
+        if reason == "fraud_suspected":
+            lines += ["Please advise the customer to review recent transactions and file disputes for any "
+                      "unauthorized charges.", "Also recommend changing their online banking password."]
+    lines += ["", "Note: This card cannot be reactivated. If the customer needs a new card, they can order one "
+              "through the standard ordering process.", "Any recurring payments linked to this card will need to "
+              "be updated with new payment information."]
+    return "\n".join(lines)
+
+
+@_tool("card_id:string", "Freeze a debit card for now.")
+def _freeze_debit(ctx: ToolContext, card_id: str) -> str:
+    card = record(ctx, "debit_cards", card_id, "Debit card")
+    if card.get("status") == "FROZEN":
+        raise ToolError(f"Debit card '{card_id}' is already frozen.")
+    if card.get("status") != "ACTIVE":
+        raise ToolError(f"Debit card '{card_id}' cannot be frozen. Current status: {card.get('status')}. Only ACTIVE "
+                        "cards can be frozen.")
+    put(ctx, "debit_cards", card_id, {**card, "status": "FROZEN", "frozen_date": TODAY})
+    return "\n".join(["Debit Card Frozen Successfully", f"Card ID: {card_id}", "Status: FROZEN",
+                      f"Frozen Date: {TODAY}", "", "While frozen:", "- All new purchase transactions will be declined",
+                      "- Recurring payments and subscriptions will be declined",
+                      "- Pending transactions already authorized may still process", "",
+                      "To unfreeze, the customer can call customer service or use the mobile app.",
+                      "If the card is confirmed lost or stolen, recommend closing the card permanently instead."])
+
+
+@_tool("card_id:string", "Unfreeze a debit card.")
+def _unfreeze_debit(ctx: ToolContext, card_id: str) -> str:
+    card = record(ctx, "debit_cards", card_id, "Debit card")
+    if card.get("status") == "ACTIVE":
+        raise ToolError(f"Debit card '{card_id}' is already active.")
+    if card.get("status") != "FROZEN":
+        raise ToolError(f"Debit card '{card_id}' cannot be unfrozen. Current status: {card.get('status')}. Only "
+                        "FROZEN cards can be unfrozen.")
+    account_id = card.get("account_id")
+    linked = Docs(ctx.conn, ordered=True).get("accounts", str(account_id)) if account_id else None
+    if linked is not None and linked.get("status") != "OPEN":
+        raise ToolError(f"The linked checking account '{account_id}' is no longer open. Card cannot be unfrozen.")
+    put(ctx, "debit_cards", card_id, {**card, "status": "ACTIVE", "unfrozen_date": TODAY})
+    return "\n".join(["Debit Card Unfrozen Successfully", f"Card ID: {card_id}", "Status: ACTIVE",
+                      f"Unfrozen Date: {TODAY}", "", "The card is now active and ready to use immediately.",
+                      "All transactions will process normally."])
+
+
 def _card_status(to: str, allowed: tuple[str, ...], stamp: str, description: str, extra: str = "") -> Discoverable:
     def run(ctx: ToolContext, card_id: str, **a: Any) -> str:
         card = record(ctx, "debit_cards", card_id, "Debit card")
@@ -686,10 +643,9 @@ AGENT_TOOLS: dict[str, Discoverable] = {
     "order_debit_card_5739": _order_debit,
     "activate_debit_card_8292": _card_status("ACTIVE", ("PENDING",), "activated_date", "Activate a new debit card.",
                                              "last_4_digits:string expiration_date:string cvv:string pin:string"),
-    "close_debit_card_4721": _card_status("CLOSED", ("ACTIVE", "PENDING"), "closed_date", "Close a debit card.",
-                                          "reason:string"),
-    "freeze_debit_card_3892": _card_status("FROZEN", ("ACTIVE",), "frozen_date", "Freeze a debit card for now."),
-    "unfreeze_debit_card_3893": _card_status("ACTIVE", ("FROZEN",), "unfrozen_date", "Unfreeze a debit card."),
+    "close_debit_card_4721": _close_debit,
+    "freeze_debit_card_3892": _freeze_debit,
+    "unfreeze_debit_card_3893": _unfreeze_debit,
     "clear_debit_card_fraud_alert_4892": _clear_alert,
     "reset_debit_card_pin_6284": _reset_pin,
     "get_debit_cards_by_account_id_7823": _debit_cards,
@@ -713,11 +669,6 @@ def _cash_back_dispute(ctx: ToolContext, user_id: str, transaction_id: str) -> s
     status = ("RESOLVED - The dispute has been reviewed and approved. The transaction rewards need to be updated."
               if auto else "SUBMITTED - Your dispute has been queued for review.")
     return head + f"Dispute ID: {key}\nStatus: {status}"
-
-
-def _given(title: str, name: str, **arguments: Any) -> str:
-    """τ³'s answer head for a user tool: title, ``Executed: NAME``, the arguments as indented JSON, a newline."""
-    return _executed(title, name, f"Arguments: {json.dumps(arguments, indent=2)}\n")
 
 
 @_tool("user_id:string card_name:string", "Get a referral link for a card.")
@@ -764,18 +715,3 @@ USER_TOOLS: dict[str, Discoverable] = {
     "deposit_check_3847": _deposit,
 }
 """The user's discoverable tools by name (τ³'s names)."""
-
-
-def parse_arguments(text: str) -> dict[str, Any]:
-    """Parse a discoverable call's ``arguments`` (a JSON object as text; numbers read as floats, as τ³ does).
-
-    Raises:
-        ToolError: not JSON, or not an object.
-    """
-    try:
-        args = json.loads(text or "{}", parse_int=float)
-    except ValueError as e:
-        raise ToolError(f"Invalid JSON in arguments: {e}") from e
-    if not isinstance(args, dict):
-        raise ToolError("arguments must be a JSON object")
-    return args
