@@ -136,15 +136,42 @@ def _transfer(message: str) -> Discoverable:
        "eligible_for_provisional_credit:boolean partial_refund_amount:number",
        "File a dispute of a credit card transaction.", optional="partial_refund_amount")
 def _cc_dispute(ctx: ToolContext, **a: Any) -> str:
-    if a.get("resolution_requested") == "partial_refund" and a.get("partial_refund_amount") is None:
+    if not a["transaction_id"] or not a["user_id"]:
+        raise ToolError("Missing required parameters.")
+    for field, allowed in CC_DISPUTE_CHOICES.items():
+        if a[field] not in allowed:
+            raise ToolError(f"Invalid {field}. Must be one of: {list(allowed)}")
+    if a["resolution_requested"] == "partial_refund" and a.get("partial_refund_amount") is None:
         raise ToolError("partial_refund_amount is required when resolution_requested is 'partial_refund'.")
     key = _dispute_id(a["user_id"], a["transaction_id"])
     if find(ctx, "transaction_disputes", dispute_id=key):
         raise ToolError("Dispute may have already been filed for this transaction.")
-    put(ctx, "transaction_disputes", key, {"dispute_id": key, **a, "partial_refund_amount": a.get(
-        "partial_refund_amount"), "provisional_credit_given": a["eligible_for_provisional_credit"],
-        "submitted_at": TODAY, "status": "SUBMITTED"})
-    return _done("Credit card dispute filed.", dispute_id=key, status="SUBMITTED")
+    eligible = a["eligible_for_provisional_credit"]
+    fields = ("transaction_id", "user_id", "card_action", "card_last_4_digits", "full_name", "phone", "email",
+              "address", "contacted_merchant", "purchase_date", "issue_noticed_date", "dispute_reason",
+              "resolution_requested")
+    put(ctx, "transaction_disputes", key, {"dispute_id": key, **{f: a[f] for f in fields}, "partial_refund_amount":
+        a.get("partial_refund_amount"), "eligible_for_provisional_credit": eligible, "provisional_credit_given":
+        eligible, "submitted_at": TODAY, "status": "SUBMITTED"})
+    lines = [f"Dispute ID: {key}", f"Transaction: {a['transaction_id']}",
+             f"Reason: {a['dispute_reason'].replace('_', ' ').title()}",
+             f"Resolution Requested: {a['resolution_requested'].replace('_', ' ').title()}"]
+    if a.get("partial_refund_amount"):
+        lines.append(f"Partial Refund Amount: ${money(a['partial_refund_amount']):.2f}")
+    lines.append("Provisional Credit: ELIGIBLE - Credit will be applied within 2 business days." if eligible
+                 else "Provisional Credit: Not eligible at this time.")
+    return _executed("Credit card transaction dispute filed successfully. A case has been opened and will be reviewed "
+                     "within 10 business days.", "file_credit_card_transaction_dispute_4829", *lines)
+
+
+CC_DISPUTE_CHOICES = {
+    "card_action": ("keep_active", "cancel_and_reissue"),
+    "dispute_reason": ("unauthorized_fraudulent_charge", "duplicate_charge", "incorrect_amount",
+                       "goods_services_not_received", "goods_services_not_as_described",
+                       "canceled_subscription_still_charging", "refund_never_processed"),
+    "resolution_requested": ("full_refund", "partial_refund"),
+}
+"""The values a credit card dispute's fields take (τ³'s lists, in its order)."""
 
 
 @_tool("transaction_id:string account_id:string card_id:string user_id:string dispute_category:string "

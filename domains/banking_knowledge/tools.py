@@ -316,13 +316,28 @@ def apply_for_credit_card(ctx: ToolContext, card_type: str, customer_name: str, 
         annual_income: Your annual income in USD.
         rho_bank_subscription: Whether you have a Rho-Bank+ subscription.
     """
-    income = float(annual_income)
+    if card_type not in CARD_TYPES:
+        return f"Error: Invalid card_type '{card_type}'. Must be one of: {list(CARD_TYPES)}"
+    try:
+        income = float(annual_income)
+    except (TypeError, ValueError):
+        return "Error: Invalid annual_income. Must be a number."
     key = new_id(f"credit_card:{card_type}:{customer_name}:{income}:{rho_bank_subscription}")
+    if find(ctx, "credit_card_applications", application_id=key):
+        return f"Failed to submit application: Record ID '{key}' may already exist."
     put(ctx, "credit_card_applications", key, {"application_id": key, "card_type": card_type,
                                                "customer_name": customer_name, "annual_income": income,
                                                "rho_bank_subscription": rho_bank_subscription, "status": "PENDING",
                                                "date": TODAY})
-    return f"Application submitted.\n  - Application ID: {key}\n  - Card: {card_type}\n  - Status: PENDING"
+    return ("Credit card application submitted:\nYour application has been successfully submitted. You will receive "
+            "a decision within 5-7 business days via email.")
+
+
+CARD_TYPES = ("Bronze Rewards Card", "Business Bronze Rewards Card", "Business Gold Rewards Card",
+              "Business Platinum Rewards Card", "Business Silver Rewards Card", "Crypto-Cash Back",
+              "Diamond Elite Card", "EcoCard", "Gold Rewards Card", "Green Rewards Card", "Platinum Rewards Card",
+              "Silver Rewards Card", "Silver Zoom Card")
+"""The cards one can apply for (τ³'s list, in its order)."""
 
 
 @tool("write")
@@ -335,9 +350,13 @@ def submit_referral(ctx: ToolContext, user_id: str, account_type: str) -> str:
         account_type: The account or card referred.
     """
     key = new_id(f"referral:{user_id}:{account_type}")
+    if find(ctx, "referrals", referral_id=key):
+        return f"Failed to submit referral: Record ID '{key}' may already exist."
     put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": account_type,
                                 "referral_status": "NO_PROGRESS", "date": TODAY})
-    return f"Referral submitted.\n  - Referral ID: {key}"
+    return (f"Referral request submitted successfully!\n  - Referral ID: {key}\n  - Referrer ID: {user_id}\n"
+            f"  - Account Type: {account_type}\n  - Status: NO_PROGRESS\n  - Date: {TODAY}\n\nShare your referral ID "
+            "with the person you're referring. They will need to use this when applying for their account.")
 
 
 @tool("write")
