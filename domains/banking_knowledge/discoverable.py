@@ -332,11 +332,13 @@ def _open_account(ctx: ToolContext, user_id: str, account_type: str, account_cla
     _check_eligible(ctx, user_id, account_type)
     key = new_id(f"account:{user_id}:{account_type}:{account_class}")
     if find(ctx, "accounts", account_id=key):
-        raise ToolError(f"Account ID '{key}' may already exist.")
+        return f"Failed to open account: Account ID '{key}' may already exist."
     put(ctx, "accounts", key, {"account_id": key, "user_id": user_id, "account_type": account_type,
                                "account_class": account_class, "current_holdings": "0.00", "status": "OPEN",
                                "date_opened": TODAY})
-    return _done("Bank account opened.", account_id=key, status="OPEN", initial_balance="$0.00")
+    return (f"Bank account opened successfully!\n  - Account ID: {key}\n  - User ID: {user_id}\n"
+            f"  - Account Type: {account_type}\n  - Account Class: {account_class}\n  - Status: OPEN\n"
+            f"  - Initial Balance: $0.00\n  - Date Opened: {TODAY}")
 
 
 def _check_eligible(ctx: ToolContext, user_id: str, account_type: str) -> None:
