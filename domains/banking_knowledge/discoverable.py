@@ -121,9 +121,13 @@ def _reader(table: str, field: str, description: str) -> Discoverable:
 # ------------------------------------------------------------------------------------------------- writes
 @_tool("transaction_id:string new_rewards_earned:string", "Correct the rewards earned on a credit card transaction.")
 def _update_rewards(ctx: ToolContext, transaction_id: str, new_rewards_earned: str) -> str:
+    if not transaction_id or not new_rewards_earned:
+        raise ToolError("Missing required parameters.")
     txn = record(ctx, "credit_card_transaction_history", transaction_id, "Transaction")
     put(ctx, "credit_card_transaction_history", transaction_id, {**txn, "rewards_earned": new_rewards_earned})
-    return _done("Transaction rewards updated.", transaction_id=transaction_id, new_rewards=new_rewards_earned)
+    return _given("Transaction rewards updated successfully.", "update_transaction_rewards_3847",
+                  transaction_id=transaction_id, new_rewards_earned=new_rewards_earned) + (
+        f"Transaction updated:\n  - Transaction ID: {transaction_id}\n  - New Rewards: {new_rewards_earned}")
 
 
 def _transfer(message: str) -> Discoverable:
@@ -238,11 +242,31 @@ def _pending_orders(ctx: ToolContext, credit_card_account_id: str) -> str:
 @_tool("credit_card_account_id:string user_id:string closure_reason:string",
        "Log why a customer wants to close a credit card.")
 def _log_closure(ctx: ToolContext, credit_card_account_id: str, user_id: str, closure_reason: str) -> str:
+    if not credit_card_account_id or not user_id or not closure_reason:
+        raise ToolError("Missing required parameters.")
+    if closure_reason not in CLOSURE_REASONS:
+        raise ToolError(f"Invalid closure_reason. Must be one of: {list(CLOSURE_REASONS)}")
     key = f"clsr_{new_id(f'closure_reason:{credit_card_account_id}:{user_id}', 12)}"
-    put(ctx, "credit_card_closure_reasons", key, {"record_id": key, "credit_card_account_id": credit_card_account_id,
-                                                   "user_id": user_id, "closure_reason": closure_reason,
-                                                   "logged_at": TODAY, "status": "LOGGED"})
-    return _done("Closure reason logged.", record_id=key)
+    if not find(ctx, "credit_card_closure_reasons", record_id=key):  # τ³ keeps the first record
+        put(ctx, "credit_card_closure_reasons", key, {
+            "record_id": key, "credit_card_account_id": credit_card_account_id, "user_id": user_id,
+            "closure_reason": closure_reason, "logged_at": TODAY, "status": "LOGGED"})
+    return _given("Closure reason logged successfully.", "log_credit_card_closure_reason_4521",
+                  credit_card_account_id=credit_card_account_id, user_id=user_id, closure_reason=closure_reason) + (
+        f"Closure reason '{closure_reason}' logged for account {credit_card_account_id}.")
+
+
+CLOSURE_REASONS = ("annual_fee", "not_using_card", "found_better_card", "unhappy_with_rewards",
+                   "simplifying_finances", "negative_experience", "other")
+"""Why a customer may close a credit card (τ³'s list, in its order)."""
+
+
+@_tool("credit_card_account_id:string", "Show the closure reasons logged for a credit card account.", writes=False)
+def _closure_history(ctx: ToolContext, credit_card_account_id: str) -> str:
+    return _executed("Closure reason history retrieved successfully.", "get_closure_reason_history_8293",
+                     f"Closure reason history for credit card account {credit_card_account_id}:",
+                     _found(ctx, "credit_card_closure_reasons", "No closure reason records found for this credit "
+                            "card account.", credit_card_account_id=credit_card_account_id))
 
 
 @_tool("user_id:string credit_card_account_id:string amount:number reason:string",
@@ -646,8 +670,7 @@ AGENT_TOOLS: dict[str, Discoverable] = {
     "get_user_dispute_history_7291": _dispute_history,
     "get_pending_replacement_orders_5765": _pending_orders,
     "log_credit_card_closure_reason_4521": _log_closure,
-    "get_closure_reason_history_8293": _reader("credit_card_closure_reasons", "credit_card_account_id",
-                                               "Show the closure reasons logged for a credit card account."),
+    "get_closure_reason_history_8293": _closure_history,
     "apply_statement_credit_8472": _statement_credit,
     "apply_credit_card_account_flag_6147": _flag,
     "close_credit_card_account_7834": _close_cc,
