@@ -439,27 +439,45 @@ def _move(ctx: ToolContext, source_account_id: str, destination_account_id: str,
     return _done("Funds transferred.", amount=f"${amount:.2f}")
 
 
+CREDIT_DESCRIPTIONS = {"rebate_credit": "REBATE CREDIT", "fee_refund": "FEE REFUND",
+                       "interest_correction": "INTEREST CORRECTION", "goodwill_credit": "GOODWILL CREDIT"}
+"""How a credit to a bank account is described on its transaction (followed by `` - CUSTOMER SERVICE``)."""
+
+
 def _credit(kind: str, types: tuple[str, ...]) -> Discoverable:
+    """A credit to a checking or savings account (``kind``); the transaction id hashes account, type, amount, day."""
+    classes = ("checking",) if kind == "checking" else ("saving", "savings")
+    refusal = ("Credits can only be applied to checking accounts." if kind == "checking" else
+               "This tool only applies to savings accounts.")
+
     def run(ctx: ToolContext, account_id: str, amount: float, credit_type: str) -> str:
-        amount = money(amount)
+        if not account_id or amount is None or not credit_type:
+            raise ToolError("Missing required parameters.")
+        try:
+            amount = float(amount)
+        except (TypeError, ValueError) as e:
+            raise ToolError("Invalid credit amount. Must be a number.") from e
         if amount <= 0:
             raise ToolError("Credit amount must be positive.")
         if credit_type not in types:
-            raise ToolError(f"Invalid credit_type. Must be one of: {', '.join(types)}")
+            raise ToolError(f"Invalid credit_type. Must be one of: {list(types)}")
         acc = record(ctx, "accounts", account_id, "Account")
-        if acc.get("class") != kind:
-            raise ToolError(f"Account '{account_id}' is not a {kind} account.")
+        if str(acc.get("class", "")).lower() not in classes:
+            raise ToolError(f"Account '{account_id}' is not a {kind} account. {refusal}")
         if acc.get("status") not in ("ACTIVE", "OPEN"):
             raise ToolError(f"Account '{account_id}' is not active.")
-        balance = money(acc.get("current_holdings")) + amount
+        before = money(acc.get("current_holdings", acc.get("balance", 0)))
+        balance = before + amount
         put(ctx, "accounts", account_id, {**acc, "current_holdings": f"{'$' if kind == 'checking' else ''}"
                                                                      f"{balance:.2f}"})
-        key = f"btxn_{new_id(f'bank_txn:{account_id}:{credit_type}:{amount}', 12)}"
+        key = f"txn_{new_id(f'{kind}_credit:{account_id}:{credit_type}:{amount}:{TODAY}')}"
         put(ctx, "bank_account_transaction_history", key, {
             "transaction_id": key, "account_id": account_id, "date": TODAY,
-            "description": credit_type.replace("_", " ").upper(), "amount": amount, "type": "credit",
-            "status": "posted"})
-        return _done("Credit applied.", account_id=account_id, amount=f"${amount:.2f}", new_balance=f"${balance:.2f}")
+            "description": f"{CREDIT_DESCRIPTIONS[credit_type]} - CUSTOMER SERVICE", "amount": amount,
+            "type": credit_type, "status": "posted"})
+        return (f"\nCredit applied successfully!\n  - Transaction ID: {key}\n  - Account: {account_id}\n"
+                f"  - Credit Type: {credit_type}\n  - Amount: ${amount:.2f}\n  - Previous Balance: ${before:.2f}\n"
+                f"  - New Balance: ${balance:.2f}")
 
     return Discoverable({"account_id": "string", "amount": "number", "credit_type": "string"}, frozenset(), True,
                         f"Credit a {kind} account ({', '.join(types)}).", run)
@@ -467,13 +485,22 @@ def _credit(kind: str, types: tuple[str, ...]) -> Discoverable:
 
 @_tool("account_id:string user_id:string expected_apy:number actual_apy:number amount_difference:number",
        "Report a difference between the expected and the paid interest of an account.")
-def _interest_report(ctx: ToolContext, account_id: str, user_id: str, **a: Any) -> str:
-    record(ctx, "accounts", account_id, "Account")
-    record(ctx, "users", user_id, "User")
-    key = f"idr_{new_id(f'interest_report:{account_id}:{user_id}', 12)}"
-    put(ctx, "interest_discrepancy_reports", key, {"report_id": key, "account_id": account_id, "user_id": user_id,
-                                                   **a, "report_date": TODAY, "status": "PENDING_REVIEW"})
-    return _done("Interest discrepancy reported.", report_id=key, status="PENDING_REVIEW")
+def _interest_report(ctx: ToolContext, account_id: str, user_id: str, expected_apy: float, actual_apy: float,
+                     amount_difference: float) -> str:
+    # τ³'s database has no table for these reports: the report is answered but not kept, as in τ³
+    try:
+        expected, actual, difference = float(expected_apy), float(actual_apy), float(amount_difference)
+    except (TypeError, ValueError) as e:
+        raise ToolError("expected_apy, actual_apy, and amount_difference must be numbers.") from e
+    acc = record(ctx, "accounts", account_id, "Account")
+    user = record(ctx, "users", user_id, "User")
+    key = f"IDR_{new_id(f'interest_report:{account_id}:{user_id}:{expected}:{actual}:{TODAY}')}"
+    return (f"\nInterest Discrepancy Report Submitted Successfully!\n  - Report ID: {key}\n"
+            f"  - Account: {account_id} ({acc.get('level', 'Unknown')})\n  - Customer: {user.get('name', 'Unknown')}\n"
+            f"  - Expected APY: {expected}%\n  - Actual APY: {actual}%\n"
+            f"  - APY Difference: {round(expected - actual, 4)}%\n  - Amount Difference: ${difference:.2f}\n"
+            "  - Status: PENDING_REVIEW\n\nThe backend team will investigate this discrepancy and ensure correct APY "
+            "calculations are applied going forward.")
 
 
 @_tool("account_id:string user_id:string delivery_option:string delivery_fee:number card_design:string "
@@ -689,7 +716,7 @@ AGENT_TOOLS: dict[str, Discoverable] = {
     "get_all_user_accounts_by_user_id_3847": _all_accounts,
     "transfer_funds_between_bank_accounts_7291": _move,
     "apply_checking_account_credit_5829": _credit("checking", ("rebate_credit", "fee_refund")),
-    "apply_savings_account_credit_6831": _credit("saving", ("interest_correction", "fee_refund", "goodwill_credit")),
+    "apply_savings_account_credit_6831": _credit("savings", ("interest_correction", "fee_refund", "goodwill_credit")),
     "submit_interest_discrepancy_report_7294": _interest_report,
     "get_bank_account_transactions_9173": _bank_transactions,
     "order_debit_card_5739": _order_debit,
