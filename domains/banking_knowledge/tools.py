@@ -374,14 +374,21 @@ def submit_transaction(ctx: ToolContext, user_id: str, credit_card_type: str, me
     """
     rates = CARD_REWARDS.get(credit_card_type)
     if rates is None:
-        raise ToolError(f"Unknown credit card type '{credit_card_type}'. Available types: {list(CARD_REWARDS)}")
-    points = int(float(amount) * rates.get(category, rates["default"]))
-    key = f"txn_{new_id(f'transaction:{user_id}:{credit_card_type}:{merchant_name}:{float(amount)}', 12)}"
+        return f"Error: Unknown credit card type '{credit_card_type}'. Available types: {list(CARD_REWARDS)}"
+    amount = float(amount)
+    rate = rates.get(category, rates["default"])
+    points = int(amount * rate)
+    key = f"txn_{new_id(f'transaction:{user_id}:{credit_card_type}:{merchant_name}:{amount:.2f}:{category}', 12)}"
+    if find(ctx, "credit_card_transaction_history", transaction_id=key):
+        return f"Failed to submit transaction: Record ID '{key}' may already exist."
     put(ctx, "credit_card_transaction_history", key, {
         "transaction_id": key, "user_id": user_id, "credit_card_type": credit_card_type,
-        "merchant_name": merchant_name, "transaction_amount": f"${float(amount):.2f}", "transaction_date": TODAY,
+        "merchant_name": merchant_name, "transaction_amount": f"${amount:.2f}", "transaction_date": TODAY,
         "category": category, "status": "COMPLETED", "rewards_earned": f"{points} points"})
-    return f"Transaction completed.\n  - Transaction ID: {key}"
+    return (f"Transaction submitted successfully!\n  - Transaction ID: {key}\n  - User ID: {user_id}\n"
+            f"  - Card Type: {credit_card_type}\n  - Merchant: {merchant_name}\n  - Amount: ${amount:.2f}\n"
+            f"  - Category: {category}\n  - Date: {TODAY}\n  - Rewards Earned: {points} points ({rate}% cashback "
+            "rate)\n")
 
 
 @tool("write")
