@@ -216,7 +216,7 @@ def _replace_cc(ctx: ToolContext, credit_card_account_id: str, user_id: str, shi
                 expedited_shipping: bool = False) -> str:
     reasons = ("fraud_suspected", "lost", "stolen", "damaged", "expired", "other")
     if reason not in reasons:
-        raise ToolError(f"Invalid reason. Must be one of: {', '.join(reasons)}")
+        raise ToolError(f"Invalid reason. Must be one of: {list(reasons)}")
     acc = record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
     key = f"ccord_{new_id(f'credit_card_order:{credit_card_account_id}:{user_id}:{reason}', 12)}"
     if find(ctx, "credit_card_orders", order_id=key):
@@ -227,8 +227,12 @@ def _replace_cc(ctx: ToolContext, credit_card_account_id: str, user_id: str, shi
                                           "status": "ORDERED", "old_card_cancelled": True})
     # the old card is cancelled whatever the reason (the new one keeps the account number)
     put(ctx, "credit_card_accounts", credit_card_account_id, {**acc, "status": "CLOSED", "closed_date": TODAY})
-    return _done("Replacement card ordered; the old card is cancelled.", order_id=key, status="ORDERED",
-                 delivery="2-3 business days" if expedited_shipping else "7-10 business days")
+    return "\n".join([f"Order ID: {key}", f"Card Account: {credit_card_account_id}",
+                      f"Reason: {reason.replace('_', ' ').title()}", f"Shipping Address: {shipping_address}",
+                      f"Shipping Method: {'Expedited' if expedited_shipping else 'Standard'}",
+                      f"Expected Delivery: {'2-3' if expedited_shipping else '7-10'} business days", "",
+                      "The old card has been cancelled for security. The new card will have the same account number "
+                      "but a new card number and CVV."])
 
 
 @_tool("credit_card_account_id:string", "List pending replacement orders of a credit card account.", writes=False)
