@@ -419,7 +419,11 @@ def _close_account(ctx: ToolContext, account_id: str, reason: str = "Customer re
         raise ToolError(f"Account balance must be $0.00 before closing. Current balance: ${balance:.2f}")
     put(ctx, "accounts", account_id, {**acc, "status": "CLOSED", "date_closed": TODAY, "closure_reason": reason,
                                       "early_closure_fee_waived": waive_early_closure_fee})
-    return _done("Bank account closed.", account_id=account_id, status="CLOSED")
+    return (f"Bank account closed successfully!\n  - Account ID: {account_id}\n"
+            f"  - Account Type: {acc.get('account_type', 'N/A')}\n"
+            f"  - Account Class: {acc.get('account_class', 'N/A')}\n"
+            f"  - Status: CLOSED\n  - Date Closed: {TODAY}\n  - Reason: {reason}\n"
+            f"  - Early Closure Fee Waived: {'Yes' if waive_early_closure_fee else 'No'}")
 
 
 @_tool("source_account_id:string destination_account_id:string amount:number", "Move money between bank accounts.")
