@@ -16,9 +16,11 @@ import json
 from datetime import datetime
 from typing import Any
 
+from domains.banking_knowledge.discoverable_user import USER_TOOLS
 from domains.banking_knowledge.records import TODAY, find, listing, money, new_id, put, record
 from domains.banking_knowledge.spec import Discoverable, argument_error, call, parse_arguments
 from domains.banking_knowledge.spec import declare as _tool
+from domains.banking_knowledge.spec import dispute_id as _dispute_id
 from domains.banking_knowledge.spec import done as _done
 from domains.banking_knowledge.spec import executed as _executed
 from domains.banking_knowledge.spec import found as _found
@@ -84,10 +86,6 @@ def _debit_cards(ctx: ToolContext, account_id: str) -> str:
         return f"No debit cards found for account '{account_id}'."
     cards.sort(key=lambda c: c.get("date_issued") or "", reverse=True)
     return json.dumps(cards, indent=2)
-
-
-def _dispute_id(user_id: str, transaction_id: str) -> str:
-    return "dsp_" + new_id(f"dispute:{user_id}:{transaction_id}", 12)
 
 
 EARLY_CLOSURE: dict[tuple[str, str], tuple[float, int]] = {
@@ -282,15 +280,33 @@ def _closure_history(ctx: ToolContext, credit_card_account_id: str) -> str:
 @_tool("user_id:string credit_card_account_id:string amount:number reason:string",
        "Apply a statement credit to a credit card account.")
 def _statement_credit(ctx: ToolContext, user_id: str, credit_card_account_id: str, amount: float, reason: str) -> str:
-    if money(amount) <= 0:
+    if not user_id or not credit_card_account_id or amount is None or not reason:
+        raise ToolError("Missing required parameters (user_id, credit_card_account_id, amount, reason).")
+    amount = money(amount)
+    if amount <= 0:
         raise ToolError("Credit amount must be positive.")
-    acc = record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
-    key = f"txn_{new_id(f'statement_credit:{user_id}:{credit_card_account_id}:{amount}:{reason}', 12)}"
+    if reason not in STATEMENT_CREDIT_REASONS:
+        raise ToolError(f"Invalid reason. Must be one of: {list(STATEMENT_CREDIT_REASONS)}")
+    record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
+    # τ³ derives the id as a purchase's (see tools.submit_transaction): card "STATEMENT_CREDIT", merchant the reason
+    key = f"txn_{new_id(f'transaction:{user_id}:STATEMENT_CREDIT:{reason}:{amount:.2f}:Statement Credit', 12)}"
+    if find(ctx, "credit_card_transaction_history", transaction_id=key):
+        raise ToolError(f"Failed to apply statement credit. Transaction ID '{key}' may already exist.")
     put(ctx, "credit_card_transaction_history", key, {
-        "transaction_id": key, "user_id": user_id, "credit_card_type": acc.get("card_type"),
-        "merchant_name": "Statement Credit", "transaction_amount": f"-${money(amount):.2f}",
-        "transaction_date": TODAY, "category": reason, "status": "COMPLETED", "rewards_earned": "0 points"})
-    return _done("Statement credit applied.", transaction_id=key, amount=f"${money(amount):.2f}")
+        "transaction_id": key, "user_id": user_id, "credit_card_account_id": credit_card_account_id,
+        "credit_card_type": "N/A", "merchant_name": "Rho-Bank Statement Credit",
+        "transaction_amount": f"-${amount:.2f}", "transaction_date": TODAY, "category": "Statement Credit",
+        "status": "COMPLETED", "rewards_earned": "0 points", "credit_reason": reason})
+    return _executed("Statement credit applied successfully.", "apply_statement_credit_8472",
+                     f"  - Transaction ID: {key}", f"  - User ID: {user_id}", f"  - Account: {credit_card_account_id}",
+                     f"  - Credit Amount: ${amount:.2f}", f"  - Reason: {reason.replace('_', ' ').title()}",
+                     f"  - Date: {TODAY}")
+
+
+STATEMENT_CREDIT_REASONS = ("goodwill_adjustment", "promotional_credit", "annual_fee_reversal", "late_fee_reversal",
+                            "interest_charge_reversal", "dispute_resolution", "price_match", "retention_offer",
+                            "error_correction", "other")
+"""Why a statement credit may be given (τ³'s list, in its order)."""
 
 
 @_tool("credit_card_account_id:string user_id:string flag_type:string expiration_date:string reason:string",
@@ -331,7 +347,10 @@ def _pay_cc(ctx: ToolContext, user_id: str, checking_account_id: str, credit_car
         raise ToolError(f"Payment amount (${amount:.2f}) exceeds credit card balance (${due:.2f}).")
     put(ctx, "accounts", checking_account_id, {**chk, "current_holdings": f"{balance - amount:.2f}"})
     put(ctx, "credit_card_accounts", credit_card_account_id, {**cc, "current_balance": f"${due - amount:.2f}"})
-    return _done("Payment made.", amount=f"${amount:.2f}", new_card_balance=f"${due - amount:.2f}")
+    return (f"Payment processed successfully!\n  - Payment Amount: ${amount:.2f}\n"
+            f"  - From Checking Account: {checking_account_id}\n  - To Credit Card Account: {credit_card_account_id}\n"
+            f"  - New Checking Balance: ${balance - amount:.2f}\n  - New Credit Card Balance: ${due - amount:.2f}\n"
+            "The payment has been applied immediately.")
 
 
 def _limit_request(status: str, extra: str, description: str) -> Discoverable:
@@ -753,63 +772,3 @@ AGENT_TOOLS: dict[str, Discoverable] = {
 
 
 # ------------------------------------------------------------------------------------------------- user side
-@_tool("user_id:string transaction_id:string", "Dispute the cash back of a credit card transaction.")
-def _cash_back_dispute(ctx: ToolContext, user_id: str, transaction_id: str) -> str:
-    auto = any(key == "dispute_settings" and doc.get("auto_resolve_disputes") for key, doc in find(ctx, "task_config"))
-    key = _dispute_id(user_id, transaction_id)
-    rec = {"dispute_id": key, "user_id": user_id, "transaction_id": transaction_id, "submitted_at": TODAY,
-           "status": "RESOLVED" if auto else "SUBMITTED", **({"resolution": "APPROVED"} if auto else {})}
-    head = _given("Cash back dispute submitted successfully. Your case has been queued for review.",
-                  "submit_cash_back_dispute_0589", user_id=user_id, transaction_id=transaction_id)
-    if find(ctx, "cash_back_disputes", dispute_id=key):
-        return head + "Note: Dispute may have already been submitted for this transaction."
-    put(ctx, "cash_back_disputes", key, rec)
-    status = ("RESOLVED - The dispute has been reviewed and approved. The transaction rewards need to be updated."
-              if auto else "SUBMITTED - Your dispute has been queued for review.")
-    return head + f"Dispute ID: {key}\nStatus: {status}"
-
-
-@_tool("user_id:string card_name:string", "Get a referral link for a card.")
-def _referral_link(ctx: ToolContext, user_id: str, card_name: str) -> str:
-    key = new_id(f"referral_link:{user_id}:{card_name}")
-    head = _given("Referral link generated successfully. Share this link with the person you want to refer.",
-                  "get_referral_link", user_id=user_id, card_name=card_name)
-    if find(ctx, "referrals", referral_id=key):
-        return head + "Note: A referral link for this card may have already been generated."
-    put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": card_name,
-                                "referral_status": "NO_PROGRESS", "date": TODAY})
-    return head + f"Referral ID: {key}\nReferral link: https://rhobank.com/refer/{key}"
-
-
-@_tool("credit_card_account_id:string", "Read the last 4 digits printed on a credit card.", writes=False)
-def _last4(ctx: ToolContext, credit_card_account_id: str) -> str:
-    record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
-    digits = "".join(c for c in new_id(f"card_last4:{credit_card_account_id}", 64) if c.isdigit())[:4].ljust(4, "0")
-    return _given("Card information retrieved successfully.", "get_card_last_4_digits",
-                  credit_card_account_id=credit_card_account_id) + f"Last 4 digits of card: {digits}"
-
-
-@_tool("account_id:string check_amount:number", "Deposit a check into a bank account.")
-def _deposit(ctx: ToolContext, account_id: str, check_amount: float) -> str:
-    head = _given("Check deposited successfully. Funds will be available according to your account's deposit "
-                  "policy.", "deposit_check_3847", account_id=account_id, check_amount=check_amount)
-    amount = money(check_amount)
-    if amount <= 0:
-        raise ToolError("Check amount must be positive.")
-    acc = record(ctx, "accounts", account_id, "Account")
-    if acc.get("status") not in ("ACTIVE", "OPEN"):
-        raise ToolError(f"Account '{account_id}' is not active.")
-    before = money(acc.get("current_holdings", acc.get("balance", 0)))
-    balance = before + amount
-    put(ctx, "accounts", account_id, {**acc, "current_holdings": f"${balance:.2f}"})
-    return head + (f"Check deposit processed!\n  - Account: {account_id}\n  - Check Amount: ${amount:.2f}\n"
-                   f"  - Previous Balance: ${before:.2f}\n  - New Balance: ${balance:.2f}")
-
-
-USER_TOOLS: dict[str, Discoverable] = {
-    "submit_cash_back_dispute_0589": _cash_back_dispute,
-    "get_referral_link": _referral_link,
-    "get_card_last_4_digits": _last4,
-    "deposit_check_3847": _deposit,
-}
-"""The user's discoverable tools by name (τ³'s names)."""

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domains.banking_knowledge.records import listing
+from domains.banking_knowledge.records import listing, new_id
 from simulator.world.kit import ToolContext, ToolError
 
-__all__ = ["TEXTS", "Discoverable", "argument_error", "call", "declare", "done", "executed", "found", "given",
-           "parse_arguments"]
+__all__ = ["TEXTS", "Discoverable", "argument_error", "call", "declare", "dispute_id", "done", "executed", "found",
+           "given", "parse_arguments"]
 
 Handler = Callable[..., str]
 
@@ -132,6 +132,11 @@ def found(ctx: ToolContext, table: str, none: str, **match: Any) -> str:
 def given(title: str, name: str, **arguments: Any) -> str:
     """τ³'s answer head for a user tool: title, ``Executed: NAME``, the arguments as indented JSON, a newline."""
     return executed(title, name, f"Arguments: {json.dumps(arguments, indent=2)}\n")
+
+
+def dispute_id(user_id: str, transaction_id: str) -> str:
+    """A dispute's id: ``dsp_`` and 12 hex digits of ``dispute:USER:TRANSACTION``."""
+    return "dsp_" + new_id(f"dispute:{user_id}:{transaction_id}", 12)
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
