@@ -18,7 +18,7 @@ from rich.markup import escape
 from simulator.cli._common import console, err, fail, option_message
 from simulator.cli._run_options import check_run_paths, run_spec
 from simulator.cli.tasks import refuse_lint_errors
-from simulator.errors import OptionError, SetupError, StoreError
+from simulator.errors import OptionError, SetupError, StoreError, WriteError
 from simulator.execution.session import Interruption, RunOutcome, RunStart, run
 from simulator.report import analyze_run, print_summary
 from simulator.storage.store import DEFAULT_STORE_URL
@@ -161,6 +161,9 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
                       task_check=lambda d, t, selected: refuse_lint_errors(d, t, selected, allow_lint_errors))
     except SetupError as e:
         raise fail(f"set-up error ({e.kind}): {e}") from e
+    except WriteError as e:  # before any trial ran (the store could not open the run): nothing recorded is lost
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from e
     except OptionError as e:
         raise fail(option_message(e)) from e
     except (DomainError, TaskFileError, StoreError, ValueError) as e:
@@ -206,7 +209,9 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
         code = 2 if outcome.abort_kind == "setup_error" else 1
         resume = (f"; resume it with --run-id {outcome.run_id}" if outcome.run_id is not None else
                   f"; resume it with --resume-from {outcome.partial}" if outcome.partial is not None else "")
-        err.print(f"[bold red]error:[/] run stopped: {escape(outcome.aborted)}{resume}", highlight=False)
+        said = f"{outcome.aborted}; run stopped" if outcome.abort_kind == "write_error" else \
+            f"run stopped: {outcome.aborted}"
+        err.print(f"[bold red]error:[/] {escape(said + resume)}", highlight=False)
     elif outcome.error_rate_excess is not None:
         code = 1
         whose = "the run's" if outcome.session_trials == len(outcome.trials) else "this session's"  # resumed

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from simulator.errors import OptionError
+from simulator.errors import OptionError, WriteError
 from simulator.storage.documents import partial_header
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
-__all__ = ["WriteOutcome", "check_store_url", "open_partial", "open_results_store", "partial_path", "write_document",
-           "write_json_atomic"]
+__all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "open_partial",
+           "open_results_store", "partial_path", "write_document", "write_json_atomic"]
 
 
 def check_store_url(url: str) -> None:
@@ -195,3 +195,65 @@ def write_document(out: Path, doc: dict[str, Any]) -> WriteOutcome:
                 written = folder / name
                 break
     return WriteOutcome(written=written, error=error, interrupted=bool(received))
+
+
+def append_line(handle: IO[str], path: Path, line: str) -> None:
+    """Append one line to an open file and flush it.
+
+    Raises:
+        WriteError: the line cannot be written (disk full, read-only, ...); what the file held before stays (a
+            reader drops a last line cut short, :func:`~simulator.storage.documents.load_partial`).
+    """
+    try:
+        handle.write(line + "\n")
+        handle.flush()
+    except OSError as e:
+        raise WriteError(str(path), e.strerror or str(e)) from e
+
+
+def close_quietly(handle: IO[str]) -> None:
+    """Close a file whose last write may have failed (disk full): the flush on close fails the same way.
+
+    That failure was already reported (:class:`~simulator.errors.WriteError`); what was written before stays.
+    """
+    try:
+        handle.close()
+    except OSError:
+        return
+
+
+class GuardedWriter:
+    """A text file that never raises on a failed write: the first error is kept (``error``), later writes dropped.
+
+    For the run's event log, which worker threads write to: a full disk must not crash trials; the session reads
+    ``error`` after each trial and stops the run (:class:`~simulator.errors.WriteError`).
+
+    Args:
+        handle: the open text file.
+        path: its name, for the error.
+    """
+
+    def __init__(self, handle: IO[str], path: str) -> None:
+        self.handle = handle
+        self.path = path
+        self.error: WriteError | None = None
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        """Write ``text`` (nothing once a write failed); return its length."""
+        with self._lock:
+            if self.error is None:
+                try:
+                    self.handle.write(text)
+                except OSError as e:
+                    self.error = WriteError(self.path, e.strerror or str(e))
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush the file (nothing once a write failed)."""
+        with self._lock:
+            if self.error is None:
+                try:
+                    self.handle.flush()
+                except OSError as e:
+                    self.error = WriteError(self.path, e.strerror or str(e))

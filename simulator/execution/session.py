@@ -31,13 +31,16 @@ from typing import IO, Any
 from pydantic import Field
 
 from simulator.dialogue.progress import RunProgress
-from simulator.errors import InputError, OptionError, SpecError
+from simulator.errors import InputError, OptionError, SpecError, WriteError
 from simulator.execution.build import RunServices, build_runner, check_gold
 from simulator.execution.executors import open_executor
 from simulator.execution.preflight import check_credentials, preflight
 from simulator.execution.provenance import git_revision, package_versions, python_version, run_provenance
 from simulator.execution.recording import (
+    GuardedWriter,
+    append_line,
     check_store_url,
+    close_quietly,
     open_partial,
     open_results_store,
     partial_path,
@@ -241,6 +244,7 @@ class _Session:
         self.log: Any = None
         self.log_run_id = run_id or ""
         self.log_handle: IO[str] | None = None
+        self.log_guard: GuardedWriter | None = None
         self.partial_file: IO[str] | None = None
         self.executor: Any = None
         self.bar: RunProgress | None = None
@@ -339,11 +343,12 @@ class _Session:
             self.owns_store = True
         self.store = store
         folder = (Path(self.spec.data_dir) if self.spec.data_dir else runner.domain.default_data_dir()).resolve()
-        info, created = store.open_run(
-            self.run_id, self.spec, [t.id for t in runner.tasks], data_dir=str(folder), data_hash=data_hash(folder),
-            tasks_hash=tasks_hash(runner.tasks), git_revision=git_revision(),
-            packages={**package_versions(), "python": python_version()})
-        self.stack.enter_context(store.lease(info.run_id))
+        with store.writing():
+            info, created = store.open_run(
+                self.run_id, self.spec, [t.id for t in runner.tasks], data_dir=str(folder),
+                data_hash=data_hash(folder), tasks_hash=tasks_hash(runner.tasks), git_revision=git_revision(),
+                packages={**package_versions(), "python": python_version()})
+            self.stack.enter_context(store.lease(info.run_id))
         self.run_id = info.run_id
         done = store.recorded_keys(info.run_id)
         planned = set(info.planned_pairs())
@@ -357,29 +362,36 @@ class _Session:
         if self.spec.log_file is None:
             return
         try:
-            self.log_handle = self.stack.enter_context(open(self.spec.log_file, "a", encoding="utf-8", buffering=1))
+            self.log_handle = open(self.spec.log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+            self.stack.callback(close_quietly, self.log_handle)
         except OSError as e:
             raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
-        self.log = runner.log = run_logger(self.log_handle, self.log_run_id)
+        self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run, see _record
+        self.log = runner.log = run_logger(self.log_guard, self.log_run_id)
 
     def _log_sink(self, lines: list[str]) -> None:
         """Write trials' events from Dask workers to the log file (the driver alone writes it)."""
         if self.log_handle is None:
             return
         with self.lock:
-            self.log_handle.write("".join(line + "\n" for line in lines))
+            (self.log_guard or self.log_handle).write("".join(line + "\n" for line in lines))
 
     # ------------------------------------------------------------------------------------------------ run
 
     def _record(self, t: TrialResult) -> None:
-        """Record a finished trial: progress bar, store, partial file, then ``on_trial``."""
-        if self.bar is not None:
-            self.bar.update(t)
+        """Record a finished trial: store, partial file, progress bar, then ``on_trial``.
+
+        Raises:
+            WriteError: the store, the partial file or the log cannot be written (the runner stops the run).
+        """
+        if self.log_guard is not None and self.log_guard.error is not None:
+            raise self.log_guard.error
         if self.store is not None and self.run_id is not None:
             self.store.record(self.run_id, t)
-        if self.partial_file is not None:
-            self.partial_file.write(t.model_dump_json() + "\n")
-            self.partial_file.flush()
+        if self.partial_file is not None and self.partial is not None:
+            append_line(self.partial_file, self.partial, t.model_dump_json())
+        if self.bar is not None:
+            self.bar.update(t)
         if self.on_trial is not None:
             self.on_trial(t)
 
@@ -409,7 +421,7 @@ class _Session:
         or a stuck agent).
         """
         if self.partial_file is not None:
-            self.partial_file.close()
+            close_quietly(self.partial_file)
         abandon = getattr(self.executor, "abandon", None)
         if abandon is not None:
             abandon()
@@ -422,7 +434,7 @@ class _Session:
     def close(self) -> None:
         """Release the session's resources (partial file, lease, executor, log, progress bar, services)."""
         if self.partial_file is not None:
-            self.partial_file.close()
+            close_quietly(self.partial_file)
         self.stack.close()
 
     def close_store(self) -> None:
@@ -444,7 +456,10 @@ class _Session:
             result = RunResult(config=self.spec, trials=trials, planned=len(order), wall_seconds=result.wall_seconds,
                                termination_reasons=dict(sorted(Counter(t.termination_reason for t in trials).items())))
         if self.store is not None and self.run_id is not None:  # the whole run, earlier sessions included
-            self.store.add_wall_seconds(self.run_id, result.wall_seconds)
+            try:
+                self.store.add_wall_seconds(self.run_id, result.wall_seconds)
+            except WriteError as e:  # the trials are recorded; only this session's wall time is not
+                aborted, abort_kind = aborted or str(e), abort_kind or "write_error"
             result = self.store.load_run_result(self.run_id)
             doc = self.store.load_run_document(self.run_id)
         else:
@@ -459,8 +474,8 @@ class _Session:
             outcome.aborted, outcome.abort_kind = aborted, abort_kind
         elif len(session) < ERROR_RATE_MIN_TRIALS:  # too few (this session) to have been checked while it ran
             outcome.error_rate_excess = run_error_rate(session, self.spec.max_error_rate)
-        if self.out is not None:  # results first: a caller printing into a closed pipe must not lose them
-            self._write(outcome)
+        if self.out is not None and abort_kind != "write_error":  # results first: a caller printing into a closed
+            self._write(outcome)  # pipe must not lose them; after a write error the partial file keeps them
         return outcome
 
     def _write(self, outcome: RunOutcome) -> None:
