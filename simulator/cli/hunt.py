@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from personas.loader import PersonaError, load_personas
-from simulator.cli._common import console, fail, write_json_atomic
+from simulator.cli._common import check_outputs, console, fail, write_output
 from simulator.errors import TausimError
 from simulator.hunt.search import HuntResult
 from simulator.hunt.session import run_hunt
@@ -118,22 +118,18 @@ def hunt_command(
     """
     if prefix and export is None:
         raise fail("--prefix: trajectory-prefix cases are written with the regression cases; add --export FILE")
-    for flag, path in (("--export", export), ("--out", out), ("--html", html)):
-        if path is not None and path.is_dir():
-            raise fail(f"{flag} {path}: is a directory; give a file name such as {path / 'hunt.json'}")
-        if path is not None and not path.parent.is_dir():
-            raise fail(f"{flag} {path}: directory {path.parent} does not exist")
+    check_outputs([("--export", export), ("--out", out), ("--html", html)], [("--tasks", tasks)])
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
         found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent, prefix=prefix)
         result, doc, notes = found.result, found.cases, found.notes
-        if export is not None and doc is not None:
-            write_json_atomic(export, doc)
         report = summary(result, exported=found.exported, examples=found.examples)
-        if html is not None:
-            html.write_text(render_hunt_html(report, title=f"tausim hunt {domain} {agent}"), encoding="utf-8")
     except (TausimError, ValueError, OSError) as e:
         raise fail(str(e)) from e
+    if export is not None and doc is not None:
+        write_output(export, json.dumps(doc, indent=1, default=str))
+    if html is not None:
+        write_output(html, render_hunt_html(report, title=f"tausim hunt {domain} {agent}"))
     console.print(f"hunt: {result.agent_turns} agent turns, {result.saved_turns} saved by forking, "
                   f"{len(result.trials)} trials", highlight=False)
     print_recovery(report.get("recovery"), console)
@@ -143,7 +139,7 @@ def hunt_command(
     if export is not None and doc is not None:
         console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
     if out is not None:
-        write_json_atomic(out, report)
+        write_output(out, json.dumps(report, indent=1, default=str))
         console.print(f"wrote {out}", highlight=False)
     if html is not None:
         console.print(f"wrote {html}", highlight=False)

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from simulator.cli._common import check_outputs, write_output
 from simulator.report import (
     EXPORT_FORMATS,
     RunDocumentError,
@@ -52,20 +53,6 @@ def load_run(run: str, store: str | None) -> dict[str, Any]:
     return load_run_document(path)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    if path.is_dir():
-        raise RunDocumentError(f"{path}: is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise RunDocumentError(f"{path}: directory {path.parent} does not exist")
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise RunDocumentError(f"{path}: cannot write ({e.strerror or e})") from e
-
-
 def report_command(
     run: Annotated[str, typer.Argument(help=_RUN_HELP)],
     store: Annotated[str | None, typer.Option(help=_STORE_HELP)] = None,
@@ -80,13 +67,14 @@ def report_command(
     """
     if format not in ("text", "json"):
         raise _fail(f"--format {format!r}: use text or json")
+    check_outputs([("--html", html)], [("RUN", run if store is None else None)])
     try:
         doc = load_run(run, store)
         report = analyze_run(doc, seed=bootstrap_seed)
-        if html is not None:
-            _write_atomic(html, render_html(report))
     except RunDocumentError as e:
         raise _fail(str(e)) from e
+    if html is not None:
+        write_output(html, render_html(report))
     if format == "json":
         sys.stdout.write(json.dumps(report.summary_json(), indent=1) + "\n")
     else:
@@ -104,14 +92,15 @@ def export_command(
     """Export a run's results in another tool's format (tau-bench: its result JSON list)."""
     if format not in EXPORT_FORMATS:
         raise _fail(f"--format {format!r}: use {', '.join(EXPORT_FORMATS)}")
+    check_outputs([("--out", out)], [("RUN", run if store is None else None)])
     try:
         results = to_tau_bench(load_run(run, store))
-        text = json.dumps(results, indent=2, default=str) + "\n"
-        if out is None:
-            sys.stdout.write(text)
-        else:
-            _write_atomic(out, text)
     except RunDocumentError as e:
         raise _fail(str(e)) from e
+    text = json.dumps(results, indent=2, default=str) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        write_output(out, text)
     if out is not None:
         _console(stderr=True).print(f"wrote {out} ({len(results)} trials)", highlight=False)

@@ -25,7 +25,7 @@ from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
 __all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "open_partial",
-           "open_results_store", "partial_path", "write_document", "write_json_atomic"]
+           "open_results_store", "output_problem", "partial_path", "write_document", "write_json_atomic"]
 
 
 def check_store_url(url: str) -> None:
@@ -48,6 +48,36 @@ def check_store_url(url: str) -> None:
     if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
         raise OptionError("store", url, "an in-memory database keeps nothing after the run; give a file, e.g. "
                                         f"{DEFAULT_STORE_URL}")
+
+
+def output_problem(path: Path, example: str = "run.json") -> str | None:
+    """Say why a file cannot be written, or return None when it can: checked before any work starts.
+
+    A file is created and removed in the target's directory (so read-only file systems, missing permissions and
+    pseudo file systems such as ``/proc`` are found); a disk that fills later is found when it is written.
+
+    Args:
+        path: the output file.
+        example: a file name suggested when ``path`` is a directory.
+
+    Returns:
+        The reason (e.g. ``directory /x is not writable (Read-only file system)``), or None.
+    """
+    if path.is_dir():
+        return f"is a directory; give a file name such as {path / example}"
+    if path.parent.exists() and not path.parent.is_dir():
+        return f"{path.parent} is not a directory"
+    if not path.parent.is_dir():
+        return f"directory {path.parent} does not exist"
+    try:
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=".tausim-probe-")
+    except OSError as e:
+        return f"directory {path.parent} is not writable ({e.strerror or e})"
+    os.close(fd)
+    os.unlink(probe)
+    if path.exists() and not path.is_file():
+        return "is not a regular file"
+    return None
 
 
 def open_results_store(url: str, must_exist: bool = False) -> ResultsStore:

@@ -43,6 +43,7 @@ from simulator.execution.recording import (
     close_quietly,
     open_partial,
     open_results_store,
+    output_problem,
     partial_path,
     write_document,
 )
@@ -215,10 +216,9 @@ def _check_paths(out: str | Path | None, store: str | ResultsStore | None, run_i
     if out is None:
         return None
     path = Path(out)
-    if path.is_dir():
-        raise OptionError("out", str(path), f"is a directory; give a file name such as {path / 'run.json'}")
-    if not path.parent.is_dir():
-        raise OptionError("out", str(path), f"directory {path.parent} does not exist")
+    problem = output_problem(path)
+    if problem is not None:
+        raise OptionError("out", str(path), problem)
     return path
 
 

@@ -157,11 +157,11 @@ def test_unwritable_log_and_html_paths_are_clear_errors(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     res = invoke("run", "--task-ids", "cancel-no-longer-needed", "--log-file", blocker / "x.log")
-    assert res.exit_code == 2 and ("cannot write" in res.output or "not a file in an existing directory" in res.output)
+    assert res.exit_code == 2 and f"{blocker} is not a directory" in res.output
     out = tmp_path / "run.json"
     assert invoke("run", "--task-ids", "cancel-no-longer-needed", "--out", out).exit_code == 0
     res = invoke("report", out, "--html", blocker / "x.html")
-    assert res.exit_code == 2 and ("cannot write" in res.output or "does not exist" in res.output)
+    assert res.exit_code == 2 and f"{blocker} is not a directory" in res.output
 
 
 def test_version_prints_the_installed_package_version():
