@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from personas.loader import PersonaError, load_personas
 from simulator.cli._common import check_outputs, console, fail, write_output
@@ -27,7 +28,7 @@ from simulator.hunt.session import run_hunt
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
 from simulator.stats.faults import recovery_rates
 from simulator.types.results import TrialResult
-from simulator.types.spec import RunSpec
+from simulator.types.spec import RunSpec, format_validation_error
 
 __all__ = ["hunt_command"]
 
@@ -109,6 +110,11 @@ def hunt_command(
         help="Environment faults in the agent's tool calls (as for tausim run: transient=0.05,timeout=0.02,...), so "
              "that hunting exercises recovery.")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the hunt's page (failure clusters) as HTML.")] = None,
+    trial_timeout: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds a trial may run (as for tausim run; inf: no limit); past it the trial is a "
+                        "`timeout` failure, charged --max-steps agent turns. Default: no limit.")] = None,
+    request_timeout: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds one model request may take (as for tausim run); default 60.")] = None,
 ) -> None:
     """Search task x persona x seed x user move for failures; cluster them by signature; export regressions.
 
@@ -121,9 +127,13 @@ def hunt_command(
     check_outputs([("--export", export), ("--out", out), ("--html", html)], [("--tasks", tasks)])
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
+        spec = RunSpec.model_validate({**spec.model_dump(), **{k: v for k, v in (
+            ("trial_timeout", trial_timeout), ("request_timeout", request_timeout)) if v is not None}})
         found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent, prefix=prefix)
         result, doc, notes = found.result, found.cases, found.notes
         report = summary(result, exported=found.exported, examples=found.examples)
+    except ValidationError as e:
+        raise fail(format_validation_error("hunt options", e)) from e
     except (TausimError, ValueError, OSError) as e:
         raise fail(str(e)) from e
     if export is not None and doc is not None:

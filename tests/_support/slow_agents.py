@@ -106,3 +106,8 @@ def last_of_batch_waits_for_the_first(ctx):
         if not marker.exists():
             return _Raising("trial 0 had not reached the driver while trial 3 of its batch ran")
     return OracleAgent(ctx)
+
+
+def stuck(ctx):
+    """An agent that never answers (every trial)."""
+    return _Stuck()
