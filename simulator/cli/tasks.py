@@ -12,7 +12,7 @@ from rich.console import Console
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
 from simulator.cli.domain import print_findings
-from simulator.types.tasks import TaskFileError
+from simulator.types.tasks import TOO_DEEP, TaskFileError, not_utf8
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.suites import split_task_file
 
@@ -27,6 +27,10 @@ def _file_domain(path: Path) -> str | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None  # the loader reports it with file and position
+    except UnicodeDecodeError as e:
+        raise fail(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
+    except RecursionError:
+        raise fail(f"{path}: {TOO_DEEP}") from None
     return data.get("domain") if isinstance(data, dict) else None
 
 

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.errors import SpecError
 from simulator.types.faults import FaultRates
-from simulator.types.tasks import Budget
+from simulator.types.tasks import TOO_DEEP, Budget, not_utf8
 
 __all__ = ["EXECUTOR_HELP", "MAX_PLANNED_TRIALS", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "JudgeSpec",
            "RunSpec", "SpecError", "format_validation_error", "load_spec", "parse_executor", "spec_differences"]
@@ -314,6 +314,10 @@ def load_spec(path: str | Path) -> RunSpec:
         raise SpecError(f"{p}: cannot read: {e.strerror or e}") from e
     except json.JSONDecodeError as e:
         raise SpecError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{p}: {not_utf8(p.read_bytes(), e)}") from None
+    except RecursionError:
+        raise SpecError(f"{p}: {TOO_DEEP}") from None
     try:
         return RunSpec.model_validate(data)
     except ValidationError as e:

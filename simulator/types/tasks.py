@@ -746,8 +746,25 @@ def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise TaskFileError(f"{p}: cannot read task file: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise TaskFileError(f"{p}: {not_utf8(p.read_bytes(), e)}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise TaskFileError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except RecursionError:
+        raise TaskFileError(f"{p}: {TOO_DEEP}") from None
     return parse_tasks(data, str(p), domain)
+
+
+TOO_DEEP = "JSON nested too deeply to read (Python's parser stops at about 1,000 levels)"
+"""The message of a JSON text whose nesting exhausts the parser's recursion (e.g. 100,000 ``[``)."""
+
+
+def not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
+    """Say why a file is not UTF-8 text, naming a UTF-16 or UTF-32 byte-order mark when it has one."""
+    for bom, name in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+                      (b"\xfe\xff", "UTF-16")):
+        if raw.startswith(bom):
+            return f"the file is {name} text; save it as UTF-8"
+    return f"not UTF-8 text ({error.reason} at byte {error.start}); save it as UTF-8"
