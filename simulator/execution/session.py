@@ -140,6 +140,7 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         out: str | Path | None = None, resume: str | Path | Sequence[TrialResult] | None = None,
         on_start: Callable[[RunStart], Any] | None = None, on_trial: Callable[[TrialResult], Any] | None = None,
         on_interrupt: Callable[[Interruption], Any] | None = None, progress: bool = False,
+        progress_every: float | None = 30.0,
         log_file: str | Path | None = None, otel: str | Path | None = None, dask_timeout: float = 10.0,
         task_check: TaskCheck | None = None) -> RunOutcome:
     """Run a spec as ``tausim run`` does: build, check, execute, record, write the run document.
@@ -161,7 +162,9 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         on_trial: called with each finished trial once it is recorded (from the thread collecting results).
         on_interrupt: called with an :class:`Interruption` on Ctrl-C, once the run's resources are released
             (the executor's workers are abandoned, not waited for); when it returns, the KeyboardInterrupt goes on.
-        progress: show a live progress bar on stdout when it is a terminal.
+        progress: show a live progress bar on stdout when it is a terminal; else a progress line (done/planned,
+            pass rate, cost, ETA) every ``progress_every`` seconds.
+        progress_every: seconds between progress lines when stdout is not a terminal (a CI log); None or 0: none.
         log_file: append the run's JSON-lines event log here (sets ``spec.log_file``).
         otel: append the run's OpenTelemetry spans (JSON lines) here (extra ``tausim[otel]``).
         dask_timeout: seconds to wait for a ``dask://`` scheduler.
@@ -191,6 +194,7 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         spec = spec.model_copy(update={"log_file": str(log_file)})
     session = _Session(spec, store=store, run_id=run_id, out=out_path, progress=progress, on_trial=on_trial,
                        on_interrupt=on_interrupt)
+    session.progress_every = progress_every
     try:
         try:
             session.build(dask_timeout=dask_timeout, otel=otel, task_check=task_check, resume=resume,
@@ -234,6 +238,7 @@ class _Session:
         self.out = out
         self.partial = partial_path(out) if out is not None else None
         self.show_progress = progress
+        self.progress_every: float | None = None
         self.on_trial = on_trial
         self.on_interrupt = on_interrupt
         self.stack = ExitStack()  # run-owned services: cache file, store lease, executor, log file, progress bar
@@ -275,7 +280,10 @@ class _Session:
         if self.log is not None:
             self.log.info("run_start", config=self.spec.model_dump(mode="json"))
         planned = len(self.only) if self.only is not None else len(runner.planned())
-        self.bar = self.stack.enter_context(RunProgress(planned, enabled=sys.stdout.isatty() and self.show_progress))
+        tty = sys.stdout.isatty()
+        self.bar = self.stack.enter_context(RunProgress(
+            planned, enabled=tty and self.show_progress,
+            lines_every=self.progress_every if self.show_progress and not tty else None))
         if self.partial is not None:
             try:
                 self.partial_file = open_partial(self.partial, self.spec, len(runner.planned()), self.previous or [],
