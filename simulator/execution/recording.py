@@ -25,7 +25,8 @@ from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
 __all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "open_partial",
-           "open_results_store", "output_problem", "partial_path", "write_document", "write_json_atomic"]
+           "open_results_store", "output_problem", "partial_lock", "partial_path", "write_document",
+           "write_json_atomic"]
 
 
 def check_store_url(url: str) -> None:
@@ -287,3 +288,50 @@ class GuardedWriter:
                     self.handle.flush()
                 except OSError as e:
                     self.error = WriteError(self.path, e.strerror or str(e))
+
+
+@contextmanager
+def partial_lock(path: Path, option: str) -> Iterator[None]:
+    """Hold the lock of a partial run file (``FILE.lock`` beside it) while a run writes or resumes it.
+
+    Like the store's lease (:class:`~simulator.storage.lease.RunLease`): a second process resuming the same partial
+    file, or writing the same ``--out``, is refused instead of running the same trials and overwriting the file.
+    The lock is the operating system's (``flock``), so a killed process never leaves it held; the lock file is
+    removed on release.
+
+    Args:
+        path: the partial file.
+        option: the argument it came from, for the error (``resume`` or ``out``).
+
+    Raises:
+        OptionError: another live process holds it (the message gives its pid).
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; the run goes on unlocked
+        yield
+        return
+    lock = path.with_name(path.name + ".lock")
+    try:
+        handle = lock.open("a+", encoding="utf-8")
+    except OSError:  # a read-only folder (a partial file only read): nobody can write it there either
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise OptionError(option, str(path), f"another tausim process (pid {holder}) is running this run now; "
+                                                 "wait for it to end, or stop it first") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
+    finally:
+        handle.close()

@@ -44,6 +44,7 @@ from simulator.execution.recording import (
     open_partial,
     open_results_store,
     output_problem,
+    partial_lock,
     partial_path,
     write_document,
 )
@@ -292,13 +293,24 @@ class _Session:
                 raise OptionError("out", str(self.out), f"cannot write next to it ({e.strerror})") from e
 
     def _read_resume(self, resume: str | Path | Sequence[TrialResult] | None) -> RunSpec | None:
-        """Take the trials of ``resume``; return the spec of its partial file (None when given trials or nothing)."""
+        """Take the trials of ``resume``; return the spec of its partial file (None when given trials or nothing).
+
+        The partial files read and written are locked first (:func:`partial_lock`): two processes never resume
+        the same file at once.
+        """
+        source = Path(resume) if isinstance(resume, (str, Path)) else None
+        same = source is not None and self.partial is not None and source.resolve() == self.partial.resolve()
+        if self.partial is not None:
+            self.stack.enter_context(partial_lock(self.partial, "resume_from" if same else "out"))
         if resume is None:
             return None
-        if isinstance(resume, (str, Path)):
-            file_spec, trials, _ = load_partial(resume)
+        if source is not None:
+            if not same:
+                self.stack.enter_context(partial_lock(source, "resume_from"))
+            file_spec, trials, _ = load_partial(source)
             self.previous = list(trials)
             return file_spec
+        assert not isinstance(resume, (str, Path))
         self.previous = list(resume)
         return None
 

@@ -73,3 +73,36 @@ def test_a_run_off_a_terminal_prints_progress_lines(tmp_path):
     assert all(pattern.fullmatch(line) for line in lines), lines
     done_counts = [int(pattern.fullmatch(line).group(1)) for line in lines]  # type: ignore[union-attr]
     assert done_counts == sorted(done_counts)
+
+
+def test_two_resumes_of_one_partial_file_the_second_refuses(tmp_path):
+    import time
+
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    out = tmp_path / "run.json"
+    partial = tmp_path / "run.json.partial.jsonl"
+    code, _, lines = interrupt_run(
+        ["run", "--agent", "py:tests._support.slow_agents:stuck_after_first", "--trials", "2", "--concurrency", "2",
+         "--task-ids", "cancel-no-longer-needed", "--out", str(out)], partial, 1, 60)
+    assert code == 130 and len(lines) == 1
+    # the first resume hangs on the stuck trial, holding the file
+    first = subprocess.Popen([sys.executable, "-m", "simulator.cli", "run", "--resume-from", str(partial), "--out",
+                              str(out)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = Path(f"{partial}.lock")
+        deadline = time.monotonic() + 60
+        while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lock.exists(), "the first resume never took the lock"
+        second = CliRunner().invoke(app, ["run", "--resume-from", str(partial), "--out", str(out)])
+        assert second.exit_code == 2, second.output
+        assert (f"--out {partial}: another tausim process (pid {first.pid}) is running this run now; wait "
+                "for it to end, or stop it first") in second.output
+        assert len(partial.read_text().splitlines()) == 2  # header + the one trial: untouched by the second
+    finally:
+        first.kill()
+        first.communicate()
