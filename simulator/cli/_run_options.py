@@ -20,7 +20,32 @@ from simulator.types.spec import RunSpec, SpecError, format_validation_error, lo
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
 
-__all__ = ["check_run_paths", "run_spec"]
+__all__ = ["check_run_paths", "refuse_ignored_options", "run_spec"]
+
+_THE_FILES = ("domain", "data", "tasks", "split", "task_ids", "tags", "exclude_tags", "agent", "user", "fallback_user",
+              "personas", "trials", "seed", "max_turns", "max_steps", "temperature", "api_base", "option", "budgets",
+              "judge", "judge_api_base", "judge_calibration", "judge_min_kappa", "trial_timeout")
+"""Options that describe the run itself: with ``--spec`` or ``--resume-from`` the file's values are used instead."""
+
+
+def refuse_ignored_options(options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """Refuse (exit 2) run options given with ``--spec`` or ``--resume-from``, which would be ignored silently.
+
+    Args:
+        options: ``run_command``'s parameters by name.
+        defaults: their default values (an option is "given" when its value differs).
+
+    Raises:
+        typer.Exit: code 2, naming the options.
+    """
+    source = ("--resume-from" if options.get("resume_from") is not None else
+              "--spec" if options.get("spec_file") is not None else None)
+    if source is None:
+        return
+    given = [f"--{k.replace('_', '-')}" for k in _THE_FILES if options.get(k) != defaults.get(k)]
+    if given:
+        raise fail(f"{', '.join(given)}: ignored with {source} (the run is the file's); leave "
+                   f"{'it' if len(given) == 1 else 'them'} out, or edit the file")
 
 
 def check_run_paths(options: Mapping[str, Any]) -> None:

@@ -7,6 +7,7 @@ executor's life) is the library's :func:`simulator.execution.session.run`.
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import sys
@@ -20,7 +21,7 @@ import typer
 from rich.markup import escape
 
 from simulator.cli._common import console, err, fail, option_message
-from simulator.cli._run_options import check_run_paths, run_spec
+from simulator.cli._run_options import check_run_paths, refuse_ignored_options, run_spec
 from simulator.cli.tasks import refuse_lint_errors
 from simulator.errors import OptionError, SetupError, StoreError, WriteError
 from simulator.execution.session import Interruption, RunOutcome, RunStart, run
@@ -136,10 +137,14 @@ def run_command(
     up (the run stops; what was recorded is kept, rerun to resume); 130 on Ctrl-C, 143 on SIGTERM (a CI job
     cancelled), both saying where the finished trials are and how to resume.
     """
+    refuse_ignored_options(locals(), _DEFAULTS)
     check_run_paths(locals())
     spec, previous = run_spec(locals())
     execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
             allow_lint_errors=allow_lint_errors, previous=previous, progress_every=progress_every)
+
+
+_DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).parameters.items()}
 
 
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
