@@ -147,6 +147,8 @@ def _personas(o: Any) -> list[Any] | None:
     """The ``--personas`` the user plays, or None."""
     if o.personas is None:
         return None
+    if not o.personas.replace(",", "").strip():
+        raise ValueError("--personas: empty; give persona names (NAME[,NAME...]: shipped names or .json files) or all")
     if not (o.user in ("rule",) or o.user.startswith(("llm:", "py:"))):
         raise ValueError(f"--personas needs a user that plays personas (--user rule or llm:MODEL), not {o.user!r}")
     try:

@@ -113,3 +113,8 @@ def last_of_batch_waits_for_the_first(ctx):
 def stuck(ctx):
     """An agent that never answers (every trial)."""
     return _Stuck()
+
+
+def returns_none(ctx):
+    """A factory that forgot its ``return``."""
+    OracleAgent(ctx)
