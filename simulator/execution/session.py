@@ -255,6 +255,7 @@ class _Session:
         self.executor: Any = None
         self.bar: RunProgress | None = None
         self.runner: Runner | None = None
+        self.services: RunServices | None = None
         self.lock = threading.Lock()
 
     # ---------------------------------------------------------------------------------------------- set up
@@ -322,7 +323,7 @@ class _Session:
         spec = spec.model_copy(update={"options": {**dom.default_options(data), **spec.options}})
         if spec.preflight:
             check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
-        services = self.stack.enter_context(RunServices.open(spec))
+        services = self.services = self.stack.enter_context(RunServices.open(spec))
 
         def check(d: Domain, template: TemplateDatabase, tasks: list[Task], selected: list[Task]) -> Any:
             replays = check_gold(d, template, tasks, data, selected)
@@ -406,6 +407,9 @@ class _Session:
         """
         if self.log_guard is not None and self.log_guard.error is not None:
             raise self.log_guard.error
+        cache = self.services.cache if self.services is not None else None
+        if cache is not None and cache.write_error is not None:
+            raise WriteError(str(cache.path), cache.write_error)
         if self.store is not None and self.run_id is not None:
             self.store.record(self.run_id, t)
         if self.partial_file is not None and self.partial is not None:

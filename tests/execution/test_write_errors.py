@@ -148,3 +148,45 @@ def test_the_guarded_writer_keeps_the_first_error_and_drops_later_writes(tmp_pat
     assert g.write("a") == 1 and g.write("b") == 1
     g.flush()
     assert str(g.error) == "cannot write /x/log: No space left on device"
+
+
+def test_a_full_disk_at_the_response_cache_stops_the_run(tmp_path, monkeypatch):
+    import sqlite3
+
+    from simulator.models.cache import SQLiteCache
+    from simulator.models.llm import LLMResult
+
+    cache = SQLiteCache(tmp_path / "c.db")
+
+    class Full:
+        def execute(self, *a: Any) -> Any:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        def close(self) -> None:
+            pass
+
+    real = cache._conn
+    cache._conn = Full()  # type: ignore[assignment]
+    result = LLMResult.model_validate({"message": {"role": "assistant", "content": "hi"}, "usage": {},
+                                       "latency_s": 0.1, "model": "m"})
+    cache["k"] = result  # the model call goes on
+    assert cache.write_error == "database or disk is full"
+    cache._conn = real
+    cache["k2"] = result  # dropped from now on
+    assert "k2" not in cache
+    cache.close()
+
+    from simulator.execution.build import RunServices
+
+    real_open = RunServices.open
+
+    def open_full(spec: Any, **kw: Any) -> Any:
+        services = real_open(spec, **kw)
+        if services.cache is not None:
+            services.cache.write_error = "database or disk is full"
+        return services
+
+    monkeypatch.setattr(RunServices, "open", classmethod(lambda cls, spec, **kw: open_full(spec, **kw)))
+    run = simulator.run(_spec(cache=str(tmp_path / "cache.db")))
+    assert run.abort_kind == "write_error"
+    assert run.aborted == f"cannot write {tmp_path / 'cache.db'}: database or disk is full"
