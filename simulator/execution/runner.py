@@ -41,7 +41,6 @@ from simulator.dialogue.caps import TimeLimit
 from simulator.dialogue.conversation import Conversation, is_async_agent
 from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
 from simulator.dialogue.prefix import apply_state, check_next_step, run_next_turn
-from simulator.errors import WriteError
 from simulator.execution.aio import WorkerLoops
 from simulator.execution.prepare import prepare_task, prepare_tasks
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
@@ -634,17 +633,15 @@ class Runner:
         Args:
             executor: where trials run; default a thread pool of ``config.concurrency`` workers.
             on_trial: called (in the calling thread) with each trial as soon as it finishes, e.g. to
-                record it; the order is completion order. When it raises :class:`~simulator.errors.WriteError`
-                (the trial cannot be recorded) the run stops (``abort_kind`` ``write_error``): queued trials are
-                dropped, and that trial and those still running are left out of the result.
+                record it; the order is completion order.
             only: run just these (task id, persona, trial index) keys (e.g. the ones a resumed run has not
                 recorded yet); None runs every planned key.
 
         Returns:
             The :class:`RunResult`, trials sorted by task order then trial index. Its metrics are computed
             when the trials cover every planned pair, and are empty otherwise (a subset cannot give pass^k).
-            A run stopped early (a ``setup_error`` trial, ``config.max_error_rate`` exceeded, a trial that cannot be
-            recorded) has ``aborted`` (why) and ``abort_kind`` (``setup_error``, ``error_rate``, ``write_error``) set.
+            A run stopped early (a ``setup_error`` trial, or ``config.max_error_rate`` exceeded) has
+            ``aborted`` (why) and ``abort_kind`` (``setup_error`` or ``error_rate``) set.
 
         Raises:
             ValueError: ``only`` names a key that is not planned.
@@ -683,17 +680,11 @@ class Runner:
                 if fut.cancelled():  # dropped after the run was stopped
                     continue
                 res = fut.result()
-                if on_trial is not None:
-                    try:
-                        on_trial(res)
-                    except WriteError as e:  # cannot be recorded (disk full): stop, keep what was recorded
-                        aborted = ("write_error", str(e))
-                        for f in futures:
-                            f.cancel()
-                        break
                 results.append(res)
                 if res.termination_reason in _ERRORS:
                     errors[res.termination_reason] += 1
+                if on_trial is not None:
+                    on_trial(res)
                 if aborted is None:
                     aborted = self._stop_reason(results, errors)
                     if aborted is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -256,6 +257,7 @@ class _Session:
         self.bar: RunProgress | None = None
         self.runner: Runner | None = None
         self.services: RunServices | None = None
+        self.recorded: list[TrialResult] = []  # this call's trials, once recorded
         self.lock = threading.Lock()
 
     # ---------------------------------------------------------------------------------------------- set up
@@ -403,7 +405,8 @@ class _Session:
         """Record a finished trial: store, partial file, progress bar, then ``on_trial``.
 
         Raises:
-            WriteError: the store, the partial file or the log cannot be written (the runner stops the run).
+            WriteError: the store, the partial file, the log or the cache cannot be written: the run stops
+                (:meth:`execute`); the trial and those still running are not recorded.
         """
         if self.log_guard is not None and self.log_guard.error is not None:
             raise self.log_guard.error
@@ -414,23 +417,35 @@ class _Session:
             self.store.record(self.run_id, t)
         if self.partial_file is not None and self.partial is not None:
             append_line(self.partial_file, self.partial, t.model_dump_json())
+        self.recorded.append(t)
         if self.bar is not None:
             self.bar.update(t)
         if self.on_trial is not None:
             self.on_trial(t)
 
     def execute(self) -> RunResult:
-        """Run the planned trials; on Ctrl-C release everything, call ``on_interrupt`` and re-raise."""
+        """Run the planned trials; on Ctrl-C release everything, call ``on_interrupt`` and re-raise.
+
+        When a trial cannot be recorded (:class:`~simulator.errors.WriteError`: disk full, read-only) the run stops
+        with ``abort_kind`` ``write_error``; its result holds the trials recorded so far.
+        """
         runner = self.runner
         assert runner is not None
         # The run's data stays alive to the end: keep it out of the cyclic GC, whose full passes over a large data
         # set stall every trial thread for ~0.3 s (measured with scripts/bench-concurrency); rarer young passes.
         settle_heap()
+        t0 = time.perf_counter()
         try:
             result = runner.run(executor=self.executor, on_trial=self._record, only=self.only)
         except KeyboardInterrupt:
             self._interrupted()
             raise
+        except WriteError as e:  # a trial could not be recorded (disk full): stop; what was recorded is the result
+            order = {key: i for i, key in enumerate(runner.planned())}
+            kept = sorted(self.recorded, key=lambda t: order[trial_key(t)])
+            result = RunResult(config=self.spec, trials=kept, planned=len(order), aborted=str(e),
+                               abort_kind="write_error", wall_seconds=time.perf_counter() - t0,
+                               termination_reasons=dict(sorted(Counter(t.termination_reason for t in kept).items())))
         if self.log is not None:
             self.log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
                           metrics=result.metrics, termination_reasons=result.termination_reasons,
