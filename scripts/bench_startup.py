@@ -1,0 +1,75 @@
+"""Benchmark: start-up of the ``tausim`` command and of the library, as whole processes (min of N runs).
+
+Four figures, each the fastest of ``--runs`` runs of a fresh process (wall time, ``time.perf_counter`` around
+``subprocess.run``; the minimum is the figure least disturbed by other work on the machine), against its limit:
+``tausim --version`` <= 0.3 s, ``tausim --help`` <= 0.3 s, ``python -c "import simulator"`` <= 0.15 s and a one-task
+oracle run (``tausim run --task-ids cancel-no-longer-needed``, built-in retail data) <= 1.0 s. Exits 1 when a figure
+is over its limit (the only benchmark that judges: start-up is a promise of the command line).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _bench import ROOT, machine, parser
+
+
+def tausim() -> list[str]:
+    """The ``tausim`` console script beside this interpreter (else on PATH), as a command."""
+    beside = Path(sys.executable).parent / "tausim"
+    found = str(beside) if beside.exists() else shutil.which("tausim")
+    if found is None:
+        raise SystemExit("bench-startup: no tausim script beside the interpreter or on PATH (pip install -e .)")
+    return [found]
+
+
+def fastest(cmd: list[str], runs: int, cwd: str) -> float:
+    """Seconds of the fastest of ``runs`` runs of ``cmd`` (after one warm-up run); exits 2 if the command fails."""
+    times = []
+    for i in range(runs + 1):
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+        elapsed = time.perf_counter() - t0
+        if out.returncode != 0:
+            raise SystemExit(f"bench-startup: {' '.join(cmd)} exited {out.returncode}:\n{out.stderr[-2000:]}")
+        if i:
+            times.append(elapsed)
+    return min(times)
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=5, help="counted runs per figure (default: %(default)s)")
+    args = p.parse_args()
+    cli = tausim()
+    figures = [
+        ("tausim --version", [*cli, "--version"], 0.3),
+        ("tausim --help", [*cli, "--help"], 0.3),
+        ('python -c "import simulator"', [sys.executable, "-c", "import simulator"], 0.15),
+        ("one-task oracle run", [*cli, "run", "--task-ids", "cancel-no-longer-needed"], 1.0),
+    ]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"bench-startup: min of {args.runs} runs per figure (after a warm-up); load average {load:.2f}; "
+          f"{machine()}")
+    over = []
+    with tempfile.TemporaryDirectory() as cwd:  # a run may write files: not into the checkout
+        for label, cmd, limit in figures:
+            seconds = fastest(cmd, args.runs, cwd)
+            ok = seconds <= limit
+            if not ok:
+                over.append(label)
+            print(f"  {label:30s} {seconds:6.3f} s  (limit {limit:.2f} s) {'ok' if ok else 'OVER'}")
+    if over:
+        print(f"over the limit: {', '.join(over)} (a loaded machine slows every figure: see the load average)")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    main()
