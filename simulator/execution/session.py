@@ -55,11 +55,16 @@ from simulator.types.tasks import Task
 from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, get_domain
 
-__all__ = ["Interruption", "RunOutcome", "RunStart", "TaskCheck", "run"]
+__all__ = ["SETTLE_MIN_TRIALS", "Interruption", "RunOutcome", "RunStart", "TaskCheck", "run"]
 
 TaskCheck = Callable[[Domain, TemplateDatabase, list[Task]], Any]
 """An extra check of the tasks a run is about to run: ``(domain, template, selected tasks) -> ignored``; it raises
 to refuse the run (e.g. the command line's refusal of tasks with lint errors)."""
+
+
+SETTLE_MIN_TRIALS = 32
+"""Runs of at least this many trials settle the heap (:func:`~simulator.execution.runner.settle_heap`) before their
+trials; a shorter one would spend more on the full collection than its trials lose to the GC."""
 
 
 @dataclass(frozen=True)
@@ -397,7 +402,10 @@ class _Session:
         assert runner is not None
         # The run's data stays alive to the end: keep it out of the cyclic GC, whose full passes over a large data
         # set stall every trial thread for ~0.3 s (measured with scripts/bench-concurrency); rarer young passes.
-        settle_heap()
+        # A short run is over before that matters: it skips the full collection settling costs (a one-task run).
+        planned = len(self.only) if self.only is not None else len(runner.planned())
+        if planned >= SETTLE_MIN_TRIALS:
+            settle_heap()
         try:
             result = runner.run(executor=self.executor, on_trial=self._record, only=self.only)
         except KeyboardInterrupt:
