@@ -44,6 +44,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
@@ -253,6 +254,12 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                                 **IDLE_SETTINGS}
     if allowed_failures is not None:
         settings["distributed.scheduler.allowed-failures"] = allowed_failures
+    if kind == "local" and known_model_free(spec) and sys.platform == "linux":
+        # a model-free run's worker processes are forked, not spawned: they start with the driver's modules loaded
+        # instead of importing tausim, SQLAlchemy and Dask again (230 oracle trials on local:2: 8.6 -> 5.1 s of
+        # CPU in all processes, measured with /usr/bin/time); a model run keeps spawn (its driver holds model
+        # clients' sockets and threads after the pre-flight, which a fork would copy)
+        settings["distributed.worker.multiprocessing-method"] = "fork"
     cluster = None
     client = None
     try:
