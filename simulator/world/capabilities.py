@@ -184,6 +184,19 @@ class DualControl(DomainEssentials):
         """
         return frozenset()
 
+    def user_records(self, trial: TrialDatabase, dump: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the records the user's tools act on, from a dump of the trial (:meth:`dump`).
+
+        Default: the user's tables (:meth:`user_tables`). A domain whose user side can come to act on the agent's
+        records (τ³'s mock after a task's ``agent_data``) returns those instead.
+
+        Args:
+            trial: the trial's database (for what the domain recorded at setup).
+            dump: its :meth:`dump`.
+        """
+        tables = self.user_tables()
+        return {t: v for t, v in dump.items() if t in tables}
+
     def sync(self, ctx: ToolContext) -> None:
         """Bring the two sides of a trial's database in line after a step (agent or user); default: nothing.
 
