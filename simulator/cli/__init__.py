@@ -66,7 +66,8 @@ COMMANDS: dict[str, CommandEntry] = {
                            "Summarise a run: pass^k with confidence intervals, failures, cost and latency; "
                            "optionally an HTML page."),
     "export": CommandEntry("simulator.cli.report", "export_command",
-        "Export a run's results in another tool's format (tau-bench: its result JSON list)."),
+        "Export a run's results in another tool's format: tau-bench, τ³ (tau2) or a τ³ leaderboard "
+        "submission."),
     "baseline": CommandEntry("simulator.cli.gate", "baseline_command",
         "Derive per-task budgets from a run's passing trials, to apply with `tausim run --budgets FILE`."),
     "gate": CommandEntry("simulator.cli.gate", "gate_command",

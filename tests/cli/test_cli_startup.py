@@ -59,7 +59,7 @@ def test_the_listed_help_is_each_commands_own_first_paragraph():
     for name, entry in COMMANDS.items():
         command = load_command(name)
         own = " ".join(inspect.cleandoc(command.help or "").split("\n\n")[0].split())
-        assert entry.summary == own, name
+        assert entry.summary == own, f"{name}: update its summary in simulator.cli.COMMANDS to {own!r}"
 
 
 def test_root_help_lists_every_command_and_version_reads_the_metadata():
