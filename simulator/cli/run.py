@@ -54,7 +54,7 @@ def run_command(
     concurrency: Annotated[int | None, typer.Option(
         min=1, help="Trials run at once (raise it for model-bound agents); default 1.")] = None,
     executor: Annotated[str | None, typer.Option(
-        help=f"Where trials run: {EXECUTOR_HELP}; default threads.")] = None,
+        help=f"Where trials run: {EXECUTOR_HELP}; default auto (the run header says which and why).")] = None,
     dask_timeout: Annotated[float, typer.Option(
         min=0.1, help="Seconds to wait for a dask:// scheduler.")] = 10.0,
     spec_file: Annotated[Path | None, typer.Option(
@@ -171,7 +171,10 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
 
 
 def _print_start(start: RunStart) -> None:
-    """Say which run starts: its store run id (new or resumed) or the trials ``--resume-from`` holds."""
+    """Say which run starts and where its trials run.
+
+    The run: its store run id (new or resumed), or the trials ``--resume-from`` holds; then the executor and why.
+    """
     if start.run_id is not None and start.created:
         console.print(f"run id: {start.run_id} (new; {start.planned} trials planned; store {start.store_url})",
                       highlight=False)
@@ -181,6 +184,8 @@ def _print_start(start: RunStart) -> None:
     elif start.resumed:
         console.print(f"resuming: {start.recorded} of {start.planned} trials recorded, running {start.to_run}",
                       highlight=False)
+    if start.executor is not None:
+        console.print(f"executor: {escape(start.executor.reason)}", highlight=False)
 
 
 def _print_write_error(out: Path | None, error: str | None, written: Path | None) -> None:
