@@ -94,6 +94,11 @@ def run_command(
         help="Calibration file (`tausim judge calibrate --out`); without one of the same model reaching "
              "--judge-min-kappa the judge is recorded but does not gate.")] = None,
     judge_min_kappa: Annotated[float, typer.Option(help="Minimum calibration kappa for the judge to gate.")] = 0.6,
+    judge_anchors: Annotated[Path | None, typer.Option(
+        help="Labels file (the `tausim judge calibrate` format): human-graded examples shown to the judge before "
+             "every assertion, fixed points against scale drift.")] = None,
+    strict_judge: Annotated[bool, typer.Option(
+        "--strict-judge", help="Refuse a gating judge of the agent's model family (default: warn).")] = False,
     trial_timeout: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds a trial may run; past it the trial is recorded `timeout` (its thread is "
                         "abandoned). Default: no limit.")] = None,

@@ -127,6 +127,10 @@ class JudgeSpec(ComponentSpec):
     """Calibration file (``tausim judge calibrate --out``); None: the judge is recorded but does not gate."""
     min_kappa: float = 0.6
     """Minimum calibration kappa for the judge to gate."""
+    anchors: str | None = None
+    """Labels file of human-graded examples shown to the judge before every assertion (against scale drift)."""
+    strict: bool = False
+    """Refuse a gating judge of the agent's model family (default: the run warns in the judge's note)."""
 
 
 class RunSpec(BaseModel):
