@@ -122,6 +122,18 @@ class SuiteOptions(DomainEssentials):
         """
         return self.policy()
 
+    def task_policy(self, policy: str, task: Task, options: Mapping[str, Any]) -> str:
+        """Return the policy one task's agent gets; default: ``policy`` unchanged.
+
+        A suite whose prompt holds per-task material (τ³ banking_knowledge's required documents) fills it in here.
+
+        Args:
+            policy: the run's policy (:meth:`policy_for`, or ``--policy``).
+            task: the trial's task.
+            options: the template's options.
+        """
+        return policy
+
 
 class SinksAndEvents(DomainEssentials):
     """Optional: sinks (outbox, ledger, clock) kept in the trial database, named domain events, the domain's "now"."""
