@@ -25,7 +25,7 @@ def load_command(name: str) -> Command:
     entry = COMMANDS[name]
     obj = getattr(importlib.import_module(entry.module), entry.attr)
     if isinstance(obj, typer.Typer):
-        command = typer.main.get_command(obj)
+        command = typer.main.get_group(obj)  # a group even with one command (tausim user check)
     else:
         single = typer.Typer(add_completion=False)
         single.command(name)(obj)
