@@ -38,7 +38,8 @@ def test_custom_agent_by_reference(tmp_path):
     (trial,) = doc["trials"]
     assert trial["task_id"] == "cancel-no-longer-needed" and trial["passed"] is False
     assert trial["trajectory"]["messages"][1]["content"] == "Sorry, I cannot help."
-    assert trial["grade"]["failure"] == "state"
+    # nothing done: the goal state is missed, and the retail policy's identify-first rule (at the trial's end) too
+    assert trial["grade"]["failure"] == "state, process"
 
 
 def test_bad_references_and_out_paths(tmp_path):
