@@ -37,6 +37,8 @@ The tree::
     ├── SessionEnded(RuntimeError)     a tool call on a served trial that has ended (simulator.interop.mcp_server)
     ├── InfrastructureError            a service tausim depends on failed; the trial is ``infra_error`` or the
     │   │                              run stops, never graded as the agent's failure
+    │   ├── WriteError                     a file or database cannot be written (disk full, read-only): the run
+    │   │                                  stops, what was recorded stays; ``.path``, ``.cause``
     │   └── LLMError                       a model call failed (simulator.models.llm); ``.model``, ``.attempts``
     │       ├── LLMInfraError                  transient (rate limit, timeout, 5xx) after every retry
     │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
@@ -100,6 +102,7 @@ __all__ = [
     "TausimError",
     "ToolError",
     "WallClockRead",
+    "WriteError",
 ]
 
 
@@ -197,6 +200,22 @@ class ToolError(TausimError):
 
 class InfrastructureError(TausimError):
     """A service tausim depends on (a model API, a worker) failed; nobody in the trial is at fault."""
+
+
+class WriteError(InfrastructureError):
+    """A place a run records into cannot be written: a full disk, a read-only file system, a revoked permission.
+
+    The run stops (its trials recorded so far are kept, and it can be resumed once the place is writable again).
+
+    Args:
+        path: the file (or database) that could not be written.
+        cause: why, in the operating system's or database's words (e.g. ``No space left on device``).
+    """
+
+    def __init__(self, path: str, cause: str) -> None:
+        super().__init__(f"cannot write {path}: {cause}")
+        self.path = path
+        self.cause = cause
 
 
 class LLMError(InfrastructureError):
