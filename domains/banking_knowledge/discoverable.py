@@ -324,9 +324,14 @@ def _flag(ctx: ToolContext, credit_card_account_id: str, user_id: str, flag_type
 
 @_tool("credit_card_account_id:string user_id:string", "Close a credit card account.")
 def _close_cc(ctx: ToolContext, credit_card_account_id: str, user_id: str) -> str:
+    if not credit_card_account_id or not user_id:
+        raise ToolError("Missing required parameters (credit_card_account_id, user_id).")
     acc = record(ctx, "credit_card_accounts", credit_card_account_id, "Credit card account")
-    put(ctx, "credit_card_accounts", credit_card_account_id, {**acc, "status": "CLOSED", "closed_date": TODAY})
-    return _done("Credit card account closed.", account_id=credit_card_account_id, status="CLOSED")
+    put(ctx, "credit_card_accounts", credit_card_account_id, {**acc, "status": "CLOSED", "closed_date": TODAY,
+                                                              "closed_by": user_id})
+    return _given("Credit card account closed successfully.", "close_credit_card_account_7834",
+                  credit_card_account_id=credit_card_account_id, user_id=user_id) + (
+        f"Account {credit_card_account_id} has been closed.")
 
 
 @_tool("user_id:string checking_account_id:string credit_card_account_id:string amount:number",
