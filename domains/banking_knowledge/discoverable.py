@@ -377,9 +377,23 @@ def _limit_request(status: str, extra: str, description: str) -> Discoverable:
 
 @_tool("credit_card_account_id:string months:integer", "Show a credit card's payment history.", writes=False)
 def _payments(ctx: ToolContext, credit_card_account_id: str, months: float) -> str:
-    if money(months) <= 0:
+    try:
+        count = int(months)
+    except (TypeError, ValueError) as e:
+        raise ToolError("Invalid months value. Must be a positive integer.") from e
+    if count <= 0:
         raise ToolError("months must be a positive integer.")
-    return listing(ctx, "payment_history", credit_card_account_id=credit_card_account_id)
+    payments = [p for _, p in find(ctx, "payment_history", credit_card_account_id=credit_card_account_id)]
+    if not payments:
+        return f"No payment history found for account '{credit_card_account_id}'."
+    # newest first by the date's text (MM/DD/YYYY, as τ³ sorts it), then the last ``months`` payments
+    payments = sorted(payments, key=lambda p: p.get("payment_date") or "", reverse=True)[:count]
+    on_time = next((i for i, p in enumerate(payments) if p.get("status") != "ON_TIME"), len(payments))
+    lines = [f"Payment history for account '{credit_card_account_id}' (last {count} months):",
+             f"Consecutive on-time payments: {on_time}"]
+    lines += [f"\n  - Payment Date: {p.get('payment_date')}\n    Amount: {p.get('amount')}\n"
+              f"    Status: {p.get('status')}" for p in payments]
+    return "\n".join(lines)
 
 
 @_tool("user_id:string account_type:string account_class:string", "Open a bank account for a user.")
