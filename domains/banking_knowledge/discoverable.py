@@ -482,13 +482,16 @@ def _move(ctx: ToolContext, source_account_id: str, destination_account_id: str,
     for name, acc in (("Source", src), ("Destination", dst)):
         if acc.get("status") not in ("ACTIVE", "OPEN"):
             raise ToolError(f"{name} account '{acc.get('account_id')}' is not active.")
-    if money(src.get("current_holdings")) < amount:
-        raise ToolError("Insufficient funds in the source account.")
-    put(ctx, "accounts", source_account_id, {**src, "current_holdings":
-                                             f"${money(src.get('current_holdings')) - amount:.2f}"})
-    put(ctx, "accounts", destination_account_id, {**dst, "current_holdings":
-                                                  f"${money(dst.get('current_holdings')) + amount:.2f}"})
-    return _done("Funds transferred.", amount=f"${amount:.2f}")
+    have = money(src.get("current_holdings", src.get("balance", 0)))
+    if have < amount:
+        raise ToolError(f"Insufficient funds. Source account balance is ${have:.2f}, but transfer amount is "
+                        f"${amount:.2f}.")
+    new_src, new_dst = have - amount, money(dst.get("current_holdings", dst.get("balance", 0))) + amount
+    put(ctx, "accounts", source_account_id, {**src, "current_holdings": f"${new_src:.2f}"})
+    put(ctx, "accounts", destination_account_id, {**dst, "current_holdings": f"${new_dst:.2f}"})
+    return (f"Transfer completed successfully!\n  - Amount: ${amount:.2f}\n"
+            f"  - From: {source_account_id} (new balance: ${new_src:.2f})\n"
+            f"  - To: {destination_account_id} (new balance: ${new_dst:.2f})")
 
 
 CREDIT_DESCRIPTIONS = {"rebate_credit": "REBATE CREDIT", "fee_refund": "FEE REFUND",

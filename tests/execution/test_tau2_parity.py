@@ -29,7 +29,7 @@ AMENDED = {"mock": {"update_task_with_history_and_env_assertions", "update_task_
 FIGURES = {"retail": (114, 550), "airline": (50, 142), "mock": (10, 8), "telecom": (2285, 13215),
            "banking_knowledge": (97, 955)}
 """(tasks, gold actions) per suite in τ³'s recording: the reference covers every task of every suite."""
-BANKING_FLOOR = (74, 892)
+BANKING_FLOOR = (76, 896)
 """banking_knowledge is not byte-exact yet: (tasks, gold actions) that already equal τ³'s, never fewer. The rest
 differ in answer texts of the discoverable tools not yet rewritten and in the ids and fields of records some write
 tools create (see the test)."""
