@@ -17,6 +17,8 @@ The tree::
     │   ├── RegistryError(ValueError)      an agent or user scheme nobody registers, or whose entry point cannot be
     │   │                                  loaded (simulator.world.plugins)
     │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.analysis.gate)
+    │   │   └── IncomparableRunsError          their comparability fingerprints differ; names each differing part
+    │   │                                      (simulator.analysis.comparability)
     │   ├── SpecError(ValueError)          a run spec (file, stored spec, argument) does not validate (types.spec)
     │   ├── ExecutorError(ValueError)      --executor unusable: unknown scheme, Dask missing, scheduler unreachable,
     │   │                                  workers cannot build the run (simulator.execution.executors)
@@ -52,6 +54,7 @@ The tree::
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
         ├── domains.airline._dialogues.core._Transferred   ends the reference agent's dialogue on a transfer
+        ├── simulator.agents.a2a_agent._Refused             no usable A2A agent card, inside one retried attempt
         └── simulator.dialogue.conversation._Ended         ends the conversation loop with its termination reason
 
 The channels differ in who can act on them:
