@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from simulator.analysis.budgets import derive_budgets
 from simulator.analysis.gate import GateError, evaluate_gate
 from simulator.cli.report import load_run
+from simulator.report import safe_console
 from simulator.storage.documents import RunDocumentError, load_run_document
 
 __all__ = ["baseline_command", "gate_command"]
@@ -48,8 +47,8 @@ def gate_command(
     interval above 0: the drop is beyond noise). Exit 0: no regression; 1: regression (any check failed, safety
     violations and ceilings included); 2: unusable input.
     """
-    out = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True, soft_wrap=True)
+    out = safe_console()
+    err = safe_console(stderr=True, soft_wrap=True)
     try:
         base_doc, cand_doc = load_run(baseline, store), load_run(candidate, store)
         result = evaluate_gate(base_doc, cand_doc, max_drop_pass1=max_drop_pass1, max_drop_passk=max_drop_passk,
@@ -90,7 +89,7 @@ def baseline_command(
     Ceilings: ceil(p95 * 1.2) for steps, tool calls and agent tokens, p95 * 1.2 for agent cost (USD).
     Exceeding one fails the trial.
     """
-    err = Console(stderr=True, soft_wrap=True)
+    err = safe_console(stderr=True, soft_wrap=True)
     try:
         doc = load_run_document(run)
     except RunDocumentError as e:
@@ -101,6 +100,6 @@ def baseline_command(
         raise typer.Exit(2)
     budgets = derive_budgets(doc, str(run))
     out.write_text(json.dumps(budgets, indent=1) + "\n", encoding="utf-8")
-    Console(soft_wrap=True).print(f"wrote {out}: ceilings for {len(budgets['tasks'])} task(s)"
+    safe_console(soft_wrap=True).print(f"wrote {out}: ceilings for {len(budgets['tasks'])} task(s)"
                                   + (f"; no passing trial, no ceiling: {', '.join(budgets['skipped'])}"
                                      if budgets["skipped"] else ""), highlight=False)

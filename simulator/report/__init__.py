@@ -9,6 +9,7 @@ failure kinds, personas, cost and latency) and renders it (:func:`print_summary`
 
 from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, assertion_label, assertion_rates, trial_outcome
 from ._clusters import ClusterRow, hunt_clusters, run_clusters, transcript_lines
+from ._console import safe_console
 from ._export import EXPORT_FORMATS, to_tau_bench
 from ._html import render_html, render_hunt_html, trial_anchor
 from ._load import RUN_FORMAT, RunDocumentError, load_run_document, load_run_from_store
@@ -48,6 +49,7 @@ __all__ = [
     "render_html",
     "render_hunt_html",
     "run_clusters",
+    "safe_console",
     "to_tau_bench",
     "transcript_lines",
     "trial_anchor",
