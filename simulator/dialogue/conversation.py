@@ -42,7 +42,7 @@ from simulator.dialogue.text import clip_long_tokens
 from simulator.errors import TausimError
 from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
 from simulator.types.protocols import Agent, UserSimulator
-from simulator.types.sanitize import admit_agent_turn, admit_text, admit_user_turn, admit_value
+from simulator.types.sanitize import admit_agent_turn, admit_user_turn, admit_value, bounded
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
@@ -66,8 +66,8 @@ def _hooks(objects: Sequence[Any], names: Sequence[str]) -> dict[str, tuple[Call
 
 
 def _traceback() -> str:
-    """The exception being handled, as traceback text fit for the record (lone surrogates replaced)."""
-    return admit_text(traceback.format_exc())[0]
+    """The exception being handled, as traceback text fit for the record (:func:`bounded`)."""
+    return bounded(traceback.format_exc())
 
 
 def _metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from simulator.dialogue.state import dispatch
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.grade import NextStepResult
 from simulator.types.messages import AgentTurn, Message
-from simulator.types.sanitize import admit_agent_turn, admit_text, admit_value
+from simulator.types.sanitize import admit_agent_turn, admit_value, bounded
 from simulator.types.tasks import NextStep, StepCall, TrialPrefix
 from simulator.types.trajectory import Limits, TerminationReason, ToolCallRecord, Trajectory
 from simulator.world.database import OLD_PREFIX, WRITE_LOG
@@ -242,7 +242,7 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
                 if out.ends_conversation:
                     return end(TerminationReason.AGENT_TRANSFER)
     except Exception:  # noqa: BLE001 - the agent under test failed: recorded as the trial's agent_error
-        return end(TerminationReason.AGENT_ERROR, admit_text(traceback.format_exc())[0])
+        return end(TerminationReason.AGENT_ERROR, bounded(traceback.format_exc()))
 
 
 # ---------------------------------------------------------------------------------------------------- grading

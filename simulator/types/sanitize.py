@@ -35,11 +35,14 @@ from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
-__all__ = ["REPLACEMENT", "admit_agent_turn", "admit_message", "admit_text", "admit_user_turn", "admit_value",
-           "known_cost", "non_finite_path", "shown"]
+__all__ = ["ERROR_LIMIT", "REPLACEMENT", "admit_agent_turn", "admit_message", "admit_text", "admit_usage",
+           "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path", "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
+
+ERROR_LIMIT = 64_000
+"""Characters of an error text (a traceback, an API message) kept in a trial's record (:func:`bounded`)."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -94,6 +97,27 @@ def admit_text(text: str) -> tuple[str, int]:
         return text, 0
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return joined, joined.count(REPLACEMENT) - text.count(REPLACEMENT)
+
+
+def bounded(text: str, limit: int = ERROR_LIMIT) -> str:
+    """Return error text fit for a trial's record: lone surrogates replaced, at most about ``limit`` characters.
+
+    A longer text keeps its first quarter and its end (a traceback's last lines name the error), joined by a line
+    ``[... N characters cut ...]``.
+
+    Args:
+        text: the error text.
+        limit: characters kept (the cut line comes on top).
+
+    Returns:
+        The text.
+    """
+    text = admit_text(text)[0]
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - limit:,} characters cut ...]\n{text[-tail:]}"
 
 
 def non_finite_path(value: Any, path: str = "") -> str | None:
@@ -241,7 +265,7 @@ def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
 
 
 def _admit_error(error: str | None) -> str | None:
-    return None if error is None else admit_text(error)[0]
+    return None if error is None else bounded(error)
 
 
 def admit_agent_turn(turn: AgentTurn, where: str = "agent") -> tuple[AgentTurn, list[str]]:
