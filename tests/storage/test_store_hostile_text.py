@@ -87,3 +87,17 @@ def test_a_postgresql_store_of_bounded_ids_is_widened_on_open(tmp_path, store_ur
         assert store.record("r" * 300, trial) is True
     finally:
         store.close()
+
+
+def test_partial_file_keeps_texts_with_unicode_line_breaks(tmp_path):
+    from simulator.execution.recording import open_partial
+    from simulator.storage.documents import load_partial
+
+    config, trial = _trial(tmp_path, "t")
+    odd = trial.model_copy(deep=True)
+    odd.trajectory.messages.append(Message(role="user", content="nel\x85 ls\u2028 ps\u2029 fs\x1c vt\x0b ff\x0c"))
+    path = tmp_path / "run.json.partial.jsonl"
+    handle = open_partial(path, config, 1, [], ["t"])
+    handle.write(odd.model_dump_json() + "\n")
+    handle.close()
+    assert load_partial(path)[1] == [odd]  # str.splitlines() cut this line at U+0085
