@@ -35,6 +35,7 @@ A ratio whose denominator is 0 is None (e.g. no failed call: no recovery rate).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -126,7 +127,8 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int | float):
-        return ("num", round(float(value) * 100))
+        number = float(value)  # NaN and infinities (a record from before simulator.types.sanitize) compare as text
+        return ("num", round(number * 100) if math.isfinite(number) else repr(number))
     if isinstance(value, Mapping):
         return tuple(sorted((str(k), _canonical(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):

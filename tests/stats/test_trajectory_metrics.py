@@ -144,3 +144,14 @@ def test_grade_records_the_trajectory_metrics_against_gold_or_an_explicit_refere
     g = grade_trial(task.model_copy(update={"reference": with_reads}), traj, StateDiff(), TB)
     assert g.trajectory is not None and g.trajectory["exact"]
     assert grade_trial(Task(id="t", scenario=UserScenario(instructions="x")), traj, StateDiff(), TB).trajectory is None
+
+
+def test_non_finite_arguments_compare_without_crashing():
+    from simulator.stats.trajectory import tool_call_accuracy
+
+    nan, inf = float("nan"), float("inf")
+    calls = [{"name": "get", "arguments": {"id": nan}}, {"name": "get", "arguments": {"id": inf}},
+             {"name": "get", "arguments": {"id": 7}}]
+    counts = tool_call_accuracy(calls, [{"name": "get", "arguments": {"id": inf}}, {"name": "get",
+                                                                                  "arguments": {"id": 7.0}}])
+    assert counts["called"] == 3 and counts["args_matched"] == 2  # inf == inf as text; 7 == 7.0 at cents
