@@ -1,9 +1,11 @@
 """One self-contained HTML page for a run: inline CSS, JavaScript and SVG, no external resource.
 
 Every text that comes from a run document (task ids, messages, tool arguments and results, errors) is escaped
-with :func:`html.escape`: transcripts hold arbitrary model text. The page works from a ``file://`` URL: each
-trial's transcript is rendered (hidden) into the page, and the script shows the trial named by the URL hash
-(``#trial=TASK/INDEX``, URL-encoded), or the first failed trial when the hash names none.
+with :func:`html.escape`, its control characters and lone surrogates written visibly
+(:func:`simulator.types.sanitize.shown`: ESC as four characters), and a text longer than :data:`TEXT_LIMIT`
+characters is cut with a note of its length: transcripts hold arbitrary model text. The page works from a
+``file://`` URL: each trial's transcript is rendered (hidden) into the page, and the script shows the trial named
+by the URL hash (``#trial=TASK/INDEX``, URL-encoded), or the first failed trial when the hash names none.
 """
 
 from __future__ import annotations
