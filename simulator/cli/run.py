@@ -109,8 +109,8 @@ def run_command(
         "--no-preflight", help="Skip the pre-flight (one agent and user built, one cheap call per model).")] = False,
     faults: Annotated[str | None, typer.Option(
         help="Environment faults in the agent's tool calls at seeded rates: KIND=RATE,... with KIND transient, "
-             "timeout, slow, partial_write (e.g. transient=0.05,timeout=0.02); the summary reports the recovery "
-             "rate.")] = None,
+             "timeout, slow, partial_write, lost_ack (e.g. transient=0.05,timeout=0.02); the summary reports the "
+             "recovery rate.")] = None,
     resume_from: Annotated[Path | None, typer.Option(
         help="Resume a run without a store from its FILE.partial.jsonl (written next to --out): the run is the "
              "file's; only the trials it lacks run.")] = None,

@@ -16,7 +16,9 @@ Per trial (:func:`trial_trajectory_metrics`):
 - ``decision``: ``(|A| > 0) == (|R| > 0)`` (the agent called tools exactly when the reference does).
 - abstention applies when ``R`` has no write call (nothing to act on): the agent abstained when ``A`` has no
   write call and no call of an unknown tool (it invented no action).
-- a call is ``redundant`` when an earlier call equal to it returned ``ok`` and no successful write came between.
+- a read is ``redundant`` when an earlier call equal to it returned ``ok`` and no successful write came between; a
+  write is ``redundant`` when the last successful write before it is equal to it (the same write applied again, e.g.
+  a duplicate cancellation or a double charge; a retry after a failed write is not redundant).
 - a failed call (status not ``ok``) is ``recovered`` when a later call of the same tool returns ``ok``.
 
 Over a set of trials (:func:`summarize_trajectory_metrics`), boolean figures are the share of trials, ``prefix``
@@ -70,7 +72,8 @@ def trial_trajectory_metrics(calls: Sequence[Mapping[str, Any]], reference: Sequ
         "exact_calls", "selection_den", "abstention_applies", "abstained", "redundant", "failed", "recovered",
         "tool_calls": {tool: [calls, failed]}}``; ``abstained`` is None when abstention does not apply. Example:
         ``A = get(1), get(1), cancel(1)`` (all ok), ``R = get(1), cancel(1)``: exact False, in_order True, set
-        True, prefix 0.5, name_matched 2, exact_calls 2, selection_den 3, redundant 1.
+        True, prefix 0.5, name_matched 2, exact_calls 2, selection_den 3, redundant 1; with a second ok
+        ``cancel(1)`` at the end, redundant 2.
     """
     writes = set(write_tools)
     a = [_key(c) for c in calls]
@@ -89,12 +92,15 @@ def trial_trajectory_metrics(calls: Sequence[Mapping[str, Any]], reference: Sequ
     abstained = (not any(is_write(c) or c.get("status") == "unknown_tool" for c in calls)) if applies else None
     redundant = 0
     seen_ok: set[tuple[str, Any]] = set()
+    last_write: tuple[str, Any] | None = None  # the last write that returned ok
     for c, k in zip(calls, a, strict=True):
-        if k in seen_ok:
+        write = is_write(c)
+        if (k == last_write) if write else (k in seen_ok):
             redundant += 1
         if c.get("status") == "ok":
-            if is_write(c):
+            if write:
                 seen_ok.clear()
+                last_write = k
             else:
                 seen_ok.add(k)
     failed = recovered = 0

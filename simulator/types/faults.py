@@ -6,7 +6,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-FAULT_KINDS: Final = ("transient", "timeout", "partial_write", "slow")
+FAULT_KINDS: Final = ("transient", "timeout", "partial_write", "slow", "lost_ack")
 """The fault kinds, in the order :func:`draw_fault` cuts the unit interval."""
 
 
@@ -25,7 +25,7 @@ SLOW_SECONDS: Final = (2.0, 12.0)
 class FaultRates(BaseModel):
     """Per-call probabilities of each fault kind (``RunSpec.faults``); their sum is at most 1.
 
-    ``partial_write`` is the probability per call of a write tool (reads never meet it).
+    ``partial_write`` and ``lost_ack`` are probabilities per call of a write tool (reads never meet them).
 
     Example::
 
@@ -38,6 +38,7 @@ class FaultRates(BaseModel):
     timeout: float = Field(default=0.0, ge=0.0, le=1.0)
     partial_write: float = Field(default=0.0, ge=0.0, le=1.0)
     slow: float = Field(default=0.0, ge=0.0, le=1.0)
+    lost_ack: float = Field(default=0.0, ge=0.0, le=1.0)
 
     @model_validator(mode="before")
     @classmethod

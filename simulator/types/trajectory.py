@@ -91,7 +91,7 @@ class ToolCallRecord(BaseModel):
     """Who made the call: the agent, the simulated user on its own side (dual control), or the task's setup."""
     fault: str | None = None
     """The environment fault injected into the call (:mod:`simulator.world.faults`: ``transient``, ``timeout``,
-    ``partial_write``, ``slow``), or None."""
+    ``partial_write``, ``slow``, ``lost_ack``), or None."""
 
 
 class Trajectory(BaseModel):

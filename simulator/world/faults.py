@@ -17,6 +17,11 @@ agent or user is touched. The kinds, in the order the unit interval is cut:
   gets an error. A call the tool itself refuses is reported as the tool's own error, without a fault.
 - ``slow``: the call succeeds but its recorded latency (``duration_s``) grows by a drawn number of seconds in
   :data:`SLOW_SECONDS` (simulated time: nothing sleeps).
+- ``lost_ack`` (write tools only): the tool runs and its write is committed, but its answer is lost: the agent gets
+  an error saying the outcome is unknown. It measures whether an agent retries idempotently: one that checks the
+  record (or whose retry the service refuses) keeps the goal state; one that blindly applies the write again changes
+  the state twice (and the repeat counts as redundant, :mod:`simulator.stats.trajectory`). A call the tool itself
+  refuses is reported as the tool's own error, without a fault.
 
 A faulted call has status ``tool_error`` (``slow``: its real status) and its kind in ``ToolCallRecord.fault``; the
 trial's counts are ``TrialResult.faults``. :func:`recovery_rates` gives, of the trials where a fault was injected,
@@ -38,6 +43,8 @@ from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
 __all__ = ["FaultOutcome", "FaultyToolbox", "draw_fault"]
 
+_WRITE_ONLY = frozenset({"partial_write", "lost_ack"})
+
 
 
 
@@ -50,8 +57,10 @@ def draw_fault(rates: FaultRates, trial_seed: int, step: int, tool_kind: str | N
 
     The generator is ``Generator(PCG64(SeedSequence([FAULT_STREAM, trial_seed, step])))``; its first uniform
     ``u`` picks the kind: ``transient`` when ``u < t``, ``timeout`` when ``t <= u < t + o``, then
-    ``partial_write`` (on a ``write`` tool only; a read tool meets no fault in that interval), then ``slow``;
-    no fault above the sum. The second uniform gives a slow call's added latency in :data:`SLOW_SECONDS`.
+    ``partial_write`` (on a ``write`` tool only; a read tool meets no fault in that interval), then ``slow``, then
+    ``lost_ack`` (write tools only, as ``partial_write``); no fault above the sum. New kinds are appended, so the
+    intervals of the older kinds (and so the faults of a run that uses only them) do not move.
+    The second uniform gives a slow call's added latency in :data:`SLOW_SECONDS`.
 
     Args:
         rates: the fault rates.
@@ -68,7 +77,7 @@ def draw_fault(rates: FaultRates, trial_seed: int, step: int, tool_kind: str | N
     edge = 0.0
     for kind, rate in rates.rates().items():
         if edge <= u < edge + rate:
-            if kind == "partial_write" and tool_kind != "write":
+            if kind in _WRITE_ONLY and tool_kind != "write":
                 return None, 0.0
             if kind == "timeout":
                 return kind, TIMEOUT_SECONDS
@@ -88,6 +97,11 @@ class FaultOutcome(CallOutcome):
     """
 
     fault: str | None = None
+
+
+def _lost_ack_message(name: str) -> str:
+    return (f"Error: the connection to the service was lost before the answer of {name} arrived; it is not known "
+            "whether the call took effect.")
 
 
 def _partial_message(name: str) -> str:
@@ -172,7 +186,13 @@ class FaultyToolbox(Toolbox):
             if out.status == "tool_error" and out.content == f"Error: {_partial_message(name)}":
                 return FaultOutcome(**_fields(out), fault=fault)
             return out  # the tool refused the call itself (or a bug): its own outcome, no fault
-        out = self.inner.dispatch(ctx, name, arguments)  # slow
+        out = self.inner.dispatch(ctx, name, arguments)
+        if fault == "lost_ack":
+            if out.status != "ok":
+                return out  # the tool refused the call itself: its own outcome, no fault
+            return FaultOutcome(**{**_fields(out), "content": _lost_ack_message(name), "status": "tool_error"},
+                                fault=fault)
+        # slow
         return FaultOutcome(**{**_fields(out), "duration_s": out.duration_s + latency}, fault=fault)
 
 

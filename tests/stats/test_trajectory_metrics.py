@@ -101,6 +101,18 @@ def test_redundant_call_rate():
     assert summarize_trajectory_metrics([row])["redundant_call_rate"] == pytest.approx(1 / 6)
 
 
+def test_a_repeated_identical_write_is_redundant_and_a_retry_after_a_failure_is_not():
+    pay20 = call("transfer", amount=20)
+    # transfer(10) ok, transfer(10) again (redundant: the same write applied twice), get(a), transfer(10) (still
+    # redundant: no other write came between), transfer(20) ok (another write), transfer(10) (not redundant: the
+    # last ok write was transfer(20)) -> 2 of 6
+    assert m([PAY, PAY, GET_A, PAY, pay20, PAY])["redundant"] == 2
+    # a failed transfer(10), then the retry ok, then the same once more -> only the last is redundant
+    assert m([call("transfer", "tool_error", amount=10), PAY, PAY])["redundant"] == 1
+    # the repeat counts even when the service refuses it (the agent tried to apply the same write twice)
+    assert m([PAY, call("transfer", "tool_error", amount=10)])["redundant"] == 1
+
+
 def test_recovery_rate():
     # transfer fails then succeeds (recovered); get(b) fails and no later get succeeds (not recovered)
     row = m([GET_A, call("transfer", "invalid_arguments"), PAY, call("get", "tool_error", id="b")])
@@ -144,6 +156,22 @@ def test_grade_records_the_trajectory_metrics_against_gold_or_an_explicit_refere
     g = grade_trial(task.model_copy(update={"reference": with_reads}), traj, StateDiff(), TB)
     assert g.trajectory is not None and g.trajectory["exact"]
     assert grade_trial(Task(id="t", scenario=UserScenario(instructions="x")), traj, StateDiff(), TB).trajectory is None
+
+
+def test_the_duplicate_write_agent_scores_a_redundant_call_rate_above_zero():
+    from simulator import RunSpec, build_runner
+    from simulator.storage.documents import run_summary_json
+
+    tasks = ["cancel-no-longer-needed", "modify-user-address"]
+    run = build_runner(RunSpec(domain="retail", agent="faulty:duplicate_write=1", user="rule", task_ids=tasks,
+                               preflight=False)).run()
+    calls = [c for t in run.trials for c in t.trajectory.tool_calls if c.requestor == "agent"]
+    # an independent count: each write call equal (name and arguments) to the write call just before it
+    writes = [(c.name, repr(sorted(c.arguments.items()))) for c in calls if c.kind == "write"]
+    repeats = sum(a == b for a, b in zip(writes, writes[1:], strict=False))
+    assert repeats == len(tasks)  # the faulty agent repeated each task's one write once
+    rate = run_summary_json(run)["metrics"]["trajectory"]["redundant_call_rate"]
+    assert rate == pytest.approx(repeats / len(calls)) and rate > 0
 
 
 def test_non_finite_arguments_compare_without_crashing():

@@ -24,6 +24,7 @@ from simulator.world.replay import prepare_trial
 from simulator.world.tools import ToolContext
 
 RATES = "transient=0.05,timeout=0.02,slow=0.05,partial_write=0.02"
+HEAVY = "transient=0.3,timeout=0.1,slow=0.1,partial_write=0.2,lost_ack=0.2"
 TASKS = ["cancel-no-longer-needed", "cancel-gift-card-balance", "modify-order-address", "modify-payment-to-paypal",
          "modify-user-address", "return-original-method"]
 
@@ -35,7 +36,7 @@ def _runner(faults: str | None, seed: int = 0, trials: int = 2, tasks: list[str]
 
 @pytest.fixture(scope="module")
 def faulty_run() -> RunResult:
-    return _runner("transient=0.3,timeout=0.1,slow=0.1,partial_write=0.3").run()
+    return _runner(HEAVY).run()
 
 
 def _all_rows(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
@@ -46,7 +47,7 @@ def _all_rows(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
 
 def test_fault_rates_parse_and_refuse_bad_items():
     rates = FaultRates.parse(RATES)
-    assert rates.rates() == {"transient": 0.05, "timeout": 0.02, "partial_write": 0.02, "slow": 0.05}
+    assert rates.rates() == {"transient": 0.05, "timeout": 0.02, "partial_write": 0.02, "slow": 0.05, "lost_ack": 0.0}
     assert FaultRates.parse(rates.text()) == rates and rates.active()
     assert not FaultRates().active() and FaultRates().text() == "none"
     for bad, word in (("flaky=0.1", "flaky"), ("transient=x", "'x'"), ("transient=0.1,transient=0.2", "twice"),
@@ -61,7 +62,7 @@ def test_fault_rates_parse_and_refuse_bad_items():
 def _classify(rates: dict[str, float], seed: int, step: int, kind: str) -> str | None:
     """A second computation of a call's fault, straight from the SeedSequence (not through draw_fault)."""
     u = np.random.default_rng(np.random.SeedSequence([0xFA017, seed, step])).random()
-    t, o, p, s = rates["transient"], rates["timeout"], rates["partial_write"], rates["slow"]
+    t, o, p, s, lost = rates["transient"], rates["timeout"], rates["partial_write"], rates["slow"], rates["lost_ack"]
     if u < t:
         return "transient"
     if u < t + o:
@@ -70,6 +71,8 @@ def _classify(rates: dict[str, float], seed: int, step: int, kind: str) -> str |
         return "partial_write" if kind == "write" else None
     if u < t + o + p + s:
         return "slow"
+    if u < t + o + p + s + lost:
+        return "lost_ack" if kind == "write" else None
     return None
 
 
@@ -120,6 +123,49 @@ def test_a_partial_write_runs_the_tool_then_leaves_the_database_exactly_as_befor
         assert ok.status == "ok" and _all_rows(db.raw) != before
 
 
+def test_a_lost_answer_applies_the_write_and_tells_the_agent_the_outcome_is_unknown():
+    runner = _runner(None)
+    task = next(t for t in runner.tasks if any(a.name == "cancel_pending_order" for a in t.gold_actions))
+    action = next(a for a in task.gold_actions if a.name == "cancel_pending_order")
+    toolbox = runner.domain.toolbox()
+    images = []
+    for box in (toolbox, FaultyToolbox(toolbox, FaultRates(lost_ack=1.0), 7)):
+        with runner.template.trial() as db:
+            prepare_trial(runner.domain, db, task)
+            before = _all_rows(db.raw)
+            ctx = ToolContext(db.session, db.options)
+            ctx.step = 3
+            out = box.dispatch(ctx, action.name, action.arguments)
+            after = _all_rows(db.raw)
+            assert after != before  # the write was applied either way
+            images.append(after)
+            if box is toolbox:
+                assert out.status == "ok"
+                continue
+            assert out.status == "tool_error" and getattr(out, "fault", None) == "lost_ack"
+            assert "not known whether" in out.content and out.content.startswith("Error:")
+            again = box.dispatch(ctx, action.name, action.arguments)  # a blind retry: the service refuses it
+            assert again.status == "tool_error" and getattr(again, "fault", None) is None
+            assert _all_rows(db.raw) == after
+            read = box.dispatch(ctx, "get_order_details", {"order_id": action.arguments["order_id"]})
+            assert read.status == "ok" and getattr(read, "fault", None) is None  # reads never lose their answer
+    assert images[0] == images[1]  # exactly the state of the same call without a fault
+
+
+def test_lost_answers_are_counted_and_the_recovery_rate_reported():
+    run = _runner("lost_ack=0.3", trials=1).run()
+    faulted = [t for t in run.trials if t.faults]
+    assert faulted and all(set(t.faults or {}) == {"lost_ack"} for t in faulted)
+    rec = run_summary_json(run)["recovery"]
+    assert rec["by_kind"]["lost_ack"]["trials"] == len(faulted)
+    assert rec["by_kind"]["lost_ack"]["recovered"] == sum(t.passed for t in faulted)
+    result = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", "reference", "--user", "rule",
+                                      "--faults", "lost_ack=0.3", "--no-preflight",
+                                      "--task-ids", ",".join(TASKS)])
+    assert result.exit_code in (0, 1), result.output
+    assert "recovery" in result.output.lower() and "lost_ack" in result.output
+
+
 def test_a_rejected_call_keeps_its_own_error_and_no_fault():
     runner = _runner(None)
     faulty = FaultyToolbox(runner.domain.toolbox(), FaultRates(partial_write=1.0), 7)
@@ -149,7 +195,7 @@ def test_faults_are_recorded_per_call_and_counted_per_trial(faulty_run):
                     assert c.duration_s >= 2.0
                 if c.fault == "timeout":
                     assert c.duration_s == 30.0 and "timed out" in c.content
-            elif drawn not in (None, "partial_write"):  # a partial write the tool refused is its own error
+            elif drawn not in (None, "partial_write", "lost_ack"):  # a write the tool refused is its own error
                 pytest.fail(f"{t.task_id}#{t.trial} step {c.step}: drawn {drawn}, not recorded")
     assert set(seen) == set(FAULT_KINDS), seen
 
@@ -158,10 +204,10 @@ def test_same_seed_same_faults_and_another_seed_other_faults(faulty_run):
     def faults(run: RunResult) -> list[tuple[str, int, int, str | None]]:
         return [(t.task_id, t.trial, c.step, c.fault) for t in run.trials for c in t.trajectory.tool_calls]
 
-    again = _runner("transient=0.3,timeout=0.1,slow=0.1,partial_write=0.3").run()
+    again = _runner(HEAVY).run()
     assert faults(again) == faults(faulty_run)
     assert [t.passed for t in again.trials] == [t.passed for t in faulty_run.trials]
-    other = _runner("transient=0.3,timeout=0.1,slow=0.1,partial_write=0.3", seed=1).run()
+    other = _runner(HEAVY, seed=1).run()
     assert [f[3] for f in faults(other)] != [f[3] for f in faults(faulty_run)]
 
 
