@@ -10,7 +10,9 @@
   its claim holds (see :class:`~simulator.storage.lease.RunLease`). Added without a migration: an older store gets
   the table on open.
 
-How records become rows and back: :mod:`simulator.storage.codec`; the store itself: :mod:`simulator.storage.store`.
+Ids and texts are unbounded (:class:`StoredText`, :class:`StoredJSON`): what SQLite stores, PostgreSQL stores, NUL
+included (escaped there, :func:`escape_nul`). How records become rows and back: :mod:`simulator.storage.codec`; the
+store itself: :mod:`simulator.storage.store`.
 """
 
 from __future__ import annotations
