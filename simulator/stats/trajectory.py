@@ -132,9 +132,11 @@ def _canonical(value: Any) -> Any:
     """Canonical form of an argument value for comparison: numbers at cent precision, dict keys sorted."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
-    if isinstance(value, int | float):
-        number = float(value)  # NaN and infinities (a record from before simulator.types.sanitize) compare as text
-        return ("num", round(number * 100) if math.isfinite(number) else repr(number))
+    if isinstance(value, int):
+        return ("num", value * 100)  # exact, however large (float() of a 400-digit integer overflows)
+    if isinstance(value, float):
+        cents = value * 100  # NaN, infinities and floats near the largest overflow here: compared as text
+        return ("num", round(cents) if math.isfinite(cents) else repr(value))
     if isinstance(value, Mapping):
         return tuple(sorted((str(k), _canonical(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):

@@ -183,3 +183,5 @@ def test_non_finite_arguments_compare_without_crashing():
     counts = tool_call_accuracy(calls, [{"name": "get", "arguments": {"id": inf}}, {"name": "get",
                                                                                   "arguments": {"id": 7.0}}])
     assert counts["called"] == 3 and counts["args_matched"] == 2  # inf == inf as text; 7 == 7.0 at cents
+    huge = [{"name": "get", "arguments": {"id": 1.7e306}}, {"name": "get", "arguments": {"id": 10**400}}]
+    assert tool_call_accuracy(huge, [{"name": "get", "arguments": {"id": 10**400}}])["args_matched"] == 1
