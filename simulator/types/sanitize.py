@@ -10,10 +10,10 @@ a trial through :func:`admit_agent_turn` / :func:`admit_user_turn` (called by th
   into its character) and the replacement is recorded as a note (``Trajectory.notes``).
 - **Non-finite numbers** (NaN, Infinity, -Infinity: ``json.loads`` accepts them) in a tool call's arguments: the
   call keeps its text in ``raw_arguments`` (as JSON with ``NaN``), its ``arguments`` become None, and the tool
-  answers ``invalid_arguments`` with the path of the number (:func:`non_finite_path`); the agent can recover. In
-  metadata they become None, with a note.
-- **Costs** that are not finite or are negative are unknown: ``cost_usd=None`` (never $0, never a crash), with a
-  note; negative token or call counts become 0.
+  answers ``invalid_arguments`` (not a valid JSON object); the agent can recover. The note names the number's path
+  (:func:`non_finite_path`). In metadata they become None, with a note.
+- **Costs** that are not finite, are negative or exceed :data:`MAX_COST_USD` are unknown: ``cost_usd=None``
+  (never $0, never a crash), with a note; negative token or call counts become 0.
 - **Control characters** (C0 but tab and newline, DEL, C1) and bidirectional-override characters are *kept* in
   the record (it is evidence) and escaped wherever text is shown on a terminal: :func:`shown` renders them as
   ``\\x1b``, ``\\u202e``... so that no escape sequence from data (window title ``ESC ] 0 ;``, clear screen ``ESC [
@@ -35,8 +35,8 @@ from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
-__all__ = ["ERROR_LIMIT", "REPLACEMENT", "admit_agent_turn", "admit_message", "admit_text", "admit_usage",
-           "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path", "shown"]
+__all__ = ["ERROR_LIMIT", "MAX_COST_USD", "REPLACEMENT", "admit_agent_turn", "admit_message", "admit_text",
+           "admit_usage", "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path", "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -143,8 +143,12 @@ def non_finite_path(value: Any, path: str = "") -> str | None:
     return None
 
 
+MAX_COST_USD = 1e9
+"""A reported cost above this (USD) is not a cost but garbage (and sums of such overflow to infinity): unknown."""
+
+
 def known_cost(value: Any) -> float | None:
-    """Return a cost in USD when it is a finite number >= 0, else None (unknown: never $0, never NaN).
+    """Return a cost in USD when it is a number in [0, :data:`MAX_COST_USD`], else None (unknown: never $0, NaN).
 
     Args:
         value: a reported cost (any type).
@@ -154,8 +158,9 @@ def known_cost(value: Any) -> float | None:
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    cost = float(value)
-    return cost if math.isfinite(cost) and cost >= 0 else None
+    if isinstance(value, int):
+        return float(value) if 0 <= value <= MAX_COST_USD else None  # float() of a 400-digit int overflows
+    return value if 0 <= value <= MAX_COST_USD else None  # False for NaN and the infinities
 
 
 def admit_value(value: Any) -> tuple[Any, int, int]:
@@ -255,7 +260,8 @@ def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
     """
     update: dict[str, Any] = {}
     if usage.cost_usd is not None and known_cost(usage.cost_usd) is None:
-        notes.append(f"{where}: cost {usage.cost_usd!r} is not a finite amount >= 0: recorded as unknown")
+        notes.append(f"{where}: cost {usage.cost_usd!r} is not an amount in [0, {MAX_COST_USD:g}] USD: recorded as "
+                     "unknown")
         update["cost_usd"] = None
     for field in ("prompt_tokens", "completion_tokens", "calls", "attempts"):
         if getattr(usage, field) < 0:

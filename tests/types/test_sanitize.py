@@ -46,8 +46,8 @@ def test_non_finite_numbers_are_found_with_their_path():
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    (0.25, 0.25), (0, 0.0), (math.nan, None), (math.inf, None), (-math.inf, None), (-0.01, None), (True, None),
-    ("1.0", None), (None, None)])
+    (0.25, 0.25), (0, 0.0), (1e9, 1e9), (1.7e308, None), (10**400, None), (math.nan, None), (math.inf, None),
+    (-math.inf, None), (-0.01, None), (True, None), ("1.0", None), (None, None)])
 def test_known_cost(value, expected):
     assert known_cost(value) == expected
 
