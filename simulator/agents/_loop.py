@@ -55,3 +55,10 @@ class LoopThread:
     def call(self, callback: Any, *args: Any) -> None:
         """Run ``callback(*args)`` on the loop's thread, soon (thread-safe)."""
         self.loop.call_soon_threadsafe(callback, *args)
+
+    def stop(self) -> None:
+        """Stop the loop and let its thread end (idempotent; a later use starts a new loop)."""
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)

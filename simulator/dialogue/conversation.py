@@ -20,17 +20,25 @@ After each agent turn (its tool calls and its closing message) the orchestrator 
 (:class:`~simulator.types.protocols.ProgressAware`), tells the user before it replies; a persona's patience counts
 consecutive turns without progress.
 
+Async agents: an agent whose ``step`` is ``async def`` (:func:`is_async_agent`) is driven by :meth:`Conversation.arun`,
+a coroutine that awaits each step; the loop itself (caps, observers, tools, the user) is the same code for both
+drivers: a generator that yields the messages the agent is to see and is sent back the agent's turn. Cancelling
+``arun`` (a trial timeout) cancels the agent's pending step; :meth:`Conversation.end` then records the reason on the
+trajectory so far.
+
 Example::
 
     traj = Conversation(agent, user, toolbox, ctx, Limits(max_turns=20),
                         caps=[TimeLimit(120)], observers=[ToolCallLog(log)]).run()
+    traj = await Conversation(async_agent, user, toolbox, ctx).arun()
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, Literal
 
 from simulator.dialogue.caps import CAP_HOOKS, Cap, limit_caps
@@ -41,12 +49,12 @@ from simulator.dialogue.state import ConversationState, dispatch, visible_to_use
 from simulator.dialogue.text import clip_long_tokens
 from simulator.errors import TausimError
 from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
-from simulator.types.protocols import Agent, UserSimulator
+from simulator.types.protocols import Agent, AsyncAgent, UserSimulator
 from simulator.types.sanitize import admit_agent_turn, admit_user_turn, admit_value, bounded
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
-__all__ = ["Conversation", "ConversationState"]
+__all__ = ["Conversation", "ConversationState", "is_async_agent"]
 
 _LIMITS = Limits()
 
@@ -58,6 +66,24 @@ class _Ended(TausimError):  # noqa: N818 - control flow, not an error
         super().__init__(reason)
         self.reason = reason
         self.error = error
+
+
+class _Failed:
+    """What a driver sends the loop when the agent's step raised: the formatted traceback."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str):
+        self.error = error
+
+
+_Loop = Generator[list[Message], "AgentTurn | _Failed | None", Trajectory]
+"""The conversation loop as the drivers see it: yields what the agent sees, is sent its turn, returns the end."""
+
+
+def is_async_agent(agent: Any) -> bool:
+    """Return True when ``agent.step`` is a coroutine function (``async def step``), to be driven by ``arun``."""
+    return inspect.iscoroutinefunction(getattr(agent, "step", None))
 
 
 def _hooks(objects: Sequence[Any], names: Sequence[str]) -> dict[str, tuple[Callable[..., Any], ...]]:
@@ -109,7 +135,7 @@ class Conversation:
         state: the loop's :class:`ConversationState` (live).
     """
 
-    def __init__(self, agent: Agent, user: UserSimulator, toolbox: Toolbox, ctx: ToolContext,
+    def __init__(self, agent: Agent | AsyncAgent, user: UserSimulator, toolbox: Toolbox, ctx: ToolContext,
                  limits: Limits = _LIMITS, *, caps: Sequence[Cap] = (), observers: Sequence[Observer] = (),
                  user_toolbox: Toolbox | None = None, user_ctx: ToolContext | None = None,
                  history: Sequence[Message] | None = None, resume: ConversationState | None = None):
@@ -156,16 +182,73 @@ class Conversation:
         return state
 
     def run(self) -> Trajectory:
-        """Run the conversation to termination.
+        """Run the conversation to termination, calling a synchronous agent's ``step``.
 
         Returns:
             The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
             are recorded as ``agent_error`` / ``user_error`` with their traceback, never raised.
         """
+        loop = self._loop()
+        step: Callable[[list[Message]], Any] = self.agent.step
+        reply: AgentTurn | _Failed | None = None
+        try:
+            while True:
+                seen = loop.send(reply)
+                try:
+                    reply = step(seen)
+                except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
+                    reply = _Failed(_traceback())
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    async def arun(self) -> Trajectory:
+        """Run the conversation to termination, awaiting an async agent's ``step`` (``async def step``).
+
+        The same loop as :meth:`run` (a synchronous agent works too; its steps block the event loop). Cancelling
+        this coroutine (e.g. ``asyncio.timeout`` around it) cancels the agent's pending step and propagates; call
+        :meth:`end` afterwards to record why on the trajectory so far.
+
+        Returns:
+            The :class:`Trajectory`, as :meth:`run`.
+        """
+        loop = self._loop()
+        step: Callable[[list[Message]], Any] = self.agent.step
+        reply: AgentTurn | _Failed | None = None
+        try:
+            while True:
+                seen = loop.send(reply)
+                t0 = time.perf_counter()
+                try:
+                    reply = step(seen)
+                    if inspect.isawaitable(reply):  # async def step (a synchronous agent's turn is used as it is)
+                        reply = await reply
+                except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
+                    reply = _Failed(_traceback())
+                except BaseException:  # cancelled: the step's time still counts; the loop is closed
+                    self.state.trajectory.agent_seconds += time.perf_counter() - t0
+                    loop.close()
+                    raise
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def end(self, reason: TerminationReason, error: str | None = None) -> Trajectory:
+        """End a conversation that was stopped from outside (a cancelled :meth:`arun`) with ``reason``.
+
+        Args:
+            reason: the termination reason, e.g. ``timeout``.
+            error: what happened, recorded as the trajectory's ``error``.
+
+        Returns:
+            The trajectory so far, finished as :meth:`run` finishes one (observers told, metadata copied).
+        """
+        return self._finish(reason, error)
+
+    def _loop(self) -> _Loop:
+        """The loop: user turns and agent turns until a termination reason (see :data:`_Loop`)."""
         try:
             while True:
                 self._user_turn()
-                self._agent_turn()
+                yield from self._agent_turn()
         except _Ended as e:
             return self._finish(e.reason, e.error)
 
@@ -272,7 +355,7 @@ class Conversation:
                 raise _Ended(TerminationReason.TOOL_BUG, out.bug)
 
     # ------------------------------------------------------------------------------------------------ the agent
-    def _agent_turn(self) -> None:
+    def _agent_turn(self) -> Generator[list[Message], AgentTurn | _Failed | None, None]:
         """One agent turn: tool calls until a text message; then the turn is judged."""
         state = self.state
         traj = state.trajectory
@@ -286,7 +369,7 @@ class Conversation:
             for cap in self._at_step:
                 if (reason := cap(state)) is not None:
                     raise _Ended(reason)
-            msg = self._ask_agent()
+            msg = yield from self._ask_agent()
             traj.messages.append(msg)
             state.seen.append(msg)
             if visible_to_user(msg):
@@ -305,18 +388,22 @@ class Conversation:
         for hook in self._on_agent_turn_end:
             hook(state, progress)
 
-    def _ask_agent(self) -> Message:
-        """The agent's next action; a failure ends the conversation."""
+    def _ask_agent(self) -> Generator[list[Message], AgentTurn | _Failed | None, Message]:
+        """The agent's next action (asked of the driver); a failure ends the conversation."""
         state, traj = self.state, self.state.trajectory
         t0 = time.perf_counter()
         w0 = time.time_ns()
-        try:
-            at: AgentTurn = self.agent.step(list(state.seen))
-        except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
-            traj.agent_seconds += time.perf_counter() - t0
-            raise _Ended(TerminationReason.AGENT_ERROR, _traceback()) from None
+        at = yield list(state.seen)
         traj.agent_seconds += time.perf_counter() - t0
+        if isinstance(at, _Failed):
+            raise _Ended(TerminationReason.AGENT_ERROR, at.error)
         if not isinstance(at, AgentTurn):
+            if inspect.iscoroutine(at):
+                at.close()  # never awaited: say why instead of a RuntimeWarning
+                raise _Ended(TerminationReason.AGENT_ERROR, "agent.step returned a coroutine: " + (
+                    "an `async def step` agent runs with Conversation.arun (tausim run, simulator.run), not here"
+                    if is_async_agent(self.agent) else
+                    "declare it `async def step` so that tausim awaits it"))
             raise _Ended(TerminationReason.AGENT_ERROR,
                          f"agent.step returned {type(at).__name__}, expected AgentTurn")
         at, notes = admit_agent_turn(at, f"agent step {traj.steps}")

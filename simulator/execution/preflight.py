@@ -1,9 +1,10 @@
 """The pre-flight of a run: fail in seconds on a set-up that cannot work, before any trial runs.
 
 :func:`preflight` builds the agent and the simulated user of the run's first planned trial (a factory that
-raises is a set-up error) and makes one cheap call (``max_tokens=1``) per distinct model of the run (agent,
-user and judge, by model string and server): :meth:`simulator.models.llm.LLMClient.preflight` checks offline first
-that the provider is known and its API key variable is set, so a missing key is reported without a request.
+raises is a set-up error; an ``async def`` factory is awaited, at most :data:`FACTORY_TIMEOUT_S`) and makes one
+cheap call (``max_tokens=1``) per distinct model of the run (agent, user and judge, by model string and server):
+:meth:`simulator.models.llm.LLMClient.preflight` checks offline first that the provider is known and its API key
+variable is set, so a missing key is reported without a request.
 Every failure is a :class:`~simulator.errors.SetupError` with a one-line message; ``tausim run`` prints it and
 exits 2 (``--no-preflight`` skips the check, e.g. for a fully cached rerun without network).
 
@@ -13,13 +14,18 @@ the runner stops (see :mod:`simulator.execution.runner`).
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from typing import Any
 
 from simulator.errors import LLMError, LLMInfraError, LLMSetupError, SetupError
 from simulator.execution.runner import Runner
 from simulator.types.spec import RunSpec
 
-__all__ = ["SetupError", "check_credentials", "model_clients", "preflight"]
+__all__ = ["FACTORY_TIMEOUT_S", "SetupError", "check_credentials", "model_clients", "preflight"]
+
+FACTORY_TIMEOUT_S = 30.0
+"""Seconds the pre-flight waits for an ``async def`` factory to build its agent or user."""
 
 
 def model_clients(runner: Runner) -> list[tuple[str, Any]]:
@@ -109,7 +115,9 @@ def preflight(runner: Runner) -> list[str]:
         for role, factory in (("agent", runner.agent_factory), ("user", runner.user_factory)):
             spec = getattr(runner.config, role).name
             try:
-                factory(ctx)
+                built = factory(ctx)
+                if inspect.iscoroutine(built):  # an async factory: awaited, on the runner's loop for this thread
+                    runner.loops.run(asyncio.wait_for(built, FACTORY_TIMEOUT_S))
             except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure of user code is the set-up's
                 detail = str(e).strip().splitlines()
                 raise SetupError(f"--{role} {spec}: building the {role} of task {task_id} failed: "

@@ -28,17 +28,98 @@ from pydantic import ValidationError
 from simulator.errors import RunDocumentError
 from simulator.execution.build import build_runner
 from simulator.execution.prepare import prepare_task
-from simulator.execution.runner import regrade_trial
+from simulator.execution.runner import failure_signature
+from simulator.grading import check_assertions, check_env_assertions, grade_trial
+from simulator.grading.safety import record_owners
 from simulator.stats.estimators import reliability
 from simulator.stats.summaries import cell_id
 from simulator.storage.store import ResultsStore, data_hash, tasks_hash
-from simulator.types.prepared import PreparedTask
+from simulator.types.prepared import GoldReplay, PreparedTask
 from simulator.types.results import PEER_REWARD, TrialResult
 from simulator.types.spec import ComponentSpec, RunSpec
+from simulator.types.state import StateDelta
+from simulator.types.tasks import Budget, Task
 from simulator.users.review import review_user
-from simulator.world.domain import DomainError, get_domain
+from simulator.world.database import TemplateDatabase, diff_against
+from simulator.world.domain import Domain, DomainError, get_domain
+from simulator.world.dual import env_caller, has_user_side
+from simulator.world.events import read_events
+from simulator.world.replay import GoldToolBug, diverging_calls, initial_database, prepare_trial, replay_trajectory
+from simulator.world.tools import ToolContext
 
-__all__ = ["PeerDisagreement", "RegradeReport", "regrade_document", "regrade_run", "regrade_trials"]
+__all__ = ["PeerDisagreement", "RegradeReport", "regrade_document", "regrade_run", "regrade_trial", "regrade_trials"]
+
+
+def regrade_trial(
+    domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult,
+    goal: StateDelta | bytes | None = None,
+    budget: Budget | None = None, prepared: PreparedTask | None = None,
+) -> tuple[TrialResult, list[str]]:
+    """Grade a recorded trial again from its trajectory, without calling any model.
+
+    The trial's final state is rebuilt by replaying its successful tool calls on a fresh copy of the template
+    (with the task's fixture applied first), its events and assertions are evaluated again,
+    the goal state is recomputed from ``task`` (which may have been fixed since), and :func:`grade_trial` runs
+    again.
+
+    Args:
+        domain: the trial's domain.
+        template: the template database the trial ran on.
+        task: the task, as it is now.
+        result: the recorded trial.
+        goal: the task's goal state if already computed (see :func:`simulator.world.replay.goal_database`).
+        budget: the run's budget for the task (its ``--budgets`` entry), if any.
+        prepared: the task prepared as for a run (:func:`simulator.execution.prepare.prepare_task` with the run's
+        budget):
+            its goal state and merged rules are used (``goal`` and ``budget`` are then not read); it must be of
+            ``task``. None: prepared here.
+
+    The judge component recorded for the trial is kept (no model is called) when the task's assertions are
+    unchanged; otherwise it becomes ``not_graded``.
+
+    Returns:
+        ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
+        the tool names of the replayed calls whose observation differs in meaning from the recorded one
+        (:func:`simulator.world.replay.same_observation`: an error where a success was recorded or the reverse, or
+        another JSON value). A trial that never ran its conversation (its goal state could not be computed then)
+        is returned unchanged.
+    """
+    if result.grade is None and (result.error or "").startswith("goal replay failed"):
+        return result, []
+    toolbox = domain.toolbox_for(template.options)
+    if prepared is None:
+        gold = GoldReplay(task.id, tuple(task.gold_actions), (), goal) if goal is not None else None
+        prepared = prepare_task(domain, template, task, budget=budget, toolbox=toolbox, gold=gold)
+    elif not (prepared.task is task or prepared.task == task):
+        raise ValueError(f"regrade_trial: prepared task {prepared.task.id!r} is not task {task.id!r} as given")
+    try:
+        goal_state = prepared.gold.goal_state()
+    except GoldToolBug as e:
+        return result.model_copy(update={"passed": False, "grade": None,
+                                         "error": f"goal replay failed: {e}"}), []
+    traj = result.trajectory
+    spec = domain.state_spec()
+    initial = prepared.gold.initial
+    if initial is None and task.assertions:  # a goal state given without its initial state
+        initial = initial_database(domain, template, task)
+    with template.trial() as db:
+        prepare_trial(domain, db, task)
+        outcomes = replay_trajectory(toolbox, db, traj, user_toolbox=domain.user_toolbox(),
+                                     sync=domain.sync if has_user_side(domain) else None)
+        diff = diff_against(db.raw, goal_state, spec)
+        checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec,
+                                  env=env_caller(domain, ToolContext(db.session, db.options)))
+        env = check_env_assertions(domain, db, task.env_assertions) if task.env_assertions else None
+        owners = record_owners(domain, traj, db)
+    diverged = [c.name for c in diverging_calls(traj, outcomes)]
+    grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
+                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
+                        owners=owners, env_assertions=env,
+                        communicate=str(template.options.get("communicate", "tausim")))
+    regraded = result.model_copy(update={"passed": grade.passed, "grade": grade})
+    kinds = {name: ("ending" if spec.ends_conversation else spec.kind) for name, spec in toolbox.specs.items()}
+    regraded.signature = failure_signature(task, regraded, kinds)
+    return regraded, diverged
 
 
 @dataclass

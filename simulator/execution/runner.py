@@ -10,7 +10,8 @@ thread is *abandoned*: a daemon thread, left to finish (or hang) in the backgrou
 database; its conversation ends (``timeout``, :class:`~simulator.dialogue.caps.TimeLimit`) at its next turn or
 step once the call it was stuck in returns. Its result is dropped and, from the moment it was abandoned, its log
 events are muted, so it never writes anything about a trial that is already recorded; a daemon thread does not keep
-the process alive.
+the process alive. An async agent's conversation is handed back to the worker thread and runs on its event loop,
+where the time limit cancels the agent's pending step for real (:mod:`simulator.execution.aio`).
 
 Stopping early (:meth:`Runner.run`): the first trial ending ``setup_error`` (missing credentials, unknown
 model: no other trial can succeed) stops the run, and so does an error rate above ``RunSpec.max_error_rate``
@@ -21,22 +22,26 @@ kept; :attr:`RunResult.aborted` says why. A shorter run's error rate is checked 
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import hashlib
+import inspect
 import threading
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from simulator.dialogue.caps import TimeLimit
-from simulator.dialogue.conversation import Conversation
+from simulator.dialogue.conversation import Conversation, is_async_agent
 from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
 from simulator.dialogue.prefix import apply_state, check_next_step, run_next_turn
+from simulator.execution.aio import WorkerLoops
 from simulator.execution.prepare import prepare_task, prepare_tasks
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
@@ -47,23 +52,24 @@ from simulator.types.persona import Persona
 from simulator.types.prepared import GoldReplay, PreparedTask, user_needs
 from simulator.types.protocols import AgentFactory, TrialContext, UserFactory
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
+from simulator.types.sanitize import bounded
 from simulator.types.spec import RunSpec
 from simulator.types.state import StateDelta, StateDiff
-from simulator.types.tasks import Budget, Task
+from simulator.types.tasks import Task
 from simulator.types.trajectory import ERROR_REASONS, Limits, TerminationReason, Trajectory
 from simulator.users._moves import MovedUser
 from simulator.users.review import review_user
-from simulator.world.database import TemplateDatabase, diff_against
+from simulator.world.database import TemplateDatabase, TrialDatabase, diff_against
 from simulator.world.domain import Domain
-from simulator.world.dual import env_caller, has_user_side, syncer
+from simulator.world.dual import env_caller, syncer
 from simulator.world.events import read_events
 from simulator.world.faults import FaultyToolbox
 from simulator.world.fixtures import history_messages
-from simulator.world.replay import GoldToolBug, diverging_calls, initial_database, prepare_trial, replay_trajectory
+from simulator.world.replay import GoldToolBug, prepare_trial
 from simulator.world.tools import Toolbox, ToolContext
 
 __all__ = ["ERROR_RATE_MIN_TRIALS", "RUN_GC_THRESHOLDS", "RunResult", "Runner", "TrialKey", "TrialResult",
-           "derive_seed", "error_rate_excess", "run_error_rate", "failure_signature", "regrade_trial",
+           "derive_seed", "error_rate_excess", "run_error_rate", "failure_signature",
            "run_summary_json", "settle_heap", "trial_key"]
 
 ERROR_RATE_MIN_TRIALS = 10
@@ -112,6 +118,28 @@ class _MutedWhenAbandoned:
             return None if self._abandoned.is_set() else attr(*args, **kwargs)
 
         return call
+
+
+@dataclass
+class _TrialSetup:
+    """A trial made ready to converse: its seed, prepared task, agent (or an async factory's coroutine), user."""
+
+    task: Task
+    trial_index: int
+    persona: str | None
+    log: Any
+    t0: float
+    prepared: PreparedTask
+    goal: StateDelta | bytes
+    initial: bytes | None
+    agent: Any
+    user: Any
+    limits: Limits
+
+    @property
+    def is_async(self) -> bool:
+        """True when the conversation runs on an event loop: an async factory's agent, or an ``async def step``."""
+        return inspect.isawaitable(self.agent) or is_async_agent(self.agent)
 
 
 def derive_seed(run_seed: int, task_id: str, trial_index: int) -> int:
@@ -210,6 +238,8 @@ class Runner:
         self._gold = dict(gold or {})
         self.prepared: dict[str, PreparedTask] = {}
         """Task id -> the task as prepared for this run (filled by :meth:`prepare`)."""
+        self.loops = WorkerLoops()
+        """The event loops of the threads that ran async agents' trials (:mod:`simulator.execution.aio`)."""
 
     def trial_seed(self, task: Task, trial_index: int) -> int:
         """Return a trial's seed: the task's pinned ``seed`` when it has one, else :func:`derive_seed`.
@@ -366,25 +396,35 @@ class Runner:
             return self._run_trial(task, trial_index, log, persona, span)
         t0 = time.perf_counter()
         abandoned = threading.Event()
+        done = threading.Event()
         box: dict[str, Any] = {}
 
         def target() -> None:
             try:
-                box["result"] = self._run_trial(task, trial_index, None if log is None else
-                                                _MutedWhenAbandoned(log, abandoned), persona, span, abandoned)
+                setup = self._setup_trial(task, trial_index, None if log is None else
+                                          _MutedWhenAbandoned(log, abandoned), persona, t0)
+                if isinstance(setup, TrialResult):
+                    box["result"] = setup
+                elif setup.is_async:  # handed back: its conversation runs on the waiting worker's event loop
+                    box["async"] = setup
+                else:
+                    box["result"] = self._converse(setup, span, abandoned)
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, which raises it
                 box["error"] = e
+            finally:
+                done.set()
 
         thread = threading.Thread(target=target, name=f"tausim-trial-{task.id}-{trial_index}", daemon=True)
         thread.start()
-        thread.join(timeout)
-        if thread.is_alive():
+        if not done.wait(timeout):
             abandoned.set()  # the thread runs on in the background; its result and events are dropped
             return self._not_run(task, trial_index, persona, TerminationReason.TIMEOUT,
                                  f"the trial ran past the trial timeout of {timeout:g} s (an agent, user or tool "
                                  "that did not return); its thread was abandoned", t0)
         if "error" in box:
             raise box["error"]
+        if "async" in box:
+            return self.loops.run(self._arun_trial(box["async"], span, t0 + timeout))
         result: TrialResult = box["result"]
         return result
 
@@ -404,7 +444,8 @@ class Runner:
         seed = self.trial_seed(task, trial_index)
         prepared = self._prepared(task)
         return TrialContext(
-            task=task, tools=self._tools, policy=self._policy, seed=seed,
+            task=task, tools=self._tools, policy=self.domain.task_policy(self._policy, task, self.template.options),
+            seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
             persona=self.personas[persona] if persona is not None else task.scenario.persona, prepared=prepared,
@@ -426,12 +467,17 @@ class Runner:
         allowed = set(task.user_tools)
         return Toolbox([s for n, s in box.specs.items() if n in allowed], uses_session=box.uses_session)
 
-    def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None,
-                   stop: threading.Event | None = None) -> TrialResult:
-        """Run and grade one trial in this thread; ``stop`` (set when the trial was abandoned) ends its conversation."""
-        t0 = time.perf_counter()
-        seed = self.trial_seed(task, trial_index)
+    def _run_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, span: Any = None
+                   ) -> TrialResult:
+        """Run and grade one trial in this thread (an async agent's on this thread's event loop), no time limit."""
+        setup = self._setup_trial(task, trial_index, log, persona, time.perf_counter())
+        if isinstance(setup, TrialResult):
+            return setup
+        return self.loops.run(self._arun_trial(setup, span)) if setup.is_async else self._converse(setup, span)
 
+    def _setup_trial(self, task: Task, trial_index: int, log: Any, persona: str | None, t0: float
+                     ) -> TrialResult | _TrialSetup:
+        """Build a trial's agent and user; a trial that cannot start is returned as its (failed) result."""
         def not_run(reason: TerminationReason, error: str) -> TrialResult:
             return self._not_run(task, trial_index, persona, reason, error, t0)
 
@@ -445,52 +491,101 @@ class Runner:
         try:
             agent = self.agent_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
-            return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + traceback.format_exc())
+            return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + bounded(traceback.format_exc()))
         if task.prefix is not None:  # a trajectory-prefix regression case: only the agent's next turn runs
+            if inspect.iscoroutine(agent) or is_async_agent(agent):
+                return not_run(TerminationReason.AGENT_ERROR, "trajectory-prefix cases run synchronous agents only "
+                               f"(an async agent: {type(agent).__name__})")
             return self._run_prefix(task, trial_index, persona, agent, prepared, t0)
         try:
             user = self.user_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
-            return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
+            if inspect.iscoroutine(agent):
+                agent.close()  # an async factory's coroutine, never awaited
+            return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + bounded(traceback.format_exc()))
         if task.scenario.moves:  # a regression case's pinned user moves (tausim hunt)
             user = MovedUser(user, [], task.scenario.moves, {p.name: p for p in task.scenario.move_personas})
         conduct = task.conduct
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps,
                         max_tool_errors=conduct.max_tool_errors if conduct else None,
                         greeting=conduct.greeting if conduct else None)
+        return _TrialSetup(task, trial_index, persona, log, t0, prepared, goal, initial, agent, user, limits)
+
+    def _conversation(self, setup: _TrialSetup, db: TrialDatabase, span: Any, caps: Sequence[Any]) -> Conversation:
+        """The trial's conversation on its database ``db``, with the run's observers."""
+        task = setup.task
         history = history_messages(task.initial_state.history) if task.initial_state is not None else None
-        toolbox = self.agent_toolbox(task, trial_index)
+        prepare_trial(self.domain, db, task)
+        tool_ctx = ToolContext(db.session, db.options)
+        user_toolbox = self._task_user_toolbox(task)
+        observers: list[Observer] = []
+        if self.tracing is not None:
+            observers.append(self.tracing.observer(span, setup.agent, setup.user))
+        if setup.log is not None:
+            observers.append(ToolCallLog(setup.log))
+        user_ctx = None
+        if user_toolbox is not None:
+            user_ctx = ToolContext(db.session, db.options)
+            user_ctx.source = "user"
+            observers.append(DualControlSync(syncer(self.domain, tool_ctx)))
+        return Conversation(setup.agent, setup.user, self.agent_toolbox(task, setup.trial_index), tool_ctx,
+                            setup.limits, caps=caps, observers=observers, user_toolbox=user_toolbox,
+                            user_ctx=user_ctx, history=history)
+
+    def _converse(self, setup: _TrialSetup, span: Any, stop: threading.Event | None = None) -> TrialResult:
+        """Run a synchronous agent's conversation and grade it; ``stop`` (set when abandoned) ends it."""
         with self.template.trial() as db:
-            prepare_trial(self.domain, db, task)
-            tool_ctx = ToolContext(db.session, db.options)
-            user_toolbox = self._task_user_toolbox(task)
-            observers: list[Observer] = []
-            if self.tracing is not None:
-                observers.append(self.tracing.observer(span, agent, user))
-            if log is not None:
-                observers.append(ToolCallLog(log))
-            user_ctx = None
-            if user_toolbox is not None:
-                user_ctx = ToolContext(db.session, db.options)
-                user_ctx.source = "user"
-                observers.append(DualControlSync(syncer(self.domain, tool_ctx)))
-            traj = Conversation(agent, user, toolbox, tool_ctx, limits,
-                                caps=[TimeLimit(stop=stop)] if stop is not None else [], observers=observers,
-                                user_toolbox=user_toolbox, user_ctx=user_ctx, history=history).run()
-            diff = diff_against(db.raw, goal, self._spec)
-            checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
-                                      env=env_caller(self.domain, tool_ctx))
-            env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
-            owners = record_owners(self.domain, traj, db)
+            conv = self._conversation(setup, db, span, [TimeLimit(stop=stop)] if stop is not None else [])
+            return self._graded(setup, db, conv, conv.run())
+
+    async def _arun_trial(self, setup: _TrialSetup, span: Any, deadline: float | None = None) -> TrialResult:
+        """Run an async agent's conversation on this thread's loop, cancelled at ``deadline`` (perf_counter)."""
+        timeout = self.config.trial_timeout
+        left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        try:
+            async with asyncio.timeout(left):
+                if inspect.isawaitable(setup.agent):
+                    try:
+                        setup.agent = await setup.agent
+                    except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
+                        return self._not_run(setup.task, setup.trial_index, setup.persona,
+                                             TerminationReason.AGENT_ERROR,
+                                             "agent factory failed:\n" + bounded(traceback.format_exc()), setup.t0)
+        except TimeoutError:
+            return self._not_run(setup.task, setup.trial_index, setup.persona, TerminationReason.TIMEOUT,
+                                 f"the trial ran past the trial timeout of {timeout:g} s while its async agent "
+                                 "factory ran; the factory was cancelled", setup.t0)
+        with self.template.trial() as db:
+            left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            conv = self._conversation(setup, db, span, [TimeLimit(left)] if left is not None else [])
+            try:
+                async with asyncio.timeout(left) as limit:
+                    traj = await conv.arun()
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                traj = conv.end(TerminationReason.TIMEOUT, f"the trial ran past the trial timeout of {timeout:g} s; "
+                                "the agent's pending step was cancelled")
+            return self._graded(setup, db, conv, traj)
+
+    def _graded(self, setup: _TrialSetup, db: TrialDatabase, conv: Conversation, traj: Trajectory) -> TrialResult:
+        """Grade a finished conversation on its trial database ``db``."""
+        task, prepared = setup.task, setup.prepared
+        seed = self.trial_seed(task, setup.trial_index)
+        diff = diff_against(db.raw, setup.goal, self._spec)
+        checks = check_assertions(task.assertions, db.raw, setup.initial, read_events(db.raw), traj, self._spec,
+                                  env=env_caller(self.domain, conv.ctx))
+        env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
+        owners = record_owners(self.domain, traj, db)
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=owners, env_assertions=env,
                             communicate=str(self.template.options.get("communicate", "tausim")))
         traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
                                                    derived=prepared.scenario).as_dict()
         res = TrialResult(
-            task_id=task.id, trial=trial_index, seed=seed, persona=persona, passed=grade.passed,
+            task_id=task.id, trial=setup.trial_index, seed=seed, persona=setup.persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
-            duration_s=time.perf_counter() - t0, error=traj.error, faults=self.record_faults(traj),
+            duration_s=time.perf_counter() - setup.t0, error=traj.error, faults=self.record_faults(traj),
         )
         res.signature = failure_signature(task, res, self._kinds)
         return res
@@ -603,6 +698,7 @@ class Runner:
         finally:
             if own:
                 ex.shutdown(wait=not interrupted, cancel_futures=True)
+            self.loops.close()  # idle loops closed (a thread that runs another trial later makes a new one)
         order = {key: i for i, key in enumerate(self.planned())}
         results.sort(key=lambda r: order[trial_key(r)])
         rel = reliability([r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results],
@@ -683,78 +779,6 @@ def failure_signature(task: Task, result: TrialResult, kinds: Mapping[str, str |
 
     sig = signature(task, result, kinds)
     return list(sig) if sig is not None else None
-
-
-def regrade_trial(
-    domain: Domain, template: TemplateDatabase, task: Task, result: TrialResult,
-    goal: StateDelta | bytes | None = None,
-    budget: Budget | None = None, prepared: PreparedTask | None = None,
-) -> tuple[TrialResult, list[str]]:
-    """Grade a recorded trial again from its trajectory, without calling any model.
-
-    The trial's final state is rebuilt by replaying its successful tool calls on a fresh copy of the template
-    (with the task's fixture applied first), its events and assertions are evaluated again,
-    the goal state is recomputed from ``task`` (which may have been fixed since), and :func:`grade_trial` runs
-    again.
-
-    Args:
-        domain: the trial's domain.
-        template: the template database the trial ran on.
-        task: the task, as it is now.
-        result: the recorded trial.
-        goal: the task's goal state if already computed (see :func:`simulator.world.replay.goal_database`).
-        budget: the run's budget for the task (its ``--budgets`` entry), if any.
-        prepared: the task prepared as for a run (:func:`simulator.execution.prepare.prepare_task` with the run's
-        budget):
-            its goal state and merged rules are used (``goal`` and ``budget`` are then not read); it must be of
-            ``task``. None: prepared here.
-
-    The judge component recorded for the trial is kept (no model is called) when the task's assertions are
-    unchanged; otherwise it becomes ``not_graded``.
-
-    Returns:
-        ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
-        the tool names of the replayed calls whose observation differs in meaning from the recorded one
-        (:func:`simulator.world.replay.same_observation`: an error where a success was recorded or the reverse, or
-        another JSON value). A trial that never ran its conversation (its goal state could not be computed then)
-        is returned unchanged.
-    """
-    if result.grade is None and (result.error or "").startswith("goal replay failed"):
-        return result, []
-    toolbox = domain.toolbox_for(template.options)
-    if prepared is None:
-        gold = GoldReplay(task.id, tuple(task.gold_actions), (), goal) if goal is not None else None
-        prepared = prepare_task(domain, template, task, budget=budget, toolbox=toolbox, gold=gold)
-    elif not (prepared.task is task or prepared.task == task):
-        raise ValueError(f"regrade_trial: prepared task {prepared.task.id!r} is not task {task.id!r} as given")
-    try:
-        goal_state = prepared.gold.goal_state()
-    except GoldToolBug as e:
-        return result.model_copy(update={"passed": False, "grade": None,
-                                         "error": f"goal replay failed: {e}"}), []
-    traj = result.trajectory
-    spec = domain.state_spec()
-    initial = prepared.gold.initial
-    if initial is None and task.assertions:  # a goal state given without its initial state
-        initial = initial_database(domain, template, task)
-    with template.trial() as db:
-        prepare_trial(domain, db, task)
-        outcomes = replay_trajectory(toolbox, db, traj, user_toolbox=domain.user_toolbox(),
-                                     sync=domain.sync if has_user_side(domain) else None)
-        diff = diff_against(db.raw, goal_state, spec)
-        checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec,
-                                  env=env_caller(domain, ToolContext(db.session, db.options)))
-        env = check_env_assertions(domain, db, task.env_assertions) if task.env_assertions else None
-        owners = record_owners(domain, traj, db)
-    diverged = [c.name for c in diverging_calls(traj, outcomes)]
-    grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
-                        recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
-                        owners=owners, env_assertions=env,
-                        communicate=str(template.options.get("communicate", "tausim")))
-    regraded = result.model_copy(update={"passed": grade.passed, "grade": grade})
-    kinds = {name: ("ending" if spec.ends_conversation else spec.kind) for name, spec in toolbox.specs.items()}
-    regraded.signature = failure_signature(task, regraded, kinds)
-    return regraded, diverged
 
 
 def infra_error_result(spec: RunSpec, task_id: str, trial: int, persona: str | None, error: str,

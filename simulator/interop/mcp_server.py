@@ -9,8 +9,9 @@ trajectory as a :class:`~simulator.types.trajectory.ToolCallRecord` with request
 step, timing). :meth:`ToolSession.finish` grades the trial the way the runner does (state differences against the goal
 state, declarative and environment assertions, record owners, :func:`simulator.grading.grade_trial`).
 
-:func:`mcp_server` wraps a session in an MCP server (the official ``mcp`` SDK, the ``mcp`` extra) whose tools have the
-same names, descriptions and JSON schemas as :meth:`Toolbox.schemas`; :func:`serve_http` serves it over streamable
+:func:`mcp_server` wraps a session in an MCP server (the official ``mcp`` SDK, the ``mcp`` extra; built by the serving
+core :mod:`simulator.agents.mcp_tools`) whose tools have the same names, descriptions and JSON schemas as
+:meth:`Toolbox.schemas`; :func:`serve_http` serves it over streamable
 HTTP at ``http://127.0.0.1:PORT/mcp`` (loopback only), :func:`serve_stdio` over stdin/stdout.
 
 The ``mcp`` SDK, uvicorn and anyio are imported when a server is built, not with this module. In dual-control domains
@@ -27,6 +28,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from simulator.agents.mcp_tools import LOOPBACK, LoopbackServer, bind_loopback, tools_server
 from simulator.dialogue.state import dispatch
 from simulator.errors import TausimError
 from simulator.execution.runner import Runner, failure_signature
@@ -43,10 +45,7 @@ from simulator.world.fixtures import history_messages
 from simulator.world.replay import prepare_trial
 from simulator.world.tools import ToolContext
 
-__all__ = ["LOOPBACK", "SessionEnded", "ToolSession", "mcp_server", "serve_http", "serve_stdio"]
-
-LOOPBACK = "127.0.0.1"
-"""The only address :func:`serve_http` binds."""
+__all__ = ["LOOPBACK", "SessionEnded", "ToolSession", "bind_loopback", "mcp_server", "serve_http", "serve_stdio"]
 
 
 class SessionEnded(TausimError, RuntimeError):
@@ -230,10 +229,11 @@ def _tool_result(session: ToolSession, name: str, arguments: Mapping[str, Any] |
 def mcp_server(session: ToolSession, name: str = "tausim") -> Any:
     """Return an MCP server (``mcp.server.lowlevel.Server``) serving a session's tools.
 
-    ``tools/list`` gives each tool with the name, description and JSON schema (``parameters``) of
-    :meth:`ToolSession.schemas`; ``tools/call`` runs :meth:`ToolSession.call` in a worker thread and answers the text
-    the agent sees (``is_error`` for anything but an ``ok`` call). Arguments are validated by the toolbox (an invalid
-    call is recorded ``invalid_arguments``, as natively), not by the SDK.
+    Built by :func:`simulator.agents.mcp_tools.tools_server`: ``tools/list`` gives each tool with the name,
+    description and JSON schema (``parameters``) of :meth:`ToolSession.schemas`; ``tools/call`` runs
+    :meth:`ToolSession.call` in a worker thread and answers the text the agent sees (``is_error`` for anything but an
+    ``ok`` call). Arguments are validated by the toolbox (an invalid call is recorded ``invalid_arguments``, as
+    natively), not by the SDK.
 
     Args:
         session: the open trial.
@@ -246,49 +246,22 @@ def mcp_server(session: ToolSession, name: str = "tausim") -> Any:
         ImportError: the ``mcp`` extra is not installed.
     """
     import anyio.to_thread
-    from mcp import types
-    from mcp.server.lowlevel import Server
 
-    tools = [types.Tool(name=s["function"]["name"], description=s["function"].get("description") or "",
-                        input_schema=s["function"].get("parameters") or {"type": "object", "properties": {}})
-             for s in session.schemas()]
+    async def call(request: Any, tool: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
+        return await anyio.to_thread.run_sync(_tool_result, session, tool, arguments)
 
-    async def on_list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=tools)
-
-    async def on_call_tool(ctx: Any, params: Any) -> Any:
-        text, error = await anyio.to_thread.run_sync(_tool_result, session, params.name, params.arguments)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
-
-    return Server(name, version="1", instructions=f"The tools of task {session.task.id} "
-                  f"(domain {session.runner.domain.name}); every call runs on this trial's own database.",
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
-
-
-def bind_loopback(port: int) -> socket.socket:
-    """Return a listening TCP socket on ``127.0.0.1:port`` (0: a free port; read it from ``getsockname()``).
-
-    Raises:
-        OSError: the port is taken (or not allowed).
-    """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((LOOPBACK, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    return tools_server(lambda request: session.schemas(), call, name=name,
+                        instructions=f"The tools of task {session.task.id} (domain {session.runner.domain.name}); "
+                        "every call runs on this trial's own database.")
 
 
 def serve_http(session: ToolSession, sock: socket.socket, stop: threading.Event,
                on_ready: Callable[[str], None] | None = None, startup_timeout: float = 30.0) -> None:
     """Serve a session's tools over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` until ``stop`` is set.
 
-    The server (uvicorn) runs in a thread of its own; this call waits for ``stop`` in the calling thread, then shuts
-    the server down (open streams are closed) and returns. A Ctrl-C in the calling thread raises KeyboardInterrupt
-    here after the server was shut down.
+    The server (uvicorn, :class:`simulator.agents.mcp_tools.LoopbackServer`) runs in a thread of its own; this call
+    waits for ``stop`` in the calling thread, then shuts the server down (open streams are closed) and returns. A
+    Ctrl-C in the calling thread raises KeyboardInterrupt here after the server was shut down.
 
     Args:
         session: the open trial.
@@ -301,42 +274,17 @@ def serve_http(session: ToolSession, sock: socket.socket, stop: threading.Event,
         ValueError: ``sock`` is not bound to 127.0.0.1.
         RuntimeError: the server did not start in time or failed.
     """
-    import uvicorn
-
-    host, port = sock.getsockname()[:2]
-    if host != LOOPBACK:
-        raise ValueError(f"the MCP server binds {LOOPBACK} only, not {host}")
     app = mcp_server(session).streamable_http_app(host=LOOPBACK, stateless_http=False)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
-    failed: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            server.run(sockets=[sock])
-        except BaseException as e:  # noqa: BLE001 - handed to the serving thread
-            failed.append(e)
-
-    thread = threading.Thread(target=target, name="tausim-mcp-http", daemon=True)
-    thread.start()
+    server = LoopbackServer(app, sock, name="tausim-mcp-http")
     try:
-        deadline = time.monotonic() + startup_timeout
-        while not server.started:
-            if failed or not thread.is_alive():
-                raise RuntimeError(f"the MCP server failed to start: {failed[0] if failed else 'it stopped'}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the MCP server did not start within {startup_timeout:g} s")
-            time.sleep(0.02)
+        server.start(startup_timeout)
         if on_ready is not None:
-            on_ready(f"http://{LOOPBACK}:{port}/mcp")
+            on_ready(f"http://{LOOPBACK}:{server.port}/mcp")
         while not stop.wait(0.2):
-            if not thread.is_alive():
+            if not server.alive:
                 break
     finally:
-        server.should_exit = True
-        thread.join(10)
-        if thread.is_alive():
-            server.force_exit = True
-            thread.join(5)
+        server.stop()
 
 
 def serve_stdio(session: ToolSession) -> None:

@@ -6,7 +6,7 @@ Both are small Protocols with one required method. They are built per trial by f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -19,8 +19,8 @@ from simulator.types.tasks import Task
 if TYPE_CHECKING:
     from simulator.types.prepared import PreparedTask
 
-__all__ = ["PROGRESS_SIGNALS", "Agent", "AgentFactory", "Progress", "ProgressAware", "TrialContext", "UserFactory",
-           "UserSimulator"]
+__all__ = ["PROGRESS_SIGNALS", "Agent", "AgentFactory", "AsyncAgent", "Progress", "ProgressAware", "TrialContext",
+           "UserFactory", "UserSimulator"]
 
 PROGRESS_SIGNALS = ("tool_ok", "confirmed_action", "new_info", "answered", "new_question", "repeated_question",
                     "agent_repeat", "tool_error")
@@ -114,6 +114,18 @@ class Agent(Protocol):
         ...
 
 
+class AsyncAgent(Protocol):
+    """An agent under test whose ``step`` is a coroutine (``async def step``).
+
+    The runner awaits it on the event loop of the worker thread that runs the trial; a trial timeout cancels the
+    pending step (:mod:`simulator.execution.aio`). Everything else is as :class:`Agent`.
+    """
+
+    async def step(self, messages: Sequence[Message]) -> AgentTurn:
+        """Return the agent's next message given the conversation so far (see :meth:`Agent.step`)."""
+        ...
+
+
 @runtime_checkable
 class UserSimulator(Protocol):
     """The simulated user."""
@@ -144,8 +156,9 @@ class ProgressAware(Protocol):
         ...
 
 
-AgentFactory = Callable[[TrialContext], Agent]
-"""Builds one trial's agent."""
+AgentFactory = Callable[[TrialContext], "Agent | AsyncAgent | Awaitable[Agent | AsyncAgent]"]
+"""Builds one trial's agent: an :class:`Agent` or an :class:`AsyncAgent`; an ``async def`` factory (returning a
+coroutine of either) is awaited on the trial's event loop."""
 UserFactory = Callable[[TrialContext], UserSimulator]
 """Builds one trial's simulated user."""
 

@@ -1,4 +1,4 @@
-"""The adapter examples (examples/http, examples/openai-agents, examples/langgraph) run offline and pass their task."""
+"""The adapter examples (examples/http, openai-agents, langgraph, a2a) run offline and pass their task."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("kind, needs", [("http", None), ("openai-agents", "agents"), ("langgraph", "langgraph")])
+@pytest.mark.parametrize("kind, needs", [("http", None), ("openai-agents", "agents"), ("langgraph", "langgraph"),
+                                         ("a2a", "a2a.client")])
 def test_the_example_passes_its_task(kind: str, needs: str | None) -> None:
     if needs is not None:
         pytest.importorskip(needs)

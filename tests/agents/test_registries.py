@@ -105,8 +105,8 @@ def run_args(tmp_path: Path, *extra: object) -> list[object]:
 def test_the_built_in_schemes_are_registered_by_tausims_own_entry_points():
     agents = {r.scheme: r for r in agent_schemes()}
     users = {r.scheme: r for r in user_schemes()}
-    assert sorted(agents) == ["faulty", "http", "langgraph", "litellm", "null", "openai-agents", "oracle", "py",
-                             "reference"]
+    assert sorted(agents) == ["a2a", "faulty", "http", "langgraph", "litellm", "null", "openai-agents", "oracle",
+                             "py", "reference"]
     assert sorted(users) == ["confirming", "llm", "py", "replay", "rule", "scripted"]
     assert {r.origin for r in [*agents.values(), *users.values()]} == {"tausim"}
     assert agents["oracle"].target == "simulator.agents._builtins:oracle"

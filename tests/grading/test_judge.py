@@ -384,7 +384,7 @@ def test_cli_run_refuses_a_bad_calibration_file(tmp_path):
 
 
 def test_regrade_keeps_the_recorded_judge(litellm, tmp_path):
-    from simulator.execution.runner import regrade_trial
+    from simulator.execution.regrade import regrade_trial
 
     dom = BankDomain()
     tpl = dom.template(write_data(tmp_path / "d"))

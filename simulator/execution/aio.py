@@ -1,0 +1,80 @@
+"""Async agents in a run: one event loop per worker thread, on which that worker's async trials run.
+
+An agent whose ``step`` is ``async def`` (:func:`simulator.dialogue.conversation.is_async_agent`), or built by an
+``async def`` factory, has its conversation run as a coroutine
+(:meth:`~simulator.dialogue.conversation.Conversation.arun`) on the event loop of the thread that runs the trial:
+each worker thread (a thread of the run's pool, of a Dask
+worker, or the caller's) gets one loop, made the first time it runs an async trial and kept for the next ones, so
+many trials share a loop instead of paying for one each. ``--concurrency`` is the number of worker threads, as for
+synchronous agents. The runner closes the idle loops when a run ends (:meth:`WorkerLoops.close`); a Dask
+worker's threads keep theirs for the worker's next batches.
+
+Time limit (``RunSpec.trial_timeout``): the conversation runs under :func:`asyncio.timeout`; past it the pending
+step of the agent is *cancelled* (``asyncio.CancelledError`` is raised inside its coroutine), the conversation ends
+``timeout`` with what it did so far, and the trial is graded like any other (a ``timeout`` never passes). A
+:class:`~simulator.dialogue.caps.TimeLimit` with the same deadline is checked at every step too, so an agent that
+swallows the cancellation still ends at its next step. An async agent must not block its loop (``time.sleep``, a
+synchronous HTTP call): that is the synchronous agents' business, whose hung threads the runner abandons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["WorkerLoops"]
+
+T = TypeVar("T")
+
+
+class WorkerLoops:
+    """One asyncio event loop per thread, made on first use and closed by :meth:`close` (thread-safe).
+
+    Owned by a :class:`~simulator.execution.runner.Runner`; no global state (two runners never share a loop).
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._loops: list[asyncio.AbstractEventLoop] = []
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to completion on this thread's loop and return its result.
+
+        Raises:
+            RuntimeError: this thread already runs an event loop (call from a thread of your own, e.g.
+                ``asyncio.to_thread(runner.run_trial, ...)``); whatever ``coro`` raises.
+        """
+        loop: asyncio.AbstractEventLoop | None = getattr(self._local, "loop", None)
+        if loop is None or loop.is_closed():
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                pass
+            else:
+                coro.close()
+                raise RuntimeError("an async agent's trial cannot run in a thread that already runs an event loop; "
+                                   "run it from a worker thread (e.g. asyncio.to_thread(runner.run_trial, ...))")
+            loop = asyncio.new_event_loop()
+            self._local.loop = loop
+            with self._lock:
+                self._loops.append(loop)
+        return loop.run_until_complete(coro)
+
+    def __len__(self) -> int:
+        """Return the number of loops made and not closed yet."""
+        with self._lock:
+            return sum(1 for loop in self._loops if not loop.is_closed())
+
+    def close(self) -> None:
+        """Close every loop that is not running (call once the threads that used them are done)."""
+        with self._lock:
+            loops, self._loops = self._loops, []
+        for loop in loops:
+            if loop.is_running():  # a thread still in a trial (an interrupted run): left to it
+                with self._lock:
+                    self._loops.append(loop)
+                continue
+            loop.close()

@@ -1,0 +1,57 @@
+"""``tausim run --agent http:URL`` through the real command line: a service on 127.0.0.1 passes a retail task; an
+endpoint where nothing listens stops the run in its pre-flight (exit 2, one line naming the URL, no trial run)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from typer.testing import CliRunner
+
+from simulator.cli import app
+from simulator.interop.loopback import openai_server, oracle_script
+from simulator.world.domain import get_domain
+
+TASK = "cancel-gift-card-balance"
+
+
+def _task():
+    return next(t for t in get_domain("retail").load_tasks(None) if t.id == TASK)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_tausim_run_with_an_http_agent_passes_a_retail_task(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    task = _task()
+    out = tmp_path / "run.json"
+    with openai_server({"tausim-agent": oracle_script(task)}) as service:
+        res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", f"http:{service.api_base}", "--user",
+                                       "rule", "--task-ids", TASK, "--trials", "1", "--out", str(out),
+                                       "--no-progress"])
+        requests = service.requests.get("tausim-agent", [])
+    assert res.exit_code == 0, res.output
+    (trial,) = json.loads(out.read_text())["trials"]
+    assert trial["passed"] and trial["termination_reason"] == "user_stop"
+    gold = [(a.name, dict(a.arguments)) for a in task.gold_actions]
+    assert [(c["name"], c["arguments"]) for c in trial["trajectory"]["tool_calls"]] == gold
+    # the service was sent the conversation and the trial's tools, and asked once per gold action and to close
+    assert len(requests) >= len(gold) + 1
+    assert {t["function"]["name"] for t in requests[0]["tools"]} >= {name for name, _ in gold}
+    assert requests[0]["messages"][0]["role"] == "system" and requests[0]["messages"][-1]["role"] == "user"
+
+
+def test_an_unreachable_http_agent_stops_the_run_in_its_preflight(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    out = tmp_path / "run.json"
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", f"http:{url}", "--user", "rule",
+                                   "--task-ids", TASK, "--trials", "1", "--out", str(out), "--no-progress"])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if "set-up error" in line]
+    assert len(lines) == 1 and url in lines[0] and "unreachable" in lines[0], res.output
+    assert not out.exists()  # no trial ran
