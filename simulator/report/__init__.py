@@ -20,10 +20,12 @@ from ._terminal import (
     component_label,
     failure_lines,
     involved_text,
+    noise_floor_text,
     print_clusters,
     print_failure,
     print_recovery,
     print_summary,
+    user_review_lines,
 )
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "involved_text",
     "load_run_document",
     "load_run_from_store",
+    "noise_floor_text",
     "print_clusters",
     "print_failure",
     "print_recovery",
@@ -59,4 +62,5 @@ __all__ = [
     "transcript_lines",
     "trial_anchor",
     "trial_outcome",
+    "user_review_lines",
 ]
