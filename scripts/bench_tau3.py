@@ -4,9 +4,9 @@ For each suite and each task (telecom: a seeded sample, ``--sample``; banking_kn
 rounds (τ³'s pass over the tasks, then tausim's, ``--rounds`` times):
 
 - τ³: its own gold trial, run by ``scripts/tau3_trial.py`` inside a throwaway τ³ environment (``--tau3-python``,
-  default ``$TAU3_PYTHON``; ``--tau3-data``, default ``$TAU2_DATA_DIR``): its environment built, the task's initial
-  state applied, the gold actions sent as tool calls, its evaluator's reward (``EvaluationType.ALL``). One process
-  for all rounds; its imports and task loading are outside the clock.
+  default ``$TAU3_PYTHON``; ``--tau3-data``, default ``$TAU2_DATA_DIR``, τ³'s data folder): its environment built,
+  the task's initial state applied, the gold actions sent as tool calls, its evaluator's reward
+  (``EvaluationType.ALL``). One process for all rounds; its imports and task loading are outside the clock.
 - tausim: the oracle trial (``Runner.run_trial``: the trial database provisioned from the template, the
   conversation with the oracle agent and the scripted user, grading). The one-off per-task preparation
   (``Runner.prepare``: the gold replayed once per task for its goal state, shared by all trials of the task) is
@@ -154,17 +154,22 @@ def main() -> int:
     p.add_argument("--sample", type=int, default=100,
                    help="telecom tasks sampled (default: %(default)s; 0: all 2,285)")
     p.add_argument("--seed", type=int, default=0, help="seed of the telecom sample (default: %(default)s)")
-    p.add_argument("--tau3-python", default=os.environ.get("TAU3_PYTHON", "/work/tau2env/bin/python"),
-                   help="python of the throwaway τ³ environment (default: $TAU3_PYTHON or %(default)s)")
-    p.add_argument("--tau3-data", default=os.environ.get("TAU2_DATA_DIR", "/work/tau2data"),
-                   help="τ³'s data folder, its TAU2_DATA_DIR (default: $TAU2_DATA_DIR or %(default)s)")
+    p.add_argument("--tau3-python", default=os.environ.get("TAU3_PYTHON", ""),
+                   help="python of the throwaway τ³ environment (default: $TAU3_PYTHON)")
+    p.add_argument("--tau3-data", default=os.environ.get("TAU2_DATA_DIR", ""),
+                   help="τ³'s data folder, its TAU2_DATA_DIR (default: $TAU2_DATA_DIR)")
     p.add_argument("--retrieval", default="bm25_grep",
                    help="τ³'s banking_knowledge retrieval variant (default: %(default)s; τ³'s own default, "
                         "alltools, needs an OpenAI key)")
     args = p.parse_args()
-    if not Path(args.tau3_python).is_file():
-        print(f"bench-tau3: skipped: no τ³ environment ({args.tau3_python} not found; set TAU3_PYTHON or "
-              "--tau3-python, see scripts/tau3_trial.py)")
+    if not args.tau3_python or not Path(args.tau3_python).is_file():
+        where = args.tau3_python or "TAU3_PYTHON unset"
+        print(f"bench-tau3: skipped: no τ³ environment ({where}: no such python; set TAU3_PYTHON or --tau3-python, "
+              "see scripts/tau3_trial.py)")
+        return 0
+    if not args.tau3_data or not Path(args.tau3_data, "tau2", "domains").is_dir():
+        print(f"bench-tau3: skipped: no τ³ data folder ({args.tau3_data or 'TAU2_DATA_DIR unset'}: no tau2/domains "
+              "in it; set TAU2_DATA_DIR or --tau3-data)")
         return 0
     if subprocess.run([args.tau3_python, "-c", "import tau2.registry"], capture_output=True,
                       env=dict(os.environ, TAU2_DATA_DIR=args.tau3_data,
