@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
-from simulator.cli.domain import print_findings
-from simulator.types.tasks import TaskFileError
+from simulator.cli.domain import print_findings, print_rule_counts
+from simulator.report import safe_console
+from simulator.types.tasks import TOO_DEEP, TaskFileError, not_utf8
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.suites import split_task_file
 
@@ -27,6 +28,10 @@ def _file_domain(path: Path) -> str | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None  # the loader reports it with file and position
+    except UnicodeDecodeError as e:
+        raise fail(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
+    except RecursionError:
+        raise fail(f"{path}: {TOO_DEEP}") from None
     return data.get("domain") if isinstance(data, dict) else None
 
 
@@ -37,6 +42,10 @@ def lint_command(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+    mutations: Annotated[bool, typer.Option(
+        "--mutations", help="Also mutation-test each task's contract: the oracle, extra reads and reordered "
+                            "independent reads must pass; each gold write dropped or its key argument perturbed "
+                            "must fail (findings mutation-*; counts per rule and severity at the end).")] = False,
 ) -> None:
     """Lint a task file: one finding per line (rule, severity, task, reason); exit 1 when any is an error."""
     if fmt not in ("text", "json"):
@@ -55,8 +64,10 @@ def lint_command(
         for said in (f"--tasks {file}: ", f"--tasks {str(file)!r}: "):
             message = f"{file}: {message.removeprefix(said)}" if message.startswith(said) else message
         raise fail(message) from e
-    findings = lint_tasks(dom, task_list, template=template)
+    findings = lint_tasks(dom, task_list, template=template, mutations=mutations)
     print_findings(findings, fmt, f"{file} ({len(task_list)} tasks, domain {name})")
+    if mutations and fmt == "text":
+        print_rule_counts(findings, len(task_list))
     if errors(findings):
         raise typer.Exit(1)
 
@@ -101,6 +112,6 @@ def split_command(
     try:
         paths = split_task_file(file, holdout, seed, out_dir)
     except TaskFileError as e:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {e}", highlight=False)
+        safe_console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
-    Console(soft_wrap=True).print(f"wrote {paths['train']} and {paths['holdout']} (seed {seed})", highlight=False)
+    safe_console(soft_wrap=True).print(f"wrote {paths['train']} and {paths['holdout']} (seed {seed})", highlight=False)
