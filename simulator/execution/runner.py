@@ -58,7 +58,7 @@ from simulator.types.state import StateDelta, StateDiff
 from simulator.types.tasks import Task
 from simulator.types.trajectory import ERROR_REASONS, Limits, TerminationReason, Trajectory
 from simulator.users._moves import MovedUser
-from simulator.users.review import review_user
+from simulator.users.review import ReviewMatchers, review_user
 from simulator.world.database import TemplateDatabase, TrialDatabase, diff_against
 from simulator.world.domain import Domain
 from simulator.world.dual import env_caller, syncer
@@ -103,8 +103,7 @@ class _MutedWhenAbandoned:
     """A structlog logger proxy that drops every event once its trial was abandoned (``trial_timeout``)."""
 
     def __init__(self, log: Any, abandoned: threading.Event) -> None:
-        self._log = log
-        self._abandoned = abandoned
+        self._log, self._abandoned = log, abandoned
 
     def bind(self, **values: Any) -> _MutedWhenAbandoned:
         return _MutedWhenAbandoned(self._log.bind(**values), self._abandoned)
@@ -215,8 +214,7 @@ class Runner:
         ids = [t.id for t in tasks]
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate task ids in the task set")
-        self.domain = domain
-        self.template = template
+        self.domain, self.template = domain, template
         self.tasks = list(tasks)
         self.agent_factory = agent_factory
         self.user_factory = user_factory
@@ -238,6 +236,7 @@ class Runner:
         self._gold = dict(gold or {})
         self.prepared: dict[str, PreparedTask] = {}
         """Task id -> the task as prepared for this run (filled by :meth:`prepare`)."""
+        self._matchers = ReviewMatchers()  # each prepared task's user-review leak matcher, built once
         self.loops = WorkerLoops()
         """The event loops of the threads that ran async agents' trials (:mod:`simulator.execution.aio`)."""
 
@@ -580,8 +579,9 @@ class Runner:
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=owners, env_assertions=env,
                             communicate=str(self.template.options.get("communicate", "tausim")))
+        matcher = self._matchers.get(task, prepared.scenario) if self.prepared.get(task.id) is prepared else None
         traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
-                                                   derived=prepared.scenario).as_dict()
+                                                   derived=prepared.scenario, matcher=matcher).as_dict()
         res = TrialResult(
             task_id=task.id, trial=setup.trial_index, seed=seed, persona=setup.persona, passed=grade.passed,
             termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,

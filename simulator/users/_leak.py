@@ -148,15 +148,35 @@ def _fold_map(text: str) -> tuple[str, list[int]]:
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
-        folded = unicodedata.normalize("NFKC", ch).lower().translate(_PLAIN) if ord(ch) > 127 else ch.lower()
+        folded = _fold_char(ch)
         out.append(folded)
         index.extend([i] * len(folded))
     return "".join(out), index
 
 
+def _fold_char(ch: str) -> str:
+    """One character folded as :func:`_fold_map` folds it."""
+    return unicodedata.normalize("NFKC", ch).lower().translate(_PLAIN) if ord(ch) > 127 else ch.lower()
+
+
+class _FoldTable(dict[int, str]):
+    """A ``str.translate`` table that folds each code point on first sight (:func:`_fold_char`) and keeps it.
+
+    One instance per process (:data:`_FOLD_TABLE`); it is a cache of a pure function of the code point, at most one
+    entry per distinct character ever folded.
+    """
+
+    def __missing__(self, code: int) -> str:
+        folded = self[code] = _fold_char(chr(code))
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
+
+
 def _fold(text: str) -> str:
-    """NFKC, lower case, typographic quotes and dashes made plain (character by character)."""
-    return text.lower() if text.isascii() else _fold_map(text)[0]
+    """NFKC, lower case, typographic quotes and dashes made plain (character by character, as :func:`_fold_map`)."""
+    return text.lower() if text.isascii() else text.translate(_FOLD_TABLE)
 
 
 def _words(text: str) -> list[str]:

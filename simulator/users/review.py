@@ -180,8 +180,36 @@ def _scenario_texts(task: Task, derived: UserScenario | None) -> Iterable[str]:
         yield task.user_id
 
 
+def review_matcher(task: Task, derived: UserScenario | None = None) -> SecretMatcher:
+    """The answer-leak matcher :func:`review_user` uses for a task (build once, share across its trials).
+
+    Args:
+        task: the task (its gold actions and required outputs are the secrets).
+        derived: the domain's derived scenario the user plays, when the run prepared one.
+
+    Returns:
+        A :class:`~simulator.users.leak.SecretMatcher` (read-only once built: safe to share between threads).
+    """
+    return SecretMatcher(task_secrets(task, "", derived))
+
+
+class ReviewMatchers:
+    """A run's answer-leak matchers by task id (:func:`review_matcher`, built on a task's first review)."""
+
+    def __init__(self) -> None:
+        """Start empty; one instance per run (a run's task ids are unique)."""
+        self._by_id: dict[str, SecretMatcher] = {}
+
+    def get(self, task: Task, derived: UserScenario | None = None) -> SecretMatcher:
+        """Return the matcher of ``task`` (with the scenario it plays), building it on first use."""
+        matcher = self._by_id.get(task.id)
+        if matcher is None:
+            matcher = self._by_id[task.id] = review_matcher(task, derived)
+        return matcher
+
+
 def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reached: bool | None,
-                derived: UserScenario | None = None) -> UserReview:
+                derived: UserScenario | None = None, matcher: SecretMatcher | None = None) -> UserReview:
     """Review the simulated user's side of a finished trial.
 
     Args:
@@ -190,6 +218,8 @@ def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reache
         passed: whether the trial passed.
         goal_reached: whether the final state equals the goal (the state component); None when not graded.
         derived: the domain's derived scenario the user played, when the run prepared one.
+        matcher: ``review_matcher(task, derived)`` built beforehand (a run builds it once per task); None: built
+            here.
 
     Returns:
         The :class:`UserReview`: its flags, and which of them caused the outcome (see the module docstring).
@@ -197,7 +227,7 @@ def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reache
     known_text = "\n".join(_scenario_texts(task, derived))
     folded, numbers = _fold(known_text), _numbers(known_text)
     details: dict[str, list[str]] = {}
-    matcher = SecretMatcher(task_secrets(task, "", derived))
+    matcher = matcher if matcher is not None else review_matcher(task, derived)
     heard: list[str] = []
     invented_at: list[tuple[int, str]] = []  # (message index, value)
     acted: list[str] = []

@@ -25,6 +25,8 @@ from simulator.types.trajectory import TerminationReason
 from simulator.users._leak import (
     Secret,
     SecretMatcher,
+    _fold,
+    _fold_map,
     find_secrets,
     redact,
     role_flip,
@@ -686,3 +688,16 @@ def test_users_read_the_prepared_secrets_and_the_factory_caches_none() -> None:
     assert "4242.42" in [str(s) for s in fifth.secrets] and "4242.42" not in [str(s) for s in first.secrets]
     changed = make_task().model_copy(update={"required_outputs": ["777.77"]})  # same id, other content
     assert "777.77" in [str(s) for s in build(ctx(6, changed)).secrets]
+
+
+@pytest.mark.parametrize(("text", "folded"), [
+    ("Order \u201cW123\u201d \u2013 done", 'order "w123" - done'),  # typographic quotes and dash made plain
+    ("\ufb01le \u2460 \uff21B", "file 1 ab"),  # NFKC: ligature, circled digit, full-width letter (then lower case)
+    ("STRA\u1e9eE \u2212 5", "stra\u00dfe - 5"),  # capital sharp s lower-cased; minus sign a hyphen
+    ("caf\u00e9 \U0001f600", "caf\u00e9 \U0001f600"),  # already folded: unchanged
+])
+def test_fold_folds_each_character_as_the_span_map_does(text: str, folded: str) -> None:
+    # expected values by hand (NFKC tables); the fast fold must agree with the span-keeping one character by character
+    assert _fold(text) == folded
+    assert _fold_map(text)[0] == folded
+    assert len(_fold_map(text)[1]) == len(folded)

@@ -14,7 +14,7 @@ from simulator.report import analyze_run, print_summary
 from simulator.types.messages import Message, ToolCall
 from simulator.types.tasks import parse_tasks
 from simulator.types.trajectory import TerminationReason, Trajectory
-from simulator.users.review import REVIEW_FLAGS, review_user
+from simulator.users.review import REVIEW_FLAGS, ReviewMatchers, review_user
 
 TASK = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [
     {"id": "t", "user_id": "mia_li_3668",
@@ -141,6 +141,21 @@ def test_runs_record_the_review(tmp_path: Path) -> None:
     review = trial["trajectory"]["user_metadata"]["review"]
     assert set(review) == {"flags", "details", "causes", "weaknesses", "simulator_caused"}
     assert set(review["flags"]) <= set(REVIEW_FLAGS)
+
+
+def test_a_runs_matcher_is_built_once_per_task_and_reviews_as_a_fresh_one() -> None:
+    task = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [
+        {"id": "c", "scenario": {"instructions": "Cancel your order, you no longer need it."},
+         "gold_actions": [{"name": "cancel", "arguments": {"order_id": "#W4817420"}}]}]})[0]
+    matchers = ReviewMatchers()
+    first = matchers.get(task)
+    assert matchers.get(task) is first  # built once, shared by the task's trials
+    t = traj(("assistant", "How can I help?"), ("user", "Cancel order #W4817420, please."))
+    shared = review_user(task, t, passed=False, goal_reached=False, matcher=first)
+    fresh = review_user(task, t, passed=False, goal_reached=False)
+    # by hand: the user says the gold order id nobody told it: an answer leak, whichever matcher finds it
+    assert shared.details["answer_leak"] == fresh.details["answer_leak"] == ["#W4817420"]
+    assert shared.as_dict() == fresh.as_dict()
 
 
 def test_the_leak_guard_is_public() -> None:
