@@ -15,6 +15,7 @@ from rich.table import Table
 from simulator.analysis.budgets import derive_budgets
 from simulator.analysis.comparability import check_comparable
 from simulator.analysis.gate import GateError, evaluate_gate
+from simulator.cli._common import check_outputs, write_output
 from simulator.cli.report import load_run
 from simulator.storage.documents import RunDocumentError, load_run_document
 
@@ -99,16 +100,14 @@ def baseline_command(
     Exceeding one fails the trial.
     """
     err = Console(stderr=True, soft_wrap=True)
+    check_outputs([("--out", out)], [("RUN", run)])
     try:
         doc = load_run_document(run)
     except RunDocumentError as e:
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
-    if out.is_dir() or not out.parent.is_dir():
-        err.print(f"[bold red]error:[/] --out {escape(str(out))}: not a file in an existing directory", highlight=False)
-        raise typer.Exit(2)
     budgets = derive_budgets(doc, str(run))
-    out.write_text(json.dumps(budgets, indent=1) + "\n", encoding="utf-8")
+    write_output(out, json.dumps(budgets, indent=1) + "\n")
     Console(soft_wrap=True).print(f"wrote {out}: ceilings for {len(budgets['tasks'])} task(s)"
                                   + (f"; no passing trial, no ceiling: {', '.join(budgets['skipped'])}"
                                      if budgets["skipped"] else ""), highlight=False)

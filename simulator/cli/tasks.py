@@ -11,8 +11,8 @@ from rich.console import Console
 
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
-from simulator.cli.domain import print_findings
-from simulator.types.tasks import TaskFileError
+from simulator.cli.domain import print_findings, print_rule_counts
+from simulator.types.tasks import TOO_DEEP, TaskFileError, not_utf8
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.suites import split_task_file
 
@@ -27,6 +27,10 @@ def _file_domain(path: Path) -> str | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None  # the loader reports it with file and position
+    except UnicodeDecodeError as e:
+        raise fail(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
+    except RecursionError:
+        raise fail(f"{path}: {TOO_DEEP}") from None
     return data.get("domain") if isinstance(data, dict) else None
 
 
@@ -37,6 +41,10 @@ def lint_command(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+    mutations: Annotated[bool, typer.Option(
+        "--mutations", help="Also mutation-test each task's contract: the oracle, extra reads and reordered "
+                            "independent reads must pass; each gold write dropped or its key argument perturbed "
+                            "must fail (findings mutation-*; counts per rule and severity at the end).")] = False,
 ) -> None:
     """Lint a task file: one finding per line (rule, severity, task, reason); exit 1 when any is an error."""
     if fmt not in ("text", "json"):
@@ -55,8 +63,10 @@ def lint_command(
         for said in (f"--tasks {file}: ", f"--tasks {str(file)!r}: "):
             message = f"{file}: {message.removeprefix(said)}" if message.startswith(said) else message
         raise fail(message) from e
-    findings = lint_tasks(dom, task_list, template=template)
+    findings = lint_tasks(dom, task_list, template=template, mutations=mutations)
     print_findings(findings, fmt, f"{file} ({len(task_list)} tasks, domain {name})")
+    if mutations and fmt == "text":
+        print_rule_counts(findings, len(task_list))
     if errors(findings):
         raise typer.Exit(1)
 

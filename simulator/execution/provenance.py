@@ -51,8 +51,9 @@ def package_versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    every = metadata.entry_points()  # one pass over the installed distributions, not one per group
     for group in PLUGIN_GROUPS:
-        for ep in metadata.entry_points(group=group):
+        for ep in every.select(group=group):
             dist = getattr(ep, "dist", None)
             if dist is not None and dist.name not in out:
                 out[dist.name] = dist.version

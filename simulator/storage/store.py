@@ -18,15 +18,16 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, delete, event, func, insert, inspect, select, update
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from simulator.errors import ConfigMismatchError, LeaseHeldError, RunDocumentError, StoreError
+from simulator.errors import ConfigMismatchError, LeaseHeldError, RunDocumentError, StoreError, WriteError
 from simulator.stats.estimators import reliability
 from simulator.storage.codec import (
     RunInfo,
@@ -117,6 +118,10 @@ def tasks_hash(tasks: Sequence[Task]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+_CANNOT_WRITE = ("full", "no space", "readonly", "read-only", "i/o error", "unable to open", "quota")
+"""Words of a database error that says the database cannot be written (SQLite's and PostgreSQL's messages)."""
+
+
 class ResultsStore:
     """Runs and trials in a SQL database; any SQLAlchemy URL (``sqlite:///runs.db`` by default).
 
@@ -174,6 +179,22 @@ class ResultsStore:
         @event.listens_for(engine, "begin")
         def _begin(conn: Connection) -> None:
             conn.exec_driver_sql("BEGIN")
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Within it, the database's "cannot write" errors (disk full, read-only, I/O error) raise :class:`WriteError`.
+
+        ``with store.writing(): ...`` around writes of the store's own methods or of a lease; other database errors
+        pass unchanged.
+        """
+        try:
+            yield
+        except OperationalError as e:
+            cause = str(e.orig).strip().splitlines()[0] if e.orig is not None else str(e)
+            if not any(word in cause.lower() for word in _CANNOT_WRITE):
+                raise
+            where = self.engine.url.database if self.engine.url.get_backend_name() == "sqlite" else self.url
+            raise WriteError(str(where), cause) from e
 
     def close(self) -> None:
         """Release the database connections."""
@@ -361,7 +382,7 @@ class ResultsStore:
             run_id: the run id.
             seconds: wall time of the session.
         """
-        with self.engine.begin() as conn:
+        with self.writing(), self.engine.begin() as conn:
             conn.execute(update(runs).where(runs.c.run_id == run_id)
                          .values(wall_seconds=runs.c.wall_seconds + seconds))
 
@@ -400,10 +421,12 @@ class ResultsStore:
 
         Raises:
             StoreError: the run does not exist.
+            WriteError: the database cannot be written (disk full, read-only); the transaction is rolled back
+                and the trials recorded before are kept.
         """
         rows = encode_trial(run_id, result)
         try:
-            with self.engine.begin() as conn:
+            with self.writing(), self.engine.begin() as conn:
                 # the trial row first: a duplicate fails here, before anything else is written
                 conn.execute(insert(trials).values(**rows.trial))
                 if rows.messages:
