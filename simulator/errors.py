@@ -37,6 +37,8 @@ The tree::
     │       └── LeaseHeldError             another live process is running the run's missing trials now
     ├── ToolError                      a domain tool refuses a call: recoverable BY THE AGENT (simulator.world.tools)
     ├── SessionEnded(RuntimeError)     a tool call on a served trial that has ended (simulator.interop.mcp_server)
+    ├── EpisodeTimeout(TimeoutError)   a Gymnasium episode's other side did not answer in time
+    │                                  (simulator.interop.gym_env)
     ├── InfrastructureError            a service tausim depends on failed; the trial is ``infra_error`` or the
     │   │                              run stops, never graded as the agent's failure
     │   ├── WriteError                     a file or database cannot be written (disk full, read-only): the run
@@ -55,6 +57,7 @@ The tree::
     └── (control flow)                 private signals that never leave their module:
         ├── domains.airline._dialogues.core._Transferred   ends the reference agent's dialogue on a transfer
         ├── simulator.agents.a2a_agent._Refused             no usable A2A agent card, inside one retried attempt
+        ├── simulator.interop.gym_env._Closed               ends a Gymnasium episode's worker when the env closes
         └── simulator.dialogue.conversation._Ended         ends the conversation loop with its termination reason
 
 The channels differ in who can act on them:

@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from simulator.errors import OptionError
 from simulator.execution.provenance import git_revision, package_versions
 from simulator.execution.recording import open_results_store, output_problem, write_json_atomic
+from simulator.report import safe_console
 from simulator.storage.store import ResultsStore
 from simulator.world.domain import DomainError
 
 __all__ = ["check_outputs", "connect_store", "console", "domain_options", "err", "fail", "git_revision",
            "option_message", "package_versions", "write_json_atomic", "write_output"]
 
-# Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there.
-console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
-err = Console(stderr=True, soft_wrap=True)
+# Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there. Control sequences in data
+# are escaped (safe_console).
+console = safe_console()
+err = safe_console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str) -> typer.Exit:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from simulator.cli._common import check_outputs, write_output
 from simulator.report import (
@@ -20,6 +21,7 @@ from simulator.report import (
     load_run_from_store,
     print_summary,
     render_html,
+    safe_console,
     to_tau2,
     to_tau2_submission,
     to_tau_bench,
@@ -32,12 +34,11 @@ _STORE_HELP = "Results store URL (e.g. sqlite:///runs.db); RUN is then a run id.
 
 
 def _console(stderr: bool = False) -> Console:
-    tty = (sys.stderr if stderr else sys.stdout).isatty()
-    return Console(stderr=stderr, width=None if tty else 160, soft_wrap=not tty)
+    return safe_console(stderr=stderr)
 
 
 def _fail(message: str) -> typer.Exit:
-    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    _console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(2)
 
 

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -226,6 +226,22 @@ def _print_write_error(out: Path | None, error: str | None, written: Path | None
               highlight=False)
 
 
+def _print_first_traceback(document: Mapping[str, Any], max_lines: int = 40) -> None:
+    """Without --out and a store nothing keeps the trials: show the first error's traceback (its last lines)."""
+    for trial in document.get("trials") or []:
+        error = str(trial.get("error") or "")
+        if "Traceback (most recent call last)" not in error:
+            continue
+        lines = error.rstrip().splitlines()
+        cut = len(lines) - max_lines
+        head = (f"traceback of task {trial.get('task_id')} trial {trial.get('trial')} (the first trial that raised; "
+                "with --out or --store every trial keeps its own)")
+        err.print(head + (f", its last {max_lines} of {len(lines)} lines" if cut > 0 else "") + ":",
+                  highlight=False, markup=False)
+        err.print("\n".join(lines[max(cut, 0):]), highlight=False, markup=False)
+        return
+
+
 def _render(outcome: RunOutcome, out: Path | None) -> int:
     """Print the run's summary and what went wrong; return the exit code (0, 1 or 2)."""
     written = outcome.out
@@ -234,6 +250,8 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
                   see="--out" if written is not None else ("the store" if outcome.run_id is not None else None))
     if written is not None:
         console.print(f"wrote {written}", highlight=False)
+    elif outcome.run_id is None:
+        _print_first_traceback(outcome.document)
     code = 0
     if outcome.aborted:
         code = 2 if outcome.abort_kind == "setup_error" else 1

@@ -39,6 +39,7 @@ from simulator.grading.safety import record_owners
 from simulator.types.messages import Message
 from simulator.types.persona import MOVES, Persona
 from simulator.types.results import TrialResult
+from simulator.types.sanitize import admit_agent_turn
 from simulator.types.tasks import Task
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.users._moves import MovedUser
@@ -413,7 +414,7 @@ def _replay(agent: _AgentProxy, user: MovedUser, snapshot: Snapshot, state: Conv
     said: list[Message] = []
     for kind, arg in snapshot.calls:
         if kind == "a":
-            said.append(agent.step(state.seen[:arg]).message)
+            said.append(admit_agent_turn(agent.step(state.seen[:arg]))[0].message)  # as the trial recorded it
         elif kind == "u":
             user.reply(state.view[:arg])
         else:

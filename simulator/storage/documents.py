@@ -136,7 +136,9 @@ def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | N
     """:func:`load_partial`, and the header's ``planned_task_ids`` (None when absent)."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        # one trial a line, split at "\n" only: str.splitlines() also splits at U+0085, U+2028, \x1c... which JSON
+        # leaves unescaped inside a message's text
+        lines = p.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError:
         raise RunDocumentError(f"{p}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:

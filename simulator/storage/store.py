@@ -40,7 +40,7 @@ from simulator.storage.codec import (
 )
 from simulator.storage.documents import check_run_document, run_summary_json
 from simulator.storage.lease import DEFAULT_LEASE_TTL_S, RunLease
-from simulator.storage.schema import grades, messages, metadata, runs, tool_calls, trials, utc_now
+from simulator.storage.schema import StoredText, grades, messages, metadata, runs, tool_calls, trials, utc_now
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
 from simulator.types.spec import RESUME_EXEMPT, RunSpec, spec_differences
 from simulator.types.tasks import Task
@@ -155,11 +155,33 @@ class ResultsStore:
                 if "persona" not in columns:
                     raise StoreError(f"{self.url}: results store of an older tausim (its trials table has no "
                                      "persona column); use a new store file or database")
+                if self.engine.dialect.name == "postgresql":
+                    self._widen_text_columns()
                 return
             except DBAPIError:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))  # the other creator has committed by now: check again
+
+    def _widen_text_columns(self) -> None:
+        """Make the bounded text columns of a PostgreSQL store made by an older tausim unbounded (``TEXT``).
+
+        Older stores declared ids (run, task, persona, call) as ``VARCHAR(255)`` or ``VARCHAR(64)``; a 300-character
+        run id or a long task id then failed mid-run on PostgreSQL while SQLite (which ignores lengths) accepted
+        them. ``VARCHAR(n)`` to ``TEXT`` is a catalogue change in PostgreSQL (no rewrite of the rows).
+        """
+        found = inspect(self.engine)
+        changes = []
+        for table in metadata.sorted_tables:
+            have = {c["name"]: c["type"] for c in found.get_columns(table.name)}
+            for column in table.columns:
+                kind = have.get(column.name)
+                if isinstance(column.type, StoredText) and getattr(kind, "length", None) is not None:
+                    changes.append(f'ALTER TABLE "{table.name}" ALTER COLUMN "{column.name}" TYPE TEXT')
+        if changes:
+            with self.engine.begin() as conn:
+                for statement in changes:
+                    conn.exec_driver_sql(statement)
 
     @staticmethod
     def _setup_sqlite(engine: Engine) -> None:

@@ -22,6 +22,7 @@ such tasks get ``id`` = their index in the file, as a string.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +38,7 @@ from simulator.types.rules import Precedence, ProcessRules
 __all__ = ["DEFAULT_GRADE", "Action", "Alternative", "Budget", "Conduct", "EnvAssertion", "GradeComponent",
            "InitialState", "Intent", "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser",
            "ProcessRules", "RowUpdate", "StepCall", "Task", "TaskFileError", "TrialPrefix", "UserScenario",
-           "load_tasks", "parse_tasks"]
+           "check_task_id", "load_tasks", "parse_tasks"]
 
 GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions", "actions", "env_assertions",
                          "judge"]
@@ -203,11 +204,7 @@ class UserScenario(BaseModel):
 
 
 class Alternative(BaseModel):
-    """Another outcome the user may end up wanting (a mind change), with its own goal.
-
-    A persona that changes its mind (``Persona.mind_change_turn``) drops its current intent for ``intent`` and records
-    ``name`` as its ``outcome``; the trial is graded against this goal (:meth:`Task.for_outcome`), else never.
-    """
+    """Another outcome a user that changes its mind may end up wanting, with its own goal (:meth:`Task.for_outcome`)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=NAME_PATTERN, max_length=40)
@@ -501,8 +498,7 @@ class Task(BaseModel):
     """A trajectory-prefix regression case (version 2 files): only the agent's next turn after it is run and
     graded (see :class:`TrialPrefix`); None: the trial is played from its start."""
     alternatives: list[Alternative] = Field(default_factory=list)
-    """Other outcomes a user that changes its mind may end up wanting (names unique), each with its own goal;
-    the first is the one the built-in users switch to (see :class:`Alternative`)."""
+    """Other outcomes a user that changes its mind may end up wanting (names unique; users switch to the first)."""
 
     @field_validator("alternatives")
     @classmethod
@@ -513,9 +509,7 @@ class Task(BaseModel):
         return alternatives
 
     def for_outcome(self, name: str) -> Task:
-        """Return a copy graded for outcome ``name``: that alternative's gold actions, outputs and assertions.
-
-        The copy's ``reference`` is cleared (the alternative's gold actions are its reference); it has no alternatives.
+        """Return a copy graded for alternative ``name``: its gold, outputs, assertions; no reference or alternatives.
 
         Raises:
             KeyError: the task declares no alternative of that name (the message lists the names it has).
@@ -611,13 +605,40 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
             '"format": "tausim.tasks"'
         )
     seen: set[str] = set()
-    for t in tasks:
+    for i, t in enumerate(tasks):
+        check_task_id(t.id, i, source)
         if t.id in seen:
             raise TaskFileError(f"{source}: field id: duplicate task id {t.id!r}")
         seen.add(t.id)
     if not tasks:
         raise TaskFileError(f"{source}: field tasks: the file holds no task")
     return tasks
+
+
+_BAD_ID = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+"""Characters a task id may not hold: control characters (C0, DEL, C1: NUL, newline, ESC...), bidirectional marks,
+overrides and isolates, zero-width characters, line separators and lone surrogates. An id is shown on terminals, in
+HTML pages and file names, and is a key of the results store: such characters would break or spoof them."""
+
+
+def check_task_id(task_id: str, i: int, source: str) -> None:
+    """Refuse an empty id or one holding a character of :data:`_BAD_ID` (or only spaces).
+
+    Args:
+        task_id: the id.
+        i: the task's index in its file.
+        source: the file name.
+
+    Raises:
+        TaskFileError: ``FILE: task [i]: field id: ...`` naming the character and the id (escaped).
+    """
+    if not task_id.strip():
+        raise TaskFileError(f"{source}: task [{i}]: field id: {task_id!r}: an empty (or blank) id")
+    bad = _BAD_ID.search(task_id)
+    if bad is not None:
+        shown = task_id if len(task_id) <= 80 else task_id[:80] + "..."
+        raise TaskFileError(f"{source}: task [{i}]: field id: {ascii(shown)}: holds the control or invisible "
+                            f"character U+{ord(bad.group()):04X} (ids must be printable text)")
 
 
 def _parse_v1_task(raw: Any, i: int, source: str) -> Task:
@@ -678,7 +699,7 @@ def _parse_tausim_tasks(data: dict[str, Any], source: str, domain: str | None) -
             field, or a malformed task.
     """
     version = data.get("version")
-    if version not in (1, 2):
+    if type(version) is not int or version not in (1, 2):  # strict: true and 1.0 are not version 1
         raise TaskFileError(f"{source}: field version: unsupported value {version!r} (expected 1 or 2)")
     file_domain = data.get("domain")
     if domain is not None and file_domain is not None and file_domain != domain:

@@ -41,6 +41,7 @@ from simulator.types.tasks import (
     JudgeAssertion,
     Task,
     UserScenario,
+    check_task_id,
     not_utf8,
 )
 
@@ -268,6 +269,7 @@ def parse_tau2_tasks(data: Any, source: str = "<tasks>") -> list[Task]:
             raise TaskFileError(f"{source}: task [{i}]: expected an object, got {_kind(raw)}")
         if not isinstance(raw.get("id"), str | int) or isinstance(raw.get("id"), bool):
             raise TaskFileError(f"{source}: task [{i}]: field id: expected a string, got {_kind(raw.get('id'))}")
+        check_task_id(str(raw["id"]), i, source)
         w = _Where(source, str(raw["id"]))
         try:
             task = _task(w, raw)
