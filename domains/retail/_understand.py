@@ -233,21 +233,32 @@ class RetailUnderstanding(ReferenceAgentBase):
         intent = self._current()
         if self._pending is not None:
             if self._answer == "no" and intent is not None:
-                intent.rejections += 1
-                self._pending = None
-                restated = text.split(":", 1)[1] if ":" in text else text
-                if self._kind_of(restated) == "transfer" and intent.kind != "transfer":
-                    # "No, I want a human agent": the request is dropped for a transfer
-                    intent.done = True
-                    self._intents.insert(self._intents.index(intent) + 1, Intent(kind="transfer", text=restated))
-                    return
-                if self._kind_of(restated) in (None, intent.kind, "item_change") or intent.kind == "exchange":
-                    self._reset(intent, restated)
+                self._declined(intent, text)
             return
         if intent is not None and self._asking not in (None, "identity", "anything_else"):
             self._fill_slot(intent, text)
             return
         self._new_requests(text)
+
+    def _declined(self, intent: Intent, text: str) -> None:
+        """The user said no to the pending write: restate the request, or drop it for a transfer or another one."""
+        intent.rejections += 1
+        self._pending = None
+        restated = text.split(":", 1)[1] if ":" in text else text
+        kind = self._kind_of(restated)
+        if kind == "transfer" and intent.kind != "transfer":
+            # "No, I want a human agent": the request is dropped for a transfer
+            intent.done = True
+            self._intents.insert(self._intents.index(intent) + 1, Intent(kind="transfer", text=restated))
+        elif kind not in (None, "info", "item_change", intent.kind) and intent.kind != "exchange" \
+                and ACTION_RE.search(restated):
+            # "No, cancel the order instead": a change of mind; the request is dropped for the new one
+            intent.done = True
+            new = Intent(kind=kind, text=restated)
+            self._intents.insert(self._intents.index(intent) + 1, new)
+            self._fill_slot(new, restated)
+        elif kind in (None, intent.kind, "item_change") or intent.kind == "exchange":
+            self._reset(intent, restated)
 
     def _reset(self, intent: Intent, text: str) -> None:
         intent.text = text

@@ -1,7 +1,8 @@
 """``lint_tasks``: find defects in a task set against a domain and its data, before any trial runs.
 
-Every task's fixture is applied and its gold actions replayed once, on a fresh copy of the data; the rules
-(id, severity) are:
+Every task's fixture is applied and its gold actions replayed once, on a fresh copy of the data; so are each of
+its alternative outcomes' (``Task.alternatives``: the task as graded for it, its intent in place of the first agenda
+item), whose findings' messages start ``alternative 'NAME':``. The rules (id, severity) are:
 
 errors (a run refuses the task set unless ``--allow-lint-errors``):
 
@@ -50,6 +51,7 @@ them); held-out splits are only measured.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -124,6 +126,17 @@ def _scenario_text(task: Task) -> str:
     parts = [sc.instructions, sc.opening or "", json.dumps(sc.known_info, default=str),
              json.dumps(sc.identity), json.dumps([i.model_dump(mode="json") for i in sc.agenda]), task.user_id or ""]
     return _norm(" ".join(parts))
+
+
+def _as_outcome(task: Task, name: str) -> Task:
+    """The task graded for alternative ``name``, its intent in place of the first agenda item.
+
+    A persona's mind change comes early in the conversation, while the user is on its first request.
+    """
+    alt = task.for_outcome(name)
+    intent = next(a.intent for a in task.alternatives if a.name == name)
+    return alt.model_copy(update={"scenario": task.scenario.model_copy(
+        update={"agenda": [intent, *task.scenario.agenda[1:]]})})
 
 
 def _slot_groups(task: Task) -> list[dict[str, set[str]]]:
@@ -505,6 +518,9 @@ def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatab
     first_of: dict[tuple[Any, ...], str] = {}
     for task in tasks:
         findings += _lint_task(domain, template, task, toolbox, spec, base, ids)
+        for alt in task.alternatives:  # each alternative outcome's gold actions, linted like the task's own
+            findings += [dataclasses.replace(f, message=f"alternative {alt.name!r}: {f.message}")
+                         for f in _lint_task(domain, template, _as_outcome(task, alt.name), toolbox, spec, base, ids)]
         if mutations:
             findings += mutation_findings(domain, template, task, toolbox, spec)
         if task.prefix is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from simulator.grading import effective_rules
 from simulator.types.prepared import (
@@ -31,13 +31,14 @@ from simulator.types.prepared import (
 )
 from simulator.types.tasks import Budget, Task, UserScenario
 from simulator.world.domain import Domain, DomainError
-from simulator.world.replay import replay_gold
+from simulator.world.replay import GoldToolBug, replay_gold
 
 if TYPE_CHECKING:
+    from simulator.types.state import StateDelta
     from simulator.world.database import TemplateDatabase
     from simulator.world.tools import Toolbox
 
-__all__ = ["prepare_task", "prepare_tasks"]
+__all__ = ["graded_outcome", "prepare_task", "prepare_tasks"]
 
 
 
@@ -91,8 +92,10 @@ def prepare_task(
 
         secrets = SecretMatcher(task_secrets(task, policy if policy is not None else domain.policy(),
                                              tools=toolbox.schemas()))
+    alternatives = {alt.name: prepare_task(domain, template, task.for_outcome(alt.name), budget=budget,
+                                           toolbox=toolbox, policy=policy) for alt in task.alternatives}
     return PreparedTask(task=task, rules=effective_rules(task, domain, budget), gold=gold, scenario=scenario,
-                        scenario_error=error, secrets=secrets)
+                        scenario_error=error, secrets=secrets, alternatives=alternatives)
 
 
 def prepare_tasks(
@@ -127,3 +130,29 @@ def prepare_tasks(
             for t in tasks}
 
 
+def graded_outcome(prepared: PreparedTask, user_metadata: Mapping[str, Any], goal: StateDelta | bytes,
+                   initial: bytes | None) -> tuple[str | None, PreparedTask, StateDelta | bytes, bytes | None]:
+    """Return what a finished trial is graded against: the task's own goal, or the alternative its user chose.
+
+    Args:
+        prepared: the trial's prepared task.
+        user_metadata: the trial's user metadata (its ``outcome``, when it names one of the task's alternatives,
+            says the user changed its mind to that outcome; see :meth:`PreparedTask.outcome_of`).
+        goal: the task's own goal state.
+        initial: the task's own initial state (for assertions), or None.
+
+    Returns:
+        ``(outcome, prepared, goal, initial)``: outcome None and the arguments as given, or the alternative's name,
+        its prepared task, goal state and initial state.
+
+    Raises:
+        GoldToolBug: the alternative's gold actions hit a tool bug (the message names the outcome).
+    """
+    outcome = prepared.outcome_of(user_metadata)
+    if outcome is None:
+        return None, prepared, goal, initial
+    alt = prepared.alternatives[outcome]
+    try:
+        return outcome, alt, alt.gold.goal_state(), alt.gold.initial
+    except GoldToolBug as e:
+        raise GoldToolBug(f"goal replay of outcome {outcome!r} failed: {e}") from e

@@ -76,7 +76,8 @@ def regrade_trial(
             ``task``. None: prepared here.
 
     The judge component recorded for the trial is kept (no model is called) when the task's assertions are
-    unchanged; otherwise it becomes ``not_graded``.
+    unchanged; otherwise it becomes ``not_graded``. A trial whose user changed its mind to one of the task's
+    alternative outcomes (user metadata ``outcome``) is graded against that outcome's goal, as a run grades it.
 
     Returns:
         ``(new result, diverged)``: the trial with its new grade and ``passed`` (trajectory untouched), and
@@ -93,6 +94,9 @@ def regrade_trial(
         prepared = prepare_task(domain, template, task, budget=budget, toolbox=toolbox, gold=gold)
     elif not (prepared.task is task or prepared.task == task):
         raise ValueError(f"regrade_trial: prepared task {prepared.task.id!r} is not task {task.id!r} as given")
+    outcome = prepared.outcome_of(result.trajectory.user_metadata)  # the user changed its mind: its outcome's goal
+    prepared = prepared.alternatives[outcome] if outcome is not None else prepared
+    graded = prepared.task
     try:
         goal_state = prepared.gold.goal_state()
     except GoldToolBug as e:
@@ -101,22 +105,23 @@ def regrade_trial(
     traj = result.trajectory
     spec = domain.state_spec()
     initial = prepared.gold.initial
-    if initial is None and task.assertions:  # a goal state given without its initial state
+    if initial is None and graded.assertions:  # a goal state given without its initial state
         initial = initial_database(domain, template, task)
     with template.trial() as db:
         prepare_trial(domain, db, task)
         outcomes = replay_trajectory(toolbox, db, traj, user_toolbox=domain.user_toolbox(),
                                      sync=domain.sync if has_user_side(domain) else None)
         diff = diff_against(db.raw, goal_state, spec)
-        checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, spec,
+        checks = check_assertions(graded.assertions, db.raw, initial, read_events(db.raw), traj, spec,
                                   env=env_caller(domain, ToolContext(db.session, db.options)))
         env = check_env_assertions(domain, db, task.env_assertions) if task.env_assertions else None
         owners = record_owners(domain, traj, db)
     diverged = [c.name for c in diverging_calls(traj, outcomes)]
-    grade = grade_trial(task, traj, diff, toolbox, prepared=prepared,
+    grade = grade_trial(graded, traj, diff, toolbox, prepared=prepared,
                         recorded_judge=result.grade.judge if result.grade is not None else None, assertions=checks,
                         owners=owners, env_assertions=env,
                         communicate=str(template.options.get("communicate", "tausim")))
+    grade.outcome = outcome
     regraded = result.model_copy(update={"passed": grade.passed, "grade": grade})
     kinds = {name: ("ending" if spec.ends_conversation else spec.kind) for name, spec in toolbox.specs.items()}
     regraded.signature = failure_signature(task, regraded, kinds)

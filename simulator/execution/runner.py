@@ -42,7 +42,7 @@ from simulator.dialogue.conversation import Conversation, is_async_agent
 from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
 from simulator.dialogue.prefix import apply_state, check_next_step, run_next_turn
 from simulator.execution.aio import WorkerLoops
-from simulator.execution.prepare import prepare_task, prepare_tasks
+from simulator.execution.prepare import graded_outcome, prepare_task, prepare_tasks
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.stats.estimators import reliability
@@ -567,27 +567,29 @@ class Runner:
                                 "the agent's pending step was cancelled")
             return self._graded(setup, db, conv, traj)
 
-    def _graded(self, setup: _TrialSetup, db: TrialDatabase, conv: Conversation, traj: Trajectory) -> TrialResult:
-        """Grade a finished conversation on its trial database ``db``."""
-        task, prepared = setup.task, setup.prepared
-        seed = self.trial_seed(task, setup.trial_index)
-        diff = diff_against(db.raw, setup.goal, self._spec)
-        checks = check_assertions(task.assertions, db.raw, setup.initial, read_events(db.raw), traj, self._spec,
+    def _graded(self, s: _TrialSetup, db: TrialDatabase, conv: Conversation, traj: Trajectory) -> TrialResult:
+        """Grade the finished conversation of trial ``s`` on its trial database ``db``."""
+        try:  # a user that changed its mind: graded against the goal of the alternative it ended up wanting
+            outcome, prepared, goal, initial = graded_outcome(s.prepared, traj.user_metadata, s.goal, s.initial)
+        except GoldToolBug as e:
+            return self._not_run(s.task, s.trial_index, s.persona, TerminationReason.TOOL_BUG, str(e), s.t0)
+        task, seed = prepared.task, self.trial_seed(s.task, s.trial_index)
+        diff = diff_against(db.raw, goal, self._spec)
+        checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
                                   env=env_caller(self.domain, conv.ctx))
         env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
-        owners = record_owners(self.domain, traj, db)
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
-                            assertions=checks, owners=owners, env_assertions=env,
+                            assertions=checks, owners=record_owners(self.domain, traj, db), env_assertions=env,
                             communicate=str(self.template.options.get("communicate", "tausim")))
-        matcher = self._matchers.get(task, prepared.scenario) if self.prepared.get(task.id) is prepared else None
+        grade.outcome = outcome
+        shared = self.prepared.get(s.task.id) is s.prepared and task is s.task  # the run's own matcher, else a new one
         traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
-                                                   derived=prepared.scenario, matcher=matcher).as_dict()
-        res = TrialResult(
-            task_id=task.id, trial=setup.trial_index, seed=seed, persona=setup.persona, passed=grade.passed,
-            termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
-            duration_s=time.perf_counter() - setup.t0, error=traj.error, faults=self.record_faults(traj),
-        )
-        res.signature = failure_signature(task, res, self._kinds)
+                                                   derived=s.prepared.scenario, matcher=self._matchers.get(
+                                                       task, s.prepared.scenario) if shared else None).as_dict()
+        res = TrialResult(task_id=s.task.id, trial=s.trial_index, seed=seed, persona=s.persona, passed=grade.passed,
+                          termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
+                          duration_s=time.perf_counter() - s.t0, error=traj.error, faults=self.record_faults(traj))
+        res.signature = failure_signature(s.task, res, self._kinds)
         return res
 
     def _run_prefix(self, task: Task, trial_index: int, persona: str | None, agent: Any, prepared: PreparedTask,
@@ -619,12 +621,8 @@ class Runner:
         personas: list[str | None] = list(self.personas) or [None]
         return [(t.id, p, i) for t in self.tasks for p in personas for i in range(self.config.trials)]
 
-    def run(
-        self,
-        executor: Executor | None = None,
-        on_trial: Callable[[TrialResult], None] | None = None,
-        only: set[TrialKey] | None = None,
-    ) -> RunResult:
+    def run(self, executor: Executor | None = None, on_trial: Callable[[TrialResult], None] | None = None,
+            only: set[TrialKey] | None = None) -> RunResult:
         """Run the planned (task, persona, trial) keys (or a subset of them) and compute the metrics.
 
         The planned tasks are prepared first (:meth:`prepare`), in this thread, unless the executor has a true
@@ -795,6 +793,5 @@ def infra_error_result(spec: RunSpec, task_id: str, trial: int, persona: str | N
     """
     reason = TerminationReason.INFRA_ERROR
     return TrialResult(task_id=task_id, trial=trial, seed=derive_seed(spec.seed, task_id, trial), persona=persona,
-                       passed=False, termination_reason=str(reason), grade=None,
-                       trajectory=Trajectory(termination_reason=reason, error=error), duration_s=duration_s,
-                       error=error)
+                       passed=False, termination_reason=str(reason), grade=None, duration_s=duration_s, error=error,
+                       trajectory=Trajectory(termination_reason=reason, error=error))

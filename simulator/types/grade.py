@@ -221,6 +221,9 @@ class Grade(BaseModel):
     """tau2 ACTION: gold actions matched by the trial's calls (None: a task not imported from tau2)."""
     env_assertions: EnvAssertionsResult | None = None
     """tau2 ENV_ASSERTION: the task's environment assertions (None: the task has none)."""
+    outcome: str | None = None
+    """The alternative outcome the trial was graded against (the user changed its mind, see
+    :class:`simulator.types.tasks.Alternative`); None: the task's own goal."""
     basis: list[str] | None = None
     """The components that decided pass (see :meth:`simulator.types.tasks.Task.grade_basis`); None for grades recorded
     before it existed (the default five)."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from simulator.errors import DomainError, GoldToolBug
@@ -53,6 +53,7 @@ class PreparedTask:
         scenario_error: why the scenario cannot be derived, or None.
         secrets: the leak guard's compiled secrets of the task (:func:`simulator.users._leak.task_secrets` with
             the domain's policy and tool schemas); None when the run's user did not need them.
+        alternatives: outcome name -> the task as graded for that alternative outcome, prepared the same way.
     """
 
     task: Task
@@ -61,6 +62,17 @@ class PreparedTask:
     scenario: UserScenario | None = None
     scenario_error: str | None = None
     secrets: SecretFinder | None = None
+    alternatives: Mapping[str, PreparedTask] = field(default_factory=dict)
+
+    def outcome_of(self, user_metadata: Mapping[str, Any]) -> str | None:
+        """Return the alternative outcome a trial's user ended up wanting, or None for the task's own goal.
+
+        Args:
+            user_metadata: the trial's user metadata; its ``outcome`` names the alternative (a value that is not
+                the name of one of this task's alternatives counts as none: a user's metadata is data).
+        """
+        name = user_metadata.get("outcome")
+        return name if isinstance(name, str) and name in self.alternatives else None
 
     @property
     def goal(self) -> StateDelta | bytes | None:

@@ -13,7 +13,7 @@ actions), ``assertions`` (see :mod:`simulator.types.assertions`), ``grade`` (the
 (a pinned trial seed), ``prefix`` (a trajectory-prefix regression case: the conversation and database state just
 before an agent's first error, and what its next step must and must not do, see :class:`TrialPrefix`) and, in
 ``scenario``, ``script``, ``persona``, ``moves`` and ``move_personas`` (regression cases of ``tausim hunt``); a
-version 1 file may not use them.
+version 1 file may not use them. Both versions accept ``alternatives`` (other outcomes, see :class:`Alternative`).
 
 tau-bench v1 format: a JSON list of ``{"user_id", "instruction", "actions": [{"name", "kwargs"}], "outputs"}``;
 such tasks get ``id`` = their index in the file, as a string.
@@ -35,10 +35,10 @@ from simulator.types.messages import Message
 from simulator.types.persona import NAME_PATTERN, Persona
 from simulator.types.rules import Precedence, ProcessRules
 
-__all__ = ["DEFAULT_GRADE", "Action", "Budget", "Conduct", "EnvAssertion", "GradeComponent", "InitialState", "Intent",
-           "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser", "ProcessRules", "RowUpdate",
-           "StepCall", "Task", "TaskFileError", "TrialPrefix", "UserScenario", "check_task_id", "load_tasks",
-           "parse_tasks"]
+__all__ = ["DEFAULT_GRADE", "Action", "Alternative", "Budget", "Conduct", "EnvAssertion", "GradeComponent",
+           "InitialState", "Intent", "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser",
+           "ProcessRules", "RowUpdate", "StepCall", "Task", "TaskFileError", "TrialPrefix", "UserScenario",
+           "check_task_id", "load_tasks", "parse_tasks"]
 
 GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions", "actions", "env_assertions",
                          "judge"]
@@ -47,9 +47,6 @@ tau2-bench reward bases ACTION, ENV_ASSERTION and NL_ASSERTION; DB is ``state``,
 
 DEFAULT_GRADE: tuple[GradeComponent, ...] = ("state", "outputs", "process", "loops", "budget")
 """The components that decide pass when a task names none (plus ``assertions`` when it has some)."""
-
-
-
 
 
 class Action(BaseModel):
@@ -190,7 +187,6 @@ class UserScenario(BaseModel):
     """Ordered intents of the rule-based user; empty: the task has no structured scenario (the rule-based user
     then asks the domain to derive one, see :meth:`simulator.world.domain.Domain.derive_scenario`)."""
 
-
     @field_validator("moves")
     @classmethod
     def _known_moves(cls, moves: dict[int, str]) -> dict[int, str]:
@@ -205,6 +201,23 @@ class UserScenario(BaseModel):
                 raise ValueError(f"moves.{index}: {move!r} must name a persona of move_personas "
                                  f"(switch_persona:NAME; move_personas: {', '.join(sorted(named)) or 'none'})")
         return self
+
+
+class Alternative(BaseModel):
+    """Another outcome a user that changes its mind may end up wanting, with its own goal (:meth:`Task.for_outcome`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=NAME_PATTERN, max_length=40)
+    """Identifier of the outcome, recorded as the user's ``outcome`` and the grade's ``outcome``."""
+    intent: Intent
+    """The agenda item the user switches to when it changes its mind (it replaces the intent the user is on)."""
+    gold_actions: list[Action] = Field(default_factory=list)
+    """Tool calls whose replay on a fresh database yields this outcome's goal state (the whole conversation's)."""
+    required_outputs: list[str] = Field(default_factory=list)
+    """Values the agent must state for this outcome."""
+    assertions: list[Assertion] = Field(default_factory=list)
+    """Declarative checks of this outcome (in place of the task's)."""
+
 
 class Budget(BaseModel):
     """Ceilings on one trial's trajectory (grading component ``budget``); None: no ceiling.
@@ -484,6 +497,30 @@ class Task(BaseModel):
     prefix: TrialPrefix | None = None
     """A trajectory-prefix regression case (version 2 files): only the agent's next turn after it is run and
     graded (see :class:`TrialPrefix`); None: the trial is played from its start."""
+    alternatives: list[Alternative] = Field(default_factory=list)
+    """Other outcomes a user that changes its mind may end up wanting (names unique; users switch to the first)."""
+
+    @field_validator("alternatives")
+    @classmethod
+    def _unique_outcomes(cls, alternatives: list[Alternative]) -> list[Alternative]:
+        names = [a.name for a in alternatives]
+        if dup := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"alternative name(s) {', '.join(map(repr, dup))} repeat; names must be unique")
+        return alternatives
+
+    def for_outcome(self, name: str) -> Task:
+        """Return a copy graded for alternative ``name``: its gold, outputs, assertions; no reference or alternatives.
+
+        Raises:
+            KeyError: the task declares no alternative of that name (the message lists the names it has).
+        """
+        for alt in self.alternatives:
+            if alt.name == name:
+                return self.model_copy(update={
+                    "gold_actions": list(alt.gold_actions), "required_outputs": list(alt.required_outputs),
+                    "assertions": list(alt.assertions), "reference": None, "alternatives": []})
+        raise KeyError(f"task {self.id!r}: no alternative outcome {name!r} "
+                       f"(alternatives: {', '.join(a.name for a in self.alternatives) or 'none'})")
 
     @model_validator(mode="after")
     def _prefix_user_fits(self) -> Task:

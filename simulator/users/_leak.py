@@ -445,7 +445,8 @@ def task_secrets(task: Task, policy: str, scenario: UserScenario | None = None, 
     """List what the simulated user of a task must not say (see the module docstring for the rules).
 
     Args:
-        task: the task (its gold actions and required outputs are read).
+        task: the task (its gold actions and required outputs are read, and its alternative outcomes': their
+            intents, which the user may come to want, are public like the scenario).
         policy: the domain policy text (markdown is fine); ``""`` for none.
         scenario: the scenario the user plays (e.g. one derived by the domain); None: ``task.scenario``.
         tools: the domain's tool schemas; values they mention (enumerated options in descriptions) are
@@ -456,7 +457,7 @@ def task_secrets(task: Task, policy: str, scenario: UserScenario | None = None, 
         policy sentences.
     """
     scenario = scenario if scenario is not None else task.scenario
-    public = [scenario_text(scenario)]
+    public = [scenario_text(scenario), *(t for alt in task.alternatives for t in _intent_texts(alt.intent))]
     if tools:
         public.append(json.dumps(list(tools), ensure_ascii=False))
     public_text = "\n".join(public)
@@ -474,11 +475,14 @@ def task_secrets(task: Task, policy: str, scenario: UserScenario | None = None, 
         seen.add(value)
         out.append(secret)
 
-    for action in task.gold_actions:
+    for action in [*task.gold_actions, *(a for alt in task.alternatives for a in alt.gold_actions)]:
         for value, path in _strings(action.arguments, action.name):
             add(value, "action_value", path)
     for i, output in enumerate(task.required_outputs):
         add(output, "output", f"required_outputs[{i}]")
+    for alt in task.alternatives:
+        for i, output in enumerate(alt.required_outputs):
+            add(output, "output", f"alternatives.{alt.name}.required_outputs[{i}]")
     public_runs = _windows(_words(public_text))
     for sentence in _policy_sentences(policy):
         words = _words(sentence)

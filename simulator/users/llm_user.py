@@ -159,6 +159,17 @@ _REVEAL = {
 }
 
 
+_MIND_CHANGE = ("\nYou changed your mind in your message number {turn}: you no longer want your first request; "
+                "you now want to {request} instead. Say so in that message if you have not yet, and from then on "
+                "pursue only this.\n")
+"""Added to the system prompt once a mind-changing persona switched to a task's alternative outcome."""
+
+
+def _bare_request(text: str) -> str:
+    """A request as the user's own words, without final punctuation (``{request}`` of :data:`_MIND_CHANGE`)."""
+    return text.strip().rstrip(".!?")
+
+
 def persona_instructions(persona: Persona) -> str:
     """Describe a persona's manner for the LLM user's prompt.
 
@@ -252,7 +263,10 @@ class LLMUser:
         persona: the trial's persona, or None.
         secrets: what this user must not say (:func:`simulator.users._leak.task_secrets`).
         max_leak_retries: regenerations of a leaking message before it is redacted.
-        metadata: ``{"model", "prompt_hash", "persona", "flags", "leaks", "flag_events", "secrets"}``, plus
+        metadata: ``{"model", "prompt_hash", "persona", "flags", "leaks", "flag_events", "secrets"}`` (with a
+            mind-changing persona on a task with alternative outcomes also ``outcome`` and ``mind_changed_at_turn``:
+            from its message number ``mind_change_turn`` on, the user is told it wants the task's first
+            alternative instead, and ``outcome`` names it), plus
             ``abandoned_at_turn`` once it abandons: flags (``user_leak``, ``role_flip``, ``tool_syntax``, each
             once, in order of first occurrence), leaks (``{"turn", "kind", "form", "origin", "action":
             "regenerated"|"redacted"}``, one per secret per leaking draft), flag events (``{"turn", "flag",
@@ -317,6 +331,12 @@ class LLMUser:
             "persona": self.persona.name if self.persona is not None else None,
             "flags": [], "leaks": [], "flag_events": [], "secrets": len(self.secrets),
         }
+        # a mind-changing persona on a task with alternative outcomes: at its message number mind_change_turn the
+        # user is told it now wants the first alternative, and records it (the run grades that outcome's goal)
+        changes = self.persona is not None and self.persona.mind_change_turn is not None
+        self._alternative = ctx.task.alternatives[0] if changes and ctx.task.alternatives else None
+        if self._alternative is not None:
+            self.metadata.update(outcome=None, mind_changed_at_turn=None)
 
     def observe_progress(self, progress: Progress) -> None:
         """Take note of whether the agent's last turn made progress (called by the orchestrator).
@@ -343,6 +363,9 @@ class LLMUser:
             customer's messages as "assistant" and the agent's as "user" (tool traffic skipped).
         """
         system = self.system_prompt
+        if self._alternative is not None and self.metadata["outcome"] is not None:
+            system += _MIND_CHANGE.format(request=_bare_request(self._alternative.intent.request[0]),
+                                          turn=self.metadata["mind_changed_at_turn"])
         if corrections:
             system += "\n" + "\n".join(corrections) + "\n"
         out: list[dict[str, Any]] = [
@@ -370,6 +393,14 @@ class LLMUser:
         return self.client.complete(request, self.user_tools or None, trial_seed=self.trial_seed, log=self.log,
                                     **params)
 
+    def _maybe_change_mind(self, message_no: int) -> None:
+        """Switch to the task's alternative outcome from message number ``mind_change_turn`` on (once)."""
+        alt, persona = self._alternative, self.persona
+        if alt is None or persona is None or persona.mind_change_turn is None or self.metadata["outcome"] is not None:
+            return
+        if message_no >= persona.mind_change_turn:
+            self.metadata.update(outcome=alt.name, mind_changed_at_turn=message_no)
+
     def reply(self, messages: Sequence[Message]) -> UserTurn:
         """Return the customer's next message (the opening message when ``messages`` is empty).
 
@@ -390,6 +421,7 @@ class LLMUser:
             self.metadata["abandoned_at_turn"] = turn_no
             phrases = persona.abandonment_phrases
             return UserTurn(content=phrases[int(self._rng.integers(len(phrases)))], abandon=True)
+        self._maybe_change_mind(turn_no + 1)
         # what the agent said, and what this user read on its own device (its tools' results)
         heard = [m.content for m in messages if m.content and (
             m.role == "assistant" or (m.role == "tool" and m.requestor == "user"))]

@@ -52,7 +52,7 @@ from simulator.types.messages import Message, ToolCall, UserTurn
 from simulator.types.persona import Persona
 from simulator.types.prepared import SCENARIO
 from simulator.types.protocols import Progress, TrialContext, UserFactory, prepared_for
-from simulator.types.tasks import Intent, UserScenario
+from simulator.types.tasks import Alternative, Intent, UserScenario
 from simulator.users._acts import SLOT_PATTERNS, DialogueActs, classify, sentences
 from simulator.users._phrasing import Phraser, Segment, join_segments
 
@@ -184,19 +184,23 @@ class RuleUser:
             verbosity, no typos, no mistakes).
         tools: OpenAI function schemas of the user's own tools (dual control; the task's subset); empty: it
             never acts on its side.
+        alternatives: the task's alternative outcomes (:class:`~simulator.types.tasks.Alternative`); when its
+            persona changes its mind, it switches to the first one's intent (instead of the intent's
+            ``fallback``) and records its name as ``outcome``.
 
     Attributes:
         metadata: facts about the trial for the trajectory: ``persona`` (name or None), ``flags`` (always empty:
             the rule-based user cannot leak), ``abandoned_at_turn`` (1-based user turn of the abandonment message,
             or None), ``mind_changed_at_turn``, ``pushes`` (times it insisted after a refusal), ``wrong_answers``,
-            ``intents_done``, ``intents_given_up`` (refused, no fallback) and ``intents`` (agenda length).
+            ``intents_done``, ``intents_given_up`` (refused, no fallback), ``intents`` (agenda length) and
+            ``outcome`` (the alternative it changed its mind to, or None).
 
     Raises:
         ValueError: the scenario has no agenda.
     """
 
     def __init__(self, scenario: UserScenario, *, seed: int, persona: Persona | None = None,
-                 tools: Sequence[dict[str, Any]] = ()):
+                 tools: Sequence[dict[str, Any]] = (), alternatives: Sequence[Alternative] = ()):
         self._tools = list(tools)
         self._acted_on: str | None = None  # the agent message whose requested actions were performed
         self._calls = 0
@@ -228,11 +232,12 @@ class RuleUser:
         self._failed_methods: set[str] = set()  # identity methods the agent could not find
         self._pushes_this_intent = 0
         self._mind_changed = False
+        self._alternatives = list(alternatives)
         self._finished = False
         self.metadata: dict[str, Any] = {
             "persona": persona.name if persona else None, "flags": [], "abandoned_at_turn": None,
             "mind_changed_at_turn": None, "pushes": 0, "wrong_answers": 0, "intents_done": 0,
-            "intents_given_up": 0, "intents": len(self._agenda),
+            "intents_given_up": 0, "intents": len(self._agenda), "outcome": None,
         }
 
     # --- protocol ------------------------------------------------------------------------------------------
@@ -722,11 +727,14 @@ class RuleUser:
         if (persona is None or persona.mind_change_turn is None or self._mind_changed or self._intent is None
                 or self._turn + 1 < persona.mind_change_turn or self._state != "open" or self._on_fallback):
             return None
-        fb = self._intent.fallback
+        alt = self._alternatives[0] if self._alternatives else None
+        fb = alt.intent if alt is not None else self._intent.fallback
         if fb is None:
             return None
         self._mind_changed = True
         self.metadata["mind_changed_at_turn"] = self._turn + 1
+        if alt is not None:
+            self.metadata["outcome"] = alt.name  # the trial is graded against this alternative's goal
         self._switch(fb)
         out = [[Segment(self._ph.choice(persona.mind_change_phrases))], self._request(fb, "frame_request")]
         if persona.reveal_style == "all_at_once":
@@ -769,7 +777,8 @@ class RuleUserFactory:
         scenario = prepared.derived_scenario() if prepared is not None else None
         if scenario is None:  # not prepared for this user (e.g. a factory wrapping this one): derived for this trial
             scenario = self.domain.derive_scenario(ctx.task, self.template)
-        return RuleUser(scenario, seed=ctx.seed, persona=ctx.persona, tools=ctx.user_tools)
+        return RuleUser(scenario, seed=ctx.seed, persona=ctx.persona, tools=ctx.user_tools,
+                        alternatives=ctx.task.alternatives)
 
 
 def rule_user_factory(domain: Any, template: Any) -> UserFactory:

@@ -351,13 +351,15 @@ def test_the_gold_check_reads_the_prepared_statuses(bank, dispatches):
 
 
 def gold_run_length(dom: Any, task: Task) -> int:
-    """Gold actions a replay runs: up to and including the first that ends the conversation (no tool bugs)."""
+    """Gold actions the replays of a task run: up to and including the first that ends the conversation (no tool
+    bugs), for the task's own gold actions and for each of its alternative outcomes' (prepared once each too)."""
     ends = {n for n, s in dom.toolbox().specs.items() if s.ends_conversation}
     n = 0
-    for a in task.gold_actions:
-        n += 1
-        if a.name in ends:
-            break
+    for actions in [task.gold_actions, *(alt.gold_actions for alt in task.alternatives)]:
+        for a in actions:
+            n += 1
+            if a.name in ends:
+                break
     return n
 
 
