@@ -184,7 +184,8 @@ class _Deriver:
         self.instr = task.scenario.instructions
         self.norm = _norm(self.instr)
         self.gaps: list[str] = []
-        uid = task.user_id or ""
+        uid = task.user_id or self._gold_user()
+        self.uid = uid
         self.user: dict[str, Any] = user_record(world.db.raw, uid) or {} if uid else {}
         if task.user_id and not self.user:
             self.gaps.append(f"user {task.user_id!r} not found in the data")
@@ -192,10 +193,23 @@ class _Deriver:
         self.first_user_address = dict(self.user_address)
         self.user_address_changed = False
 
+    def _gold_user(self) -> str:
+        """The user the gold actions act for (tau2's tasks name none): a ``user_id`` argument, else an order's owner."""
+        for a in self.task.gold_actions:
+            uid = a.arguments.get("user_id")
+            if isinstance(uid, str) and uid:
+                return uid
+        for a in self.task.gold_actions:
+            oid = a.arguments.get("order_id")
+            order = self.world.order(oid) if isinstance(oid, str) else None
+            if order is not None and order.get("user_id"):
+                return str(order["user_id"])
+        return ""
+
     # identity ------------------------------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
         ident: dict[str, str] = {}
-        uid = self.task.user_id or ""
+        uid = self.uid
         low = self.instr.lower()
         given_uid = bool(uid) and re.search(rf"(?<![a-z0-9_]){re.escape(uid.lower())}(?![a-z0-9_])", low) is not None
         if given_uid:

@@ -28,7 +28,8 @@ def _fn(name: str, **params: dict[str, Any]) -> dict[str, Any]:
 
 TOOLS = [
     _fn("toggle_airplane_mode"), _fn("toggle_wifi"), _fn("toggle_wifi_calling"), _fn("reboot_device"),
-    _fn("check_status_bar"), _fn("run_speed_test"), _fn("reset_apn_settings"),
+    _fn("check_status_bar"), _fn("run_speed_test"), _fn("reset_apn_settings"), _fn("toggle_data"),
+    _fn("toggle_roaming"), _fn("toggle_data_saver_mode"),
     _fn("set_network_mode_preference", mode={"type": "string", "description": "one of 4g_only, 3g_only, 2g_only."}),
     _fn("grant_app_permission", app_name={"type": "string"}, permission={"type": "string"}),
 ]
@@ -43,6 +44,12 @@ TOOLS = [
     ("Please reset your APN settings and then reboot the device.",
      [("reset_apn_settings", {}), ("reboot_device", {})]),
     ("Please turn Wi-Fi calling on.", [("toggle_wifi_calling", {})]),  # not toggle_wifi as well
+    # one setting named, one setting changed: "data" only qualifies "roaming" (not toggle_data as well)
+    ("Please turn on data roaming.", [("toggle_roaming", {})]),
+    ("Could you enable data-roaming on your phone?", [("toggle_roaming", {})]),
+    ("Please turn off data saver mode.", [("toggle_data_saver_mode", {})]),
+    ("Please turn your mobile data on.", [("toggle_data", {})]),
+    ("Please turn on your data and your roaming.", [("toggle_data", {}), ("toggle_roaming", {})]),
     ("Next, set your network mode to 3g_only.", [("set_network_mode_preference", {"mode": "3g_only"})]),
     ("Please do this on your side, in order: reboot_device(); grant_app_permission(app_name='messaging', "
      "permission='storage').", [("reboot_device", {}),
