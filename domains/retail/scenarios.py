@@ -40,7 +40,16 @@ from sqlalchemy import select
 
 from domains.retail._data import ADDRESS_KEYS, order_record, product_record, user_record
 from domains.retail.models import Product
-from simulator.world.kit import Action, Intent, Task, TemplateDatabase, TrialDatabase, UserScenario
+from simulator.world.kit import (
+    Action,
+    Intent,
+    Task,
+    TemplateDatabase,
+    TrialDatabase,
+    UserScenario,
+    identity_facts,
+    instruction_sections,
+)
 
 __all__ = ["WRITE_TOOLS", "Derivation", "derive_retail_scenario", "render_address"]
 
@@ -184,7 +193,10 @@ class _Deriver:
         self.instr = task.scenario.instructions
         self.norm = _norm(self.instr)
         self.gaps: list[str] = []
-        uid = task.user_id or self._gold_user()
+        told = identity_facts(instruction_sections(self.instr).get("known info") or self.instr)
+        self.told = told
+        uid = task.user_id or self._gold_user() or (told.get("user_id", "") if user_record(
+            world.db.raw, told.get("user_id", "")) else "")
         self.uid = uid
         self.user: dict[str, Any] = user_record(world.db.raw, uid) or {} if uid else {}
         if task.user_id and not self.user:
@@ -247,6 +259,8 @@ class _Deriver:
             m5 = re.search(r"(?<![\d#W$.])\d{5}(?!\d|\.\d)", self.instr)
             if m5:
                 ident["zip"] = m5.group(0)
+        if not self.user:  # no record to check the instruction against: what it states about the user
+            ident = {**self.told, **ident}
         if not ("email" in ident or "user_id" in ident or ("name" in ident and "zip" in ident)):
             self.gaps.append("identity: the instruction gives neither an e-mail, a user id, nor a name with a zip")
         return ident
