@@ -130,6 +130,33 @@ def test_rule_user_performs_what_the_agent_asks_in_words(telecom: Any) -> None:
     assert all(m.requestor is None for msgs in agent.seen for m in msgs)
 
 
+def test_rule_user_changes_only_the_setting_the_agent_names(telecom: Any) -> None:
+    """"Turn on data roaming" names roaming: the user toggles roaming and leaves its mobile data as it was."""
+    task = Task.model_validate({
+        "id": "t",
+        "scenario": UserScenario(instructions="Reason for call:\nMy data does not work abroad.").model_dump(),
+        "initial_state": {"setup": [{"requestor": "user", "name": "set_user_info",
+                                     "arguments": {"name": "John Smith", "phone_number": "555-123-2002"}}]}})
+    template = telecom.template()
+    user = RuleUser(telecom.derive_scenario(task, template), seed=1, tools=telecom.user_toolbox().schemas())
+    agent = _AsksInWords()
+    agent.LINES = ("Please turn on data roaming.", "Your request has been handled.")
+    with template.trial() as db:
+        prepare_trial(telecom, db, task)
+        before = telecom.dump(db)["device"]["1"]
+        ctx = ToolContext(db.session, db.options)
+        user_ctx = ToolContext(db.session, db.options)
+        user_ctx.source = "user"
+        traj = Conversation(agent, user, telecom.toolbox(), ctx, Limits(greeting="Hi! How can I help?"),
+                            user_toolbox=telecom.user_toolbox(), user_ctx=user_ctx,
+                            observers=[DualControlSync(syncer(telecom, ctx))]).run()
+        after = telecom.dump(db)["device"]["1"]
+    assert [(c.requestor, c.name) for c in traj.tool_calls] == [("user", "toggle_roaming")]
+    settings = ("data_enabled", "roaming_enabled", "data_saver_mode", "airplane_mode")  # not readings (signal ...)
+    assert {k for k in settings if before[k] != after[k]} == {"roaming_enabled"}
+    assert after["roaming_enabled"] is True and after["data_enabled"] is True
+
+
 def test_oracle_with_rule_user_passes_a_telecom_sample(telecom: Any) -> None:
     tasks = telecom.load_tasks(split="small")  # tau2's 20-task sample, MMS, mobile data and service issues
     template = telecom.template()
