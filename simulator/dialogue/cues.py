@@ -295,22 +295,24 @@ def _plain_match(sentence: str, patterns: tuple[re.Pattern[str], list[re.Pattern
     return min(at, default=0)
 
 
-def _only_modifier(sentence: str, name: str, others: Sequence[str]) -> bool:
-    """True when every mention of a tool's object words modifies another tool's object (a compound noun).
+def _head_at(sentence: str, name: str, others: Sequence[str]) -> int | None:
+    """Where a sentence first names a tool's object other than as a modifier of another tool's object; None: never.
 
-    In "turn on data roaming" the word "data" only qualifies "roaming" (the head of the compound is its last
+    In "turn on data roaming" the word "data" only qualifies "roaming" (the head of a compound noun is its last
     word), so the sentence asks for ``toggle_roaming`` and not also for ``toggle_data``.
     """
     patterns = _plain_patterns(name)
     heads = [p for o in others if (q := _plain_patterns(o)) is not None for p in q[1]]
-    if patterns is None or not heads or not patterns[1]:
-        return False
+    if patterns is None or not patterns[1]:
+        return 0
+    at = []
     for obj in patterns[1]:
         for m in obj.finditer(sentence):
             rest = sentence[m.end():]
             if rest[:1] not in (" ", "-") or not any(head.match(rest.lstrip(" -")) for head in heads):
-                return False
-    return True
+                at.append(m.start())
+                break
+    return min(at, default=None)
 
 
 def requested_tool_calls(text: str | None, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -366,6 +368,9 @@ def requested_tool_calls(text: str | None, tools: Sequence[Mapping[str, Any]]) -
         words = {name: set(_object_words(name)) for _, name, _ in plain}
         plain = [f for f in plain if not any(
             o != f[1] and o.split("_")[0] == f[1].split("_")[0] and words[f[1]] < words[o] for o in words)]
-        found.extend(f for f in plain if not _only_modifier(sentence, f[1], [o for _, o, _ in plain if o != f[1]]))
+        for _, name, args in plain:
+            at = _head_at(sentence, name, [o for _, o, _ in plain if o != name])
+            if at is not None:
+                found.append((pos + at, name, args))
     found.sort(key=lambda f: f[0])
     return [(name, args) for _, name, args in found]

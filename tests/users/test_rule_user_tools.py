@@ -50,6 +50,7 @@ TOOLS = [
     ("Please turn off data saver mode.", [("toggle_data_saver_mode", {})]),
     ("Please turn your mobile data on.", [("toggle_data", {})]),
     ("Please turn on your data and your roaming.", [("toggle_data", {}), ("toggle_roaming", {})]),
+    ("Please turn on data roaming and then mobile data.", [("toggle_roaming", {}), ("toggle_data", {})]),
     ("Next, set your network mode to 3g_only.", [("set_network_mode_preference", {"mode": "3g_only"})]),
     ("Please do this on your side, in order: reboot_device(); grant_app_permission(app_name='messaging', "
      "permission='storage').", [("reboot_device", {}),
