@@ -28,7 +28,7 @@ from typing import Any
 from _bench import machine, parser, retail, retail_peer
 
 from simulator.execution.build import build_runner
-from simulator.execution.executors import open_executor
+from simulator.execution.executors import choose_executor, open_executor
 from simulator.execution.runner import Runner, settle_heap
 from simulator.types.spec import RunSpec
 
@@ -113,7 +113,8 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--concurrency", type=int, default=32, help="trials at once (default: %(default)s)")
     p.add_argument("--executor", action="append",
-                   help="threads | local:N | dask://HOST:PORT; repeat to compare (default: threads and local:2)")
+                   help="auto | threads | local:N | dask://HOST:PORT; repeat to compare (default: threads and "
+                        "local:2)")
     p.add_argument("--latency", type=float, default=0.2, help="seconds per model call (default: %(default)s)")
     p.add_argument("--waves", type=int, default=4, help="trials = waves x concurrency (default: %(default)s)")
     p.add_argument("--trials-per-task", type=int, default=8, help="trials of each task (default: %(default)s)")
@@ -138,10 +139,13 @@ def main() -> None:
             t0 = time.perf_counter()
             ex = stack.enter_context(open_executor(spec))
             how, note = f"threads only (1 process x {args.concurrency} threads)", ""
+            if executor == "auto":
+                print(f"  {choose_executor(spec).reason}")
             if ex is not None:
                 workers = ex.client.scheduler_info()["workers"].values()  # type: ignore[attr-defined]
                 ex.client.run(register_provider, args.latency, not args.unpriced)  # type: ignore[attr-defined]
-                how = f"{executor}: {len(workers)} processes x {'/'.join(str(w['nthreads']) for w in workers)} threads"
+                threads = "/".join(str(w["nthreads"]) for w in workers)
+                how = f"{choose_executor(spec).executor}: {len(workers)} processes x {threads} threads"
                 note = f"; cluster start-up {time.perf_counter() - t0:.1f} s (not timed)"
             for _ in range(args.warmup):  # first runs pay one-off costs (goal states, lazy imports, caches)
                 measure(runner, ex)

@@ -43,6 +43,16 @@ AMENDED_TAG = "tau2-gold-amended"
 """The tag of a task whose gold actions :meth:`MockDomain.load_tasks` completed (``gold_amendments.json``)."""
 
 
+TASK_FIELDS = ("task_id", "title", "description", "status")
+USER_FIELDS = ("user_id", "name", "tasks")
+NOTIFICATION_FIELDS = ("notification_id", "message", "status", "task_id")
+"""Record fields in the order τ³'s answers list them (its models' order; documents are stored with sorted keys)."""
+
+
+def _ordered(doc: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    return {**{f: doc[f] for f in fields if f in doc}, **{k: v for k, v in doc.items() if k not in fields}}
+
+
 def _folder() -> Path:
     return Path(__file__).resolve().parents[3] / "shared" / "peers" / "tau2-bench" / "mock"
 
@@ -73,7 +83,7 @@ def create_task(ctx: ToolContext, user_id: str, title: str, description: str | N
 @tool("read")
 def get_users(ctx: ToolContext) -> list[dict[str, Any]]:
     """Get all users in the database."""
-    return Docs(ctx.conn).all("users")
+    return [_ordered(u, USER_FIELDS) for u in Docs(ctx.conn).all("users")]
 
 
 @tool("write")
@@ -91,7 +101,7 @@ def update_task_status(ctx: ToolContext, task_id: str, status: Literal["pending"
         raise ToolError(f"Task {task_id} not found")
     task["status"] = status
     docs.put("tasks", task_id, task)
-    return task
+    return _ordered(task, TASK_FIELDS)
 
 
 @tool("read", ends_conversation=True)
@@ -107,10 +117,22 @@ def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
     return "Transfer successful"
 
 
+SHARED = "user_acts_on_agent_records"
+"""The key of the ``sides`` record that says the user's tools act on the agent's records (see :class:`MockDomain`)."""
+_NO_INBOX = "'MockDB' object has no attribute 'notifications'"
+"""What τ³'s user tools answer when they act on the agent's records, which hold no inbox."""
+
+
+def _shared(conn: Any) -> bool:
+    return Docs(conn).get("sides", SHARED) is not None
+
+
 @tool("read")
 def check_notifications(ctx: ToolContext) -> list[dict[str, Any]]:
     """Check all notifications in your inbox."""
-    return Docs(ctx.conn).all("notifications")
+    if _shared(ctx.conn):
+        raise ToolError(_NO_INBOX)
+    return [_ordered(n, NOTIFICATION_FIELDS) for n in Docs(ctx.conn).all("notifications")]
 
 
 @tool("write")
@@ -121,6 +143,8 @@ def dismiss_notification(ctx: ToolContext, notification_id: str) -> str:
         ctx: the trial's tool context.
         notification_id: The ID of the notification to dismiss.
     """
+    if _shared(ctx.conn):
+        raise ToolError(_NO_INBOX)
     docs = Docs(ctx.conn)
     note = docs.get("notifications", notification_id)
     if note is None:
@@ -170,7 +194,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 class MockDomain(Domain):
-    """tau2's mock world: users and their tasks; a user-side notification inbox."""
+    """tau2's mock world: users and their tasks; a user-side notification inbox.
+
+    As in τ³ 1.0.1, a task's ``initialization_data.agent_data`` makes the user's tools act on the agent's records
+    from then on (τ³ points the user's toolkit at the agent's database): the inbox is then out of reach (the user's
+    tools answer τ³'s error) and the user's view of the trial (:meth:`user_records`) is the agent's tasks and users.
+    The trial records this in the bookkeeping table ``sides``.
+    """
 
     name = "mock"
     tau2_options: ClassVar[dict[str, Any] | None] = {}  # type: ignore[misc]
@@ -181,7 +211,7 @@ class MockDomain(Domain):
     def __init__(self) -> None:
         super().__init__()
         md = MetaData()
-        self._tables = {n: doc_table(md, n) for n in ("tasks", "users", "notifications")}
+        self._tables = {n: doc_table(md, n) for n in ("tasks", "users", "notifications", "sides")}
         self._spec = StateSpec(md)
         self._toolbox = Toolbox([create_task, get_users, update_task_status, transfer_to_human_agents],
                                 uses_session=False)
@@ -241,8 +271,14 @@ class MockDomain(Domain):
             insert_docs(session, self._tables[table], data.items())
 
     def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
-        """Return ``{table: {id: record}}``."""
-        return Docs(trial.raw).dump(self._tables)
+        """Return ``{table: {id: record}}`` (tasks, users, notifications; not the bookkeeping table ``sides``)."""
+        return Docs(trial.raw).dump({n: t for n, t in self._tables.items() if n != "sides"})
+
+    def user_records(self, trial: TrialDatabase, dump: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the records the user's tools act on: the inbox, or the agent's records once they are shared."""
+        if _shared(trial.raw):
+            return {t: v for t, v in dump.items() if t in self.AGENT_SHAPES}
+        return super().user_records(trial, dump)
 
     def merge_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
         """Merge tau2 ``agent_data`` (``{"tasks"|"users": {id: record}}``) into the trial's records.
@@ -254,6 +290,7 @@ class MockDomain(Domain):
             merge_docs(trial.raw, self.AGENT_SHAPES, data, "initialization_data.agent_data")
         except ValueError as e:
             raise DomainError(str(e)) from e
+        Docs(trial.raw).put("sides", SHARED, {"since": "initialization_data.agent_data"})
 
     def merge_user_data(self, trial: TrialDatabase, data: Mapping[str, Any]) -> None:
         """Merge tau2 ``user_data`` (``{"notifications": {id: record}}``) into the user's inbox.

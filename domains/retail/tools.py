@@ -137,21 +137,26 @@ def _user_json(conn: sqlite3.Connection, ctx: ToolContext, user_id: str) -> str:
     """A user's record as JSON (mode tau2: rendered as tau2's model dumps it)."""
     record = user_record(conn, user_id)
     if record is None:
-        raise ToolError(f"no user with id {user_id!r}")
+        raise _refuse(_tau2(ctx), f"no user with id {user_id!r}", "User not found")
     return json.dumps(tau2_user(user_id, record) if _tau2(ctx) else record)
 
 
-def _get_order(conn: sqlite3.Connection, order_id: str) -> Row:
+def _refuse(tau2: bool, ours: str, theirs: str) -> ToolError:
+    """The refusal of a call: tausim's own text, or in mode ``tau2`` the text τ³'s tool answers (after ``Error: ``)."""
+    return ToolError(theirs if tau2 else ours)
+
+
+def _get_order(conn: sqlite3.Connection, order_id: str, tau2: bool = False) -> Row:
     order = _DB.get(conn, "orders", order_id)
     if order is None:
-        raise ToolError(f"no order with id {order_id!r}")
+        raise _refuse(tau2, f"no order with id {order_id!r}", "Order not found")
     return order
 
 
-def _get_user(conn: sqlite3.Connection, user_id: str) -> Row:
+def _get_user(conn: sqlite3.Connection, user_id: str, tau2: bool = False) -> Row:
     user = _DB.get(conn, "users", user_id)
     if user is None:
-        raise ToolError(f"no user with id {user_id!r}")
+        raise _refuse(tau2, f"no user with id {user_id!r}", "User not found")
     return user
 
 
@@ -165,18 +170,21 @@ def _payments(conn: sqlite3.Connection, order_id: str) -> list[Row]:
     return _DB.select(conn, "payments", "order_id = ? ORDER BY position", (order_id,))
 
 
-def _require_status(order: Row, status: str, action: str, contains: bool = False) -> None:
-    """Refuse an order whose status is not ``status`` (with ``contains``: does not contain it)."""
+def _require_status(order: Row, status: str, action: str, contains: bool = False, tau2: bool = False) -> None:
+    """Refuse an order whose status is not ``status`` (with ``contains``: does not contain it).
+
+    Mode ``tau2`` answers as τ³ does: ``Non-pending order cannot be modified`` (``Non-delivered``, ``cancelled``...).
+    """
     if (status not in order["status"]) if contains else (order["status"] != status):
-        raise ToolError(
-            f"order {order['id']} has status {order['status']!r}; only {status} orders can be {action}"
-        )
+        raise _refuse(tau2, f"order {order['id']} has status {order['status']!r}; only {status} orders can be {action}",
+                      f"Non-{status} order cannot be {action}")
 
 
-def _user_method(conn: sqlite3.Connection, order: Row, payment_method_id: str) -> Row:
+def _user_method(conn: sqlite3.Connection, order: Row, payment_method_id: str, tau2: bool = False) -> Row:
     method = _DB.get(conn, "payment_methods", order["user_id"], payment_method_id)
     if method is None:
-        raise ToolError(f"payment method {payment_method_id!r} does not belong to user {order['user_id']}")
+        raise _refuse(tau2, f"payment method {payment_method_id!r} does not belong to user {order['user_id']}",
+                      "Payment method not found")
     return method
 
 
@@ -206,27 +214,32 @@ def _set_address(conn: sqlite3.Connection, table: str, row: Row, address1: str, 
                zip=zip, layout={**(row["layout"] or {}), "address": list(WRITTEN_ADDRESS_KEYS)})
 
 
-def _check_items_present(order: Row, items: Sequence[Row], item_ids: Sequence[str]) -> None:
+def _check_items_present(order: Row, items: Sequence[Row], item_ids: Sequence[str],
+                         tau2_text: str | None = None) -> None:
+    """Refuse item ids the order does not hold as often as asked (``tau2_text``: τ³'s answer, ``{}`` the id)."""
     have = Counter(item["item_id"] for item in items)
     for item_id, wanted in Counter(item_ids).items():
         if wanted > have[item_id]:
             where = "is not" if not have[item_id] else f"appears only {have[item_id]} time(s)"
-            raise ToolError(f"item {item_id} {where} in order {order['id']} (asked for {wanted})")
+            raise _refuse(tau2_text is not None, f"item {item_id} {where} in order {order['id']} (asked for {wanted})",
+                          (tau2_text or "").format(item_id))
 
 
 def _check_swaps(
-    conn: sqlite3.Connection, order: Row, items: Sequence[Row], item_ids: Sequence[str], new_item_ids: Sequence[str]
+    conn: sqlite3.Connection, order: Row, items: Sequence[Row], item_ids: Sequence[str], new_item_ids: Sequence[str],
+    tau2: tuple[str, str] | None = None,
 ) -> tuple[list[Row], float]:
     """Validate an item change; return the new variants (per position) and the price difference.
 
     The difference is the sum over positions of ``new price - old price``, accumulated in list order and
-    not rounded.
+    not rounded. ``tau2``: answer as τ³ does, with its (missing item, count mismatch) texts for this tool.
     """
-    _check_items_present(order, items, item_ids)
+    _check_items_present(order, items, item_ids, tau2[0] if tau2 else None)
     if len(item_ids) != len(new_item_ids):
-        raise ToolError(
-            f"item_ids has {len(item_ids)} entries but new_item_ids has {len(new_item_ids)}; they must pair up"
-        )
+        raise _refuse(tau2 is not None,
+                      f"item_ids has {len(item_ids)} entries but new_item_ids has {len(new_item_ids)}; they must "
+                      "pair up",
+                      tau2[1] if tau2 else "")
     first: dict[str, Row] = {}
     for item in items:
         first.setdefault(item["item_id"], item)
@@ -236,9 +249,12 @@ def _check_swaps(
         old = first[old_id]
         variant = _DB.get(conn, "variants", old["product_id"], new_id)
         if variant is None:
-            raise ToolError(f"item {new_id} is not a variant of product {old['product_id']} ({old['name']})")
+            raise _refuse(tau2 is not None,
+                          f"item {new_id} is not a variant of product {old['product_id']} ({old['name']})",
+                          "Variant not found")
         if not variant["available"]:
-            raise ToolError(f"item {new_id} ({old['name']}) is not available")
+            raise _refuse(tau2 is not None, f"item {new_id} ({old['name']}) is not available",
+                          f"New item {new_id} not found or available")
         variants.append(variant)
         difference += variant["price"] - old["price"]
     return variants, difference
@@ -264,7 +280,7 @@ def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
     for _, user_id, user_email in candidates:
         if user_email.lower() == wanted:
             return str(user_id)
-    raise ToolError("no user has that email address")
+    raise _refuse(_tau2(ctx), "no user has that email address", "User not found")
 
 
 @tool("read")
@@ -284,7 +300,7 @@ def find_user_id_by_name_zip(ctx: ToolContext, first_name: str, last_name: str, 
     for user_id, user_first, user_last in rows:
         if user_first.lower() == first and user_last.lower() == last:
             return str(user_id)
-    raise ToolError("no user matches that name and zip code")
+    raise _refuse(_tau2(ctx), "no user matches that name and zip code", "User not found")
 
 
 @tool("read")
@@ -308,7 +324,7 @@ def get_order_details(ctx: ToolContext, order_id: str) -> str:
     """
     record = order_record(ctx.conn, order_id)
     if record is None:
-        raise ToolError(f"no order with id {order_id!r}")
+        raise _refuse(_tau2(ctx), f"no order with id {order_id!r}", "Order not found")
     return json.dumps(tau2_order(record) if _tau2(ctx) else record)
 
 
@@ -322,7 +338,7 @@ def get_product_details(ctx: ToolContext, product_id: str) -> str:
     """
     record = product_record(ctx.conn, product_id)
     if record is None:
-        raise ToolError(f"no product with id {product_id!r}")
+        raise _refuse(_tau2(ctx), f"no product with id {product_id!r}", "Product not found")
     return json.dumps(record)
 
 
@@ -369,11 +385,12 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
         order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
         reason: Why the order is cancelled: either 'no longer needed' or 'ordered by mistake'.
     """
-    conn = ctx.conn
-    order = _get_order(conn, order_id)
-    _require_status(order, "pending", "cancelled")
+    conn, tau2 = ctx.conn, _tau2(ctx)
+    order = _get_order(conn, order_id, tau2)
+    _require_status(order, "pending", "cancelled", tau2=tau2)
     if reason not in CANCEL_REASONS:
-        raise ToolError(f"reason must be one of {', '.join(repr(r) for r in CANCEL_REASONS)}, not {reason!r}")
+        raise _refuse(tau2, f"reason must be one of {', '.join(repr(r) for r in CANCEL_REASONS)}, not {reason!r}",
+                      "Invalid reason")
     history = _payments(conn, order_id)
     for entry in list(history):
         _append_payment(conn, order_id, history, "refund", entry["amount"], entry["payment_method_id"])
@@ -403,8 +420,8 @@ def modify_pending_order_address(
         zip: The zip code, such as '12345'.
     """
     conn = ctx.conn
-    order = _get_order(conn, order_id)
-    _require_status(order, "pending", "modified", contains=_tau2(ctx))
+    order = _get_order(conn, order_id, _tau2(ctx))
+    _require_status(order, "pending", "modified", contains=_tau2(ctx), tau2=_tau2(ctx))
     _set_address(conn, "orders", order, address1, address2, city, state, country, zip)
     return _order_json(conn, order_id, tau2=_tau2(ctx))
 
@@ -423,22 +440,22 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
             (from the user's details).
     """
     conn = ctx.conn
-    order = _get_order(conn, order_id)
-    _require_status(order, "pending", "modified", contains=_tau2(ctx))
-    new_method = _user_method(conn, order, payment_method_id)
+    order = _get_order(conn, order_id, _tau2(ctx))
+    _require_status(order, "pending", "modified", contains=_tau2(ctx), tau2=_tau2(ctx))
+    tau2 = _tau2(ctx)
+    new_method = _user_method(conn, order, payment_method_id, tau2)
     history = _payments(conn, order_id)
     if len(history) != 1 or history[0]["transaction_type"] != "payment":
-        raise ToolError(
-            f"order {order['id']} does not have exactly one payment, so its payment method cannot change"
-        )
+        raise _refuse(tau2, f"order {order['id']} does not have exactly one payment, so its payment method cannot "
+                            "change", "There should be exactly one payment for a pending order")
     current = history[0]
     if current["payment_method_id"] == payment_method_id:
-        raise ToolError(f"order {order['id']} is already paid with {payment_method_id}; choose another method")
+        raise _refuse(tau2, f"order {order['id']} is already paid with {payment_method_id}; choose another method",
+                      "The new payment method should be different from the current one")
     amount = current["amount"]
     if _is_gift_card(new_method) and (new_method["balance"] or 0) < amount:
-        raise ToolError(
-            f"gift card {payment_method_id} has a balance of {new_method['balance']}, less than the {amount} to pay"
-        )
+        raise _refuse(tau2, f"gift card {payment_method_id} has a balance of {new_method['balance']}, less than the "
+                            f"{amount} to pay", "Insufficient gift card balance to pay for the order")
     old_method_id = current["payment_method_id"]
     _append_payment(conn, order_id, history, "payment", amount, payment_method_id)
     _append_payment(conn, order_id, history, "refund", amount, old_method_id)
@@ -467,20 +484,24 @@ def modify_pending_order_items(
         payment_method_id: The payment method that pays or receives the price difference, such as
             'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
     """
-    conn = ctx.conn
-    order = _get_order(conn, order_id)
-    _require_status(order, "pending", "modified")
-    tau2 = _tau2(ctx)
-    if tau2 and any(old == new for old, new in zip(item_ids, new_item_ids, strict=False)):
-        raise ToolError("The new item id should be different from the old item id")
+    conn, tau2 = ctx.conn, _tau2(ctx)
+    order = _get_order(conn, order_id, tau2)
+    _require_status(order, "pending", "modified", tau2=tau2)
     items = _items(conn, order_id)
-    variants, difference = _check_swaps(conn, order, items, item_ids, new_item_ids)
-    method = _user_method(conn, order, payment_method_id)
+    if tau2:  # τ³'s order of checks: counts, pairing, then per pair (same id first)
+        _check_items_present(order, items, item_ids, "{} not found")
+        if len(item_ids) != len(new_item_ids):
+            raise ToolError("The number of items to be exchanged should match")
+        if any(old == new for old, new in zip(item_ids, new_item_ids, strict=False)):
+            raise ToolError("The new item id should be different from the old item id")
+    variants, difference = _check_swaps(conn, order, items, item_ids, new_item_ids,
+                                        ("{} not found", "The number of items to be exchanged should match")
+                                        if tau2 else None)
+    method = _user_method(conn, order, payment_method_id, tau2)
     if _is_gift_card(method) and (method["balance"] or 0) < difference:
-        raise ToolError(
-            f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price difference "
-            f"{round(difference, 2)}"
-        )
+        raise _refuse(tau2, f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price "
+                            f"difference {round(difference, 2)}",
+                      "Insufficient gift card balance to pay for the new item")
     history = _payments(conn, order_id)
     _append_payment(conn, order_id, history, "payment" if difference > 0 else "refund", abs(difference),
                     payment_method_id)
@@ -514,7 +535,7 @@ def modify_user_address(
         zip: The zip code, such as '12345'.
     """
     conn = ctx.conn
-    user = _get_user(conn, user_id)
+    user = _get_user(conn, user_id, _tau2(ctx))
     _set_address(conn, "users", user, address1, address2, city, state, country, zip)
     return _user_json(conn, ctx, user_id)
 
@@ -537,18 +558,16 @@ def return_delivered_order_items(
         payment_method_id: Where the refund goes: the order's original payment method or a gift card of the
             user, such as 'gift_card_0000000' or 'credit_card_0000000'.
     """
-    conn = ctx.conn
-    order = _get_order(conn, order_id)
-    _require_status(order, "delivered", "returned")
-    method = _user_method(conn, order, payment_method_id)
+    conn, tau2 = ctx.conn, _tau2(ctx)
+    order = _get_order(conn, order_id, tau2)
+    _require_status(order, "delivered", "returned", tau2=tau2)
+    method = _user_method(conn, order, payment_method_id, tau2)
     history = _payments(conn, order_id)
     original = history[0]["payment_method_id"] if history else None
     if payment_method_id != original and not _is_gift_card(method):
-        raise ToolError(
-            f"a refund can go only to the original payment method ({original}) or to a gift card, "
-            f"not to {payment_method_id}"
-        )
-    _check_items_present(order, _items(conn, order_id), item_ids)
+        raise _refuse(tau2, f"a refund can go only to the original payment method ({original}) or to a gift card, "
+                            f"not to {payment_method_id}", "Payment method should be the original payment method")
+    _check_items_present(order, _items(conn, order_id), item_ids, "Some item not found" if tau2 else None)
     _DB.update(conn, "orders", order, status="return requested", return_items=sorted(item_ids),
                return_payment_method_id=payment_method_id,
                layout=with_new_keys(order["layout"], "return_items", "return_payment_method_id"))
@@ -576,17 +595,18 @@ def exchange_delivered_order_items(
         payment_method_id: The payment method that pays or receives the price difference, such as
             'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
     """
-    conn = ctx.conn
-    order = _get_order(conn, order_id)
-    _require_status(order, "delivered", "exchanged")
-    _, difference = _check_swaps(conn, order, _items(conn, order_id), item_ids, new_item_ids)
-    method = _user_method(conn, order, payment_method_id)
+    conn, tau2 = ctx.conn, _tau2(ctx)
+    order = _get_order(conn, order_id, tau2)
+    _require_status(order, "delivered", "exchanged", tau2=tau2)
+    _, difference = _check_swaps(conn, order, _items(conn, order_id), item_ids, new_item_ids,
+                                 ("Number of {} not found.", "The number of items to be exchanged should match.")
+                                 if tau2 else None)
+    method = _user_method(conn, order, payment_method_id, tau2)
     difference = round(difference, 2)
     if _is_gift_card(method) and (method["balance"] or 0) < difference:
-        raise ToolError(
-            f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price difference "
-            f"{difference}"
-        )
+        raise _refuse(tau2, f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price "
+                            f"difference {difference}",
+                      "Insufficient gift card balance to pay for the price difference")
     _DB.update(
         conn, "orders", order, status="exchange requested", exchange_items=sorted(item_ids),
         exchange_new_items=sorted(new_item_ids), exchange_payment_method_id=payment_method_id,

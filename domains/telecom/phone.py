@@ -572,8 +572,14 @@ def _set_user_location(p: Phone, abroad: bool) -> None:
 
 
 def _set(field: str, value: bool, search: bool = True) -> Callable[[Phone], None]:
+    """A setter as τ³'s: flip the setting, and flip it back once more when that missed ``value``.
+
+    So the setting is flipped at least once, and the network searched again after each flip (when ``search``),
+    even when it already had ``value``: τ³'s ``turn_roaming_off`` on a phone with roaming off still re-reads the
+    signal.
+    """
     def change(p: Phone) -> None:
-        if p.dev[field] != value:
+        if p.flip(field, search=search) != value:
             p.flip(field, search=search)
     return change
 
@@ -583,8 +589,9 @@ def _turn_data_on(p: Phone) -> None:
 
 
 def _airplane(value: bool) -> Callable[[Phone], None]:
+    """Airplane mode on or off as τ³ sets it: toggle, and toggle again when that missed ``value``."""
     def change(p: Phone) -> None:
-        if p.dev["airplane_mode"] != value:
+        if p.toggle_airplane() != value:
             p.toggle_airplane()
     return change
 

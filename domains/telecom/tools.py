@@ -21,6 +21,17 @@ TODAY = dt.date(2025, 2, 25)
 """The world's date."""
 
 
+LINE_FIELDS = ("line_id", "phone_number", "status", "plan_id", "device_id", "data_used_gb", "data_refueling_gb",
+               "roaming_enabled", "contract_end_date", "last_plan_change_date", "last_sim_replacement_date",
+               "suspension_start_date")
+"""A line's fields in the order τ³'s answers list them (its record model's order)."""
+
+
+def in_record_order(doc: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """Return ``doc`` with ``fields`` first, in that order, then any other keys (documents are stored sorted)."""
+    return {**{f: doc[f] for f in fields if f in doc}, **{k: v for k, v in doc.items() if k not in fields}}
+
+
 class _Db:
     def __init__(self, conn: Any):
         self.docs = Docs(conn)
@@ -156,7 +167,7 @@ def resume_line(ctx: ToolContext, customer_id: str, line_id: str) -> dict[str, A
         raise ToolError("Line must be suspended to resume")
     line.update(status="Active", suspension_start_date=None)
     db.put("lines", line_id, line)
-    return {"message": "Line resumed successfully", "line": line}
+    return {"message": "Line resumed successfully", "line": in_record_order(line, LINE_FIELDS)}
 
 
 @tool("read")
@@ -302,8 +313,9 @@ def refuel_data(ctx: ToolContext, customer_id: str, line_id: str, gb_amount: flo
     line["data_refueling_gb"] = line["data_refueling_gb"] + gb_amount
     db.put("lines", line_id, line)
     _charge(db, customer_id, charge, f"Data refueling: {gb_amount} GB at ${rate}/GB")
+    # τ³ answers a plain dict's numbers as their Python text ("2.0"), unlike a record's
     return {"message": f"Successfully added {gb_amount} GB of data for line {line_id} for ${charge:.2f}",
-            "new_data_refueling_gb": line["data_refueling_gb"], "charge": charge}
+            "new_data_refueling_gb": str(line["data_refueling_gb"]), "charge": str(charge)}
 
 
 AGENT_TOOLS = [get_customer_by_phone, get_customer_by_id, get_customer_by_name, get_details_by_id, suspend_line,

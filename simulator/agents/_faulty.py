@@ -25,6 +25,8 @@ Fault kinds and the layer meant to catch them:
   when the task expects another termination).
 - ``over_budget``: failing read calls (invalid arguments, each different, so not a loop) until the task's
   ``budget.max_tool_calls`` is exceeded by one -> budget.
+- ``skip_reads``: the writes alone: every read gold action (identification, look-ups) is left out, the writes and
+  the closing message kept -> process (the policy's necessary precedences, e.g. identify the user first).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from simulator.types.protocols import TrialContext
 __all__ = ["FAULT_KINDS", "FaultyOracleAgent", "faulty_agent_factory", "parse_fault_rates"]
 
 FAULT_KINDS = ("wrong_argument", "skip_confirmation", "duplicate_write", "forbidden_tool", "premature_transfer",
-               "over_budget")
+               "over_budget", "skip_reads")
 """The faults the agent can inject."""
 
 _READ_VERBS = ("get", "find", "list", "search", "calculate", "think", "lookup", "check")
@@ -119,6 +121,8 @@ class FaultyOracleAgent:
                          [n for n, k in kinds.items() if k == "write"])[0]
             plan.append(("call", forbidden, {}))
         for i, (name, args) in enumerate(actions):
+            if fault == "skip_reads" and self._kind(name) == "read":
+                continue
             first_write = bool(writes) and i == writes[0]
             if fault == "premature_transfer" and first_write:
                 ending = next(n for n, k in kinds.items() if k == "ending")
@@ -158,6 +162,8 @@ class FaultyOracleAgent:
             return bool(writes) and any(k == "ending" for k in self._kinds.values())
         if kind == "over_budget":
             return task.budget is not None and task.budget.max_tool_calls is not None
+        if kind == "skip_reads":
+            return any(self._kind(name) == "read" for name, _ in actions)
         return False
 
     def step(self, messages: Sequence[Message]) -> AgentTurn:

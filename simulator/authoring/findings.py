@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 __all__ = ["Finding", "Severity", "count_by_rule", "errors"]
 
-Severity = Literal["error", "warning"]
+Severity = Literal["error", "warning", "note"]
 
 
 @dataclass(frozen=True)
@@ -18,8 +18,8 @@ class Finding:
 
     Attributes:
         rule: the rule id, e.g. ``gold-error`` or ``read-writes``.
-        severity: ``error`` (the domain or task is wrong: a run refuses it) or ``warning`` (suspicious, or a
-            known benchmark quirk).
+        severity: ``error`` (the domain or task is wrong: a run refuses it), ``warning`` (a defect is likely, or a
+            known benchmark quirk) or ``note`` (informational: worth a look, not a defect by itself).
         message: one line saying what is wrong, naming the action, value or table.
         task_id: the task it is about, if any.
         tool: the tool it is about, if any.

@@ -10,29 +10,42 @@ errors (a run refuses the task set unless ``--allow-lint-errors``):
 - ``unknown-user``: the task's ``user_id`` is no row of the domain's :attr:`~simulator.world.domain.Domain.user_entity`;
 - ``unknown-id``: a gold write's argument declared as an entity id (:attr:`~simulator.world.domain.Domain.entities`)
   names no row at that point of the replay (a wrong order id in the third gold action, a task written for other
-  data); in a gold read action it is a warning (it cannot change the goal state);
+  data); in a gold read action it is a note (it cannot change the goal state);
 - ``assertion-fails-oracle``: an assertion fails on the oracle's final state (the gold actions replayed);
 - ``prefix``: a trajectory-prefix case (``prefix``, see :mod:`simulator.dialogue.prefix`) names an unknown tool,
-argument or
-  kind in its next-step expectations, has a tool result answering no earlier call, or a database state that
+  argument or kind in its next-step expectations, has a tool result answering no earlier call, or a database state that
   does not apply to the task's data;
 
-warnings (suspicious, or known quirks of public benchmarks):
+warnings (a defect is likely: the task's contract or data is wrong for what it asks):
 
-- ``gold-error``: a gold action is refused by the tool (tau-bench keeps such calls on purpose);
 - ``forbidden-write``: a gold write the domain's own rules forbid at the task's clock time
   (:meth:`~simulator.world.domain.Domain.forbidden_write`, e.g. cancelling a trip with a flown segment);
 - ``no-criteria``: the task grades nothing (a tau2 task without ``evaluation_criteria``, or ``grade: []``): every
   agent passes it (tau2 gives reward 1);
-- ``null-passes``: a do-nothing agent passes (no state change, no process rule, required output or assertion it
-  fails), graded with the real grader on an empty trajectory;
-- ``output-unsourced``: a required output appears in no tool result of the gold trajectory nor the scenario;
+- ``null-passes`` (a task with a gold write): a do-nothing agent passes (no state change, no process rule,
+  required output or assertion it fails), graded with the real grader on an empty trajectory;
+- ``scenario-contradiction``: the scenario names a value (``known_info``/agenda slot of an argument's name, or an
+  entity id in the instructions) that differs from the one the gold writes use;
+- with ``--mutations``, ``mutation-oracle-fails`` (an error), ``mutation-over-strict`` and ``mutation-under-strict``
+  (:mod:`simulator.authoring.mutations`).
+
+notes (informational, printed apart: worth a look, not a defect by themselves; known quirks of public benchmarks):
+
+- ``gold-error``: a gold action is refused by the tool (tau-bench keeps such calls on purpose; a refused call
+  changes nothing, and an oracle that fails is the ``mutation-oracle-fails`` error);
+- ``null-passes`` (a task without a gold write: a refusal or information task whose contract cannot tell the
+  refusal from doing nothing);
+- ``unknown-id`` in a gold read (the user may give a wrong id on purpose);
+- ``output-unsourced``: a required output appears in no tool result of the gold trajectory nor the scenario (the
+  agent must compute it);
 - ``undiscoverable``: a gold argument value appears neither in the scenario nor in what read tools return on the
   ids the scenario and earlier results give (nor in the policy or tool schemas);
 - ``duplicate``: another task has the same user and the same gold writes (and pins the same trial seed, user
   moves, persona and trajectory prefix: hunt regression cases of one task differ only there);
-- ``scenario-contradiction``: the scenario names a value (``known_info``/agenda slot of an argument's name, or an
-  entity id in the instructions) that differs from the one the gold writes use.
+- with ``--mutations``, ``mutation-free-argument``.
+
+The severities were set on tau-bench's retail train and dev splits and tau2's train split (what a flag says on
+them); held-out splits are only measured.
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ from datetime import date, datetime
 from typing import Any
 
 from simulator.authoring.findings import Finding
+from simulator.authoring.mutations import mutation_findings
 from simulator.dialogue.prefix import apply_state
 from simulator.errors import GoldToolBug
 from simulator.grading import check_assertions, grade_trial
@@ -249,14 +263,14 @@ def _lint_task(domain: Domain, template: TemplateDatabase, task: Task, toolbox: 
         if full:
             grade = grade_trial(task, null_traj, diff_against(raw, initial, spec), toolbox, domain=domain,
                                 assertions=null_checks)
-            _criteria_findings(task, grade.passed, add)
+            _criteria_findings(task, toolbox, grade.passed, add)
         # without ``full`` the warning-only rules (no criteria, null passes, unsourced outputs, contradictions) are
         # skipped
         if task.assertions:
             _oracle_assertion_findings(domain, task, raw, initial, replay.records, spec, ctx, add)
         for o in task.required_outputs if full else ():
             if not find_output(o, [*replay.results, task.scenario.instructions]):
-                add("output-unsourced", "warning", f"required output {o!r} appears in no tool result of the gold "
+                add("output-unsourced", "note", f"required output {o!r} appears in no tool result of the gold "
                                                    "trajectory nor the scenario (the agent must compute it)")
     if ids is not None:
         out += _contradictions(domain, task, toolbox, ids)
@@ -329,7 +343,7 @@ class _GoldReplay:
             entity = self.domain.entities.get(key or "")
             if entity is not None and isinstance(value, str | int) and not _exists(self.raw, *entity, value):
                 missing = True
-                self.add("unknown-id", "error" if kind == "write" else "warning",
+                self.add("unknown-id", "error" if kind == "write" else "note",
                          f"gold {kind} action {i} {action.name}: {key} {value!r} is not in the data "
                          f"({entity[0]}.{entity[1]})", action.name)
         return missing
@@ -351,7 +365,7 @@ class _GoldReplay:
         for key, value in _leaves(action.arguments):
             if isinstance(value, str) and value.strip() and key not in self.domain.prose_arguments \
                     and not self.discovery.knows(value, self.ctx):
-                self.add("undiscoverable", "warning", f"gold action {i} {action.name}: {key} {value!r} is neither "
+                self.add("undiscoverable", "note", f"gold action {i} {action.name}: {key} {value!r} is neither "
                                                       "in the scenario nor returned by a tool the agent can call "
                                                       "on what it is told", action.name)
 
@@ -362,19 +376,23 @@ class _GoldReplay:
             self.add("gold-tool-bug", "error", f"gold action {i} {_call(action)} crashed: {last[0][:160]}",
                      action.name)
         elif res.status != "ok" and not missing:
-            self.add("gold-error", "warning", f"gold action {i} {_call(action)} fails on the data: "
+            self.add("gold-error", "note", f"gold action {i} {_call(action)} fails on the data: "
                                               f"{res.content[:160]}", action.name)
 
 
-def _criteria_findings(task: Task, null_passes: bool, add: _Add) -> None:
+def _criteria_findings(task: Task, toolbox: Toolbox, null_passes: bool, add: _Add) -> None:
     """Note a task that grades nothing (``no-criteria``) or that a do-nothing agent passes (``null-passes``)."""
     if not task.grade_basis():
         where = "no evaluation_criteria" if task.suite == "tau2" else "an empty grade"
         add("no-criteria", "warning", f"the task has nothing to grade ({where}): every agent that ends the "
                                       "conversation passes it")
     elif null_passes:
-        add("null-passes", "warning", "a do-nothing agent passes: the gold actions change nothing and no "
-                                      "required output, assertion or process rule fails it")
+        # a refusal or information task (no gold write) that grades no output or rule: informational; a task
+        # whose gold writes change nothing: a defect is likely
+        writes = any(toolbox.kind(a.name) == "write" and a.requestor != "user" for a in task.gold_actions)
+        add("null-passes", "warning" if writes else "note",
+            "a do-nothing agent passes: the gold actions change nothing and no required output, assertion or "
+            "process rule fails it")
 
 
 def _oracle_assertion_findings(domain: Domain, task: Task, raw: Any, initial: bytes, records: list[ToolCallRecord],
@@ -462,7 +480,7 @@ def _lint_prefix(domain: Domain, template: TemplateDatabase, task: Task, toolbox
 
 
 def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatabase | None = None,
-               errors_only: bool = False) -> list[Finding]:
+               errors_only: bool = False, mutations: bool = False) -> list[Finding]:
     """Lint a task set against a domain and its data (see the module docstring for the rules).
 
     Args:
@@ -471,6 +489,8 @@ def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatab
         template: the data set's template database; None: the domain's built-in data set.
         errors_only: run only the rules that can give an error (the check before a run, which refuses on errors
             and discards warnings): the same errors, fewer warnings, about a third less time.
+        mutations: also mutation-test each task's contract (:mod:`simulator.authoring.mutations`: the oracle must
+            pass, harmless changes must pass, a dropped or perturbed write must fail); several replays per task.
 
     Returns:
         The findings, task by task in task order (duplicates after the task they duplicate); errors mean the task
@@ -485,12 +505,14 @@ def lint_tasks(domain: Domain, tasks: Sequence[Task], *, template: TemplateDatab
     first_of: dict[tuple[Any, ...], str] = {}
     for task in tasks:
         findings += _lint_task(domain, template, task, toolbox, spec, base, ids)
+        if mutations:
+            findings += mutation_findings(domain, template, task, toolbox, spec)
         if task.prefix is not None:
             findings += _lint_prefix(domain, template, task, toolbox)
         key = None if errors_only else _write_key(task, toolbox)
         if key is not None:
             if key in first_of:
-                findings.append(Finding("duplicate", "warning", f"same user and gold writes as task {first_of[key]}",
+                findings.append(Finding("duplicate", "note", f"same user and gold writes as task {first_of[key]}",
                                         task_id=task.id))
             else:
                 first_of[key] = task.id

@@ -1,73 +1,118 @@
-"""The ``tausim`` command: one module per command, registered on one typer app here.
+"""The ``tausim`` command: one module per command, loaded only when that command runs.
 
 The CLI is the composition root: it may import every engine package, the reports and the shipped personas; no
 engine module imports it (an import-linter contract checks this).
+
+Start-up stays cheap (``tausim --version`` and ``tausim --help`` import neither the engine nor SQLAlchemy, litellm,
+Dask, OpenTelemetry or MCP): the commands are listed in :data:`COMMANDS` with their one-line help, and a command's
+module is imported only when the command is invoked or its own help is asked for (:class:`LazyGroup`, in
+:mod:`simulator.cli._app`; typer itself is imported only when ``app`` is first used).
+``tests/cli/test_cli_startup.py`` checks both the modules a start-up loads and that the listed help matches each
+command's own.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import typer
+if TYPE_CHECKING:
+    from simulator.cli._app import LazyGroup, app, load_command
 
-from simulator.cli._common import console, package_versions
-from simulator.cli.calibrate import calibrate_command
-from simulator.cli.domain import domain_app
-from simulator.cli.domains import domains_command
-from simulator.cli.gate import baseline_command, gate_command
-from simulator.cli.hunt import hunt_command
-from simulator.cli.imports import import_command
-from simulator.cli.judge import judge_app
-from simulator.cli.personas import personas_command
-from simulator.cli.play import play_command
-from simulator.cli.registries import agents_command, users_command
-from simulator.cli.regrade import regrade_command
-from simulator.cli.replay import replay_command
-from simulator.cli.report import export_command, report_command
-from simulator.cli.run import run_command
-from simulator.cli.serve_tools import serve_tools_command
-from simulator.cli.tasks import tasks_app
-
-__all__ = ["app", "main"]
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Multi-turn simulation of tool-using agents.")
+__all__ = ["COMMANDS", "CommandEntry", "LazyGroup", "app", "load_command", "main", "version_line"]
 
 
-def _version(value: bool) -> None:
-    if value:
-        console.print(f"tausim {package_versions().get('tausim', 'unknown')}", highlight=False)
-        raise typer.Exit(0)
+class CommandEntry(NamedTuple):
+    """Where a ``tausim`` command lives.
+
+    The module, the attribute (a command function or a typer sub-app), and the first paragraph of its help (what
+    ``tausim --help`` lists without importing the module).
+    """
+
+    module: str
+    attr: str
+    summary: str
 
 
-@app.callback()
-def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
-) -> None:
-    """Multi-turn simulation of tool-using agents."""
+COMMANDS: dict[str, CommandEntry] = {
+    "run": CommandEntry("simulator.cli.run", "run_command",
+                        "Run trials of tasks with an agent and a simulated user; print pass^k and failures."),
+    "play": CommandEntry("simulator.cli.play", "play_command",
+                         "Play the simulated user of one task yourself, in the terminal; the trial is graded at "
+                         "the end."),
+    "serve-tools": CommandEntry("simulator.cli.serve_tools", "serve_tools_command",
+        "Serve one trial's tools over MCP (http://127.0.0.1:PORT/mcp); on Ctrl-C or end of input, grade the trial."),
+    "hunt": CommandEntry("simulator.cli.hunt", "hunt_command",
+                         "Search task x persona x seed x user move for failures; cluster them by signature; "
+                         "export regressions."),
+    "replay": CommandEntry("simulator.cli.replay", "replay_command",
+                           "Replay each task's gold actions on a fresh database; print one JSON line per task."),
+    "regrade": CommandEntry("simulator.cli.regrade", "regrade_command",
+                            "Grade a run again from its trajectories (after a task or grader fix); no model is "
+                            "called."),
+    "import": CommandEntry("simulator.cli.imports", "import_command",
+                           "Import a peer's results as a run: each conversation becomes a stored trial, ungraded."),
+    "calibrate": CommandEntry("simulator.cli.calibrate", "calibrate_command",
+                              "Calibrate the simulator: a simulated run against a real one on the same tasks."),
+    "domains": CommandEntry("simulator.cli.domains", "domains_command",
+                            "List the registered domains and their built-in task splits."),
+    "agents": CommandEntry("simulator.cli.registries", "agents_command",
+                           "List the agent schemes (--agent SCHEME[:ARG]) registered under the entry-point group "
+                           "tausim.agents."),
+    "users": CommandEntry("simulator.cli.registries", "users_command",
+        'List the user schemes (--user SCHEME[:ARG]) registered under the entry-point group tausim.users.'),
+    "report": CommandEntry("simulator.cli.report", "report_command",
+                           "Summarise a run: pass^k with confidence intervals, failures, cost and latency; "
+                           "optionally an HTML page."),
+    "export": CommandEntry("simulator.cli.report", "export_command",
+        "Export a run's results in another tool's format: tau-bench, τ³ (tau2) or a τ³ leaderboard "
+        "submission."),
+    "baseline": CommandEntry("simulator.cli.gate", "baseline_command",
+        "Derive per-task budgets from a run's passing trials, to apply with `tausim run --budgets FILE`."),
+    "gate": CommandEntry("simulator.cli.gate", "gate_command",
+                         "Fail (exit 1) when the candidate run regresses against the baseline beyond the "
+                         "thresholds (for CI)."),
+    "plan": CommandEntry("simulator.cli.plan", "plan_command",
+                         "Print the trials per task a paired comparison on the baseline's tasks needs to detect "
+                         "--detect."),
+    "judge": CommandEntry("simulator.cli.judge", "judge_app",
+                          "The LLM judge: calibration against human labels, pairwise comparison of runs."),
+    "personas": CommandEntry("simulator.cli.personas", "personas_command",
+                             "List the shipped personas, or validate persona files with --validate FILE."),
+    "domain": CommandEntry("simulator.cli.domain", "domain_app", "Check a domain, or scaffold a new one."),
+    "tasks": CommandEntry("simulator.cli.tasks", "tasks_app", "Work on task files."),
+    "user": CommandEntry("simulator.cli.user", "user_app", "Check a simulated user before it grades anyone."),
+}
+"""Every ``tausim`` command, in the order ``tausim --help`` lists them."""
 
 
-app.command("run")(run_command)
-app.command("play")(play_command)
-app.command("serve-tools")(serve_tools_command)
-app.command("hunt")(hunt_command)
-app.command("replay")(replay_command)
-app.command("regrade")(regrade_command)
-app.command("import")(import_command)
-app.command("calibrate")(calibrate_command)
-app.command("domains")(domains_command)
-app.command("agents")(agents_command)
-app.command("users")(users_command)
-app.command("report")(report_command)
-app.command("export")(export_command)
-app.command("baseline")(baseline_command)
-app.command("gate")(gate_command)
-app.add_typer(judge_app, name="judge")
-app.command("personas")(personas_command)
-app.add_typer(domain_app, name="domain")
-app.add_typer(tasks_app, name="tasks")
+def version_line() -> str:
+    """``tausim VERSION``: the installed distribution's version (one metadata read, no plug-in scan)."""
+    from importlib import metadata
+
+    try:
+        return f"tausim {metadata.version('tausim')}"
+    except metadata.PackageNotFoundError:
+        return "tausim unknown"
 
 
 def main() -> None:
     """Entry point of the ``tausim`` console script."""
+    if sys.argv[1:] == ["--version"]:  # the common CI probe: no option parsing needed
+        print(version_line())
+        return
+    from simulator.cli._app import app
+
     app()
+
+
+def __getattr__(name: str) -> Any:
+    """``app``, ``LazyGroup`` and ``load_command`` from :mod:`simulator.cli._app`, imported on first use (PEP 562).
+
+    Raises:
+        AttributeError: any other name.
+    """
+    if name in ("app", "LazyGroup", "load_command"):
+        return getattr(importlib.import_module("simulator.cli._app"), name)
+    raise AttributeError(f"module 'simulator.cli' has no attribute {name!r}")

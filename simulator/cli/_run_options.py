@@ -119,8 +119,10 @@ def _spec_from_options(o: Any, execution: dict[str, Any]) -> RunSpec:
             raise ValueError("--task-ids: no task id given")
     budget_map = _budgets(o, dom, wanted)
     persona_list = _personas(o)
-    if o.judge is None and o.judge_calibration is not None:
-        raise ValueError("--judge-calibration needs --judge MODEL")
+    for given, flag in ((o.judge_calibration, "--judge-calibration"), (o.judge_anchors, "--judge-anchors"),
+                        (o.strict_judge or None, "--strict-judge")):
+        if o.judge is None and given is not None:
+            raise ValueError(f"{flag} needs --judge MODEL")
     model = {k: v for k, v in (("temperature", o.temperature), ("api_base", o.api_base)) if v is not None}
     if o.fallback_user is not None and not o.user.startswith("replay:"):
         raise ValueError("--fallback-user goes with --user replay:RUN")
@@ -135,7 +137,8 @@ def _spec_from_options(o: Any, execution: dict[str, Any]) -> RunSpec:
         "agent": {"name": o.agent, **model}, "user": {"name": o.user, **model, **replay},
         "judge": None if o.judge is None else {
             "name": o.judge, "api_base": o.judge_api_base, "min_kappa": o.judge_min_kappa,
-            "calibration": str(o.judge_calibration) if o.judge_calibration is not None else None},
+            "calibration": str(o.judge_calibration) if o.judge_calibration is not None else None,
+            "anchors": str(o.judge_anchors) if o.judge_anchors is not None else None, "strict": o.strict_judge},
         "personas": [p.name for p in persona_list] if persona_list else None,
         "persona_defs": {p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
         "trials": o.trials, "seed": o.seed, "max_turns": o.max_turns, "max_steps": o.max_steps,

@@ -30,19 +30,31 @@ def calibrate_command(
     store: Annotated[str | None, typer.Option(help="Results store URL for run ids.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
+    allow_incomparable: Annotated[bool, typer.Option(
+        help="Compare runs whose fingerprints differ beyond the simulated user (task set, grader, policy, domain "
+             "mode); the differences are printed above the result.")] = False,
 ) -> None:
     """Calibrate the simulator: a simulated run against a real one on the same tasks.
 
     Per task and overall: pass^1, pass^k, mean turns, abandonment rate and mean tool calls of both runs, and the
-    simulator's inflation of pass^1 (simulated minus real) with a paired bootstrap interval over tasks.
+    simulator's inflation of pass^1 (simulated minus real) with a paired bootstrap interval over tasks. The runs'
+    comparability fingerprints must agree except for the user (exit 2 naming each differing part, unless
+    --allow-incomparable).
     """
     from simulator.analysis.calibrate import calibrate
+    from simulator.analysis.comparability import check_comparable
     from simulator.report import RunDocumentError
 
     try:
-        result = calibrate(_load(real, store), _load(sim, store), seed=seed, n_resamples=resamples)
+        real_doc, sim_doc = _load(real, store), _load(sim, store)
+        # the user is what a calibration varies; everything else must be held equal
+        notes = check_comparable(real_doc, sim_doc, names=("real", "simulated"), allow=allow_incomparable,
+                                 exempt=("user",))
+        result = calibrate(real_doc, sim_doc, seed=seed, n_resamples=resamples)
     except (RunDocumentError, ValueError) as e:
         raise fail(str(e)) from e
+    for note in notes:
+        console.print(note, highlight=False, markup=False)
     table = Table(title=f"simulated ({sim}) vs real ({real}): {len(result.tasks)} common tasks, k = {result.k}; "
                         f"r = real, s = simulated; calls = tool calls per trial")
     table.add_column("task", justify="left", no_wrap=True)

@@ -33,12 +33,29 @@ def print_findings(findings: list[Finding], fmt: str, what: str) -> None:
         console.print_json(json.dumps({"findings": [f.to_json() for f in findings], "counts": count_by_rule(findings),
                                        "errors": len(errors(findings))}))
         return
-    for f in findings:
-        style = "red" if f.severity == "error" else "yellow"
+    notes = [f for f in findings if f.severity == "note"]
+    for f in [*(f for f in findings if f.severity != "note"), *notes]:  # informational notes apart, at the end
+        style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
         console.print(f"[{style}]{f.severity}[/] {escape(f'{f.rule} {f.subject}: ' + ' '.join(f.message.split()))}",
                       highlight=False, markup=True)
     n_err = len(errors(findings))
-    console.print(f"{what}: {n_err} error(s), {len(findings) - n_err} warning(s)", highlight=False)
+    tail = f", {len(notes)} note(s)" if notes else ""
+    console.print(f"{what}: {n_err} error(s), {len(findings) - n_err - len(notes)} warning(s){tail}",
+                  highlight=False)
+
+
+def print_rule_counts(findings: list[Finding], tasks: int) -> None:
+    """Print the findings' counts per rule and severity, and the share of tasks with an error or a warning.
+
+    Args:
+        findings: the findings.
+        tasks: how many tasks were linted (the share's denominator).
+    """
+    for key, n in count_by_rule(findings).items():
+        console.print(f"  {escape(key)}: {n}", highlight=False)
+    flagged = {f.task_id for f in findings if f.severity in ("error", "warning") and f.task_id is not None}
+    share = len(flagged) / tasks if tasks else 0.0
+    console.print(f"tasks with an error or warning: {len(flagged)}/{tasks} ({share:.0%})", highlight=False)
 
 
 @domain_app.command("check")

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from simulator.analysis.budgets import derive_budgets
+from simulator.analysis.comparability import check_comparable
 from simulator.analysis.gate import GateError, evaluate_gate
 from simulator.cli.report import load_run
 from simulator.storage.documents import RunDocumentError, load_run_document
@@ -41,17 +42,22 @@ def gate_command(
     seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap intervals.")] = 0,
     store: Annotated[str | None, typer.Option(help="Results store URL; --baseline/--candidate are then run ids.")
                      ] = None,
+    allow_incomparable: Annotated[bool, typer.Option(
+        help="Compare runs whose comparability fingerprints differ (simulated user, task set, grader, policy, "
+             "domain mode); the differences are printed above the result.")] = False,
 ) -> None:
     """Fail (exit 1) when the candidate run regresses against the baseline beyond the thresholds (for CI).
 
     Runs are paired by task (same task set required); each pass^k drop gets a 95% paired bootstrap interval (an
     interval above 0: the drop is beyond noise). Exit 0: no regression; 1: regression (any check failed, safety
-    violations and ceilings included); 2: unusable input.
+    violations and ceilings included); 2: unusable input, or runs whose comparability fingerprints differ
+    (the message names each differing part) unless --allow-incomparable.
     """
     out = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
     err = Console(stderr=True, soft_wrap=True)
     try:
         base_doc, cand_doc = load_run(baseline, store), load_run(candidate, store)
+        notes = check_comparable(base_doc, cand_doc, names=("baseline", "candidate"), allow=allow_incomparable)
         result = evaluate_gate(base_doc, cand_doc, max_drop_pass1=max_drop_pass1, max_drop_passk=max_drop_passk,
                                k=k, min_pass1=min_pass1, min_passk=min_passk, max_violations=max_violations,
                                max_cost_increase=max_cost_increase, max_abandon_increase=max_abandon_increase,
@@ -59,6 +65,8 @@ def gate_command(
     except (RunDocumentError, GateError) as e:
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
+    for note in notes:
+        out.print(note, highlight=False, markup=False)
     table = Table(title=f"tausim gate: {candidate} against {baseline}")
     for col in ("metric", "baseline", "candidate", "drop", "95% CI of drop (paired)", "threshold", "verdict"):
         table.add_column(col, justify="left" if col in ("metric", "threshold", "verdict") else "right")

@@ -94,23 +94,31 @@ def compare_command(
     store: Annotated[str | None, typer.Option(help="Results store URL; RUN_A/RUN_B are then run ids.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the comparison (tally and per pair) as JSON here.")] = None,
     max_attempts: Annotated[int, typer.Option(min=1, help="Attempts per judge call (transient errors).")] = 4,
+    allow_incomparable: Annotated[bool, typer.Option(
+        help="Compare runs whose comparability fingerprints differ (simulated user, task set, grader, policy, "
+             "domain mode); the differences are printed above the result.")] = False,
 ) -> None:
     """Compare two runs' paired trials on a criterion, each pair judged twice with the order swapped.
 
     A pair has a winner only when both orders agree; otherwise it is tie/inconsistent (position bias, error,
     unusable answer). The rubric gives length no credit. Warns when the judge is either run's agent model.
-    Exit 0 after comparing, 2 on bad input.
+    Exit 0 after comparing, 2 on bad input or on runs whose comparability fingerprints differ (naming each
+    differing part) unless --allow-incomparable.
     """
+    from simulator.analysis.comparability import check_comparable
     from simulator.cli.report import load_run
     from simulator.report import RunDocumentError
 
     try:
         doc_a, doc_b = load_run(run_a, store), load_run(run_b, store)
+        notes = check_comparable(doc_a, doc_b, names=("A", "B"), allow=allow_incomparable)
         result = compare_runs(doc_a, doc_b, criterion, Judge(model, api_base=api_base, max_attempts=max_attempts),
                               limit)
     except (RunDocumentError, ValueError) as e:
         _err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
+    for note in notes:
+        _console.print(note, highlight=False, markup=False)
     for w in result["warnings"]:
         _err.print(f"[yellow]warning:[/] {escape(str(w))}", highlight=False)
     table = Table(title=f"judge compare on: {criterion}")

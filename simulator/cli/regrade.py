@@ -13,6 +13,7 @@ from rich.table import Table
 from simulator.cli._common import connect_store, console, domain_options, err, fail, write_json_atomic
 from simulator.errors import PeerResultsError, RunDocumentError
 from simulator.execution.regrade import RegradeReport
+from simulator.report import user_review_lines
 from simulator.storage.store import DEFAULT_STORE_URL, StoreError
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
@@ -64,12 +65,8 @@ def print_regrade_report(report: RegradeReport, title: str) -> None:
                 else:
                     console.print(f"    {where}.{diff.get('field')}: expected {_show(diff.get('expected'))}, "
                                   f"actual {_show(diff.get('actual'))}", highlight=False, markup=False)
-    if report.user_review:
-        console.print("user-simulator review: " + ", ".join(f"{k} {v}" for k, v in report.user_review.items())
-                      + " (trials flagged)", highlight=False, markup=False)
-        for task_id, trial, flags in report.simulator_suspects[:10]:
-            console.print(f"  failure may be the simulator's: {task_id} trial {trial} ({', '.join(flags)})",
-                          highlight=False, markup=False)
+    for line in user_review_lines(report.review):
+        console.print(line, highlight=False, markup=False)
     if report.diverged:
         by_tool = ", ".join(f"{name} {n}" for name, n in report.diverged_by_tool.items())
         err.print(f"[yellow]warning:[/] {len(report.diverged)} trials replayed differently than recorded (an error "

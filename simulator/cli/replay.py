@@ -13,7 +13,7 @@ from simulator.cli._common import (
     domain_options,
     fail,
 )
-from simulator.execution.parity import replay_tasks
+from simulator.execution.parity import compare_to_reference, load_reference, replay_tasks
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.replay import GoldToolBug
@@ -27,6 +27,9 @@ def replay_command(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     format: Annotated[str, typer.Option(help="tau-bench-diff | json")] = "tau-bench-diff",
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="A reference recording (scripts/tau2-reference's <suite>.jsonl.gz): compare every action with it.")
+    ] = None,
 ) -> None:
     """Replay each task's gold actions on a fresh database; print one JSON line per task.
 
@@ -36,6 +39,9 @@ def replay_command(
     dual-control domain (mock, telecom) "diff" is the agent side's and "user_diff" the user side's; a task with
     environment assertions has them evaluated on the replayed, synced state ("env_assertions"). tau2 tasks are
     replayed as tau2 replays gold: every action on its requestor's side, none ends the replay.
+    With --reference each line also has "reference": {"equal", "actions", "equal_actions", "differences"}
+    (--format json), and a last line {"summary": {"tasks", "tasks_equal", "actions", "actions_equal",
+    "unreferenced"}}; the exit status is 1 when anything differs.
     """
     if format not in ("tau-bench-diff", "json"):
         raise fail(f"--format {format!r}: use tau-bench-diff or json")
@@ -43,14 +49,32 @@ def replay_command(
         dom = get_domain(domain)
         template = dom.template(data, domain_options(dom, data, option))
         task_list = dom.load_tasks(tasks, split=split)
-    except (DomainError, TaskFileError) as e:
+        expected = load_reference(reference) if reference is not None else None
+    except (DomainError, TaskFileError, ValueError) as e:
         raise fail(str(e)) from e
+    totals = {"tasks": 0, "tasks_equal": 0, "actions": 0, "actions_equal": 0, "unreferenced": 0}
     try:
         for r in replay_tasks(dom, template, task_list):
             doc = r.to_json()
             if format == "tau-bench-diff":
                 doc = {"task_index": doc["task_index"], "responses": doc["responses"], "diff": doc["diff"]}
+            if expected is not None:
+                ref = expected.get(r.task_id)
+                if ref is None:
+                    totals["unreferenced"] += 1
+                else:
+                    check = compare_to_reference(r, ref)
+                    totals["tasks"] += 1
+                    totals["tasks_equal"] += check.passed
+                    totals["actions"] += check.actions
+                    totals["actions_equal"] += check.equal
+                    doc["reference"] = {"equal": check.passed, "actions": check.actions,
+                                        "equal_actions": check.equal, "differences": check.differences}
             sys.stdout.write(json.dumps(doc) + "\n")
     except GoldToolBug as e:
         raise fail(str(e)) from e
+    if expected is not None:
+        sys.stdout.write(json.dumps({"summary": totals}) + "\n")
+        if totals["tasks_equal"] != totals["tasks"] or totals["unreferenced"]:
+            raise typer.Exit(1)
 

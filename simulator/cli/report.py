@@ -19,6 +19,8 @@ from simulator.report import (
     load_run_from_store,
     print_summary,
     render_html,
+    to_tau2,
+    to_tau2_submission,
     to_tau_bench,
 )
 
@@ -96,17 +98,41 @@ def report_command(
 
 
 def export_command(
-    run: Annotated[str, typer.Argument(help=_RUN_HELP)],
-    format: Annotated[str, typer.Option("--format", help="Output format: tau-bench.")] = "tau-bench",
+    run: Annotated[list[str], typer.Argument(help=_RUN_HELP + " tau2-submission: one run per domain.")],
+    format: Annotated[str, typer.Option("--format", help="Output format: tau-bench (its result list), tau2 (τ³'s "
+                                        "results.json) or tau2-submission (a τ³ leaderboard submission.json).")
+                      ] = "tau-bench",
     out: Annotated[Path | None, typer.Option(help="Write to this file (default: standard output).")] = None,
     store: Annotated[str | None, typer.Option(help=_STORE_HELP)] = None,
+    model_name: Annotated[str | None, typer.Option(help="tau2-submission: the model (default: the agent's model).")
+                          ] = None,
+    model_organization: Annotated[str, typer.Option(help="tau2-submission: who made the model.")] = "unknown",
+    submitting_organization: Annotated[str, typer.Option(help="tau2-submission: who ran the evaluation.")
+                                       ] = "unknown",
+    contact_email: Annotated[str | None, typer.Option(help="tau2-submission: contact address.")] = None,
+    submission_type: Annotated[str, typer.Option(help="tau2-submission: standard (τ³'s own set-up) or custom.")
+                               ] = "custom",
 ) -> None:
-    """Export a run's results in another tool's format (tau-bench: its result JSON list)."""
+    """Export a run's results in another tool's format: tau-bench, τ³ (tau2) or a τ³ leaderboard submission."""
     if format not in EXPORT_FORMATS:
         raise _fail(f"--format {format!r}: use {', '.join(EXPORT_FORMATS)}")
+    if format != "tau2-submission" and len(run) != 1:
+        raise _fail(f"--format {format}: give one run (got {len(run)})")
     try:
-        results = to_tau_bench(load_run(run, store))
-        text = json.dumps(results, indent=2, default=str) + "\n"
+        docs = [load_run(r, store) for r in run]
+        result: Any
+        if format == "tau-bench":
+            result = to_tau_bench(docs[0])
+            what = f"{len(result)} trials"
+        elif format == "tau2":
+            result = to_tau2(docs[0])
+            what = f"{len(result['simulations'])} simulations"
+        else:
+            result = to_tau2_submission(docs, model_name=model_name, model_organization=model_organization,
+                                        submitting_organization=submitting_organization,
+                                        contact_email=contact_email, submission_type=submission_type)
+            what = ", ".join(result["results"])
+        text = json.dumps(result, indent=2, default=str) + "\n"
         if out is None:
             sys.stdout.write(text)
         else:
@@ -114,4 +140,4 @@ def export_command(
     except RunDocumentError as e:
         raise _fail(str(e)) from e
     if out is not None:
-        _console(stderr=True).print(f"wrote {out} ({len(results)} trials)", highlight=False)
+        _console(stderr=True).print(f"wrote {out} ({what})", highlight=False)

@@ -54,7 +54,7 @@ def run_command(
     concurrency: Annotated[int | None, typer.Option(
         min=1, help="Trials run at once (raise it for model-bound agents); default 1.")] = None,
     executor: Annotated[str | None, typer.Option(
-        help=f"Where trials run: {EXECUTOR_HELP}; default threads.")] = None,
+        help=f"Where trials run: {EXECUTOR_HELP}; default auto (the run header says which and why).")] = None,
     dask_timeout: Annotated[float, typer.Option(
         min=0.1, help="Seconds to wait for a dask:// scheduler.")] = 10.0,
     spec_file: Annotated[Path | None, typer.Option(
@@ -94,6 +94,11 @@ def run_command(
         help="Calibration file (`tausim judge calibrate --out`); without one of the same model reaching "
              "--judge-min-kappa the judge is recorded but does not gate.")] = None,
     judge_min_kappa: Annotated[float, typer.Option(help="Minimum calibration kappa for the judge to gate.")] = 0.6,
+    judge_anchors: Annotated[Path | None, typer.Option(
+        help="Labels file (the `tausim judge calibrate` format): human-graded examples shown to the judge before "
+             "every assertion, fixed points against scale drift.")] = None,
+    strict_judge: Annotated[bool, typer.Option(
+        "--strict-judge", help="Refuse a gating judge of the agent's model family (default: warn).")] = False,
     trial_timeout: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds a trial may run; past it the trial is recorded `timeout` (its thread is "
                         "abandoned). Default: no limit.")] = None,
@@ -171,7 +176,10 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
 
 
 def _print_start(start: RunStart) -> None:
-    """Say which run starts: its store run id (new or resumed) or the trials ``--resume-from`` holds."""
+    """Say which run starts and where its trials run.
+
+    The run: its store run id (new or resumed), or the trials ``--resume-from`` holds; then the executor and why.
+    """
     if start.run_id is not None and start.created:
         console.print(f"run id: {start.run_id} (new; {start.planned} trials planned; store {start.store_url})",
                       highlight=False)
@@ -181,6 +189,8 @@ def _print_start(start: RunStart) -> None:
     elif start.resumed:
         console.print(f"resuming: {start.recorded} of {start.planned} trials recorded, running {start.to_run}",
                       highlight=False)
+    if start.executor is not None:
+        console.print(f"executor: {escape(start.executor.reason)}", highlight=False)
 
 
 def _print_write_error(out: Path | None, error: str | None, written: Path | None) -> None:

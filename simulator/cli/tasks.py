@@ -11,7 +11,7 @@ from rich.console import Console
 
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
-from simulator.cli.domain import print_findings
+from simulator.cli.domain import print_findings, print_rule_counts
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.suites import split_task_file
@@ -37,6 +37,10 @@ def lint_command(
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     option: Annotated[list[str] | None, typer.Option(help="Domain option KEY=VALUE, e.g. mode=tau-bench.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+    mutations: Annotated[bool, typer.Option(
+        "--mutations", help="Also mutation-test each task's contract: the oracle, extra reads and reordered "
+                            "independent reads must pass; each gold write dropped or its key argument perturbed "
+                            "must fail (findings mutation-*; counts per rule and severity at the end).")] = False,
 ) -> None:
     """Lint a task file: one finding per line (rule, severity, task, reason); exit 1 when any is an error."""
     if fmt not in ("text", "json"):
@@ -55,8 +59,10 @@ def lint_command(
         for said in (f"--tasks {file}: ", f"--tasks {str(file)!r}: "):
             message = f"{file}: {message.removeprefix(said)}" if message.startswith(said) else message
         raise fail(message) from e
-    findings = lint_tasks(dom, task_list, template=template)
+    findings = lint_tasks(dom, task_list, template=template, mutations=mutations)
     print_findings(findings, fmt, f"{file} ({len(task_list)} tasks, domain {name})")
+    if mutations and fmt == "text":
+        print_rule_counts(findings, len(task_list))
     if errors(findings):
         raise typer.Exit(1)
 

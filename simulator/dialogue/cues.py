@@ -27,19 +27,23 @@ from typing import Any
 
 __all__ = [
     "CLOSING_RE",
+    "COMPLETION_RE",
     "CONFIRM_IMPERATIVE_RE",
     "CONFIRM_QUESTION_RE",
     "MORE_HELP_RE",
     "NO_RE",
     "RETRYABLE_RE",
+    "UNKNOWN_RE",
     "YES_RE",
     "asks_confirmation",
+    "claims_completion",
     "is_closing",
     "is_no",
     "is_retryable_error",
     "is_yes",
     "offers_more_help",
     "requested_tool_calls",
+    "says_unknown",
 ]
 
 YES_RE = re.compile(
@@ -128,6 +132,41 @@ def offers_more_help(text: str | None) -> bool:
         text: the agent's message or one of its sentences (None: no offer).
     """
     return bool(text) and MORE_HELP_RE.search(text or "") is not None
+
+
+COMPLETION_RE = re.compile(
+    r"\b(all set|all done|is done|has been (?:\w+ed|done|made|processed|completed)|have been \w+ed|"
+    r"successfully|completed|is now (?:\w+ed|updated|complete)|went through)\b", re.IGNORECASE)
+"""An agent's claim that the work is done ("All done!", "Your order has been cancelled", "completed
+successfully"), anywhere in the message."""
+
+
+def claims_completion(text: str | None) -> bool:
+    """Return True when an agent message claims that the work was done (:data:`COMPLETION_RE`) and asks no yes/no.
+
+    Args:
+        text: the agent's message (None: no claim).
+    """
+    return bool(text) and COMPLETION_RE.search(text or "") is not None and not asks_confirmation(text)
+
+
+UNKNOWN_RE = re.compile(
+    r"\b(?:(?:i|we)\s+(?:really\s+)?(?:do\s*n[o']?t|don'?t|cannot|can'?t|am not sure|'m not sure)\s+"
+    r"(?:know|remember|recall|have|find|say)\b|not sure\b|no idea\b|(?:i|we) forgot\b|"
+    r"(?:do\s*n[o']?t|don'?t) have (?:it|that|one)\b|(?:is|are)n'?t something i (?:know|have)\b|"
+    r"(?:unknown|not known) to me\b)",
+    re.IGNORECASE,
+)
+"""A user saying it does not know a fact ("I don't remember my email", "I'm not sure", "no idea"), anywhere."""
+
+
+def says_unknown(text: str | None) -> bool:
+    """Return True when a user message says it does not know or have what was asked (:data:`UNKNOWN_RE`).
+
+    Args:
+        text: the user's message (None: it says nothing of the kind).
+    """
+    return bool(text) and UNKNOWN_RE.search(text or "") is not None
 
 
 RETRYABLE_RE = re.compile(r"\b(?:try again|retry|temporarily unavailable|timed out)\b", re.IGNORECASE)

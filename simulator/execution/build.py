@@ -159,9 +159,11 @@ def build_runner(
         from simulator.grading.judge import build_judge
 
         j = spec.judge
+        agent_model = spec.agent.name.removeprefix("litellm:") if spec.agent.name.startswith("litellm:") else None
         judge = build_judge(j.name, api_base=j.api_base,
                             calibration=Path(j.calibration) if j.calibration is not None else None,
-                            min_kappa=j.min_kappa,
+                            min_kappa=j.min_kappa, anchors=Path(j.anchors) if j.anchors is not None else None,
+                            agent_model=agent_model, strict=j.strict,
                             **{**shared, **{k: v for k, v in j.model_params().items() if k != "api_base"}})
     personas = None
     if spec.personas:

@@ -2,7 +2,11 @@
 
 ``spec.executor`` (``tausim run --executor``) selects it:
 
-- ``threads`` (default): a thread pool of ``spec.concurrency`` threads in this process
+- ``auto`` (default): threads or ``local:N``, chosen when the run starts by :func:`choose_executor`, which also
+  says why (the run header, the run document's ``executor`` field and the log's ``run_start`` event carry it):
+  threads for a run that calls no model, for fewer than :data:`AUTO_PROCESSES_MIN_CONCURRENCY` trials at once, on
+  one core or without Dask; else ``local:N`` with one worker process per usable core.
+- ``threads``: a thread pool of ``spec.concurrency`` threads in this process
   (:meth:`simulator.execution.runner.Runner.run` makes it).
 - ``local:N``: a Dask distributed ``LocalCluster`` on 127.0.0.1 with N worker processes (no dashboard), each of
   ``ceil(concurrency / N)`` threads, so about ``concurrency`` trials are in flight in total. Processes spread
@@ -37,19 +41,24 @@ executor is used.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ExecutorError
 from simulator.execution.runner import infra_error_result
 from simulator.types.spec import RunSpec, parse_executor
 
-__all__ = ["IDLE_SETTINGS", "LOCAL_WORKERS_PER_CORE", "ExecutorError", "infra_error_result", "local_worker_limit",
-           "open_executor", "usable_cores"]
+__all__ = ["AUTO_PROCESSES_MIN_CONCURRENCY", "IDLE_SETTINGS", "LOCAL_WORKERS_PER_CORE", "MODEL_FREE_SCHEMES",
+           "MODEL_SCHEMES", "ExecutorChoice", "ExecutorError", "calls_models", "choose_executor", "infra_error_result",
+           "known_model_free",
+           "local_worker_limit", "open_executor", "usable_cores"]
 
 LOCAL_WORKERS_PER_CORE = 4
 """``local:N`` takes at most this many worker processes per usable core: beyond that the processes only compete for
@@ -67,6 +76,86 @@ Work stealing stays on: with it off, tests/execution/test_executors.py's killed-
 ``infra_error``); the memory monitor's 100 ms is kept too (it runs in the nannies)."""
 
 
+AUTO_PROCESSES_MIN_CONCURRENCY = 64
+"""``auto`` runs model-calling trials in worker processes from this many trials at once. Measured with
+scripts/bench-concurrency (200 ms per model call, 2 cores, docs/benchmarks.md): at 32 in flight threads reach 0.92
+efficiency and ``local:2`` 0.95 (not worth a cluster's start-up of 1-3 s); at 128 threads 0.55, ``local:2`` 0.87 (one
+interpreter lock cannot carry litellm's CPU per call for that many trials)."""
+
+MODEL_SCHEMES = ("litellm:", "llm:", "openai-agents:", "langgraph:")
+"""Agent and user schemes that call a model from this process (their trials spend CPU in litellm or a framework per
+call). ``http:`` agents and ``py:`` factories are not counted: what they do is not known here."""
+
+
+MODEL_FREE_SCHEMES = frozenset({"oracle", "null", "reference", "faulty", "scripted", "confirming", "rule", "replay"})
+"""tausim's own agent and user schemes that never call a model (``replay:`` only without a model fallback user)."""
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """The executor a run uses and why (what ``auto`` resolved to, or the executor asked for)."""
+
+    executor: str
+    """``threads``, ``local:N`` or ``dask://HOST:PORT``."""
+    reason: str
+    """One line, e.g. ``"auto: no model is called (agent oracle, user scripted): threads"``."""
+
+
+def calls_models(spec: RunSpec) -> bool:
+    """True when the run's agent, user (or fallback user) or judge calls a model (:data:`MODEL_SCHEMES`)."""
+    fallback = spec.user.args.get("fallback")
+    names = [spec.agent.name, spec.user.name, *([fallback] if isinstance(fallback, str) else [])]
+    return spec.judge is not None or any(name.startswith(MODEL_SCHEMES) for name in names)
+
+
+def known_model_free(spec: RunSpec) -> bool:
+    """True when the run's agent and user are tausim's own model-free schemes and there is no judge.
+
+    Such trials take milliseconds of CPU each: a Dask executor batches them coarsely. Schemes:
+    :data:`MODEL_FREE_SCHEMES`; ``py:`` and plug-in schemes are not known to be model-free.
+    """
+    fallback = spec.user.args.get("fallback")
+    names = [spec.agent.name, spec.user.name, *([fallback] if isinstance(fallback, str) else [])]
+    return spec.judge is None and all(name.partition(":")[0] in MODEL_FREE_SCHEMES for name in names)
+
+
+def choose_executor(spec: RunSpec, cores: int | None = None, dask_installed: bool | None = None) -> ExecutorChoice:
+    """Resolve ``spec.executor``: ``auto`` becomes threads or ``local:N``; any other executor is kept.
+
+    ``auto`` takes threads for a run that calls no model (its trials are CPU work a cluster would only add round
+    trips to), for fewer than :data:`AUTO_PROCESSES_MIN_CONCURRENCY` trials at once, on one usable core, or when
+    Dask is not installed; otherwise ``local:N`` with N the usable cores (at most :func:`local_worker_limit`).
+
+    Args:
+        spec: the run spec (``executor``, ``concurrency``, agent, user, judge).
+        cores: usable cores (None: :func:`usable_cores`).
+        dask_installed: whether ``distributed`` can be imported (None: look it up, nothing imported).
+
+    Returns:
+        The executor and a one-line reason.
+    """
+    if spec.executor != "auto":
+        return ExecutorChoice(spec.executor, f"{spec.executor} (asked for)")
+    cores = usable_cores() if cores is None else cores
+    who = f"agent {spec.agent.name}, user {spec.user.name}" + (f", judge {spec.judge.name}" if spec.judge else "")
+    if not calls_models(spec):
+        return ExecutorChoice("threads", f"auto: threads (no model is called: {who})")
+    if spec.concurrency < AUTO_PROCESSES_MIN_CONCURRENCY:
+        return ExecutorChoice("threads", f"auto: threads (concurrency {spec.concurrency} < "
+                                         f"{AUTO_PROCESSES_MIN_CONCURRENCY}: one process keeps up with the model "
+                                         "calls)")
+    if cores < 2:
+        return ExecutorChoice("threads", f"auto: threads (models called at concurrency {spec.concurrency}, but "
+                                         "1 usable core)")
+    if dask_installed is None:
+        dask_installed = importlib.util.find_spec("distributed") is not None
+    if not dask_installed:
+        return ExecutorChoice("threads", f"auto: threads (models called at concurrency {spec.concurrency} on "
+                                         f"{cores} cores, but Dask is not installed: pip install 'tausim[dask]')")
+    workers = min(cores, local_worker_limit())
+    return ExecutorChoice(f"local:{workers}", f"auto: local:{workers} (models called at concurrency "
+                                              f"{spec.concurrency} on {cores} cores: worker processes spread the "
+                                              "per-call CPU over the cores)")
 
 
 def usable_cores() -> int:
@@ -119,7 +208,7 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
     """Start (or connect to) the executor ``spec.executor`` names; yield None for ``threads``.
 
     Args:
-        spec: the run spec (``executor``, ``concurrency``).
+        spec: the run spec (``executor``, ``concurrency``); ``auto`` is resolved by :func:`choose_executor`.
         log_sink: receives each finished trial's log lines in the driver (Dask executors).
         log_run_id: the run id of those log lines.
         connect_timeout: seconds to wait for a ``dask://`` scheduler.
@@ -137,6 +226,9 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
         kind, arg = parse_executor(spec.executor)
     except ValueError as e:
         raise ExecutorError(str(e)) from e
+    if kind == "auto":
+        spec = spec.model_copy(update={"executor": choose_executor(spec).executor})
+        kind, arg = parse_executor(spec.executor)
     if kind == "local" and isinstance(arg, int) and arg > local_worker_limit():
         cores = usable_cores()
         raise ExecutorError(f"--executor {spec.executor}: {arg} worker processes on {cores} usable core"
@@ -162,6 +254,12 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                                 **IDLE_SETTINGS}
     if allowed_failures is not None:
         settings["distributed.scheduler.allowed-failures"] = allowed_failures
+    if kind == "local" and known_model_free(spec) and sys.platform == "linux":
+        # a model-free run's worker processes are forked, not spawned: they start with the driver's modules loaded
+        # instead of importing tausim, SQLAlchemy and Dask again (230 oracle trials on local:2: 8.6 -> 5.1 s of
+        # CPU in all processes, measured with /usr/bin/time); a model run keeps spawn (its driver holds model
+        # clients' sockets and threads after the pre-flight, which a fork would copy)
+        settings["distributed.worker.multiprocessing-method"] = "fork"
     cluster = None
     client = None
     try:
@@ -191,7 +289,8 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                 if workers == 0:
                     raise ExecutorError(f"--executor {spec.executor}: the Dask scheduler at {arg} has no workers; "
                                         f"start some with `dask worker {arg}`")
-        executor = DaskExecutor(client, spec, log_sink=log_sink, log_run_id=log_run_id, rpm_share=workers)
+        executor = DaskExecutor(client, spec, log_sink=log_sink, log_run_id=log_run_id, rpm_share=workers,
+                                model_free=known_model_free(spec))
         try:
             yield executor
         finally:

@@ -1,9 +1,16 @@
-"""The parity harness: replay every task's gold actions and report each action's outcome (``tausim replay``)."""
+"""The parity harness: replay every task's gold actions and report each action's outcome (``tausim replay``).
+
+With a reference recording (``scripts/tau2-reference`` writes τ³'s answers to every gold action), each task's
+replay is compared with it action by action (:func:`compare_to_reference`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import gzip
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -117,12 +124,11 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
                 outcomes = apply_actions(toolbox, trial, actions)
                 checks = None
             final = domain.dump(trial) if trial.raw.total_changes != written else start  # no row written
+            user_diff = None
+            if user_tables:  # the records the user's tools act on (τ³'s mock: the agent's, after agent data)
+                user_diff = json_diff(domain.user_records(trial, start), domain.user_records(trial, final))
         agent = {t: v for t, v in final.items() if t not in user_tables}
         before = {t: v for t, v in start.items() if t not in user_tables}
-        user_diff = None
-        if user_tables:
-            user_diff = json_diff({t: v for t, v in start.items() if t in user_tables},
-                                  {t: v for t, v in final.items() if t in user_tables})
         yield ReplayResult(
             i, task.id, [o.content for o in outcomes], [o.status for o in outcomes], json_diff(before, agent),
             requestors=[a.requestor for a in actions[: len(outcomes)]], user_diff=user_diff,
@@ -130,3 +136,133 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
                 {"func_name": c.func_name, "env_type": c.env_type, "expected": c.expected, "actual": c.actual,
                  "passed": c.passed, "error": c.error} for c in checks],
         )
+
+
+@dataclass
+class ReferenceCheck:
+    """One task's replay compared with a reference recording of the same gold actions (e.g. τ³'s).
+
+    Attributes:
+        task_id: the task.
+        actions: gold actions compared (the longer of the two sides).
+        equal: of those, actions whose name, answer string and error flag are equal on both sides.
+        differences: one line per difference: ``action N: ...`` (answer, error flag, name, missing action),
+            ``diff: ...`` / ``user_diff: ...`` (the database change over the task differs).
+    """
+
+    task_id: str
+    actions: int
+    equal: int
+    differences: list[str]
+
+    @property
+    def passed(self) -> bool:
+        """Whether every action and both database changes are equal."""
+        return not self.differences
+
+
+def _short(text: Any, limit: int = 160) -> str:
+    out = json.dumps(text, ensure_ascii=False)
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def _no_nulls(value: Any) -> Any:
+    """A JSON value with its null-valued object fields dropped (an absent optional field reads as null)."""
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
+
+
+def _comparable_diff(diff: Mapping[str, Any]) -> list[str]:
+    """A database change as a sorted list of leaf changes, free of either side's record keys and layout.
+
+    Each changed leaf is ``[table, path, old, new]`` (the path inside its record; a record that is a bare value,
+    as in a table that is one object, takes its key as the path), each added record ``[table, "+", record]``,
+    each removed one ``[table, "-"]``; null fields count as absent (see :func:`compare_to_reference`).
+    """
+    out: list[str] = []
+    for table, change in diff.items():
+        for key, paths in (change.get("changed") or {}).items():
+            for path, values in paths.items():
+                old, new = _no_nulls(values.get("old")), _no_nulls(values.get("new"))
+                if old != new:
+                    out.append(json.dumps([table, path or key, old, new], sort_keys=True))
+        out.extend(json.dumps([table, "+", _no_nulls(v)], sort_keys=True) for v in (change.get("added") or {}).values())
+        out.extend(json.dumps([table, "-"]) for _ in change.get("removed") or [])
+    return sorted(out)
+
+
+def compare_to_reference(result: ReplayResult, reference: Mapping[str, Any]) -> ReferenceCheck:
+    """Compare a task's replay with its reference line (:func:`load_reference`).
+
+    Answers compare as exact strings (field order, spacing, value types and nulls all count), error flags as
+    booleans; the database changes compare as JSON values (``diff``, and ``user_diff`` when the reference has one),
+    compared as the multiset of changed leaves (table, path inside the record, old, new) and added or removed
+    records, so that each side's record keys (τ³ keeps telecom's lines as a list, tausim keys them by id) and
+    layout do not count, and with a field that is absent on one side and null on the other taken as equal: τ³
+    dumps its pydantic models, where an optional field the data file leaves out is null, while tausim's dump
+    keeps each record's layout as the data file has it.
+
+    Args:
+        result: the replay.
+        reference: ``{"task_id", "actions": [{"name", "content", "error", ...}], "diff", "user_diff"}``.
+
+    Returns:
+        The :class:`ReferenceCheck`.
+    """
+    ref_actions = list(reference.get("actions") or [])
+    n = max(len(ref_actions), len(result.responses))
+    differences: list[str] = []
+    equal = 0
+    for i in range(n):
+        if i >= len(ref_actions) or i >= len(result.responses):
+            differences.append(f"action {i}: present on one side only")
+            continue
+        ref = ref_actions[i]
+        ok = True
+        if ref.get("content") != result.responses[i]:
+            differences.append(f"action {i} ({ref.get('name')}): answer {_short(result.responses[i])}, reference "
+                               f"{_short(ref.get('content'))}")
+            ok = False
+        if bool(ref.get("error")) != result.errors[i]:
+            differences.append(f"action {i} ({ref.get('name')}): error flag {result.errors[i]}, reference "
+                               f"{bool(ref.get('error'))}")
+            ok = False
+        equal += ok
+    if reference.get("diff") is not None and _comparable_diff(reference["diff"]) != _comparable_diff(result.diff):
+        differences.append(f"diff: {_short(result.diff, 400)}, reference {_short(reference['diff'], 400)}")
+    if reference.get("user_diff") is not None and result.user_diff is not None \
+            and _comparable_diff(reference["user_diff"]) != _comparable_diff(result.user_diff):
+        differences.append(f"user_diff: {_short(result.user_diff, 400)}, reference "
+                           f"{_short(reference['user_diff'], 400)}")
+    return ReferenceCheck(result.task_id, n, equal, differences)
+
+
+def load_reference(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Load a reference recording (``scripts/tau2-reference``'s ``<suite>.jsonl.gz``, or plain ``.jsonl``).
+
+    Returns:
+        ``{task id: line}``.
+
+    Raises:
+        ValueError: an unreadable file or a line that is not a JSON object with a ``task_id`` (naming the line).
+    """
+    p = Path(path)
+    try:
+        raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+    except (OSError, gzip.BadGzipFile) as e:
+        raise ValueError(f"{p}: cannot read the reference ({e})") from e
+    out: dict[str, dict[str, Any]] = {}
+    for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError as e:
+            raise ValueError(f"{p}: line {n}: not JSON ({e})") from e
+        if not isinstance(doc, dict) or not isinstance(doc.get("task_id"), str):
+            raise ValueError(f"{p}: line {n}: expected an object with a task_id")
+        out[doc["task_id"]] = doc
+    return out

@@ -6,6 +6,7 @@ run document :func:`simulator.execution.session.run` writes without a store.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -13,11 +14,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from simulator.grading import GRADER_VERSION
+from simulator.storage.fingerprint import make_fingerprint
+from simulator.storage.store import tasks_hash
 from simulator.types.spec import RunSpec
 from simulator.types.tasks import Task
 from simulator.world.suites import task_file_split
 
-__all__ = ["PLUGIN_GROUPS", "git_revision", "package_versions", "python_version", "run_provenance"]
+__all__ = ["PLUGIN_GROUPS", "git_revision", "package_versions", "python_version", "run_fingerprint",
+           "run_provenance"]
 
 
 def git_revision() -> str | None:
@@ -46,8 +51,9 @@ def package_versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    every = metadata.entry_points()  # one pass over the installed distributions, not one per group
     for group in PLUGIN_GROUPS:
-        for ep in metadata.entry_points(group=group):
+        for ep in every.select(group=group):
             dist = getattr(ep, "dist", None)
             if dist is not None and dist.name not in out:
                 out[dist.name] = dist.version
@@ -59,18 +65,42 @@ def python_version() -> str:
     return sys.version.split()[0]
 
 
-def run_provenance(spec: RunSpec, tasks: Sequence[Task]) -> dict[str, Any]:
+def run_fingerprint(spec: RunSpec, tasks: Sequence[Task], users: Any = None) -> dict[str, Any]:
+    """Return a run's comparability fingerprint (:mod:`simulator.storage.fingerprint`).
+
+    Args:
+        spec: the run's spec as built (with its ``policy_sha256``).
+        tasks: every task of the plan.
+        users: the run's user factory; an LLM user's ``prompt_template`` is hashed (sha256) when it has one.
+
+    Returns:
+        The fingerprint (see :func:`simulator.storage.fingerprint.make_fingerprint`); the reward basis is the
+        union of the planned tasks' grade components, plus ``judge`` when a calibrated judge gates.
+    """
+    template = getattr(users, "prompt_template", None)
+    prompt = hashlib.sha256(template.encode("utf-8")).hexdigest() if isinstance(template, str) else None
+    basis = {str(c) for t in tasks for c in t.grade_basis()}
+    if spec.judge is not None and spec.judge.calibration is not None:
+        basis.add("judge")
+    return make_fingerprint(spec.model_dump(mode="json"), tasks_hash=tasks_hash(list(tasks)),
+                            user_prompt_sha256=prompt, grader_version=GRADER_VERSION, reward_basis=sorted(basis))
+
+
+def run_provenance(spec: RunSpec, tasks: Sequence[Task], users: Any = None) -> dict[str, Any]:
     """Return the provenance fields of a run document written without a store.
 
     Args:
         spec: the run's spec (its ``tasks``: the split a task file is of).
         tasks: every task of the plan, in plan order.
+        users: the run's user factory (its prompt is part of the fingerprint).
 
     Returns:
         ``{"git_revision": str | None, "packages": {name: version}, "python": "3.11.7", "split": str | None,
         "task_tags": {task id: [tag, ...]}, "planned_task_ids": [task id, ...]}``: every task of the plan, so that
-        a run stopped early is reported over all of them, not only those with a finished trial.
+        a run stopped early is reported over all of them, not only those with a finished trial; and
+        ``"fingerprint"``, the run's comparability fingerprint (:func:`run_fingerprint`, ``users`` its user factory).
     """
-    return {"git_revision": git_revision(), "packages": package_versions(), "python": python_version(),
+    return {"fingerprint": run_fingerprint(spec, tasks, users),
+            "git_revision": git_revision(), "packages": package_versions(), "python": python_version(),
             "split": task_file_split(spec.tasks), "task_tags": {t.id: list(t.tags) for t in tasks},
             "planned_task_ids": [t.id for t in tasks]}

@@ -33,6 +33,7 @@ from simulator.grading import check_assertions, check_env_assertions, grade_tria
 from simulator.grading.safety import record_owners
 from simulator.stats.estimators import reliability
 from simulator.stats.summaries import cell_id
+from simulator.stats.user_review import review_summary
 from simulator.storage.store import ResultsStore, data_hash, tasks_hash
 from simulator.types.prepared import GoldReplay, PreparedTask
 from simulator.types.results import PEER_REWARD, TrialResult
@@ -163,7 +164,10 @@ class RegradeReport:
         disagreements: the others, with their state differences.
         user_review: the user-simulator review's flags over the regraded trials (:mod:`simulator.users.review`):
             trials per flag; imported peer conversations had real (often LLM) simulated users.
-        simulator_suspects: ``(task id, trial, flags)`` of failed trials whose failure may be the simulator's.
+        simulator_caused: ``(task id, trial, causes)`` of trials whose outcome the simulated user caused (it
+            stopped before a pending write, invented a fact the agent acted on, leaked the answer).
+        review: the review over the plan (:func:`simulator.stats.user_review.review_summary`): failures per cause,
+            failures with a simulator weakness only, pass^k as measured and with simulator-caused trials set apart.
         skipped: ``(task id, trial, why)``: trials left as they were.
         tasks_hash_before: the run's task-set hash before.
         tasks_hash_after: the task-set hash now recorded.
@@ -180,7 +184,8 @@ class RegradeReport:
     peer_agreed: int = 0
     disagreements: list[PeerDisagreement] = field(default_factory=list)
     user_review: dict[str, int] = field(default_factory=dict)
-    simulator_suspects: list[tuple[str, int, list[str]]] = field(default_factory=list)
+    simulator_caused: list[tuple[str, int, list[str]]] = field(default_factory=list)
+    review: dict[str, Any] = field(default_factory=dict)
     skipped: list[tuple[str, int, str]] = field(default_factory=list)
     tasks_hash_before: str | None = None
     tasks_hash_after: str | None = None
@@ -272,8 +277,8 @@ def regrade_trials(config: RunSpec, task_ids: Sequence[str], trials: Sequence[Tr
             "user_metadata": {**new.trajectory.user_metadata, "review": review.as_dict()}})})
         out.append(new)
         flags.update(review.flags)
-        if review.failure_may_be_simulator:
-            report.simulator_suspects.append((cell, t.trial, list(review.flags)))
+        if review.simulator_caused:
+            report.simulator_caused.append((cell, t.trial, list(review.causes)))
         report.regraded += 1
         if diverged:
             report.diverged.append((cell, t.trial, len(diverged)))
@@ -293,6 +298,13 @@ def regrade_trials(config: RunSpec, task_ids: Sequence[str], trials: Sequence[Tr
     report.diverged_by_tool = dict(sorted(by_tool.items(), key=lambda kv: (-kv[1], kv[0])))
     report.tasks_hash_after = tasks_hash(planned) if len(planned) == len(task_ids) else tasks_hash_before
     return report, out
+
+
+def _review(records: Sequence[Mapping[str, Any]], task_ids: Sequence[str], config: RunSpec) -> dict[str, Any]:
+    """The user review over the plan (task cells with personas)."""
+    personas = list(config.personas or [])
+    cells = [cell_id(t, p) for t in task_ids for p in personas] if personas else list(task_ids)
+    return review_summary(records, cells, config.trials)
 
 
 def _history(report: RegradeReport, tasks: str | None, config: RunSpec) -> dict[str, Any]:
@@ -331,7 +343,9 @@ def regrade_run(store: ResultsStore, run_id: str, tasks: str | None = None, data
     history = list(info.extra.get("regrades", []))
     history.append(_history(report, tasks, info.config))
     store.update_run(run_id, tasks_hash=report.tasks_hash_after, extra={"regrades": history})
-    report.new_metrics = store.load_run_result(run_id).metrics
+    after = store.load_run_result(run_id)
+    report.new_metrics = after.metrics
+    report.review = _review([t.model_dump(mode="json") for t in after.trials], info.task_ids, info.config)
     return report
 
 
@@ -371,6 +385,7 @@ def regrade_document(doc: Mapping[str, Any], *, name: str = "run document", task
     records = [t.model_dump(mode="json") for t in regraded]
     report.new_metrics = reliability(records, task_ids, config.trials, personas=config.personas,
                                      incomplete="count").suite
+    report.review = _review(records, task_ids, config)
     new = dict(doc)
     new["trials"] = records
     new["metrics"] = report.new_metrics

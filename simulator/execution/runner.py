@@ -443,7 +443,8 @@ class Runner:
         seed = self.trial_seed(task, trial_index)
         prepared = self._prepared(task)
         return TrialContext(
-            task=task, tools=self._tools, policy=self._policy, seed=seed,
+            task=task, tools=self._tools, policy=self.domain.task_policy(self._policy, task, self.template.options),
+            seed=seed,
             rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
             persona=self.personas[persona] if persona is not None else task.scenario.persona, prepared=prepared,

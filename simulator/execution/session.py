@@ -18,6 +18,7 @@ when ``out`` cannot be written) and releases everything, on Ctrl-C and exception
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import uuid
@@ -33,9 +34,15 @@ from pydantic import Field
 from simulator.dialogue.progress import RunProgress
 from simulator.errors import InputError, OptionError, SpecError
 from simulator.execution.build import RunServices, build_runner, check_gold
-from simulator.execution.executors import open_executor
+from simulator.execution.executors import ExecutorChoice, choose_executor, open_executor
 from simulator.execution.preflight import check_credentials, preflight
-from simulator.execution.provenance import git_revision, package_versions, python_version, run_provenance
+from simulator.execution.provenance import (
+    git_revision,
+    package_versions,
+    python_version,
+    run_fingerprint,
+    run_provenance,
+)
 from simulator.execution.recording import (
     check_store_url,
     open_partial,
@@ -54,11 +61,16 @@ from simulator.types.tasks import Task
 from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, get_domain
 
-__all__ = ["Interruption", "RunOutcome", "RunStart", "TaskCheck", "run"]
+__all__ = ["SETTLE_MIN_TRIALS", "Interruption", "RunOutcome", "RunStart", "TaskCheck", "run"]
 
 TaskCheck = Callable[[Domain, TemplateDatabase, list[Task]], Any]
 """An extra check of the tasks a run is about to run: ``(domain, template, selected tasks) -> ignored``; it raises
 to refuse the run (e.g. the command line's refusal of tasks with lint errors)."""
+
+
+SETTLE_MIN_TRIALS = 32
+"""Runs of at least this many trials settle the heap (:func:`~simulator.execution.runner.settle_heap`) before their
+trials; a shorter one would spend more on the full collection than its trials lose to the GC."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,8 @@ class RunStart:
         recorded: planned trials already recorded (by earlier sessions: the store or ``resume``).
         to_run: the trials this call will run.
         resumed: the run resumes earlier trials (a stored run, or ``resume``).
+        executor: where the trials run and why (``spec.executor``, ``auto`` resolved), see
+            :func:`~simulator.execution.executors.choose_executor`.
     """
 
     run_id: str | None
@@ -82,6 +96,7 @@ class RunStart:
     recorded: int
     to_run: int
     resumed: bool
+    executor: ExecutorChoice | None = None
 
 
 @dataclass(frozen=True)
@@ -243,6 +258,7 @@ class _Session:
         self.log_handle: IO[str] | None = None
         self.partial_file: IO[str] | None = None
         self.executor: Any = None
+        self.choice = ExecutorChoice(spec.executor, "")
         self.bar: RunProgress | None = None
         self.runner: Runner | None = None
         self.lock = threading.Lock()
@@ -257,9 +273,8 @@ class _Session:
         runner = self._build_runner(task_check)
         if file_spec is not None:
             _same_run(file_spec, runner.config, str(resume))
-        start = self._plan(runner)
-        if on_start is not None:
-            on_start(start)
+        self.choice = choose_executor(self.spec)
+        start = dataclasses.replace(self._plan(runner), executor=self.choice)
         self._open_log(runner)
         if otel is not None:  # OpenTelemetry spans (simulator.execution.tracing); trial ids go to out and log_file
             try:
@@ -267,9 +282,13 @@ class _Session:
             except (InputError, OSError) as e:
                 raise OptionError("otel", str(otel), str(e)) from e
         self.executor = self.stack.enter_context(open_executor(
-            self.spec, log_sink=self._log_sink, log_run_id=self.log_run_id, connect_timeout=dask_timeout))
+            self.spec.model_copy(update={"executor": self.choice.executor}), log_sink=self._log_sink,
+            log_run_id=self.log_run_id, connect_timeout=dask_timeout))
+        if on_start is not None:  # once the executor is up: a run whose executor cannot start says only why
+            on_start(start)
         if self.log is not None:
-            self.log.info("run_start", config=self.spec.model_dump(mode="json"))
+            self.log.info("run_start", config=self.spec.model_dump(mode="json"), executor=self.choice.executor,
+                          executor_reason=self.choice.reason)
         planned = len(self.only) if self.only is not None else len(runner.planned())
         self.bar = self.stack.enter_context(RunProgress(planned, enabled=sys.stdout.isatty() and self.show_progress))
         if self.partial is not None:
@@ -344,6 +363,9 @@ class _Session:
             tasks_hash=tasks_hash(runner.tasks), git_revision=git_revision(),
             packages={**package_versions(), "python": python_version()})
         self.stack.enter_context(store.lease(info.run_id))
+        if created:  # what a comparison must hold equal (simulator.storage.fingerprint)
+            fingerprint = run_fingerprint(self.spec, runner.tasks, runner.user_factory)
+            store.update_run(info.run_id, extra={"fingerprint": fingerprint})
         self.run_id = info.run_id
         done = store.recorded_keys(info.run_id)
         planned = set(info.planned_pairs())
@@ -389,7 +411,10 @@ class _Session:
         assert runner is not None
         # The run's data stays alive to the end: keep it out of the cyclic GC, whose full passes over a large data
         # set stall every trial thread for ~0.3 s (measured with scripts/bench-concurrency); rarer young passes.
-        settle_heap()
+        # A short run is over before that matters: it skips the full collection settling costs (a one-task run).
+        planned = len(self.only) if self.only is not None else len(runner.planned())
+        if planned >= SETTLE_MIN_TRIALS:
+            settle_heap()
         try:
             result = runner.run(executor=self.executor, on_trial=self._record, only=self.only)
         except KeyboardInterrupt:
@@ -448,7 +473,8 @@ class _Session:
             result = self.store.load_run_result(self.run_id)
             doc = self.store.load_run_document(self.run_id)
         else:
-            doc = run_summary_json(result, run_provenance(self.spec, runner.tasks))
+            doc = run_summary_json(result, run_provenance(self.spec, runner.tasks, runner.user_factory))
+        doc["executor"] = {"chosen": self.choice.executor, "reason": self.choice.reason}  # this session's
         if aborted:
             doc.update(aborted=aborted, abort_kind=abort_kind)
         outcome = RunOutcome(**{name: getattr(result, name) for name in RunResult.model_fields},

@@ -56,10 +56,15 @@ if TYPE_CHECKING:
     from simulator.types.prepared import PreparedTask
     from simulator.world.domain import Domain
 
-__all__ = ["ActionsResult", "AssertionResult", "AssertionsResult", "BudgetResult", "EnvAssertionsResult", "Judge",
+__all__ = ["GRADER_VERSION", "ActionsResult", "AssertionResult", "AssertionsResult", "BudgetResult",
+    "EnvAssertionsResult", "Judge",
     "JudgeResult", "LoopsResult", "OutputsResult", "ProcessResult", "StateResult", "Violation", "check_actions",
     "check_assertions", "check_budget", "check_env_assertions", "check_loops", "check_outputs", "check_process",
     "effective_rules", "grade_state", "grade_trial"]
+
+GRADER_VERSION = "1"
+"""The grader's version, recorded in every run's comparability fingerprint (:mod:`simulator.storage.fingerprint`).
+Raise it whenever a grading rule changes which trials pass: runs graded by different versions are not compared."""
 
 DEFAULT_LOOP_THRESHOLD = 2
 """Identical repeats allowed when neither the task nor a domain says otherwise."""

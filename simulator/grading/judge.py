@@ -42,8 +42,9 @@ from simulator.types.spec import format_validation_error
 from simulator.types.tasks import JudgeAssertion
 
 __all__ = ["DEFAULT_MIN_KAPPA", "Calibration", "CalibrationItem", "CompareResult", "Judge", "ParsedVerdict",
-    "build_judge", "check_calibration", "cohen_kappa", "compare", "compare_runs", "grade_judge",
-    "judge_summary_lines", "load_calibration", "load_labels", "parse_verdict", "render_transcript", "run_calibration"]
+           "anchors_text", "build_judge", "check_calibration", "cohen_kappa", "compare", "compare_runs", "grade_judge",
+           "judge_summary_lines", "load_calibration", "load_labels", "model_family", "parse_verdict",
+           "render_transcript", "run_calibration", "self_preference"]
 
 MAX_TOOL_RESULT_CHARS = 2000
 """Tool results longer than this are cut in the rendered transcript (the judge reads the conversation)."""
@@ -208,6 +209,58 @@ def parse_verdict(text: str | None, key: str = "verdict", allowed: Iterable[str]
 
 
 
+def anchors_text(anchors: Sequence[CalibrationItem]) -> str:
+    """The prompt's block of anchor examples (empty for none): each transcript, assertion and human verdict."""
+    if not anchors:
+        return ""
+    parts = ["REFERENCE EXAMPLES graded by people (keep your verdicts on the same scale):"]
+    for i, item in enumerate(anchors, start=1):
+        text = item.transcript if isinstance(item.transcript, str) else render_transcript(item.transcript)
+        parts.append(f"EXAMPLE {i} TRANSCRIPT:\n{text}\nEXAMPLE {i} ASSERTION: {item.assertion}\n"
+                     f"EXAMPLE {i} VERDICT: {item.label}")
+    return "\n\n".join(parts) + "\n\nNOW GRADE THIS ONE.\n"
+
+
+_FAMILIES = (("gpt", "openai"), ("chatgpt", "openai"), ("o1", "openai"), ("o3", "openai"), ("o4", "openai"),
+             ("claude", "anthropic"), ("gemini", "google"), ("gemma", "google"), ("llama", "meta"),
+             ("mistral", "mistral"), ("mixtral", "mistral"), ("codestral", "mistral"), ("qwen", "qwen"),
+             ("deepseek", "deepseek"), ("grok", "xai"), ("command", "cohere"), ("phi", "microsoft"))
+"""Leading word of a model's name -> its vendor family (the rest of the name is a size or a version)."""
+
+
+def model_family(model: str) -> str:
+    """Return the model family of a litellm model string (a vendor name such as ``openai``).
+
+    ``openai/gpt-4o-mini`` and ``azure/gpt-4.1`` are ``openai``, ``anthropic/claude-3-5-sonnet`` and
+    ``bedrock/anthropic.claude-3`` are ``anthropic``. The family is read from the last path segment's leading
+    word (after any ``vendor.`` prefix), by the table :data:`_FAMILIES`; an unknown word is its own family
+    (``my-model-v2`` -> ``my``).
+    """
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    head, dot, tail = name.partition(".")
+    if dot and head.isalpha() and tail[:1].isalpha():  # bedrock's vendor.model
+        name = tail
+    word = "".join(ch if ch.isalnum() else " " for ch in name).split()
+    lead = word[0] if word else name
+    for prefix, family in _FAMILIES:
+        if lead.startswith(prefix):
+            return family
+    return lead
+
+
+def self_preference(judge_model: str, agent_model: str | None) -> str | None:
+    """A warning when the judge is of the agent's model family (judges favour their own family's answers), else None.
+
+    Args:
+        judge_model: the judge's litellm model string.
+        agent_model: the agent's litellm model string, or None when the agent is no litellm model (not checked).
+    """
+    if agent_model is None or model_family(judge_model) != model_family(agent_model):
+        return None
+    return (f"the judge {judge_model!r} is of the agent's model family ({model_family(agent_model)}, agent "
+            f"{agent_model!r}): judges favour their own family's answers; use a judge of another family")
+
+
 class Judge:
     """Asks one judge model yes/no assertions (fail-closed) and pairwise comparisons.
 
@@ -217,15 +270,19 @@ class Judge:
         gating: whether the judge component counts in ``passed`` (see :func:`check_calibration`).
         gating_note: why it does or does not gate (shown in the grade and the summary).
         client: a ready :class:`~simulator.models.llm.LLMClient` (tests); default one is built from ``model``.
+        anchors: human-labelled examples shown before every assertion as fixed points of the scale (``--judge-anchors``,
+            the labels format of :func:`load_labels`), so the judge's verdicts do not drift between runs or models;
+            empty: none.
         **params: further :class:`~simulator.models.llm.LLMClient` arguments (``max_attempts``, ``cache``,
             ``limiters``, ...); temperature defaults to 0.
     """
 
     def __init__(self, model: str, *, api_base: str | None = None, gating: bool = True, gating_note: str = "",
-                 client: Any = None, **params: Any) -> None:
+                 client: Any = None, anchors: Sequence[CalibrationItem] = (), **params: Any) -> None:
         from simulator.models.llm import LLMClient
 
         params.setdefault("temperature", 0.0)
+        self.anchors = list(anchors)
         self.model = model
         self.api_base = api_base
         self.gating = gating
@@ -256,7 +313,7 @@ class Judge:
             fail with the reason recorded.
         """
         a = assertion if isinstance(assertion, JudgeAssertion) else JudgeAssertion(assertion=assertion)
-        prompt = f"TRANSCRIPT:\n{transcript}\n\nASSERTION: {a.assertion}\n"
+        prompt = anchors_text(self.anchors) + f"TRANSCRIPT:\n{transcript}\n\nASSERTION: {a.assertion}\n"
         if a.rubric:
             prompt += f"\nRUBRIC: {a.rubric}\n"
         prompt += '\nIs the assertion true of the transcript? Answer {"verdict": "yes"|"no", "reason": "..."}.'
@@ -595,7 +652,8 @@ Koch's 1977 scale)."""
 
 
 def build_judge(model: str, *, api_base: str | None = None, calibration: Path | None = None,
-                min_kappa: float = DEFAULT_MIN_KAPPA, **params: Any) -> Judge:
+                min_kappa: float = DEFAULT_MIN_KAPPA, anchors: Path | None = None, agent_model: str | None = None,
+                strict: bool = False, **params: Any) -> Judge:
     """Build the run's judge and decide whether it gates (see :func:`simulator.grading.judge.check_calibration`).
 
     Args:
@@ -603,14 +661,24 @@ def build_judge(model: str, *, api_base: str | None = None, calibration: Path | 
         api_base: ``--judge-api-base``.
         calibration: ``--judge-calibration`` file, or None (the judge then does not gate).
         min_kappa: ``--judge-min-kappa``.
+        anchors: ``--judge-anchors`` labels file (:func:`load_labels`): examples shown before every assertion.
+        agent_model: the agent's litellm model string (``litellm:MODEL``), or None: for the self-preference check.
+        strict: ``--strict-judge``: refuse a gating judge of the agent's model family instead of warning.
         **params: further :class:`~simulator.models.llm.LLMClient` arguments (cache, limiters, max_attempts).
 
     Raises:
-        ValueError: the calibration file cannot be read.
+        ValueError: the calibration or anchors file cannot be read, or (``strict``) a gating judge is of the
+            agent's model family (the message names both models).
     """
     cal = load_calibration(calibration) if calibration is not None else None
     gating, note = check_calibration(cal, model, min_kappa)
-    return Judge(model, api_base=api_base, gating=gating, gating_note=note, **params)
+    warning = self_preference(model, agent_model) if gating else None
+    if warning is not None:
+        if strict:
+            raise ValueError(f"--strict-judge: {warning}")
+        note = f"{note}; WARNING: {warning}"
+    items = load_labels(anchors) if anchors is not None else []
+    return Judge(model, api_base=api_base, gating=gating, gating_note=note, anchors=items, **params)
 
 
 def judge_summary_lines(judged: Iterable[JudgeResult]) -> list[str]:

@@ -12,20 +12,24 @@ conversation excepted) must be preceded, in the conversation, by
    as a word prefix without a final "e"/"y", so "cancellation" and "modification" count) or one of the call's
    string or number argument values of three characters or more (e.g. the order id ``#W0000001``, with or
    without its ``#``), case-insensitively.
+
+Necessary precedence (``precedence``, :class:`~simulator.types.tasks.Precedence`): before a call of an ``after``
+tool, one of the ``before`` tools returned ``ok`` (:func:`precedence_violations`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from simulator.dialogue.cues import is_yes
 from simulator.types.grade import ProcessResult
-from simulator.types.tasks import ProcessRules
+from simulator.types.rules import PRECEDENCE_END, PRECEDENCE_WRITE, Precedence, ProcessRules
 from simulator.types.trajectory import ToolCallRecord, Trajectory
 from simulator.world.tools import Toolbox
 
-__all__ = ["check_process", "mentions_action", "unconfirmed_writes"]
+__all__ = ["check_process", "mentions_action", "precedence_violations", "unconfirmed_writes"]
 
 
 
@@ -105,6 +109,59 @@ def unconfirmed_writes(trajectory: Trajectory, toolbox: Toolbox) -> list[tuple[T
     return out
 
 
+def precedence_violations(rule: Precedence, calls: Sequence[ToolCallRecord], ending: Collection[str] = ()
+                          ) -> list[tuple[ToolCallRecord | None, str]]:
+    """Check one necessary precedence against a trial's tool calls.
+
+    A call is covered by the rule when its tool is named in ``after``, or ``after`` holds ``@write`` and the call
+    is of a write tool (``kind == "write"``) not in ``ending``; calls of a ``before`` tool are never covered.
+    Without ``same``, the first covered call needs an earlier ``ok`` call of any ``before`` tool. With ``same``,
+    every covered call that carries all those arguments needs an earlier ``ok`` ``before`` call whose arguments
+    have equal values for them. With ``@end`` in ``after``, some ``before`` call must have returned ``ok`` at all.
+
+    Args:
+        rule: the rule.
+        calls: the trial's tool calls in order.
+        ending: names of the tools that end the conversation (not writes for ``@write``).
+
+    Returns:
+        ``[(offending call, or None for @end, finding)]``; a finding reads ``precedence[ (NAME)]: TOOL (step N)
+        called before any successful BEFORE`` and names the rule when it has a name.
+    """
+    before = rule.before_tools()
+    after = rule.after_items()
+    label = f"precedence ({rule.name})" if rule.name else "precedence"
+    wanted = " or ".join(before)
+
+    def covered(c: ToolCallRecord) -> bool:
+        if c.name in before:
+            return False
+        return c.name in after or (PRECEDENCE_WRITE in after and c.kind == "write" and c.name not in ending)
+
+    def key(c: ToolCallRecord) -> tuple[Any, ...] | None:
+        args = c.arguments or {}
+        return tuple(args[k] for k in rule.same) if all(k in args for k in rule.same) else None
+
+    out: list[tuple[ToolCallRecord | None, str]] = []
+    for i, c in enumerate(calls):
+        if not covered(c) or (rule.same and key(c) is None):
+            continue
+        earlier = [d for d in calls[:i] if d.name in before and d.status == "ok"]
+        if rule.same:
+            k = key(c)
+            if not any(key(d) == k for d in earlier):
+                shown = ", ".join(f"{n}={v!r}" for n, v in zip(rule.same, k or (), strict=True))
+                out.append((c, f"{label}: {c.name} (step {c.step}) on {shown} called before any successful "
+                               f"{wanted} on it"))
+            continue
+        if not earlier:
+            out.append((c, f"{label}: {c.name} (step {c.step}) called before any successful {wanted}"))
+        break  # without ``same``: the first covered call only
+    if PRECEDENCE_END in after and not any(d.name in before and d.status == "ok" for d in calls):
+        out.append((None, f"{label}: the trial ended without any successful {wanted}"))
+    return out
+
+
 def check_process(rules: ProcessRules, trajectory: Trajectory, toolbox: Toolbox) -> ProcessResult:
     """Check a task's process rules against a finished trajectory.
 
@@ -134,13 +191,9 @@ def check_process(rules: ProcessRules, trajectory: Trajectory, toolbox: Toolbox)
         reason = str(trajectory.termination_reason)
         if reason not in rules.expected_termination:
             violations.append(f"termination {reason}, expected {' or '.join(rules.expected_termination)}")
+    ending = {name for name, spec in toolbox.specs.items() if spec.ends_conversation}
     for rule in rules.precedence:
-        first = next((i for i, c in enumerate(trajectory.tool_calls) if c.name == rule.after), None)
-        if first is None:
-            continue
-        if not any(c.name == rule.before and c.status == "ok" for c in trajectory.tool_calls[:first]):
-            violations.append(f"precedence: {rule.after} (step {trajectory.tool_calls[first].step}) called before "
-                              f"any successful {rule.before}")
+        violations.extend(line for _, line in precedence_violations(rule, trajectory.tool_calls, ending))
     if rules.confirm_writes:
         violations.extend(_confirmation_violations(trajectory, toolbox))
     return ProcessResult(passed=not violations, violations=violations)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from simulator.grading.process import unconfirmed_writes
+from simulator.grading.process import precedence_violations, unconfirmed_writes
 from simulator.types.grade import Severity, Violation, ViolationKind
 from simulator.types.tasks import ProcessRules
 from simulator.types.trajectory import Trajectory
@@ -103,12 +103,8 @@ def find_violations(rules: ProcessRules, trajectory: Trajectory, toolbox: Toolbo
                               f"{c.name} (step {c.step}) acted on records of {owner}, not of {user_id}"))
     if rules.confirm_writes:
         out.extend(_v("unconfirmed_write", c.step, line) for c, line in unconfirmed_writes(trajectory, toolbox))
+    last_step = trajectory.tool_calls[-1].step if trajectory.tool_calls else None
     for rule in rules.precedence:
-        first = next((c for c in trajectory.tool_calls if c.name == rule.after), None)
-        if first is None:
-            continue
-        before = trajectory.tool_calls[:trajectory.tool_calls.index(first)]
-        if not any(c.name == rule.before and c.status == "ok" for c in before):
-            out.append(_v("policy_rule", first.step, f"precedence: {rule.after} (step {first.step}) called before "
-                                                      f"any successful {rule.before}"))
+        out.extend(_v("policy_rule", c.step if c is not None else last_step, line)
+                   for c, line in precedence_violations(rule, trajectory.tool_calls, ending))
     return out

@@ -1,1 +1,1 @@
-"""Floor 6, tools: other suites' results: import of tau-bench and tau2 runs."""
+"""Floor 6, tools: other suites' results, MCP tool serving, the pytest plugin, the loopback server, Gymnasium envs."""

@@ -16,7 +16,12 @@ Formats:
   with ids ``"0"``, ``"1"``, ...), or ``info["tausim_task_id"]`` when the file was written by ``tausim export``.
 - ``tau2``: the results JSON of ``tau2 run`` (``{"info", "tasks", "simulations": [...]}``), each simulation
   ``{"task_id", "trial", "messages", "reward_info": {"reward"}, "termination_reason"}``; tool calls are
-  ``{"id", "name", "arguments": {...}}`` and tool messages ``{"id": call id, "content", "error": bool}``.
+  ``{"id", "name", "arguments": {...}}`` and tool messages ``{"id": call id, "content", "error": bool}``. Either
+  one file, or τ³'s directory format: a directory (or its ``results.json``) whose ``results.json`` holds the
+  metadata and whose ``simulations/`` holds one ``<id>.json`` per simulation (read in file-name order, checked
+  against the metadata's ``simulation_index`` when it has one). A simulation written by ``tausim export --format
+  tau2`` carries ``info["tausim"]`` (tausim's termination reason, persona and trial index), which the import
+  restores.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from simulator.types.trajectory import TerminationReason, ToolCallRecord, Trajec
 from simulator.world.domain import Domain
 from simulator.world.tools import Toolbox
 
-__all__ = ["PEER_FORMATS", "ImportedRun", "default_peer_tasks", "from_tau2", "from_tau_bench", "read_peer_results",
+__all__ = ["PEER_FORMATS", "ImportedRun", "default_peer_tasks", "from_tau2", "from_tau_bench", "is_tau2_dir",
+    "read_peer_results",
     "record_imported"]
 
 PEER_FORMATS = ("tau-bench", "tau2")
@@ -280,9 +286,67 @@ def from_tau2(doc: Any, toolbox: Toolbox, *, source: str = "results") -> list[Tr
                 c.name in toolbox.specs and toolbox.specs[c.name].ends_conversation and c.status == "ok"
                 for c in traj.tool_calls):
             reason = TerminationReason.AGENT_TRANSFER
-        out.append(_trial_result(str(task_id), trial, None, _reward(where, reward_info.get("reward")), traj,
-                                 str(reason), None, {"peer_format": "tau2", "peer_termination": peer_reason}))
+        ours = _tausim_info(sim)
+        persona, error = None, None
+        if ours is not None:  # written by tausim export: its own reason, persona and trial index
+            if ours.get("termination_reason") in TerminationReason.__members__.values():
+                reason = TerminationReason(ours["termination_reason"])
+            persona = ours.get("persona") if isinstance(ours.get("persona"), str) else None
+            if persona is not None and isinstance(ours.get("trial"), int) and not isinstance(ours["trial"], bool):
+                trial = ours["trial"]
+            error = ours.get("error") if isinstance(ours.get("error"), str) else None
+        out.append(_trial_result(str(task_id), trial, persona, _reward(where, reward_info.get("reward")), traj,
+                                 str(reason), error, {"peer_format": "tau2", "peer_termination": peer_reason}))
     return out
+
+
+def _tausim_info(sim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    info = sim.get("info")
+    ours = info.get("tausim") if isinstance(info, Mapping) else None
+    return ours if isinstance(ours, Mapping) else None
+
+
+def _read_tau2_dir(p: Path) -> tuple[bytes, Any]:
+    """Read τ³'s directory results format: ``(all bytes read, the document with its simulations)``.
+
+    Raises:
+        PeerResultsError: an unreadable or malformed file, or simulation files that do not match the index.
+    """
+    meta_path = p / "results.json" if p.is_dir() else p
+    sims_dir = meta_path.parent / "simulations"
+    try:
+        raw = meta_path.read_bytes()
+        doc = json.loads(raw)
+    except OSError as e:
+        raise PeerResultsError(f"{meta_path}: cannot read ({e.strerror or e})") from e
+    except ValueError as e:
+        raise PeerResultsError(f"{meta_path}: not JSON ({e})") from e
+    if not isinstance(doc, dict):
+        raise PeerResultsError(f"{meta_path}: a tau2 results file is a JSON object")
+    sims = []
+    for f in sorted(sims_dir.glob("*.json")):
+        try:
+            data = f.read_bytes()
+            sims.append(json.loads(data))
+        except OSError as e:
+            raise PeerResultsError(f"{f}: cannot read ({e.strerror or e})") from e
+        except ValueError as e:
+            raise PeerResultsError(f"{f}: not JSON ({e})") from e
+        raw += data
+    index = doc.get("simulation_index")
+    if isinstance(index, list):
+        listed = {str(e.get("id")) for e in index if isinstance(e, Mapping)}
+        present = {f.stem for f in sims_dir.glob("*.json")}
+        if listed != present:
+            missing, extra = sorted(listed - present), sorted(present - listed)
+            raise PeerResultsError(f"{sims_dir}: simulation files do not match the index of {meta_path} "
+                                   f"(missing {missing[:5]}, not listed {extra[:5]})")
+    return raw, {**doc, "simulations": sims}
+
+
+def is_tau2_dir(path: Path) -> bool:
+    """Whether ``path`` is τ³'s directory results format (a directory, or a file with ``simulations/`` beside it)."""
+    return path.is_dir() or (path.parent / "simulations").is_dir()
 
 
 def read_peer_results(path: str | Path, fmt: str, domain: Domain, *, data_dir: Path | None = None,
@@ -290,7 +354,7 @@ def read_peer_results(path: str | Path, fmt: str, domain: Domain, *, data_dir: P
     """Read a peer's results file as a run of ungraded trials.
 
     Args:
-        path: the results file.
+        path: the results file (tau2: also τ³'s results directory, or its ``results.json``).
         fmt: ``tau-bench`` or ``tau2``.
         domain: the domain the conversations ran in.
         data_dir: the data set they ran on (None: the domain's built-in one).
@@ -307,13 +371,16 @@ def read_peer_results(path: str | Path, fmt: str, domain: Domain, *, data_dir: P
     if fmt not in PEER_FORMATS:
         raise PeerResultsError(f"--format {fmt!r}: use {' or '.join(PEER_FORMATS)}")
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-        doc = json.loads(raw)
-    except OSError as e:
-        raise PeerResultsError(f"{p}: cannot read ({e.strerror or e})") from e
-    except ValueError as e:
-        raise PeerResultsError(f"{p}: not JSON ({e})") from e
+    if fmt == "tau2" and is_tau2_dir(p):
+        raw, doc = _read_tau2_dir(p)
+    else:
+        try:
+            raw = p.read_bytes()
+            doc = json.loads(raw)
+        except OSError as e:
+            raise PeerResultsError(f"{p}: cannot read ({e.strerror or e})") from e
+        except ValueError as e:
+            raise PeerResultsError(f"{p}: not JSON ({e})") from e
     toolbox = domain.toolbox()
     trials = (from_tau_bench if fmt == "tau-bench" else from_tau2)(doc, toolbox, source=str(p))
     if not trials:

@@ -13,6 +13,7 @@ import numpy as np
 from simulator.stats.estimators import reliability
 from simulator.stats.faults import recovery_rates
 from simulator.stats.summaries import cell_id, persona_metrics, run_metrics
+from simulator.stats.user_review import review_summary
 from simulator.types.trajectory import CAP_REASONS, ERROR_REASONS
 
 from ._load import load_run_document
@@ -178,19 +179,15 @@ def assertion_rates(cells: Iterable[TrialCell]) -> list[dict[str, Any]]:
     return out
 
 
-def _user_review(cells: Sequence[TrialCell]) -> dict[str, Any]:
-    """The user-simulator review over the recorded trials (``user_metadata["review"]``).
+def _user_review(cells: Sequence[TrialCell], n: int) -> dict[str, Any]:
+    """The user-simulator review over the planned trials (``user_metadata["review"]``).
 
-    See :mod:`simulator.users.review`. Returns ``{"flags": {flag: trials}, "failure_may_be_simulator": [...]}``.
+    See :mod:`simulator.users.review` and :func:`simulator.stats.user_review.review_summary` (flags, causes and
+    weaknesses, pass^k as measured and with simulator-caused trials set apart).
     """
-    flags: Counter[str] = Counter()
-    suspects = []
-    for c in cells:
-        review = ((c.record or {}).get("trajectory") or {}).get("user_metadata", {}).get("review") or {}
-        flags.update(review.get("flags") or [])
-        if review.get("failure_may_be_simulator") and c.outcome != "passed":
-            suspects.append(f"{c.task_id} trial {c.trial} ({', '.join(review.get('flags') or [])})")
-    return {"flags": dict(flags.most_common()), "failure_may_be_simulator": suspects}
+    records = [{**c.record, "task_id": c.task_id, "persona": None, "trial": c.trial} for c in cells
+               if c.record is not None]
+    return review_summary(records, list(dict.fromkeys(c.task_id for c in cells)), n)
 
 
 def _persona_name(trial: Mapping[str, Any]) -> str | None:
@@ -249,8 +246,9 @@ def analyze_run(
         ``bootstrap``, ``missing_trials``, ``unplanned_trials``, ``errored_trials``, ``components`` (state,
         outputs, process: passed/graded/rate), ``termination_reasons``, ``failure_kinds``, ``outcomes`` (matrix
         cells per outcome), ``abandonment_rate``, ``personas``, ``user_review`` (the user-simulator review's flag
-        counts and the failed trials whose failure may be the simulator's), ``cost_usd`` (agent, user, total per trial
-        statistics; unknown costs are counted in ``missing``, never as 0), ``tokens``, ``latency_s``, ``turns``,
+        counts, failures the simulator caused apart from its weaknesses, pass^k both ways:
+        :func:`simulator.stats.user_review.review_summary`), ``cost_usd`` (agent, user, total per trial statistics;
+        unknown costs are counted in ``missing``, never as 0), ``tokens``, ``latency_s``, ``turns``,
         ``tool_calls``, ``assertions`` (per-assertion pass counts: :func:`assertion_rates`; empty when no task
         has assertions), and, for a run with environment faults, ``recovery`` (of the trials where a fault was
         injected, the share that passed, overall and per kind: :func:`simulator.stats.faults.recovery_rates`).
@@ -311,7 +309,7 @@ def analyze_run(
             kinds.update(c.failures)
     metrics["failure_kinds"] = dict(kinds.most_common())
     metrics["assertions"] = assertion_rates(cells)
-    metrics["user_review"] = _user_review(cells)
+    metrics["user_review"] = _user_review(cells, n)
     faults = config.get("faults")
     if doc.get("recovery") is not None or (isinstance(faults, Mapping) and any(faults.values())) or any(
             r.get("faults") for r in in_plan):

@@ -11,7 +11,7 @@ from ._analysis import analyze_run
 
 __all__ = ["EXPORT_FORMATS", "to_tau_bench"]
 
-EXPORT_FORMATS = ("tau-bench",)
+EXPORT_FORMATS = ("tau-bench", "tau2", "tau2-submission")
 """Formats that ``tausim export`` writes."""
 
 

@@ -16,7 +16,14 @@ from urllib.parse import quote
 
 from ._analysis import OUTCOMES, RunReport, TrialCell
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, hunt_clusters, run_clusters, share_text
-from ._terminal import component_label, format_cost, format_seconds, involved_text
+from ._terminal import (
+    component_label,
+    format_cost,
+    format_seconds,
+    involved_text,
+    noise_floor_text,
+    user_review_lines,
+)
 
 __all__ = ["clusters_section", "recovery_section", "render_html", "render_hunt_html", "trial_anchor"]
 
@@ -607,6 +614,8 @@ def render_html(report: RunReport, title: str | None = None) -> str:
 <section id="passk"><h2>Reliability: pass^k for k = 1..{report.trials_per_task}</h2>{_svg_curve(report)}</section>
 <section><h2>pass^k and pass@k</h2>{ks}<p class=note>Mean over tasks; the denominator is the planned number of
 trials. Percentile bootstrap over tasks ({m['bootstrap']['resamples']} resamples, seed {m['bootstrap']['seed']}).</p>
+<p class=note id="noise-floor">{_e(noise_floor_text(m) or "")}</p>
+{"".join(f"<p class=note>{_e(line)}</p>" for line in user_review_lines(m.get("user_review") or {}))}
 </section>
 </div>
 <section id="matrix"><h2>Tasks &times; trials</h2>{_matrix(report)}

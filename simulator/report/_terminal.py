@@ -371,6 +371,57 @@ def _print_headline(report: RunReport, console: Console, command: str) -> None:
     console.print(line, highlight=False)
 
 
+def noise_floor_text(m: Mapping[str, Any]) -> str | None:
+    """The report's sentence on the run's noise floor (``metrics["noise_floor"]``), or None when not computed.
+
+    Example: ``noise floor (29 tasks x 4 trials): a paired comparison detects a pass^1 difference of 0.071 and a
+    pass^4 difference of 0.112 (80% power, 5% level; ...)``.
+    """
+    nf = m.get("noise_floor")
+    if not isinstance(nf, Mapping):
+        return None
+    k = nf.get("k", 1)
+    parts = [f"a pass^1 difference of {nf['pass^1']:.3f}"]
+    if f"pass^{k}" in nf and k != 1:
+        parts.append(f"a pass^{k} difference of {nf[f'pass^{k}']:.3f}")
+    return (f"noise floor ({nf['tasks']} tasks x {nf['trials_per_task']} trials): the smallest difference a paired "
+            f"comparison of two such runs detects is {' and '.join(parts)} (minimum detectable difference; "
+            f"{nf['method']}); `tausim plan --baseline RUN --detect D` gives the trials per task needed for D")
+
+
+def user_review_lines(review: Mapping[str, Any]) -> list[str]:
+    """Return the user-simulator review's lines, from :func:`simulator.stats.user_review.review_summary`.
+
+    Flags, the failures the simulator caused (per cause) apart from those where it only showed a weakness, and
+    pass^k as measured and with simulator-caused trials set apart; ``[]`` without flags.
+    """
+    if not review.get("flags"):
+        return []
+    lines = ["user-simulator review: " + ", ".join(f"{k} {v}" for k, v in review["flags"].items())
+             + " (trials flagged)"]
+    failures = review.get("failures")
+    if "caused" not in review or failures is None:  # an older summary: flags only
+        return lines
+    shares = review.get("failure_share_by_cause") or {}
+    by_cause = ", ".join(f"{c} {v} ({shares.get(c, 0):.1%})" for c, v in (review.get("caused") or {}).items())
+    lines.append(f"  of {failures} failed trials: {review['caused_failures']} caused by the simulator"
+                 + (f" ({by_cause})" if by_cause else "") + f"; {review['weakness_only_failures']} with a "
+                 "simulator weakness only (the outcome was the agent's)"
+                 + (f"; {review['caused_passes']} passed trials set apart too (answer leaked)"
+                    if review.get("caused_passes") else ""))
+    measured, apart, used = review.get("measured") or {}, review.get("set_apart") or {}, review.get("tasks_used") or {}
+
+    def show(value: Any) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+    lines.append("  pass^k as measured / with simulator-caused trials set apart: " + "; ".join(
+        f"{k} {show(measured.get(k))} / {show(apart.get(k))}" + (f" ({used[k]} tasks)" if k in used else "")
+        for k in measured))
+    if review.get("set_apart_trials"):
+        lines.append("  set apart, e.g.: " + "; ".join(review["set_apart_trials"][:5]))
+    return lines
+
+
 def _print_reliability(report: RunReport, console: Console) -> None:
     """Print the pass^k / pass@k table and which tasks (or task cells) pass every trial."""
     m = report.metrics
@@ -384,6 +435,9 @@ def _print_reliability(report: RunReport, console: Console) -> None:
         table.add_row(str(k), f"{m[f'pass^{k}']:.3f}", f"[{hat[0]:.3f}, {hat[1]:.3f}]",
                       f"{m[f'pass@{k}']:.3f}", f"[{at[0]:.3f}, {at[1]:.3f}]")
     console.print(table)
+    line = noise_floor_text(m)
+    if line is not None:
+        console.print(line, highlight=False, markup=False)
     passing_by_cell: dict[str, bool] = {}
     for cell in report.cells:
         passing_by_cell[cell.task_id] = passing_by_cell.get(cell.task_id, True) and cell.outcome == "passed"
@@ -450,14 +504,8 @@ def _print_endings(m: Mapping[str, Any], console: Console) -> None:
         f = kinds[i] if i < len(kinds) else ("", "")
         counts.add_row(r[0], str(r[1]), f[0], str(f[1]))
     console.print(counts)
-    review = m.get("user_review") or {}
-    if review.get("flags"):
-        console.print("user-simulator review: " + ", ".join(f"{k} {v}" for k, v in review["flags"].items())
-                      + " (trials flagged)", highlight=False, markup=False)
-        suspects = review.get("failure_may_be_simulator") or []
-        if suspects:
-            console.print(f"  failure may be the simulator's: {len(suspects)} failed trials, e.g. "
-                          + "; ".join(suspects[:5]), highlight=False, markup=False)
+    for line in user_review_lines(m.get("user_review") or {}):
+        console.print(line, highlight=False, markup=False)
 
 
 def _print_personas(report: RunReport, console: Console) -> None:

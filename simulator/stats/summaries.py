@@ -37,6 +37,7 @@ from simulator.stats.estimators import (
     reliability,
     summary_stats,
 )
+from simulator.stats.power import noise_floor
 from simulator.stats.trajectory import tool_call_accuracy
 
 __all__ = ["LAYERS", "persona_metrics", "run_metrics", "summarize_tool_accuracy", "violation_metrics"]
@@ -305,7 +306,8 @@ def run_metrics(
         and severity, see :func:`violation_metrics`), ``trajectory`` and ``trajectory_per_task`` (the trajectory
         metrics against each task's reference trajectory, see :mod:`simulator.stats.trajectory`; reported apart
         from pass), ``mean_steps`` (agent actions per trial), ``timeout_rate`` (trials ending ``timeout``),
-        ``missing_trials``, ``duplicate_records``.
+        ``missing_trials``, ``duplicate_records``; ``noise_floor``: the minimum detectable difference of pass^1 and
+        pass^n between two paired runs of these tasks and trials (:func:`simulator.stats.power.noise_floor`).
 
         ``state_pass_other_fail_rate`` ("got lucky"): among graded trials, the share whose final database
         matched the goal (state passed) while another layer (outputs, process, loops, budget, judge) failed:
@@ -330,6 +332,7 @@ def run_metrics(
     out.update(rel.suite)
     out["ci95"] = _bootstrap_cis(rel, seed=seed, n_resamples=n_resamples)
     out["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
+    out["noise_floor"] = noise_floor(rel.per_cell, n)
     out["per_task"] = rel.per_cell
     out["missing_trials"] = rel.missing
     out["duplicate_records"] = rel.duplicates

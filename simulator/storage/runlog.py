@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 __all__ = ["open_run_log", "run_logger"]
 
 
@@ -40,6 +38,9 @@ def run_logger(file: Any, run_id: str) -> Any:
     Returns:
         A bound logger (``.info(event, **fields)``, ``.bind(**fields)``, ...).
     """
+    import structlog  # here, not at import: structlog loads rich's tracebacks and pygments (a run without a log
+    # file never needs them)
+
     return structlog.wrap_logger(
         structlog.PrintLogger(file),
         processors=[_level, _timestamp, structlog.processors.format_exc_info,

@@ -54,23 +54,24 @@ RESUME_EXEMPT = ("executor", "concurrency", "log_file", "cache", "rpm", "data_di
                  "max_error_rate", "preflight")
 """Spec fields that may differ when a stored run is resumed (see the module docstring for why)."""
 
-EXECUTOR_HELP = "threads | local:N (a Dask LocalCluster of N processes) | dask://HOST:PORT (a Dask scheduler)"
+EXECUTOR_HELP = ("auto (threads, or local Dask processes for many model-calling trials at once on several cores) | "
+                 "threads | local:N (a Dask LocalCluster of N processes) | dask://HOST:PORT (a Dask scheduler)")
 
 
 def parse_executor(text: str) -> tuple[str, int | str | None]:
     """Parse an executor string.
 
     Args:
-        text: ``threads``, ``local:N`` (N >= 1 worker processes) or ``dask://HOST:PORT``.
+        text: ``auto``, ``threads``, ``local:N`` (N >= 1 worker processes) or ``dask://HOST:PORT``.
 
     Returns:
-        ``("threads", None)``, ``("local", N)`` or ``("dask", "tcp://HOST:PORT")``.
+        ``("auto", None)``, ``("threads", None)``, ``("local", N)`` or ``("dask", "tcp://HOST:PORT")``.
 
     Raises:
         ValueError: another scheme, a bad N, or a Dask address without host or port, or a port out of range.
     """
-    if text == "threads":
-        return "threads", None
+    if text in ("auto", "threads"):
+        return text, None
     if text.startswith("local:"):
         n = text.partition(":")[2]
         if not n.isascii() or not n.isdigit() or int(n) < 1:
@@ -126,6 +127,10 @@ class JudgeSpec(ComponentSpec):
     """Calibration file (``tausim judge calibrate --out``); None: the judge is recorded but does not gate."""
     min_kappa: float = 0.6
     """Minimum calibration kappa for the judge to gate."""
+    anchors: str | None = None
+    """Labels file of human-graded examples shown to the judge before every assertion (against scale drift)."""
+    strict: bool = False
+    """Refuse a gating judge of the agent's model family (default: the run warns in the judge's note)."""
 
 
 class RunSpec(BaseModel):
@@ -171,8 +176,9 @@ class RunSpec(BaseModel):
     max_steps: int = Field(default=60, ge=1)
     budgets: dict[str, Budget] | None = None
     """Per-task trajectory budgets (``--budgets``), applied with each task's own (the tighter wins)."""
-    executor: str = "threads"
-    """``threads``, ``local:N`` or ``dask://HOST:PORT`` (see :func:`parse_executor`)."""
+    executor: str = "auto"
+    """``auto``, ``threads``, ``local:N`` or ``dask://HOST:PORT`` (see :func:`parse_executor`); ``auto`` picks
+    threads or ``local:N`` when the run starts (:func:`simulator.execution.executors.choose_executor`)."""
     concurrency: int = Field(default=1, ge=1)
     """Trials in flight at once (with ``local:N``: threads per worker process)."""
     cache: str | None = None

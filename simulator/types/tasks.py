@@ -32,6 +32,7 @@ from simulator.errors import TaskFileError
 from simulator.types.assertions import Assertion
 from simulator.types.messages import Message
 from simulator.types.persona import NAME_PATTERN, Persona
+from simulator.types.rules import Precedence, ProcessRules
 
 __all__ = ["DEFAULT_GRADE", "Action", "Budget", "Conduct", "EnvAssertion", "GradeComponent", "InitialState", "Intent",
            "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser", "ProcessRules", "RowUpdate",
@@ -202,65 +203,6 @@ class UserScenario(BaseModel):
                 raise ValueError(f"moves.{index}: {move!r} must name a persona of move_personas "
                                  f"(switch_persona:NAME; move_personas: {', '.join(sorted(named)) or 'none'})")
         return self
-
-class Precedence(BaseModel):
-    """A necessary precedence: before the first call of ``after``, ``before`` was called successfully."""
-
-    model_config = ConfigDict(extra="forbid")
-    before: str
-    """Tool that must have succeeded at least once before the first call of ``after`` (e.g. a look-up)."""
-    after: str
-    """Tool whose first call (successful or not) the rule is about; the rule is skipped when it is never
-    called."""
-
-
-class ProcessRules(BaseModel):
-    """Rules on how the agent reached the end state, checked on the trajectory (grading component ``process``).
-
-    They make tasks whose goal state equals the initial state (refusals, transfers) impossible to pass by doing
-    nothing.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    forbidden_tools: list[str] = Field(default_factory=list)
-    """Tools the agent must never call (any call counts, successful or not)."""
-    required_tools: list[str] = Field(default_factory=list)
-    """Tools the agent must call successfully at least once (e.g. the look-up that justifies a refusal)."""
-    no_writes: bool = False
-    """The agent must not call any write tool (tools that end the conversation excepted)."""
-    expected_termination: list[str] | None = None
-    """Termination reasons that count as correct, e.g. ``["agent_transfer"]``; None: any."""
-    precedence: list[Precedence] = Field(default_factory=list)
-    """A partial order of necessary precedences, e.g. ``[{"before": "get_order_details", "after":
-    "cancel_pending_order"}]``. Extra calls in between are fine."""
-    confirm_writes: bool | None = None
-    """Each successful write call (conversation-enders excepted) must follow an explicit user yes in the
-    preceding user message, the agent's message before it naming the action (see
-    :func:`simulator.grading.process.check_process`). None: the domain's default (off unless it says so)."""
-
-    def merged_over(self, defaults: ProcessRules) -> ProcessRules:
-        """Return these rules (a task's) merged over ``defaults`` (a domain's).
-
-        Lists are united (defaults first, duplicates dropped), ``no_writes`` holds when either says so, and
-        ``expected_termination`` and ``confirm_writes`` are the task's unless it leaves them None.
-        """
-        def union(a: list[Any], b: list[Any]) -> list[Any]:
-            out: list[Any] = []
-            for x in [*a, *b]:
-                if x not in out:
-                    out.append(x)
-            return out
-
-        return ProcessRules(
-            forbidden_tools=union(defaults.forbidden_tools, self.forbidden_tools),
-            required_tools=union(defaults.required_tools, self.required_tools),
-            no_writes=self.no_writes or defaults.no_writes,
-            expected_termination=(self.expected_termination if self.expected_termination is not None
-                                  else defaults.expected_termination),
-            precedence=union(defaults.precedence, self.precedence),
-            confirm_writes=self.confirm_writes if self.confirm_writes is not None else defaults.confirm_writes,
-        )
-
 
 class Budget(BaseModel):
     """Ceilings on one trial's trajectory (grading component ``budget``); None: no ceiling.
@@ -699,16 +641,38 @@ def _parse_tausim_tasks(data: dict[str, Any], source: str, domain: str | None) -
     raw_tasks = data.get("tasks")
     if not isinstance(raw_tasks, list):
         raise TaskFileError(f"{source}: field tasks: expected a list, got {type(raw_tasks).__name__}")
+    defaults = _file_process_rules(data, source)
     tasks: list[Task] = []
     for i, raw in enumerate(raw_tasks):
         if version == 1 and isinstance(raw, dict):
             _refuse_newer_fields(raw, i, source)
         try:
-            tasks.append(Task.model_validate(raw))
+            task = Task.model_validate(raw)
         except ValidationError as e:
             tid = raw.get("id") if isinstance(raw, dict) else None
             raise TaskFileError(_validation_message(source, f"task [{i}] (id {tid!r})", e)) from e
+        if defaults is not None:
+            task.process = task.process.merged_over(defaults)
+        tasks.append(task)
     return tasks
+
+
+def _file_process_rules(data: dict[str, Any], source: str) -> ProcessRules | None:
+    """The file's ``process``: the policy's rules every task of the file inherits (merged under each task's own).
+
+    A domain's task file states its policy's necessary precedences once there (identify the user before acting,
+    read a record before changing it) instead of per task by hand.
+
+    Raises:
+        TaskFileError: malformed rules (the message names the file and the field).
+    """
+    raw = data.get("process")
+    if raw is None:
+        return None
+    try:
+        return ProcessRules.model_validate(raw)
+    except ValidationError as e:
+        raise TaskFileError(_validation_message(source, "field process", e)) from e
 
 
 def _refuse_newer_fields(raw: dict[str, Any], i: int, source: str) -> None:

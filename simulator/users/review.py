@@ -1,4 +1,4 @@
-"""Review of the simulated user's side of a trial: where a failure may be the simulator's rather than the agent's.
+"""Review of the simulated user's side of a trial: whether the simulator caused its outcome, or only misbehaved.
 
 Simulated users bias scores: an LLM user invents facts, leaks its reasoning, believes a false "all done", or
 stops while the agent waits for a confirmation. :func:`review_user` looks for four such flags in a finished
@@ -17,37 +17,55 @@ trial:
   goal state was not reached.
 - ``stopped_with_pending_write``: the user stopped right after the agent asked it to confirm an action.
 
-A failed trial with any flag is marked ``failure_may_be_simulator``: its failure may be the simulator's.
+- ``answer_leak``: a user message carrying a value the user was never given and must not know (a gold-action
+  value or a required output, :func:`simulator.users.leak.task_secrets`; the policy is not checked here) that the
+  agent had not said before.
+
+Cause is kept apart from weakness. A flag *caused* the trial's outcome when the outcome would plausibly have been
+otherwise with a faithful user; the review names these :data:`CAUSES`:
+
+- ``stopped_with_pending_write`` in a failed trial whose goal was not reached: the user stopped while the agent
+  waited for a yes/no, so the write never happened;
+- ``invented_fact_acted_on``: the agent passed a value the user invented into a later tool call (a failed trial);
+- ``answer_leak``: the agent was handed what it should have found out; the outcome, pass or fail, is not the
+  agent's own.
+
+Every other flag is a *weakness* (:attr:`UserReview.weaknesses`): the simulator misbehaved without changing the
+outcome, e.g. it accepted a false "all done" after the agent had already failed, or invented a value nobody
+used. :attr:`UserReview.simulator_caused` marks a trial whose outcome is the simulator's; reports set such
+trials apart (:func:`simulator.stats.estimators.reliability` over the others) beside pass^k as measured.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.dialogue.cues import asks_confirmation
+from simulator.dialogue.cues import asks_confirmation, claims_completion
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.messages import Message
 from simulator.types.tasks import Task, UserScenario
 from simulator.types.trajectory import Trajectory
-from simulator.users.leak import scenario_text
+from simulator.users.leak import SecretMatcher, scenario_text, task_secrets
 
-__all__ = ["REVIEW_FLAGS", "UserReview", "review_user"]
+__all__ = ["CAUSES", "REVIEW_FLAGS", "UserReview", "review_user", "untraced_values"]
 
-REVIEW_FLAGS = ("invented_facts", "reasoning_leak", "accepted_false_completion", "stopped_with_pending_write")
+REVIEW_FLAGS = ("invented_facts", "reasoning_leak", "answer_leak", "accepted_false_completion",
+                "stopped_with_pending_write")
 """Every flag :func:`review_user` may raise, in report order."""
+
+CAUSES = ("stopped_with_pending_write", "invented_fact_acted_on", "answer_leak")
+"""The ways a simulated user causes a trial's outcome, in report order (see the module docstring)."""
 
 _REASONING_RE = re.compile(r"(?im)^\s*(thought|action|observation)\s*:")
 # linear on any input: an e-mail is tried only where a run of [\w.+-] starts (possessive runs, no rescans)
 _EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 _TOKEN_RE = re.compile(r"#?[A-Za-z0-9][A-Za-z0-9_\-]*(?:\.\d+)?")
 _NAME_RE = re.compile(r"\b([A-Z][a-z]+)\s+([A-Z][a-z]+)\b")
-_DONE_RE = re.compile(
-    r"\b(all set|all done|is done|has been (?:\w+ed|done|made|processed|completed)|have been \w+ed|"
-    r"successfully|completed|is now (?:\w+ed|updated|complete)|went through)\b", re.IGNORECASE)
 _NOT_NAMES = frozenset("""
     i hi hello hey dear thanks thank yes no yeah sure please okay ok great good fine perfect sorry could can would
     will may might should shall do does did is are was were have has had my our your the a an this that these those
@@ -103,6 +121,22 @@ def _known(value: str, folded_known: str, numbers: set[float]) -> bool:
     return _fold(value) in folded_known
 
 
+def untraced_values(text: str, known: Iterable[str]) -> list[str]:
+    """Return the checkable values of a user message traced to nothing it knew (each once, in order).
+
+    Args:
+        text: the user's message.
+        known: everything the user was given or heard (scenario text, earlier messages, its own tool results).
+
+    Returns:
+        The e-mails, ids, numbers and names of ``text`` (the rules of ``invented_facts`` above) found in none of
+        ``known``.
+    """
+    known_text = "\n".join(known)
+    folded, numbers = _fold(known_text), _numbers(known_text)
+    return list(dict.fromkeys(v for v in _values(text) if not _known(v, folded, numbers)))
+
+
 def _numbers(text: str) -> set[float]:
     out = set()
     for token in re.findall(r"\$?\d[\d,]*(?:\.\d+)?", text):
@@ -118,19 +152,24 @@ class UserReview:
 
     Attributes:
         flags: the flags raised, in :data:`REVIEW_FLAGS` order.
-        details: per flag, what raised it (the invented values, the leaked lines, the agent message believed or
-            left unanswered).
-        failure_may_be_simulator: the trial failed and carries a flag.
+        details: per flag, what raised it (the invented values, the leaked lines or secrets, the agent message
+            believed or left unanswered); ``invented_fact_acted_on`` lists the invented values the agent used.
+        causes: the :data:`CAUSES` that apply: the simulator caused the trial's outcome.
+        weaknesses: the flags that did not change the outcome.
+        simulator_caused: the trial's outcome is the simulator's (``causes`` is not empty).
     """
 
     flags: list[str] = field(default_factory=list)
     details: dict[str, list[str]] = field(default_factory=dict)
-    failure_may_be_simulator: bool = False
+    causes: list[str] = field(default_factory=list)
+    weaknesses: list[str] = field(default_factory=list)
+    simulator_caused: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        """Return ``{"flags", "details", "failure_may_be_simulator"}`` (kept in ``user_metadata["review"]``)."""
+        """Return ``{"flags", "details", "causes", "weaknesses", "simulator_caused"}`` (``user_metadata["review"]``)."""
         return {"flags": list(self.flags), "details": {k: list(v) for k, v in self.details.items()},
-                "failure_may_be_simulator": self.failure_may_be_simulator}
+                "causes": list(self.causes), "weaknesses": list(self.weaknesses),
+                "simulator_caused": self.simulator_caused}
 
 
 def _scenario_texts(task: Task, derived: UserScenario | None) -> Iterable[str]:
@@ -153,43 +192,64 @@ def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reache
         derived: the domain's derived scenario the user played, when the run prepared one.
 
     Returns:
-        The :class:`UserReview`.
+        The :class:`UserReview`: its flags, and which of them caused the outcome (see the module docstring).
     """
     known_text = "\n".join(_scenario_texts(task, derived))
     folded, numbers = _fold(known_text), _numbers(known_text)
     details: dict[str, list[str]] = {}
-    # what the user saw: the conversation, and the results of its own tool calls (its device's readings)
-    visible = [m for m in trajectory.messages if m.content and not m.tool_calls and (
-        m.role in ("user", "assistant") or (m.role == "tool" and m.requestor == "user"))]
-    for m in visible:
+    matcher = SecretMatcher(task_secrets(task, "", derived))
+    heard: list[str] = []
+    invented_at: list[tuple[int, str]] = []  # (message index, value)
+    acted: list[str] = []
+    for i, m in enumerate(trajectory.messages):
+        if m.role == "assistant" and m.tool_calls and invented_at:
+            args = _fold(" ".join(json.dumps(c.arguments, default=str) for c in m.tool_calls))
+            acted.extend(v for at, v in invented_at if at < i and _fold(v) and _fold(v) in args and v not in acted)
+        if not m.content or m.tool_calls or not (
+                m.role in ("user", "assistant") or (m.role == "tool" and m.requestor == "user")):
+            continue  # what the user saw: the conversation, and the results of its own tool calls
         text = m.content or ""
         if m.role != "user":
             folded += _fold(text)
             numbers |= _numbers(text)
+            heard.append(text)
             continue
         invented = [v for v in _values(text) if not _known(v, folded, numbers)]
         if invented:
             details.setdefault("invented_facts", []).extend(dict.fromkeys(invented))
+            invented_at.extend((i, v) for v in dict.fromkeys(invented))
         leaked = [line.strip() for line in text.splitlines() if _REASONING_RE.match(line)]
         if leaked:
             details.setdefault("reasoning_leak", []).extend(leaked)
+        secrets = matcher.find(text, heard)
+        if secrets:
+            details.setdefault("answer_leak", []).extend(str(s) for s in secrets)
         folded += _fold(text)  # what the user said once may be repeated
         numbers |= _numbers(text)
     if str(trajectory.termination_reason) == "user_stop":
-        last_agent = _last_agent_before_stop(visible)
+        last_agent = _last_agent_before_stop(trajectory.messages)
         if last_agent is not None:
-            if goal_reached is False and _DONE_RE.search(last_agent) and not asks_confirmation(last_agent):
+            if goal_reached is False and claims_completion(last_agent):
                 details["accepted_false_completion"] = [last_agent]
             if asks_confirmation(last_agent):
                 details["stopped_with_pending_write"] = [last_agent]
     flags = [f for f in REVIEW_FLAGS if f in details]
-    return UserReview(flags=flags, details={f: details[f] for f in flags},
-                      failure_may_be_simulator=bool(flags) and not passed)
+    causes = []
+    if "stopped_with_pending_write" in details and not passed and goal_reached is not True:
+        causes.append("stopped_with_pending_write")
+    if acted and not passed:
+        causes.append("invented_fact_acted_on")
+        details["invented_fact_acted_on"] = acted
+    if "answer_leak" in details:
+        causes.append("answer_leak")
+    weaknesses = [f for f in flags if f not in causes and not (f == "invented_facts" and acted and not passed)]
+    return UserReview(flags=flags, details={f: details[f] for f in (*flags, *causes) if f in details},
+                      causes=causes, weaknesses=weaknesses, simulator_caused=bool(causes))
 
 
-def _last_agent_before_stop(visible: list[Message]) -> str | None:
+def _last_agent_before_stop(messages: list[Message]) -> str | None:
     """The agent's last text before the user's stop (the user's final message, if any, comes after it)."""
-    for m in reversed(visible):
-        if m.role == "assistant":
+    for m in reversed(messages):
+        if m.role == "assistant" and m.content and not m.tool_calls:
             return m.content
     return None

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.dialogue.cues import requested_tool_calls
+from simulator.dialogue.cues import claims_completion, requested_tool_calls
 from simulator.types.messages import Message, ToolCall, UserTurn
 from simulator.types.persona import Persona
 from simulator.types.prepared import SCENARIO
@@ -219,6 +219,8 @@ class RuleUser:
         self._turn = 0
         self._stale = 0
         self._observed: Progress | None = None
+        self._last_progress: Progress | None = None  # the verdict on the agent turn being answered
+        self._claim_checked = False  # asked once, per intent, whether a claimed completion really happened
         self._seen_agent: set[str] = set()
         self._pending: list[list[Segment]] = []
         self._told: set[tuple[str, ...]] = set()  # facts given, by their values
@@ -269,6 +271,7 @@ class RuleUser:
         if last is None:
             return self._say(self._opening())
         acts = classify(last)
+        self._last_progress = self._observed
         made = self._observed.made if self._observed is not None else last not in self._seen_agent
         # the user's own sense of progress: a new message that moves its agenda (an action to confirm, a result,
         # an answer or a refusal to react to) is progress even when it carries no new value
@@ -327,6 +330,9 @@ class RuleUser:
             return self._on_options(acts)
         if asks:
             return self._on_request(acts)
+        if claims_completion(acts.text) and self._unbacked_claim():
+            self._claim_checked = True
+            return self._say([self._ph.sentence("check_claim"), self._restate()])
         if "report_result" in acts:
             return self._on_done()
         if "inform" in acts:
@@ -621,6 +627,7 @@ class RuleUser:
     def _switch(self, intent: Intent) -> None:
         self._intent = intent
         self._state = "open"
+        self._claim_checked = False
         self._on_fallback = True
         self._pushes_this_intent = 0
         self._pending = []
@@ -637,6 +644,7 @@ class RuleUser:
             return self._say([*lead, self._ph.sentence("closing")], stop=True)
         self._intent = self._agenda[self._idx]
         self._state = "open"
+        self._claim_checked = False
         out = [*lead, self._request(self._intent, "next_request")]
         if self.persona is not None and self.persona.reveal_style == "all_at_once":
             out.extend(self._all_slots(self._intent))
@@ -652,6 +660,20 @@ class RuleUser:
     def _on_done(self) -> UserTurn:
         self._state = "done" if self._state != "asked" else "asked"
         return self._ask_or_advance([])
+
+    def _unbacked_claim(self) -> bool:
+        """The agent claims its action done though the user never confirmed it and the orchestrator saw no write.
+
+        A faithful user checks such a claim once (per intent) rather than thank and leave; without the
+        orchestrator's progress verdict (no :meth:`observe_progress`), or after a successful tool call in the turn,
+        it takes the agent's word.
+        """
+        assert self._intent is not None
+        progress = self._last_progress
+        if (self._claim_checked or self._state != "open" or self._intent.kind in ("info", "transfer")
+                or not self._intent.confirm_terms or progress is None):
+            return False
+        return not {"tool_ok", "confirmed_action"} & set(progress.signals)
 
     def _on_inform(self, acts: DialogueActs) -> UserTurn:
         assert self._intent is not None

@@ -123,6 +123,18 @@ class SuiteOptions(DomainEssentials):
         """
         return self.policy()
 
+    def task_policy(self, policy: str, task: Task, options: Mapping[str, Any]) -> str:
+        """Return the policy one task's agent gets; default: ``policy`` unchanged.
+
+        A suite whose prompt holds per-task material (τ³ banking_knowledge's required documents) fills it in here.
+
+        Args:
+            policy: the run's policy (:meth:`policy_for`, or ``--policy``).
+            task: the trial's task.
+            options: the template's options.
+        """
+        return policy
+
 
 class SinksAndEvents(DomainEssentials):
     """Optional: sinks (outbox, ledger, clock) kept in the trial database, named domain events, the domain's "now"."""
@@ -184,6 +196,19 @@ class DualControl(DomainEssentials):
         Default none. The schema holds them with the agent's tables; state diffs and assertions cover both.
         """
         return frozenset()
+
+    def user_records(self, trial: TrialDatabase, dump: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the records the user's tools act on, from a dump of the trial (:meth:`dump`).
+
+        Default: the user's tables (:meth:`user_tables`). A domain whose user side can come to act on the agent's
+        records (τ³'s mock after a task's ``agent_data``) returns those instead.
+
+        Args:
+            trial: the trial's database (for what the domain recorded at setup).
+            dump: its :meth:`dump`.
+        """
+        tables = self.user_tables()
+        return {t: v for t, v in dump.items() if t in tables}
 
     def sync(self, ctx: ToolContext) -> None:
         """Bring the two sides of a trial's database in line after a step (agent or user); default: nothing.

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
+from simulator.types.rules import PRECEDENCE_END, PRECEDENCE_WRITE, Precedence
 from simulator.types.tasks import Task, TaskFileError, load_tasks
 from simulator.world.capabilities import (
     AuthoringHints,
@@ -120,7 +121,9 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
             named = [(f"forbidden_tools[{i}]", n) for i, n in enumerate(rules.forbidden_tools)]
             named += [(f"required_tools[{i}]", n) for i, n in enumerate(rules.required_tools)]
             for i, rule in enumerate(rules.precedence):
-                named += [(f"precedence[{i}].before", rule.before), (f"precedence[{i}].after", rule.after)]
+                named += [(f"precedence[{i}].before", n) for n in rule.before_tools()]
+                named += [(f"precedence[{i}].after", n) for n in rule.after_items() if n not in PRECEDENCE_MARKERS]
+                _check_same_arguments(rule, toolbox, f"{source}: task {task.id!r}: field process.precedence[{i}]")
             for field, name in named:
                 if name not in toolbox.specs:
                     raise TaskFileError(f"{source}: task {task.id!r}: field process.{field}: unknown tool {name!r} "
@@ -184,6 +187,32 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
                 tpl.data_dir = folder if data_dir is not None else None
                 self._templates[key] = tpl
             return tpl
+
+
+PRECEDENCE_MARKERS = (PRECEDENCE_WRITE, PRECEDENCE_END)
+"""The markers a precedence's ``after`` may hold besides tool names."""
+
+
+def _check_same_arguments(rule: Precedence, toolbox: Toolbox, where: str) -> None:
+    """Refuse a precedence whose ``same`` names an argument that a named tool does not take.
+
+    Raises:
+        TaskFileError: naming ``where`` (file, task, field), the argument and the tool.
+    """
+    marker = next((n for n in rule.after_items() if n.startswith("@") and n not in PRECEDENCE_MARKERS), None)
+    if marker is not None:
+        raise TaskFileError(f"{where}.after: unknown marker {marker!r} (markers: {', '.join(PRECEDENCE_MARKERS)})")
+    if rule.same and PRECEDENCE_WRITE in rule.after_items():
+        raise TaskFileError(f"{where}.same: not allowed with {PRECEDENCE_WRITE!r} (name the tools that change the "
+                            "record)")
+    for name in [*rule.before_tools(), *(n for n in rule.after_items() if n not in PRECEDENCE_MARKERS)]:
+        spec = toolbox.specs.get(name)
+        if spec is None:
+            continue  # reported as an unknown tool by the caller
+        params = spec.schema.get("function", {}).get("parameters", {}).get("properties", {})
+        for arg in rule.same:
+            if arg not in params:
+                raise TaskFileError(f"{where}.same: tool {name!r} takes no argument {arg!r}")
 
 
 def available_domains() -> list[str]:

@@ -73,6 +73,7 @@ from simulator.world.generate import (
 from simulator.world.instructions import derive_instruction_scenario, identity_facts, instruction_sections
 from simulator.world.shared_tools import calculate, think, transfer_to_human_agents
 from simulator.world.sinks import Clock, Ledger, Outbox, Sink
+from simulator.world.tau2_tasks import parse_tau2_tasks
 from simulator.world.tools import CallOutcome, Toolbox, ToolContext, ToolSpec, tool
 
 __all__ = [
@@ -147,6 +148,7 @@ __all__ = [
     "money",
     "new_rng",
     "parse_tasks",
+    "parse_tau2_tasks",
     "pick",
     "raw_connection",
     "read_events",

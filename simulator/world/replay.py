@@ -6,8 +6,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import structlog
-
 from simulator.errors import DomainError, GoldToolBug
 from simulator.types.prepared import GoldReplay, GoldStatus
 from simulator.types.state import StateDelta
@@ -22,11 +20,17 @@ from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 __all__ = ["GoldToolBug", "apply_actions", "diverging_calls", "goal_database", "gold_calls", "initial_database",
     "prepare_trial", "replay_gold", "replay_trajectory", "same_observation", "tasks_not_replaying"]
 
-_log = structlog.get_logger("tausim.replay")
 
 
 
 
+
+
+def _log() -> Any:
+    """The module's structlog logger (structlog imported on first use: it loads rich's tracebacks and pygments)."""
+    import structlog
+
+    return structlog.get_logger("tausim.replay")
 
 def gold_calls(task: Task) -> list[Action]:
     """Return the gold actions replayed on the agent's side (user-side ones belong to dual-control domains)."""
@@ -58,7 +62,7 @@ def apply_actions(
     for action in actions:
         out = toolbox.dispatch(ctx, action.name, action.arguments)
         if out.status == "tool_bug" and log_errors:
-            _log.warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
+            _log().warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
         elif out.status == "tool_bug" and raise_on_bug:
             raise GoldToolBug(f"gold action {action.name}({action.arguments}) raised:\n{out.bug}")
         outcomes.append(out)
@@ -136,7 +140,7 @@ def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox:
             out = run_action(domain, ctx, action, sides, functions=False)
             sync()
             if out.status == "tool_bug" and tau2:
-                _log.warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
+                _log().warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
             elif out.status == "tool_bug":
                 statuses.append(GoldStatus(action.name, out.status, out.bug or out.content))
                 bug = f"gold action {action.name}({action.arguments}) raised:\n{out.bug}"

@@ -28,9 +28,13 @@ def _base() -> dict:
     return {**doc, "tasks": [task]}
 
 
-def _lint(tasks: list[dict]):
+def _lint(tasks: list[dict], *, file_rules: bool = True):
+    """Lint tasks in a copy of the returns file (``file_rules`` False: without the file's policy rules)."""
     dom = get_domain("returns")
-    parsed = dom._checked(parse_tasks({**_base(), "tasks": tasks}, "test.json", "returns"), "test.json")
+    doc = {**_base(), "tasks": tasks}
+    if not file_rules:
+        doc.pop("process", None)
+    parsed = dom._checked(parse_tasks(doc, "test.json", "returns"), "test.json")
     return lint_tasks(dom, parsed)
 
 
@@ -89,13 +93,23 @@ def test_rules_on_broken_tasks():
         ("contradicting", contradicting), ("unsourced", unsourced_output), ("undiscoverable", undiscoverable),
         ("refused", refused)]]
     findings = _lint(tasks)
-    assert _rules(findings, "reads-only") == {("null-passes", "warning")}
+    # the file's identify-first rule (at the end of the trial) fails a do-nothing agent; without the file's rules a
+    # do-nothing agent passes, a note for a task with no gold write (a refusal or information task) ...
+    assert _rules(findings, "reads-only") == set()
+    assert _rules(_lint([_variant("reads-only", reads_only)], file_rules=False), "reads-only") == {
+        ("null-passes", "note")}
+
+    def noop_write(t):  # ... and a warning when its one gold write changes nothing (refused: a gold error)
+        reads_only(t)
+        t["gold_actions"].append({"name": "cancel_order", "arguments": {"order_id": "6201"}})
+    assert _rules(_lint([_variant("noop-write", noop_write)], file_rules=False), "noop-write") == {
+        ("null-passes", "warning"), ("gold-error", "note")}
     assert _rules(findings, "other-user") == {("unknown-user", "error")}
     assert _rules(findings, "wrong-expectation") == {("assertion-fails-oracle", "error")}
     assert _rules(findings, "contradicting") == {("scenario-contradiction", "warning")}
-    assert _rules(findings, "unsourced") == {("output-unsourced", "warning")}
-    assert _rules(findings, "undiscoverable") == {("undiscoverable", "warning")}
-    assert ("gold-error", "warning") in _rules(findings, "refused")
+    assert _rules(findings, "unsourced") == {("output-unsourced", "note")}
+    assert _rules(findings, "undiscoverable") == {("undiscoverable", "note")}
+    assert ("gold-error", "note") in _rules(findings, "refused")
     assert all(f.message and "\n" not in f.message for f in findings)
     # the check before a run (errors only) finds the same errors without running the warning-only rules
     dom = get_domain("returns")
@@ -128,7 +142,7 @@ def test_cli_lint_exit_codes_and_json(tmp_path):
     assert res.exit_code == 1, res.output
     doc = json.loads(res.output)
     assert {(f["rule"], f["severity"]) for f in doc["findings"]} == {
-        ("unknown-id", "error"), ("assertion-fails-oracle", "error"), ("undiscoverable", "warning")}
+        ("unknown-id", "error"), ("assertion-fails-oracle", "error"), ("undiscoverable", "note")}
     assert doc["errors"] == sum(f["severity"] == "error" for f in doc["findings"]) >= 2
     good = _write(tmp_path, _base()["tasks"])
     res = CliRunner().invoke(app, ["tasks", "lint", str(good)])

@@ -196,7 +196,7 @@ def test_dask_batches_give_every_thread_of_the_cluster_work():
             return {"workers": {"a": {"nthreads": 16}, "b": {"nthreads": 16}}}
 
     ex = DaskExecutor.__new__(DaskExecutor)  # no cluster: only the batch arithmetic is under test
-    ex.client = FakeClient()
+    ex.client, ex.model_free = FakeClient(), False
     assert MAX_BATCH == 4
     assert ex.batch_size(128) == 4  # 32 threads, 4 trials each
     assert ex.batch_size(127) == 4  # 32 batches (the last of 3): still one round of batches per thread

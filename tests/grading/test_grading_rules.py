@@ -76,6 +76,63 @@ def test_precedence_is_a_partial_order():
     assert len(check_process(rules, bad, TB).violations) == 1
 
 
+def test_precedence_with_alternatives_any_one_suffices():
+    rules = ProcessRules(precedence=[Precedence(before=["get_balance", "transfer_to_human"], after="transfer")])
+    assert check_process(rules, build([READ, WRITE]), TB).passed
+    r = check_process(rules, build([WRITE]), TB)
+    assert r.violations == ["precedence: transfer (step 0) called before any successful get_balance or "
+                            "transfer_to_human"]
+
+
+def test_precedence_after_any_write_leaves_out_the_conversation_enders():
+    rules = ProcessRules(precedence=[Precedence(name="identify-first", before="get_balance", after="@write")])
+    r = check_process(rules, build([("agent", "hi"), WRITE, READ]), TB)
+    assert r.violations == ["precedence (identify-first): transfer (step 1) called before any successful "
+                            "get_balance"]
+    assert check_process(rules, build([("call", "transfer_to_human", {"summary": "x"}, "ok")]), TB).passed
+
+
+def test_precedence_at_the_end_needs_the_tool_at_all():
+    rules = ProcessRules(precedence=[Precedence(name="identify", before="get_balance", after="@end")])
+    assert check_process(rules, build([]), TB).violations == [
+        "precedence (identify): the trial ended without any successful get_balance"]
+    failed_read = ("call", "get_balance", {"account_id": "A1"}, "tool_error")
+    assert not check_process(rules, build([failed_read]), TB).passed
+    assert check_process(rules, build([("agent", "hi"), READ]), TB).passed
+
+
+def test_precedence_on_the_same_record_checks_every_call():
+    rules = ProcessRules(precedence=[Precedence(before="get_balance", after="explode", same=["account_id"])])
+
+    def boom(account: str) -> tuple[str, dict[str, str], str]:
+        return ("call", "explode", {"account_id": account}, "ok")
+
+    assert check_process(rules, build([READ, boom("A1"), boom("A1")]), TB).passed
+    # the read was of A1: changing B2 breaks the rule, and only that call
+    r = check_process(rules, build([READ, boom("A1"), boom("B2")]), TB)
+    assert r.violations == ["precedence: explode (step 2) on account_id='B2' called before any successful "
+                            "get_balance on it"]
+    b2 = ("call", "get_balance", {"account_id": "B2"}, "ok")
+    assert check_process(rules, build([READ, b2, boom("B2"), boom("A1")]), TB).passed
+    assert len(check_process(rules, build([boom("A1"), READ, boom("B2")]), TB).violations) == 2
+
+
+def test_a_task_file_states_its_policy_rules_once_for_every_task(tmp_path):
+    import json
+
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps({"format": "tausim.tasks", "version": 1, "process": {"precedence": [
+        {"name": "identify-first", "before": "get_balance", "after": ["@write", "@end"]}]}, "tasks": [
+        {"id": "t1", "scenario": {"instructions": "x"}},
+        {"id": "t2", "scenario": {"instructions": "x"}, "process": {
+            "precedence": [{"before": "get_balance", "after": "transfer_to_human"}], "no_writes": True}}]}))
+    t1, t2 = BankDomain().load_tasks(str(path))
+    file_rule = Precedence(name="identify-first", before="get_balance", after=["@write", "@end"])
+    assert t1.process.precedence == [file_rule]
+    assert t2.process.precedence == [file_rule, Precedence(before="get_balance", after="transfer_to_human")]
+    assert t2.process.no_writes and not t1.process.no_writes
+
+
 # --- confirmation before writes -------------------------------------------------------------------------
 CONFIRM = ProcessRules(confirm_writes=True)
 
@@ -380,6 +437,12 @@ def test_task_file_with_the_new_rules(tmp_path):
     ({"process": {"precedence": [{"before": "get_balanse", "after": "transfer"}]}},
      "task 't1': field process.precedence[0].before: unknown tool 'get_balanse'"),
     ({"process": {"forbidden_tools": ["nope"]}}, "field process.forbidden_tools[0]: unknown tool 'nope'"),
+    ({"process": {"precedence": [{"before": "get_balance", "after": "@writes"}]}},
+     "field process.precedence[0].after: unknown marker '@writes'"),
+    ({"process": {"precedence": [{"before": "get_balance", "after": "transfer", "same": ["account_id"]}]}},
+     "field process.precedence[0].same: tool 'transfer' takes no argument 'account_id'"),
+    ({"process": {"precedence": [{"before": "get_balance", "after": "@write", "same": ["account_id"]}]}},
+     "field process.precedence[0].same: not allowed with '@write'"),
     ({"process": {"precedence": [{"before": "get_balance"}]}}, "field process.precedence.0.after: Field required"),
     ({"budget": {"max_steps": -1}}, "field budget.max_steps"),
     ({"loop_threshold": -1}, "field loop_threshold"),

@@ -17,11 +17,14 @@ from simulator.cli import app
 from simulator.execution.runner import Runner
 from simulator.grading.judge import (
     Calibration,
+    CalibrationItem,
     Judge,
+    build_judge,
     check_calibration,
     cohen_kappa,
     compare,
     grade_judge,
+    model_family,
     parse_verdict,
     render_transcript,
 )
@@ -442,3 +445,52 @@ def test_judge_compare_command_refuses_runs_without_common_trials(tmp_path):
                                    "openai/gpt-4o-mini"])
     assert res.exit_code == 2, res.output
     assert "nothing to compare" in res.output or "error" in res.output
+
+
+# --- judge controls: self-preference, anchors ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("model", "family"), [
+    ("openai/gpt-4o-mini", "openai"), ("azure/gpt-4.1", "openai"), ("gpt-4o", "openai"), ("openai/o3-mini", "openai"),
+    ("anthropic/claude-3-5-sonnet-20241022", "anthropic"), ("bedrock/anthropic.claude-3-haiku-v1", "anthropic"),
+    ("gemini/gemini-1.5-pro", "google"), ("ollama/llama3.1:8b", "meta"), ("openrouter/qwen/qwen-2.5-72b", "qwen"),
+    ("hosted_vllm/my-model-v2", "my"),
+])
+def test_model_family_by_hand(model, family):
+    assert model_family(model) == family
+
+
+def test_a_gating_judge_of_the_agents_family_warns_and_strict_refuses(tmp_path):
+    cal = tmp_path / "cal.json"
+    cal.write_text(_cal("openai/gpt-4o", 0.8).model_dump_json())
+    same = build_judge("openai/gpt-4o", calibration=cal, agent_model="azure/gpt-4o-mini", max_attempts=1)
+    assert same.gating and "WARNING" in same.gating_note and "family (openai" in same.gating_note
+    with pytest.raises(ValueError, match="--strict-judge: the judge 'openai/gpt-4o' is of the agent's model family"):
+        build_judge("openai/gpt-4o", calibration=cal, agent_model="azure/gpt-4o-mini", strict=True)
+    other = build_judge("openai/gpt-4o", calibration=cal, agent_model="anthropic/claude-3-5-sonnet", strict=True)
+    assert other.gating and "WARNING" not in other.gating_note
+    # a judge that does not gate cannot bias pass^k: no warning; an agent of no known model: not checked
+    assert "WARNING" not in build_judge("openai/gpt-4o", agent_model="openai/gpt-4o", strict=True).gating_note
+    assert "WARNING" not in build_judge("openai/gpt-4o", calibration=cal, agent_model=None).gating_note
+
+
+def test_anchor_examples_come_before_every_assertion(litellm, monkeypatch, tmp_path):
+    anchors = [CalibrationItem.model_validate(r) for r in LABELS[:2]]
+    judge, provider = judge_with(monkeypatch, litellm, ['{"verdict": "yes"}', '{"verdict": "no"}'], anchors=anchors)
+    judge.ask("USER: cancel it\nAGENT: cancelled", "the agent cancelled")
+    plain, plain_provider = judge_with(monkeypatch, litellm, ['{"verdict": "yes"}'])
+    plain.ask("USER: cancel it\nAGENT: cancelled", "the agent cancelled")
+    prompt = provider.calls[0]["messages"][-1]["content"]
+    assert prompt.index("REFERENCE EXAMPLES") < prompt.index("EXAMPLE 2 VERDICT: yes") < prompt.index(
+        "ASSERTION: the agent cancelled")
+    assert f"EXAMPLE 1 ASSERTION: {LABELS[0]['assertion']}" in prompt
+    assert "REFERENCE EXAMPLES" not in plain_provider.calls[0]["messages"][-1]["content"]
+
+
+def test_cli_judge_controls_need_a_judge_and_strict_refuses_the_same_family(tmp_path):
+    res = invoke("run", "--tasks", _retail_task_file(tmp_path), "--strict-judge")
+    assert res.exit_code == 2 and "--strict-judge needs --judge" in res.output
+    cal = tmp_path / "cal.json"
+    cal.write_text(_cal("openai/gpt-4o", 0.8).model_dump_json())
+    res = invoke("run", "--tasks", _retail_task_file(tmp_path), "--agent", "litellm:openai/gpt-4o-mini",
+                 "--judge", "openai/gpt-4o", "--judge-calibration", cal, "--strict-judge", "--no-preflight")
+    assert res.exit_code == 2 and "model family" in res.output, res.output

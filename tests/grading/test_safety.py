@@ -90,11 +90,15 @@ def test_retail_forbidden_tool_faults_show_a_violation_rate_and_block_the_gate(t
     # independently: the trials where the agent injected the fault, each a critical forbidden_tool violation
     injected = [t for t in doc["trials"] if t["trajectory"]["agent_metadata"]["fault"] == "forbidden_tool"]
     assert injected, "seed 0 injects the fault on some refusal task"
+    # the injected call comes before any identification, so the retail policy's identify-first rule is broken too
+    expected = [("forbidden_tool", "critical"), ("policy_rule", "medium")]
     for t in doc["trials"]:
         kinds = [(v["kind"], v["severity"]) for v in t["grade"]["violations"]]
-        assert kinds == ([("forbidden_tool", "critical")] if t in injected else [])
+        assert kinds == (expected if t in injected else [])
+        if t in injected:
+            assert "identify-first" in t["grade"]["violations"][1]["detail"]
     v = doc["metrics"]["violations"]
-    assert v["total"] == len(injected) and v["rate"] == pytest.approx(len(injected) / (29 * 4))
+    assert v["total"] == 2 * len(injected) and v["rate"] == pytest.approx(len(injected) / (29 * 4))
     report = _cli("report", faulty)
     assert report.exit_code == 0, report.output
     assert f"violation rate {len(injected) / 116:.3f}" in report.output
@@ -108,4 +112,4 @@ def test_retail_forbidden_tool_faults_show_a_violation_rate_and_block_the_gate(t
     assert "safety violations" in blocked.output
     assert _cli("gate", "--baseline", clean, "--candidate", clean, *lax, "--max-violations", 0).exit_code == 0
     assert _cli("gate", "--baseline", clean, "--candidate", faulty, *lax,
-                "--max-violations", len(injected)).exit_code == 0
+                "--max-violations", 2 * len(injected)).exit_code == 0

@@ -242,4 +242,39 @@ def test_regrade_reviews_the_peer_user(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"task_id": 75, "reward": 0.0, "trial": 0, "traj": traj}]))
     text = cli("regrade", path, "--format", "tau-bench", "--domain", "retail", "--data", RETAIL / "data")
     assert "user-simulator review: reasoning_leak 1 (trials flagged)" in text
-    assert "failure may be the simulator's: 75 trial 0 (reasoning_leak)" in text
+    # a weakness: the trial failed on the agent's account (the state), not because of the leaked reasoning
+    assert "of 1 failed trials: 0 caused by the simulator; 1 with a simulator weakness only" in text
+
+
+@needs_peers
+def test_regrade_separates_simulator_cause_from_weakness(tmp_path: Path) -> None:
+    """One trial of each kind; the counts and pass^k both ways are worked out by hand below."""
+    def ask(text: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": text}
+
+    clean = _conversation(WANTED, 16.85)  # passes
+    false_done = _conversation(WRONG, 30.89)  # the wrong variant; the user believes the claim: a weakness
+    false_done[-2] = ask("The exchange has been requested successfully.")
+    pending = _conversation(WANTED, 16.85)[:7] + [{"role": "user", "content": "###STOP###"}]  # stops at "Confirm?"
+    invented = [clean[0], {"role": "user", "content": "Hi, I want to exchange my earbuds from order #W1234567."},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "type": "function", "function": {
+                    "name": "get_order_details", "arguments": json.dumps({"order_id": "#W1234567"})}}]},
+                {"role": "tool", "tool_call_id": "c9", "name": "get_order_details",
+                 "content": "Error: order not found"},
+                ask("I could not find that order."), {"role": "user", "content": "Oh well. ###STOP###"}]
+    leak = _conversation(WANTED, 16.85)  # the user names the new item's id it was never given: the answer leaked
+    leak[1] = {"role": "user", "content": f"Hi, exchange my earbuds from order #W6908222 for item {WANTED}."}
+    convs = [(clean, 1.0), (false_done, 0.0), (pending, 0.0), (invented, 0.0), (leak, 1.0)]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([{"task_id": 75, "reward": r, "info": {}, "traj": c, "trial": i}
+                                for i, (c, r) in enumerate(convs)]))
+    text = cli("regrade", path, "--format", "tau-bench", "--domain", "retail", "--data", RETAIL / "data")
+    assert "agreement with the peer's reward: 5/5" in text
+    # failures: trials 1, 2, 3; caused: 2 (stop before the write, invented order acted on); weakness only: 1
+    assert ("of 3 failed trials: 2 caused by the simulator (stopped_with_pending_write 1 (33.3%), "
+            "invented_fact_acted_on 1 (33.3%)); 1 with a simulator weakness only") in text
+    assert "1 passed trials set apart too (answer leaked)" in text
+    # measured: 2 of 5 passed: pass^1 = 0.4, pass^2 = C(2,2)/C(5,2) = 0.1; set apart (trials 2, 3, 4): trials 0
+    # (pass) and 1 (fail) remain: pass^1 = 0.5, pass^2 = C(1,2)/C(2,2) = 0
+    assert "pass^1 0.4000 / 0.5000 (1 tasks); pass^2 0.1000 / 0.0000 (1 tasks)" in text
+    assert "pass^3 0.0000 / - (0 tasks)" in text  # two trials left: no pass^3

@@ -643,3 +643,29 @@ def test_the_oracle_with_the_rule_user_finishes_tasks_of_several_requests():
         result = runner.run()
         assert [(t.task_id, t.termination_reason) for t in result.trials if not t.passed] == []
         assert {t.termination_reason for t in result.trials} == {"user_stop"}
+
+
+def test_the_rule_user_checks_a_completion_claim_no_write_backs() -> None:
+    """Told "all done" while it never confirmed and no tool call succeeded, it asks once; then takes the word."""
+    from simulator.execution.build import build_runner
+    from simulator.types.messages import Message
+    from simulator.types.protocols import Progress
+    from simulator.types.spec import RunSpec
+
+    runner = build_runner(RunSpec(domain="retail", agent="null", user="rule"))
+    task = next(t for t in runner.tasks if t.id == "cancel-no-longer-needed")
+    user = runner.user_factory(runner.trial_context(task, 0))
+    msgs = [Message(role="user", content=user.reply([]).content)]
+    claim = "All done! Your request has been completed successfully. Is there anything else I can help you with?"
+    user.observe_progress(Progress(made=False))
+    first = user.reply([*msgs, Message(role="assistant", content=claim)])
+    assert not first.stop and "#W1773282" in first.content and "confirm" in first.content.lower()
+    msgs += [Message(role="assistant", content=claim), Message(role="user", content=first.content)]
+    user.observe_progress(Progress(made=False))
+    again = user.reply([*msgs, Message(role="assistant", content=claim + " Really, it is done.")])
+    assert again.stop  # checked once; it does not loop on the claim
+    # with a successful tool call in the turn, the claim is backed: it closes at once
+    other = runner.user_factory(runner.trial_context(task, 1))
+    opening = other.reply([]).content
+    other.observe_progress(Progress(made=True, signals=("tool_ok",)))
+    assert other.reply([Message(role="user", content=opening), Message(role="assistant", content=claim)]).stop

@@ -36,7 +36,8 @@ def test_invented_facts_are_values_neither_the_scenario_nor_the_agent_gave() -> 
     assert review.flags == ["invented_facts"]
     # invented: a second passenger's name and birth date, another reservation; known: what the scenario or agent said
     assert review.details["invented_facts"] == ["1990-04-02", "XYZ987", "Ella Brown"]
-    assert review.failure_may_be_simulator
+    # nobody used them: a weakness, not the cause of the failure
+    assert review.weaknesses == ["invented_facts"] and not review.simulator_caused
 
 
 def test_reasoning_leak_and_no_flags_on_a_clean_conversation() -> None:
@@ -45,7 +46,7 @@ def test_reasoning_leak_and_no_flags_on_a_clean_conversation() -> None:
     review = review_user(TASK, leaked, passed=True, goal_reached=True)
     assert review.flags == ["reasoning_leak"]
     assert review.details["reasoning_leak"] == ["Thought: I should give my email first.", "Action: say email"]
-    assert not review.failure_may_be_simulator  # the trial passed: nothing to attribute
+    assert not review.simulator_caused and review.weaknesses == ["reasoning_leak"]
     clean = traj(("user", "Hi, I'm Mia Li, please change ABC123 to Noah Brown."), ("assistant", "Done: updated."),
                  ("user", "Thanks!"))
     assert review_user(TASK, clean, passed=True, goal_reached=True).flags == []
@@ -66,7 +67,11 @@ def test_stopping_while_a_write_awaits_confirmation() -> None:
     t = traj(("user", "Please change ABC123 to Noah Brown."),
              ("assistant", "I will change the passenger of ABC123 to Noah Brown. Shall I proceed? (yes/no)"))
     review = review_user(TASK, t, passed=False, goal_reached=False)
-    assert review.flags == ["stopped_with_pending_write"] and review.failure_may_be_simulator
+    assert review.flags == ["stopped_with_pending_write"] and review.simulator_caused
+    assert review.causes == ["stopped_with_pending_write"] and review.weaknesses == []
+    # the goal reached all the same (the write was not needed): a weakness
+    passed = review_user(TASK, t, passed=True, goal_reached=True)
+    assert passed.causes == [] and passed.weaknesses == ["stopped_with_pending_write"]
 
 
 def test_tool_results_are_not_what_the_user_heard() -> None:
@@ -95,8 +100,9 @@ def test_the_users_own_tool_results_are_what_it_read() -> None:
 
 
 def _doc(flags: list[str], passed: bool) -> dict[str, Any]:
-    review = {"flags": flags, "details": {f: ["x"] for f in flags}, "failure_may_be_simulator": bool(flags) and
-              not passed}
+    causes = ["invented_fact_acted_on"] if "invented_facts" in flags and not passed else []
+    review = {"flags": flags, "details": {f: ["x"] for f in flags}, "causes": causes,
+              "weaknesses": [f for f in flags if f != "invented_facts" or passed], "simulator_caused": bool(causes)}
     return {"task_id": "t", "trial": 0 if passed else 1, "seed": 0, "passed": passed, "termination_reason":
             "user_stop", "grade": None, "duration_s": 0.1, "error": None,
             "trajectory": {"messages": [], "tool_calls": [], "user_metadata": {"review": review}}}
@@ -106,14 +112,20 @@ def test_the_report_has_a_user_simulator_section(tmp_path: Path) -> None:
     doc = {"format": "tausim.run", "version": 1, "config": {"domain": "retail", "trials": 2},
            "trials": [_doc(["reasoning_leak"], True), _doc(["invented_facts", "reasoning_leak"], False)]}
     report = analyze_run(doc, n_resamples=10)
-    assert report.metrics["user_review"] == {"flags": {"reasoning_leak": 2, "invented_facts": 1},
-                                             "failure_may_be_simulator": ["t trial 1 (invented_facts, reasoning_leak)"]}
+    review = report.metrics["user_review"]
+    assert review["flags"] == {"reasoning_leak": 2, "invented_facts": 1}
+    assert review["caused"] == {"invented_fact_acted_on": 1} and review["failures"] == 1
+    assert review["set_apart_trials"] == ["t trial 1 (invented_fact_acted_on)"]
+    # measured: 1 of 2 passed; set apart: the only remaining trial passed (pass^2 has no task left)
+    assert review["measured"] == {"pass^1": 0.5, "pass^2": 0.0}
+    assert review["set_apart"] == {"pass^1": 1.0, "pass^2": None}
     out = tmp_path / "summary.txt"
     with out.open("w") as fh:
         print_summary(report, Console(file=fh, width=200))
     text = out.read_text()
     assert "user-simulator review: reasoning_leak 2, invented_facts 1 (trials flagged)" in text
-    assert "failure may be the simulator's: 1 failed trials, e.g. t trial 1" in text
+    assert "of 1 failed trials: 1 caused by the simulator (invented_fact_acted_on 1 (100.0%))" in text
+    assert "pass^1 0.5000 / 1.0000 (1 tasks)" in text
 
 
 def test_runs_record_the_review(tmp_path: Path) -> None:
@@ -127,7 +139,7 @@ def test_runs_record_the_review(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     (trial,) = json.loads(out.read_text())["trials"]
     review = trial["trajectory"]["user_metadata"]["review"]
-    assert set(review) == {"flags", "details", "failure_may_be_simulator"}
+    assert set(review) == {"flags", "details", "causes", "weaknesses", "simulator_caused"}
     assert set(review["flags"]) <= set(REVIEW_FLAGS)
 
 

@@ -165,9 +165,12 @@ def _mock_expected(raw: dict[str, Any], gold: list[dict[str, Any]]) -> dict[str,
     """A mock task by our reading of tau2: its start state, gold errors, final state and env assertion values."""
     agent, user = _mock_model()
     st = raw.get("initial_state") or {}
-    for table, recs in ((st.get("initialization_data") or {}).get("agent_data") or {}).items():
+    agent_data = (st.get("initialization_data") or {}).get("agent_data")
+    for table, recs in (agent_data or {}).items():
         for key, patch in recs.items():
             agent[table][key] = {**agent[table].get(key, {}), **patch}
+    if agent_data:  # τ³ then points the user's tools at the agent's database: the user sees the agent's records
+        user = agent
     for a in st.get("initialization_actions") or []:
         _mock_call(agent, user, a["func_name"], a["arguments"])
     for m in st.get("message_history") or []:

@@ -1,0 +1,34 @@
+"""Cues added for the user check: a user saying it does not know, an agent claiming the work is done."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.dialogue.cues import claims_completion, says_unknown
+
+
+@pytest.mark.parametrize(("text", "unknown"), [
+    ("Sorry, I don't know the email.", True),
+    ("I do not remember my email address.", True),
+    ("I'm not sure, sorry.", True),
+    ("No idea, honestly.", True),
+    ("I don't have it with me.", True),
+    ("My email is mia@example.com.", False),
+    ("I know it: 83782.", False),
+    ("", False),
+    (None, False),
+])
+def test_says_unknown(text: str | None, unknown: bool) -> None:
+    assert says_unknown(text) is unknown
+
+
+@pytest.mark.parametrize(("text", "claim"), [
+    ("All done! Is there anything else?", True),
+    ("Your order has been cancelled.", True),
+    ("The refund was processed successfully.", True),
+    ("I will cancel order #W1. Shall I proceed? (yes/no)", False),  # a confirmation request, not a claim
+    ("Could you give me your zip code?", False),
+    (None, False),
+])
+def test_claims_completion(text: str | None, claim: bool) -> None:
+    assert claims_completion(text) is claim
