@@ -265,6 +265,24 @@ _ONE_OF_RE = re.compile(r"\bone of ([\w ,/.-]+)", re.IGNORECASE)
 _SENTENCE_RE = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 
+def _split_sentences(text: str) -> list[str]:
+    """Split a message into sentences (:data:`_SENTENCE_RE`), never inside a call's parentheses.
+
+    ``f(arguments='{"a": 1, "b": 2}')`` stays one piece although ``": "`` ends a sentence elsewhere.
+    """
+    out: list[str] = []
+    start = depth = scanned = 0
+    for m in _SENTENCE_RE.finditer(text):
+        chunk = text[scanned:m.start()]
+        depth = max(depth + chunk.count("(") - chunk.count(")"), 0)
+        scanned = m.start()
+        if depth == 0:
+            out.append(text[start:m.start()])
+            start = m.end()
+    out.append(text[start:])
+    return out
+
+
 def _call_arguments(text: str) -> dict[str, Any] | None:
     """Keyword arguments written as a call's parenthesised part, ``(mode='4g_only', n=2)``; None: not literals."""
     try:
@@ -378,7 +396,7 @@ def requested_tool_calls(text: str | None, tools: Sequence[Mapping[str, Any]]) -
     fns = {str(f["name"]): f for f in (t.get("function", t) for t in tools)}
     found: list[tuple[int, str, dict[str, Any]]] = []
     pos = 0
-    for sentence in _SENTENCE_RE.split(text):
+    for sentence in _split_sentences(text):
         start = text.find(sentence, pos)
         pos = max(start, pos)
         named: set[str] = set()

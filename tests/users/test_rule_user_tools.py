@@ -30,6 +30,7 @@ TOOLS = [
     _fn("toggle_airplane_mode"), _fn("toggle_wifi"), _fn("toggle_wifi_calling"), _fn("reboot_device"),
     _fn("check_status_bar"), _fn("run_speed_test"), _fn("reset_apn_settings"), _fn("toggle_data"),
     _fn("toggle_roaming"), _fn("toggle_data_saver_mode"),
+    _fn("call_discoverable_user_tool", discoverable_tool_name={"type": "string"}, arguments={"type": "string"}),
     _fn("set_network_mode_preference", mode={"type": "string", "description": "one of 4g_only, 3g_only, 2g_only."}),
     _fn("grant_app_permission", app_name={"type": "string"}, permission={"type": "string"}),
 ]
@@ -50,6 +51,11 @@ TOOLS = [
     ("Please turn off data saver mode.", [("toggle_data_saver_mode", {})]),
     ("Please turn your mobile data on.", [("toggle_data", {})]),
     ("Please turn on your data and your roaming.", [("toggle_data", {}), ("toggle_roaming", {})]),
+    # a JSON argument's ": " does not end the sentence inside the call's parentheses
+    ("Please do this on your side, in order: call_discoverable_user_tool(discoverable_tool_name='get_link', "
+     "arguments='{\"user_id\": \"u1\", \"card\": \"Gold\"}'). Then tell me.",
+     [("call_discoverable_user_tool", {"discoverable_tool_name": "get_link",
+                                       "arguments": '{"user_id": "u1", "card": "Gold"}'})]),
     ("Please turn on data roaming and then mobile data.", [("toggle_roaming", {}), ("toggle_data", {})]),
     ("Next, set your network mode to 3g_only.", [("set_network_mode_preference", {"mode": "3g_only"})]),
     ("Please do this on your side, in order: reboot_device(); grant_app_permission(app_name='messaging', "
