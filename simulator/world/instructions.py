@@ -34,8 +34,7 @@ _EMAIL_RE = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 _CAP = r"[A-Z][a-z'-]+"
 _NAME_RE = re.compile(rf"\b(?:[Yy]ou are|[Yy]ou're|[Yy]our (?:full )?name is|[Yy]ou name is|called|named)\s+"
                       rf"({_CAP}(?:\s+{_CAP}){{1,2}})\b")
-_UID_RE = re.compile(r"\buser(?:[ _-]?id| name| ?name)\b\s*(?:is|:|=)?\s*:?\s*['\"]?"
-                     r"([A-Za-z][\w-]*\d[\w-]*|[a-z]+_[a-z_]+)\b")
+_UID_RE = re.compile(r"\buser[ _-]?(?:id|name)\b[ \t]{0,3}(?:is[ \t]{1,3})?[:=]?[ \t]{0,3}['\"]?([A-Za-z][\w-]{1,80})")
 _UID_SHAPED_RE = re.compile(r"\b[Yy]ou(?: are|'re)\s+([a-z]+(?:_[a-z]+)+_\d+)\b")
 _ZIP_RE = re.compile(r"\bzip\s?(?:code)?\b\D{0,12}?(\d{5})(?!\d)", re.IGNORECASE)
 _PHONE_RE = re.compile(r"\bphone(?: number)?\b(?:\s+is|:)?\s+(\+?\d[\d\s().-]{6,}\d)", re.IGNORECASE)
@@ -52,8 +51,8 @@ _IMPERATIVE_RE = re.compile(r"^(?:please\s+)?(?:ask|request|tell|create|add|upda
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _IDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("order_id", re.compile(r"#W\d{5,}")),
-    ("reservation_id", re.compile(r"\b(?:reservation|confirmation|booking)(?: id| number| code)?\s+(?:is\s+)?:?\s*"
-                                  r"([A-Z0-9]{6})\b")),
+    ("reservation_id", re.compile(r"\b(?:reservation|confirmation|booking)(?: id| number| code)?[ \t]{1,3}"
+                                  r"(?:is[ \t]{1,3})?:?[ \t]{0,3}([A-Z0-9]{6})\b")),
     ("task_id", re.compile(r"\b(task_\d+)\b")),
 )
 _PERSON = (  # second person -> first person, longest first; the object "you" after a verb or preposition is "me"
@@ -124,7 +123,9 @@ def identity_facts(text: str) -> dict[str, str]:
         states none.
     """
     ident: dict[str, str] = {}
-    m = _UID_RE.search(text) or _UID_SHAPED_RE.search(text)
+    m = _UID_RE.search(text)
+    if m is None or not re.search(r"[\d_]", m.group(1)):  # an id has a digit or an underscore ("user id is" ...)
+        m = _UID_SHAPED_RE.search(text)
     if m:
         ident["user_id"] = m.group(1).rstrip(".,;-")
     name = _NAME_RE.search(text)
