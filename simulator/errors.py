@@ -17,6 +17,8 @@ The tree::
     │   ├── RegistryError(ValueError)      an agent or user scheme nobody registers, or whose entry point cannot be
     │   │                                  loaded (simulator.world.plugins)
     │   ├── GateError(ValueError)          two runs the gate cannot compare (simulator.analysis.gate)
+    │   │   └── IncomparableRunsError          their comparability fingerprints differ; names each differing part
+    │   │                                      (simulator.analysis.comparability)
     │   ├── SpecError(ValueError)          a run spec (file, stored spec, argument) does not validate (types.spec)
     │   ├── ExecutorError(ValueError)      --executor unusable: unknown scheme, Dask missing, scheduler unreachable,
     │   │                                  workers cannot build the run (simulator.execution.executors)
@@ -35,8 +37,12 @@ The tree::
     │       └── LeaseHeldError             another live process is running the run's missing trials now
     ├── ToolError                      a domain tool refuses a call: recoverable BY THE AGENT (simulator.world.tools)
     ├── SessionEnded(RuntimeError)     a tool call on a served trial that has ended (simulator.interop.mcp_server)
+    ├── EpisodeTimeout(TimeoutError)   a Gymnasium episode's other side did not answer in time
+    │                                  (simulator.interop.gym_env)
     ├── InfrastructureError            a service tausim depends on failed; the trial is ``infra_error`` or the
     │   │                              run stops, never graded as the agent's failure
+    │   ├── WriteError                     a file or database cannot be written (disk full, read-only): the run
+    │   │                                  stops, what was recorded stays; ``.path``, ``.cause``
     │   └── LLMError                       a model call failed (simulator.models.llm); ``.model``, ``.attempts``
     │       ├── LLMInfraError                  transient (rate limit, timeout, 5xx) after every retry
     │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
@@ -50,6 +56,8 @@ The tree::
     │   └── WallClockRead(RuntimeError)    a tool read the wall clock under ``check_domain`` (authoring)
     └── (control flow)                 private signals that never leave their module:
         ├── domains.airline._dialogues.core._Transferred   ends the reference agent's dialogue on a transfer
+        ├── simulator.agents.a2a_agent._Refused             no usable A2A agent card, inside one retried attempt
+        ├── simulator.interop.gym_env._Closed               ends a Gymnasium episode's worker when the env closes
         └── simulator.dialogue.conversation._Ended         ends the conversation loop with its termination reason
 
 The channels differ in who can act on them:
@@ -100,6 +108,7 @@ __all__ = [
     "TausimError",
     "ToolError",
     "WallClockRead",
+    "WriteError",
 ]
 
 
@@ -197,6 +206,22 @@ class ToolError(TausimError):
 
 class InfrastructureError(TausimError):
     """A service tausim depends on (a model API, a worker) failed; nobody in the trial is at fault."""
+
+
+class WriteError(InfrastructureError):
+    """A place a run records into cannot be written: a full disk, a read-only file system, a revoked permission.
+
+    The run stops (its trials recorded so far are kept, and it can be resumed once the place is writable again).
+
+    Args:
+        path: the file (or database) that could not be written.
+        cause: why, in the operating system's or database's words (e.g. ``No space left on device``).
+    """
+
+    def __init__(self, path: str, cause: str) -> None:
+        super().__init__(f"cannot write {path}: {cause}")
+        self.path = path
+        self.cause = cause
 
 
 class LLMError(InfrastructureError):

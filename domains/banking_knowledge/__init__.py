@@ -155,8 +155,9 @@ class BankingKnowledgeDomain(Domain):
             data = value.get("data") if isinstance(value, dict) else None
             if not isinstance(data, dict):
                 raise DomainError(f"{Path(data_dir) / 'db.json'}: field {table}.data: expected an object of records")
-            insert_docs(session, self._tables[table], data.items())
-        insert_docs(session, self._tables["knowledge"], [("folder", {"path": str(Path(data_dir).resolve())})])
+            insert_docs(session, self._tables[table], data.items(), ordered=True)
+        insert_docs(session, self._tables["knowledge"], [("folder", {"path": str(Path(data_dir).resolve())})],
+                    ordered=True)
 
     def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
         """Return ``{table: {id: record}}`` of the compared tables."""
@@ -174,7 +175,7 @@ class BankingKnowledgeDomain(Domain):
                 raise DomainError(f"initialization_data.agent_data.{table}: expected {{\"data\": {{id: record}}}}")
             flat[table] = value.get("data", {})
         try:
-            merge_docs(trial.raw, self.SHAPES, flat, "initialization_data.agent_data")
+            merge_docs(trial.raw, self.SHAPES, flat, "initialization_data.agent_data", ordered=True)
         except ValueError as e:
             raise DomainError(str(e)) from e
 

@@ -54,7 +54,7 @@ def money(value: Any) -> float:
 
 def record(ctx: ToolContext, table: str, key: str, what: str) -> dict[str, Any]:
     """Return a record, or raise the tool error ``WHAT 'KEY' not found.``."""
-    doc = Docs(ctx.conn).get(table, key)
+    doc = Docs(ctx.conn, ordered=True).get(table, key)
     if doc is None:
         raise ToolError(f"{what} '{key}' not found.")
     return doc
@@ -62,7 +62,7 @@ def record(ctx: ToolContext, table: str, key: str, what: str) -> dict[str, Any]:
 
 def put(ctx: ToolContext, table: str, key: str, doc: Mapping[str, Any]) -> None:
     """Write a record."""
-    Docs(ctx.conn).put(table, key, dict(doc))
+    Docs(ctx.conn, ordered=True).put(table, key, dict(doc))
 
 
 def find(ctx: ToolContext, table: str, **match: Any) -> list[tuple[str, dict[str, Any]]]:

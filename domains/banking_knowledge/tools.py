@@ -15,9 +15,10 @@ logged, as in τ³; only arguments that do not fit the tool are refused as a too
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from domains.banking_knowledge.discoverable import AGENT_TOOLS, USER_TOOLS, call, parse_arguments
+from domains.banking_knowledge.discoverable import AGENT_TOOLS, USER_TOOLS, argument_error, call, parse_arguments
 from domains.banking_knowledge.knowledge import knowledge_base
 from domains.banking_knowledge.records import NOW, TODAY, find, listing, new_id, put
 from simulator.world.kit import Docs, ToolContext, ToolError, tool
@@ -102,7 +103,7 @@ def change_user_email(ctx: ToolContext, user_id: str, new_email: str) -> str:
         user_id: The user's id.
         new_email: The new email address.
     """
-    user = Docs(ctx.conn).get("users", user_id)
+    user = Docs(ctx.conn, ordered=True).get("users", user_id)
     if user is None:
         raise ToolError(f"User with ID '{user_id}' not found.")
     put(ctx, "users", user_id, {**user, "email": new_email})
@@ -158,7 +159,7 @@ def log_verification(ctx: ToolContext, name: str, user_id: str, address: str, em
         time_verified: When the user was verified (e.g. "2025-11-14 03:40:00 EST").
     """
     key = f"{user_id}_{time_verified.replace(' ', '_').replace(':', '').replace('-', '')}"
-    if Docs(ctx.conn).get("verification_history", key) is not None:
+    if Docs(ctx.conn, ordered=True).get("verification_history", key) is not None:
         raise ToolError("Failed to log verification: Record may already exist.")
     put(ctx, "verification_history", key, {"name": name, "user_id": user_id, "address": address, "email": email,
                                            "phone_number": phone_number, "date_of_birth": date_of_birth,
@@ -184,8 +185,11 @@ def give_discoverable_user_tool(ctx: ToolContext, discoverable_tool_name: str, a
             raise ToolError(f"Unexpected parameter: {a}")
     put(ctx, "user_discoverable_tools", new_id(f"user_discoverable_tool:{discoverable_tool_name}"),
         {"tool_name": discoverable_tool_name, "status": "GIVEN"})
-    return (f"Tool given to user: {discoverable_tool_name}\n{spec.info(discoverable_tool_name)}\nSuggested arguments: "
-            f"{arguments}\nThe user can run it with call_discoverable_user_tool.")
+    description, _ = spec.info(discoverable_tool_name, "user")
+    shown = json.dumps(json.loads(arguments or "{}"), indent=2) if args else "(no arguments)"
+    return (f"Tool given to user: {discoverable_tool_name}\nDescription: {description}\nArguments: {shown}\n\n"
+            f"The user can now execute this action by calling `call_discoverable_user_tool` with "
+            f"discoverable_tool_name='{discoverable_tool_name}' and the same arguments.")
 
 
 @tool("write")
@@ -200,7 +204,10 @@ def unlock_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str) -> st
     if spec is None:
         raise ToolError(f"Unknown agent tool '{agent_tool_name}'. This tool is not available.")
     put(ctx, "unlocked_agent_tools", agent_tool_name, {"tool_name": agent_tool_name})
-    return f"Tool unlocked: {agent_tool_name}\n{spec.info(agent_tool_name)}"
+    description, card = spec.info(agent_tool_name)
+    return (f"Tool unlocked: {agent_tool_name}\nDescription: {description}\n\n{card}\n\nYou can now use this tool by "
+            f"calling `call_discoverable_agent_tool` with agent_tool_name='{agent_tool_name}' and the required "
+            "arguments.")
 
 
 @tool("write")
@@ -215,11 +222,15 @@ def call_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str, argumen
     spec = AGENT_TOOLS.get(agent_tool_name)
     if spec is None:
         raise ToolError(f"Unknown agent tool '{agent_tool_name}'. This tool is not available.")
-    if Docs(ctx.conn).get("unlocked_agent_tools", agent_tool_name) is None:
+    if Docs(ctx.conn, ordered=True).get("unlocked_agent_tools", agent_tool_name) is None:
         raise ToolError(f"Tool '{agent_tool_name}' has not been unlocked. Unlock it with "
                         "unlock_discoverable_agent_tool first.")
-    out = call(spec, agent_tool_name, ctx, parse_arguments(arguments))
-    if spec.writes or Docs(ctx.conn).get("read_log_allowlist", agent_tool_name) is not None:
+    args = parse_arguments(arguments)
+    refused = argument_error(spec, agent_tool_name, args)
+    if refused is not None:
+        return refused
+    out = call(spec, agent_tool_name, ctx, args)
+    if spec.writes or Docs(ctx.conn, ordered=True).get("read_log_allowlist", agent_tool_name) is not None:
         put(ctx, "agent_discoverable_tools", new_id(f"agent_discoverable_tool:{agent_tool_name}"),
             {"tool_name": agent_tool_name, "status": "CALLED"})
     return out
@@ -264,7 +275,7 @@ def grep(ctx: ToolContext, pattern: str) -> str:
 
 def _kb(ctx: ToolContext) -> Any:
     """The knowledge base of the trial's data set (its folder is kept in the bookkeeping table ``knowledge``)."""
-    where = Docs(ctx.conn).get("knowledge", "folder")
+    where = Docs(ctx.conn, ordered=True).get("knowledge", "folder")
     if where is None:
         raise RuntimeError("the trial database has no knowledge folder (populate did not record it)")
     return knowledge_base(str(where["path"]))
@@ -305,13 +316,28 @@ def apply_for_credit_card(ctx: ToolContext, card_type: str, customer_name: str, 
         annual_income: Your annual income in USD.
         rho_bank_subscription: Whether you have a Rho-Bank+ subscription.
     """
-    income = float(annual_income)
+    if card_type not in CARD_TYPES:
+        return f"Error: Invalid card_type '{card_type}'. Must be one of: {list(CARD_TYPES)}"
+    try:
+        income = float(annual_income)
+    except (TypeError, ValueError):
+        return "Error: Invalid annual_income. Must be a number."
     key = new_id(f"credit_card:{card_type}:{customer_name}:{income}:{rho_bank_subscription}")
+    if find(ctx, "credit_card_applications", application_id=key):
+        return f"Failed to submit application: Record ID '{key}' may already exist."
     put(ctx, "credit_card_applications", key, {"application_id": key, "card_type": card_type,
                                                "customer_name": customer_name, "annual_income": income,
                                                "rho_bank_subscription": rho_bank_subscription, "status": "PENDING",
                                                "date": TODAY})
-    return f"Application submitted.\n  - Application ID: {key}\n  - Card: {card_type}\n  - Status: PENDING"
+    return ("Credit card application submitted:\nYour application has been successfully submitted. You will receive "
+            "a decision within 5-7 business days via email.")
+
+
+CARD_TYPES = ("Bronze Rewards Card", "Business Bronze Rewards Card", "Business Gold Rewards Card",
+              "Business Platinum Rewards Card", "Business Silver Rewards Card", "Crypto-Cash Back",
+              "Diamond Elite Card", "EcoCard", "Gold Rewards Card", "Green Rewards Card", "Platinum Rewards Card",
+              "Silver Rewards Card", "Silver Zoom Card")
+"""The cards one can apply for (τ³'s list, in its order)."""
 
 
 @tool("write")
@@ -324,9 +350,13 @@ def submit_referral(ctx: ToolContext, user_id: str, account_type: str) -> str:
         account_type: The account or card referred.
     """
     key = new_id(f"referral:{user_id}:{account_type}")
+    if find(ctx, "referrals", referral_id=key):
+        return f"Failed to submit referral: Record ID '{key}' may already exist."
     put(ctx, "referrals", key, {"referral_id": key, "referrer_id": user_id, "referred_account_type": account_type,
                                 "referral_status": "NO_PROGRESS", "date": TODAY})
-    return f"Referral submitted.\n  - Referral ID: {key}"
+    return (f"Referral request submitted successfully!\n  - Referral ID: {key}\n  - Referrer ID: {user_id}\n"
+            f"  - Account Type: {account_type}\n  - Status: NO_PROGRESS\n  - Date: {TODAY}\n\nShare your referral ID "
+            "with the person you're referring. They will need to use this when applying for their account.")
 
 
 @tool("write")
@@ -344,14 +374,21 @@ def submit_transaction(ctx: ToolContext, user_id: str, credit_card_type: str, me
     """
     rates = CARD_REWARDS.get(credit_card_type)
     if rates is None:
-        raise ToolError(f"Unknown credit card type '{credit_card_type}'. Available types: {list(CARD_REWARDS)}")
-    points = int(float(amount) * rates.get(category, rates["default"]))
-    key = f"txn_{new_id(f'transaction:{user_id}:{credit_card_type}:{merchant_name}:{float(amount)}', 12)}"
+        return f"Error: Unknown credit card type '{credit_card_type}'. Available types: {list(CARD_REWARDS)}"
+    amount = float(amount)
+    rate = rates.get(category, rates["default"])
+    points = int(amount * rate)
+    key = f"txn_{new_id(f'transaction:{user_id}:{credit_card_type}:{merchant_name}:{amount:.2f}:{category}', 12)}"
+    if find(ctx, "credit_card_transaction_history", transaction_id=key):
+        return f"Failed to submit transaction: Record ID '{key}' may already exist."
     put(ctx, "credit_card_transaction_history", key, {
         "transaction_id": key, "user_id": user_id, "credit_card_type": credit_card_type,
-        "merchant_name": merchant_name, "transaction_amount": f"${float(amount):.2f}", "transaction_date": TODAY,
+        "merchant_name": merchant_name, "transaction_amount": f"${amount:.2f}", "transaction_date": TODAY,
         "category": category, "status": "COMPLETED", "rewards_earned": f"{points} points"})
-    return f"Transaction completed.\n  - Transaction ID: {key}"
+    return (f"Transaction submitted successfully!\n  - Transaction ID: {key}\n  - User ID: {user_id}\n"
+            f"  - Card Type: {credit_card_type}\n  - Merchant: {merchant_name}\n  - Amount: ${amount:.2f}\n"
+            f"  - Category: {category}\n  - Date: {TODAY}\n  - Rewards Earned: {points} points ({rate}% cashback "
+            "rate)\n")
 
 
 @tool("write")

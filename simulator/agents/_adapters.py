@@ -51,7 +51,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
         return {}, None
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past the parser's depth
         return None, text
     return (value, None) if isinstance(value, dict) else (None, text)
 

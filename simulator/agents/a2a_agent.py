@@ -54,7 +54,7 @@ from simulator.agents._a2a_wire import (
 )
 from simulator.agents._adapters import failed_turn
 from simulator.agents._loop import LoopThread
-from simulator.errors import SetupError
+from simulator.errors import SetupError, TausimError
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage
 from simulator.types.protocols import TrialContext
 
@@ -400,7 +400,7 @@ def _get_task(task_id: str) -> Any:
     return GetTaskRequest(id=task_id)
 
 
-class _Refused(Exception):
+class _Refused(TausimError):
     """No usable agent card (raised inside an attempt, returned as its failure)."""
 
     def __init__(self, failure: A2AFailure) -> None:

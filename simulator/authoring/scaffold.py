@@ -22,6 +22,8 @@ from simulator.world.domain import available_domains
 __all__ = ["class_name", "new_domain"]
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
+MAX_NAME = 64
+"""Longest domain name: it names a folder, a Python package and a class (file names stop at 255 bytes)."""
 _FILES = {
     "pyproject.toml.tmpl": "pyproject.toml",
     "README.md.tmpl": "README.md",
@@ -57,8 +59,11 @@ def new_domain(name: str, directory: Path) -> Path:
             stray tree), or the package's folder exists and is not empty.
     """
     if not _NAME.fullmatch(name) or keyword.iskeyword(name):
-        raise ScaffoldError(f"domain name {name!r}: use lower-case letters, digits and underscores, starting with "
-                            "a letter (it is also the Python package name)")
+        raise ScaffoldError(f"domain name {name[:80]!r}: use lower-case letters, digits and underscores, starting "
+                            "with a letter (it is also the Python package name)")
+    if len(name) > MAX_NAME:
+        raise ScaffoldError(f"domain name {name[:40]!r}...: {len(name)} characters; at most {MAX_NAME} (it names a "
+                            "folder, a package and a class)")
     if name in available_domains():
         raise ScaffoldError(f"domain name {name!r}: a domain of that name is already registered")
     if importlib.util.find_spec(name) is not None:
@@ -71,11 +76,14 @@ def new_domain(name: str, directory: Path) -> Path:
         raise ScaffoldError(f"--dir {directory}: {root} exists and is not empty")
     templates = resources.files("simulator.authoring") / "templates"
     values = {"name": name, "Class": class_name(name)}
-    for source, target in _FILES.items():
-        text = templates.joinpath(source).read_text(encoding="utf-8")
-        path = root / target.format(name=name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(Template(text).substitute(values), encoding="utf-8")
+    try:
+        for source, target in _FILES.items():
+            text = templates.joinpath(source).read_text(encoding="utf-8")
+            path = root / target.format(name=name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(Template(text).substitute(values), encoding="utf-8")
+    except OSError as e:  # /proc, a read-only or full disk
+        raise ScaffoldError(f"--dir {directory}: cannot write {e.filename or root}: {e.strerror or e}") from e
     generator = runpy.run_path(str(root / name / "generate.py"), run_name=f"{name}_generate")
     generator["write_data"](root / name / "data", generator["generate"](generator["DEFAULT_SEED"]))
     return root

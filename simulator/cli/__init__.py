@@ -56,7 +56,8 @@ COMMANDS: dict[str, CommandEntry] = {
     "calibrate": CommandEntry("simulator.cli.calibrate", "calibrate_command",
                               "Calibrate the simulator: a simulated run against a real one on the same tasks."),
     "domains": CommandEntry("simulator.cli.domains", "domains_command",
-                            "List the registered domains and their built-in task splits."),
+                            "List the registered domains and their built-in task splits; a plugin that cannot load "
+                            "is reported (exit 1)."),
     "agents": CommandEntry("simulator.cli.registries", "agents_command",
                            "List the agent schemes (--agent SCHEME[:ARG]) registered under the entry-point group "
                            "tausim.agents."),

@@ -24,6 +24,7 @@ def load_command(name: str) -> Command:
     """
     entry = COMMANDS[name]
     obj = getattr(importlib.import_module(entry.module), entry.attr)
+    command: Command
     if isinstance(obj, typer.Typer):
         command = typer.main.get_group(obj)  # a group even with one command (tausim user check)
     else:

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import sys
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from simulator.errors import OptionError
 from simulator.execution.provenance import git_revision, package_versions
-from simulator.execution.recording import open_results_store, write_json_atomic
+from simulator.execution.recording import open_results_store, output_problem, write_json_atomic
+from simulator.report import safe_console
 from simulator.storage.store import ResultsStore
 from simulator.world.domain import DomainError
 
-__all__ = ["connect_store", "console", "domain_options", "err", "fail", "git_revision", "option_message",
-           "package_versions", "write_json_atomic"]
+__all__ = ["check_outputs", "connect_store", "console", "domain_options", "err", "fail", "git_revision",
+           "option_message", "package_versions", "write_json_atomic", "write_output"]
 
-# Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there.
-console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
-err = Console(stderr=True, soft_wrap=True)
+# Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there. Control sequences in data
+# are escaped (safe_console).
+console = safe_console()
+err = safe_console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str) -> typer.Exit:
@@ -57,3 +59,56 @@ def connect_store(url: str, must_exist: bool = False) -> ResultsStore:
         return open_results_store(url, must_exist)
     except OptionError as e:
         raise fail(option_message(e)) from e
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when two paths name one file (the same inode when both exist, else the same resolved path)."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def check_outputs(outputs: Iterable[tuple[str, Path | None]],
+                  inputs: Iterable[tuple[str, str | Path | None]] = ()) -> None:
+    """Refuse, before any work, an output file that cannot be written or that names an input (exit 2).
+
+    Args:
+        outputs: ``(flag, path)`` of each output given (None: not given), e.g. ``("--out", Path("run.json"))``.
+        inputs: ``(flag, path)`` of the files the command reads (None, or a name that is no file, is skipped).
+
+    Raises:
+        typer.Exit: code 2, after printing ``error: --out FILE: reason``.
+    """
+    given_inputs = [(flag, Path(p)) for flag, p in inputs if p is not None and str(p)]
+    for flag, path in outputs:
+        if path is None:
+            continue
+        for in_flag, in_path in given_inputs:
+            if not in_path.is_dir() and _same_file(path, in_path):  # a file to create (the store) counts too
+                raise fail(f"{flag} {path}: is the {in_flag} file; writing it would overwrite that input; give "
+                           "another file name")
+        problem = output_problem(path)
+        if problem is not None:
+            raise fail(f"{flag} {path}: {problem}")
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a command's output file atomically; on failure print ``error: cannot write PATH: cause`` (exit 1).
+
+    Raises:
+        typer.Exit: code 1 when the file cannot be written (disk full, read-only); the old file, if any, is kept.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only folder: nothing was created
+        err.print(f"[bold red]error:[/] {escape(f'cannot write {path}: {e.strerror or e}')}", highlight=False)
+        raise typer.Exit(1) from e

@@ -11,32 +11,78 @@ from pydantic import ValidationError
 
 from personas.loader import PersonaError, load_personas
 from simulator.analysis.budgets import load_budgets
-from simulator.cli._common import domain_options, fail
+from simulator.cli._common import check_outputs, domain_options, fail
 from simulator.errors import RunDocumentError
 from simulator.storage.documents import load_partial
+from simulator.storage.store import DEFAULT_STORE_URL
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec, SpecError, format_validation_error, load_spec
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
 
-__all__ = ["check_run_paths", "run_spec"]
+__all__ = ["check_run_paths", "refuse_ignored_options", "run_spec"]
+
+_THE_FILES = ("domain", "data", "tasks", "split", "task_ids", "tags", "exclude_tags", "agent", "user", "fallback_user",
+              "personas", "trials", "seed", "max_turns", "max_steps", "temperature", "api_base", "option", "budgets",
+              "judge", "judge_api_base", "judge_calibration", "judge_min_kappa", "trial_timeout")
+"""Options that describe the run itself: with ``--spec`` or ``--resume-from`` the file's values are used instead."""
+
+
+def refuse_ignored_options(options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """Refuse (exit 2) run options given with ``--spec`` or ``--resume-from``, which would be ignored silently.
+
+    Args:
+        options: ``run_command``'s parameters by name.
+        defaults: their default values (an option is "given" when its value differs).
+
+    Raises:
+        typer.Exit: code 2, naming the options.
+    """
+    source = ("--resume-from" if options.get("resume_from") is not None else
+              "--spec" if options.get("spec_file") is not None else None)
+    if source is None:
+        return
+    given = [f"--{k.replace('_', '-')}" for k in _THE_FILES if options.get(k) != defaults.get(k)]
+    if given:
+        raise fail(f"{', '.join(given)}: ignored with {source} (the run is the file's); leave "
+                   f"{'it' if len(given) == 1 else 'them'} out, or edit the file")
 
 
 def check_run_paths(options: Mapping[str, Any]) -> None:
-    """Refuse unusable ``--cache``, ``--log-file``, ``--store``, ``--run-id`` and ``--out`` values (exit 2)."""
+    """Refuse unusable ``--cache``, ``--log-file``, ``--otel``, ``--store``, ``--run-id`` and ``--out`` values (exit 2).
+
+    Output files must be writable (checked now, before any work) and must not name an input (``--tasks``, the
+    SQLite file of ``--store``, ``--cache``, ``--spec``, ``--resume-from``, ``--budgets``, ``--policy``,
+    ``--judge-calibration``, a file of ``--data``).
+    """
     o: Any = SimpleNamespace(**options)
-    for flag, path in (("--cache", o.cache), ("--log-file", o.log_file)):
-        if path is not None and (path.is_dir() or not path.parent.is_dir()):
-            raise fail(f"{flag} {path}: not a file in an existing directory")
     if o.store is not None and not o.store.strip():
         raise fail("--store: empty URL; give one such as sqlite:///runs.db")
     if o.run_id is not None and not o.run_id.strip():
         raise fail("--run-id: empty; give the id of the run to start or resume, or leave it out for a new one")
-    if o.out is not None:
-        if o.out.is_dir():
-            raise fail(f"--out {o.out}: is a directory; give a file name such as {o.out / 'run.json'}")
-        if not o.out.parent.is_dir():
-            raise fail(f"--out {o.out}: directory {o.out.parent} does not exist")
+    inputs = [("--tasks", o.tasks), ("--store", _sqlite_file(o.store, o.run_id)), ("--cache", o.cache),
+              ("--spec", o.spec_file), ("--resume-from", o.resume_from), ("--budgets", o.budgets),
+              ("--policy", o.policy), ("--judge-calibration", o.judge_calibration)]
+    check_outputs([("--cache", o.cache), ("--log-file", o.log_file), ("--otel", o.otel)],
+                  [i for i in inputs if i[0] != "--cache"])
+    check_outputs([("--out", o.out)], [*inputs, ("--log-file", o.log_file), ("--otel", o.otel)])
+    if o.data is not None and o.out is not None and o.data.is_dir() and o.out.resolve().is_relative_to(
+            o.data.resolve()) and o.out.exists():
+        raise fail(f"--out {o.out}: is a file of the --data folder {o.data}; writing it would overwrite that input")
+
+
+def _sqlite_file(store: str | None, run_id: str | None) -> str | None:
+    """The SQLite database file of ``--store`` (the default store's with ``--run-id`` alone), or None."""
+    from sqlalchemy.engine import make_url
+
+    url = store if store is not None else (DEFAULT_STORE_URL if run_id is not None else None)
+    try:
+        parsed = make_url(url) if url else None
+    except Exception:  # noqa: BLE001 - a malformed URL is reported when the store is opened
+        return None
+    if parsed is None or parsed.get_backend_name() != "sqlite":
+        return None
+    return parsed.database or None
 
 
 def _execution(o: Any) -> dict[str, Any]:
@@ -101,6 +147,8 @@ def _personas(o: Any) -> list[Any] | None:
     """The ``--personas`` the user plays, or None."""
     if o.personas is None:
         return None
+    if not o.personas.replace(",", "").strip():
+        raise ValueError("--personas: empty; give persona names (NAME[,NAME...]: shipped names or .json files) or all")
     if not (o.user in ("rule",) or o.user.startswith(("llm:", "py:"))):
         raise ValueError(f"--personas needs a user that plays personas (--user rule or llm:MODEL), not {o.user!r}")
     try:

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from simulator.analysis.budgets import derive_budgets
 from simulator.analysis.comparability import check_comparable
 from simulator.analysis.gate import GateError, evaluate_gate
+from simulator.cli._common import check_outputs, write_output
 from simulator.cli.report import load_run
+from simulator.report import safe_console
 from simulator.storage.documents import RunDocumentError, load_run_document
 
 __all__ = ["baseline_command", "gate_command"]
@@ -53,8 +53,8 @@ def gate_command(
     violations and ceilings included); 2: unusable input, or runs whose comparability fingerprints differ
     (the message names each differing part) unless --allow-incomparable.
     """
-    out = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True, soft_wrap=True)
+    out = safe_console()
+    err = safe_console(stderr=True, soft_wrap=True)
     try:
         base_doc, cand_doc = load_run(baseline, store), load_run(candidate, store)
         notes = check_comparable(base_doc, cand_doc, names=("baseline", "candidate"), allow=allow_incomparable)
@@ -98,17 +98,15 @@ def baseline_command(
     Ceilings: ceil(p95 * 1.2) for steps, tool calls and agent tokens, p95 * 1.2 for agent cost (USD).
     Exceeding one fails the trial.
     """
-    err = Console(stderr=True, soft_wrap=True)
+    err = safe_console(stderr=True, soft_wrap=True)
+    check_outputs([("--out", out)], [("RUN", run)])
     try:
         doc = load_run_document(run)
     except RunDocumentError as e:
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
-    if out.is_dir() or not out.parent.is_dir():
-        err.print(f"[bold red]error:[/] --out {escape(str(out))}: not a file in an existing directory", highlight=False)
-        raise typer.Exit(2)
     budgets = derive_budgets(doc, str(run))
-    out.write_text(json.dumps(budgets, indent=1) + "\n", encoding="utf-8")
-    Console(soft_wrap=True).print(f"wrote {out}: ceilings for {len(budgets['tasks'])} task(s)"
+    write_output(out, json.dumps(budgets, indent=1) + "\n")
+    safe_console(soft_wrap=True).print(f"wrote {out}: ceilings for {len(budgets['tasks'])} task(s)"
                                   + (f"; no passing trial, no ceiling: {', '.join(budgets['skipped'])}"
                                      if budgets["skipped"] else ""), highlight=False)

@@ -18,16 +18,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from personas.loader import PersonaError, load_personas
-from simulator.cli._common import console, fail, write_json_atomic
+from simulator.cli._common import check_outputs, console, fail, write_output
 from simulator.errors import TausimError
 from simulator.hunt.search import HuntResult
 from simulator.hunt.session import run_hunt
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
 from simulator.stats.faults import recovery_rates
 from simulator.types.results import TrialResult
-from simulator.types.spec import RunSpec
+from simulator.types.spec import RunSpec, format_validation_error
 
 __all__ = ["hunt_command"]
 
@@ -109,6 +110,11 @@ def hunt_command(
         help="Environment faults in the agent's tool calls (as for tausim run: transient=0.05,timeout=0.02,...), so "
              "that hunting exercises recovery.")] = None,
     html: Annotated[Path | None, typer.Option(help="Write the hunt's page (failure clusters) as HTML.")] = None,
+    trial_timeout: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds a trial may run (as for tausim run; inf: no limit); past it the trial is a "
+                        "`timeout` failure, charged --max-steps agent turns. Default: no limit.")] = None,
+    request_timeout: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds one model request may take (as for tausim run); default 60.")] = None,
 ) -> None:
     """Search task x persona x seed x user move for failures; cluster them by signature; export regressions.
 
@@ -118,22 +124,22 @@ def hunt_command(
     """
     if prefix and export is None:
         raise fail("--prefix: trajectory-prefix cases are written with the regression cases; add --export FILE")
-    for flag, path in (("--export", export), ("--out", out), ("--html", html)):
-        if path is not None and path.is_dir():
-            raise fail(f"{flag} {path}: is a directory; give a file name such as {path / 'hunt.json'}")
-        if path is not None and not path.parent.is_dir():
-            raise fail(f"{flag} {path}: directory {path.parent} does not exist")
+    check_outputs([("--export", export), ("--out", out), ("--html", html)], [("--tasks", tasks)])
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
+        spec = RunSpec.model_validate({**spec.model_dump(), **{k: v for k, v in (
+            ("trial_timeout", trial_timeout), ("request_timeout", request_timeout)) if v is not None}})
         found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent, prefix=prefix)
         result, doc, notes = found.result, found.cases, found.notes
-        if export is not None and doc is not None:
-            write_json_atomic(export, doc)
         report = summary(result, exported=found.exported, examples=found.examples)
-        if html is not None:
-            html.write_text(render_hunt_html(report, title=f"tausim hunt {domain} {agent}"), encoding="utf-8")
+    except ValidationError as e:
+        raise fail(format_validation_error("hunt options", e)) from e
     except (TausimError, ValueError, OSError) as e:
         raise fail(str(e)) from e
+    if export is not None and doc is not None:
+        write_output(export, json.dumps(doc, indent=1, default=str))
+    if html is not None:
+        write_output(html, render_hunt_html(report, title=f"tausim hunt {domain} {agent}"))
     console.print(f"hunt: {result.agent_turns} agent turns, {result.saved_turns} saved by forking, "
                   f"{len(result.trials)} trials", highlight=False)
     print_recovery(report.get("recovery"), console)
@@ -143,7 +149,7 @@ def hunt_command(
     if export is not None and doc is not None:
         console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
     if out is not None:
-        write_json_atomic(out, report)
+        write_output(out, json.dumps(report, indent=1, default=str))
         console.print(f"wrote {out}", highlight=False)
     if html is not None:
         console.print(f"wrote {html}", highlight=False)

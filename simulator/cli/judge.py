@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -21,13 +19,14 @@ from simulator.grading.judge import (
     load_labels,
     run_calibration,
 )
+from simulator.report import safe_console
 
 __all__ = ["judge_app"]
 
 judge_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="The LLM judge: calibration against human labels, pairwise comparison of runs.")
-_console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
-_err = Console(stderr=True, soft_wrap=True)
+_console = safe_console()
+_err = safe_console(stderr=True, soft_wrap=True)
 
 
 @judge_app.command("calibrate")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,13 +11,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from personas.loader import PersonaError, available_personas, load_persona, load_personas
+from simulator.report import safe_console
 
 __all__ = ["personas_command"]
 
 
 def _console(stderr: bool = False) -> Console:
-    tty = (sys.stderr if stderr else sys.stdout).isatty()
-    return Console(stderr=stderr, width=None if tty else 160, soft_wrap=not tty)
+    return safe_console(stderr=stderr)
 
 
 def personas_command(

@@ -10,7 +10,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from simulator.cli._common import check_outputs, write_output
 from simulator.report import (
     EXPORT_FORMATS,
     RunDocumentError,
@@ -19,6 +21,7 @@ from simulator.report import (
     load_run_from_store,
     print_summary,
     render_html,
+    safe_console,
     to_tau2,
     to_tau2_submission,
     to_tau_bench,
@@ -31,12 +34,11 @@ _STORE_HELP = "Results store URL (e.g. sqlite:///runs.db); RUN is then a run id.
 
 
 def _console(stderr: bool = False) -> Console:
-    tty = (sys.stderr if stderr else sys.stdout).isatty()
-    return Console(stderr=stderr, width=None if tty else 160, soft_wrap=not tty)
+    return safe_console(stderr=stderr)
 
 
 def _fail(message: str) -> typer.Exit:
-    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    _console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(2)
 
 
@@ -54,20 +56,6 @@ def load_run(run: str, store: str | None) -> dict[str, Any]:
     return load_run_document(path)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    if path.is_dir():
-        raise RunDocumentError(f"{path}: is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise RunDocumentError(f"{path}: directory {path.parent} does not exist")
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise RunDocumentError(f"{path}: cannot write ({e.strerror or e})") from e
-
-
 def report_command(
     run: Annotated[str, typer.Argument(help=_RUN_HELP)],
     store: Annotated[str | None, typer.Option(help=_STORE_HELP)] = None,
@@ -82,13 +70,14 @@ def report_command(
     """
     if format not in ("text", "json"):
         raise _fail(f"--format {format!r}: use text or json")
+    check_outputs([("--html", html)], [("RUN", run if store is None else None)])
     try:
         doc = load_run(run, store)
         report = analyze_run(doc, seed=bootstrap_seed)
-        if html is not None:
-            _write_atomic(html, render_html(report))
     except RunDocumentError as e:
         raise _fail(str(e)) from e
+    if html is not None:
+        write_output(html, render_html(report))
     if format == "json":
         sys.stdout.write(json.dumps(report.summary_json(), indent=1) + "\n")
     else:
@@ -118,6 +107,7 @@ def export_command(
         raise _fail(f"--format {format!r}: use {', '.join(EXPORT_FORMATS)}")
     if format != "tau2-submission" and len(run) != 1:
         raise _fail(f"--format {format}: give one run (got {len(run)})")
+    check_outputs([("--out", out)], [("RUN", r) for r in run if store is None])
     try:
         docs = [load_run(r, store) for r in run]
         result: Any
@@ -132,12 +122,12 @@ def export_command(
                                         submitting_organization=submitting_organization,
                                         contact_email=contact_email, submission_type=submission_type)
             what = ", ".join(result["results"])
-        text = json.dumps(result, indent=2, default=str) + "\n"
-        if out is None:
-            sys.stdout.write(text)
-        else:
-            _write_atomic(out, text)
     except RunDocumentError as e:
         raise _fail(str(e)) from e
+    text = json.dumps(result, indent=2, default=str) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        write_output(out, text)
     if out is not None:
         _console(stderr=True).print(f"wrote {out} ({what})", highlight=False)

@@ -7,8 +7,13 @@ executor's life) is the library's :func:`simulator.execution.session.run`.
 
 from __future__ import annotations
 
+import inspect
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,9 +21,9 @@ import typer
 from rich.markup import escape
 
 from simulator.cli._common import console, err, fail, option_message
-from simulator.cli._run_options import check_run_paths, run_spec
+from simulator.cli._run_options import check_run_paths, refuse_ignored_options, run_spec
 from simulator.cli.tasks import refuse_lint_errors
-from simulator.errors import OptionError, SetupError, StoreError
+from simulator.errors import OptionError, SetupError, StoreError, WriteError
 from simulator.execution.session import Interruption, RunOutcome, RunStart, run
 from simulator.report import analyze_run, print_summary
 from simulator.storage.store import DEFAULT_STORE_URL
@@ -85,6 +90,10 @@ def run_command(
         help="Append OpenTelemetry spans (run, trial, turn, tool, model; JSON lines) here (extra: tausim[otel]).")
                     ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
+    progress_every: Annotated[float, typer.Option(
+        min=0, envvar="TAUSIM_PROGRESS_EVERY",
+        help="When stdout is not a terminal (CI): seconds between progress lines (done/total, pass rate, cost, "
+             "ETA); 0: none.")] = 30.0,
     budgets: Annotated[Path | None, typer.Option(
         help="Per-task budgets file (from `tausim baseline`); a trial over a ceiling fails.")] = None,
     judge: Annotated[str | None, typer.Option(
@@ -129,17 +138,24 @@ def run_command(
     Exit codes: 0 when the run completed; 2 on bad input or a set-up error (the pre-flight's: missing API key,
     unknown model, unreachable server, a factory that raises; or a trial's: the first three); 1 when the run was
     stopped by --max-error-rate (a session of fewer than 10 trials: when more than that share of them ended on an
-    error) or the run document could not be written to --out (it is then written elsewhere, named); 130 on Ctrl-C.
+    error), the run document could not be written to --out (it is then written elsewhere, named) or a disk filled
+    up (the run stops; what was recorded is kept, rerun to resume); 130 on Ctrl-C, 143 on SIGTERM (a CI job
+    cancelled), both saying where the finished trials are and how to resume.
     """
+    refuse_ignored_options(locals(), _DEFAULTS)
     check_run_paths(locals())
     spec, previous = run_spec(locals())
     execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
-            allow_lint_errors=allow_lint_errors, previous=previous)
+            allow_lint_errors=allow_lint_errors, previous=previous, progress_every=progress_every)
+
+
+_DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).parameters.items()}
 
 
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
             no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None,
-            allow_lint_errors: bool = False, previous: list[TrialResult] | None = None) -> None:
+            allow_lint_errors: bool = False, previous: list[TrialResult] | None = None,
+            progress_every: float = 30.0) -> None:
     """Run a spec as ``tausim run`` does (:func:`simulator.execution.session.run`) and print its summary.
 
     Args:
@@ -153,19 +169,26 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         allow_lint_errors: run even when the task lint finds errors (``--allow-lint-errors``).
         previous: trials already run (``--resume-from``): only the planned trials not among them run, and the
             run document holds both.
+        progress_every: seconds between progress lines when stdout is not a terminal (0: none).
 
     Raises:
         typer.Exit: code 2 on bad input or a set-up error (before any trial runs, or when a trial meets one),
             1 when the run was stopped by ``max_error_rate`` or ``--out`` could not be written (the document is
-            then written to a fallback file, named), 130 on Ctrl-C.
+            then written to a fallback file, named), 130 on Ctrl-C, 143 on SIGTERM.
     """
+    signals: list[int] = []
     try:
-        outcome = run(spec, store=store, run_id=run_id, out=out, resume=previous, progress=not no_progress,
-                      on_start=_print_start, on_interrupt=lambda stop: _interrupted(stop, out), otel=otel,
-                      dask_timeout=dask_timeout,
-                      task_check=lambda d, t, selected: refuse_lint_errors(d, t, selected, allow_lint_errors))
+        with _sigterm_as_interrupt(signals):
+            outcome = run(spec, store=store, run_id=run_id, out=out, resume=previous, progress=not no_progress,
+                          progress_every=progress_every or None,
+                          on_start=_print_start, on_interrupt=lambda stop: _interrupted(stop, out, signals),
+                          otel=otel, dask_timeout=dask_timeout,
+                          task_check=lambda d, t, selected: refuse_lint_errors(d, t, selected, allow_lint_errors))
     except SetupError as e:
         raise fail(f"set-up error ({e.kind}): {e}") from e
+    except WriteError as e:  # before any trial ran (the store could not open the run): nothing recorded is lost
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from e
     except OptionError as e:
         raise fail(option_message(e)) from e
     except (DomainError, TaskFileError, StoreError, ValueError) as e:
@@ -203,6 +226,22 @@ def _print_write_error(out: Path | None, error: str | None, written: Path | None
               highlight=False)
 
 
+def _print_first_traceback(document: Mapping[str, Any], max_lines: int = 40) -> None:
+    """Without --out and a store nothing keeps the trials: show the first error's traceback (its last lines)."""
+    for trial in document.get("trials") or []:
+        error = str(trial.get("error") or "")
+        if "Traceback (most recent call last)" not in error:
+            continue
+        lines = error.rstrip().splitlines()
+        cut = len(lines) - max_lines
+        head = (f"traceback of task {trial.get('task_id')} trial {trial.get('trial')} (the first trial that raised; "
+                "with --out or --store every trial keeps its own)")
+        err.print(head + (f", its last {max_lines} of {len(lines)} lines" if cut > 0 else "") + ":",
+                  highlight=False, markup=False)
+        err.print("\n".join(lines[max(cut, 0):]), highlight=False, markup=False)
+        return
+
+
 def _render(outcome: RunOutcome, out: Path | None) -> int:
     """Print the run's summary and what went wrong; return the exit code (0, 1 or 2)."""
     written = outcome.out
@@ -211,12 +250,16 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
                   see="--out" if written is not None else ("the store" if outcome.run_id is not None else None))
     if written is not None:
         console.print(f"wrote {written}", highlight=False)
+    elif outcome.run_id is None:
+        _print_first_traceback(outcome.document)
     code = 0
     if outcome.aborted:
         code = 2 if outcome.abort_kind == "setup_error" else 1
         resume = (f"; resume it with --run-id {outcome.run_id}" if outcome.run_id is not None else
                   f"; resume it with --resume-from {outcome.partial}" if outcome.partial is not None else "")
-        err.print(f"[bold red]error:[/] run stopped: {escape(outcome.aborted)}{resume}", highlight=False)
+        said = f"{outcome.aborted}; run stopped" if outcome.abort_kind == "write_error" else \
+            f"run stopped: {outcome.aborted}"
+        err.print(f"[bold red]error:[/] {escape(said + resume)}", highlight=False)
     elif outcome.error_rate_excess is not None:
         code = 1
         whose = "the run's" if outcome.session_trials == len(outcome.trials) else "this session's"  # resumed
@@ -226,18 +269,37 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
     return code
 
 
-def _interrupted(stop: Interruption, out: Path | None) -> Any:
-    """Ctrl-C: say where the finished trials are; exit 130 without waiting for stuck trials.
+@contextmanager
+def _sigterm_as_interrupt(received: list[int]) -> Iterator[None]:
+    """Within it, SIGTERM (a CI job cancelled, ``kill``) interrupts the run as Ctrl-C does; noted in ``received``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _interrupted(stop: Interruption, out: Path | None, signals: list[int] | None = None) -> Any:
+    """Ctrl-C or SIGTERM: say where the finished trials are; exit 130 (143 on SIGTERM) without waiting for stuck trials.
 
     During the trials the process ends at once (``os._exit``): worker threads may be inside a model call or a stuck
-    agent. During the final write (finished first) the command exits 130 as usual.
+    agent. During the final write (finished first) the command exits 130 (143) as usual.
     """
+    code = 143 if signals else 130  # 128 + the signal's number, as a shell reports a process it ended
     if stop.finished:
         _print_write_error(out, stop.write_error, stop.written)
         said = f"the run was written to {stop.written}" if stop.written else "nothing was written"
         err.print(f"interrupted: {said}", highlight=False)
         sys.stdout.flush()
-        raise typer.Exit(130)
+        raise typer.Exit(code)
     where = []
     if stop.partial is not None:
         where.append(f"finished trials are in {stop.partial}")
@@ -245,6 +307,8 @@ def _interrupted(stop: Interruption, out: Path | None) -> Any:
         where.append(f"rerun the same command with --run-id {stop.run_id} to resume")
     elif stop.partial is not None:
         where.append(f"resume with --resume-from {stop.partial}")
-    err.print("interrupted" + (": " + "; ".join(where) if where else ""), highlight=False)
+    err.print(("interrupted (SIGTERM)" if signals else "interrupted") + (": " + "; ".join(where) if where else ""),
+              highlight=False)
     sys.stdout.flush()
-    os._exit(130)  # worker threads may be inside a model call or a stuck agent: do not join them
+    sys.stderr.flush()
+    os._exit(code)  # worker threads may be inside a model call or a stuck agent: do not join them

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
 from simulator.cli.domain import print_findings, print_rule_counts
-from simulator.types.tasks import TaskFileError
+from simulator.report import safe_console
+from simulator.types.tasks import TOO_DEEP, TaskFileError, not_utf8
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.suites import split_task_file
 
@@ -27,6 +28,10 @@ def _file_domain(path: Path) -> str | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None  # the loader reports it with file and position
+    except UnicodeDecodeError as e:
+        raise fail(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
+    except RecursionError:
+        raise fail(f"{path}: {TOO_DEEP}") from None
     return data.get("domain") if isinstance(data, dict) else None
 
 
@@ -107,6 +112,6 @@ def split_command(
     try:
         paths = split_task_file(file, holdout, seed, out_dir)
     except TaskFileError as e:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {e}", highlight=False)
+        safe_console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
-    Console(soft_wrap=True).print(f"wrote {paths['train']} and {paths['holdout']} (seed {seed})", highlight=False)
+    safe_console(soft_wrap=True).print(f"wrote {paths['train']} and {paths['holdout']} (seed {seed})", highlight=False)

@@ -50,6 +50,7 @@ from simulator.dialogue.text import clip_long_tokens
 from simulator.errors import TausimError
 from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
 from simulator.types.protocols import Agent, AsyncAgent, UserSimulator
+from simulator.types.sanitize import admit_agent_turn, admit_user_turn, admit_value, bounded
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
@@ -88,6 +89,23 @@ def is_async_agent(agent: Any) -> bool:
 def _hooks(objects: Sequence[Any], names: Sequence[str]) -> dict[str, tuple[Callable[..., Any], ...]]:
     """Hook name -> the bound hooks of ``objects`` that define it, in the objects' order."""
     return {name: tuple(getattr(o, name) for o in objects if callable(getattr(o, name, None))) for name in names}
+
+
+def _traceback() -> str:
+    """The exception being handled, as traceback text fit for the record (:func:`bounded`)."""
+    return bounded(traceback.format_exc())
+
+
+def _metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
+    """A copy of an actor's ``metadata`` dict made storable (:func:`admit_value`), or ``{}`` without one."""
+    metadata = getattr(actor, "metadata", None)
+    if not isinstance(metadata, dict):
+        return {}
+    clean, surrogates, dropped = admit_value(dict(metadata))
+    if surrogates or dropped:
+        notes.append(f"{who} metadata: {surrogates} lone surrogate(s) replaced with U+FFFD, {dropped} non-finite "
+                     "number(s) recorded as null")
+    return dict(clean)
 
 
 class Conversation:
@@ -179,7 +197,7 @@ class Conversation:
                 try:
                     reply = step(seen)
                 except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
-                    reply = _Failed(traceback.format_exc())
+                    reply = _Failed(_traceback())
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -205,7 +223,7 @@ class Conversation:
                     if inspect.isawaitable(reply):  # async def step (a synchronous agent's turn is used as it is)
                         reply = await reply
                 except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
-                    reply = _Failed(traceback.format_exc())
+                    reply = _Failed(_traceback())
                 except BaseException:  # cancelled: the step's time still counts; the loop is closed
                     self.state.trajectory.agent_seconds += time.perf_counter() - t0
                     loop.close()
@@ -247,12 +265,8 @@ class Conversation:
         traj.error = error
         for hook in self._on_end:
             hook(self.state)
-        metadata = getattr(self.agent, "metadata", None)
-        if isinstance(metadata, dict):
-            traj.agent_metadata = dict(metadata)
-        user_metadata = getattr(self.user, "metadata", None)
-        if isinstance(user_metadata, dict):
-            traj.user_metadata = dict(user_metadata)
+        traj.agent_metadata = _metadata(self.agent, "agent", traj.notes)
+        traj.user_metadata = _metadata(self.user, "user", traj.notes)
         return traj
 
     def _call(self, toolbox: Toolbox, ctx: ToolContext, call: ToolCall, requestor: Literal["agent", "user"]
@@ -305,10 +319,12 @@ class Conversation:
             ut: UserTurn = self.user.reply(list(state.view))
         except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's user_error
             traj.user_seconds += time.perf_counter() - t0
-            raise _Ended(TerminationReason.USER_ERROR, traceback.format_exc()) from None
+            raise _Ended(TerminationReason.USER_ERROR, _traceback()) from None
         traj.user_seconds += time.perf_counter() - t0
         if not isinstance(ut, UserTurn):
             raise _Ended(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
+        ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
+        traj.notes.extend(notes)
         if self._on_user_reply:
             w1 = time.time_ns()
             for hook in self._on_user_reply:
@@ -390,6 +406,8 @@ class Conversation:
                     "declare it `async def step` so that tausim awaits it"))
             raise _Ended(TerminationReason.AGENT_ERROR,
                          f"agent.step returned {type(at).__name__}, expected AgentTurn")
+        at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
+        traj.notes.extend(notes)
         traj.agent_usage = traj.agent_usage + at.usage
         if self._on_agent_reply:
             w1 = time.time_ns()

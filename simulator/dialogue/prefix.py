@@ -34,6 +34,7 @@ from simulator.dialogue.state import dispatch
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.grade import NextStepResult
 from simulator.types.messages import AgentTurn, Message
+from simulator.types.sanitize import admit_agent_turn, admit_value, bounded
 from simulator.types.tasks import NextStep, StepCall, TrialPrefix
 from simulator.types.trajectory import Limits, TerminationReason, ToolCallRecord, Trajectory
 from simulator.world.database import OLD_PREFIX, WRITE_LOG
@@ -206,7 +207,7 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
         traj.error = error
         metadata = getattr(agent, "metadata", None)
         if isinstance(metadata, dict):
-            traj.agent_metadata = dict(metadata)
+            traj.agent_metadata = dict(admit_value(dict(metadata))[0])
         return traj
 
     try:
@@ -221,6 +222,8 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
             if not isinstance(at, AgentTurn):
                 return end(TerminationReason.AGENT_ERROR, f"agent.step returned {type(at).__name__}, expected "
                                                           "AgentTurn")
+            at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
+            traj.notes.extend(notes)
             if at.error:
                 return end(TerminationReason(at.error_kind or "agent_error"), at.error)
             msg = at.message
@@ -239,7 +242,7 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
                 if out.ends_conversation:
                     return end(TerminationReason.AGENT_TRANSFER)
     except Exception:  # noqa: BLE001 - the agent under test failed: recorded as the trial's agent_error
-        return end(TerminationReason.AGENT_ERROR, traceback.format_exc())
+        return end(TerminationReason.AGENT_ERROR, bounded(traceback.format_exc()))
 
 
 # ---------------------------------------------------------------------------------------------------- grading

@@ -26,7 +26,7 @@ from simulator.models.cache import SQLiteCache
 from simulator.models.ratelimit import RateLimiterRegistry
 from simulator.types.prepared import GoldReplay
 from simulator.types.protocols import UserFactory
-from simulator.types.spec import RunSpec
+from simulator.types.spec import MAX_PLANNED_TRIALS, RunSpec
 from simulator.types.tasks import Task, TaskFileError
 from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, DomainError, get_domain
@@ -131,7 +131,8 @@ def build_runner(
     Raises:
         simulator.world.domain.DomainError: unknown domain, split or option; unreadable data.
         simulator.types.tasks.TaskFileError: malformed task file.
-        ValueError: unknown task id, agent or user spec; personas without definitions; a bad cache file.
+        ValueError: unknown task id, agent or user spec; personas without definitions; a bad cache file; more than
+            :data:`~simulator.types.spec.MAX_PLANNED_TRIALS` trials planned.
     """
     from simulator.agents import agent_factory
     from simulator.users import user_factory
@@ -145,6 +146,10 @@ def build_runner(
         from simulator.world.suites import select_tasks as select_tagged
 
         tasks = select_tagged(tasks, spec.tags, spec.exclude_tags)
+    planned = len(tasks) * max(1, len(spec.personas or [])) * spec.trials
+    if planned > MAX_PLANNED_TRIALS:
+        raise ValueError(f"the run plans {planned:,} trials ({len(tasks)} tasks x {max(1, len(spec.personas or []))} "
+                         f"personas x {spec.trials} trials); the limit is {MAX_PLANNED_TRIALS:,}")
     gold = check(dom, template, all_tasks, tasks) if check is not None else None
     services = services if services is not None else RunServices.open(spec)
     shared = {**services.params(), "timeout": spec.request_timeout}  # every model client of the run

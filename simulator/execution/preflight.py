@@ -82,6 +82,14 @@ def check_credentials(spec: RunSpec) -> list[str]:
     return checked
 
 
+def _what(value: object) -> str:
+    """``None``, or ``a str`` / ``an int``: what a factory returned instead of an agent or user."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def _kind(error: LLMError) -> str:
     if isinstance(error, LLMInfraError):
         return "server"
@@ -117,11 +125,16 @@ def preflight(runner: Runner) -> list[str]:
             try:
                 built = factory(ctx)
                 if inspect.iscoroutine(built):  # an async factory: awaited, on the runner's loop for this thread
-                    runner.loops.run(asyncio.wait_for(built, FACTORY_TIMEOUT_S))
+                    built = runner.loops.run(asyncio.wait_for(built, FACTORY_TIMEOUT_S))
             except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure of user code is the set-up's
                 detail = str(e).strip().splitlines()
                 raise SetupError(f"--{role} {spec}: building the {role} of task {task_id} failed: "
                                  f"{type(e).__name__}{': ' + detail[0] if detail else ''}", kind="factory") from e
+            method = "step" if role == "agent" else "reply"
+            if not callable(getattr(built, method, None)):  # e.g. a factory that forgot its `return`
+                article = "an" if role == "agent" else "a"
+                raise SetupError(f"--{role} {spec}: the factory returned {_what(built)} for task {task_id}, not "
+                                 f"{article} {role} (an object with a {method}(messages) method)", kind="factory")
             checks.append(f"{role}: built")
     for role, client in model_clients(runner):
         try:

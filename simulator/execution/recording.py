@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from simulator.errors import OptionError
+from simulator.errors import OptionError, WriteError
 from simulator.storage.documents import partial_header
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
-__all__ = ["WriteOutcome", "check_store_url", "open_partial", "open_results_store", "partial_path", "write_document",
+__all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "open_partial",
+           "open_results_store", "output_problem", "partial_lock", "partial_path", "write_document",
            "write_json_atomic"]
 
 
@@ -48,6 +49,36 @@ def check_store_url(url: str) -> None:
     if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
         raise OptionError("store", url, "an in-memory database keeps nothing after the run; give a file, e.g. "
                                         f"{DEFAULT_STORE_URL}")
+
+
+def output_problem(path: Path, example: str = "run.json") -> str | None:
+    """Say why a file cannot be written, or return None when it can: checked before any work starts.
+
+    A file is created and removed in the target's directory (so read-only file systems, missing permissions and
+    pseudo file systems such as ``/proc`` are found); a disk that fills later is found when it is written.
+
+    Args:
+        path: the output file.
+        example: a file name suggested when ``path`` is a directory.
+
+    Returns:
+        The reason (e.g. ``directory /x is not writable (Read-only file system)``), or None.
+    """
+    if path.is_dir():
+        return f"is a directory; give a file name such as {path / example}"
+    if path.parent.exists() and not path.parent.is_dir():
+        return f"{path.parent} is not a directory"
+    if not path.parent.is_dir():
+        return f"directory {path.parent} does not exist"
+    try:
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=".tausim-probe-")
+    except OSError as e:
+        return f"directory {path.parent} is not writable ({e.strerror or e})"
+    os.close(fd)
+    os.unlink(probe)
+    if path.exists() and not path.is_file():
+        return "is not a regular file"
+    return None
 
 
 def open_results_store(url: str, must_exist: bool = False) -> ResultsStore:
@@ -195,3 +226,112 @@ def write_document(out: Path, doc: dict[str, Any]) -> WriteOutcome:
                 written = folder / name
                 break
     return WriteOutcome(written=written, error=error, interrupted=bool(received))
+
+
+def append_line(handle: IO[str], path: Path, line: str) -> None:
+    """Append one line to an open file and flush it.
+
+    Raises:
+        WriteError: the line cannot be written (disk full, read-only, ...); what the file held before stays (a
+            reader drops a last line cut short, :func:`~simulator.storage.documents.load_partial`).
+    """
+    try:
+        handle.write(line + "\n")
+        handle.flush()
+    except OSError as e:
+        raise WriteError(str(path), e.strerror or str(e)) from e
+
+
+def close_quietly(handle: IO[str]) -> None:
+    """Close a file whose last write may have failed (disk full): the flush on close fails the same way.
+
+    That failure was already reported (:class:`~simulator.errors.WriteError`); what was written before stays.
+    """
+    try:
+        handle.close()
+    except OSError:
+        return
+
+
+class GuardedWriter:
+    """A text file that never raises on a failed write: the first error is kept (``error``), later writes dropped.
+
+    For the run's event log, which worker threads write to: a full disk must not crash trials; the session reads
+    ``error`` after each trial and stops the run (:class:`~simulator.errors.WriteError`).
+
+    Args:
+        handle: the open text file.
+        path: its name, for the error.
+    """
+
+    def __init__(self, handle: IO[str], path: str) -> None:
+        self.handle = handle
+        self.path = path
+        self.error: WriteError | None = None
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        """Write ``text`` (nothing once a write failed); return its length."""
+        with self._lock:
+            if self.error is None:
+                try:
+                    self.handle.write(text)
+                except OSError as e:
+                    self.error = WriteError(self.path, e.strerror or str(e))
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush the file (nothing once a write failed)."""
+        with self._lock:
+            if self.error is None:
+                try:
+                    self.handle.flush()
+                except OSError as e:
+                    self.error = WriteError(self.path, e.strerror or str(e))
+
+
+@contextmanager
+def partial_lock(path: Path, option: str) -> Iterator[None]:
+    """Hold the lock of a partial run file (``FILE.lock`` beside it) while a run writes or resumes it.
+
+    Like the store's lease (:class:`~simulator.storage.lease.RunLease`): a second process resuming the same partial
+    file, or writing the same ``--out``, is refused instead of running the same trials and overwriting the file.
+    The lock is the operating system's (``flock``), so a killed process never leaves it held; the lock file is
+    removed on release.
+
+    Args:
+        path: the partial file.
+        option: the argument it came from, for the error (``resume`` or ``out``).
+
+    Raises:
+        OptionError: another live process holds it (the message gives its pid).
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; the run goes on unlocked
+        yield
+        return
+    lock = path.with_name(path.name + ".lock")
+    try:
+        handle = lock.open("a+", encoding="utf-8")
+    except OSError:  # a read-only folder (a partial file only read): nobody can write it there either
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise OptionError(option, str(path), f"another tausim process (pid {holder}) is running this run now; "
+                                                 "wait for it to end, or stop it first") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
+    finally:
+        handle.close()

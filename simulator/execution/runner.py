@@ -52,6 +52,7 @@ from simulator.types.persona import Persona
 from simulator.types.prepared import GoldReplay, PreparedTask, user_needs
 from simulator.types.protocols import AgentFactory, TrialContext, UserFactory
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
+from simulator.types.sanitize import bounded
 from simulator.types.spec import RunSpec
 from simulator.types.state import StateDelta, StateDiff
 from simulator.types.tasks import Task
@@ -490,7 +491,7 @@ class Runner:
         try:
             agent = self.agent_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
-            return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + traceback.format_exc())
+            return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + bounded(traceback.format_exc()))
         if task.prefix is not None:  # a trajectory-prefix regression case: only the agent's next turn runs
             if inspect.iscoroutine(agent) or is_async_agent(agent):
                 return not_run(TerminationReason.AGENT_ERROR, "trajectory-prefix cases run synchronous agents only "
@@ -501,7 +502,7 @@ class Runner:
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
             if inspect.iscoroutine(agent):
                 agent.close()  # an async factory's coroutine, never awaited
-            return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + traceback.format_exc())
+            return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + bounded(traceback.format_exc()))
         if task.scenario.moves:  # a regression case's pinned user moves (tausim hunt)
             user = MovedUser(user, [], task.scenario.moves, {p.name: p for p in task.scenario.move_personas})
         conduct = task.conduct
@@ -549,7 +550,7 @@ class Runner:
                     except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
                         return self._not_run(setup.task, setup.trial_index, setup.persona,
                                              TerminationReason.AGENT_ERROR,
-                                             "agent factory failed:\n" + traceback.format_exc(), setup.t0)
+                                             "agent factory failed:\n" + bounded(traceback.format_exc()), setup.t0)
         except TimeoutError:
             return self._not_run(setup.task, setup.trial_index, setup.persona, TerminationReason.TIMEOUT,
                                  f"the trial ran past the trial timeout of {timeout:g} s while its async agent "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,7 +33,7 @@ from typing import IO, Any
 from pydantic import Field
 
 from simulator.dialogue.progress import RunProgress
-from simulator.errors import InputError, OptionError, SpecError
+from simulator.errors import InputError, OptionError, SpecError, WriteError
 from simulator.execution.build import RunServices, build_runner, check_gold
 from simulator.execution.executors import ExecutorChoice, choose_executor, open_executor
 from simulator.execution.preflight import check_credentials, preflight
@@ -44,9 +45,14 @@ from simulator.execution.provenance import (
     run_provenance,
 )
 from simulator.execution.recording import (
+    GuardedWriter,
+    append_line,
     check_store_url,
+    close_quietly,
     open_partial,
     open_results_store,
+    output_problem,
+    partial_lock,
     partial_path,
     write_document,
 )
@@ -151,6 +157,7 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         out: str | Path | None = None, resume: str | Path | Sequence[TrialResult] | None = None,
         on_start: Callable[[RunStart], Any] | None = None, on_trial: Callable[[TrialResult], Any] | None = None,
         on_interrupt: Callable[[Interruption], Any] | None = None, progress: bool = False,
+        progress_every: float | None = 30.0,
         log_file: str | Path | None = None, otel: str | Path | None = None, dask_timeout: float = 10.0,
         task_check: TaskCheck | None = None) -> RunOutcome:
     """Run a spec as ``tausim run`` does: build, check, execute, record, write the run document.
@@ -172,7 +179,9 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         on_trial: called with each finished trial once it is recorded (from the thread collecting results).
         on_interrupt: called with an :class:`Interruption` on Ctrl-C, once the run's resources are released
             (the executor's workers are abandoned, not waited for); when it returns, the KeyboardInterrupt goes on.
-        progress: show a live progress bar on stdout when it is a terminal.
+        progress: show a live progress bar on stdout when it is a terminal; else a progress line (done/planned,
+            pass rate, cost, ETA) every ``progress_every`` seconds.
+        progress_every: seconds between progress lines when stdout is not a terminal (a CI log); None or 0: none.
         log_file: append the run's JSON-lines event log here (sets ``spec.log_file``).
         otel: append the run's OpenTelemetry spans (JSON lines) here (extra ``tausim[otel]``).
         dask_timeout: seconds to wait for a ``dask://`` scheduler.
@@ -202,6 +211,7 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         spec = spec.model_copy(update={"log_file": str(log_file)})
     session = _Session(spec, store=store, run_id=run_id, out=out_path, progress=progress, on_trial=on_trial,
                        on_interrupt=on_interrupt)
+    session.progress_every = progress_every
     try:
         try:
             session.build(dask_timeout=dask_timeout, otel=otel, task_check=task_check, resume=resume,
@@ -227,10 +237,9 @@ def _check_paths(out: str | Path | None, store: str | ResultsStore | None, run_i
     if out is None:
         return None
     path = Path(out)
-    if path.is_dir():
-        raise OptionError("out", str(path), f"is a directory; give a file name such as {path / 'run.json'}")
-    if not path.parent.is_dir():
-        raise OptionError("out", str(path), f"directory {path.parent} does not exist")
+    problem = output_problem(path)
+    if problem is not None:
+        raise OptionError("out", str(path), problem)
     return path
 
 
@@ -246,6 +255,7 @@ class _Session:
         self.out = out
         self.partial = partial_path(out) if out is not None else None
         self.show_progress = progress
+        self.progress_every: float | None = None
         self.on_trial = on_trial
         self.on_interrupt = on_interrupt
         self.stack = ExitStack()  # run-owned services: cache file, store lease, executor, log file, progress bar
@@ -256,11 +266,14 @@ class _Session:
         self.log: Any = None
         self.log_run_id = run_id or ""
         self.log_handle: IO[str] | None = None
+        self.log_guard: GuardedWriter | None = None
         self.partial_file: IO[str] | None = None
         self.executor: Any = None
         self.choice = ExecutorChoice(spec.executor, "")
         self.bar: RunProgress | None = None
         self.runner: Runner | None = None
+        self.services: RunServices | None = None
+        self.recorded: list[TrialResult] = []  # this call's trials, once recorded
         self.lock = threading.Lock()
 
     # ---------------------------------------------------------------------------------------------- set up
@@ -290,7 +303,10 @@ class _Session:
             self.log.info("run_start", config=self.spec.model_dump(mode="json"), executor=self.choice.executor,
                           executor_reason=self.choice.reason)
         planned = len(self.only) if self.only is not None else len(runner.planned())
-        self.bar = self.stack.enter_context(RunProgress(planned, enabled=sys.stdout.isatty() and self.show_progress))
+        tty = sys.stdout.isatty()
+        self.bar = self.stack.enter_context(RunProgress(
+            planned, enabled=tty and self.show_progress,
+            lines_every=self.progress_every if self.show_progress and not tty else None))
         if self.partial is not None:
             try:
                 self.partial_file = open_partial(self.partial, self.spec, len(runner.planned()), self.previous or [],
@@ -299,13 +315,24 @@ class _Session:
                 raise OptionError("out", str(self.out), f"cannot write next to it ({e.strerror})") from e
 
     def _read_resume(self, resume: str | Path | Sequence[TrialResult] | None) -> RunSpec | None:
-        """Take the trials of ``resume``; return the spec of its partial file (None when given trials or nothing)."""
+        """Take the trials of ``resume``; return the spec of its partial file (None when given trials or nothing).
+
+        The partial files read and written are locked first (:func:`partial_lock`): two processes never resume
+        the same file at once.
+        """
+        source = Path(resume) if isinstance(resume, (str, Path)) else None
+        same = source is not None and self.partial is not None and source.resolve() == self.partial.resolve()
+        if self.partial is not None:
+            self.stack.enter_context(partial_lock(self.partial, "resume_from" if same else "out"))
         if resume is None:
             return None
-        if isinstance(resume, (str, Path)):
-            file_spec, trials, _ = load_partial(resume)
+        if source is not None:
+            if not same:
+                self.stack.enter_context(partial_lock(source, "resume_from"))
+            file_spec, trials, _ = load_partial(source)
             self.previous = list(trials)
             return file_spec
+        assert not isinstance(resume, (str, Path))
         self.previous = list(resume)
         return None
 
@@ -317,7 +344,7 @@ class _Session:
         spec = spec.model_copy(update={"options": {**dom.default_options(data), **spec.options}})
         if spec.preflight:
             check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
-        services = self.stack.enter_context(RunServices.open(spec))
+        services = self.services = self.stack.enter_context(RunServices.open(spec))
 
         def check(d: Domain, template: TemplateDatabase, tasks: list[Task], selected: list[Task]) -> Any:
             replays = check_gold(d, template, tasks, data, selected)
@@ -358,14 +385,15 @@ class _Session:
             self.owns_store = True
         self.store = store
         folder = (Path(self.spec.data_dir) if self.spec.data_dir else runner.domain.default_data_dir()).resolve()
-        info, created = store.open_run(
-            self.run_id, self.spec, [t.id for t in runner.tasks], data_dir=str(folder), data_hash=data_hash(folder),
-            tasks_hash=tasks_hash(runner.tasks), git_revision=git_revision(),
-            packages={**package_versions(), "python": python_version()})
-        self.stack.enter_context(store.lease(info.run_id))
-        if created:  # what a comparison must hold equal (simulator.storage.fingerprint)
-            fingerprint = run_fingerprint(self.spec, runner.tasks, runner.user_factory)
-            store.update_run(info.run_id, extra={"fingerprint": fingerprint})
+        with store.writing():
+            info, created = store.open_run(
+                self.run_id, self.spec, [t.id for t in runner.tasks], data_dir=str(folder),
+                data_hash=data_hash(folder), tasks_hash=tasks_hash(runner.tasks), git_revision=git_revision(),
+                packages={**package_versions(), "python": python_version()})
+            self.stack.enter_context(store.lease(info.run_id))
+            if created:  # what a comparison must hold equal (simulator.storage.fingerprint)
+                fingerprint = run_fingerprint(self.spec, runner.tasks, runner.user_factory)
+                store.update_run(info.run_id, extra={"fingerprint": fingerprint})
         self.run_id = info.run_id
         done = store.recorded_keys(info.run_id)
         planned = set(info.planned_pairs())
@@ -379,34 +407,50 @@ class _Session:
         if self.spec.log_file is None:
             return
         try:
-            self.log_handle = self.stack.enter_context(open(self.spec.log_file, "a", encoding="utf-8", buffering=1))
+            self.log_handle = open(self.spec.log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+            self.stack.callback(close_quietly, self.log_handle)
         except OSError as e:
             raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
-        self.log = runner.log = run_logger(self.log_handle, self.log_run_id)
+        self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run, see _record
+        self.log = runner.log = run_logger(self.log_guard, self.log_run_id)
 
     def _log_sink(self, lines: list[str]) -> None:
         """Write trials' events from Dask workers to the log file (the driver alone writes it)."""
         if self.log_handle is None:
             return
         with self.lock:
-            self.log_handle.write("".join(line + "\n" for line in lines))
+            (self.log_guard or self.log_handle).write("".join(line + "\n" for line in lines))
 
     # ------------------------------------------------------------------------------------------------ run
 
     def _record(self, t: TrialResult) -> None:
-        """Record a finished trial: progress bar, store, partial file, then ``on_trial``."""
-        if self.bar is not None:
-            self.bar.update(t)
+        """Record a finished trial: store, partial file, progress bar, then ``on_trial``.
+
+        Raises:
+            WriteError: the store, the partial file, the log or the cache cannot be written: the run stops
+                (:meth:`execute`); the trial and those still running are not recorded.
+        """
+        if self.log_guard is not None and self.log_guard.error is not None:
+            raise self.log_guard.error
+        cache = self.services.cache if self.services is not None else None
+        if cache is not None and cache.write_error is not None:
+            raise WriteError(str(cache.path), cache.write_error)
         if self.store is not None and self.run_id is not None:
             self.store.record(self.run_id, t)
-        if self.partial_file is not None:
-            self.partial_file.write(t.model_dump_json() + "\n")
-            self.partial_file.flush()
+        if self.partial_file is not None and self.partial is not None:
+            append_line(self.partial_file, self.partial, t.model_dump_json())
+        self.recorded.append(t)
+        if self.bar is not None:
+            self.bar.update(t)
         if self.on_trial is not None:
             self.on_trial(t)
 
     def execute(self) -> RunResult:
-        """Run the planned trials; on Ctrl-C release everything, call ``on_interrupt`` and re-raise."""
+        """Run the planned trials; on Ctrl-C release everything, call ``on_interrupt`` and re-raise.
+
+        When a trial cannot be recorded (:class:`~simulator.errors.WriteError`: disk full, read-only) the run stops
+        with ``abort_kind`` ``write_error``; its result holds the trials recorded so far.
+        """
         runner = self.runner
         assert runner is not None
         # The run's data stays alive to the end: keep it out of the cyclic GC, whose full passes over a large data
@@ -415,11 +459,18 @@ class _Session:
         planned = len(self.only) if self.only is not None else len(runner.planned())
         if planned >= SETTLE_MIN_TRIALS:
             settle_heap()
+        t0 = time.perf_counter()
         try:
             result = runner.run(executor=self.executor, on_trial=self._record, only=self.only)
         except KeyboardInterrupt:
             self._interrupted()
             raise
+        except WriteError as e:  # a trial could not be recorded (disk full): stop; what was recorded is the result
+            order = {key: i for i, key in enumerate(runner.planned())}
+            kept = sorted(self.recorded, key=lambda t: order[trial_key(t)])
+            result = RunResult(config=self.spec, trials=kept, planned=len(order), aborted=str(e),
+                               abort_kind="write_error", wall_seconds=time.perf_counter() - t0,
+                               termination_reasons=dict(sorted(Counter(t.termination_reason for t in kept).items())))
         if self.log is not None:
             self.log.info("run_end", wall_seconds=round(result.wall_seconds, 6), trials=len(result.trials),
                           metrics=result.metrics, termination_reasons=result.termination_reasons,
@@ -434,7 +485,7 @@ class _Session:
         or a stuck agent).
         """
         if self.partial_file is not None:
-            self.partial_file.close()
+            close_quietly(self.partial_file)
         abandon = getattr(self.executor, "abandon", None)
         if abandon is not None:
             abandon()
@@ -447,7 +498,7 @@ class _Session:
     def close(self) -> None:
         """Release the session's resources (partial file, lease, executor, log, progress bar, services)."""
         if self.partial_file is not None:
-            self.partial_file.close()
+            close_quietly(self.partial_file)
         self.stack.close()
 
     def close_store(self) -> None:
@@ -469,7 +520,10 @@ class _Session:
             result = RunResult(config=self.spec, trials=trials, planned=len(order), wall_seconds=result.wall_seconds,
                                termination_reasons=dict(sorted(Counter(t.termination_reason for t in trials).items())))
         if self.store is not None and self.run_id is not None:  # the whole run, earlier sessions included
-            self.store.add_wall_seconds(self.run_id, result.wall_seconds)
+            try:
+                self.store.add_wall_seconds(self.run_id, result.wall_seconds)
+            except WriteError as e:  # the trials are recorded; only this session's wall time is not
+                aborted, abort_kind = aborted or str(e), abort_kind or "write_error"
             result = self.store.load_run_result(self.run_id)
             doc = self.store.load_run_document(self.run_id)
         else:
@@ -485,8 +539,8 @@ class _Session:
             outcome.aborted, outcome.abort_kind = aborted, abort_kind
         elif len(session) < ERROR_RATE_MIN_TRIALS:  # too few (this session) to have been checked while it ran
             outcome.error_rate_excess = run_error_rate(session, self.spec.max_error_rate)
-        if self.out is not None:  # results first: a caller printing into a closed pipe must not lose them
-            self._write(outcome)
+        if self.out is not None and abort_kind != "write_error":  # results first: a caller printing into a closed
+            self._write(outcome)  # pipe must not lose them; after a write error the partial file keeps them
         return outcome
 
     def _write(self, outcome: RunOutcome) -> None:

@@ -19,12 +19,15 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import re
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from simulator.dialogue.caps import TimeLimit
 from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.cues import asks_confirmation
 from simulator.dialogue.observers import DualControlSync, Observer
@@ -36,8 +39,9 @@ from simulator.grading.safety import record_owners
 from simulator.types.messages import Message
 from simulator.types.persona import MOVES, Persona
 from simulator.types.results import TrialResult
+from simulator.types.sanitize import admit_agent_turn
 from simulator.types.tasks import Task
-from simulator.types.trajectory import Limits
+from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.users._moves import MovedUser
 from simulator.world.database import diff_against
 from simulator.world.dual import env_caller, syncer
@@ -282,6 +286,48 @@ class Harness:
     def _run(self, task: Task, trial_index: int, persona: str | None, moves: dict[int, str],
              snapshot: Snapshot | None, capture: Callable[[ConversationState], bool] | None,
              reseed: int | None = None) -> HuntTrial:
+        """Play a trial within the run's ``trial_timeout`` (as :class:`~simulator.execution.runner.Runner` does).
+
+        Past it the trial's thread is abandoned (told to stop at its next checkpoint) and the trial is a failed,
+        ungraded ``timeout`` without snapshots; it is charged the run's ``max_steps`` agent turns, so that a hung
+        agent spends the hunt's budget instead of keeping the hunt going forever.
+        """
+        timeout = self.runner.config.trial_timeout
+        if timeout is None:
+            return self._play(task, trial_index, persona, moves, snapshot, capture, reseed)
+        t0 = time.perf_counter()
+        stop = threading.Event()
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["trial"] = self._play(task, trial_index, persona, moves, snapshot, capture, reseed, stop)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, which raises it
+                box["error"] = e
+
+        thread = threading.Thread(target=target, name=f"tausim-hunt-{task.id}-{trial_index}", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            stop.set()
+            error = (f"the trial ran past the trial timeout of {timeout:g} s (an agent, user or tool that did not "
+                     "return); its thread was abandoned")
+            res = TrialResult(task_id=task.id, trial=trial_index, seed=self.runner.trial_seed(task, trial_index),
+                              persona=persona, passed=False, termination_reason=str(TerminationReason.TIMEOUT),
+                              grade=None, trajectory=Trajectory(termination_reason=TerminationReason.TIMEOUT,
+                                                                error=error),
+                              duration_s=time.perf_counter() - t0, error=error)
+            return HuntTrial(result=res, snapshots=[], moves=dict(moves),
+                             fresh_agent_turns=self.runner.config.max_steps, parent=snapshot,
+                             reseeded=snapshot is not None and snapshot.reseeded)
+        if "error" in box:
+            raise box["error"]
+        trial: HuntTrial = box["trial"]
+        return trial
+
+    def _play(self, task: Task, trial_index: int, persona: str | None, moves: dict[int, str],
+              snapshot: Snapshot | None, capture: Callable[[ConversationState], bool] | None,
+              reseed: int | None = None, stop: threading.Event | None = None) -> HuntTrial:
         r = self.runner
         prepared = r.prepare([task.id])[task.id]
         goal = prepared.gold.goal_state()
@@ -322,6 +368,7 @@ class Harness:
                 user_ctx.source = "user"
                 observers.append(DualControlSync(syncer(r.domain, tool_ctx)))
             traj = Conversation(agent, user, toolbox, tool_ctx, limits, observers=observers,
+                                caps=[TimeLimit(stop=stop)] if stop is not None else [],
                                 user_toolbox=user_toolbox, user_ctx=user_ctx, resume=resume).run()
             spec = r.domain.state_spec()
             diff = diff_against(db.raw, goal, spec)
@@ -367,7 +414,7 @@ def _replay(agent: _AgentProxy, user: MovedUser, snapshot: Snapshot, state: Conv
     said: list[Message] = []
     for kind, arg in snapshot.calls:
         if kind == "a":
-            said.append(agent.step(state.seen[:arg]).message)
+            said.append(admit_agent_turn(agent.step(state.seen[:arg]))[0].message)  # as the trial recorded it
         elif kind == "u":
             user.reply(state.view[:arg])
         else:

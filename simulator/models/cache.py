@@ -29,6 +29,8 @@ class SQLiteCache(MutableMapping[str, LLMResult]):
 
     One connection guarded by a lock serves every thread; each write is committed at once (WAL journal),
     so results cached before a crash are kept. Several processes may share the file (SQLite file locking).
+    A write the disk refuses (full, read-only) does not fail the model call: its reason is kept in
+    ``write_error`` and later writes are dropped (a run then stops after the trial, saying so).
 
     Args:
         path: the SQLite file; created with its table when missing.
@@ -40,6 +42,8 @@ class SQLiteCache(MutableMapping[str, LLMResult]):
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         self.path = Path(path)
+        self.write_error: str | None = None
+        """Why a write failed (SQLite's words, e.g. ``database or disk is full``), or None."""
         self._timeout = timeout
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(str(self.path), timeout=timeout, check_same_thread=False,
@@ -61,7 +65,14 @@ class SQLiteCache(MutableMapping[str, LLMResult]):
     def __setitem__(self, key: str, value: LLMResult) -> None:
         text = value.model_dump_json()
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, text))
+            if self.write_error is not None:
+                return
+            try:
+                self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, text))
+            except sqlite3.OperationalError as e:
+                if not any(w in str(e).lower() for w in ("full", "readonly", "read-only", "i/o error")):
+                    raise
+                self.write_error = str(e)
 
     def __delitem__(self, key: str) -> None:
         with self._lock:

@@ -600,9 +600,10 @@ class LLMClient:
         """Check offline, without any request, that the model can be called.
 
         Its provider must be known to litellm and, without ``api_base`` and ``api_key``, the provider's key
-        variables must be set (litellm's ``validate_environment``). A model of a common provider whose key
-        variable is missing is reported from :data:`PROVIDER_KEYS` without importing litellm (its import takes
-        seconds); every other case asks litellm.
+        variables must be set (litellm's ``validate_environment``); with an OpenAI-compatible ``api_base`` (a
+        local server) ``OPENAI_API_KEY`` must be set to something, as the OpenAI client requires one. A model of a
+        common provider whose key variable is missing is reported from :data:`PROVIDER_KEYS` without importing
+        litellm (its import takes seconds); every other case asks litellm.
 
         Raises:
             LLMSetupError: unknown provider, or a missing key variable (the message names it).
@@ -615,11 +616,17 @@ class LLMClient:
                 raise self._missing_keys_error(missing)
         litellm = _litellm()
         try:
-            litellm.get_llm_provider(self.model, api_base=self.api_base)
+            provider = litellm.get_llm_provider(self.model, api_base=self.api_base)[1]
         except Exception as e:  # noqa: BLE001 - litellm raises BadRequestError (and others) for an unknown provider
             raise LLMSetupError(f"model {self.model}: unknown to litellm (no such provider): "
                                 f"{str(e).strip().splitlines()[0][:200]}", model=self.model, attempts=0,
                                 cause=type(e).__name__) from e
+        if (self.api_base is not None and self._api_key is None and provider in ("openai", "text-completion-openai")
+                and not os.environ.get("OPENAI_API_KEY")):
+            # the OpenAI client refuses to start without a key, even for a local server that ignores it
+            raise LLMSetupError(f"model {self.model}: set OPENAI_API_KEY to any value for a local server "
+                                f"(--api-base {self.api_base}); the OpenAI client will not start without one",
+                                model=self.model, attempts=0, cause="missing_keys")
         if offline:
             env = litellm.validate_environment(model=self.model)
             missing = [str(k) for k in env.get("missing_keys") or []]

@@ -10,6 +10,7 @@ failure kinds, personas, cost and latency) and renders it (:func:`print_summary`
 
 from ._analysis import OUTCOMES, RunReport, TrialCell, analyze_run, assertion_label, assertion_rates, trial_outcome
 from ._clusters import ClusterRow, hunt_clusters, run_clusters, transcript_lines
+from ._console import safe_console
 from ._export import EXPORT_FORMATS, to_tau_bench
 from ._export_tau2 import SUBMISSION_DOMAINS, to_tau2, to_tau2_submission
 from ._html import render_html, render_hunt_html, trial_anchor
@@ -54,6 +55,7 @@ __all__ = [
     "render_html",
     "render_hunt_html",
     "run_clusters",
+    "safe_console",
     "to_tau2",
     "to_tau2_submission",
     "to_tau_bench",

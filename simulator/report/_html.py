@@ -1,9 +1,11 @@
 """One self-contained HTML page for a run: inline CSS, JavaScript and SVG, no external resource.
 
 Every text that comes from a run document (task ids, messages, tool arguments and results, errors) is escaped
-with :func:`html.escape`: transcripts hold arbitrary model text. The page works from a ``file://`` URL: each
-trial's transcript is rendered (hidden) into the page, and the script shows the trial named by the URL hash
-(``#trial=TASK/INDEX``, URL-encoded), or the first failed trial when the hash names none.
+with :func:`html.escape`, its control characters and lone surrogates written visibly
+(:func:`simulator.types.sanitize.shown`: ESC as four characters), and a text longer than :data:`TEXT_LIMIT`
+characters is cut with a note of its length: transcripts hold arbitrary model text. The page works from a
+``file://`` URL: each trial's transcript is rendered (hidden) into the page, and the script shows the trial named
+by the URL hash (``#trial=TASK/INDEX``, URL-encoded), or the first failed trial when the hash names none.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
+
+from simulator.types.sanitize import shown
 
 from ._analysis import OUTCOMES, RunReport, TrialCell
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, hunt_clusters, run_clusters, share_text
@@ -174,8 +178,24 @@ def trial_anchor(task_id: str, trial: int) -> str:
     return "trial=" + quote(f"{task_id}/{trial}", safe="")
 
 
+TEXT_LIMIT = 20_000
+"""Characters of one text (a message, a tool result, arguments, an error) shown on the page; a longer text is cut
+there, with a note of its full length (the run record keeps it whole), so that a trial of three 10 MB messages
+does not make a 30 MB page."""
+
+
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    r"""HTML-escaped text, control characters and lone surrogates written visibly (ESC as ``\x1b``: see shown)."""
+    return escape(shown("" if value is None else str(value)), quote=True)
+
+
+def _long(value: Any) -> str:
+    """:func:`_e` of a text that may be long: cut at :data:`TEXT_LIMIT` characters, with a note of its length."""
+    text = "" if value is None else str(value)
+    if len(text) <= TEXT_LIMIT:
+        return _e(text)
+    return (f"{_e(text[:TEXT_LIMIT])}<span class=note>&hellip; [cut: {len(text):,} characters in all, the first "
+            f"{TEXT_LIMIT:,} shown; the run record holds the whole text]</span>")
 
 
 def _json_text(value: Any) -> str:
@@ -295,9 +315,9 @@ def _tool_result(content: str) -> str:
         text = _json_text(decoded)
     if len(text) <= 600 and text.count("\n") < 15:
         return f"<pre>{_e(text)}</pre>"
-    preview = " ".join(content.split())[:140]
+    preview = " ".join(content[:1000].split())[:140]
     return (f"<details><summary class=note>{_e(preview)}&hellip; ({len(content)} chars)</summary>"
-            f"<pre>{_e(text)}</pre></details>")
+            f"<pre>{_long(text)}</pre></details>")
 
 
 def _transcript(trial: Mapping[str, Any]) -> str:
@@ -322,7 +342,7 @@ def _transcript(trial: Mapping[str, Any]) -> str:
         if content and role == "tool":
             parts.append(_tool_result(str(content)))
         elif content:
-            parts.append(f"<div class=txt>{_e(content)}</div>")
+            parts.append(f"<div class=txt>{_long(content)}</div>")
         for call in msg.get("tool_calls") or []:
             if not isinstance(call, Mapping):
                 continue
@@ -331,9 +351,9 @@ def _transcript(trial: Mapping[str, Any]) -> str:
             args_text = _json_text(args) if args is not None else str(call.get("raw_arguments") or "")
             parts.append(f'<div class=call><span class=fn>{_e(call.get("name"))}</span> '
                          f'<span class=note>{_e(call.get("id"))}</span> '
-                         f'{_status_badge(rec.get("status") if rec else None)}<pre>{_e(args_text)}</pre>')
+                         f'{_status_badge(rec.get("status") if rec else None)}<pre>{_long(args_text)}</pre>')
             if rec and rec.get("bug"):
-                parts.append(f"<pre>{_e(rec['bug'])}</pre>")
+                parts.append(f"<pre>{_long(rec['bug'])}</pre>")
             parts.append("</div>")
         parts.append("</div>")
         out.append("".join(parts))
@@ -438,7 +458,10 @@ def _trial_article(index: int, cell: TrialCell) -> str:
     ]
     dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in kv if v is not None)
     error = trial.get("error") or traj.get("error")
-    err_html = f"<h4>Error</h4><pre>{_e(error)}</pre>" if error else ""
+    err_html = f"<h4>Error</h4><pre>{_long(error)}</pre>" if error else ""
+    notes = [n for n in traj.get("notes") or [] if isinstance(n, str)]
+    if notes:  # what the trial's boundary changed in the agent's or user's values (simulator.types.sanitize)
+        err_html += "<h4>Notes</h4><ul>" + "".join(f"<li>{_long(n)}</li>" for n in notes) + "</ul>"
     return (f'<article class=trial data-index="{index}" data-task="{_e(cell.task_id)}" data-trial="{cell.trial}" '
             f'data-failed="{failed}"><h3>{_e(cell.task_id)} &middot; trial {cell.trial}'
             f'<span class="badge o-{cell.outcome}">{_e(_OUTCOME_LABELS[cell.outcome])}</span></h3>'

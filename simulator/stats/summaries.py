@@ -39,6 +39,7 @@ from simulator.stats.estimators import (
 )
 from simulator.stats.power import noise_floor
 from simulator.stats.trajectory import tool_call_accuracy
+from simulator.types.sanitize import known_cost
 
 __all__ = ["LAYERS", "persona_metrics", "run_metrics", "summarize_tool_accuracy", "violation_metrics"]
 
@@ -177,10 +178,9 @@ def _layer_passed(grade: Mapping[str, Any], layer: str) -> bool | None:
 
 
 def _cost_of(trial: Mapping[str, Any], who: str) -> float | None:
+    """A party's cost of a trial in USD; None when unknown (absent, or not a finite amount >= 0: ``known_cost``)."""
     usage = _usage_of(trial, who)
-    if usage is None or usage.get("cost_usd") is None:
-        return None
-    return float(usage["cost_usd"])
+    return None if usage is None else known_cost(usage.get("cost_usd"))
 
 
 def _number(value: Any) -> float | None:

@@ -37,6 +37,7 @@ A ratio whose denominator is 0 is None (e.g. no failed call: no recovery rate).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -131,8 +132,11 @@ def _canonical(value: Any) -> Any:
     """Canonical form of an argument value for comparison: numbers at cent precision, dict keys sorted."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
-    if isinstance(value, int | float):
-        return ("num", round(float(value) * 100))
+    if isinstance(value, int):
+        return ("num", value * 100)  # exact, however large (float() of a 400-digit integer overflows)
+    if isinstance(value, float):
+        cents = value * 100  # NaN, infinities and floats near the largest overflow here: compared as text
+        return ("num", round(cents) if math.isfinite(cents) else repr(value))
     if isinstance(value, Mapping):
         return tuple(sorted((str(k), _canonical(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):

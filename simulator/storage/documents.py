@@ -33,6 +33,7 @@ from simulator.stats.faults import recovery_rates
 from simulator.stats.summaries import run_metrics
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
 from simulator.types.spec import RunSpec, format_validation_error
+from simulator.types.tasks import TOO_DEEP
 
 __all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "check_run_document", "load_partial",
            "load_run_document", "partial_document", "partial_header", "run_summary_json"]
@@ -135,14 +136,16 @@ def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | N
     """:func:`load_partial`, and the header's ``planned_task_ids`` (None when absent)."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        # one trial a line, split at "\n" only: str.splitlines() also splits at U+0085, U+2028, \x1c... which JSON
+        # leaves unescaped inside a message's text
+        lines = p.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError:
         raise RunDocumentError(f"{p}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RunDocumentError(f"{p}: cannot read: {e}") from None
     try:
         header = json.loads(lines[0]) if lines else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         header = None
     if not isinstance(header, Mapping) or header.get("format") != PARTIAL_FORMAT:
         raise RunDocumentError(f"{p}: line 1: not a tausim partial run file (expected the header "
@@ -193,7 +196,7 @@ def _is_partial(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0]
     try:
         head = json.loads(first)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return isinstance(head, Mapping) and head.get("format") == PARTIAL_FORMAT
 
@@ -281,5 +284,7 @@ def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, 
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise RunDocumentError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise RunDocumentError(f"{path}: {TOO_DEEP}") from None
     checked = check_run_document(doc, str(path))
     return checked

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sqlalchemy import Engine, delete, insert, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from simulator.errors import LeaseHeldError, StoreError
 from simulator.storage.schema import as_aware, run_leases, utc_now
@@ -163,9 +163,12 @@ class RunLease:
         self._stop.set()
         self._thread.join()
         self._thread = None
-        with self.store.engine.begin() as conn:
-            conn.execute(delete(run_leases).where(run_leases.c.run_id == self.run_id,
-                                                  run_leases.c.owner == self.owner))
+        try:
+            with self.store.engine.begin() as conn:
+                conn.execute(delete(run_leases).where(run_leases.c.run_id == self.run_id,
+                                                      run_leases.c.owner == self.owner))
+        except OperationalError:  # database unwritable (disk full): the row lapses after ttl_s, or is taken over
+            return                # at once on this host since its process is gone (see acquire)
 
     def __enter__(self) -> RunLease:
         return self.acquire()

@@ -10,11 +10,15 @@
   its claim holds (see :class:`~simulator.storage.lease.RunLease`). Added without a migration: an older store gets
   the table on open.
 
-How records become rows and back: :mod:`simulator.storage.codec`; the store itself: :mod:`simulator.storage.store`.
+Ids and texts are unbounded (:class:`StoredText`, :class:`StoredJSON`): what SQLite stores, PostgreSQL stores, NUL
+included (escaped there, :func:`escape_nul`). How records become rows and back: :mod:`simulator.storage.codec`; the
+store itself: :mod:`simulator.storage.store`.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +27,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Dialect,
     Double,
     ForeignKeyConstraint,
     Integer,
@@ -31,32 +36,103 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 
-__all__ = ["TRIAL_KEY", "as_aware", "grades", "messages", "metadata", "run_leases", "runs", "tool_calls", "trials",
-           "utc_now"]
+__all__ = ["TRIAL_KEY", "StoredJSON", "StoredText", "as_aware", "escape_nul", "grades", "messages", "metadata",
+           "run_leases", "runs", "tool_calls", "trials", "unescape_nul", "utc_now"]
 
 metadata = MetaData()
 
+_NUL = "\x00"
+_MARK = "\ue000"
+"""U+E000 (private use) introduces an escape in text stored on PostgreSQL: ``MARK 0`` is NUL, ``MARK MARK`` is MARK."""
+_ESCAPED = re.compile("\ue000([\ue0000])")
+
+
+def escape_nul(text: str) -> str:
+    """Return text PostgreSQL can store (its text and JSON types refuse NUL), reversibly.
+
+    NUL becomes U+E000 followed by ``0`` and U+E000 itself is doubled; text without either is returned as it is.
+    :func:`unescape_nul` gives back the text exactly. SQLite stores NUL as it is and needs no escape.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The escaped text.
+    """
+    if _NUL not in text and _MARK not in text:
+        return text
+    return text.replace(_MARK, _MARK + _MARK).replace(_NUL, _MARK + "0")
+
+
+def unescape_nul(text: str) -> str:
+    """Return the text :func:`escape_nul` was given (the inverse; text without U+E000 is returned as it is)."""
+    if _MARK not in text:
+        return text
+    return _ESCAPED.sub(lambda m: _NUL if m.group(1) == "0" else _MARK, text)
+
+
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` (JSON: dicts, lists, strings...) with ``fn`` applied to every string, keys included."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {fn(k) if isinstance(k, str) else k: _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_map_strings(v, fn) for v in value]
+    return value
+
+
+class StoredText(TypeDecorator[str]):
+    """Unbounded text; NUL escaped on PostgreSQL (:func:`escape_nul`), so what SQLite accepts PostgreSQL accepts."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        """Escape NUL on PostgreSQL."""
+        return escape_nul(value) if value is not None and dialect.name == "postgresql" else value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> str | None:
+        """Undo :meth:`process_bind_param`."""
+        return unescape_nul(value) if value is not None and dialect.name == "postgresql" else value
+
+
+class StoredJSON(TypeDecorator[Any]):
+    """JSON whose strings (keys too) have NUL escaped on PostgreSQL, like :class:`StoredText`."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        """Escape NUL in every string on PostgreSQL."""
+        return _map_strings(value, escape_nul) if value is not None and dialect.name == "postgresql" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        """Undo :meth:`process_bind_param`."""
+        return _map_strings(value, unescape_nul) if value is not None and dialect.name == "postgresql" else value
+
 runs = Table(
     "runs", metadata,
-    Column("run_id", String(255), primary_key=True),
+    Column("run_id", StoredText, primary_key=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("domain", String(255), nullable=False),
-    Column("agent", Text, nullable=False),
-    Column("user", Text, nullable=False),
+    Column("domain", StoredText, nullable=False),
+    Column("agent", StoredText, nullable=False),
+    Column("user", StoredText, nullable=False),
     Column("seed", String(40), nullable=False),
     Column("trials", Integer, nullable=False),
-    Column("config", JSON, nullable=False),
-    Column("task_ids", JSON, nullable=False),
-    Column("data_dir", Text),
+    Column("config", StoredJSON, nullable=False),
+    Column("task_ids", StoredJSON, nullable=False),
+    Column("data_dir", StoredText),
     Column("data_hash", String(64)),
     Column("tasks_hash", String(64)),
     Column("git_revision", String(64)),
-    Column("packages", JSON, nullable=False),
+    Column("packages", StoredJSON, nullable=False),
     Column("wall_seconds", Double, nullable=False, default=0.0),
-    Column("extra", JSON, nullable=False),
+    Column("extra", StoredJSON, nullable=False),
 )
 
 TRIAL_KEY = ("run_id", "task_id", "persona", "trial")
@@ -65,8 +141,8 @@ TRIAL_KEY = ("run_id", "task_id", "persona", "trial")
 
 def _trial_key_columns() -> list[Column[Any]]:
     """Fresh copies of the trial-key columns (a Column belongs to one table)."""
-    return [Column("run_id", String(255), nullable=False), Column("task_id", String(255), nullable=False),
-            Column("persona", String(64), nullable=False, default=""), Column("trial", Integer, nullable=False)]
+    return [Column("run_id", StoredText, nullable=False), Column("task_id", StoredText, nullable=False),
+            Column("persona", StoredText, nullable=False, default=""), Column("trial", Integer, nullable=False)]
 
 
 def _trial_ref(table: str) -> ForeignKeyConstraint:
@@ -81,7 +157,7 @@ trials = Table(
     Column("seed", String(40), nullable=False),  # decimal text: seeds reach 2**64, beyond BIGINT
     Column("passed", Boolean, nullable=False),
     Column("termination_reason", String(64), nullable=False),
-    Column("error", Text),
+    Column("error", StoredText),
     Column("duration_s", Double, nullable=False),
     Column("recorded_at", DateTime(timezone=True), nullable=False),
     Column("turns", Integer, nullable=False),
@@ -90,7 +166,7 @@ trials = Table(
     Column("user_seconds", Double, nullable=False),
     Column("tool_seconds", Double, nullable=False),
     Column("trajectory_termination_reason", String(64)),
-    Column("trajectory_error", Text),
+    Column("trajectory_error", StoredText),
     Column("agent_prompt_tokens", Integer, nullable=False),
     Column("agent_completion_tokens", Integer, nullable=False),
     Column("agent_cost_usd", Double),
@@ -100,7 +176,7 @@ trials = Table(
     Column("user_cost_usd", Double),
     Column("user_calls", Integer, nullable=False),
     Column("cost_usd", Double),  # agent + user; NULL when either is unknown (never recorded as 0)
-    Column("extra", JSON, nullable=False),  # fields without a column of their own (exact round trip)
+    Column("extra", StoredJSON, nullable=False),  # fields without a column of their own (exact round trip)
     PrimaryKeyConstraint(*TRIAL_KEY, name="pk_trials"),
     UniqueConstraint(*TRIAL_KEY, name="uq_trials_run_task_persona_trial"),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_trials_run"),
@@ -111,11 +187,11 @@ messages = Table(
     *_trial_key_columns(),
     Column("idx", Integer, nullable=False),
     Column("role", String(16), nullable=False),
-    Column("content", Text),
-    Column("tool_calls", JSON, nullable=False),
-    Column("tool_call_id", String(255)),
-    Column("name", String(255)),
-    Column("extra", JSON, nullable=False),
+    Column("content", StoredText),
+    Column("tool_calls", StoredJSON, nullable=False),
+    Column("tool_call_id", StoredText),
+    Column("name", StoredText),
+    Column("extra", StoredJSON, nullable=False),
     PrimaryKeyConstraint(*TRIAL_KEY, "idx", name="pk_messages"),
     _trial_ref("messages"),
 )
@@ -125,16 +201,16 @@ tool_calls = Table(
     *_trial_key_columns(),
     Column("idx", Integer, nullable=False),
     Column("step", Integer, nullable=False),
-    Column("call_id", String(255), nullable=False),
-    Column("name", String(255), nullable=False),
-    Column("arguments", JSON),
-    Column("raw_arguments", Text),
+    Column("call_id", StoredText, nullable=False),
+    Column("name", StoredText, nullable=False),
+    Column("arguments", StoredJSON),
+    Column("raw_arguments", StoredText),
     Column("kind", String(16)),
     Column("status", String(32), nullable=False),
-    Column("content", Text, nullable=False),
+    Column("content", StoredText, nullable=False),
     Column("duration_s", Double, nullable=False),
-    Column("bug", Text),
-    Column("extra", JSON, nullable=False),
+    Column("bug", StoredText),
+    Column("extra", StoredJSON, nullable=False),
     PrimaryKeyConstraint(*TRIAL_KEY, "idx", name="pk_tool_calls"),
     _trial_ref("tool_calls"),
 )
@@ -143,8 +219,8 @@ grades = Table(
     "grades", metadata,
     *_trial_key_columns(),
     Column("passed", Boolean, nullable=False),
-    Column("failure", Text),
-    Column("components", JSON, nullable=False),
+    Column("failure", StoredText),
+    Column("components", StoredJSON, nullable=False),
     Column("graded_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint(*TRIAL_KEY, name="pk_grades"),
     _trial_ref("grades"),
@@ -152,9 +228,9 @@ grades = Table(
 
 run_leases = Table(
     "run_leases", metadata,
-    Column("run_id", String(255), primary_key=True),
-    Column("owner", String(255), nullable=False),  # host:pid:random, one per RunLease object
-    Column("host", String(255), nullable=False),
+    Column("run_id", StoredText, primary_key=True),
+    Column("owner", StoredText, nullable=False),  # host:pid:random, one per RunLease object
+    Column("host", StoredText, nullable=False),
     Column("pid", Integer, nullable=False),
     Column("acquired_at", DateTime(timezone=True), nullable=False),
     Column("heartbeat_at", DateTime(timezone=True), nullable=False),

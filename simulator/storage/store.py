@@ -18,15 +18,16 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, delete, event, func, insert, inspect, select, update
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from simulator.errors import ConfigMismatchError, LeaseHeldError, RunDocumentError, StoreError
+from simulator.errors import ConfigMismatchError, LeaseHeldError, RunDocumentError, StoreError, WriteError
 from simulator.stats.estimators import reliability
 from simulator.storage.codec import (
     RunInfo,
@@ -39,7 +40,7 @@ from simulator.storage.codec import (
 )
 from simulator.storage.documents import check_run_document, run_summary_json
 from simulator.storage.lease import DEFAULT_LEASE_TTL_S, RunLease
-from simulator.storage.schema import grades, messages, metadata, runs, tool_calls, trials, utc_now
+from simulator.storage.schema import StoredText, grades, messages, metadata, runs, tool_calls, trials, utc_now
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
 from simulator.types.spec import RESUME_EXEMPT, RunSpec, spec_differences
 from simulator.types.tasks import Task
@@ -117,6 +118,10 @@ def tasks_hash(tasks: Sequence[Task]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+_CANNOT_WRITE = ("full", "no space", "readonly", "read-only", "i/o error", "unable to open", "quota")
+"""Words of a database error that says the database cannot be written (SQLite's and PostgreSQL's messages)."""
+
+
 class ResultsStore:
     """Runs and trials in a SQL database; any SQLAlchemy URL (``sqlite:///runs.db`` by default).
 
@@ -150,11 +155,33 @@ class ResultsStore:
                 if "persona" not in columns:
                     raise StoreError(f"{self.url}: results store of an older tausim (its trials table has no "
                                      "persona column); use a new store file or database")
+                if self.engine.dialect.name == "postgresql":
+                    self._widen_text_columns()
                 return
             except DBAPIError:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))  # the other creator has committed by now: check again
+
+    def _widen_text_columns(self) -> None:
+        """Make the bounded text columns of a PostgreSQL store made by an older tausim unbounded (``TEXT``).
+
+        Older stores declared ids (run, task, persona, call) as ``VARCHAR(255)`` or ``VARCHAR(64)``; a 300-character
+        run id or a long task id then failed mid-run on PostgreSQL while SQLite (which ignores lengths) accepted
+        them. ``VARCHAR(n)`` to ``TEXT`` is a catalogue change in PostgreSQL (no rewrite of the rows).
+        """
+        found = inspect(self.engine)
+        changes = []
+        for table in metadata.sorted_tables:
+            have = {c["name"]: c["type"] for c in found.get_columns(table.name)}
+            for column in table.columns:
+                kind = have.get(column.name)
+                if isinstance(column.type, StoredText) and getattr(kind, "length", None) is not None:
+                    changes.append(f'ALTER TABLE "{table.name}" ALTER COLUMN "{column.name}" TYPE TEXT')
+        if changes:
+            with self.engine.begin() as conn:
+                for statement in changes:
+                    conn.exec_driver_sql(statement)
 
     @staticmethod
     def _setup_sqlite(engine: Engine) -> None:
@@ -174,6 +201,22 @@ class ResultsStore:
         @event.listens_for(engine, "begin")
         def _begin(conn: Connection) -> None:
             conn.exec_driver_sql("BEGIN")
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Within it, the database's "cannot write" errors (disk full, read-only, I/O error) raise :class:`WriteError`.
+
+        ``with store.writing(): ...`` around writes of the store's own methods or of a lease; other database errors
+        pass unchanged.
+        """
+        try:
+            yield
+        except OperationalError as e:
+            cause = str(e.orig).strip().splitlines()[0] if e.orig is not None else str(e)
+            if not any(word in cause.lower() for word in _CANNOT_WRITE):
+                raise
+            where = self.engine.url.database if self.engine.url.get_backend_name() == "sqlite" else self.url
+            raise WriteError(str(where), cause) from e
 
     def close(self) -> None:
         """Release the database connections."""
@@ -361,7 +404,7 @@ class ResultsStore:
             run_id: the run id.
             seconds: wall time of the session.
         """
-        with self.engine.begin() as conn:
+        with self.writing(), self.engine.begin() as conn:
             conn.execute(update(runs).where(runs.c.run_id == run_id)
                          .values(wall_seconds=runs.c.wall_seconds + seconds))
 
@@ -400,10 +443,12 @@ class ResultsStore:
 
         Raises:
             StoreError: the run does not exist.
+            WriteError: the database cannot be written (disk full, read-only); the transaction is rolled back
+                and the trials recorded before are kept.
         """
         rows = encode_trial(run_id, result)
         try:
-            with self.engine.begin() as conn:
+            with self.writing(), self.engine.begin() as conn:
                 # the trial row first: a duplicate fails here, before anything else is written
                 conn.execute(insert(trials).values(**rows.trial))
                 if rows.messages:

@@ -53,7 +53,8 @@ class RunResult(BaseModel):
     aborted: str | None = None
     """Why the run stopped before its planned trials ran (one line), or None."""
     abort_kind: str | None = None
-    """``setup_error`` (a trial met a set-up error) or ``error_rate`` (``max_error_rate`` exceeded), or None."""
+    """``setup_error`` (a trial met a set-up error), ``error_rate`` (``max_error_rate`` exceeded) or ``write_error``
+    (a finished trial could not be recorded: disk full, read-only), or None."""
 
 
 TrialKey = tuple[str, str | None, int]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -42,13 +43,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.errors import SpecError
 from simulator.types.faults import FaultRates
-from simulator.types.tasks import Budget
+from simulator.types.tasks import TOO_DEEP, Budget, not_utf8
 
-__all__ = ["EXECUTOR_HELP", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "JudgeSpec", "RunSpec",
-           "SpecError", "format_validation_error", "load_spec", "parse_executor", "spec_differences"]
+__all__ = ["EXECUTOR_HELP", "MAX_PLANNED_TRIALS", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "JudgeSpec",
+           "RunSpec", "SpecError", "format_validation_error", "load_spec", "parse_executor", "spec_differences"]
 
 SPEC_FORMAT: Final = "tausim.runspec"
 """The value of every spec's ``format`` field."""
+
+MAX_PLANNED_TRIALS: Final = 1_000_000
+"""Most trials a run may plan (tasks x personas x trials): the plan is built in memory before the first trial."""
 
 RESUME_EXEMPT = ("executor", "concurrency", "log_file", "cache", "rpm", "data_dir", "tasks", "request_timeout",
                  "max_error_rate", "preflight")
@@ -98,8 +102,8 @@ class ComponentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
-    temperature: float | None = None
-    """Model temperature (LLM components); None: the model's default."""
+    temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
+    """Model temperature (LLM components), 0 to 2 (OpenAI's range); None: the model's default."""
     api_base: str | None = None
     """OpenAI-compatible server URL (local models); None: the provider's."""
     max_tokens: int | None = Field(default=None, ge=1)
@@ -125,7 +129,7 @@ class JudgeSpec(ComponentSpec):
 
     calibration: str | None = None
     """Calibration file (``tausim judge calibrate --out``); None: the judge is recorded but does not gate."""
-    min_kappa: float = 0.6
+    min_kappa: float = Field(default=0.6, ge=-1, le=1, allow_inf_nan=False)
     """Minimum calibration kappa for the judge to gate."""
     anchors: str | None = None
     """Labels file of human-graded examples shown to the judge before every assertion (against scale drift)."""
@@ -170,7 +174,8 @@ class RunSpec(BaseModel):
     """Persona names the simulated user plays: the run is task x persona x trial; None: no persona dimension."""
     persona_defs: dict[str, dict[str, Any]] | None = None
     """The personas' definitions (their JSON, by name) as they were when the run started."""
-    trials: int = Field(default=1, ge=1)
+    trials: int = Field(default=1, ge=1, le=MAX_PLANNED_TRIALS)
+    """Trials per task (and persona); the whole plan may hold at most :data:`MAX_PLANNED_TRIALS` trials."""
     seed: int = 0
     max_turns: int = Field(default=30, ge=1)
     max_steps: int = Field(default=60, ge=1)
@@ -189,8 +194,8 @@ class RunSpec(BaseModel):
     """JSON-lines event log the run appends to."""
     trial_timeout: float | None = Field(default=None, gt=0)
     """Seconds a trial may run; past it the trial is recorded ``timeout`` and its thread abandoned (see
-    :mod:`simulator.execution.runner`); None: no limit."""
-    request_timeout: float = Field(default=60.0, gt=0)
+    :mod:`simulator.execution.runner`); None (or infinity, stored as None): no limit."""
+    request_timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Seconds one model request may take (a timed-out call is tried twice at most, see :mod:`simulator.models.llm`)."""
     max_error_rate: float | None = Field(default=0.5, ge=0, le=1)
     """Stop the run once more than this share of its finished trials ended on an error reason, checked from the
@@ -212,6 +217,12 @@ class RunSpec(BaseModel):
     the domain's): computed by :func:`simulator.execution.build.build_runner` and recorded with the run (a value given
     in
     a spec is replaced)."""
+
+    @field_validator("trial_timeout")
+    @classmethod
+    def _no_limit(cls, value: float | None) -> float | None:
+        """An infinite ``trial_timeout`` is no limit (None): waiting for it would overflow the thread timers."""
+        return None if value is not None and math.isinf(value) else value
 
     @field_validator("executor")
     @classmethod
@@ -309,6 +320,10 @@ def load_spec(path: str | Path) -> RunSpec:
         raise SpecError(f"{p}: cannot read: {e.strerror or e}") from e
     except json.JSONDecodeError as e:
         raise SpecError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{p}: {not_utf8(p.read_bytes(), e)}") from None
+    except RecursionError:
+        raise SpecError(f"{p}: {TOO_DEEP}") from None
     try:
         return RunSpec.model_validate(data)
     except ValidationError as e:

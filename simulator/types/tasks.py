@@ -22,6 +22,7 @@ such tasks get ``id`` = their index in the file, as a string.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +37,8 @@ from simulator.types.rules import Precedence, ProcessRules
 
 __all__ = ["DEFAULT_GRADE", "Action", "Budget", "Conduct", "EnvAssertion", "GradeComponent", "InitialState", "Intent",
            "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser", "ProcessRules", "RowUpdate",
-           "StepCall", "Task", "TaskFileError", "TrialPrefix", "UserScenario", "load_tasks", "parse_tasks"]
+           "StepCall", "Task", "TaskFileError", "TrialPrefix", "UserScenario", "check_task_id", "load_tasks",
+           "parse_tasks"]
 
 GradeComponent = Literal["state", "outputs", "process", "loops", "budget", "assertions", "actions", "env_assertions",
                          "judge"]
@@ -566,13 +568,40 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
             '"format": "tausim.tasks"'
         )
     seen: set[str] = set()
-    for t in tasks:
+    for i, t in enumerate(tasks):
+        check_task_id(t.id, i, source)
         if t.id in seen:
             raise TaskFileError(f"{source}: field id: duplicate task id {t.id!r}")
         seen.add(t.id)
     if not tasks:
         raise TaskFileError(f"{source}: field tasks: the file holds no task")
     return tasks
+
+
+_BAD_ID = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+"""Characters a task id may not hold: control characters (C0, DEL, C1: NUL, newline, ESC...), bidirectional marks,
+overrides and isolates, zero-width characters, line separators and lone surrogates. An id is shown on terminals, in
+HTML pages and file names, and is a key of the results store: such characters would break or spoof them."""
+
+
+def check_task_id(task_id: str, i: int, source: str) -> None:
+    """Refuse an empty id or one holding a character of :data:`_BAD_ID` (or only spaces).
+
+    Args:
+        task_id: the id.
+        i: the task's index in its file.
+        source: the file name.
+
+    Raises:
+        TaskFileError: ``FILE: task [i]: field id: ...`` naming the character and the id (escaped).
+    """
+    if not task_id.strip():
+        raise TaskFileError(f"{source}: task [{i}]: field id: {task_id!r}: an empty (or blank) id")
+    bad = _BAD_ID.search(task_id)
+    if bad is not None:
+        shown = task_id if len(task_id) <= 80 else task_id[:80] + "..."
+        raise TaskFileError(f"{source}: task [{i}]: field id: {ascii(shown)}: holds the control or invisible "
+                            f"character U+{ord(bad.group()):04X} (ids must be printable text)")
 
 
 def _parse_v1_task(raw: Any, i: int, source: str) -> Task:
@@ -633,7 +662,7 @@ def _parse_tausim_tasks(data: dict[str, Any], source: str, domain: str | None) -
             field, or a malformed task.
     """
     version = data.get("version")
-    if version not in (1, 2):
+    if type(version) is not int or version not in (1, 2):  # strict: true and 1.0 are not version 1
         raise TaskFileError(f"{source}: field version: unsupported value {version!r} (expected 1 or 2)")
     file_domain = data.get("domain")
     if domain is not None and file_domain is not None and file_domain != domain:
@@ -710,8 +739,25 @@ def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise TaskFileError(f"{p}: cannot read task file: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise TaskFileError(f"{p}: {not_utf8(p.read_bytes(), e)}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise TaskFileError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except RecursionError:
+        raise TaskFileError(f"{p}: {TOO_DEEP}") from None
     return parse_tasks(data, str(p), domain)
+
+
+TOO_DEEP = "JSON nested too deeply to read (Python's parser stops at about 1,000 levels)"
+"""The message of a JSON text whose nesting exhausts the parser's recursion (e.g. 100,000 ``[``)."""
+
+
+def not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
+    """Say why a file is not UTF-8 text, naming a UTF-16 or UTF-32 byte-order mark when it has one."""
+    for bom, name in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+                      (b"\xfe\xff", "UTF-16")):
+        if raw.startswith(bom):
+            return f"the file is {name} text; save it as UTF-8"
+    return f"not UTF-8 text ({error.reason} at byte {error.start}); save it as UTF-8"

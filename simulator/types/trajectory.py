@@ -126,6 +126,12 @@ class Trajectory(BaseModel):
     end, when it has one): its ``persona``, ``flags`` (e.g. ``["user_leak"]``), the simulator ``model`` and
     ``prompt_hash`` of an LLM user."""
 
+    notes: list[str] = Field(default_factory=list)
+    """What was changed in values from the agent or the user as they entered the trial
+    (:mod:`simulator.types.sanitize`): lone surrogates replaced with U+FFFD, tool calls with non-finite numbers
+    refused, unknown costs; one line each, e.g. ``agent step 2: message text: 1 lone surrogate(s) replaced with
+    U+FFFD``. Empty when nothing was changed."""
+
     def agent_texts(self) -> list[str]:
         """Return the text of every assistant message, in order."""
         return [m.content for m in self.messages if m.role == "assistant" and m.content]

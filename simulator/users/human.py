@@ -15,9 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from simulator.types.messages import Message, UserTurn
 from simulator.types.protocols import TrialContext
+from simulator.types.sanitize import shown
 from simulator.types.tasks import UserScenario
 
 __all__ = ["TerminalUser", "scenario_text", "terminal_user_factory"]
@@ -78,7 +80,7 @@ class TerminalUser:
         """
         for m in messages[self._shown:]:
             if m.role == "assistant" and m.content:
-                self._console.print(f"[bold cyan]agent:[/] {m.content}", highlight=False)
+                self._console.print(f"[bold cyan]agent:[/] {escape(shown(m.content))}", highlight=False)
         self._shown = len(messages) + 1  # the reply below is appended after them
         while True:
             try:
@@ -106,8 +108,8 @@ def terminal_user_factory(read: Callable[[str], str], console: Console) -> Calla
         A factory for :class:`~simulator.execution.runner.Runner`.
     """
     def build(ctx: TrialContext) -> TerminalUser:
-        console.rule(f"task {ctx.task.id}: you are the customer")
-        console.print(scenario_text(ctx.task.scenario), highlight=False, markup=False)
+        console.rule(f"task {escape(shown(ctx.task.id, one_line=True))}: you are the customer")
+        console.print(shown(scenario_text(ctx.task.scenario)), highlight=False, markup=False)
         console.rule()
         console.print(HELP, highlight=False)
         return TerminalUser(read, console)

@@ -224,12 +224,17 @@ def get_domain(name: str) -> Domain:
     """Return a new instance of the registered domain ``name`` (the caller keeps it: it caches templates).
 
     Raises:
-        DomainError: no domain of that name is registered.
+        DomainError: no domain of that name is registered, or its plugin cannot be loaded or built (the message
+            names its entry point and the error).
     """
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
-            cls = ep.load()
-            domain = cls()
+            try:
+                domain = ep.load()()
+            except Exception as e:  # noqa: BLE001 - a plugin's import or constructor: any error, named
+                first = (str(e).strip().splitlines() or [""])[0]
+                raise DomainError(f"domain {name!r} (entry point {ep.value!r}) cannot be loaded: "
+                                  f"{type(e).__name__}: {first}") from e
             if not isinstance(domain, Domain):
                 raise DomainError(f"entry point {ep.value!r} for domain {name!r} is not a Domain")
             return domain

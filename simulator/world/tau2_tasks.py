@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from simulator.errors import TaskFileError
 from simulator.types.tasks import (
+    TOO_DEEP,
     Action,
     Conduct,
     EnvAssertion,
@@ -40,6 +41,8 @@ from simulator.types.tasks import (
     JudgeAssertion,
     Task,
     UserScenario,
+    check_task_id,
+    not_utf8,
 )
 
 __all__ = ["BASIS", "DEFAULT_SPLIT", "GREETING", "TAU2_CONDUCT", "is_tau2_task_file", "load_tau2_tasks",
@@ -266,6 +269,7 @@ def parse_tau2_tasks(data: Any, source: str = "<tasks>") -> list[Task]:
             raise TaskFileError(f"{source}: task [{i}]: expected an object, got {_kind(raw)}")
         if not isinstance(raw.get("id"), str | int) or isinstance(raw.get("id"), bool):
             raise TaskFileError(f"{source}: task [{i}]: field id: expected a string, got {_kind(raw.get('id'))}")
+        check_task_id(str(raw["id"]), i, source)
         w = _Where(source, str(raw["id"]))
         try:
             task = _task(w, raw)
@@ -292,7 +296,7 @@ def is_tau2_task_file(path: str | Path) -> bool:
         return True
     if p.suffix != ".json" or not p.is_file():
         return False
-    with p.open(encoding="utf-8") as f:
+    with p.open(encoding="utf-8", errors="replace") as f:  # not UTF-8: load_tasks names the problem
         head = f.read(4096)
     return head.lstrip().startswith("[") and '"user_scenario"' in head
 
@@ -302,10 +306,14 @@ def _read_json(path: Path, what: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise TaskFileError(f"{path}: cannot read {what}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise TaskFileError(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise TaskFileError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except RecursionError:
+        raise TaskFileError(f"{path}: {TOO_DEEP}") from None
 
 
 def load_tau2_tasks(path: str | Path, split: str | None = None) -> list[Task]:

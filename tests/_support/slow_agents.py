@@ -57,8 +57,10 @@ def stuck_after_first(ctx):
     return OracleAgent(ctx) if ctx.trial_index == 0 else _Stuck()
 
 
-def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: float) -> tuple[int, str, list[dict]]:
-    """Start ``python -m simulator.cli`` with ``args``, send Ctrl-C once ``partial`` holds ``after_lines`` trials.
+def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: float,
+                  sig: int = signal.SIGINT) -> tuple[int, str, list[dict]]:
+    """Start ``python -m simulator.cli`` with ``args``, send Ctrl-C (or ``sig``) once ``partial`` holds ``after_lines``
+    trials.
 
     Returns:
         (exit code, stderr, the trials in ``partial``: the lines after its header).
@@ -71,7 +73,7 @@ def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: f
                                                     and partial.read_text().count("\n") >= after_lines + 1):
             time.sleep(0.1)
         assert partial.exists(), "no trial finished in time"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=timeout_s)
     finally:
         if proc.poll() is None:
@@ -106,3 +108,13 @@ def last_of_batch_waits_for_the_first(ctx):
         if not marker.exists():
             return _Raising("trial 0 had not reached the driver while trial 3 of its batch ran")
     return OracleAgent(ctx)
+
+
+def stuck(ctx):
+    """An agent that never answers (every trial)."""
+    return _Stuck()
+
+
+def returns_none(ctx):
+    """A factory that forgot its ``return``."""
+    OracleAgent(ctx)

@@ -195,7 +195,10 @@ def test_discoverable_tools_unlock_log_and_allowlist(domain):
         assert logged() == ["get_all_user_accounts_by_user_id_3847"]  # a read the gold makes: logged
         bad = call("call_discoverable_agent_tool", agent_tool_name="update_transaction_rewards_3847",
                    arguments=json.dumps({"transaction_id": "x"}))
-        assert bad.status == "tool_error" and "new_rewards_earned" in bad.content
+        # τ³ answers its method's TypeError as text, unflagged (its layout: task_083 of the τ³ reference data)
+        assert (bad.status, bad.content) == ("ok", "Error: Invalid arguments: KnowledgeTools."
+                                             "update_transaction_rewards_3847() missing 1 required positional "
+                                             "argument: 'new_rewards_earned'")
         assert logged() == ["get_all_user_accounts_by_user_id_3847"]  # arguments that do not fit: not logged
         wrong = call("call_discoverable_agent_tool", agent_tool_name="update_transaction_rewards_3847",
                      arguments=json.dumps({"transaction_id": "nope", "new_rewards_earned": "5 points"}))

@@ -107,11 +107,19 @@ def test_missing_key_of_a_listed_provider_is_raised_without_litellm(monkeypatch:
     assert e.value.cause == "missing_keys"
 
 
-@pytest.mark.parametrize("kwargs", [{"api_base": "http://127.0.0.1:9/v1"}, {"api_key": "sk-x"},
+@pytest.mark.parametrize("kwargs", [{"api_base": "http://127.0.0.1:9/v1", "api_key": "k"}, {"api_key": "sk-x"},
                                     {"mock_response": "ok"}])
 def test_a_server_a_key_or_a_mock_skips_the_key_check(kwargs, litellm, monkeypatch: pytest.MonkeyPatch) -> None:
     _clear(monkeypatch)
     LLMClient("openai/gpt-4o-mini", **kwargs).check_setup()  # no error: litellm is asked, and finds nothing missing
+
+
+def test_a_local_server_needs_openai_api_key_set_to_anything(litellm, monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear(monkeypatch)  # the OpenAI client will not start without a key, even for a server that ignores it
+    with pytest.raises(LLMSetupError, match="set OPENAI_API_KEY to any value for a local server"):
+        LLMClient("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1").check_setup()
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    LLMClient("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1").check_setup()
 
 
 def test_key_present_or_unlisted_provider_falls_back_to_litellm(litellm, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -233,6 +233,9 @@ def test_run_and_report_print_the_same_summary(tmp_path):
     report = invoke("report", out, "--max-failures", "20")
     assert report.exit_code == 0, report.output
     run_lines, report_lines = run.stdout.splitlines(), report.stdout.splitlines()
+    # the run first says which executor it chose (and why); a report has no executor
+    assert run_lines[0].startswith("executor: auto: threads (")
+    run_lines = run_lines[1:]
     assert run_lines[0].startswith("tausim run ") and report_lines[0].startswith("tausim report ")
     assert run_lines[-1] == f"wrote {out}"
     assert run_lines[1:-1] == report_lines[1:]  # one renderer: everything but the headline is the same

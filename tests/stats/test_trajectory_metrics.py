@@ -172,3 +172,16 @@ def test_the_duplicate_write_agent_scores_a_redundant_call_rate_above_zero():
     assert repeats == len(tasks)  # the faulty agent repeated each task's one write once
     rate = run_summary_json(run)["metrics"]["trajectory"]["redundant_call_rate"]
     assert rate == pytest.approx(repeats / len(calls)) and rate > 0
+
+
+def test_non_finite_arguments_compare_without_crashing():
+    from simulator.stats.trajectory import tool_call_accuracy
+
+    nan, inf = float("nan"), float("inf")
+    calls = [{"name": "get", "arguments": {"id": nan}}, {"name": "get", "arguments": {"id": inf}},
+             {"name": "get", "arguments": {"id": 7}}]
+    counts = tool_call_accuracy(calls, [{"name": "get", "arguments": {"id": inf}}, {"name": "get",
+                                                                                  "arguments": {"id": 7.0}}])
+    assert counts["called"] == 3 and counts["args_matched"] == 2  # inf == inf as text; 7 == 7.0 at cents
+    huge = [{"name": "get", "arguments": {"id": 1.7e306}}, {"name": "get", "arguments": {"id": 10**400}}]
+    assert tool_call_accuracy(huge, [{"name": "get", "arguments": {"id": 10**400}}])["args_matched"] == 1

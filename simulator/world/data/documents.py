@@ -25,16 +25,18 @@ SINGLE = "1"
 """The id of the row of a single-object table."""
 
 
-def dumps(doc: Any) -> str:
+def dumps(doc: Any, *, ordered: bool = False) -> str:
     """Return the canonical JSON of a document (sorted keys, no spaces; other objects as their ``str``).
 
     Args:
         doc: a JSON-like value, e.g. ``{"b": 1, "a": [2]}``.
+        ordered: keep the document's own field order instead of sorting (a world whose tools list records field
+            by field in the order the data gives them, as τ³'s banking_knowledge does).
 
     Returns:
-        Its JSON text, e.g. ``{"a":[2],"b":1}``.
+        Its JSON text, e.g. ``{"a":[2],"b":1}`` (``{"b":1,"a":[2]}`` when ``ordered``).
     """
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    return json.dumps(doc, sort_keys=not ordered, separators=(",", ":"), default=str)
 
 
 def doc_table(metadata: MetaData, name: str) -> Table:
@@ -50,15 +52,16 @@ def doc_table(metadata: MetaData, name: str) -> Table:
     return Table(name, metadata, Column("id", String, primary_key=True), Column("doc", Text, nullable=False))
 
 
-def insert_docs(session: Session, table: Table, docs: Iterable[tuple[str, Any]]) -> None:
+def insert_docs(session: Session, table: Table, docs: Iterable[tuple[str, Any]], *, ordered: bool = False) -> None:
     """Insert ``(id, document)`` pairs into a document table (its canonical JSON, see :func:`dumps`).
 
     Args:
         session: a Session on the database being populated.
         table: a table made by :func:`doc_table`.
         docs: ``[(id, document), ...]``, e.g. ``[("C1001", {"customer_id": "C1001", ...})]``.
+        ordered: keep each document's field order (see :func:`dumps`).
     """
-    rows = [{"id": key, "doc": dumps(doc)} for key, doc in docs]
+    rows = [{"id": key, "doc": dumps(doc, ordered=ordered)} for key, doc in docs]
     if rows:
         session.execute(insert(table), rows)
 
@@ -68,10 +71,13 @@ class Docs:
 
     Args:
         conn: the trial's connection.
+        ordered: write documents with their own field order (see :func:`dumps`); a world uses one setting
+            throughout, so that the same writes give the same stored text.
     """
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: sqlite3.Connection, *, ordered: bool = False):
         self.conn = conn
+        self.ordered = ordered
 
     def get(self, table: str, key: str) -> dict[str, Any] | None:
         """Return the document with id ``key``, or None."""
@@ -89,7 +95,7 @@ class Docs:
 
     def put(self, table: str, key: str, doc: Mapping[str, Any]) -> None:
         """Insert or replace the document with id ``key`` (written only when it changed)."""
-        text = dumps(doc)
+        text = dumps(doc, ordered=self.ordered)
         cur = self.conn.execute(f'UPDATE "{table}" SET doc = ? WHERE id = ? AND doc <> ?', (text, key, text))
         if cur.rowcount == 0 and self.conn.execute(f'SELECT 1 FROM "{table}" WHERE id = ?', (key,)).fetchone() is None:
             self.conn.execute(f'INSERT INTO "{table}" (id, doc) VALUES (?, ?)', (key, text))
@@ -116,7 +122,7 @@ class DocShape:
 
 
 def merge_docs(conn: sqlite3.Connection, shapes: Mapping[str, DocShape], data: Mapping[str, Any],
-               field: str) -> None:
+               field: str, *, ordered: bool = False) -> None:
     """Merge tau2 ``initialization_data`` (``agent_data`` or ``user_data``) into document tables, in one transaction.
 
     tau2 merges the data into its database's JSON: objects key by key, recursively; any other value (a list
@@ -128,13 +134,15 @@ def merge_docs(conn: sqlite3.Connection, shapes: Mapping[str, DocShape], data: M
         shapes: table name -> its :class:`DocShape` (the side's tables only).
         data: ``{table: value}`` as in the task file.
         field: the task field, for messages (``initial_state.initialization_data.agent_data``).
+        ordered: keep the documents' field order (see :func:`dumps`; a merged record keeps its fields' places and
+            takes new fields at its end).
 
     Raises:
         ValueError: an unknown table, or a value of the wrong kind for its table (the message names the field and
             the table).
     """
     _check_merge(shapes, data, field)
-    docs = Docs(conn)
+    docs = Docs(conn, ordered=ordered)
     conn.execute("BEGIN")
     try:
         for table, value in data.items():

@@ -1,0 +1,315 @@
+r"""Values from a model, an agent or a user are data: the rules that make them safe, in one place.
+
+Whatever an agent or a simulated user returns (text, tool names, call ids, arguments, usage, cost, metadata) enters
+a trial through :func:`admit_agent_turn` / :func:`admit_user_turn` (called by the conversation loop,
+:mod:`simulator.dialogue.conversation`), and a trial's record is made storable by :func:`admit_value`. The rules:
+
+- **Lone surrogates** (half of a UTF-16 pair, e.g. ``"\\ud83d"``: what ``json.loads`` gives for a model's
+  ``"\\ud83d"`` escape) cannot be encoded as UTF-8, so a partial file, a store or a terminal would raise
+  ``UnicodeEncodeError``. Each is replaced with U+FFFD (a well-formed pair written as two code points is joined
+  into its character) and the replacement is recorded as a note (``Trajectory.notes``).
+- **Non-finite numbers** (NaN, Infinity, -Infinity: ``json.loads`` accepts them) in a tool call's arguments: the
+  call keeps its text in ``raw_arguments`` (as JSON with ``NaN``), its ``arguments`` become None, and the tool
+  answers ``invalid_arguments`` (not a valid JSON object); the agent can recover. The note names the number's path
+  (:func:`non_finite_path`). In metadata they become None, with a note.
+- **Costs** that are not finite, are negative or exceed :data:`MAX_COST_USD` are unknown: ``cost_usd=None``
+  (never $0, never a crash), with a note; negative token or call counts become 0.
+- **Control characters** (C0 but tab and newline, DEL, C1) and bidirectional-override characters are *kept* in
+  the record (it is evidence) and escaped wherever text is shown on a terminal: :func:`shown` renders them as
+  ``\\x1b``, ``\\u202e``... so that no escape sequence from data (window title ``ESC ] 0 ;``, clear screen ``ESC [
+  2 J``, OSC 52 clipboard writes) ever reaches a terminal. HTML pages escape text as HTML (``html.escape``).
+
+Example::
+
+    turn, notes = admit_agent_turn(agent.step(messages))   # a NaN argument -> raw_arguments, a note
+    console.print(shown(turn.message.content or ""))       # "\\x1b]0;pwned\\x07" shown as text
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
+
+__all__ = ["ERROR_LIMIT", "MAX_COST_USD", "REPLACEMENT", "admit_agent_turn", "admit_message", "admit_text",
+           "admit_usage", "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path", "shown"]
+
+REPLACEMENT = "\ufffd"
+"""What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
+
+ERROR_LIMIT = 64_000
+"""Characters of an error text (a traceback, an API message) kept in a trial's record (:func:`bounded`)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""What :func:`shown` escapes: C0 controls but tab and newline, DEL, C1 controls, bidirectional marks, overrides
+and isolates (Unicode UAX #9), lone surrogates."""
+_UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                          "\ud800-\udfff]")
+""":data:`_UNSAFE` plus tab, newline and the Unicode line and paragraph separators (one-line display)."""
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def shown(text: object, *, one_line: bool = False) -> str:
+    r"""Return text fit to be shown on a terminal: control and bidi characters escaped as visible text.
+
+    Args:
+        text: any value (``str()`` of a non-string).
+        one_line: also escape tab, newline (``\\n``), carriage return and the Unicode line separators, so the
+            text stays on one line (ids, names, one-line error heads).
+
+    Returns:
+        The text with each C0 control character (but tab and newline unless ``one_line``), DEL, each C1 control
+        character, each bidirectional mark, embedding, override or isolate (U+061C, U+200E, U+200F,
+        U+202A-U+202E, U+2066-U+2069) and each lone surrogate written as ``\\xNN`` / ``\\uNNNN`` (``\\r``,
+        ``\\t``, ``\\n`` by name). Printable text, including every other non-ASCII character, is unchanged; the
+        result encodes as UTF-8.
+    """
+    s = text if isinstance(text, str) else str(text)
+    pattern = _UNSAFE_LINE if one_line else _UNSAFE
+    return pattern.sub(_escape_char, s)
+
+
+def admit_text(text: str) -> tuple[str, int]:
+    r"""Return ``text`` with its lone surrogates replaced by U+FFFD, and how many were replaced.
+
+    A surrogate pair written as two code points (``"\\ud83d\\ude00"``) is joined into its character (not counted).
+
+    Args:
+        text: a string from a model, an agent or a user.
+
+    Returns:
+        ``(text, replaced)``: ``text`` itself (the same object) when it holds no surrogate.
+    """
+    if text.isascii() or not _SURROGATE.search(text):
+        return text, 0
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined, joined.count(REPLACEMENT) - text.count(REPLACEMENT)
+
+
+def bounded(text: str, limit: int = ERROR_LIMIT) -> str:
+    """Return error text fit for a trial's record: lone surrogates replaced, at most about ``limit`` characters.
+
+    A longer text keeps its first quarter and its end (a traceback's last lines name the error), joined by a line
+    ``[... N characters cut ...]``.
+
+    Args:
+        text: the error text.
+        limit: characters kept (the cut line comes on top).
+
+    Returns:
+        The text.
+    """
+    text = admit_text(text)[0]
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - limit:,} characters cut ...]\n{text[-tail:]}"
+
+
+def non_finite_path(value: Any, path: str = "") -> str | None:
+    """Return where a JSON-ish value holds a non-finite number (NaN, Infinity, -Infinity), or None.
+
+    Args:
+        value: parsed JSON (dicts, lists, tuples, strings, numbers, booleans, None).
+        path: the path of ``value`` itself (used in the result).
+
+    Returns:
+        The first such number's path, ``key.sub[2]`` style (``(arguments)`` for ``value`` itself), or None.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:  # iterative: a 100,000-deep value must not raise RecursionError
+        v, p = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return p or "(arguments)"
+        elif isinstance(v, Mapping):
+            stack.extend((item, f"{p}.{k}" if p else str(k)) for k, item in reversed(list(v.items())))
+        elif isinstance(v, list | tuple):
+            stack.extend((item, f"{p}[{i}]") for i, item in reversed(list(enumerate(v))))
+    return None
+
+
+MAX_COST_USD = 1e9
+"""A reported cost above this (USD) is not a cost but garbage (and sums of such overflow to infinity): unknown."""
+
+
+def known_cost(value: Any) -> float | None:
+    """Return a cost in USD when it is a number in [0, :data:`MAX_COST_USD`], else None (unknown: never $0, NaN).
+
+    Args:
+        value: a reported cost (any type).
+
+    Returns:
+        The cost as a float, or None.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return float(value) if 0 <= value <= MAX_COST_USD else None  # float() of a 400-digit int overflows
+    return value if 0 <= value <= MAX_COST_USD else None  # False for NaN and the infinities
+
+
+def admit_value(value: Any) -> tuple[Any, int, int]:
+    """Return a JSON-ish value made storable: lone surrogates replaced (keys too), non-finite numbers None.
+
+    Args:
+        value: dicts (string keys), lists, tuples, strings, numbers, booleans, None; other values are kept as
+            they are.
+
+    Returns:
+        ``(value, surrogates replaced, non-finite numbers dropped)``; ``value`` itself (the same object) when
+        nothing needed a change.
+    """
+    if isinstance(value, str):
+        text, n = admit_text(value)
+        return text, n, 0
+    if isinstance(value, float):
+        return (value, 0, 0) if math.isfinite(value) else (None, 0, 1)
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        surrogates = dropped = 0
+        for k, v in value.items():
+            key, nk = admit_text(k) if isinstance(k, str) else (k, 0)
+            item, ns, nd = admit_value(v)
+            out[key] = item
+            surrogates, dropped = surrogates + nk + ns, dropped + nd
+        return (value, 0, 0) if not (surrogates or dropped) else (out, surrogates, dropped)
+    if isinstance(value, list | tuple):
+        items = [admit_value(v) for v in value]
+        surrogates = sum(i[1] for i in items)
+        dropped = sum(i[2] for i in items)
+        if not (surrogates or dropped):
+            return value, 0, 0
+        return [i[0] for i in items], surrogates, dropped
+    return value, 0, 0
+
+
+def _admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
+    """One tool call made safe (see the module's rules); what changed is appended to ``notes``."""
+    name, n_name = admit_text(call.name)
+    call_id, n_id = admit_text(call.id)
+    raw, n_raw = (None, 0) if call.raw_arguments is None else admit_text(call.raw_arguments)
+    arguments: dict[str, Any] | None = call.arguments
+    n_args = 0
+    if arguments is not None:
+        bad = non_finite_path(arguments)
+        if bad is not None:
+            text = json.dumps(arguments, allow_nan=True, ensure_ascii=False, default=str)
+            raw, n_raw = admit_text(text)
+            notes.append(f"{where}: tool call {name!r} has a non-finite number at {bad}: refused as "
+                         "invalid_arguments")
+            arguments = None
+        else:
+            arguments, n_args, _ = admit_value(arguments)
+    replaced = n_name + n_id + n_raw + n_args
+    if replaced:
+        notes.append(f"{where}: tool call {name!r}: {replaced} lone surrogate(s) replaced with U+FFFD")
+    if not replaced and arguments is call.arguments:
+        return call
+    return call.model_copy(update={"name": name, "id": call_id, "arguments": arguments, "raw_arguments": raw})
+
+
+def admit_message(message: Message, where: str, notes: list[str]) -> Message:
+    """Return a message made safe: lone surrogates replaced everywhere, non-finite arguments refused.
+
+    Args:
+        message: a message from an agent or a user.
+        where: who and when, for the notes (e.g. ``agent step 3``).
+        notes: what was changed is appended here, one line each.
+
+    Returns:
+        ``message`` itself when nothing needed a change, else a changed copy.
+    """
+    content, n_content = (None, 0) if message.content is None else admit_text(message.content)
+    name, n_name = (None, 0) if message.name is None else admit_text(message.name)
+    call_id, n_id = (None, 0) if message.tool_call_id is None else admit_text(message.tool_call_id)
+    calls = [_admit_call(c, where, notes) for c in message.tool_calls]
+    replaced = n_content + n_name + n_id
+    if replaced:
+        notes.append(f"{where}: message text: {replaced} lone surrogate(s) replaced with U+FFFD")
+    if not replaced and all(a is b for a, b in zip(calls, message.tool_calls, strict=True)):
+        return message
+    return message.model_copy(update={"content": content, "name": name, "tool_call_id": call_id,
+                                      "tool_calls": calls})
+
+
+def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
+    """Return a usage whose cost is known (finite, >= 0) or None, and whose counts are >= 0.
+
+    Args:
+        usage: a reported usage.
+        where: who and when, for the notes.
+        notes: what was changed is appended here.
+
+    Returns:
+        ``usage`` itself when nothing needed a change, else a changed copy.
+    """
+    update: dict[str, Any] = {}
+    if usage.cost_usd is not None and known_cost(usage.cost_usd) is None:
+        notes.append(f"{where}: cost {usage.cost_usd!r} is not an amount in [0, {MAX_COST_USD:g}] USD: recorded as "
+                     "unknown")
+        update["cost_usd"] = None
+    for field in ("prompt_tokens", "completion_tokens", "calls", "attempts"):
+        if getattr(usage, field) < 0:
+            notes.append(f"{where}: {field} {getattr(usage, field)} < 0: recorded as 0")
+            update[field] = 0
+    return usage.model_copy(update=update) if update else usage
+
+
+def _admit_error(error: str | None) -> str | None:
+    return None if error is None else bounded(error)
+
+
+def admit_agent_turn(turn: AgentTurn, where: str = "agent") -> tuple[AgentTurn, list[str]]:
+    """Return an agent's turn made safe to enter a trial (the module's rules), and what was changed.
+
+    Args:
+        turn: what ``agent.step`` returned.
+        where: who and when, for the notes (e.g. ``agent step 3``).
+
+    Returns:
+        ``(turn, notes)``: ``turn`` itself and no notes when nothing needed a change.
+    """
+    notes: list[str] = []
+    message = admit_message(turn.message, where, notes)
+    usage = admit_usage(turn.usage, where, notes)
+    error = _admit_error(turn.error)
+    if message is turn.message and usage is turn.usage and error == turn.error:
+        return turn, notes
+    return turn.model_copy(update={"message": message, "usage": usage, "error": error}), notes
+
+
+def admit_user_turn(turn: UserTurn, where: str = "user") -> tuple[UserTurn, list[str]]:
+    """Return a simulated user's turn made safe to enter a trial (the module's rules), and what was changed.
+
+    Args:
+        turn: what ``user.reply`` returned.
+        where: who and when, for the notes (e.g. ``user turn 2``).
+
+    Returns:
+        ``(turn, notes)``: ``turn`` itself and no notes when nothing needed a change.
+    """
+    notes: list[str] = []
+    content, n = admit_text(turn.content)
+    if n:
+        notes.append(f"{where}: message text: {n} lone surrogate(s) replaced with U+FFFD")
+    calls = [_admit_call(c, where, notes) for c in turn.tool_calls]
+    usage = admit_usage(turn.usage, where, notes)
+    error = _admit_error(turn.error)
+    if not notes and error == turn.error:
+        return turn, notes
+    return turn.model_copy(update={"content": content, "tool_calls": calls, "usage": usage, "error": error}), notes

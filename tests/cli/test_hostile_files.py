@@ -1,0 +1,77 @@
+"""Hostile input files: UTF-16 text and 100,000-deep JSON are one-line errors naming the file, never tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli import app
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def invoke(*args: Any) -> Any:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _one_error(res: Any) -> str:
+    assert "Traceback" not in res.output and "RecursionError" not in res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1, res.output
+    return lines[0]
+
+
+@pytest.fixture
+def utf16_tasks(tmp_path) -> Path:
+    from domains.retail import RetailDomain
+
+    text = (RetailDomain().default_data_dir().parent / "tasks" / "builtin.json").read_text(encoding="utf-8")
+    path = tmp_path / "tasks.json"
+    path.write_text(text, encoding="utf-16")  # what Windows' PowerShell `>` writes
+    return path
+
+
+@pytest.mark.parametrize("command", [["tasks", "lint", "{f}"], ["tasks", "lint", "{f}", "--domain", "retail"],
+                                     ["run", "--tasks", "{f}", "--no-preflight"]])
+def test_a_utf16_task_file_is_one_line_naming_the_file_and_the_encoding(command, utf16_tasks):
+    res = invoke(*[a.format(f=utf16_tasks) for a in command])
+    assert res.exit_code == 2
+    assert _one_error(res) == f"error: {utf16_tasks}: the file is UTF-16 text; save it as UTF-8"
+
+
+def test_a_file_in_another_encoding_names_the_byte(tmp_path):
+    path = tmp_path / "tasks.json"
+    raw = b'{"domain": "retail", "tasks": [{"id": "caf\xe9"}]}'  # Latin-1
+    path.write_bytes(raw)
+    res = invoke("tasks", "lint", path)
+    assert res.exit_code == 2
+    assert _one_error(res) == (f"error: {path}: not UTF-8 text (invalid continuation byte at byte "
+                               f"{raw.index(0xE9)}); save it as UTF-8")
+
+
+@pytest.mark.parametrize(("command", "doc"), [
+    (["tasks", "lint", "{f}", "--domain", "retail"], DEEP),
+    (["tasks", "lint", "{f}"], '{"domain": "retail", "tasks": ' + DEEP + "}"),
+    (["run", "--tasks", "{f}", "--no-preflight"], DEEP),
+    (["run", "--spec", "{f}"], DEEP),
+    (["report", "{f}"], DEEP),
+    (["export", "{f}"], DEEP),
+])
+def test_deeply_nested_json_is_one_line_naming_the_file(command, doc, tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text(doc)
+    res = invoke(*[a.format(f=path) for a in command])
+    assert res.exit_code == 2
+    assert _one_error(res) == (f"error: {path}: JSON nested too deeply to read (Python's parser stops at about "
+                               "1,000 levels)")
+
+
+def test_deeply_nested_tool_arguments_are_shown_to_the_agent_as_an_error():
+    from simulator.agents._adapters import parse_arguments
+
+    assert parse_arguments('{"a": ' + DEEP + "}") == (None, '{"a": ' + DEEP + "}")
+    assert parse_arguments(json.dumps({"a": [[1]]})) == ({"a": [[1]]}, None)

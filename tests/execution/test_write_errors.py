@@ -1,0 +1,192 @@
+"""A place the run records into cannot be written (disk full, read-only): the run stops, nothing recorded is lost.
+
+The full disk is simulated by making the writer raise ``ENOSPC`` (or SQLite's "database or disk is full") after a
+few trials; ``tests/cli/test_resources.py`` runs the same on a real 700 KB tmpfs.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+import simulator
+from simulator.errors import WriteError
+from simulator.execution import session as session_module
+from simulator.storage.documents import load_partial
+from simulator.storage.store import ResultsStore
+from simulator.types.spec import RunSpec
+
+
+def _spec(**kw: Any) -> RunSpec:
+    from domains.retail import RetailDomain
+
+    ids = [t.id for t in RetailDomain().load_tasks(None)][:3]
+    return RunSpec(domain="retail", task_ids=ids, trials=2, preflight=False, **kw)
+
+
+
+def _full_after(lines: int, real_open: Any) -> Any:
+    """An ``open_partial`` whose file refuses writes (ENOSPC) once ``lines`` trial lines are written."""
+
+    class Handle:
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.n = inner, 0
+
+        def write(self, text: str) -> int:
+            if self.n >= lines:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.n += 1
+            return self.inner.write(text)
+
+        def flush(self) -> None:
+            self.inner.flush()
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return lambda *a, **kw: Handle(real_open(*a, **kw))
+
+
+def test_a_full_disk_at_the_partial_file_stops_the_run_and_keeps_the_written_trials(tmp_path, monkeypatch):
+    real = session_module.open_partial
+    monkeypatch.setattr(session_module, "open_partial", _full_after(2, real))
+    out = tmp_path / "run.json"
+    result = simulator.run(_spec(), out=out)
+    assert result.abort_kind == "write_error"
+    assert result.aborted == f"cannot write {out}.partial.jsonl: No space left on device"
+    assert not out.exists()  # the document of a stopped run is not written: the partial file is the run so far
+    _, kept, planned = load_partial(f"{out}.partial.jsonl")
+    assert len(kept) == 2 and planned == 6
+    assert len(result.trials) == 2  # the trial that could not be written is not counted as recorded
+
+    # disk freed: resuming runs exactly the four missing trials
+    monkeypatch.setattr(session_module, "open_partial", real)
+    seen: list[Any] = []
+    again = simulator.run(_spec(), out=out, resume=f"{out}.partial.jsonl", on_trial=seen.append)
+    assert again.aborted is None and len(again.trials) == 6 and len(seen) == 4
+    assert not {(t.task_id, t.trial) for t in seen} & {(t.task_id, t.trial) for t in kept}
+    assert json.loads(out.read_text())["metrics"]
+
+
+def test_a_full_sqlite_store_keeps_the_trials_recorded_before(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    real = ResultsStore.record
+    calls = {"n": 0}
+
+    def record(self: ResultsStore, run_id: str, result: Any) -> bool:
+        calls["n"] += 1
+        if calls["n"] > 3:
+            with self.writing():  # what SQLite raises at the commit of a full disk
+                raise OperationalError("COMMIT", {}, Exception("database or disk is full"))
+        return real(self, run_id, result)
+
+    monkeypatch.setattr(ResultsStore, "record", record)
+    result = simulator.run(_spec(), store=url, run_id="r")
+    assert result.abort_kind == "write_error"
+    assert result.aborted == f"cannot write {tmp_path / 'runs.db'}: database or disk is full"
+    with ResultsStore(url) as st:
+        first = st.recorded_keys("r")
+    assert len(first) == 3
+
+    monkeypatch.setattr(ResultsStore, "record", real)
+    seen: list[Any] = []
+    again = simulator.run(_spec(), store=url, run_id="r", on_trial=seen.append)
+    assert again.aborted is None and len(again.trials) == 6
+    assert len(seen) == 3 and not {(t.task_id, None, t.trial) for t in seen} & first
+
+
+def test_other_database_errors_are_not_write_errors(tmp_path):
+    with ResultsStore(f"sqlite:///{tmp_path / 'r.db'}") as st, pytest.raises(OperationalError):
+        with st.writing():
+            raise OperationalError("SELECT", {}, Exception("no such column: x"))
+
+
+def test_a_full_disk_at_the_log_file_stops_the_run(tmp_path, monkeypatch):
+    from simulator.execution import recording
+
+    class Failing(recording.GuardedWriter):
+        def __init__(self, handle: Any, path: str) -> None:
+            super().__init__(handle, path)
+            self.n = 0
+
+        def write(self, text: str) -> int:
+            self.n += '"trial_end"' in text
+            if self.n > 2 and self.error is None:  # the disk fills while the third trial ends
+                self.error = WriteError(self.path, "No space left on device")
+            return super().write(text)
+
+    monkeypatch.setattr(session_module, "GuardedWriter", Failing)
+    log = tmp_path / "log.jsonl"
+    result = simulator.run(_spec(), log_file=log)
+    assert result.abort_kind == "write_error"
+    assert result.aborted == f"cannot write {log}: No space left on device"
+    assert 0 < len(result.trials) < 6
+
+
+def test_write_error_names_path_and_cause():
+    e = WriteError("/x/run.jsonl", "No space left on device")
+    assert str(e) == "cannot write /x/run.jsonl: No space left on device"
+    assert (e.path, e.cause) == ("/x/run.jsonl", "No space left on device")
+
+
+def test_the_guarded_writer_keeps_the_first_error_and_drops_later_writes(tmp_path):
+    from simulator.execution.recording import GuardedWriter
+
+    class Full:
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    g = GuardedWriter(Full(), str(Path("/x/log")))  # type: ignore[arg-type]
+    assert g.write("a") == 1 and g.write("b") == 1
+    g.flush()
+    assert str(g.error) == "cannot write /x/log: No space left on device"
+
+
+def test_a_full_disk_at_the_response_cache_stops_the_run(tmp_path, monkeypatch):
+    import sqlite3
+
+    from simulator.models.cache import SQLiteCache
+    from simulator.models.llm import LLMResult
+
+    cache = SQLiteCache(tmp_path / "c.db")
+
+    class Full:
+        def execute(self, *a: Any) -> Any:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        def close(self) -> None:
+            pass
+
+    real = cache._conn
+    cache._conn = Full()  # type: ignore[assignment]
+    result = LLMResult.model_validate({"message": {"role": "assistant", "content": "hi"}, "usage": {},
+                                       "latency_s": 0.1, "model": "m"})
+    cache["k"] = result  # the model call goes on
+    assert cache.write_error == "database or disk is full"
+    cache._conn = real
+    cache["k2"] = result  # dropped from now on
+    assert "k2" not in cache
+    cache.close()
+
+    from simulator.execution.build import RunServices
+
+    real_open = RunServices.open
+
+    def open_full(spec: Any, **kw: Any) -> Any:
+        services = real_open(spec, **kw)
+        if services.cache is not None:
+            services.cache.write_error = "database or disk is full"
+        return services
+
+    monkeypatch.setattr(RunServices, "open", classmethod(lambda cls, spec, **kw: open_full(spec, **kw)))
+    run = simulator.run(_spec(cache=str(tmp_path / "cache.db")))
+    assert run.abort_kind == "write_error"
+    assert run.aborted == f"cannot write {tmp_path / 'cache.db'}: database or disk is full"

@@ -1,0 +1,116 @@
+"""The rules for values from a model, an agent or a user (simulator.types.sanitize)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
+from simulator.types.sanitize import (
+    REPLACEMENT,
+    admit_agent_turn,
+    admit_text,
+    admit_user_turn,
+    admit_value,
+    known_cost,
+    non_finite_path,
+    shown,
+)
+
+
+def test_lone_surrogates_are_replaced_and_counted_pairs_joined():
+    assert admit_text("ab") == ("ab", 0)
+    assert admit_text("half \ud83d of an emoji") == (f"half {REPLACEMENT} of an emoji", 1)
+    assert admit_text("\udc00\ud800") == (REPLACEMENT * 2, 2)  # low then high: not a pair
+    assert admit_text("\ud83d\ude00") == ("\U0001F600", 0)  # a pair as two code points: one emoji
+    assert admit_text(f"{REPLACEMENT}\ud800") == (REPLACEMENT * 2, 1)  # an existing U+FFFD is not counted
+    text, _ = admit_text("x\ud800y\udfffz")
+    text.encode("utf-8")  # encodable now
+
+
+def test_non_finite_numbers_are_found_with_their_path():
+    assert non_finite_path({"a": 1, "b": [1.5, "NaN"]}) is None
+    assert non_finite_path(json.loads('{"order_id": NaN}')) == "order_id"
+    assert non_finite_path({"a": {"b": [0, 1, -math.inf]}}) == "a.b[2]"
+    assert non_finite_path(math.inf) == "(arguments)"
+    deep: list = []
+    cur = deep
+    for _ in range(100_000):  # no RecursionError
+        nxt: list = []
+        cur.append(nxt)
+        cur = nxt
+    cur.append(math.nan)
+    assert non_finite_path(deep).endswith("[0]")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (0.25, 0.25), (0, 0.0), (1e9, 1e9), (1.7e308, None), (10**400, None), (math.nan, None), (math.inf, None),
+    (-math.inf, None), (-0.01, None), (True, None), ("1.0", None), (None, None)])
+def test_known_cost(value, expected):
+    assert known_cost(value) == expected
+
+
+def test_admit_value_keeps_clean_values_and_fixes_the_rest():
+    clean = {"a": [1, "x", None, True]}
+    assert admit_value(clean)[0] is clean
+    value, surrogates, dropped = admit_value({"k\ud800": [math.nan, "v\udfff", {"z": math.inf}]})
+    assert value == {f"k{REPLACEMENT}": [None, f"v{REPLACEMENT}", {"z": None}]}
+    assert (surrogates, dropped) == (2, 2)
+    json.dumps(value, allow_nan=False).encode("utf-8")
+
+
+def test_agent_turn_with_nan_arguments_becomes_an_unparsed_call_with_a_note():
+    call = ToolCall(id="c1", name="get_order_details", arguments=json.loads('{"order_id": NaN, "n": Infinity}'))
+    turn, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", tool_calls=[call])), "agent step 0")
+    out = turn.message.tool_calls[0]
+    assert out.arguments is None
+    assert out.raw_arguments == '{"order_id": NaN, "n": Infinity}'
+    assert notes == ["agent step 0: tool call 'get_order_details' has a non-finite number at order_id: refused as "
+                     "invalid_arguments"]
+
+
+def test_agent_turn_surrogates_everywhere_and_bad_cost():
+    call = ToolCall(id="c\ud800", name="find\ud83d", arguments={"q": "#W\ud83d"})
+    turn = AgentTurn(message=Message(role="assistant", content="hi \ud83d", tool_calls=[call]),
+                     usage=Usage(prompt_tokens=3, cost_usd=math.nan), error="boom \udfff")
+    out, notes = admit_agent_turn(turn)
+    dumped = out.model_dump_json()
+    dumped.encode("utf-8")
+    assert out.message.content == f"hi {REPLACEMENT}"
+    assert out.message.tool_calls[0].arguments == {"q": f"#W{REPLACEMENT}"}
+    assert out.message.tool_calls[0].name == f"find{REPLACEMENT}"
+    assert out.usage.cost_usd is None and out.usage.prompt_tokens == 3
+    assert out.error == f"boom {REPLACEMENT}"
+    assert len(notes) == 3  # the call's surrogates, the text's, the cost
+
+
+def test_clean_turns_are_returned_as_they_are():
+    turn = AgentTurn(message=Message(role="assistant", content="plain \x1b[2J text kept"),
+                     usage=Usage(cost_usd=0.5))
+    assert admit_agent_turn(turn) == (turn, [])
+    assert admit_agent_turn(turn)[0] is turn  # control characters are kept in the record
+    user = UserTurn(content="fine")
+    assert admit_user_turn(user)[0] is user
+
+
+def test_user_turn_surrogates_and_infinite_cost():
+    out, notes = admit_user_turn(UserTurn(content="\ud83d", usage=Usage(cost_usd=math.inf)), "user turn 1")
+    assert out.content == REPLACEMENT and out.usage.cost_usd is None
+    assert notes[0].startswith("user turn 1: message text: 1 lone surrogate")
+
+
+def test_shown_escapes_every_control_and_bidi_character_and_nothing_else():
+    hostile = "t\x1b]0;pwned\x07 \x1b[2J \x1b]52;c;aGk=\x07 nul\x00 c1\x9b del\x7f bidi\u202e \ud83d"
+    out = shown(hostile)
+    assert out == ("t\\x1b]0;pwned\\x07 \\x1b[2J \\x1b]52;c;aGk=\\x07 nul\\x00 c1\\x9b del\\x7f bidi\\u202e "
+                   "\\ud83d")
+    assert all(ch in "\t\n" or (0x20 <= ord(ch) < 0x7f) or ord(ch) > 0x9f for ch in out)
+    out.encode("utf-8")
+    assert shown("é 中文 emoji \U0001F600\ttab\nline") == "é 中文 emoji \U0001F600\ttab\nline"
+    assert shown("a\nb\tc\rd", one_line=True) == "a\\nb\\tc\\rd"
+    assert shown(None) == "None"
+    for code in [*range(0x20), 0x7f, *range(0x80, 0xa0)]:  # every C0 and C1 character, by its code
+        if chr(code) not in "\t\n":
+            assert shown(chr(code)) == f"\\x{code:02x}" or shown(chr(code)) in ("\\r",)
