@@ -40,7 +40,16 @@ from sqlalchemy import select
 
 from domains.retail._data import ADDRESS_KEYS, order_record, product_record, user_record
 from domains.retail.models import Product
-from simulator.world.kit import Action, Intent, Task, TemplateDatabase, TrialDatabase, UserScenario
+from simulator.world.kit import (
+    Action,
+    Intent,
+    Task,
+    TemplateDatabase,
+    TrialDatabase,
+    UserScenario,
+    identity_facts,
+    instruction_sections,
+)
 
 __all__ = ["WRITE_TOOLS", "Derivation", "derive_retail_scenario", "render_address"]
 
@@ -184,7 +193,11 @@ class _Deriver:
         self.instr = task.scenario.instructions
         self.norm = _norm(self.instr)
         self.gaps: list[str] = []
-        uid = task.user_id or ""
+        told = identity_facts(instruction_sections(self.instr).get("known info") or self.instr)
+        self.told = told
+        uid = task.user_id or self._gold_user() or (told.get("user_id", "") if user_record(
+            world.db.raw, told.get("user_id", "")) else "")
+        self.uid = uid
         self.user: dict[str, Any] = user_record(world.db.raw, uid) or {} if uid else {}
         if task.user_id and not self.user:
             self.gaps.append(f"user {task.user_id!r} not found in the data")
@@ -192,10 +205,23 @@ class _Deriver:
         self.first_user_address = dict(self.user_address)
         self.user_address_changed = False
 
+    def _gold_user(self) -> str:
+        """The user the gold actions act for (tau2's tasks name none): a ``user_id`` argument, else an order's owner."""
+        for a in self.task.gold_actions:
+            uid = a.arguments.get("user_id")
+            if isinstance(uid, str) and uid:
+                return uid
+        for a in self.task.gold_actions:
+            oid = a.arguments.get("order_id")
+            order = self.world.order(oid) if isinstance(oid, str) else None
+            if order is not None and order.get("user_id"):
+                return str(order["user_id"])
+        return ""
+
     # identity ------------------------------------------------------------------------------------------------
     def identity(self) -> dict[str, str]:
         ident: dict[str, str] = {}
-        uid = self.task.user_id or ""
+        uid = self.uid
         low = self.instr.lower()
         given_uid = bool(uid) and re.search(rf"(?<![a-z0-9_]){re.escape(uid.lower())}(?![a-z0-9_])", low) is not None
         if given_uid:
@@ -233,6 +259,8 @@ class _Deriver:
             m5 = re.search(r"(?<![\d#W$.])\d{5}(?!\d|\.\d)", self.instr)
             if m5:
                 ident["zip"] = m5.group(0)
+        if not self.user:  # no record to check the instruction against: what it states about the user
+            ident = {**self.told, **ident}
         if not ("email" in ident or "user_id" in ident or ("name" in ident and "zip" in ident)):
             self.gaps.append("identity: the instruction gives neither an e-mail, a user id, nor a name with a zip")
         return ident

@@ -265,6 +265,24 @@ _ONE_OF_RE = re.compile(r"\bone of ([\w ,/.-]+)", re.IGNORECASE)
 _SENTENCE_RE = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 
+def _split_sentences(text: str) -> list[str]:
+    """Split a message into sentences (:data:`_SENTENCE_RE`), never inside a call's parentheses.
+
+    ``f(arguments='{"a": 1, "b": 2}')`` stays one piece although ``": "`` ends a sentence elsewhere.
+    """
+    out: list[str] = []
+    start = depth = scanned = 0
+    for m in _SENTENCE_RE.finditer(text):
+        chunk = text[scanned:m.start()]
+        depth = max(depth + chunk.count("(") - chunk.count(")"), 0)
+        scanned = m.start()
+        if depth == 0:
+            out.append(text[start:m.start()])
+            start = m.end()
+    out.append(text[start:])
+    return out
+
+
 def _call_arguments(text: str) -> dict[str, Any] | None:
     """Keyword arguments written as a call's parenthesised part, ``(mode='4g_only', n=2)``; None: not literals."""
     try:
@@ -334,6 +352,26 @@ def _plain_match(sentence: str, patterns: tuple[re.Pattern[str], list[re.Pattern
     return min(at, default=0)
 
 
+def _head_at(sentence: str, name: str, others: Sequence[str]) -> int | None:
+    """Where a sentence first names a tool's object other than as a modifier of another tool's object; None: never.
+
+    In "turn on data roaming" the word "data" only qualifies "roaming" (the head of a compound noun is its last
+    word), so the sentence asks for ``toggle_roaming`` and not also for ``toggle_data``.
+    """
+    patterns = _plain_patterns(name)
+    heads = [p for o in others if (q := _plain_patterns(o)) is not None for p in q[1]]
+    if patterns is None or not patterns[1]:
+        return 0
+    at = []
+    for obj in patterns[1]:
+        for m in obj.finditer(sentence):
+            rest = sentence[m.end():]
+            if rest[:1] not in (" ", "-") or not any(head.match(rest.lstrip(" -")) for head in heads):
+                at.append(m.start())
+                break
+    return min(at, default=None)
+
+
 def requested_tool_calls(text: str | None, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Return the user's own tools an agent message asks the user to use, in the order asked.
 
@@ -358,7 +396,7 @@ def requested_tool_calls(text: str | None, tools: Sequence[Mapping[str, Any]]) -
     fns = {str(f["name"]): f for f in (t.get("function", t) for t in tools)}
     found: list[tuple[int, str, dict[str, Any]]] = []
     pos = 0
-    for sentence in _SENTENCE_RE.split(text):
+    for sentence in _split_sentences(text):
         start = text.find(sentence, pos)
         pos = max(start, pos)
         named: set[str] = set()
@@ -385,7 +423,11 @@ def requested_tool_calls(text: str | None, tools: Sequence[Mapping[str, Any]]) -
                 plain.append((pos + where, name, args))
         # "turn Wi-Fi calling on" names toggle_wifi_calling, not also toggle_wifi: the most specific name wins
         words = {name: set(_object_words(name)) for _, name, _ in plain}
-        found.extend(f for f in plain if not any(
-            o != f[1] and o.split("_")[0] == f[1].split("_")[0] and words[f[1]] < words[o] for o in words))
+        plain = [f for f in plain if not any(
+            o != f[1] and o.split("_")[0] == f[1].split("_")[0] and words[f[1]] < words[o] for o in words)]
+        for _, name, args in plain:
+            at = _head_at(sentence, name, [o for _, o, _ in plain if o != name])
+            if at is not None:
+                found.append((pos + at, name, args))
     found.sort(key=lambda f: f[0])
     return [(name, args) for _, name, args in found]

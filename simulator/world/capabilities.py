@@ -31,6 +31,7 @@ from simulator.errors import DomainError
 from simulator.types.protocols import Agent, TrialContext
 from simulator.types.tasks import Action, ProcessRules, Task, UserScenario
 from simulator.world.database import StateSpec, TemplateDatabase, TrialDatabase
+from simulator.world.instructions import derive_instruction_scenario
 from simulator.world.sinks import Clock, Sink
 from simulator.world.tools import Toolbox, ToolContext
 
@@ -282,25 +283,24 @@ class ScenarioDerivation(DomainEssentials):
     def derive_scenario(self, task: Task, template: TemplateDatabase) -> UserScenario:
         """Return the task's scenario with a rule-based user's ``identity`` and ``agenda`` filled in.
 
-        Tasks written for the rule-based user carry their agenda; tasks from elsewhere (tau-bench's lists) carry
-        only an instruction, and a domain may derive the agenda from the instruction, the gold actions and the
-        user's record in ``template``. The derived scenario must give the user only values its instruction
-        gives (or plain descriptions of them), never ids it was not told.
+        Tasks written for the rule-based user carry their agenda; tasks from elsewhere (tau-bench's lists, tau2's
+        files) carry only an instruction, and a domain may derive the agenda from the instruction, the gold actions
+        and the user's record in ``template``. The derived scenario must give the user only values its instruction
+        gives (or plain descriptions of them), never ids it was not told. The default reads the instruction alone
+        with general rules (:func:`simulator.world.instructions.derive_instruction_scenario`).
 
         Args:
             task: the task.
-            template: the run's template database (read-only use).
+            template: the run's template database (read-only use; unused by the default).
 
         Returns:
-            The scenario; the default returns ``task.scenario`` unchanged when it has an agenda.
+            The scenario; ``task.scenario`` unchanged when it has an agenda.
 
         Raises:
             DomainError: the task has no agenda and the domain cannot derive one.
         """
-        if task.scenario.agenda:
-            return task.scenario
-        raise DomainError(f"task {task.id!r}: no structured scenario (agenda) and domain {self.name!r} cannot "
-                          "derive one; the rule-based user cannot play it")
+        del template
+        return derive_instruction_scenario(task)
 
 
 class GradingHints(DomainEssentials):

@@ -70,6 +70,7 @@ from simulator.world.generate import (
     write_data_set,
     write_json_files,
 )
+from simulator.world.instructions import derive_instruction_scenario, identity_facts, instruction_sections
 from simulator.world.shared_tools import calculate, think, transfer_to_human_agents
 from simulator.world.sinks import Clock, Ledger, Outbox, Sink
 from simulator.world.tau2_tasks import parse_tau2_tasks
@@ -125,6 +126,7 @@ __all__ = [
     "calculate",
     "cli_parser",
     "deep_merge",
+    "derive_instruction_scenario",
     "doc_table",
     "dump_tables",
     "dumps",
@@ -132,8 +134,10 @@ __all__ = [
     "gc_paused",
     "get_domain",
     "group_rows",
+    "identity_facts",
     "insert_docs",
     "insert_rows",
+    "instruction_sections",
     "is_tau2_data",
     "json_column",
     "json_diff",

@@ -1,7 +1,8 @@
 """The pre-flight of ``tausim run``: a user that cannot play the task set stops the run before any trial.
 
-The hostile tour ran the rule-based user on tau-bench's airline test tasks (no structured scenario, and the
-airline domain cannot derive one): every trial ended ``user_error`` and the run exited 0. Now the pre-flight
+The hostile tour ran the rule-based user on tasks it could not play (then tau-bench's airline tasks; now every
+task with an instruction gets a derived scenario, so here tau-bench's airline tasks with their instructions blanked,
+which say nothing the user wants): every trial ended ``user_error`` and the run exited 0. Now the pre-flight
 builds the user of the first task and stops the run with exit 2; without the pre-flight, ``--max-error-rate``
 stops it after the first ten trials with a non-zero exit, keeping what finished.
 """
@@ -21,16 +22,19 @@ PEER = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "tau-be
 needs_peer = pytest.mark.skipif(not (PEER / "tasks_test.json").exists(), reason="tau-bench peer data not present")
 
 
-def _run(*extra: object):
-    args = ["run", "--domain", "airline", "--data", PEER / "data", "--tasks", PEER / "tasks_test.json", "--user",
+def _run(tmp_path: Path, *extra: object):
+    tasks = json.loads((PEER / "tasks_test.json").read_text())
+    blank = tmp_path / "tasks_blank.json"
+    blank.write_text(json.dumps([{**t, "instruction": ""} for t in tasks]))
+    args = ["run", "--domain", "airline", "--data", PEER / "data", "--tasks", blank, "--user",
             "rule", "--agent", "oracle", "--no-progress", *extra]
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
 @needs_peer
-def test_rule_user_on_tau_bench_airline_tasks_is_a_setup_error_exit_2(tmp_path):
+def test_rule_user_on_tasks_it_cannot_play_is_a_setup_error_exit_2(tmp_path):
     out = tmp_path / "run.json"
-    res = _run("--task-ids", "0,1,2", "--out", out)
+    res = _run(tmp_path, "--task-ids", "0,1,2", "--out", out)
     assert res.exit_code == 2, res.output
     line = " ".join(res.output.split())
     assert "set-up error (factory)" in line and "--user rule" in line and "cannot play" in line
@@ -40,7 +44,7 @@ def test_rule_user_on_tau_bench_airline_tasks_is_a_setup_error_exit_2(tmp_path):
 @needs_peer
 def test_without_preflight_the_error_rate_stops_the_run_non_zero(tmp_path):
     out = tmp_path / "run.json"
-    res = _run("--task-ids", ",".join(str(i) for i in range(12)), "--no-preflight", "--out", out)
+    res = _run(tmp_path, "--task-ids", ",".join(str(i) for i in range(12)), "--no-preflight", "--out", out)
     assert res.exit_code not in (0, None), res.output
     assert "max_error_rate" in " ".join(res.output.split())
     doc = json.loads(out.read_text())

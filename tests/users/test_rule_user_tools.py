@@ -28,7 +28,9 @@ def _fn(name: str, **params: dict[str, Any]) -> dict[str, Any]:
 
 TOOLS = [
     _fn("toggle_airplane_mode"), _fn("toggle_wifi"), _fn("toggle_wifi_calling"), _fn("reboot_device"),
-    _fn("check_status_bar"), _fn("run_speed_test"), _fn("reset_apn_settings"),
+    _fn("check_status_bar"), _fn("run_speed_test"), _fn("reset_apn_settings"), _fn("toggle_data"),
+    _fn("toggle_roaming"), _fn("toggle_data_saver_mode"),
+    _fn("call_discoverable_user_tool", discoverable_tool_name={"type": "string"}, arguments={"type": "string"}),
     _fn("set_network_mode_preference", mode={"type": "string", "description": "one of 4g_only, 3g_only, 2g_only."}),
     _fn("grant_app_permission", app_name={"type": "string"}, permission={"type": "string"}),
 ]
@@ -43,6 +45,18 @@ TOOLS = [
     ("Please reset your APN settings and then reboot the device.",
      [("reset_apn_settings", {}), ("reboot_device", {})]),
     ("Please turn Wi-Fi calling on.", [("toggle_wifi_calling", {})]),  # not toggle_wifi as well
+    # one setting named, one setting changed: "data" only qualifies "roaming" (not toggle_data as well)
+    ("Please turn on data roaming.", [("toggle_roaming", {})]),
+    ("Could you enable data-roaming on your phone?", [("toggle_roaming", {})]),
+    ("Please turn off data saver mode.", [("toggle_data_saver_mode", {})]),
+    ("Please turn your mobile data on.", [("toggle_data", {})]),
+    ("Please turn on your data and your roaming.", [("toggle_data", {}), ("toggle_roaming", {})]),
+    # a JSON argument's ": " does not end the sentence inside the call's parentheses
+    ("Please do this on your side, in order: call_discoverable_user_tool(discoverable_tool_name='get_link', "
+     "arguments='{\"user_id\": \"u1\", \"card\": \"Gold\"}'). Then tell me.",
+     [("call_discoverable_user_tool", {"discoverable_tool_name": "get_link",
+                                       "arguments": '{"user_id": "u1", "card": "Gold"}'})]),
+    ("Please turn on data roaming and then mobile data.", [("toggle_roaming", {}), ("toggle_data", {})]),
     ("Next, set your network mode to 3g_only.", [("set_network_mode_preference", {"mode": "3g_only"})]),
     ("Please do this on your side, in order: reboot_device(); grant_app_permission(app_name='messaging', "
      "permission='storage').", [("reboot_device", {}),
@@ -121,6 +135,33 @@ def test_rule_user_performs_what_the_agent_asks_in_words(telecom: Any) -> None:
     assert str(traj.termination_reason) == "user_stop"
     # the agent never saw the user's calls or their results
     assert all(m.requestor is None for msgs in agent.seen for m in msgs)
+
+
+def test_rule_user_changes_only_the_setting_the_agent_names(telecom: Any) -> None:
+    """"Turn on data roaming" names roaming: the user toggles roaming and leaves its mobile data as it was."""
+    task = Task.model_validate({
+        "id": "t",
+        "scenario": UserScenario(instructions="Reason for call:\nMy data does not work abroad.").model_dump(),
+        "initial_state": {"setup": [{"requestor": "user", "name": "set_user_info",
+                                     "arguments": {"name": "John Smith", "phone_number": "555-123-2002"}}]}})
+    template = telecom.template()
+    user = RuleUser(telecom.derive_scenario(task, template), seed=1, tools=telecom.user_toolbox().schemas())
+    agent = _AsksInWords()
+    agent.LINES = ("Please turn on data roaming.", "Your request has been handled.")
+    with template.trial() as db:
+        prepare_trial(telecom, db, task)
+        before = telecom.dump(db)["device"]["1"]
+        ctx = ToolContext(db.session, db.options)
+        user_ctx = ToolContext(db.session, db.options)
+        user_ctx.source = "user"
+        traj = Conversation(agent, user, telecom.toolbox(), ctx, Limits(greeting="Hi! How can I help?"),
+                            user_toolbox=telecom.user_toolbox(), user_ctx=user_ctx,
+                            observers=[DualControlSync(syncer(telecom, ctx))]).run()
+        after = telecom.dump(db)["device"]["1"]
+    assert [(c.requestor, c.name) for c in traj.tool_calls] == [("user", "toggle_roaming")]
+    settings = ("data_enabled", "roaming_enabled", "data_saver_mode", "airplane_mode")  # not readings (signal ...)
+    assert {k for k in settings if before[k] != after[k]} == {"roaming_enabled"}
+    assert after["roaming_enabled"] is True and after["data_enabled"] is True
 
 
 def test_oracle_with_rule_user_passes_a_telecom_sample(telecom: Any) -> None:
