@@ -245,8 +245,10 @@ def build_openai_agents(arg: str, **options: Any) -> Callable[[TrialContext], Op
     Args:
         arg: ``package.module:factory``; the factory returns an SDK ``Agent`` (see the module docstring for what it
             may take).
-        **options: ``step_timeout`` (seconds) and ``max_turns`` (:class:`OpenAIAgentsAdapter`); run-wide options the
-            registry passes (``domain``, model parameters) are ignored: the agent's own configuration decides.
+        **options: ``step_timeout`` (seconds) and ``max_turns`` (:class:`OpenAIAgentsAdapter`); the run's
+            ``timeout`` (``--request-timeout``, seconds) is the step timeout when it is shorter than
+            :data:`STEP_TIMEOUT` and none is given; other run-wide options (``domain``, model parameters) are
+            ignored: the agent's own configuration decides.
 
     Returns:
         A callable building one :class:`OpenAIAgentsAdapter` per trial; every trial's SDK run shares one background
@@ -258,6 +260,9 @@ def build_openai_agents(arg: str, **options: Any) -> Callable[[TrialContext], Op
     sdk = _import_sdk()
     factory = load_factory("openai-agents", arg)
     adapter_options = {k: options[k] for k in ("step_timeout", "max_turns") if k in options}
+    timeout = options.get("timeout")  # the run's --request-timeout bounds each step's wait for the SDK as well
+    if "step_timeout" not in adapter_options and isinstance(timeout, int | float) and 0 < timeout < STEP_TIMEOUT:
+        adapter_options["step_timeout"] = float(timeout)
     loop = LoopThread("tausim-openai-agents")
 
     def build(ctx: TrialContext) -> OpenAIAgentsAdapter:

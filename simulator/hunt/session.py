@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.errors import SetupError
 from simulator.execution.build import build_runner
 from simulator.execution.preflight import check_credentials, preflight
 from simulator.execution.runner import Runner
@@ -71,6 +73,7 @@ def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False,
     check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
     runner = build_runner(spec)
     preflight(runner)
+    refuse_async_agent(runner)
     found = HuntRun(runner=runner, result=hunt(runner, budget, seed=seed))
     if export:
         clean = clean_agent or ("reference" if spec.agent.name.startswith("reference:") else None)
@@ -81,6 +84,30 @@ def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False,
         found.exported = {str(t["id"]) for t in found.cases["tasks"]}
     found.examples = shrunk_examples(runner, found.result)
     return found
+
+
+def refuse_async_agent(runner: Runner) -> None:
+    """Refuse an agent whose factory or ``step`` is ``async def``: the hunt forks and replays trials synchronously.
+
+    Raises:
+        SetupError: (``kind="factory"``) naming the agent, before any trial runs.
+    """
+    plan = runner.planned()
+    if not plan:
+        return
+    task_id, persona, trial = plan[0]
+    ctx = runner.trial_context(next(t for t in runner.tasks if t.id == task_id), trial, persona)
+    ctx.extra["preflight"] = True  # built to be checked, never run
+    built = runner.agent_factory(ctx)
+    if inspect.iscoroutine(built):
+        built.close()  # an async factory: never awaited here
+        is_async = True
+    else:
+        is_async = inspect.iscoroutinefunction(getattr(built, "step", None))
+    if is_async:
+        raise SetupError(f"--agent {runner.config.agent.name}: tausim hunt drives synchronous agents only (this "
+                         "agent's factory or step is async def); hunt a synchronous twin, or test it with tausim run",
+                         kind="factory")
 
 
 def shrunk_examples(runner: Runner, result: HuntResult) -> dict[str, TrialResult]:

@@ -227,8 +227,11 @@ class Tausim:
         Raises:
             pydantic.ValidationError: a field is unknown or invalid.
             ValueError: see :func:`simulator.execution.build.build_runner`.
+            SetupError: the pre-flight found the run cannot work (unreachable endpoint, missing key, a factory
+                that raises); ``preflight=False`` skips it.
         """
         from simulator.execution.build import build_runner
+        from simulator.execution.preflight import preflight
         from simulator.storage.documents import run_summary_json
         from simulator.types.spec import RunSpec
 
@@ -237,6 +240,8 @@ class Tausim:
         spec = RunSpec.model_validate(fields)
         runner = build_runner(spec)
         try:
+            if spec.preflight:  # as `tausim run`: an unreachable endpoint stops here, once, not in every trial
+                preflight(runner)
             run = runner.run()
         finally:
             runner.services.close()  # type: ignore[attr-defined]

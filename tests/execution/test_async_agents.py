@@ -186,3 +186,16 @@ def test_an_async_trial_in_a_thread_running_a_loop_is_refused_clearly():
     with pytest.raises(RuntimeError, match="already runs an event loop"):
         asyncio.run(inside_a_loop())
     assert asyncio.run(asyncio.to_thread(runner.run_trial, runner.tasks[0], 0)).passed  # as the message says
+
+
+def test_tausim_hunt_refuses_an_async_agent_before_hunting():
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    for factory in ("AsyncGold", "_async_factory"):
+        res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--agent",
+                                       f"py:tests.execution.test_async_agents:{factory}", "--user", "rule",
+                                       "--task-ids", TASK, "--budget", "4"])
+        assert res.exit_code == 2, res.output
+        assert "synchronous agents only" in res.output and factory in res.output

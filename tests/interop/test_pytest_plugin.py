@@ -101,3 +101,19 @@ def test_personas_by_name_and_cells(tmp_path: Path) -> None:
     assert result.pass_hat(1) == pytest.approx(sum(result.cells().values()) / 2)
     assert result.path is not None and result.path.name == "test_personas_x-1.json"
     assert json.loads(result.path.read_text())["config"]["personas"] == ["impatient", "cooperative"]
+
+
+def test_the_fixture_runs_the_preflight_like_tausim_run(tmp_path: Path) -> None:
+    """An unreachable endpoint stops the fixture's run once, before any trial (as `tausim run` exits 2)."""
+    from simulator.errors import SetupError
+    from simulator.interop.pytest_plugin import Tausim
+
+    t = Tausim(tmp_path, "test_unreachable")
+    with pytest.raises(SetupError, match="127.0.0.1:1"):
+        t.run(domain="retail", agent="http:http://127.0.0.1:1/v1", user="rule", trials=1,
+              task_ids=["modify-user-address"])
+    assert t.results == []  # nothing ran
+    # without the pre-flight, the trials run and each records the failure
+    result = t.run(domain="retail", agent="http:http://127.0.0.1:1/v1", user="rule", trials=1,
+                   task_ids=["modify-user-address"], preflight=False, request_timeout=2)
+    assert [tr.termination_reason for tr in result.run.trials] != ["user_stop"]
