@@ -9,11 +9,13 @@ many trials share a loop instead of paying for one each. ``--concurrency`` is th
 synchronous agents. The runner closes the idle loops when a run ends (:meth:`WorkerLoops.close`); a Dask
 worker's threads keep theirs for the worker's next batches.
 
-Time limit (``RunSpec.trial_timeout``): the conversation runs under :func:`asyncio.timeout`; past it the pending
-step of the agent is *cancelled* (``asyncio.CancelledError`` is raised inside its coroutine), the conversation ends
-``timeout`` with what it did so far, and the trial is graded like any other (a ``timeout`` never passes). A
-:class:`~simulator.dialogue.caps.TimeLimit` with the same deadline is checked at every step too, so an agent that
-swallows the cancellation still ends at its next step. An async agent must not block its loop (``time.sleep``, a
+Time limit (``RunSpec.trial_timeout``): the conversation runs as a task for at most the time left
+(:func:`run_within`); past it the pending step of the agent is *cancelled* (``asyncio.CancelledError`` is raised
+inside its coroutine), the conversation ends ``timeout`` with what it did so far, and the trial is graded like any
+other (a ``timeout`` never passes). A :class:`~simulator.dialogue.caps.TimeLimit` with the same deadline is checked
+at every step too, so an agent that swallows the cancellation still ends at its next step; one that swallows it
+and never returns is *abandoned* after :data:`CANCEL_GRACE_S` (left pending on the loop, never awaited again), so
+nothing waits forever. An async agent must not block its loop (``time.sleep``, a
 synchronous HTTP call): that is the synchronous agents' business, whose hung threads the runner abandons.
 """
 
@@ -24,9 +26,50 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["WorkerLoops"]
+__all__ = ["CANCEL_GRACE_S", "WorkerLoops", "run_within"]
 
 T = TypeVar("T")
+
+CANCEL_GRACE_S = 5.0
+"""Seconds a cancelled conversation may take to end before it is abandoned."""
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Done callback of an abandoned task: read its outcome, so that asyncio logs no unretrieved exception."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def run_within(coro: Coroutine[Any, Any, T], seconds: float | None,
+                     grace: float = CANCEL_GRACE_S) -> tuple[str, T | None]:
+    """Run ``coro`` as a task for at most ``seconds``; past it cancel it and wait ``grace`` seconds for it to end.
+
+    Args:
+        coro: the coroutine (a conversation).
+        seconds: the time left, in seconds; None: no limit.
+        grace: seconds a cancelled task may take to end.
+
+    Returns:
+        ``("done", result)`` when it finished in time; ``("cancelled", result or None)`` when it ended after its
+        cancellation (its result when it swallowed the cancellation and returned one);
+        ``("abandoned", None)`` when it ignored the cancellation for ``grace`` seconds (it stays pending on the
+        loop and is never awaited again).
+
+    Raises:
+        Whatever ``coro`` raises when it finishes in time.
+    """
+    task = asyncio.ensure_future(coro)
+    if seconds is None:
+        return "done", await task
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if done:
+        return "done", task.result()
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=grace)
+    task.add_done_callback(_retrieve)
+    if done and not task.cancelled() and task.exception() is None:
+        return "cancelled", task.result()  # it swallowed the cancellation and ended on its own (e.g. a time cap)
+    return ("cancelled" if done else "abandoned"), None
 
 
 class WorkerLoops:

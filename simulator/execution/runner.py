@@ -41,7 +41,7 @@ from simulator.dialogue.caps import TimeLimit
 from simulator.dialogue.conversation import Conversation, is_async_agent
 from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
 from simulator.dialogue.prefix import apply_state, check_next_step, run_next_turn
-from simulator.execution.aio import WorkerLoops
+from simulator.execution.aio import CANCEL_GRACE_S, WorkerLoops, run_within
 from simulator.execution.prepare import graded_outcome, prepare_task, prepare_tasks
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
@@ -557,14 +557,10 @@ class Runner:
         with self.template.trial() as db:
             left = None if deadline is None else max(0.0, deadline - time.perf_counter())
             conv = self._conversation(setup, db, span, [TimeLimit(left)] if left is not None else [])
-            try:
-                async with asyncio.timeout(left) as limit:
-                    traj = await conv.arun()
-            except TimeoutError:
-                if not limit.expired():
-                    raise
-                traj = conv.end(TerminationReason.TIMEOUT, f"the trial ran past the trial timeout of {timeout:g} s; "
-                                "the agent's pending step was cancelled")
+            status, ended = await run_within(conv.arun(), left)
+            traj = ended if ended is not None else conv.end(TerminationReason.TIMEOUT, (
+                f"the trial ran past the trial timeout of {timeout:g} s; the agent's pending step was cancelled"
+                + ("" if status == "cancelled" else f" and ignored it for {CANCEL_GRACE_S:g} s: abandoned")))
             return self._graded(setup, db, conv, traj)
 
     def _graded(self, s: _TrialSetup, db: TrialDatabase, conv: Conversation, traj: Trajectory) -> TrialResult:

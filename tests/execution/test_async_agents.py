@@ -199,3 +199,29 @@ def test_tausim_hunt_refuses_an_async_agent_before_hunting():
                                        "--task-ids", TASK, "--budget", "4"])
         assert res.exit_code == 2, res.output
         assert "synchronous agents only" in res.output and factory in res.output
+
+
+class DeafAsync(HungAsync):
+    """Swallows every cancellation and keeps awaiting: its step never returns."""
+
+    async def step(self, messages: Sequence[Message]) -> AgentTurn:
+        self.steps += 1
+        if self.steps == 1:
+            return AgentTurn(message=Message(role="assistant", content="Let me look into that."))
+        while True:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                HungAsync.cancelled.append(True)
+
+
+def test_an_async_agent_that_ignores_its_cancellation_is_abandoned_and_the_run_ends():
+    HungAsync.cancelled = []
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[TASK], trials=2, concurrency=2,
+                                  trial_timeout=0.3, preflight=False))
+    runner.agent_factory = DeafAsync
+    trials = runner.run().trials  # before: never returned
+    assert [t.termination_reason for t in trials] == ["timeout", "timeout"]
+    assert all("ignored it" in (t.error or "") and "abandoned" in (t.error or "") for t in trials)
+    assert HungAsync.cancelled == [True, True]
+    assert all(t.trajectory.messages[1].content == "Let me look into that." for t in trials)
