@@ -20,7 +20,7 @@ from simulator.types.spec import RunSpec, SpecError, format_validation_error, lo
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
 
-__all__ = ["check_run_paths", "refuse_ignored_options", "run_spec"]
+__all__ = ["check_run_paths", "refuse_ignored_options", "run_spec", "sqlite_file"]
 
 _THE_FILES = ("domain", "data", "tasks", "split", "task_ids", "tags", "exclude_tags", "agent", "user", "fallback_user",
               "personas", "trials", "seed", "max_turns", "max_steps", "temperature", "api_base", "option", "budgets",
@@ -60,7 +60,7 @@ def check_run_paths(options: Mapping[str, Any]) -> None:
         raise fail("--store: empty URL; give one such as sqlite:///runs.db")
     if o.run_id is not None and not o.run_id.strip():
         raise fail("--run-id: empty; give the id of the run to start or resume, or leave it out for a new one")
-    inputs = [("--tasks", o.tasks), ("--store", _sqlite_file(o.store, o.run_id)), ("--cache", o.cache),
+    inputs = [("--tasks", o.tasks), ("--store", sqlite_file(o.store, o.run_id)), ("--cache", o.cache),
               ("--spec", o.spec_file), ("--resume-from", o.resume_from), ("--budgets", o.budgets),
               ("--policy", o.policy), ("--judge-calibration", o.judge_calibration)]
     check_outputs([("--cache", o.cache), ("--log-file", o.log_file), ("--otel", o.otel)],
@@ -71,7 +71,7 @@ def check_run_paths(options: Mapping[str, Any]) -> None:
         raise fail(f"--out {o.out}: is a file of the --data folder {o.data}; writing it would overwrite that input")
 
 
-def _sqlite_file(store: str | None, run_id: str | None) -> str | None:
+def sqlite_file(store: str | None, run_id: str | None) -> str | None:
     """The SQLite database file of ``--store`` (the default store's with ``--run-id`` alone), or None."""
     from sqlalchemy.engine import make_url
 

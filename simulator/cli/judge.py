@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from simulator.cli._common import check_outputs
 from simulator.grading.judge import (
     DEFAULT_MIN_KAPPA,
     Calibration,
@@ -46,10 +47,7 @@ def calibrate_command(
     (optional "rubric", "id"). A judge error or unusable answer counts as its "no". Exit code 0 when kappa >=
     --min-kappa, 1 when it is below or undefined (every label the same), 2 on bad input.
     """
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        _err.print(f"[bold red]error:[/] --out {escape(str(out))}: not a file in an existing directory",
-                   highlight=False)
-        raise typer.Exit(2)
+    check_outputs([("--out", out)], [("--labels", labels)])
     try:
         items = load_labels(labels)
     except ValueError as e:
@@ -107,6 +105,8 @@ def compare_command(
     from simulator.analysis.comparability import check_comparable
     from simulator.cli.report import load_run
     from simulator.report import RunDocumentError
+
+    check_outputs([("--out", out)], [("RUN_A", run_a), ("RUN_B", run_b)])
 
     try:
         doc_a, doc_b = load_run(run_a, store), load_run(run_b, store)

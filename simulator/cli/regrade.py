@@ -10,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import connect_store, console, domain_options, err, fail, write_json_atomic
+from simulator.cli._common import (
+    check_outputs,
+    connect_store,
+    console,
+    domain_options,
+    err,
+    fail,
+    write_json_atomic,
+)
 from simulator.errors import PeerResultsError, RunDocumentError
 from simulator.execution.regrade import RegradeReport
 from simulator.report import user_review_lines
@@ -98,6 +106,7 @@ def regrade_command(
     """
     from simulator.execution.regrade import regrade_document, regrade_run
 
+    check_outputs([("--out", out)], [("RUN", run), ("--tasks", tasks)])
     path = Path(run)
     if format is not None or path.is_file():
         try:

@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 
 from simulator.cli._common import (
+    check_outputs,
     connect_store,
     console,
     domain_options,
@@ -32,6 +33,7 @@ from simulator.cli._common import (
     package_versions,
     write_json_atomic,
 )
+from simulator.cli._run_options import sqlite_file
 from simulator.errors import StoreError
 from simulator.report import failure_lines
 from simulator.types.results import TrialResult
@@ -170,6 +172,7 @@ def serve_tools_command(
         from simulator.interop.mcp_server import ToolSession
     except ImportError as e:  # pragma: no cover - the mcp extra is part of the documented install
         raise fail(f"serve-tools needs the mcp extra (pip install 'tausim[mcp]'): {e}") from e
+    check_outputs([("--out", out)], [("--tasks", tasks), ("--store", sqlite_file(store, run_id))])
     try:
         dom = get_domain(domain)
         if task_id not in [t.id for t in dom.load_tasks(tasks)]:

@@ -36,6 +36,7 @@ from simulator.grading import check_assertions, check_env_assertions, grade_tria
 from simulator.grading.safety import record_owners
 from simulator.types.messages import Message, ToolCall
 from simulator.types.results import TrialResult
+from simulator.types.sanitize import admit_call
 from simulator.types.spec import RunSpec
 from simulator.types.trajectory import ERROR_REASONS, TerminationReason, ToolCallRecord, Trajectory
 from simulator.world.database import diff_against
@@ -160,8 +161,8 @@ class ToolSession:
             if traj.steps >= self.runner.config.max_steps:
                 traj.termination_reason = TerminationReason.MAX_STEPS
                 raise SessionEnded(f"the trial reached max_steps ({self.runner.config.max_steps}); it has ended")
-            call = ToolCall(id=call_id or f"mcp_{uuid.uuid4().hex[:12]}", name=name,
-                            arguments=dict(arguments or {}))
+            call = admit_call(ToolCall(id=call_id or f"mcp_{uuid.uuid4().hex[:12]}", name=name,
+                                       arguments=dict(arguments or {})), "agent (MCP)", traj.notes)
             traj.messages.append(Message(role="assistant", content=None, tool_calls=[call]))
             _, out, _, _ = dispatch(self.toolbox, self.ctx, call, traj, "agent")
             if self._sync is not None:

@@ -35,8 +35,9 @@ from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
-__all__ = ["ERROR_LIMIT", "MAX_COST_USD", "REPLACEMENT", "admit_agent_turn", "admit_message", "admit_text",
-           "admit_usage", "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path", "shown"]
+__all__ = ["ERROR_LIMIT", "MAX_COST_USD", "REPLACEMENT", "admit_agent_turn", "admit_call", "admit_message",
+           "admit_text", "admit_usage", "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path",
+           "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -198,8 +199,18 @@ def admit_value(value: Any) -> tuple[Any, int, int]:
     return value, 0, 0
 
 
-def _admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
-    """One tool call made safe (see the module's rules); what changed is appended to ``notes``."""
+def admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
+    """Return one tool call made safe (see the module's rules); what changed is appended to ``notes``.
+
+    Args:
+        call: a tool call from an agent (natively, over MCP or through an adapter).
+        where: who made it, for the notes (e.g. ``agent``).
+        notes: the trajectory's notes, appended to.
+
+    Returns:
+        The call, or a copy with surrogates replaced and non-finite arguments refused (``arguments`` None, the
+        text in ``raw_arguments``: the dispatch answers ``invalid_arguments``).
+    """
     name, n_name = admit_text(call.name)
     call_id, n_id = admit_text(call.id)
     raw, n_raw = (None, 0) if call.raw_arguments is None else admit_text(call.raw_arguments)
@@ -237,7 +248,7 @@ def admit_message(message: Message, where: str, notes: list[str]) -> Message:
     content, n_content = (None, 0) if message.content is None else admit_text(message.content)
     name, n_name = (None, 0) if message.name is None else admit_text(message.name)
     call_id, n_id = (None, 0) if message.tool_call_id is None else admit_text(message.tool_call_id)
-    calls = [_admit_call(c, where, notes) for c in message.tool_calls]
+    calls = [admit_call(c, where, notes) for c in message.tool_calls]
     replaced = n_content + n_name + n_id
     if replaced:
         notes.append(f"{where}: message text: {replaced} lone surrogate(s) replaced with U+FFFD")
@@ -307,7 +318,7 @@ def admit_user_turn(turn: UserTurn, where: str = "user") -> tuple[UserTurn, list
     content, n = admit_text(turn.content)
     if n:
         notes.append(f"{where}: message text: {n} lone surrogate(s) replaced with U+FFFD")
-    calls = [_admit_call(c, where, notes) for c in turn.tool_calls]
+    calls = [admit_call(c, where, notes) for c in turn.tool_calls]
     usage = admit_usage(turn.usage, where, notes)
     error = _admit_error(turn.error)
     if not notes and error == turn.error:

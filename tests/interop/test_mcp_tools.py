@@ -254,3 +254,19 @@ def test_printed_grade_escapes_control_characters() -> None:
     assert not any(c in text for c in "\x1b\x07\r")
     assert "\\x1b[2J" in text and "[red]x[/red]" in text  # shown as text, neither run nor read as markup
     assert "grade: FAIL" in text
+
+
+def test_hostile_values_over_mcp_are_made_safe_like_native_ones() -> None:
+    """A non-finite argument is refused as invalid_arguments and a lone surrogate replaced, both noted."""
+    spec = RunSpec.model_validate({"domain": "retail", "task_ids": [TASK], "agent": "null", "user": "rule"})
+    session = ToolSession.open(spec)
+    nan = session.call("get_order_details", {"order_id": float("nan")})
+    half = session.call("get_order_details", {"order_id": "#W17\ud83d73282"})
+    assert nan.status == "invalid_arguments" and nan.arguments is None and "NaN" in (nan.raw_arguments or "")
+    assert half.arguments == {"order_id": "#W17\ufffd73282"} and half.status == "tool_error"
+    notes = session.trajectory.notes
+    assert any("non-finite" in n and "order_id" in n for n in notes)
+    assert any("surrogate" in n for n in notes)
+    result = session.finish()
+    assert result.trajectory.tool_calls[0].status == "invalid_arguments"
+    result.model_dump_json()  # the record encodes (no lone surrogate left)
