@@ -41,6 +41,7 @@ from simulator.types.results import (
     PEER_REWARD,  # noqa: F401
     TrialResult,
 )
+from simulator.types.sanitize import admit_message, admit_text
 from simulator.types.spec import ComponentSpec, RunSpec
 from simulator.types.trajectory import TerminationReason, ToolCallRecord, Trajectory
 from simulator.world.domain import Domain
@@ -131,7 +132,8 @@ def _trajectory(where: str, messages: Sequence[Any], toolbox: Toolbox, *, call_k
         if role == "system":
             continue
         if role == "user":
-            traj.messages.append(Message(role="user", content=content or ""))
+            traj.messages.append(admit_message(Message(role="user", content=content or ""), f"{at} (user)",
+                                               traj.notes))
             traj.turns += 1
         elif role == "assistant":
             calls = []
@@ -141,7 +143,10 @@ def _trajectory(where: str, messages: Sequence[Any], toolbox: Toolbox, *, call_k
                     raise _fail(f"{at}: tool call {j}", "needs an id and a name")
                 args, raw = _arguments(spec.get("arguments"))
                 calls.append(ToolCall(id=c["id"], name=str(spec["name"]), arguments=args, raw_arguments=raw))
-            traj.messages.append(Message(role="assistant", content=content, tool_calls=calls))
+            said = admit_message(Message(role="assistant", content=content, tool_calls=calls), f"{at} (agent)",
+                                 traj.notes)  # a model's output is data: made safe as a live one would be
+            calls = list(said.tool_calls or [])
+            traj.messages.append(said)
             for call in calls:
                 pending[call.id] = (traj.steps, call)
                 traj.steps += 1
@@ -153,7 +158,9 @@ def _trajectory(where: str, messages: Sequence[Any], toolbox: Toolbox, *, call_k
             if call_id not in pending:
                 raise _fail(at, f"a tool result for call {call_id!r}, which no earlier assistant message made")
             step, call = pending.pop(call_id)
-            text = content or ""
+            text, replaced = admit_text(content or "")
+            if replaced:
+                traj.notes.append(f"{at} (tool result): {replaced} lone surrogate(s) replaced with U+FFFD")
             error = m.get("error") if isinstance(m.get("error"), bool) else None
             traj.tool_calls.append(ToolCallRecord(
                 step=step, call_id=call.id, name=call.name, arguments=call.arguments,

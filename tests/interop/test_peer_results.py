@@ -278,3 +278,25 @@ def test_regrade_separates_simulator_cause_from_weakness(tmp_path: Path) -> None
     # (pass) and 1 (fail) remain: pass^1 = 0.5, pass^2 = C(1,2)/C(2,2) = 0
     assert "pass^1 0.4000 / 0.5000 (1 tasks); pass^2 0.1000 / 0.0000 (1 tasks)" in text
     assert "pass^3 0.0000 / - (0 tasks)" in text  # two trials left: no pass^3
+
+
+@needs_peers
+def test_imported_model_output_is_made_safe_like_live_output(tmp_path: Path) -> None:
+    """Half an emoji in a user or tool message and a NaN argument in a peer's file: recorded safely, noted."""
+    conv = _conversation(WANTED, 16.85)
+    conv[1] = {"role": "user", "content": "Hi \ud83d, I want to exchange my earbuds from order #W6908222."}
+    conv[3] = {**conv[3], "content": "liam_moore_4057 \ud83d"}
+    conv.insert(4, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c0", "type": "function", "function": {"name": "get_order_details", "arguments": '{"order_id": NaN}'}}]})
+    conv.insert(5, {"role": "tool", "tool_call_id": "c0", "name": "get_order_details", "content": "Error: bad"})
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([{"task_id": 75, "reward": 1.0, "info": {}, "traj": conv, "trial": 0}]))
+    imported = read_peer_results(path, "tau-bench", get_domain("retail"), data_dir=RETAIL / "data")
+    (trial,) = imported.trials
+    traj = trial.trajectory
+    assert traj.messages[0].content == "Hi \ufffd, I want to exchange my earbuds from order #W6908222."
+    assert traj.tool_calls[0].content == "liam_moore_4057 \ufffd"
+    nan_call = traj.tool_calls[1]
+    assert nan_call.arguments is None and "NaN" in (nan_call.raw_arguments or "")
+    assert any("surrogate" in n for n in traj.notes) and any("non-finite" in n for n in traj.notes)
+    trial.model_dump_json()  # encodes: no lone surrogate left
