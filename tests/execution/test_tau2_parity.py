@@ -22,17 +22,14 @@ from simulator.world.domain import get_domain
 from tests._support.peers import TAU2
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "tau2_reference"
-SPLITS = {"retail": None, "airline": None, "mock": None, "telecom": "full"}
-"""Each suite's split: all of its tasks (telecom's ``base`` split holds 114 of its 2,285)."""
+SPLITS = {"retail": None, "airline": None, "mock": None, "telecom": "full", "banking_knowledge": None}
+"""Each suite's split: all of its tasks (telecom's ``base`` split holds 114 of its 2,285; banking_knowledge is built
+with its default retrieval configuration, whose search tools no gold action calls)."""
 AMENDED = {"mock": {"update_task_with_history_and_env_assertions", "update_task_with_user_tools"}}
 """Tasks whose gold tausim amends, so that their replay differs from τ³'s on purpose."""
 FIGURES = {"retail": (114, 550), "airline": (50, 142), "mock": (10, 8), "telecom": (2285, 13215),
            "banking_knowledge": (97, 955)}
 """(tasks, gold actions) per suite in τ³'s recording: the reference covers every task of every suite."""
-BANKING_FLOOR = (76, 896)
-"""banking_knowledge is not byte-exact yet: (tasks, gold actions) that already equal τ³'s, never fewer. The rest
-differ in answer texts of the discoverable tools not yet rewritten and in the ids and fields of records some write
-tools create (see the test)."""
 
 
 def _needs(suite: str) -> Path:
@@ -59,24 +56,6 @@ def test_every_gold_action_answers_as_tau2_does(suite: str) -> None:
     assert set(differing) == AMENDED.get(suite, set()), json.dumps(differing, indent=1, ensure_ascii=False)[:4000]
     for task_id in AMENDED.get(suite, ()):  # the amendment is the only difference: one more gold action
         assert any("present on one side only" in d for d in differing[task_id])
-
-
-def test_banking_knowledge_answers_as_tau2_does_at_least_as_far_as_measured() -> None:
-    folder = _needs("banking_knowledge")
-    reference = load_reference(REFERENCE / "banking_knowledge.jsonl.gz")
-    assert (len(reference), sum(len(r["actions"]) for r in reference.values())) == FIGURES["banking_knowledge"]
-    domain = get_domain("banking_knowledge")
-    template = domain.template(folder, domain.default_options(folder))
-    tasks = domain.load_tasks(str(folder / "tasks.json"))
-    assert {t.id for t in tasks} == set(reference)
-    tasks_equal = actions_equal = 0
-    for result in replay_tasks(domain, template, tasks):
-        ref = reference[result.task_id]
-        tasks_equal += compare_to_reference(result, ref).passed
-        assert result.responses, result.task_id  # every task has gold actions, and all of them replay
-        assert result.errors == [a["error"] for a in ref["actions"]], result.task_id  # τ³ flags none
-        actions_equal += sum(mine == a["content"] for mine, a in zip(result.responses, ref["actions"], strict=True))
-    assert tasks_equal >= BANKING_FLOOR[0] and actions_equal >= BANKING_FLOOR[1]
 
 
 def test_replay_reference_reports_figures_and_fails_on_a_difference(tmp_path: Path) -> None:
