@@ -110,3 +110,28 @@ def test_mock_user_tools_act_on_the_agent_records_after_agent_data() -> None:
         ("ok", '[{"notification_id": "notif_1", "message": "Task \'Test task\' has been assigned to you.", '
                '"status": "unread", "task_id": "task_1"}]'),
         ("ok", "Notification notif_1 dismissed")]
+
+
+def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
+    """Hand-chosen call sequences beyond the gold (tools no gold calls, refusals of those it calls) against τ³.
+
+    ``banking_knowledge_probes.json`` names each probe's base task and its calls; ``scripts/tau2-reference --probes``
+    recorded τ³ 1.0.1's answers to them as the base task with the probe's calls as its gold. tausim replays the same.
+    """
+    folder = _needs("banking_knowledge")
+    probes = json.loads((REFERENCE / "banking_knowledge_probes.json").read_text(encoding="utf-8"))
+    reference = load_reference(REFERENCE / "banking_knowledge_probes.jsonl.gz")
+    assert [p["id"] for p in probes] == list(reference)
+    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 109
+    raw = {t["id"]: t for t in json.loads((folder / "tasks.json").read_text(encoding="utf-8"))}
+    tasks_file = tmp_path / "tasks.json"
+    tasks_file.write_text(json.dumps([{**raw[p["base"]], "id": p["id"], "evaluation_criteria": {
+        **raw[p["base"]]["evaluation_criteria"], "actions": p["actions"]}} for p in probes]), encoding="utf-8")
+    domain = get_domain("banking_knowledge")
+    template = domain.template(folder, domain.default_options(folder))
+    differing = {}
+    for result in replay_tasks(domain, template, domain.load_tasks(str(tasks_file))):
+        check = compare_to_reference(result, reference[result.task_id])
+        if not check.passed:
+            differing[result.task_id] = check.differences
+    assert not differing, json.dumps(differing, indent=1, ensure_ascii=False)[:6000]
