@@ -19,8 +19,7 @@ from simulator.world.kit import ToolContext, ToolError
 __all__ = ["ACCOUNT_TOOLS"]
 
 
-# τ³ counts this read among its writes: every call is logged (see ``tools``).
-@_tool("user_id:string", "List a user's bank accounts and credit card accounts.")
+@_tool("user_id:string", "List a user's bank accounts and credit card accounts.", writes=False)
 def _all_accounts(ctx: ToolContext, user_id: str) -> str:
     bank, cards = listing(ctx, "accounts", user_id=user_id), listing(ctx, "credit_card_accounts", user_id=user_id)
     return _executed("User accounts retrieved successfully.", "get_all_user_accounts_by_user_id_3847",
@@ -68,8 +67,6 @@ EARLY_CLOSURE: dict[tuple[str, str], tuple[float, int]] = {
 
 def _age_days(opened: str) -> int:
     """Days from ``MM/DD/YYYY`` to the scenario's date; a date that does not parse counts as old."""
-    from datetime import datetime
-
     try:
         return (datetime(2025, 11, 14) - datetime.strptime(opened, "%m/%d/%Y")).days
     except ValueError:
@@ -240,6 +237,33 @@ def _interest_report(ctx: ToolContext, account_id: str, user_id: str, expected_a
 
 
 
+@_tool("transaction_id:string", "Retrieve the envelope and check images of an ATM deposit.", writes=False)
+def _deposit_images(ctx: ToolContext, transaction_id: str) -> str:
+    """Answer τ³'s "no images" report for a deposit at a Rho-Bank ATM.
+
+    τ³ holds scanned envelope texts for three transaction ids that neither ``db.json`` nor any task's data has (its
+    own test fixtures), so with the shipped data every deposit that passes the checks gets this report.
+    """
+    if not transaction_id:
+        raise ToolError("Missing required parameter: transaction_id")
+    txn = record(ctx, "bank_account_transaction_history", transaction_id, "Transaction")
+    if txn.get("type") != "atm_deposit":
+        raise ToolError(f"Transaction '{transaction_id}' is not an ATM deposit. This tool only works for ATM deposit "
+                        "transactions.")
+    where = str(txn.get("description", ""))
+    if not any(bank in where.upper() for bank in ("RHO-BANK", "RHOBANK")):
+        raise ToolError(f"Transaction '{transaction_id}' is from a third-party ATM. Deposit images are only available "
+                        "for Rho-Bank ATM deposits. For third-party ATM disputes, a chargeback request must be "
+                        "submitted to the ATM network.")
+    return "\n".join([
+        "ATM Deposit Image Retrieval Results", "=" * 37, f"Transaction ID: {transaction_id}", f"ATM: {where}",
+        f"Deposit Date: {txn.get('date', 'Unknown')}", f"Amount Recorded: ${abs(money(txn.get('amount', 0))):.2f}",
+        "", "--- IMAGE STATUS ---", "Status: IMAGES NOT AVAILABLE", "Reason: Deposit images for this transaction have "
+        "either expired (older than 90 days) or were not captured by the ATM system.", "", "For deposits without "
+        "available images, the dispute will proceed based on customer statement and ATM journal records only. "
+        "Investigation timeline may be extended.", ""])
+
+
 ACCOUNT_TOOLS: dict[str, Discoverable] = {
     "open_bank_account_4821": _open_account,
     "close_bank_account_7392": _close_account,
@@ -249,5 +273,6 @@ ACCOUNT_TOOLS: dict[str, Discoverable] = {
     "apply_savings_account_credit_6831": _credit("savings", ("interest_correction", "fee_refund", "goodwill_credit")),
     "submit_interest_discrepancy_report_7294": _interest_report,
     "get_bank_account_transactions_9173": _bank_transactions,
+    "get_atm_deposit_images_8473": _deposit_images,
 }
 """The agent's bank account tools by τ³'s names."""

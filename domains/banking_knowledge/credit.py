@@ -87,8 +87,7 @@ def _limit_history(ctx: ToolContext, credit_card_account_id: str) -> str:
                             "account.", credit_card_account_id=credit_card_account_id))
 
 
-# τ³ counts this read among its writes: every call is logged (see ``tools``).
-@_tool("user_id:string", "Show a user's credit card transaction dispute history.")
+@_tool("user_id:string", "Show a user's credit card transaction dispute history.", writes=False)
 def _dispute_history(ctx: ToolContext, user_id: str) -> str:
     return _executed("User transaction dispute history retrieved successfully.", "get_user_dispute_history_7291",
                      f"Transaction dispute history for user {user_id}:",

@@ -8,9 +8,7 @@ them), whether it changes state, a description (τ³'s where recorded), and its 
 implementation of what τ³'s tool does to its database (which table, which record, which fields and statuses).
 The tools live by subject in :mod:`.accounts`, :mod:`.credit` and :mod:`.debit` (the user's in
 :mod:`.discoverable_user`); their answers and records are τ³'s, checked against τ³'s recorded answers to every gold
-action (``tests/execution/test_tau2_parity.py``). τ³'s ``get_atm_deposit_images_8473`` is not here: its answers are
-scanned deposit texts held in τ³'s code for three transactions, not data (an agent that unlocks it is told the tool
-is unknown).
+action (``tests/execution/test_tau2_parity.py``). Every discoverable tool of τ³'s toolkit is here.
 """
 
 from __future__ import annotations
@@ -31,6 +29,8 @@ def _transfer(name: str, message: str) -> Discoverable:
 
 
 AGENT_TOOLS: dict[str, Discoverable] = {
+    "example_agent_tool_0000": Discoverable({}, frozenset(), True, "An example agent discoverable tool placeholder.",
+                                            lambda ctx: "Example tool executed successfully."),
     **CREDIT_TOOLS,
     "initial_transfer_to_human_agent_0218": _transfer(
         "initial_transfer_to_human_agent_0218", "Initial Transfer Initiated, Inform the user that the lines are busy."),

@@ -16,7 +16,7 @@ from typing import Any
 from domains.banking_knowledge.records import listing, new_id
 from simulator.world.kit import ToolContext, ToolError
 
-__all__ = ["TEXTS", "Discoverable", "argument_error", "call", "declare", "dispute_id", "done", "executed", "found",
+__all__ = ["TEXTS", "Discoverable", "argument_error", "call", "declare", "dispute_id", "executed", "found",
            "given", "parse_arguments"]
 
 Handler = Callable[..., str]
@@ -98,11 +98,6 @@ def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str
         return tool.run(ctx, **arguments)
     except ToolError as e:
         return f"Error: {e}"
-
-
-def done(title: str, **fields: Any) -> str:
-    """Tausim's own short answer: the title, then ``  - Field: value`` lines."""
-    return "\n".join([title, *(f"  - {k.replace('_', ' ').capitalize()}: {v}" for k, v in fields.items())])
 
 
 def declare(params: str, description: str, *, writes: bool = True, optional: str = ""

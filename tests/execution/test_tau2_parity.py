@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.execution.parity import compare_to_reference, load_reference, replay_tasks
+from simulator.types.tasks import InitialState, Task
 from simulator.world.domain import get_domain
 from tests._support.peers import TAU2
 
@@ -122,16 +123,27 @@ def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
     probes = json.loads((REFERENCE / "banking_knowledge_probes.json").read_text(encoding="utf-8"))
     reference = load_reference(REFERENCE / "banking_knowledge_probes.jsonl.gz")
     assert [p["id"] for p in probes] == list(reference)
-    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 109
+    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 163
     raw = {t["id"]: t for t in json.loads((folder / "tasks.json").read_text(encoding="utf-8"))}
     tasks_file = tmp_path / "tasks.json"
     tasks_file.write_text(json.dumps([{**raw[p["base"]], "id": p["id"], "evaluation_criteria": {
         **raw[p["base"]]["evaluation_criteria"], "actions": p["actions"]}} for p in probes]), encoding="utf-8")
     domain = get_domain("banking_knowledge")
     template = domain.template(folder, domain.default_options(folder))
+    allowlists = {p["id"]: p["read_log_allowlist"] for p in probes if "read_log_allowlist" in p}
+    assert allowlists  # a probe shows that a read outside the allowlist is not logged
+    tasks = [_with_reads(t, allowlists[t.id]) if t.id in allowlists else t for t in domain.load_tasks(str(tasks_file))]
     differing = {}
-    for result in replay_tasks(domain, template, domain.load_tasks(str(tasks_file))):
+    for result in replay_tasks(domain, template, tasks):
         check = compare_to_reference(result, reference[result.task_id])
         if not check.passed:
             differing[result.task_id] = check.differences
     assert not differing, json.dumps(differing, indent=1, ensure_ascii=False)[:6000]
+
+
+def _with_reads(task: Task, reads: list[str]) -> Task:
+    """The task with its own read-log allowlist (the reads whose calls are logged) instead of its gold's."""
+    init = task.initial_state or InitialState()
+    data = {k: v for k, v in (init.data or {}).items() if k != "read_log_allowlist"}
+    data["read_log_allowlist"] = {"data": {n: {"tool_name": n} for n in reads}}
+    return task.model_copy(update={"initial_state": init.model_copy(update={"data": data})})
