@@ -77,8 +77,8 @@ def _age_days(opened: str) -> int:
 @_tool("user_id:string account_type:string account_class:string", "Open a bank account for a user.")
 def _open_account(ctx: ToolContext, user_id: str, account_type: str, account_class: str) -> str:
     if account_type not in ("checking", "savings", "business_checking", "business_savings"):
-        raise ToolError("Invalid account_type. Must be one of: checking, savings, business_checking, "
-                        "business_savings")
+        raise ToolError("Invalid account_type. Must be one of: ['checking', 'savings', 'business_checking', "
+                        "'business_savings']")
     _check_eligible(ctx, user_id, account_type)
     key = new_id(f"account:{user_id}:{account_type}:{account_class}")
     if find(ctx, "accounts", account_id=key):

@@ -219,7 +219,8 @@ def _pay_cc(ctx: ToolContext, user_id: str, checking_account_id: str, credit_car
     if amount > balance:
         raise ToolError(f"Insufficient funds in checking account. Available balance: ${balance:.2f}.")
     if amount > due:
-        raise ToolError(f"Payment amount (${amount:.2f}) exceeds credit card balance (${due:.2f}).")
+        raise ToolError(f"Payment amount (${amount:.2f}) exceeds credit card balance (${due:.2f}). Please specify an "
+                        "amount up to the outstanding balance.")
     put(ctx, "accounts", checking_account_id, {**chk, "current_holdings": f"{balance - amount:.2f}"})
     put(ctx, "credit_card_accounts", credit_card_account_id, {**cc, "current_balance": f"${due - amount:.2f}"})
     return (f"Payment processed successfully!\n  - Payment Amount: ${amount:.2f}\n"

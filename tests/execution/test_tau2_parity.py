@@ -123,7 +123,7 @@ def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
     probes = json.loads((REFERENCE / "banking_knowledge_probes.json").read_text(encoding="utf-8"))
     reference = load_reference(REFERENCE / "banking_knowledge_probes.jsonl.gz")
     assert [p["id"] for p in probes] == list(reference)
-    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 163
+    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 281
     raw = {t["id"]: t for t in json.loads((folder / "tasks.json").read_text(encoding="utf-8"))}
     tasks_file = tmp_path / "tasks.json"
     tasks_file.write_text(json.dumps([{**raw[p["base"]], "id": p["id"], "evaluation_criteria": {
