@@ -116,8 +116,9 @@ def test_mock_user_tools_act_on_the_agent_records_after_agent_data() -> None:
 def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
     """Hand-chosen call sequences beyond the gold (tools no gold calls, refusals of those it calls) against τ³.
 
-    ``banking_knowledge_probes.json`` (``scripts/banking-probes``) names each probe's base task and its calls; ``scripts/tau2-reference --probes``
-    recorded τ³ 1.0.1's answers to them as the base task with the probe's calls as its gold. tausim replays the same.
+    ``banking_knowledge_probes.json`` (``scripts/banking-probes``) names each probe's base task and its calls;
+    ``scripts/tau2-reference --probes`` recorded τ³ 1.0.1's answers to them as the base task with the probe's calls
+    as its gold. tausim replays the same.
     """
     folder = _needs("banking_knowledge")
     probes = json.loads((REFERENCE / "banking_knowledge_probes.json").read_text(encoding="utf-8"))
