@@ -150,7 +150,10 @@ def _close_account(ctx: ToolContext, account_id: str, reason: str = "Customer re
 
 @_tool("source_account_id:string destination_account_id:string amount:number", "Move money between bank accounts.")
 def _move(ctx: ToolContext, source_account_id: str, destination_account_id: str, amount: float) -> str:
-    amount = money(amount)
+    try:
+        amount = float(amount)
+    except (TypeError, ValueError) as e:
+        raise ToolError(f"Invalid amount '{amount}'. Must be a number.") from e
     if amount <= 0:
         raise ToolError("Transfer amount must be positive.")
     if source_account_id == destination_account_id:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from domains.banking_knowledge.records import TODAY, add, find, money, new_id, put, record
-from domains.banking_knowledge.spec import Discoverable
+from domains.banking_knowledge.spec import Crash, Discoverable, numeric
 from domains.banking_knowledge.spec import declare as _tool
 from domains.banking_knowledge.spec import dispute_id as _dispute_id
 from domains.banking_knowledge.spec import executed as _executed
@@ -60,8 +60,11 @@ def _cc_dispute(ctx: ToolContext, **a: Any) -> str:
     lines = [f"Dispute ID: {key}", f"Transaction: {a['transaction_id']}",
              f"Reason: {a['dispute_reason'].replace('_', ' ').title()}",
              f"Resolution Requested: {a['resolution_requested'].replace('_', ' ').title()}"]
-    if a.get("partial_refund_amount"):
-        lines.append(f"Partial Refund Amount: ${money(a['partial_refund_amount']):.2f}")
+    refund = a.get("partial_refund_amount")
+    if refund:
+        if not isinstance(refund, (int, float)):  # τ³ fails formatting it, after the dispute is stored
+            raise Crash(f"Unknown format code 'f' for object of type '{type(refund).__name__}'")
+        lines.append(f"Partial Refund Amount: ${refund:.2f}")
     lines.append("Provisional Credit: ELIGIBLE - Credit will be applied within 2 business days." if eligible
                  else "Provisional Credit: Not eligible at this time.")
     return _executed("Credit card transaction dispute filed successfully. A case has been opened and will be reviewed "
@@ -163,7 +166,7 @@ def _closure_history(ctx: ToolContext, credit_card_account_id: str) -> str:
 def _statement_credit(ctx: ToolContext, user_id: str, credit_card_account_id: str, amount: float, reason: str) -> str:
     if not user_id or not credit_card_account_id or amount is None or not reason:
         raise ToolError("Missing required parameters (user_id, credit_card_account_id, amount, reason).")
-    amount = money(amount)
+    amount = numeric(amount)
     if amount <= 0:
         raise ToolError("Credit amount must be positive.")
     if reason not in STATEMENT_CREDIT_REASONS:
@@ -208,7 +211,10 @@ def _close_cc(ctx: ToolContext, credit_card_account_id: str, user_id: str) -> st
        "Pay a credit card balance from a checking account.")
 def _pay_cc(ctx: ToolContext, user_id: str, checking_account_id: str, credit_card_account_id: str,
             amount: float) -> str:
-    amount = money(amount)
+    try:
+        amount = float(amount)
+    except (TypeError, ValueError) as e:
+        raise ToolError("Invalid payment amount. Must be a positive number.") from e
     if amount <= 0:
         raise ToolError("Payment amount must be a positive number.")
     chk = record(ctx, "accounts", checking_account_id, "Checking account")

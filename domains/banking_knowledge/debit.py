@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from domains.banking_knowledge.records import TODAY, add, find, new_id, put, record
-from domains.banking_knowledge.spec import Discoverable
+from domains.banking_knowledge.spec import Discoverable, numeric, text_value
 from domains.banking_knowledge.spec import declare as _tool
 from domains.banking_knowledge.spec import dispute_id as _dispute_id
 from domains.banking_knowledge.spec import executed as _executed
@@ -95,7 +95,7 @@ def _debit_dispute(ctx: ToolContext, **a: Any) -> str:
         if a[field] not in allowed:
             raise ToolError(f"Invalid {field}. Must be one of: {list(allowed)}")
     amount = a["disputed_amount"]
-    if not isinstance(amount, (int, float)) or amount <= 0:
+    if numeric(amount) <= 0:
         raise ToolError("disputed_amount must be a positive number.")
     key = _dispute_id(a["user_id"], a["transaction_id"])
     eligible, fraud = a["provisional_credit_eligible"], a["dispute_category"] in FRAUD_CATEGORIES
@@ -328,8 +328,14 @@ WEAK_PINS = frozenset({"0123", "1234", "2345", "3456", "4567", "5678", "6789",
 
 
 def _check_pin(pin: Any) -> None:
-    """Refuse a PIN that is not 4 digits, is sequential, or repeats one digit (τ³'s rules and texts)."""
-    text = str(pin or "")
+    """Refuse a PIN that is not 4 digits, is sequential, or repeats one digit (τ³'s rules and texts).
+
+    Raises:
+        ToolError: the refusal; :class:`.spec.Crash` for a PIN that is not text (a JSON number).
+    """
+    if not pin:
+        raise ToolError("PIN must be exactly 4 digits.")
+    text = text_value(pin)
     if not (text.isdigit() and len(text) == 4):
         raise ToolError("PIN must be exactly 4 digits.")
     if text in WEAK_PINS:
@@ -356,9 +362,10 @@ def _activatable(ctx: ToolContext, name: str, a: dict[str, Any]) -> dict[str, An
     if not all(a.get(f) for f in ("card_id", "last_4_digits", "expiration_date", "cvv", "pin")):
         raise ToolError("Missing required parameters. Required: card_id, last_4_digits, expiration_date, cvv, pin.")
     _check_pin(a["pin"])
-    cvv, last4 = str(a["cvv"]), str(a["last_4_digits"])
+    cvv = text_value(a["cvv"])
     if not (cvv.isdigit() and len(cvv) == 3):
         raise ToolError("CVV must be exactly 3 digits.")
+    last4 = text_value(a["last_4_digits"])
     if not (last4.isdigit() and len(last4) == 4):
         raise ToolError("Last 4 digits must be exactly 4 digits.")
     card_id = a["card_id"]
@@ -483,7 +490,7 @@ _PIN_NOTE = ["Customer can use the new PIN for ATM withdrawals and point-of-sale
 def _reset_pin(ctx: ToolContext, card_id: str, last_4_digits: str, new_pin: str) -> str:
     if not (card_id and last_4_digits and new_pin):
         raise ToolError("Missing required parameters. Required: card_id, last_4_digits, new_pin.")
-    last4 = str(last_4_digits)
+    last4 = text_value(last_4_digits)
     if not (last4.isdigit() and len(last4) == 4):
         raise ToolError("Last 4 digits must be exactly 4 digits.")
     _check_pin(new_pin)
@@ -504,7 +511,7 @@ def _reset_pin(ctx: ToolContext, card_id: str, last_4_digits: str, new_pin: str)
 def _change_pin(ctx: ToolContext, card_id: str, current_pin: str, new_pin: str) -> str:
     if not (card_id and current_pin and new_pin):
         raise ToolError("Missing required parameters. Required: card_id, current_pin, new_pin.")
-    current = str(current_pin)
+    current = text_value(current_pin)
     if not (current.isdigit() and len(current) == 4):
         raise ToolError("Current PIN must be exactly 4 digits.")
     _check_pin(new_pin)

@@ -23,6 +23,7 @@ from typing import Any
 from domains.banking_knowledge.discoverable import AGENT_TOOLS, USER_TOOLS, argument_error, call, parse_arguments
 from domains.banking_knowledge.knowledge import knowledge_base
 from domains.banking_knowledge.records import NOW, TODAY, find, listing, new_id, put
+from domains.banking_knowledge.spec import TypeMismatch
 from simulator.world.kit import Docs, ToolContext, ToolError, tool
 
 __all__ = ["AGENT_BASE", "SEARCH", "TRANSFER_REASONS", "USER_BASE"]
@@ -237,7 +238,10 @@ def call_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str, argumen
     refused = argument_error(spec, agent_tool_name, args)
     if refused is not None:
         return refused
-    out = call(spec, agent_tool_name, ctx, args)
+    try:
+        out = call(spec, agent_tool_name, ctx, args)
+    except TypeMismatch as e:  # τ³ answers its method's TypeError as text and logs nothing (a Crash is an error)
+        return f"Error: Invalid arguments: {e}"
     if spec.writes or Docs(ctx.conn, ordered=True).get("read_log_allowlist", agent_tool_name) is not None:
         put(ctx, "agent_discoverable_tools", new_id(f"agent_discoverable_tool:{agent_tool_name}"),
             {"tool_name": agent_tool_name, "status": "CALLED"})
@@ -426,7 +430,10 @@ def call_discoverable_user_tool(ctx: ToolContext, discoverable_tool_name: str, a
     put(ctx, "user_discoverable_tool_calls", new_id(f"user_discoverable_tool_call:{discoverable_tool_name}:"
                                                     f"{_sorted_json(args)}"),
         {"tool_name": discoverable_tool_name, "arguments": args, "called_at": TODAY, "status": "CALLED"})
-    return call(spec, discoverable_tool_name, ctx, args)
+    try:
+        return call(spec, discoverable_tool_name, ctx, args)
+    except TypeMismatch as e:
+        return f"Error: Invalid arguments for tool '{discoverable_tool_name}': {e}"
 
 
 def _sorted_json(args: Any) -> str:

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli import app
-from simulator.execution.parity import compare_to_reference, load_reference, replay_tasks
+from simulator.execution.parity import _comparable_diff, compare_to_reference, load_reference, replay_tasks
 from simulator.types.tasks import InitialState, Task
 from simulator.world.domain import get_domain
 from tests._support.peers import TAU2
@@ -118,13 +118,16 @@ def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
 
     ``banking_knowledge_probes.json`` (``scripts/banking-probes``) names each probe's base task and its calls;
     ``scripts/tau2-reference --probes`` recorded τ³ 1.0.1's answers to them as the base task with the probe's calls
-    as its gold. tausim replays the same.
+    as its gold. tausim replays the same, with one known difference: a credit card dispute filed with its partial
+    refund amount as text fails in τ³'s method after the dispute is stored; both answer the same flagged error and
+    log no call, but τ³ keeps the stored dispute while tausim's failed call changes no record (a failed call never
+    does in tausim: ``simulator.world.tools``).
     """
     folder = _needs("banking_knowledge")
     probes = json.loads((REFERENCE / "banking_knowledge_probes.json").read_text(encoding="utf-8"))
     reference = load_reference(REFERENCE / "banking_knowledge_probes.jsonl.gz")
     assert [p["id"] for p in probes] == list(reference)
-    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 281
+    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 319
     raw = {t["id"]: t for t in json.loads((folder / "tasks.json").read_text(encoding="utf-8"))}
     tasks_file = tmp_path / "tasks.json"
     tasks_file.write_text(json.dumps([{**raw[p["base"]], "id": p["id"], "evaluation_criteria": {
@@ -134,12 +137,19 @@ def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
     allowlists = {p["id"]: p["read_log_allowlist"] for p in probes if "read_log_allowlist" in p}
     assert allowlists  # a probe shows that a read outside the allowlist is not logged
     tasks = [_with_reads(t, allowlists[t.id]) if t.id in allowlists else t for t in domain.load_tasks(str(tasks_file))]
-    differing = {}
+    differing, kept = {}, []
     for result in replay_tasks(domain, template, tasks):
-        check = compare_to_reference(result, reference[result.task_id])
-        if not check.passed:
+        ref = reference[result.task_id]
+        check = compare_to_reference(result, ref)
+        if result.task_id == "probe_type_mistakes":  # the one known difference: see the test's docstring
+            kept = sorted(set(_comparable_diff(ref["diff"])) - set(_comparable_diff(result.diff)))
+            assert not set(_comparable_diff(result.diff)) - set(_comparable_diff(ref["diff"]))
+            check.differences = [d for d in check.differences if not d.startswith("diff: ")]
+        if check.differences:
             differing[result.task_id] = check.differences
     assert not differing, json.dumps(differing, indent=1, ensure_ascii=False)[:6000]
+    assert len(kept) == 1 and json.loads(kept[0])[:2] == ["transaction_disputes", "+"]
+    assert json.loads(kept[0])[2]["partial_refund_amount"] == "12.5"
 
 
 def _with_reads(task: Task, reads: list[str]) -> Task:
