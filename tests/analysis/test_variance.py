@@ -174,3 +174,25 @@ def test_a_held_model_agent_replays_from_the_cache(tmp_path: Path):
     # each trial's own seed: the same prompt in another trial is a new request (no trial replays another's)
     assert len(requests) == agent_turns and not any(c.get("cached") for c in calls)
     assert len({r["seed"] for r in requests}) == len(trials)
+
+
+@pytest.mark.usefixtures("_no_proxy")
+@pytest.mark.parametrize(("vary", "requests_expected"), [("agent", 2), ("both", 8)])
+def test_a_held_model_user_replays_from_the_cache(tmp_path: Path, vary: str, requests_expected: int):
+    """The reverse: --vary agent holds an LLM user's seed; the oracle says the same each trial, so 2 prompts."""
+    script = ["Hi, I no longer need my order, please cancel it.", "Thanks, that is all. ###STOP###"] * 4
+    with openai_server({"user": script}) as server:
+        res = CliRunner().invoke(app, [
+            "run", "--domain", "retail", "--task-ids", "cancel-no-longer-needed", "--agent", "oracle", "--user",
+            "llm:openai/user", "--api-base", server.api_base, "--trials", "4", "--vary", vary, "--cache",
+            str(tmp_path / "c.sqlite"), "--no-progress", "--no-preflight"])
+        assert res.exit_code == 0, res.output
+        requests = server.requests["user"]
+    # 4 trials x 2 user turns; held: one request per distinct prompt, the rest replayed
+    assert len(requests) == requests_expected
+    assert len({r["seed"] for r in requests}) == (1 if vary == "agent" else 4)
+
+
+def test_run_refuses_an_unknown_vary():
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--vary", "sideways", "--no-progress"])
+    assert res.exit_code == 2 and "field vary" in res.output
