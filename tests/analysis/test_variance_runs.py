@@ -141,7 +141,7 @@ def model_run(tmp_path: Path, vary: str, trials: int = 8):
     with openai_server({"agent": answers}) as server:
         res = CliRunner().invoke(app, [
             "run", "--domain", "retail", "--task-ids", "cancel-no-longer-needed", "--agent", "litellm:openai/agent",
-            "--user", "py:tests.analysis.test_variance:CoinUser", "--api-base", server.api_base, "--trials",
+            "--user", "py:tests.analysis.test_variance_runs:CoinUser", "--api-base", server.api_base, "--trials",
             str(trials), "--vary", vary, "--cache", str(tmp_path / f"{vary}.sqlite"), "--log-file", str(log),
             "--out", str(out), "--no-progress", "--no-preflight"])  # exact call counts: no pre-flight call
         assert res.exit_code == 0, res.output
