@@ -236,7 +236,7 @@ class Runner:
         return task.seed if task.seed is not None else derive_seed(self.config.seed, task.id, trial_index)
 
     def side_seeds(self, task: Task, trial_index: int) -> TrialSeeds:
-        """Return the seeds of a trial's agent, user and faults under ``config.vary`` (:mod:`~.seeds`)."""
+        """Return a trial's seeds of agent, user and faults under ``config.vary`` (:mod:`simulator.execution.seeds`)."""
         return trial_seeds(self.trial_seed(task, trial_index), self.trial_seed(task, 0), self.config.vary)
 
     def agent_toolbox(self, task: Task, trial_index: int, base: Toolbox | None = None) -> Toolbox:
@@ -432,7 +432,8 @@ class Runner:
         Raises:
             GoldToolBug: the task's goal state cannot be computed.
         """
-        seed = self.trial_seed(task, trial_index) if side is None else getattr(self.side_seeds(task, trial_index), side)
+        seeds = None if side is None else self.side_seeds(task, trial_index)
+        seed = self.trial_seed(task, trial_index) if seeds is None else seeds.agent if side == "agent" else seeds.user
         prepared = self._prepared(task)
         return TrialContext(
             task=task, tools=self._tools, policy=self.domain.task_policy(self._policy, task, self.template.options),
