@@ -7,6 +7,7 @@ decomposition (:mod:`simulator.stats.variance`).
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,6 +33,10 @@ def _spec(o: dict[str, Any]) -> RunSpec:
     execution = {k: v for k, v in (("concurrency", o["concurrency"]), ("executor", o["executor"]),
                                    ("cache", str(o["cache"]) if o["cache"] else None)) if v is not None}
     if o["spec_file"] is not None:
+        given = [f"--{k.replace('_', '-')}" for k in _THE_FILES if o[k] != _DEFAULTS[k]]
+        if given:
+            raise ValueError(f"{', '.join(given)}: ignored with --spec (the run is the file's); leave "
+                             f"{'it' if len(given) == 1 else 'them'} out, or edit the file")
         spec = load_spec(o["spec_file"])
         return RunSpec.model_validate({**spec.model_dump(), **execution, **(
             {"trials": o["trials"]} if o["trials"] is not None else {})})
@@ -128,6 +133,13 @@ def variance_command(
                   "failures", highlight=False)
     if aborted:
         raise typer.Exit(1)
+
+
+_THE_FILES = ("domain", "agent", "user", "personas", "data", "tasks", "task_ids", "seed", "max_turns", "temperature",
+              "api_base", "option", "faults")
+"""Options that describe the run: refused with ``--spec`` (the file's values are used)."""
+
+_DEFAULTS = {name: p.default for name, p in inspect.signature(variance_command).parameters.items()}
 
 
 def _done(condition: str, result: RunResult) -> None:

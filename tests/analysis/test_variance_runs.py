@@ -105,9 +105,21 @@ def test_the_cli_writes_the_decomposition(tmp_path: Path):
     assert doc["spread"]["both"] == pytest.approx(expected)
 
 
-def test_the_cli_refuses_a_single_trial():
+def test_the_cli_refuses_a_single_trial_and_run_options_beside_a_spec(tmp_path: Path):
     res = CliRunner().invoke(app, ["variance", "--trials", "1"])
     assert res.exit_code == 2
+    spec = tmp_path / "spec.json"
+    spec.write_text(RunSpec(domain="retail", agent="reference", user="rule", trials=2,
+                            task_ids=IDS[:2]).model_dump_json())
+    res = CliRunner().invoke(app, ["variance", "--spec", str(spec), "--agent", "oracle", "--seed", "4"])
+    assert res.exit_code == 2 and "--agent, --seed: ignored with --spec" in res.output
+    out = tmp_path / "v.json"
+    res = CliRunner().invoke(app, ["variance", "--spec", str(spec), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    # the reference agent without knobs and the rule user without a persona: no spread anywhere, shares undefined
+    assert (doc["tasks"], doc["trials"], doc["spread"]["both"], doc["shares"]["user"]) == (2, 2, 0.0, None)
+    assert "user only / both): -" in res.output
 
 
 class CoinUser:
