@@ -178,14 +178,14 @@ def main() -> None:
     print(f"bench-conversation: retail {args.split} split, {n} tasks, {args.rounds} round(s), per task the fastest; "
           f"load average {load0[0]:.2f} -> {load1[0]:.2f}; {machine()}")
     totals = [b[0] * 1000 for b in best]
-    print(f"  tausim conversation phase:  mean {statistics.fmean(totals):.4f} ms  median {statistics.median(totals):.4f}"
-          " ms per trial")
+    print(f"  tausim conversation phase:  mean {statistics.fmean(totals):.4f} ms  "
+          f"median {statistics.median(totals):.4f} ms per trial")
     for i, part in enumerate(PARTS, start=1):
         print(f"    {part:28s} mean {statistics.fmean(b[i] for b in best) * 1000:.4f} ms")
     if tb is not None:
         tbs = [t * 1000 for t in tb_best[:n]]
-        print(f"  tau-bench env.step loop:    mean {statistics.fmean(tbs):.4f} ms  median {statistics.median(tbs):.4f}"
-              " ms per trial")
+        print(f"  tau-bench env.step loop:    mean {statistics.fmean(tbs):.4f} ms  "
+              f"median {statistics.median(tbs):.4f} ms per trial")
         ratios = [a / b for a, b in zip(tbs, totals, strict=False)]
         print(f"  ratio tau-bench / tausim:   of means {statistics.fmean(tbs) / statistics.fmean(totals):.3f}  "
               f"median of per-task ratios {statistics.median(ratios):.3f}  (>= 1: tausim's phase is cheaper)")
