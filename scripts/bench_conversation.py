@@ -3,8 +3,9 @@
 tausim, per task of the retail test split (the peer data when present): on a trial database already provisioned
 (the fixture applied; provisioning is not timed), the clock runs over the trial context, the oracle agent and the
 scripted user, the limits, the task's toolbox, the tool context, the :class:`Conversation` set-up and its ``run``;
-no grading. Reported: the mean and median over the tasks of each task's fastest round, and where the time goes
-(context; agent, user and toolbox; conversation set-up; the loop, and of it the time inside the tool calls).
+no grading (the previous trial's objects are freed before the clock starts). Reported: the mean and median over the
+tasks of each task's fastest round, and where the time goes (context; agent, user and toolbox; conversation set-up;
+the loop, and of it the time inside the tool calls).
 
 ``--taubench DIR`` (a checkout of tau-bench, imported from that path at run time in a subprocess, with the
 interpreter running this script) adds tau-bench's own loop: per task its gold actions through ``env.step`` on
@@ -142,6 +143,8 @@ def tausim_round(runner: Any) -> list[tuple[float, ...]]:
             traj = conv.run()
             t4 = clock()
         out.append((t4 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, traj.tool_seconds))
+        # freed before the next trial's clock starts, as tau-bench's side frees its last trial's data and actions
+        del ctx, agent, user, limits, toolbox, conv, traj
     return out
 
 
