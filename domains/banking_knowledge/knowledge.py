@@ -1,4 +1,4 @@
-"""The knowledge base of banking_knowledge: its documents, the retrieval configurations, the search tools, the prompt.
+r"""The knowledge base of banking_knowledge: its documents, the retrieval configurations, the search tools, the prompt.
 
 tau2-bench (τ³) ships 698 policy documents (``documents/*.json``: ``id``, ``title``, ``content``) and a system prompt
 per retrieval configuration (``prompts/*.md`` with ``{{component:NAME}}`` parts from ``prompts/components/``).
@@ -20,8 +20,16 @@ rerankers) or a sandboxed shell; :data:`OFFLINE_REFUSED` names them and :func:`c
 
 Facts taken from τ³ (not its code): BM25 scores whitespace tokens of the lower-cased document content (Okapi BM25,
 k1 = 1.5, b = 0.75, top 10; see :data:`K1` for the one difference of ours); grep compiles the pattern
-case-insensitively (a pattern that does not compile is searched literally), scores a document by its number of
-matches, keeps the top 10; both list each hit as ``N. TITLE / ID / Score / Content``.
+case-insensitively with Python's ``re`` (a pattern that does not compile is searched literally), scores a document by
+its number of matches, keeps the top 10; both list each hit as ``N. TITLE / ID / Score / Content``.
+
+Ours differs in one way: an agent's pattern can backtrack catastrophically (nested repetition such as
+``((\w+\s?)+)*#``), and ``re`` then holds the interpreter for hours where no trial timeout or signal acts. So the
+pattern (as ``re`` decides: a regex, or literal) is matched by the ``regex`` module in its ``VERSION0`` (``re``'s syntax
+and semantics) with a time limit, :data:`GREP_TIMEOUT` seconds for the whole search; past it the agent gets a tool
+error and the trial goes on. Two known differences of ``regex`` from ``re`` reach these documents: ``\w`` leaves out
+numeric characters that are not decimal digits (the subscript in "CO₂", 5 documents), and case-insensitive ``İ``
+matches ``i`` where ``re`` matches ``I``.
 """
 
 from __future__ import annotations
@@ -32,9 +40,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
-from simulator.world.kit import DomainError
+import regex
+
+from simulator.world.kit import DomainError, ToolError
 
 __all__ = ["CONFIGURATIONS", "DEFAULT_RETRIEVAL", "OFFLINE_REFUSED", "SLOT", "Document", "KnowledgeBase",
            "check_retrieval", "fill_required", "knowledge_base"]
@@ -48,6 +59,9 @@ K1, B = 1.5, 0.75
 """Okapi BM25's parameters (τ³'s, rank_bm25's defaults). bm25s leaves out Okapi's constant factor (k1 + 1), so its
 scores are multiplied by it; a query word found in more than half of the documents (negative idf) scores as bm25s's
 Robertson variant scores it, where rank_bm25 substitutes a small positive idf: rankings of such words may differ."""
+
+GREP_TIMEOUT = 2.0
+"""Seconds one grep may spend matching over all documents (a normal pattern takes milliseconds)."""
 
 DEFAULT_RETRIEVAL = "bm25_grep"
 """The configuration used when ``--option retrieval=`` is not given (BM25 and grep: both offline)."""
@@ -172,15 +186,37 @@ class KnowledgeBase:
             self._bm25 = retriever
         return self._bm25
 
-    def grep(self, pattern: str, k: int = TOP_K) -> str:
-        """Rank the documents by the number of case-insensitive matches of ``pattern``; return the hits as text."""
+    def grep(self, pattern: str, k: int = TOP_K, *, timeout: float | None = None) -> str:
+        """Rank the documents by the number of case-insensitive matches of ``pattern``; return the hits as text.
+
+        Args:
+            pattern: a regular expression in Python's ``re`` syntax; one ``re`` cannot compile is searched literally.
+            k: how many documents to list at most.
+            timeout: seconds the matching may take over all documents (default :data:`GREP_TIMEOUT`).
+
+        Raises:
+            ToolError: the matching took longer than ``timeout`` seconds (the message names the pattern and limit).
+        """
         if not pattern.strip():
             return f"No matches found for pattern: {pattern}"
         try:
-            rx = re.compile(pattern, re.IGNORECASE)
+            re.compile(pattern, re.IGNORECASE)  # τ³'s rule: what re compiles is a regex, anything else is literal
+            source = pattern
         except re.error:
-            rx = re.compile(re.escape(pattern), re.IGNORECASE)
-        counts = [(i, float(len(rx.findall(d.content)))) for i, d in enumerate(self.documents)]
+            source = re.escape(pattern)
+        try:
+            rx = regex.compile(source, regex.IGNORECASE | regex.VERSION0)
+        except regex.error:  # re's syntax that regex refuses: none known; searched literally rather than crash
+            rx = regex.compile(regex.escape(pattern), regex.IGNORECASE | regex.VERSION0)
+        limit = GREP_TIMEOUT if timeout is None else timeout
+        deadline = monotonic() + limit
+        counts = []
+        for i, d in enumerate(self.documents):
+            try:
+                counts.append((i, float(len(rx.findall(d.content, timeout=max(deadline - monotonic(), 0.0))))))
+            except TimeoutError:
+                raise ToolError(f"grep pattern {pattern!r} took longer than the {limit:g}-second limit to match; "
+                                "use a simpler pattern (no nested repetition)") from None
         scored = sorted(((i, c) for i, c in counts if c > 0), key=lambda t: -t[1])[:k]
         return _hits(self.documents, scored) if scored else f"No matches found for pattern: {pattern}"
 

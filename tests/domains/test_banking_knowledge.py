@@ -208,3 +208,42 @@ def test_discoverable_tools_unlock_log_and_allowlist(domain):
                      arguments=json.dumps({"transaction_id": "nope", "new_rewards_earned": "5 points"}))
         assert wrong.content.startswith("Error: Transaction 'nope' not found")
         assert logged() == ["get_all_user_accounts_by_user_id_3847", "update_transaction_rewards_3847"]  # as τ³
+
+
+CATASTROPHIC = r"((\w+\s?)+)*#"
+"""Nested repetition that backtracks exponentially on every long run of words without a '#' (Python's re: hours)."""
+
+
+def test_a_catastrophic_grep_pattern_is_a_tool_error_within_the_limit(domain, monkeypatch):
+    from domains.banking_knowledge import knowledge
+
+    monkeypatch.setattr(knowledge, "GREP_TIMEOUT", 0.2)
+    task, template = _trial(domain)
+    box = domain.toolbox_for(template.options)
+    with template.trial() as db:
+        prepare_trial(domain, db, task)
+        ctx = ToolContext(db.session, db.options)
+        out = box.dispatch(ctx, "grep", {"pattern": CATASTROPHIC})
+        assert out.status == "tool_error"
+        assert repr(CATASTROPHIC) in out.content and "0.2-second limit" in out.content
+        after = box.dispatch(ctx, "grep", {"pattern": "overdraft"})  # the trial goes on: the next call answers
+        assert after.status == "ok" and after.content.startswith("1. ")
+
+
+@pytest.mark.parametrize("pattern", ["overdraft", "fee|charge", r"credit.*card", r"\d+\.\d+%", r"\bATM\b", "(unclosed",
+                                     "x*", "^#+ ", r"(?:annual|monthly) fee", "$"])
+def test_grep_counts_equal_python_re_counts(pattern):
+    from domains.banking_knowledge.knowledge import knowledge_base
+
+    try:  # τ³'s rule, done here by hand with re: a pattern re cannot compile is searched literally
+        rx = re.compile(pattern, re.I)
+    except re.error:
+        rx = re.compile(re.escape(pattern), re.I)
+    counts = [(len(rx.findall(d["content"])), d["id"]) for d in _docs()]
+    want = [i for c, i in sorted((c, i) for c, i in counts if c)[::-1]]
+    text = knowledge_base(str(BANK)).grep(pattern)
+    got_ids = re.findall(r"^   ID: (.+)$", text, flags=re.M)
+    got_scores = [float(s) for s in re.findall(r"^   Score: (.+)$", text, flags=re.M)]
+    by_id = dict((i, c) for c, i in counts)
+    assert got_scores == [by_id[i] for i in got_ids] == sorted((c for c, _ in counts if c), reverse=True)[:10]
+    assert set(got_ids) <= set(want)
