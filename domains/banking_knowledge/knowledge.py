@@ -15,8 +15,8 @@ configuration         tools                        prompt
 ``no_knowledge``      none                         ``no_knowledge.md``
 ====================  ===========================  =====================================================
 
-τ³'s other configurations need a model this machine cannot load offline (dense embeddings from a hosted API,
-rerankers) or a sandboxed shell; :data:`OFFLINE_REFUSED` names them and :func:`check_retrieval` refuses them.
+τ³'s other configurations need a hosted model (dense embeddings, an LLM reranking BM25's hits) or a sandboxed
+shell; :data:`OFFLINE_REFUSED` names them and :func:`check_retrieval` refuses them.
 
 Facts taken from τ³ (not its code): BM25 scores whitespace tokens of the lower-cased document content (Okapi BM25,
 k1 = 1.5, b = 0.75, top 10; see :data:`K1` for the one difference of ours); grep compiles the pattern
@@ -90,7 +90,8 @@ OFFLINE_REFUSED: dict[str, str] = {
        for name in ("openai_embeddings", "openai_embeddings_grep", "qwen_embeddings", "qwen_embeddings_grep",
                     "openai_embeddings_reranker", "openai_embeddings_reranker_grep", "qwen_embeddings_reranker",
                     "qwen_embeddings_reranker_grep")},
-    **{name: "a reranking model that cannot be loaded offline" for name in ("bm25_reranker", "bm25_reranker_grep")},
+    **{name: "a hosted LLM that reranks BM25's hits (τ³'s pointwise LLM reranker)"
+       for name in ("bm25_reranker", "bm25_reranker_grep")},
     "alltools": "dense embeddings from a hosted API beside BM25 and a shell",
     "terminal_use": "a sandboxed shell over the documents",
     "terminal_use_write": "a sandboxed shell over the documents",
@@ -108,7 +109,7 @@ def check_retrieval(name: str) -> Configuration:
         return CONFIGURATIONS[name]
     if name in OFFLINE_REFUSED:
         raise DomainError(f"--option retrieval={name}: this retrieval configuration needs {OFFLINE_REFUSED[name]}, "
-                          "which cannot run offline here; offline configurations: " + ", ".join(CONFIGURATIONS))
+                          "which is not available offline; offline configurations: " + ", ".join(CONFIGURATIONS))
     raise DomainError(f"--option retrieval={name}: unknown retrieval configuration (offline: "
                       f"{', '.join(CONFIGURATIONS)}; refused: {', '.join(OFFLINE_REFUSED)})")
 

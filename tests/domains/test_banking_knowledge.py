@@ -77,10 +77,17 @@ def test_the_do_nothing_agent_fails_every_task(raw_tasks):
 
 
 def test_refused_configurations_name_what_they_need(domain):
-    with pytest.raises(DomainError, match=r"retrieval=openai_embeddings: .*embeddings.*cannot run offline"):
+    from domains.banking_knowledge.knowledge import OFFLINE_REFUSED
+
+    with pytest.raises(DomainError, match=r"retrieval=openai_embeddings: .*embeddings.*not available offline"):
         build_runner(RunSpec(domain="banking_knowledge", options={"retrieval": "openai_embeddings"}))
-    with pytest.raises(DomainError, match=r"retrieval=bm25_reranker: .*reranking model"):
+    with pytest.raises(DomainError, match=r"retrieval=bm25_reranker: .*reranks"):
         domain.toolbox_for({"retrieval": "bm25_reranker"})
+    for name in OFFLINE_REFUSED:  # what it needs, said once: no "cannot be loaded offline, which cannot run offline"
+        with pytest.raises(DomainError) as refused:
+            domain.toolbox_for({"retrieval": name})
+        needs = str(refused.value).split(";")[0]
+        assert needs.count("offline") == 1 and needs.count("cannot") == 0, needs
     with pytest.raises(DomainError, match="allowed values"):
         domain.template(None, {"retrieval": "no_such"})
 
