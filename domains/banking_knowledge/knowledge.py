@@ -19,13 +19,15 @@ configuration         tools                        prompt
 shell; :data:`OFFLINE_REFUSED` names them and :func:`check_retrieval` refuses them.
 
 Facts taken from τ³ (not its code): BM25 scores whitespace tokens of the lower-cased document content (Okapi BM25,
-k1 = 1.5, b = 0.75, top 10; see :data:`K1` for the one difference of ours); grep compiles the pattern
+k1 = 1.5, b = 0.75, epsilon = 0.25 of rank_bm25's ``BM25Okapi``, top 10); grep compiles the pattern
 case-insensitively with Python's ``re`` (a pattern that does not compile is searched literally), scores a document by
 its number of matches, keeps the top 10; both list each hit as ``N. TITLE / ID / Score / Content``.
 
-Ours differs in one way: an agent's pattern can backtrack catastrophically (nested repetition such as
-``((\w+\s?)+)*#``), and ``re`` then holds the interpreter for hours where no trial timeout or signal acts. So the
-pattern (as ``re`` decides: a regex, or literal) is matched by the ``regex`` module in its ``VERSION0`` (``re``'s syntax
+Ours differs in two ways. Documents of equal score are listed in file-name order; τ³ lists them in the order the
+file system lists the documents folder (unsorted), which differs between machines, so a query whose top 10 ends
+inside a tie may show other documents of that score. And an agent's pattern can backtrack catastrophically
+(nested repetition such as ``((\w+\s?)+)*#``), and ``re`` then holds the interpreter for hours where no trial
+timeout or signal acts. So the pattern (as ``re`` decides: a regex, or literal) is matched by the ``regex`` module in its ``VERSION0`` (``re``'s syntax
 and semantics) with a time limit, :data:`GREP_TIMEOUT` seconds for the whole search; past it the agent gets a tool
 error and the trial goes on. Two known differences of ``regex`` from ``re`` reach these documents: ``\w`` leaves out
 numeric characters that are not decimal digits (the subscript in "CO₂", 5 documents), and case-insensitive ``İ``
@@ -55,10 +57,9 @@ SLOT = "{{required_documents}}"
 
 TOP_K = 10
 """Documents a search returns."""
-K1, B = 1.5, 0.75
-"""Okapi BM25's parameters (τ³'s, rank_bm25's defaults). bm25s leaves out Okapi's constant factor (k1 + 1), so its
-scores are multiplied by it; a query word found in more than half of the documents (negative idf) scores as bm25s's
-Robertson variant scores it, where rank_bm25 substitutes a small positive idf: rankings of such words may differ."""
+K1, B, EPSILON = 1.5, 0.75, 0.25
+"""Okapi BM25's parameters: τ³'s, which are rank_bm25's ``BM25Okapi`` defaults (EPSILON: a query word found in more
+than half of the documents, whose idf would be negative, gets EPSILON times the mean idf instead)."""
 
 GREP_TIMEOUT = 2.0
 """Seconds one grep may spend matching over all documents (a normal pattern takes milliseconds)."""
@@ -160,31 +161,30 @@ class KnowledgeBase:
 
     # ---------------------------------------------------------------------------------------------- search
     def bm25(self, query: str, k: int = TOP_K) -> str:
-        """Rank the documents for ``query`` by BM25 (the ``knowledge`` extra's ``bm25s``); return the hits as text.
+        """Rank the documents for ``query`` by Okapi BM25 (the ``knowledge`` extra's ``rank_bm25``, as τ³ does).
+
+        Returns:
+            the top ``k`` documents as text, ties in document order; ``No relevant documents found.`` for a query
+            without words (a query whose words are in no document lists ``k`` documents scoring 0, as τ³'s does).
 
         Raises:
-            DomainError: ``bm25s`` is not installed.
+            DomainError: ``rank_bm25`` is not installed.
         """
         tokens = query.lower().split()
         if not tokens:
             return "No relevant documents found."
-        retriever = self._index()
-        import numpy as np
-
-        scores = np.asarray(retriever.get_scores(tokens), dtype=float) * (K1 + 1)  # Okapi's scale, as τ³ shows it
+        scores = self._index().get_scores(tokens)
         order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]  # stable: ties keep document order
         return _hits(self.documents, [(i, float(scores[i])) for i in order]) or "No relevant documents found."
 
     def _index(self) -> Any:
         if self._bm25 is None:
             try:
-                import bm25s
+                from rank_bm25 import BM25Okapi
             except ImportError as e:
                 raise DomainError("retrieval by BM25 needs the knowledge extra: pip install 'tausim[knowledge]'"
                                   ) from e
-            retriever = bm25s.BM25(method="robertson", k1=K1, b=B)
-            retriever.index([d.content.lower().split() for d in self.documents], show_progress=False)
-            self._bm25 = retriever
+            self._bm25 = BM25Okapi([d.content.lower().split() for d in self.documents], k1=K1, b=B, epsilon=EPSILON)
         return self._bm25
 
     def grep(self, pattern: str, k: int = TOP_K, *, timeout: float | None = None) -> str:

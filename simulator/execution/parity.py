@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +195,15 @@ def _comparable_diff(diff: Mapping[str, Any]) -> list[str]:
     return sorted(out)
 
 
+_TIMING_TAIL = re.compile(r"\n\n\[Timing: retrieval=\d+ms(?:, reranking=\d+ms)?, total=\d+ms\]\Z")
+"""The wall-clock tail τ³'s ``KB_search`` puts on each answer (``[Timing: retrieval=3ms, total=3ms]``)."""
+
+
+def _reference_answer(content: Any) -> Any:
+    """A reference answer without its wall-clock timing tail (a measurement of τ³'s machine, not an answer)."""
+    return _TIMING_TAIL.sub("", content) if isinstance(content, str) else content
+
+
 def compare_to_reference(result: ReplayResult, reference: Mapping[str, Any]) -> ReferenceCheck:
     """Compare a task's replay with its reference line (:func:`load_reference`).
 
@@ -203,7 +213,8 @@ def compare_to_reference(result: ReplayResult, reference: Mapping[str, Any]) -> 
     records, so that each side's record keys (τ³ keeps telecom's lines as a list, tausim keys them by id) and
     layout do not count, and with a field that is absent on one side and null on the other taken as equal: τ³
     dumps its pydantic models, where an optional field the data file leaves out is null, while tausim's dump
-    keeps each record's layout as the data file has it.
+    keeps each record's layout as the data file has it. A reference answer's wall-clock timing tail (τ³'s
+    ``KB_search``: ``[Timing: retrieval=3ms, total=3ms]``) is left out: tausim's answer has none.
 
     Args:
         result: the replay.
@@ -222,7 +233,7 @@ def compare_to_reference(result: ReplayResult, reference: Mapping[str, Any]) -> 
             continue
         ref = ref_actions[i]
         ok = True
-        if ref.get("content") != result.responses[i]:
+        if _reference_answer(ref.get("content")) != result.responses[i]:
             differences.append(f"action {i} ({ref.get('name')}): answer {_short(result.responses[i])}, reference "
                                f"{_short(ref.get('content'))}")
             ok = False

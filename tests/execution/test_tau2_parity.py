@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,7 @@ def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
     probes = json.loads((REFERENCE / "banking_knowledge_probes.json").read_text(encoding="utf-8"))
     reference = load_reference(REFERENCE / "banking_knowledge_probes.jsonl.gz")
     assert [p["id"] for p in probes] == list(reference)
-    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 319
+    assert sum(len(r["actions"]) for r in reference.values()) == sum(len(p["actions"]) for p in probes) == 336
     raw = {t["id"]: t for t in json.loads((folder / "tasks.json").read_text(encoding="utf-8"))}
     tasks_file = tmp_path / "tasks.json"
     tasks_file.write_text(json.dumps([{**raw[p["base"]], "id": p["id"], "evaluation_criteria": {
@@ -137,10 +138,16 @@ def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
     allowlists = {p["id"]: p["read_log_allowlist"] for p in probes if "read_log_allowlist" in p}
     assert allowlists  # a probe shows that a read outside the allowlist is not logged
     tasks = [_with_reads(t, allowlists[t.id]) if t.id in allowlists else t for t in domain.load_tasks(str(tasks_file))]
-    differing, kept = {}, []
+    differing, kept, ties = {}, [], []
     for result in replay_tasks(domain, template, tasks):
         ref = reference[result.task_id]
         check = compare_to_reference(result, ref)
+        for i, action in enumerate(ref["actions"]):  # search answers: equal but for the order of tied documents
+            if action["name"] in ("KB_search", "grep") and _search_hits(action["content"]) != _search_hits(
+                    result.responses[i]):
+                assert _same_up_to_ties(_search_hits(action["content"]), _search_hits(result.responses[i]))
+                ties.append(f"{result.task_id}/{i}")
+                check.differences = [d for d in check.differences if not d.startswith(f"action {i} ")]
         if result.task_id == "probe_type_mistakes":  # the one known difference: see the test's docstring
             kept = sorted(set(_comparable_diff(ref["diff"])) - set(_comparable_diff(result.diff)))
             assert not set(_comparable_diff(result.diff)) - set(_comparable_diff(ref["diff"]))
@@ -148,8 +155,33 @@ def test_banking_knowledge_probes_answer_as_tau2_does(tmp_path: Path) -> None:
         if check.differences:
             differing[result.task_id] = check.differences
     assert not differing, json.dumps(differing, indent=1, ensure_ascii=False)[:6000]
+    # τ³ lists documents of equal score in its folder listing's order, tausim in file-name order (knowledge.py):
+    # "zzzzqqq" (BM25: every document scores 0), grep "overdraft", "fee|charge", "credit.*card",
+    # "\\d+\\.\\d+%", "the"; every other search answer is byte-equal
+    assert sorted(ties) == sorted(["probe_search_bm25/4", *(
+        f"probe_search_grep_only/{i}" for i in (0, 1, 2, 3, 8))]), ties
     assert len(kept) == 1 and json.loads(kept[0])[:2] == ["transaction_disputes", "+"]
     assert json.loads(kept[0])[2]["partial_refund_amount"] == "12.5"
+
+
+def _search_hits(answer: str) -> list[tuple[str, str]] | str:
+    """A search answer's hits as (document id, score) in order; the answer itself when it lists none.
+
+    τ³'s ``KB_search`` answer ends with its wall-clock timing, which is left out; the rest of each hit (title,
+    content) follows from its id, which the caller checks by comparing the answers with equal ids.
+    """
+    answer = re.sub(r"\n\n\[Timing: [^\]]*\]\Z", "", answer)
+    hits = re.findall(r"^   ID: (\S+)\n   Score: (\S+)$", answer, flags=re.M)
+    return hits or answer
+
+
+def _same_up_to_ties(a: list[tuple[str, str]] | str, b: list[tuple[str, str]] | str) -> bool:
+    """Whether two hit lists have the same scores in order, and the same documents at each score but the lowest
+    (where the top 10 may cut through a tie and keep other documents of that score)."""
+    if isinstance(a, str) or isinstance(b, str) or [s for _, s in a] != [s for _, s in b]:
+        return False
+    low = a[-1][1]
+    return all({i for i, s in a if s == score} == {i for i, s in b if s == score} for _, score in a if score != low)
 
 
 def _with_reads(task: Task, reads: list[str]) -> Task:
