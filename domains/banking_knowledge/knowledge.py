@@ -27,11 +27,11 @@ Ours differs in two ways. Documents of equal score are listed in file-name order
 file system lists the documents folder (unsorted), which differs between machines, so a query whose top 10 ends
 inside a tie may show other documents of that score. And an agent's pattern can backtrack catastrophically
 (nested repetition such as ``((\w+\s?)+)*#``), and ``re`` then holds the interpreter for hours where no trial
-timeout or signal acts. So the pattern (as ``re`` decides: a regex, or literal) is matched by the ``regex`` module in its ``VERSION0`` (``re``'s syntax
-and semantics) with a time limit, :data:`GREP_TIMEOUT` seconds for the whole search; past it the agent gets a tool
-error and the trial goes on. Two known differences of ``regex`` from ``re`` reach these documents: ``\w`` leaves out
-numeric characters that are not decimal digits (the subscript in "CO₂", 5 documents), and case-insensitive ``İ``
-matches ``i`` where ``re`` matches ``I``.
+timeout or signal acts. So the pattern (as ``re`` decides: a regex, or literal) is matched by the ``regex``
+module in its ``VERSION0`` (``re``'s syntax and semantics) with a time limit, :data:`GREP_TIMEOUT` seconds for the
+whole search; past it the agent gets a tool error and the trial goes on. Two known differences of ``regex`` from
+``re`` reach these documents: ``\w`` leaves out numeric characters that are not decimal digits (the subscript in
+"CO₂", 5 documents), and case-insensitive ``İ`` matches ``i`` where ``re`` matches ``I``.
 """
 
 from __future__ import annotations
