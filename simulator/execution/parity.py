@@ -41,6 +41,8 @@ class ReplayResult:
         user_diff: the change of the user's tables (dual-control domains), else None.
         env_assertions: the task's environment assertions evaluated on the replayed (synced) state, each
             ``{"func_name", "env_type", "expected", "actual", "passed", "error"}``; None for a task without any.
+        changes: of a tau2 task, whether each call (and the sync after it) changed the agent's records; else empty.
+        user_changes: likewise the records the user's tools act on (all False without a user side).
     """
 
     task_index: int
@@ -51,6 +53,8 @@ class ReplayResult:
     requestors: list[str] = field(default_factory=list)
     user_diff: dict[str, Any] | None = None
     env_assertions: list[dict[str, Any]] | None = None
+    changes: list[bool] = field(default_factory=list)
+    user_changes: list[bool] = field(default_factory=list)
 
     @property
     def errors(self) -> list[bool]:
@@ -103,6 +107,7 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
         initial = domain.dump(trial)
     for i, task in enumerate(tasks):
         tau2 = task.suite == "tau2" or dual
+        changes: list[tuple[bool, bool]] = []
         with template.trial() as trial:
             prepare_trial(domain, trial, task)
             start = domain.dump(trial) if task.initial_state is not None else initial
@@ -112,12 +117,14 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
                 sync = syncer(domain, ctx)
                 actions = list(task.gold_actions)
                 outcomes = []
+                state = (start, trial.raw.total_changes)
                 for action in actions:
                     out = run_action(domain, ctx, action, sides, functions=False)
                     if out.status == "tool_bug":
                         _log.warning("gold_action_bug", action=action.name, bug=(out.bug or "").splitlines()[-1:])
                     outcomes.append(out)
                     sync()
+                    state = _note_change(domain, trial, state, user_tables, changes)
                 checks = (check_env_assertions(domain, trial, task.env_assertions).results
                           if task.env_assertions else None)
             else:
@@ -136,7 +143,25 @@ def replay_tasks(domain: Domain, template: TemplateDatabase, tasks: Sequence[Tas
             env_assertions=None if checks is None else [
                 {"func_name": c.func_name, "env_type": c.env_type, "expected": c.expected, "actual": c.actual,
                  "passed": c.passed, "error": c.error} for c in checks],
+            changes=[a for a, _ in changes], user_changes=[u for _, u in changes],
         )
+
+
+def _note_change(domain: Domain, trial: Any, state: tuple[dict[str, Any], int], user_tables: frozenset[str],
+                 changes: list[tuple[bool, bool]]) -> tuple[dict[str, Any], int]:
+    """Append whether the last call changed the agent's and the user's records; return the new (dump, writes).
+
+    The trial is dumped only when a row was written since ``state`` (a write may leave every value as it was).
+    """
+    before, written = state
+    if trial.raw.total_changes == written:
+        changes.append((False, False))
+        return state
+    after = domain.dump(trial)
+    agent_changed = any(after.get(t) != before.get(t) for t in set(after) | set(before) if t not in user_tables)
+    user_changed = bool(user_tables) and domain.user_records(trial, before) != domain.user_records(trial, after)
+    changes.append((agent_changed, user_changed))
+    return after, trial.raw.total_changes
 
 
 @dataclass
@@ -213,7 +238,11 @@ def compare_to_reference(result: ReplayResult, reference: Mapping[str, Any]) -> 
     records, so that each side's record keys (τ³ keeps telecom's lines as a list, tausim keys them by id) and
     layout do not count, and with a field that is absent on one side and null on the other taken as equal: τ³
     dumps its pydantic models, where an optional field the data file leaves out is null, while tausim's dump
-    keeps each record's layout as the data file has it. A reference answer's wall-clock timing tail (τ³'s
+    keeps each record's layout as the data file has it. Each action's requestor compares as a string, and whether
+    it changed the agent's or the user's database compares with the change of the reference's hashes
+    (:func:`_change_differences`; ``db0``/``user_db0`` are the hashes before the first action). Where the
+    reference's user tools share the agent's database (equal hashes throughout) and tausim's domain has no user
+    side, ``user_diff`` compares with tausim's agent ``diff``. A reference answer's wall-clock timing tail (τ³'s
     ``KB_search``: ``[Timing: retrieval=3ms, total=3ms]``) is left out: tausim's answer has none.
 
     Args:
@@ -241,14 +270,51 @@ def compare_to_reference(result: ReplayResult, reference: Mapping[str, Any]) -> 
             differences.append(f"action {i} ({ref.get('name')}): error flag {result.errors[i]}, reference "
                                f"{bool(ref.get('error'))}")
             ok = False
+        if ref.get("requestor") is not None and i < len(result.requestors) \
+                and ref["requestor"] != result.requestors[i]:
+            differences.append(f"action {i} ({ref.get('name')}): requestor {result.requestors[i]}, reference "
+                               f"{ref['requestor']}")
+            ok = False
         equal += ok
+    shared = _shares_database(ref_actions, reference) and result.user_diff is None
+    differences.extend(_change_differences(ref_actions, reference, result, shared))
     if reference.get("diff") is not None and _comparable_diff(reference["diff"]) != _comparable_diff(result.diff):
         differences.append(f"diff: {_short(result.diff, 400)}, reference {_short(reference['diff'], 400)}")
-    if reference.get("user_diff") is not None and result.user_diff is not None \
-            and _comparable_diff(reference["user_diff"]) != _comparable_diff(result.user_diff):
+    mine = result.diff if shared else result.user_diff or {}
+    if reference.get("user_diff") is not None and _comparable_diff(reference["user_diff"]) != _comparable_diff(mine):
         differences.append(f"user_diff: {_short(result.user_diff, 400)}, reference "
                            f"{_short(reference['user_diff'], 400)}")
     return ReferenceCheck(result.task_id, n, equal, differences)
+
+
+def _shares_database(ref_actions: Sequence[Mapping[str, Any]], reference: Mapping[str, Any]) -> bool:
+    """Whether the reference's user tools act on the agent's database (τ³'s banking_knowledge: equal hashes)."""
+    return reference.get("user_db0") is not None and reference.get("user_db0") == reference.get("db0") and all(
+        a.get("user_db") == a.get("db") for a in ref_actions)
+
+
+def _change_differences(ref_actions: Sequence[Mapping[str, Any]], reference: Mapping[str, Any],
+                        result: ReplayResult, shared: bool) -> list[str]:
+    """The actions where one side's database changed and the other's did not (agent's ``db``, user's ``user_db``).
+
+    The reference holds a hash of τ³'s database after each action (``db``, ``user_db``) and before the first
+    (``db0``, ``user_db0``); an action changed it when its hash differs from the one before. The hashes are of τ³'s
+    own dump, which tausim's store does not reproduce, so they compare through these change marks only. ``shared``:
+    the reference's user tools act on the agent's database and tausim's domain has no user side of its own, so the
+    user's marks compare with the agent's.
+    """
+    out: list[str] = []
+    for key, mine in (("db", result.changes), ("user_db", result.changes if shared else result.user_changes)):
+        if not mine or f"{key}0" not in reference:
+            continue
+        prev = reference[f"{key}0"]
+        for i, (ref, changed) in enumerate(zip(ref_actions, mine, strict=False)):
+            if (ref.get(key) != prev) != changed:
+                out.append(f"action {i} ({ref.get('name')}): {'changes' if changed else 'leaves'} the "
+                           f"{'agent' if key == 'db' else 'user'}'s database, reference "
+                           f"{'leaves it' if changed else 'changes it'}")
+            prev = ref.get(key)
+    return out
 
 
 def load_reference(path: str | Path) -> dict[str, dict[str, Any]]:
