@@ -53,8 +53,9 @@ class UserActions:
 
     The user holds a queue of actions (its part of the task's gold actions, ``requestor: user``). When the
     agent's last message names the next queued action's tool (``toggle_roaming``), the user performs it and the
-    following queued actions the message also names, in order, as tool calls; after their results it says what
-    it did. Anything else is left to the user's own rules.
+    following queued actions the message also names, in order, as tool calls, a tool as many times as the message
+    names it (two mentions of a tool queued four times perform two); after their results it says what it did.
+    Anything else is left to the user's own rules.
 
     Args:
         actions: the queue, in order.
@@ -81,8 +82,14 @@ class UserActions:
             return None
         calls = []
         text = last.content
-        while self._next < len(self._queue) and re.search(rf"\b{re.escape(self._queue[self._next].name)}\b", text):
+        named: dict[str, int] = {}  # mentions of each queued tool in the message not yet performed
+        while self._next < len(self._queue):
             a = self._queue[self._next]
+            if a.name not in named:
+                named[a.name] = len(re.findall(rf"\b{re.escape(a.name)}\b", text))
+            if named[a.name] <= 0:
+                break
+            named[a.name] -= 1
             calls.append(ToolCall(id=f"user_{self._calls}", name=a.name, arguments=dict(a.arguments)))
             self._calls += 1
             self._next += 1

@@ -63,6 +63,14 @@ def test_oracle_passes_every_task_with_each_offline_configuration(retrieval):
     assert [r.task_id for r in results if not r.passed] == []
 
 
+def test_the_oracle_and_scripted_user_make_the_gold_calls_in_the_gold_order(raw_tasks):
+    """Both sides' calls together are the gold's, in order (task_081: the user's four transfer requests come two at
+    the start and two before the agent's final transfer, which is made)."""
+    gold = {t["id"]: [a["name"] for a in t["evaluation_criteria"]["actions"]] for t in raw_tasks}
+    made = {r.task_id: [c.name for c in r.trajectory.tool_calls] for r in _sweep(OracleAgent, "no_knowledge")}
+    assert {k for k in gold if made[k] != gold[k]} == set()
+
+
 def test_the_do_nothing_agent_fails_every_task(raw_tasks):
     """Every task's basis needs an action: a DB task's gold changes the state (a write, a logged call), an ACTION
     task names the calls to make. So the null agent passes none."""
