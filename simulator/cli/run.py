@@ -210,10 +210,10 @@ def _print_start(start: RunStart) -> None:
     """
     if start.run_id is not None and start.created:
         console.print(f"run id: {start.run_id} (new; {start.planned} trials planned; store {start.store_url})",
-                      highlight=False)
+                      highlight=False, markup=False)
     elif start.run_id is not None:
         console.print(f"run id: {start.run_id} (resuming: {start.recorded} of {start.planned} trials recorded, "
-                      f"running {start.to_run})", highlight=False)
+                      f"running {start.to_run})", highlight=False, markup=False)
     elif start.resumed:
         console.print(f"resuming: {start.recorded} of {start.planned} trials recorded, running {start.to_run}",
                       highlight=False)

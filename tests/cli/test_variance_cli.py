@@ -165,3 +165,13 @@ def test_sigterm_during_variance_says_where_the_trials_are_and_releases_the_lock
     assert (f"interrupted (SIGTERM): finished trials are in {partial}; rerun the same command with --resume to keep "
             "them") in stderr
     assert lines and not partial.with_name(partial.name + ".lock").exists()
+
+
+@pytest.mark.parametrize("command", [["hunt", "--budget", "1"], ["user", "check", "--user", "rule"]])
+def test_other_commands_taking_personas_keep_the_file_too(tmp_path: Path, command: list[str]):
+    file = _persona_file(tmp_path)
+    before = file.read_text()
+    res = CliRunner().invoke(app, [*command, "--personas", str(file), "--out", str(file)])
+    assert res.exit_code == 2, res.output
+    assert f"error: --out {file}: is the --personas file" in res.output
+    assert file.read_text() == before
