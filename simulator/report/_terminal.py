@@ -359,6 +359,8 @@ def _print_headline(report: RunReport, console: Console, command: str) -> None:
             else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}")
         + f" seed={cfg.get('seed')}" + (f" ({wall:.2f} s)" if isinstance(wall, int | float) and wall else ""),
         highlight=False, markup=True)
+    if m.get("vary_note"):
+        console.print(f"[yellow]{escape(m['vary_note'])}[/]", highlight=False)
     split = report.document.get("split")
     if split:
         console.print(f"task split: {split}" + (" (HOLDOUT: report on it, never tune on it)" if split == "holdout"

@@ -46,7 +46,7 @@ from typing import Any, Final
 import numpy as np
 
 __all__ = ["CONDITIONS", "FEW_CELLS", "FEW_CELLS_SHARE", "METHOD", "SHARES", "VarianceDecomposition",
-           "decompose_variance", "few_cells_warning", "task_variance"]
+           "decompose_variance", "few_cells_warning", "held_side_note", "task_variance"]
 
 FEW_CELLS: Final = 5
 """Fewer task cells with spread in the 'both' run than this: the shares rest on too few cells (a warning)."""
@@ -135,6 +135,24 @@ class VarianceDecomposition:
                 "intervals": {k: (list(v) if v is not None else None) for k, v in self.intervals.items()},
                 "cells_with_spread": self.with_spread, "undefined_resamples": self.undefined_resamples,
                 "resamples": self.resamples, "warning": self.warning, "per_task": self.per_task}
+
+
+def held_side_note(vary: Any) -> str | None:
+    """Say what a run that held one side (``RunSpec.vary`` ``user`` or ``agent``) means for its reliability figures.
+
+    Args:
+        vary: the run's ``vary`` (``both``, ``user``, ``agent``; None or missing: ``both``).
+
+    Returns:
+        None for ``both``; else one sentence: the held side keeps one seed per task, so the trials of a task are
+        correlated and pass^k, its intervals and the noise floor are not those of independent trials.
+    """
+    if vary in (None, "both"):
+        return None
+    held = {"user": "agent", "agent": "user"}.get(str(vary), "?")
+    return (f"vary: {vary} (the {held}'s seed held per task): the trials of a task are correlated, so pass^k, its "
+            "intervals and the noise floor are not those of independent trials; compare or plan with a run that "
+            "varies both sides")
 
 
 def few_cells_warning(with_spread: int, cells: int) -> str | None:

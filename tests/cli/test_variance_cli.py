@@ -175,3 +175,22 @@ def test_other_commands_taking_personas_keep_the_file_too(tmp_path: Path, comman
     assert res.exit_code == 2, res.output
     assert f"error: --out {file}: is the --personas file" in res.output
     assert file.read_text() == before
+
+
+def test_reports_and_plan_say_a_run_held_one_side(tmp_path: Path):
+    out = tmp_path / "held.json"
+    res = CliRunner().invoke(app, ["run", "--agent", "reference", "--user", "rule", "--task-ids", ",".join(IDS),
+                                   "--trials", "2", "--vary", "user", "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    said = "vary: user (the agent's seed held per task): the trials of a task are correlated"
+    assert said in res.output  # the run's own header
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert res.exit_code == 0 and said in res.output and "not those of independent trials" in res.output
+    res = CliRunner().invoke(app, ["report", str(out), "--format", "json"])
+    metrics = json.loads(res.output)["metrics"]
+    assert metrics["vary"] == "user" and metrics["vary_note"].startswith(said)
+    html = tmp_path / "held.html"
+    res = CliRunner().invoke(app, ["report", str(out), "--html", str(html)])
+    assert res.exit_code == 0 and "vary: user" in html.read_text()
+    res = CliRunner().invoke(app, ["plan", "--baseline", str(out)])
+    assert res.exit_code == 2 and "rerun the baseline with --vary both" in res.output
