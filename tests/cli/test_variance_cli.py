@@ -194,3 +194,24 @@ def test_reports_and_plan_say_a_run_held_one_side(tmp_path: Path):
     assert res.exit_code == 0 and "vary: user" in html.read_text()
     res = CliRunner().invoke(app, ["plan", "--baseline", str(out)])
     assert res.exit_code == 2 and "rerun the baseline with --vary both" in res.output
+
+
+def _fp_doc(options: dict, vary: str = "both") -> dict:
+    from simulator.storage.fingerprint import make_fingerprint
+
+    config = {"domain": "retail", "user": {"name": "rule"}, "options": options, "vary": vary}
+    return {"config": config, "fingerprint": make_fingerprint(config, tasks_hash="t", user_prompt_sha256=None,
+                                                              grader_version="1", reward_basis=["db"])}
+
+
+def test_incomparable_domain_modes_name_the_options_and_the_vary_setting():
+    from simulator.analysis.comparability import IncomparableRunsError, check_comparable
+
+    with pytest.raises(IncomparableRunsError) as caught:
+        check_comparable(_fp_doc({"retrieval": "bm25"}), _fp_doc({"retrieval": "full_kb"}),
+                         names=("baseline", "candidate"))
+    assert 'domain options differ (retrieval: baseline "bm25", candidate "full_kb"' in str(caught.value)
+    with pytest.raises(IncomparableRunsError) as caught:
+        check_comparable(_fp_doc({}), _fp_doc({}, vary="user"), names=("baseline", "candidate"))
+    message = str(caught.value)
+    assert 'vary: baseline "both", candidate "user"' in message and "vary setting (`tausim run --vary`)" in message
