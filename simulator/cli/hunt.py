@@ -146,7 +146,7 @@ def hunt_command(
     print_recovery(report.get("recovery"), console)
     print_clusters(hunt_clusters(report), console)
     for n in notes:
-        console.print(f"note: {n}", highlight=False)
+        console.print(f"note: {n}", highlight=False, markup=False)
     if export is not None and doc is not None:
         console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
     if out is not None:

@@ -50,6 +50,13 @@ def _spec(o: dict[str, Any]) -> RunSpec:
     return spec
 
 
+def _document_of(partial: Path | None) -> Path | None:
+    """The run document a partial file belongs to (``X.json`` of ``X.json.partial.jsonl``), or None."""
+    if partial is None:
+        return None
+    return partial.with_name(partial.name.removesuffix(".partial.jsonl"))
+
+
 def _check_runs_dir(runs_dir: Path | None, out: Path | None) -> None:
     """Refuse (exit 2) a ``--runs-dir`` that is no folder or cannot be made, and ``--out`` on one of its files."""
     if runs_dir is None:
@@ -129,7 +136,8 @@ def variance_command(
         with sigterm_as_interrupt(signals):
             result = run_variance(spec, out_dir=runs_dir, bootstrap_seed=bootstrap_seed, on_condition=_done,
                                   progress=not no_progress, resume=resume,
-                                  on_interrupt=lambda stop: interrupted(stop, stop.partial, signals, hint))
+                                  on_interrupt=lambda stop: interrupted(stop, _document_of(stop.partial), signals,
+                                                                        hint))
     except KeyboardInterrupt as e:  # between two runs (the runs' own interruptions exit in ``interrupted``)
         err.print("interrupted (SIGTERM)" if signals else "interrupted", highlight=False)
         raise typer.Exit(143 if signals else 130) from e

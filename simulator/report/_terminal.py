@@ -352,8 +352,8 @@ def _print_headline(report: RunReport, console: Console, command: str) -> None:
     cfg = report.config
     wall = report.document.get("wall_seconds")
     console.print(
-        f"[bold]tausim {command}[/] run={report.run_id or '-'} domain={cfg.get('domain')} "
-        f"agent={component_label(cfg.get('agent'))} user={component_label(cfg.get('user'))} " + (
+        f"[bold]tausim {command}[/] run={escape(str(report.run_id or '-'))} domain={escape(str(cfg.get('domain')))} "
+        f"agent={escape(component_label(cfg.get('agent')))} user={escape(component_label(cfg.get('user')))} " + (
             f"tasks={len(report.task_ids) // len(cfg['personas'])} personas={len(cfg['personas'])} "
             f"trials/cell={report.trials_per_task}" if cfg.get("personas")
             else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}")

@@ -215,3 +215,16 @@ def test_incomparable_domain_modes_name_the_options_and_the_vary_setting():
         check_comparable(_fp_doc({}), _fp_doc({}, vary="user"), names=("baseline", "candidate"))
     message = str(caught.value)
     assert 'vary: baseline "both", candidate "user"' in message and "vary setting (`tausim run --vary`)" in message
+
+
+def test_the_report_headline_prints_run_id_and_components_as_text(tmp_path: Path):
+    out = tmp_path / "run.json"
+    res = CliRunner().invoke(app, ["run", "--task-ids", IDS[0], "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    doc["run_id"] = "[bold red]EVIL[/bold red]"
+    doc["config"]["agent"]["name"] = "py:[link=https://x.invalid]m[/link]:f"
+    out.write_text(json.dumps(doc))
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "run=[bold red]EVIL[/bold red]" in res.output and "agent=py:[link=https://x.invalid]m[/link]:f" in res.output
