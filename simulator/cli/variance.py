@@ -185,7 +185,8 @@ def _units(doc: dict[str, Any]) -> str:
     personas = doc.get("config", {}).get("personas") or []
     cells = doc["tasks"]
     if personas and cells % len(personas) == 0:
-        return f"{cells // len(personas)} tasks x {len(personas)} personas ({cells} cells)"
+        n = len(personas)
+        return f"{cells // n} tasks x {n} persona{'s' if n > 1 else ''} ({cells} cells)"
     return f"{cells} tasks"
 
 
