@@ -65,7 +65,7 @@ from simulator.world.dual import env_caller, syncer
 from simulator.world.events import read_events
 from simulator.world.faults import FaultyToolbox
 from simulator.world.fixtures import history_messages
-from simulator.world.replay import GoldToolBug, prepare_trial
+from simulator.world.replay import GoldToolBug, prepare_trial, provision_trial
 from simulator.world.tools import Toolbox, ToolContext
 
 __all__ = ["ERROR_RATE_MIN_TRIALS", "RUN_GC_THRESHOLDS", "RunResult", "Runner", "TrialKey", "TrialResult",
@@ -514,7 +514,7 @@ class Runner:
         """The trial's conversation on its database ``db``, with the run's observers."""
         task = setup.task
         history = history_messages(task.initial_state.history) if task.initial_state is not None else None
-        prepare_trial(self.domain, db, task)
+        provision_trial(self.domain, self.template, db, task, setup.prepared.gold)
         tool_ctx = ToolContext(db.session, db.options)
         user_toolbox = self._task_user_toolbox(task)
         observers: list[Observer] = []

@@ -14,6 +14,7 @@ are compared field by field, floats at the declared precision (money: cents, so 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
@@ -26,7 +27,7 @@ from sqlalchemy import Engine, MetaData, Table, create_engine, event
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool, StaticPool
 
-from simulator.types.state import FieldDifference, RowChange, StateDelta, StateDiff
+from simulator.types.state import FieldDifference, RowChange, SetupImage, StateDelta, StateDiff
 from simulator.world.events import EVENTS_DDL, EVENTS_TABLE
 
 __all__ = ["Snapshot", "StateSpec", "TemplateDatabase", "TrialDatabase", "capture_delta", "diff_against",
@@ -123,6 +124,9 @@ class TemplateDatabase:
         finally:
             raw.close()
         data = self.data
+        self.origin: str = hashlib.blake2b(
+            data + json.dumps(self.options, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+        """The template's identity: a digest of its data and options (a :class:`SetupImage` applies to its copies)."""
         self._undo = _UndoPlan(metadata, sequence)
         self.engine: Engine = create_engine(
             "sqlite://", poolclass=QueuePool, pool_size=pool_size, max_overflow=-1,
@@ -142,6 +146,7 @@ class TemplateDatabase:
         """
         conn = self.engine.connect()
         trial = TrialDatabase(conn, dict(self.options))
+        trial.origin = self.origin
         try:
             yield trial
         finally:
@@ -154,6 +159,71 @@ class TemplateDatabase:
                 if not restored:
                     conn.invalidate()  # closed, never reused
                 conn.close()
+
+    def capture_setup(self, raw: sqlite3.Connection) -> SetupImage:
+        """Capture what was written on a copy of this template since it was provisioned (e.g. a task's set-up).
+
+        Args:
+            raw: a fresh copy's connection (:meth:`trial`) after the writes, no transaction open.
+
+        Returns:
+            The :class:`SetupImage`: every written row in full (or None when gone), the event log and
+            ``sqlite_sequence``; :meth:`apply_setup` writes it on another fresh copy.
+        """
+        written = _written(raw)
+        rows: dict[str, tuple[tuple[int, tuple[Any, ...] | None], ...]] = {}
+        for table in self.metadata.sorted_tables:
+            rids = written.get(table.name)
+            if not rids:
+                continue
+            cols = ", ".join(f'"{c.name}"' for c in table.columns)
+            found = {r[0]: tuple(r[1:]) for r in raw.execute(
+                f'SELECT rowid, {cols} FROM "{table.name}"' + _IN_IDS, (json.dumps(sorted(rids)),))}
+            rows[table.name] = tuple((rid, found.get(rid)) for rid in sorted(rids))
+        events = tuple(tuple(r) for r in raw.execute(f'SELECT * FROM "{EVENTS_TABLE}" ORDER BY seq'))
+        sequence = tuple((str(n), int(q)) for n, q in raw.execute("SELECT name, seq FROM sqlite_sequence"))
+        return SetupImage(self.origin, rows, events, sequence)
+
+    def apply_setup(self, raw: sqlite3.Connection, image: SetupImage) -> None:
+        """Write a captured set-up (:meth:`capture_setup`) on a fresh copy of this template, in one transaction.
+
+        Afterwards the copy holds what the set-up left: the same rows at the same rowids, the same event log and
+        ``sqlite_sequence``, and the same write log and first-write images (as sets: the undo at the end of the
+        trial and the state comparison read them so), whatever the set-up's own order of writes was.
+
+        Args:
+            raw: a fresh copy's connection (:meth:`trial`: nothing written yet), no transaction open.
+            image: a set-up captured on a copy of this template.
+
+        Raises:
+            ValueError: the image was captured on another template.
+        """
+        if image.origin != self.origin:
+            raise ValueError(f"apply_setup: the set-up was captured on another template ({image.origin}), "
+                             f"not {self.name} ({self.origin})")
+        raw.execute("BEGIN")
+        try:
+            for name, rows in image.rows.items():
+                table = self.metadata.tables[name]
+                cols = ", ".join(f'"{c.name}"' for c in table.columns)
+                marks = ", ?" * len(table.columns)
+                raw.execute(f'DELETE FROM "{name}"' + _IN_IDS, (json.dumps([rid for rid, _ in rows]),))
+                raw.executemany(f'INSERT INTO "{name}" (rowid, {cols}) VALUES (?{marks})',
+                                [(rid, *row) for rid, row in rows if row is not None])
+                # a row the set-up inserted and removed again left only its traces: the log and "no template row"
+                raw.executemany(f'INSERT OR IGNORE INTO "{_old_table(name)}" ("_rid", "_absent") VALUES (?, 1)',
+                                [(rid,) for rid, _ in rows])
+                raw.executemany(f'INSERT INTO "{WRITE_LOG}" (tbl, rid) SELECT ?, ? WHERE NOT EXISTS '
+                                f'(SELECT 1 FROM "{WRITE_LOG}" WHERE tbl = ? AND rid = ?)',
+                                [(name, rid, name, rid) for rid, row in rows if row is None])
+            if image.events:
+                raw.executemany(f'INSERT INTO "{EVENTS_TABLE}" VALUES (?, ?, ?, ?, ?, ?)', image.events)
+            raw.execute("DELETE FROM sqlite_sequence")
+            raw.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", image.sequence)
+        except BaseException:
+            raw.execute("ROLLBACK")
+            raise
+        raw.execute("COMMIT")
 
     @contextmanager
     def trial_of(self, data: bytes) -> Iterator[TrialDatabase]:
@@ -242,6 +312,8 @@ class TrialDatabase:
         self.connection = connection
         self.session = Session(bind=connection, autobegin=False, expire_on_commit=True)
         self.options = options
+        self.origin: str | None = None
+        """The :attr:`TemplateDatabase.origin` of the template this is a fresh copy of (None: loaded data)."""
         self.reusable = True
         """Whether the copy may be restored to the template and reused after the trial (see
         :meth:`TemplateDatabase.trial`); False once :meth:`load` replaced its content."""
@@ -257,6 +329,7 @@ class TrialDatabase:
             data: the serialized database.
         """
         self.reusable = False
+        self.origin = None
         self.raw.deserialize(data)
 
     @property
