@@ -50,14 +50,33 @@ def action_matches(gold: Action, name: str, arguments: Mapping[str, Any] | None,
         arguments: the call's arguments (None: unparsable, matches only ``compare_args == []``).
         requestor: who made the call (``assistant`` or ``user``).
     """
+    return _matches(gold, _wanted(gold), name, arguments, requestor, {})
+
+
+def _wanted(gold: Action) -> dict[str, str]:
+    """The canonical text of each argument a gold action compares (all of its arguments without ``compare_args``)."""
+    keys = list(gold.arguments) if gold.compare_args is None else gold.compare_args
+    return {k: _canonical(gold.arguments.get(k)) for k in keys}
+
+
+def _matches(gold: Action, wanted: Mapping[str, str], name: str, arguments: Mapping[str, Any] | None,
+             requestor: str, texts: dict[str, str]) -> bool:
+    """:func:`action_matches` with the gold's texts given (:func:`_wanted`) and the call's kept in ``texts``."""
     if name != gold.name or requestor != gold.requestor:
         return False
-    keys = list(gold.arguments) if gold.compare_args is None else gold.compare_args
-    if not keys:
+    if not wanted:
         return True
     if arguments is None:
         return False
-    return all(k in arguments and _canonical(arguments[k]) == _canonical(gold.arguments.get(k)) for k in keys)
+    for k, text in wanted.items():
+        if k not in arguments:
+            return False
+        mine = texts.get(k)
+        if mine is None:
+            mine = texts[k] = _canonical(arguments[k])
+        if mine != text:
+            return False
+    return True
 
 
 def check_actions(gold: Sequence[Action], trajectory: Trajectory) -> ActionsResult:
@@ -71,13 +90,15 @@ def check_actions(gold: Sequence[Action], trajectory: Trajectory) -> ActionsResu
         The :class:`ActionsResult`.
     """
     # a record's requestor is ``agent`` or ``user`` (dual control); a gold action's ``assistant`` or ``user``
-    calls = [(c.name, c.arguments, "user" if c.requestor == "user" else "assistant") for c in trajectory.tool_calls]
-    missing = [
-        {"index": i, "name": a.name, "requestor": a.requestor, "arguments": a.arguments,
-         "compare_args": a.compare_args}
-        for i, a in enumerate(gold)
-        if not any(action_matches(a, n, args, who) for n, args, who in calls)
-    ]
+    calls: list[tuple[str, Mapping[str, Any] | None, str, dict[str, str]]] = [
+        (c.name, c.arguments, "user" if c.requestor == "user" else "assistant", {})
+        for c in trajectory.tool_calls]  # the last: the call's canonical argument texts, made once
+    missing = []
+    for i, a in enumerate(gold):
+        wanted = _wanted(a)
+        if not any(_matches(a, wanted, n, args, who, texts) for n, args, who, texts in calls):
+            missing.append({"index": i, "name": a.name, "requestor": a.requestor, "arguments": a.arguments,
+                            "compare_args": a.compare_args})
     return ActionsResult(passed=not missing, missing=missing)
 
 
