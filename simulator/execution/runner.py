@@ -579,9 +579,11 @@ class Runner:
                             communicate=str(self.template.options.get("communicate", "tausim")))
         grade.outcome = outcome
         shared = self.prepared.get(s.task.id) is s.prepared and task is s.task  # the run's own matcher, else a new one
-        traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
-                                                   derived=s.prepared.scenario, matcher=self._matchers.get(
-                                                       task, s.prepared.scenario) if shared else None).as_dict()
+        derived = s.prepared.scenario
+        traj.user_metadata["review"] = review_user(
+            task, traj, passed=grade.passed, goal_reached=grade.state.passed, derived=derived,
+            matcher=self._matchers.get(task, derived) if shared else None,
+            known=self._matchers.known(task, derived) if shared else None).as_dict()
         res = TrialResult(task_id=s.task.id, trial=s.trial_index, seed=seed, persona=s.persona, passed=grade.passed,
                           termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
                           duration_s=time.perf_counter() - s.t0, error=traj.error, faults=self.record_faults(traj))
