@@ -46,12 +46,15 @@ class SetupImage:
             every row the set-up wrote, tables in dependency order.
         events: the event log's rows after the set-up (``seq, step, source, kind, name, data``).
         sequence: ``sqlite_sequence`` after the set-up, ``((name, seq), ...)``.
+        existed: ``{table: (rowid, ...)}``: the written rows that were in the template (their template row is
+            deleted before the set-up's rows are inserted; the others were new).
     """
 
     origin: str
     rows: Mapping[str, tuple[tuple[int, tuple[Any, ...] | None], ...]]
     events: tuple[tuple[Any, ...], ...] = ()
     sequence: tuple[tuple[str, int], ...] = ()
+    existed: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,16 @@ class TemplateDatabase:
             data + json.dumps(self.options, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
         """The template's identity: a digest of its data and options (a :class:`SetupImage` applies to its copies)."""
         self._undo = _UndoPlan(metadata, sequence)
+        self._writes: dict[str, tuple[str, str, str, str]] = {}
+        """Per table, the statements :meth:`apply_setup` writes with (delete, insert, a ghost's image, its log)."""
+        for table in metadata.sorted_tables:
+            cols = ", ".join(f'"{c.name}"' for c in table.columns)
+            self._writes[table.name] = (
+                f'DELETE FROM "{table.name}"' + _IN_IDS,
+                f'INSERT INTO "{table.name}" (rowid, {cols}) VALUES (?{", ?" * len(table.columns)})',
+                f'INSERT OR IGNORE INTO "{_old_table(table.name)}" ("_rid", "_absent") VALUES (?, 1)',
+                f'INSERT INTO "{WRITE_LOG}" (tbl, rid) SELECT ?, ? WHERE NOT EXISTS '
+                f'(SELECT 1 FROM "{WRITE_LOG}" WHERE tbl = ? AND rid = ?)')
         self.engine: Engine = create_engine(
             "sqlite://", poolclass=QueuePool, pool_size=pool_size, max_overflow=-1,
             creator=lambda: _connect_template(data),
@@ -172,24 +182,31 @@ class TemplateDatabase:
         """
         written = _written(raw)
         rows: dict[str, tuple[tuple[int, tuple[Any, ...] | None], ...]] = {}
+        existed: dict[str, tuple[int, ...]] = {}
         for table in self.metadata.sorted_tables:
             rids = written.get(table.name)
             if not rids:
                 continue
+            ids = json.dumps(sorted(rids))
             cols = ", ".join(f'"{c.name}"' for c in table.columns)
-            found = {r[0]: tuple(r[1:]) for r in raw.execute(
-                f'SELECT rowid, {cols} FROM "{table.name}"' + _IN_IDS, (json.dumps(sorted(rids)),))}
+            found = {r[0]: tuple(r[1:]) for r in raw.execute(f'SELECT rowid, {cols} FROM "{table.name}"' + _IN_IDS,
+                                                             (ids,))}
             rows[table.name] = tuple((rid, found.get(rid)) for rid in sorted(rids))
+            existed[table.name] = tuple(r[0] for r in raw.execute(
+                f'SELECT "_rid" FROM "{_old_table(table.name)}" WHERE "_absent" = 0 AND "_rid" IN '
+                "(SELECT value FROM json_each(?)) ORDER BY 1", (ids,)))
         events = tuple(tuple(r) for r in raw.execute(f'SELECT * FROM "{EVENTS_TABLE}" ORDER BY seq'))
         sequence = tuple((str(n), int(q)) for n, q in raw.execute("SELECT name, seq FROM sqlite_sequence"))
-        return SetupImage(self.origin, rows, events, sequence)
+        return SetupImage(self.origin, rows, events, sequence, existed)
 
     def apply_setup(self, raw: sqlite3.Connection, image: SetupImage) -> None:
         """Write a captured set-up (:meth:`capture_setup`) on a fresh copy of this template, in one transaction.
 
         Afterwards the copy holds what the set-up left: the same rows at the same rowids, the same event log and
         ``sqlite_sequence``, and the same write log and first-write images (as sets: the undo at the end of the
-        trial and the state comparison read them so), whatever the set-up's own order of writes was.
+        trial and the state comparison read them so), whatever the set-up's own order of writes was. Per table
+        written: the template rows it touched deleted, the rows it left inserted at their rowids (the copy's
+        triggers log both); a row it inserted and removed again gets only its traces.
 
         Args:
             raw: a fresh copy's connection (:meth:`trial`: nothing written yet), no transaction open.
@@ -204,22 +221,22 @@ class TemplateDatabase:
         raw.execute("BEGIN")
         try:
             for name, rows in image.rows.items():
-                table = self.metadata.tables[name]
-                cols = ", ".join(f'"{c.name}"' for c in table.columns)
-                marks = ", ?" * len(table.columns)
-                raw.execute(f'DELETE FROM "{name}"' + _IN_IDS, (json.dumps([rid for rid, _ in rows]),))
-                raw.executemany(f'INSERT INTO "{name}" (rowid, {cols}) VALUES (?{marks})',
-                                [(rid, *row) for rid, row in rows if row is not None])
-                # a row the set-up inserted and removed again left only its traces: the log and "no template row"
-                raw.executemany(f'INSERT OR IGNORE INTO "{_old_table(name)}" ("_rid", "_absent") VALUES (?, 1)',
-                                [(rid,) for rid, _ in rows])
-                raw.executemany(f'INSERT INTO "{WRITE_LOG}" (tbl, rid) SELECT ?, ? WHERE NOT EXISTS '
-                                f'(SELECT 1 FROM "{WRITE_LOG}" WHERE tbl = ? AND rid = ?)',
-                                [(name, rid, name, rid) for rid, row in rows if row is None])
+                delete, insert, ghost_old, ghost_log = self._writes[name]
+                existed = image.existed.get(name, ())
+                if existed:
+                    raw.execute(delete, (json.dumps(existed),))
+                present = [(rid, *row) for rid, row in rows if row is not None]
+                if present:
+                    raw.executemany(insert, present)
+                ghosts = [(rid,) for rid, row in rows if row is None and rid not in existed]
+                if ghosts:  # inserted and removed again by the set-up: its traces, "no template row" and the log
+                    raw.executemany(ghost_old, ghosts)
+                    raw.executemany(ghost_log, [(name, rid, name, rid) for (rid,) in ghosts])
             if image.events:
                 raw.executemany(f'INSERT INTO "{EVENTS_TABLE}" VALUES (?, ?, ?, ?, ?, ?)', image.events)
-            raw.execute("DELETE FROM sqlite_sequence")
-            raw.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", image.sequence)
+            if sorted(image.sequence) != sorted(self._undo.sequence):  # a fresh copy holds the template's
+                raw.execute("DELETE FROM sqlite_sequence")
+                raw.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", image.sequence)
         except BaseException:
             raw.execute("ROLLBACK")
             raise

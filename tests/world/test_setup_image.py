@@ -51,8 +51,10 @@ def test_written_rows_gone_rows_and_rows_inserted_then_removed_come_back_the_sam
         raw.execute("INSERT INTO accounts (id, owner, balance) VALUES ('C3', 'cy', 1.0)")
         raw.execute("INSERT INTO accounts (id, owner, balance) VALUES ('D4', 'di', 2.0)")
         raw.execute("DELETE FROM accounts WHERE id = 'D4'")  # inserted and removed: only its traces are left
-        raw.execute("INSERT INTO _tausim_events (step, source, kind, name, data) VALUES (NULL, 'setup', 'domain', "
-                    "'opened', '{}')")
+        for name in ("opened", "dropped"):
+            raw.execute("INSERT INTO _tausim_events (step, source, kind, name, data) VALUES (NULL, 'setup', "
+                        "'domain', ?, '{}')", (name,))
+        raw.execute("DELETE FROM _tausim_events WHERE name = 'dropped'")  # the sequence stays at 2
         image = template.capture_setup(raw)
         expected = everything(raw)
     # rowids: A1 1, B2 2; B2 gone, C3 takes max(rowid) + 1 = 2, D4 3 and is gone again
