@@ -98,7 +98,7 @@ def _values(text: str) -> list[str]:
     rest = _EMAIL_RE.sub(" ", text)
     for token in _TOKEN_RE.findall(rest):
         core = token.lstrip("#")
-        digits = sum(ch.isdigit() for ch in core)
+        digits = sum(map(str.isdigit, core))
         if not digits:
             continue
         if any(ch.isalpha() for ch in core) or "_" in core:
