@@ -50,7 +50,9 @@ def action_matches(gold: Action, name: str, arguments: Mapping[str, Any] | None,
         arguments: the call's arguments (None: unparsable, matches only ``compare_args == []``).
         requestor: who made the call (``assistant`` or ``user``).
     """
-    return _matches(gold, _wanted(gold), name, arguments, requestor, {})
+    if name != gold.name or requestor != gold.requestor:
+        return False
+    return _arguments_match(_wanted(gold), arguments, {})
 
 
 def _wanted(gold: Action) -> dict[str, str]:
@@ -59,11 +61,8 @@ def _wanted(gold: Action) -> dict[str, str]:
     return {k: _canonical(gold.arguments.get(k)) for k in keys}
 
 
-def _matches(gold: Action, wanted: Mapping[str, str], name: str, arguments: Mapping[str, Any] | None,
-             requestor: str, texts: dict[str, str]) -> bool:
-    """:func:`action_matches` with the gold's texts given (:func:`_wanted`) and the call's kept in ``texts``."""
-    if name != gold.name or requestor != gold.requestor:
-        return False
+def _arguments_match(wanted: Mapping[str, str], arguments: Mapping[str, Any] | None, texts: dict[str, str]) -> bool:
+    """Whether a call's arguments have the gold's compared values (:func:`_wanted`); its texts kept in ``texts``."""
     if not wanted:
         return True
     if arguments is None:
@@ -90,13 +89,14 @@ def check_actions(gold: Sequence[Action], trajectory: Trajectory) -> ActionsResu
         The :class:`ActionsResult`.
     """
     # a record's requestor is ``agent`` or ``user`` (dual control); a gold action's ``assistant`` or ``user``
-    calls: list[tuple[str, Mapping[str, Any] | None, str, dict[str, str]]] = [
-        (c.name, c.arguments, "user" if c.requestor == "user" else "assistant", {})
-        for c in trajectory.tool_calls]  # the last: the call's canonical argument texts, made once
+    calls: dict[tuple[str, str], list[tuple[Mapping[str, Any] | None, dict[str, str]]]] = {}
+    for c in trajectory.tool_calls:  # by (name, requestor); each with its canonical argument texts, made once
+        calls.setdefault((c.name, "user" if c.requestor == "user" else "assistant"), []).append((c.arguments, {}))
     missing = []
     for i, a in enumerate(gold):
-        wanted = _wanted(a)
-        if not any(_matches(a, wanted, n, args, who, texts) for n, args, who, texts in calls):
+        same = calls.get((a.name, a.requestor), [])
+        wanted = _wanted(a) if same else {}
+        if not any(_arguments_match(wanted, args, texts) for args, texts in same):
             missing.append({"index": i, "name": a.name, "requestor": a.requestor, "arguments": a.arguments,
                             "compare_args": a.compare_args})
     return ActionsResult(passed=not missing, missing=missing)
