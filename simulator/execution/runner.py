@@ -572,7 +572,7 @@ class Runner:
         task, seed = prepared.task, self.trial_seed(s.task, s.trial_index)
         diff = diff_against(db.raw, goal, self._spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
-                                  env=env_caller(self.domain, conv.ctx))
+                                  env=env_caller(self.domain, conv.ctx)) if task.assertions else None
         env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=record_owners(self.domain, traj, db), env_assertions=env,

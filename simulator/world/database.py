@@ -362,8 +362,19 @@ def _select(table: Table, spec: StateSpec, schema: str, *, with_rowid: bool = Fa
     """Return ``SELECT <compared columns> FROM schema.table`` and the primary-key positions in it.
 
     ``with_rowid`` puts the rowid first (the positions then still count from the first compared column);
-    ``table_ref`` takes ``schema`` as the whole table reference (another table with the same columns).
+    ``table_ref`` takes ``schema`` as the whole table reference (another table with the same columns). Made once
+    per spec, table and form (a cache on the spec, like :meth:`StateSpec.tables`).
     """
+    cache: dict[tuple[str, str, bool, bool], tuple[str, list[int]]] = spec.__dict__.setdefault("_selects", {})
+    key = (table.name, schema, with_rowid, table_ref)
+    made = cache.get(key)
+    if made is None:
+        made = cache[key] = _make_select(table, spec, schema, with_rowid, table_ref)
+    return made[0], list(made[1])
+
+
+def _make_select(table: Table, spec: StateSpec, schema: str, with_rowid: bool, table_ref: bool
+                 ) -> tuple[str, list[int]]:
     volatile = spec.volatile_columns.get(table.name, frozenset())
     cols = [c.name for c in table.columns if c.name not in volatile]
     pk_idx = [cols.index(c.name) for c in table.primary_key.columns]
@@ -593,12 +604,12 @@ def diff_snapshots(expected: Snapshot, actual: Snapshot, spec: StateSpec) -> Sta
     """
     result = StateDiff()
     for table in spec.tables():
-        volatile = spec.volatile_columns.get(table.name, frozenset())
-        cols = [c.name for c in table.columns if c.name not in volatile]
         exp = expected.get(table.name, {})
         act = actual.get(table.name, {})
         if exp == act:
             continue
+        volatile = spec.volatile_columns.get(table.name, frozenset())
+        cols = [c.name for c in table.columns if c.name not in volatile]
         for key, erow in exp.items():
             arow = act.get(key)
             if arow is None:
