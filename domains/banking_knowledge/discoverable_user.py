@@ -52,7 +52,10 @@ def _last4(ctx: ToolContext, credit_card_account_id: str) -> str:
 def _deposit(ctx: ToolContext, account_id: str, check_amount: float) -> str:
     head = _given("Check deposited successfully. Funds will be available according to your account's deposit "
                   "policy.", "deposit_check_3847", account_id=account_id, check_amount=check_amount)
-    amount = money(check_amount)
+    try:
+        amount = float(check_amount)
+    except (TypeError, ValueError) as e:
+        raise ToolError(f"Invalid check amount '{check_amount}'. Must be a number.") from e
     if amount <= 0:
         raise ToolError("Check amount must be positive.")
     acc = record(ctx, "accounts", account_id, "Account")

@@ -16,7 +16,7 @@ from typing import Any
 
 from simulator.world.kit import Docs, ToolContext, ToolError
 
-__all__ = ["AGENT_TABLES", "BOOKKEEPING", "NOW", "TODAY", "find", "listing", "money", "new_id", "put", "record"]
+__all__ = ["AGENT_TABLES", "BOOKKEEPING", "NOW", "TODAY", "add", "find", "listing", "money", "new_id", "put", "record"]
 
 TODAY = "11/14/2025"
 """The scenario's date (τ³'s fixed clock)."""
@@ -64,6 +64,15 @@ def record(ctx: ToolContext, table: str, key: str, what: str) -> dict[str, Any]:
 def put(ctx: ToolContext, table: str, key: str, doc: Mapping[str, Any]) -> None:
     """Write a record."""
     Docs(ctx.conn, ordered=True).put(table, key, dict(doc))
+
+
+def add(ctx: ToolContext, table: str, key: str, doc: Mapping[str, Any]) -> bool:
+    """Write a new record; return False (and leave the table as it is) when ``key`` is taken (τ³'s insert rule)."""
+    docs = Docs(ctx.conn, ordered=True)
+    if docs.get(table, key) is not None:
+        return False
+    docs.put(table, key, dict(doc))
+    return True
 
 
 def find(ctx: ToolContext, table: str, **match: Any) -> list[tuple[str, dict[str, Any]]]:

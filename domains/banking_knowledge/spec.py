@@ -16,14 +16,44 @@ from typing import Any
 from domains.banking_knowledge.records import listing, new_id
 from simulator.world.kit import ToolContext, ToolError
 
-__all__ = ["TEXTS", "Discoverable", "argument_error", "call", "declare", "dispute_id", "done", "executed", "found",
-           "given", "parse_arguments"]
+__all__ = ["TEXTS", "Crash", "Discoverable", "TypeMismatch", "argument_error", "call", "declare", "dispute_id",
+           "executed", "found", "given", "numeric", "parse_arguments", "text_value"]
 
 Handler = Callable[..., str]
 
 TEXTS: Mapping[str, Mapping[str, Mapping[str, Any]]] = json.loads(
     (Path(__file__).with_name("tool_texts.json")).read_text(encoding="utf-8"))
 """τ³'s descriptions of the discoverable tools its gold actions unlock or give (see :meth:`Discoverable.info`)."""
+
+
+class Crash(ToolError):
+    """An exception other than ``TypeError`` that τ³'s tool method raises on a value of the wrong JSON type.
+
+    τ³ answers it as a failed call (``Error: MESSAGE``, flagged) and does not log the call; the message is
+    Python's, as τ³ shows it. tausim's failed call changes no record, where τ³ keeps what the method wrote before
+    it failed (a credit card dispute whose partial refund amount is text).
+    """
+
+
+class TypeMismatch(ToolError):
+    """A ``TypeError`` that τ³'s tool method raises on a value of the wrong JSON type.
+
+    τ³ answers ``Error: Invalid arguments: MESSAGE`` as text (unflagged) and does not log the call.
+    """
+
+
+def text_value(value: Any) -> str:
+    """A value τ³ treats as text (``value.isdigit()``), or :class:`Crash` as Python words it for another type."""
+    if not isinstance(value, str):
+        raise Crash(f"'{type(value).__name__}' object has no attribute 'isdigit'")
+    return value
+
+
+def numeric(value: Any, op: str = "<=") -> float:
+    """A value τ³ compares with a number as it is (``value <= 0``), or :class:`TypeMismatch` for another type."""
+    if not isinstance(value, (int, float)):  # a bool compares as the number it is
+        raise TypeMismatch(f"'{op}' not supported between instances of '{type(value).__name__}' and 'int'")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -87,6 +117,7 @@ def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str
 
     Raises:
         ToolError: a missing or unexpected argument (τ³ refuses such a call before running the tool).
+        Crash, TypeMismatch: a value of the wrong type where τ³'s method fails (the caller answers as τ³ does).
     """
     unexpected = [a for a in arguments if a not in tool.params]
     if unexpected:
@@ -96,13 +127,10 @@ def call(tool: Discoverable, name: str, ctx: ToolContext, arguments: Mapping[str
         raise ToolError(f"Invalid arguments for {name}: missing parameter {missing[0]!r}")
     try:
         return tool.run(ctx, **arguments)
+    except (Crash, TypeMismatch):
+        raise
     except ToolError as e:
         return f"Error: {e}"
-
-
-def done(title: str, **fields: Any) -> str:
-    """Tausim's own short answer: the title, then ``  - Field: value`` lines."""
-    return "\n".join([title, *(f"  - {k.replace('_', ' ').capitalize()}: {v}" for k, v in fields.items())])
 
 
 def declare(params: str, description: str, *, writes: bool = True, optional: str = ""

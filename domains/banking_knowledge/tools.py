@@ -9,8 +9,10 @@ read tool the task's gold calls (the task's read allowlist; other reads are not 
 the compared state); giving a user tool logs ``{"tool_name", "status": "GIVEN"}`` in ``user_discoverable_tools``;
 a user's call of a given tool logs ``{"tool_name", "arguments", "called_at", "status": "CALLED"}`` in
 ``user_discoverable_tool_calls`` before the tool runs; unlocking is remembered for the trial only (never compared).
-A mistake a discoverable tool finds itself is answered as ``Error: ...`` text (status ``ok``) and the call is still
-logged, as in τ³; only arguments that do not fit the tool are refused as a tool error, unlogged.
+Every refusal is answered as text with status ``ok``, as τ³'s tools return theirs rather than raise (``Error: ...``;
+a repeated verification without the prefix): an unknown, locked or not-given tool, arguments that are not JSON or
+do not fit the tool, an invalid transfer reason, and the mistakes a discoverable tool finds itself; a call refused by
+the discoverable tool is still logged, one whose arguments do not fit is not.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from domains.banking_knowledge.discoverable import AGENT_TOOLS, USER_TOOLS, argument_error, call, parse_arguments
 from domains.banking_knowledge.knowledge import knowledge_base
 from domains.banking_knowledge.records import NOW, TODAY, find, listing, new_id, put
+from domains.banking_knowledge.spec import TypeMismatch
 from simulator.world.kit import Docs, ToolContext, ToolError, tool
 
 __all__ = ["AGENT_BASE", "SEARCH", "TRANSFER_REASONS", "USER_BASE"]
@@ -51,7 +54,7 @@ def transfer_to_human_agents(ctx: ToolContext, summary: str, reason: str = "othe
         reason: The reason code of the transfer.
     """
     if reason not in TRANSFER_REASONS:
-        raise ToolError(f"Invalid transfer reason '{reason}'. Must be one of: {', '.join(TRANSFER_REASONS)}")
+        return f"Error: Invalid transfer reason '{reason}'. Must be one of: {', '.join(TRANSFER_REASONS)}"
     return f"Transfer successful (reason: {reason}). A human agent will assist you shortly."
 
 
@@ -105,7 +108,7 @@ def change_user_email(ctx: ToolContext, user_id: str, new_email: str) -> str:
     """
     user = Docs(ctx.conn, ordered=True).get("users", user_id)
     if user is None:
-        raise ToolError(f"User with ID '{user_id}' not found.")
+        return f"Error: User with ID '{user_id}' not found."
     put(ctx, "users", user_id, {**user, "email": new_email})
     return f"Email updated successfully.\n  - User ID: {user_id}\n  - New Email: {new_email}"
 
@@ -160,7 +163,7 @@ def log_verification(ctx: ToolContext, name: str, user_id: str, address: str, em
     """
     key = f"{user_id}_{time_verified.replace(' ', '_').replace(':', '').replace('-', '')}"
     if Docs(ctx.conn, ordered=True).get("verification_history", key) is not None:
-        raise ToolError("Failed to log verification: Record may already exist.")
+        return "Failed to log verification: Record may already exist."  # τ³'s text has no "Error: " here
     put(ctx, "verification_history", key, {"name": name, "user_id": user_id, "address": address, "email": email,
                                            "phone_number": phone_number, "date_of_birth": date_of_birth,
                                            "time_verified": time_verified})
@@ -178,11 +181,14 @@ def give_discoverable_user_tool(ctx: ToolContext, discoverable_tool_name: str, a
     """
     spec = USER_TOOLS.get(discoverable_tool_name)
     if spec is None:
-        raise ToolError(f"Unknown discoverable tool '{discoverable_tool_name}'.")
-    args = parse_arguments(arguments)
+        return f"Error: Unknown discoverable tool '{discoverable_tool_name}'."
+    try:
+        args = parse_arguments(arguments)
+    except ToolError as e:
+        return f"Error: {e}"
     for a in args:
         if a not in spec.params:
-            raise ToolError(f"Unexpected parameter: {a}")
+            return f"Error: Unexpected parameter: {a}"
     put(ctx, "user_discoverable_tools", new_id(f"user_discoverable_tool:{discoverable_tool_name}"),
         {"tool_name": discoverable_tool_name, "status": "GIVEN"})
     description, _ = spec.info(discoverable_tool_name, "user")
@@ -202,7 +208,7 @@ def unlock_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str) -> st
     """
     spec = AGENT_TOOLS.get(agent_tool_name)
     if spec is None:
-        raise ToolError(f"Unknown agent tool '{agent_tool_name}'. This tool is not available.")
+        return f"Error: Unknown agent tool '{agent_tool_name}'. This tool is not available."
     put(ctx, "unlocked_agent_tools", agent_tool_name, {"tool_name": agent_tool_name})
     description, card = spec.info(agent_tool_name)
     return (f"Tool unlocked: {agent_tool_name}\nDescription: {description}\n\n{card}\n\nYou can now use this tool by "
@@ -221,15 +227,21 @@ def call_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str, argumen
     """
     spec = AGENT_TOOLS.get(agent_tool_name)
     if spec is None:
-        raise ToolError(f"Unknown agent tool '{agent_tool_name}'. This tool is not available.")
+        return f"Error: Unknown agent tool '{agent_tool_name}'. This tool is not available."
     if Docs(ctx.conn, ordered=True).get("unlocked_agent_tools", agent_tool_name) is None:
-        raise ToolError(f"Tool '{agent_tool_name}' has not been unlocked. Unlock it with "
-                        "unlock_discoverable_agent_tool first.")
-    args = parse_arguments(arguments)
+        return (f"Error: Tool '{agent_tool_name}' has not been unlocked. You must first use "
+                "`unlock_discoverable_agent_tool` to unlock this tool before calling it.")
+    try:
+        args = parse_arguments(arguments)
+    except ToolError as e:
+        return f"Error: {e}"
     refused = argument_error(spec, agent_tool_name, args)
     if refused is not None:
         return refused
-    out = call(spec, agent_tool_name, ctx, args)
+    try:
+        out = call(spec, agent_tool_name, ctx, args)
+    except TypeMismatch as e:  # τ³ answers its method's TypeError as text and logs nothing (a Crash is an error)
+        return f"Error: Invalid arguments: {e}"
     if spec.writes or Docs(ctx.conn, ordered=True).get("read_log_allowlist", agent_tool_name) is not None:
         put(ctx, "agent_discoverable_tools", new_id(f"agent_discoverable_tool:{agent_tool_name}"),
             {"tool_name": agent_tool_name, "status": "CALLED"})
@@ -239,8 +251,7 @@ def call_discoverable_agent_tool(ctx: ToolContext, agent_tool_name: str, argumen
 @tool("read")
 def list_discoverable_agent_tools(ctx: ToolContext) -> str:
     """List the internal tools called so far."""
-    found = listing(ctx, "agent_discoverable_tools")
-    return "No agent tools have been called yet." if found.startswith("No records") else found
+    return f"Your called agent tools:\n{listing(ctx, 'agent_discoverable_tools')}"
 
 
 AGENT_BASE = [transfer_to_human_agents, get_current_time, get_user_information_by_id, get_user_information_by_name,
@@ -402,20 +413,27 @@ def call_discoverable_user_tool(ctx: ToolContext, discoverable_tool_name: str, a
     """
     spec = USER_TOOLS.get(discoverable_tool_name)
     if spec is None:
-        raise ToolError(f"Unknown discoverable tool '{discoverable_tool_name}'.")
-    if not find(ctx, "user_discoverable_tools", tool_name=discoverable_tool_name):
-        raise ToolError(f"Tool '{discoverable_tool_name}' has not been given to you by the agent.")
-    args = parse_arguments(arguments)
-    unexpected = [a for a in args if a not in spec.params]
+        return f"Error: Unknown discoverable tool '{discoverable_tool_name}'."
+    try:
+        args = parse_arguments(arguments)
+    except ToolError as e:
+        return f"Error: {e}"
     missing = [p for p in spec.params if p not in args and p not in spec.optional]
-    if unexpected or missing:
-        raise ToolError(f"Unexpected parameter: {unexpected[0]}" if unexpected else
-                        f"Missing required parameter: {missing[0]}")
+    unexpected = [a for a in args if a not in spec.params]
+    if missing or unexpected:  # τ³ checks the arguments before whether the tool was given
+        return (f"Error: Missing required parameter: {missing[0]}" if missing else
+                f"Error: Unexpected parameter: {unexpected[0]}")
+    if not find(ctx, "user_discoverable_tools", tool_name=discoverable_tool_name):
+        return (f"Error: Tool '{discoverable_tool_name}' has not been given to you by the agent. The agent must first "
+                "use `give_discoverable_user_tool` to give this tool to you.")
     # τ³ logs the call before the tool's own checks: a call that then fails is logged too
     put(ctx, "user_discoverable_tool_calls", new_id(f"user_discoverable_tool_call:{discoverable_tool_name}:"
                                                     f"{_sorted_json(args)}"),
         {"tool_name": discoverable_tool_name, "arguments": args, "called_at": TODAY, "status": "CALLED"})
-    return call(spec, discoverable_tool_name, ctx, args)
+    try:
+        return call(spec, discoverable_tool_name, ctx, args)
+    except TypeMismatch as e:
+        return f"Error: Invalid arguments for tool '{discoverable_tool_name}': {e}"
 
 
 def _sorted_json(args: Any) -> str:
@@ -427,8 +445,7 @@ def _sorted_json(args: Any) -> str:
 @tool("read")
 def list_discoverable_user_tools(ctx: ToolContext) -> str:
     """List the tools the agent gave you."""
-    found = listing(ctx, "user_discoverable_tools")
-    return "No tools have been given to you yet by the agent." if found.startswith("No records") else found
+    return f"Tools given to you by the agent:\n{listing(ctx, 'user_discoverable_tools')}"
 
 
 @tool("write")

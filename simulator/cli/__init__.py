@@ -77,6 +77,9 @@ COMMANDS: dict[str, CommandEntry] = {
     "plan": CommandEntry("simulator.cli.plan", "plan_command",
                          "Print the trials per task a paired comparison on the baseline's tasks needs to detect "
                          "--detect."),
+    "variance": CommandEntry("simulator.cli.variance", "variance_command",
+                             "Split the trial-to-trial spread of pass/fail into the simulated user's and the agent's "
+                             "shares."),
     "judge": CommandEntry("simulator.cli.judge", "judge_app",
                           "The LLM judge: calibration against human labels, pairwise comparison of runs."),
     "personas": CommandEntry("simulator.cli.personas", "personas_command",

@@ -23,8 +23,8 @@ from simulator.world.domain import DomainError, get_domain
 __all__ = ["check_run_paths", "refuse_ignored_options", "run_spec", "sqlite_file"]
 
 _THE_FILES = ("domain", "data", "tasks", "split", "task_ids", "tags", "exclude_tags", "agent", "user", "fallback_user",
-              "personas", "trials", "seed", "max_turns", "max_steps", "temperature", "api_base", "option", "budgets",
-              "judge", "judge_api_base", "judge_calibration", "judge_min_kappa", "trial_timeout")
+              "personas", "trials", "seed", "vary", "max_turns", "max_steps", "temperature", "api_base", "option",
+              "budgets", "judge", "judge_api_base", "judge_calibration", "judge_min_kappa", "trial_timeout")
 """Options that describe the run itself: with ``--spec`` or ``--resume-from`` the file's values are used instead."""
 
 
@@ -189,5 +189,5 @@ def _spec_from_options(o: Any, execution: dict[str, Any]) -> RunSpec:
             "anchors": str(o.judge_anchors) if o.judge_anchors is not None else None, "strict": o.strict_judge},
         "personas": [p.name for p in persona_list] if persona_list else None,
         "persona_defs": {p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
-        "trials": o.trials, "seed": o.seed, "max_turns": o.max_turns, "max_steps": o.max_steps,
+        "trials": o.trials, "seed": o.seed, "vary": o.vary, "max_turns": o.max_turns, "max_steps": o.max_steps,
         "budgets": budget_map, **execution})

@@ -67,6 +67,10 @@ def run_command(
                        "--store, --run-id, --no-progress and, when given, --executor, --concurrency, --cache, "
                        "--rpm and --log-file apply besides.")] = None,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    vary: Annotated[str, typer.Option(
+        help="Which side varies from trial to trial: both (default) | user (the agent's seed held per task: a "
+             "cached model agent replays its answers) | agent (the user's seed held); see `tausim variance`.")
+                    ] = "both",
     max_turns: Annotated[int, typer.Option(min=1, help="Messages of user and agent per trial.")] = 30,
     max_steps: Annotated[int, typer.Option(min=1, help="Agent actions per trial.")] = 60,
     temperature: Annotated[float | None, typer.Option(help="Model temperature (LLM agent/user).")] = None,

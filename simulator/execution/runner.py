@@ -2,7 +2,8 @@
 
 Trials are submitted to any :class:`concurrent.futures.Executor` (a thread pool by default), so the same run
 can be spread over machines by an executor such as Dask's. Each trial derives its seed from
-``sha256(run seed, task id, trial index)`` and owns a ``numpy.random.Generator(PCG64(seed))``.
+``sha256(run seed, task id, trial index)`` and owns a ``numpy.random.Generator(PCG64(seed))``; ``RunSpec.vary``
+may hold the agent's or the user's side fixed across a task's trials (:mod:`simulator.execution.seeds`).
 
 Time limit (``RunSpec.trial_timeout``): a trial then runs in a thread of its own, and the runner waits for it at
 most that long. A thread cannot be killed in Python: past the limit the trial is recorded ``timeout`` and its
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
 import inspect
 import threading
 import time
@@ -43,6 +43,7 @@ from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
 from simulator.dialogue.prefix import apply_state, check_next_step, run_next_turn
 from simulator.execution.aio import CANCEL_GRACE_S, WorkerLoops, run_within
 from simulator.execution.prepare import graded_outcome, prepare_task, prepare_tasks
+from simulator.execution.seeds import Side, TrialSeeds, derive_seed, trial_seeds
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.stats.estimators import reliability
@@ -141,21 +142,6 @@ class _TrialSetup:
         return inspect.isawaitable(self.agent) or is_async_agent(self.agent)
 
 
-def derive_seed(run_seed: int, task_id: str, trial_index: int) -> int:
-    """Derive a trial's seed: the first 8 bytes of ``sha256("run_seed/task_id/trial_index")`` as an int.
-
-    Args:
-        run_seed: the run's seed.
-        task_id: the task id.
-        trial_index: 0-based trial index.
-
-    Returns:
-        A non-negative int below 2**64; independent of process, platform and Python's hash salt.
-    """
-    digest = hashlib.sha256(f"{run_seed}/{task_id}/{trial_index}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
 class Runner:
     """Runs ``config.trials`` trials of every task.
 
@@ -249,6 +235,10 @@ class Runner:
         """
         return task.seed if task.seed is not None else derive_seed(self.config.seed, task.id, trial_index)
 
+    def side_seeds(self, task: Task, trial_index: int) -> TrialSeeds:
+        """Return a trial's seeds of agent, user and faults under ``config.vary`` (:mod:`simulator.execution.seeds`)."""
+        return trial_seeds(self.trial_seed(task, trial_index), self.trial_seed(task, 0), self.config.vary)
+
     def agent_toolbox(self, task: Task, trial_index: int, base: Toolbox | None = None) -> Toolbox:
         """Return the toolbox a trial's agent calls: ``base`` wrapped in the run's environment faults, if any.
 
@@ -265,7 +255,7 @@ class Runner:
         faults = self.config.faults
         if faults is None or not faults.active():
             return box
-        return FaultyToolbox(box, faults, self.trial_seed(task, trial_index))
+        return FaultyToolbox(box, faults, self.side_seeds(task, trial_index).faults)
 
     def record_faults(self, traj: Trajectory) -> dict[str, int] | None:
         """Return a trial's fault counts (``TrialResult.faults``): None when the run injects no faults."""
@@ -427,8 +417,8 @@ class Runner:
         result: TrialResult = box["result"]
         return result
 
-    def trial_context(self, task: Task, trial_index: int, persona: str | None = None, log: Any = None
-                      ) -> TrialContext:
+    def trial_context(self, task: Task, trial_index: int, persona: str | None = None, log: Any = None, *,
+                      side: Side | None = None) -> TrialContext:
         """Return the :class:`TrialContext` a trial's agent and user are built with (the task prepared first).
 
         Args:
@@ -436,11 +426,14 @@ class Runner:
             trial_index: 0-based trial index.
             persona: the persona the user plays, or None (then the task's pinned ``scenario.persona``, if any).
             log: the trial's logger, or None.
+            side: None: the context of both sides, with the trial seed; ``"agent"`` or ``"user"``: that side's, with
+                its seed under ``config.vary`` (:meth:`side_seeds`) and a generator of its own.
 
         Raises:
             GoldToolBug: the task's goal state cannot be computed.
         """
-        seed = self.trial_seed(task, trial_index)
+        seeds = None if side is None else self.side_seeds(task, trial_index)
+        seed = self.trial_seed(task, trial_index) if seeds is None else seeds.agent if side == "agent" else seeds.user
         prepared = self._prepared(task)
         return TrialContext(
             task=task, tools=self._tools, policy=self.domain.task_policy(self._policy, task, self.template.options),
@@ -486,7 +479,8 @@ class Runner:
             initial = prepared.gold.initial
         except GoldToolBug as e:
             return not_run(TerminationReason.TOOL_BUG, f"goal replay failed: {e}")
-        ctx = self.trial_context(task, trial_index, persona, log)
+        seeds = self.side_seeds(task, trial_index)
+        ctx = self.trial_context(task, trial_index, persona, log, side=None if seeds.shared else "agent")
         try:
             agent = self.agent_factory(ctx)
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
@@ -497,7 +491,8 @@ class Runner:
                                f"(an async agent: {type(agent).__name__})")
             return self._run_prefix(task, trial_index, persona, agent, prepared, t0)
         try:
-            user = self.user_factory(ctx)
+            user = self.user_factory(ctx if seeds.shared else self.trial_context(task, trial_index, persona, log,
+                                                                                 side="user"))
         except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
             if inspect.iscoroutine(agent):
                 agent.close()  # an async factory's coroutine, never awaited

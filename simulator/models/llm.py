@@ -440,7 +440,9 @@ class LLMClient:
             messages: the request messages.
             tools: the tool schemas, or None.
             params: the merged model parameters.
-            trial_seed: the trial seed, so that different trials never replay each other.
+            trial_seed: the trial seed, so that different trials never replay each other; a side held fixed by
+                ``RunSpec.vary`` passes its held seed, the same in every trial of a task, so that its trials do
+                replay each other's answers to the same request (:mod:`simulator.execution.seeds`).
 
         Returns:
             A sha256 hex digest of the canonical JSON of all inputs.

@@ -12,7 +12,10 @@ Two pass^k figures compare agents only when everything else was held fixed. A ru
   what passes), the ``reward_basis`` (the grade components deciding pass, over the planned tasks) and the gating
   ``judge`` model, if any;
 - ``policy``: sha256 of the policy text the agent got;
-- ``domain``: its ``name`` and ``mode`` (sha256 of the domain options, e.g. tau2 mode or dual control).
+- ``domain``: its ``name`` and ``mode`` (sha256 of the domain options, e.g. tau2 mode or dual control);
+- ``vary``: the side whose seed varies when the other is held per task (``user`` or ``agent``, see
+  :mod:`simulator.execution.seeds`; its trials are then correlated, which changes pass^k); absent (None) for the
+  default, where both vary.
 
 :func:`fingerprint_of` reads a run document's fingerprint; a document written before fingerprints existed gets
 the parts its ``config`` still tells (user kind, model, personas, task source, policy hash, domain), every other
@@ -31,7 +34,7 @@ from typing import Any
 __all__ = ["FINGERPRINT_PARTS", "FingerprintComparison", "fingerprint_differences", "fingerprint_of",
            "make_fingerprint"]
 
-FINGERPRINT_PARTS = ("user", "tasks", "grader", "policy", "domain")
+FINGERPRINT_PARTS = ("user", "tasks", "grader", "policy", "domain", "vary")
 """The parts of a fingerprint, in report order."""
 
 
@@ -54,19 +57,22 @@ def make_fingerprint(config: Mapping[str, Any], *, tasks_hash: str | None, user_
 
     Args:
         config: the run spec as JSON (``RunSpec.model_dump(mode="json")``): ``user``, ``personas``,
-            ``persona_defs``, ``tasks``, ``split``, ``policy_sha256``, ``domain``, ``options``, ``judge`` are read.
+            ``persona_defs``, ``tasks``, ``split``, ``policy_sha256``, ``domain``, ``options``, ``judge``, ``vary``
+            are read.
         tasks_hash: content hash of the planned task set, or None when unknown.
         user_prompt_sha256: sha256 of the simulated user's prompt template, or None (no prompt, or unknown).
         grader_version: the grader version, or None when unknown.
         reward_basis: the grade components deciding pass over the planned tasks (sorted, distinct), or None.
 
     Returns:
-        ``{"version": 1, "user": {...}, "tasks": {...}, "grader": {...}, "policy": str | None, "domain": {...}}``.
+        ``{"version": 1, "user": {...}, "tasks": {...}, "grader": {...}, "policy": str | None, "domain": {...}}``,
+        and ``"vary"`` when a side was held (``config["vary"]`` other than ``both``).
     """
     user = config.get("user") or {}
     kind, model = _user_kind_model(str(user.get("name", "") if isinstance(user, Mapping) else user))
     judge = config.get("judge")
     judge_gates = isinstance(judge, Mapping) and judge.get("calibration") is not None
+    vary = config.get("vary")
     return {
         "version": 1,
         "user": {"kind": kind, "model": model, "prompt": user_prompt_sha256,
@@ -77,6 +83,7 @@ def make_fingerprint(config: Mapping[str, Any], *, tasks_hash: str | None, user_
                    "judge": str(judge.get("name")) if judge_gates and isinstance(judge, Mapping) else None},
         "policy": config.get("policy_sha256"),
         "domain": {"name": config.get("domain"), "mode": _sha(dict(config.get("options") or {}))},
+        **({"vary": str(vary)} if vary not in (None, "both") else {}),
     }
 
 
@@ -102,7 +109,7 @@ def fingerprint_of(doc: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
 def _flatten(fp: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in FINGERPRINT_PARTS:
-        value = fp.get(part)
+        value = fp.get(part, "both" if part == "vary" else None)  # absent: both sides varied (every older run)
         if isinstance(value, Mapping):
             for key, sub in value.items():
                 out[f"{part}.{key}"] = sub

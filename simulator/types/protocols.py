@@ -62,8 +62,11 @@ class TrialContext:
             required outputs; user simulators only read ``task.scenario`` and ``task.user_id``.
         tools: OpenAI function schemas of the domain's tools.
         policy: the domain policy text.
-        seed: the trial seed (int), derived from (run seed, task id, trial index).
-        rng: the trial's own generator, ``numpy.random.Generator(PCG64(seed))``; never the global RNG.
+        seed: the trial seed (int), derived from (run seed, task id, trial index); with ``RunSpec.vary`` holding
+            one side fixed, this side's seed (:mod:`simulator.execution.seeds`: the held side's is the same in
+            every trial of the task).
+        rng: the trial's own generator, ``numpy.random.Generator(PCG64(seed))``; never the global RNG. Shared by
+            the agent and the user of a trial by default; each side's own when one side is held.
         domain: domain name.
         trial_index: index of this trial among the task's trials (0-based).
         extra: free-form run options (e.g. model parameters). The runner sets ``tool_kinds``: tool name ->

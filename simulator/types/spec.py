@@ -212,6 +212,11 @@ class RunSpec(BaseModel):
     policy: str | None = None
     """A policy file the agent gets instead of the suite's or the domain's (``tausim run --policy FILE``); None: the
     suite's own policy next to the data (tau-bench's ``wiki.md``, tau2's ``policy.md``), else the domain's."""
+    vary: Literal["both", "user", "agent"] = "both"
+    """Which side of a trial varies from trial to trial (``tausim run --vary``): ``both`` (the agent and the simulated
+    user share the trial seed), ``user`` (the agent's seed is held fixed across a task's trials, so a cached model
+    agent replays its answers) or ``agent`` (the user's and the environment faults' seeds are held); see
+    :mod:`simulator.execution.seeds`. Compared on resume: it decides each side's seed."""
     policy_sha256: str | None = None
     """sha256 of the policy text the agent gets (an imported suite's own policy, e.g. tau2's ``policy.md``, or
     the domain's): computed by :func:`simulator.execution.build.build_runner` and recorded with the run (a value given

@@ -103,3 +103,14 @@ def test_real_runs_record_a_fingerprint(tmp_path):
     assert "state" in fp["grader"]["reward_basis"]
     cmp = fingerprint_differences(outs[0], outs[1], names=("a", "b"))
     assert [p for p, _, _ in cmp.differences] == ["user.kind"]
+
+
+def test_a_run_with_a_held_side_is_not_compared_with_one_where_both_vary():
+    """tausim run --vary user: the agent's seed held per task correlates its trials (pass^k changes)."""
+    held, default = doc(vary="user"), doc(vary="both")
+    assert "vary" in held["fingerprint"] and "vary" not in default["fingerprint"]  # default fingerprints unchanged
+    cmp = fingerprint_differences(default, held, names=("baseline", "candidate"))
+    assert cmp.differences == [("vary", "both", "user")] and cmp.unknown == []
+    # an older document (no vary, no fingerprint) compares with a default run, nothing unknown about vary
+    old = fingerprint_differences(doc(recorded=False), default, names=("old", "new"))
+    assert "vary" not in old.unknown and old.comparable

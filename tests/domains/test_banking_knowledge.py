@@ -179,8 +179,12 @@ def test_discoverable_tools_unlock_log_and_allowlist(domain):
 
         out = call("call_discoverable_agent_tool", agent_tool_name="get_debit_cards_by_account_id_7823",
                    arguments="{}")
-        assert out.status == "tool_error" and "unlock" in out.content
-        assert call("unlock_discoverable_agent_tool", agent_tool_name="nope").status == "tool_error"
+        # τ³ answers its refusals as text, unflagged (probe_base_tools of the τ³ probe recording)
+        assert out.status == "ok" and out.content.startswith(
+            "Error: Tool 'get_debit_cards_by_account_id_7823' has not been unlocked.")
+        unknown = call("unlock_discoverable_agent_tool", agent_tool_name="nope")
+        assert (unknown.status, unknown.content) == (
+            "ok", "Error: Unknown agent tool 'nope'. This tool is not available.")
         for name in ("get_debit_cards_by_account_id_7823", "get_all_user_accounts_by_user_id_3847",
                      "update_transaction_rewards_3847"):
             assert call("unlock_discoverable_agent_tool", agent_tool_name=name).status == "ok"

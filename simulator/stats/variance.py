@@ -1,0 +1,182 @@
+"""How much of the trial-to-trial spread of a run comes from the simulated user and how much from the agent.
+
+Model: a trial's outcome ``Y`` (1 pass, 0 fail; any number works) is a function of the task, of the agent's random
+draws ``A`` and of the simulator's random draws ``U`` (the simulated user's, with the environment's faults),
+``A`` and ``U`` independent. For one task, the Sobol'-Hoeffding (functional ANOVA) decomposition splits the
+variance into two main effects and their interaction (Sobol' 1993, "Sensitivity estimates for nonlinear
+mathematical models", Math. Model. Comput. Exp. 1; Sobol' 2001, Math. Comput. Simul. 55, 271-280)::
+
+    Var(Y) = V_A + V_U + V_AU,   V_A = Var(E[Y | A]),   V_U = Var(E[Y | U])
+
+Three runs of the same tasks measure it (:mod:`simulator.execution.seeds`, ``RunSpec.vary``):
+
+- ``both`` (both sides vary): the spread within a task estimates ``Var(Y)``;
+- ``user`` (the agent's draws held at one value ``a`` per task): ``Var(Y | A = a)``, whose mean over the held
+  value is ``E[Var(Y | A)] = Var(Y) - V_A = V_U + V_AU`` by the law of total variance;
+- ``agent`` (the user's draws held): ``E[Var(Y | U)] = V_A + V_AU``.
+
+Per task and run, the spread is the unbiased sample variance of the task's ``n`` outcomes (``ddof = 1``; for pass/fail
+with ``c`` passes, ``c (n - c) / (n (n - 1))``, the unbiased estimate of the Bernoulli variance ``p (1 - p)``).
+Each of the three figures is the mean of those over the tasks (each task holds its own draw of the fixed side,
+so the mean over tasks also averages over the held draws). The shares are ratios of those means:
+
+- ``user`` = user-run spread / both-run spread: the simulator's *total* share (main effect and interaction;
+  Sobol's total-effect index, Homma & Saltelli 1996, Reliab. Eng. Syst. Saf. 52);
+- ``agent`` = agent-run spread / both-run spread: the agent's total share;
+- ``interaction`` = (user + agent - both) / both: the part that needs both sides at once (counted in each total);
+- ``user_main`` = (both - agent) / both and ``agent_main`` = (both - user) / both: each side alone (first-order
+  indices); ``user_main + agent_main + interaction = 1``.
+
+The figures are unbiased estimates, not clipped: with few trials a share may come out above 1 or below 0. 95%
+intervals are percentile bootstrap intervals over tasks (tasks resampled with replacement, the three runs' values
+of a task kept together; Efron & Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13), as
+:func:`simulator.stats.estimators.bootstrap_ci`; a share is undefined (None) when the both-run spread is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+__all__ = ["CONDITIONS", "METHOD", "SHARES", "VarianceDecomposition", "decompose_variance", "task_variance"]
+
+CONDITIONS: Final = ("both", "user", "agent")
+"""The three runs of a decomposition: both sides vary, only the user varies, only the agent varies."""
+
+SHARES: Final = ("user", "agent", "interaction", "user_main", "agent_main")
+"""The shares of the both-run spread reported (see the module docstring)."""
+
+METHOD: Final = ("per-task unbiased sample variance of the outcome (ddof=1) in three runs: both sides vary, only the "
+                 "user varies (agent seed held), only the agent varies (user seed held); means over tasks; shares "
+                 "user = user/both and agent = agent/both (total effects, law of total variance), interaction = "
+                 "(user + agent - both)/both; 95% percentile bootstrap over tasks")
+"""How :func:`decompose_variance` computes its figures (reported with them)."""
+
+
+def task_variance(outcomes: Sequence[float]) -> float:
+    """Return the unbiased sample variance (``ddof = 1``) of one task's trial outcomes.
+
+    Args:
+        outcomes: the task's outcomes (1.0 pass, 0.0 fail, or any finite numbers), at least 2.
+
+    Returns:
+        ``sum((y - mean)^2) / (n - 1)``; for pass/fail with ``c`` passes of ``n``, ``c (n - c) / (n (n - 1))``.
+
+    Raises:
+        ValueError: fewer than 2 outcomes, or one that is not finite.
+    """
+    values = np.asarray(outcomes, dtype=np.float64)
+    if values.ndim != 1 or values.size < 2:
+        raise ValueError(f"a task's spread needs at least 2 trials, got {values.size}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("outcomes must be finite numbers")
+    return float(np.var(values, ddof=1))
+
+
+@dataclass(frozen=True)
+class VarianceDecomposition:
+    """The trial-to-trial spread of the three runs, and its shares (see the module docstring).
+
+    Attributes:
+        tasks: the tasks (or ``task@persona`` cells), in the order given.
+        trials: trials per task in each run.
+        per_task: task -> ``{"both": var, "user": var, "agent": var, "mean_both": pass rate of the both run}``.
+        spread: ``{"both": mean var, "user": ..., "agent": ...}`` over tasks.
+        components: ``{"agent_main": both - user, "user_main": both - agent, "interaction": user + agent - both}``,
+            in outcome units squared.
+        shares: share name (:data:`SHARES`) -> its value, or None when the both-run spread is 0.
+        intervals: share name -> ``(low, high)`` 95% bootstrap interval, or None when no resample defines it.
+        method: :data:`METHOD`.
+    """
+
+    tasks: tuple[str, ...]
+    trials: int
+    per_task: dict[str, dict[str, float]]
+    spread: dict[str, float]
+    components: dict[str, float]
+    shares: dict[str, float | None]
+    intervals: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    method: str = METHOD
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the decomposition as JSON-ready values (intervals as two-item lists)."""
+        return {"method": self.method, "tasks": len(self.tasks), "trials": self.trials, "spread": self.spread,
+                "components": self.components, "shares": self.shares,
+                "intervals": {k: (list(v) if v is not None else None) for k, v in self.intervals.items()},
+                "per_task": self.per_task}
+
+
+def _shares(both: Any, user: Any, agent: Any) -> dict[str, Any]:
+    """The shares of arrays (or floats) of mean spreads; NaN where ``both`` is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        safe = np.where(np.asarray(both) > 0, both, np.nan)
+        return {"user": user / safe, "agent": agent / safe, "interaction": (user + agent - both) / safe,
+                "user_main": (both - agent) / safe, "agent_main": (both - user) / safe}
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def decompose_variance(
+    outcomes: Mapping[str, Mapping[str, Sequence[float]]],
+    *,
+    rng: np.random.Generator,
+    n_resamples: int = 2000,
+    alpha: float = 0.05,
+) -> VarianceDecomposition:
+    """Split the trial-to-trial spread of a run into the simulator's and the agent's shares.
+
+    Args:
+        outcomes: condition (``both``, ``user``, ``agent``) -> task id -> that task's trial outcomes in that run
+            (1.0 pass, 0.0 fail). The three runs must have the same tasks and the same number of trials (>= 2).
+        rng: draws the bootstrap resamples (the same seed gives the same intervals).
+        n_resamples: bootstrap resamples (>= 1).
+        alpha: 1 - the intervals' level (0.05: 95% intervals), in (0, 1).
+
+    Returns:
+        The :class:`VarianceDecomposition`.
+
+    Raises:
+        ValueError: a condition missing, tasks or trial counts that differ between the runs, fewer than 2 trials,
+            no task, non-finite outcomes, ``n_resamples < 1`` or ``alpha`` outside (0, 1).
+    """
+    missing = [c for c in CONDITIONS if c not in outcomes]
+    if missing:
+        raise ValueError(f"the decomposition needs the runs {', '.join(CONDITIONS)}; missing: {', '.join(missing)}")
+    tasks = tuple(outcomes["both"])
+    if not tasks:
+        raise ValueError("no task to decompose")
+    for c in CONDITIONS[1:]:
+        if set(outcomes[c]) != set(tasks):
+            raise ValueError(f"the {c!r} run's tasks differ from the 'both' run's: "
+                             f"{sorted(set(outcomes[c]) ^ set(tasks))[:5]}")
+    counts = {len(outcomes[c][t]) for c in CONDITIONS for t in tasks}
+    if len(counts) != 1:
+        raise ValueError(f"every task needs the same number of trials in every run, got {sorted(counts)}")
+    if n_resamples < 1 or not 0.0 < alpha < 1.0:
+        raise ValueError(f"need n_resamples >= 1 and 0 < alpha < 1, got {n_resamples}, {alpha}")
+    var = {c: np.array([task_variance(outcomes[c][t]) for t in tasks]) for c in CONDITIONS}
+    spread = {c: float(var[c].mean()) for c in CONDITIONS}
+    b, u, a = spread["both"], spread["user"], spread["agent"]
+    point = _shares(b, u, a)
+    idx = rng.integers(0, len(tasks), size=(n_resamples, len(tasks)))
+    boot = _shares(var["both"][idx].mean(axis=1), var["user"][idx].mean(axis=1), var["agent"][idx].mean(axis=1))
+    intervals: dict[str, tuple[float, float] | None] = {}
+    for name in SHARES:
+        values = boot[name][np.isfinite(boot[name])]
+        if values.size == 0:
+            intervals[name] = None
+            continue
+        low, high = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
+        intervals[name] = (float(low), float(high))
+    per_task = {t: {"both": float(var["both"][i]), "user": float(var["user"][i]), "agent": float(var["agent"][i]),
+                    "mean_both": float(np.mean(outcomes["both"][t]))} for i, t in enumerate(tasks)}
+    return VarianceDecomposition(
+        tasks=tasks, trials=counts.pop(), per_task=per_task, spread=spread,
+        components={"agent_main": b - u, "user_main": b - a, "interaction": u + a - b},
+        shares={name: _finite(float(point[name])) for name in SHARES}, intervals=intervals)
