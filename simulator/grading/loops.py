@@ -71,6 +71,10 @@ def strip_volatile(arguments: Mapping[str, Any], fields: Sequence[str]) -> dict[
     return dict(out)
 
 
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+"""``json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)``'s encoder, made once (settings only)."""
+
+
 def call_key(call: ToolCallRecord, volatile: Mapping[str, Sequence[str]]) -> tuple[str, str]:
     """Return the identity of a call for loop detection: ``(tool, canonical JSON of its stable arguments)``.
 
@@ -82,7 +86,7 @@ def call_key(call: ToolCallRecord, volatile: Mapping[str, Sequence[str]]) -> tup
         return call.name, f"raw:{call.raw_arguments or ''}"
     fields = volatile.get(call.name)
     args = strip_volatile(call.arguments, list(fields)) if fields else call.arguments
-    return call.name, json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    return call.name, _KEY_JSON.encode(args)
 
 
 def check_loops(trajectory: Trajectory, threshold: int, volatile: Mapping[str, Sequence[str]] | None = None,

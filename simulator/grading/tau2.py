@@ -37,8 +37,12 @@ __all__ = ["action_matches", "check_actions", "check_env_assertions", "communica
 
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+"""What ``json.dumps(value, sort_keys=True, default=str)`` encodes with, made once (it holds only its settings)."""
+
+
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+    return _CANONICAL.encode(value)
 
 
 def action_matches(gold: Action, name: str, arguments: Mapping[str, Any] | None, requestor: str = "assistant") -> bool:
