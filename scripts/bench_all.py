@@ -3,8 +3,9 @@
 Each benchmark runs as its own process (``scripts/bench_*.py`` with this interpreter), with fewer rounds than when
 run alone; its key figures are read from what it prints. The header gives the date, the machine and the load
 average before and after, since other work on the machine slows every figure. ``--only NAME,...`` runs some of
-them; ``--list`` names them. Prints figures and asserts nothing (``bench-startup`` alone judges its limits, which
-this table shows too).
+them; ``--list`` names them; ``--taubench DIR`` (a tau-bench checkout) adds tau-bench's loop to
+bench-conversation. Prints figures and asserts nothing (``bench-startup`` alone judges its limits, which this
+table shows too).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from _bench import ROOT, machine, parser
 
@@ -40,6 +42,8 @@ class Bench:
     script: str
     args: tuple[str, ...]
     figures: tuple[Figure, ...]
+    taubench: bool = False
+    """Given ``--taubench DIR`` when bench-all is (a tau-bench checkout to measure against)."""
 
 
 BENCHES = (
@@ -51,6 +55,10 @@ BENCHES = (
     Bench("turn-overhead", "bench_turn_overhead.py", ("--conversations", "30"), (
         Figure("per turn, framework only", rf"framework only:\s+{NUMBER} ms", "ms", "<= 0.05"),
         Figure("per tool call", rf"{NUMBER} ms per tool call", "ms", "<= 0.06"))),
+    Bench("conversation", "bench_conversation.py", ("--rounds", "2"), (
+        Figure("retail oracle trial, conversation phase", rf"tausim conversation phase:\s+mean {NUMBER} ms", "ms"),
+        Figure("tau-bench env.step loop, same tasks", rf"tau-bench env.step loop:\s+mean {NUMBER} ms", "ms"),
+        Figure("ratio tau-bench / tausim (of means)", rf"of means {NUMBER}", "", ">= 1.0")), taubench=True),
     Bench("tools", "bench_tools.py", ("--rounds", "2"), (
         Figure("retail tool call, median", rf"retail[^\n]*\n(?:[^\n]*\n)*?\s+ALL CALLS[^\n]*wall median {NUMBER}",
                "ms", "<= 0.1"),
@@ -97,6 +105,8 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--only", default=None, help="comma-separated benchmark names (default: all)")
     p.add_argument("--list", action="store_true", help="name the benchmarks and exit")
+    p.add_argument("--taubench", type=Path, default=None,
+                   help="a tau-bench checkout: bench-conversation measures tau-bench's loop against tausim's")
     args = p.parse_args()
     if args.list:
         print("\n".join(f"{b.name}: scripts/{b.script} {' '.join(b.args)}" for b in BENCHES))
@@ -113,6 +123,8 @@ def main() -> None:
         if bench.name not in wanted:
             continue
         cmd = [sys.executable, f"scripts/{bench.script}", "--peers", str(args.peers), *bench.args]
+        if bench.taubench and args.taubench is not None:
+            cmd += ["--taubench", str(args.taubench)]
         t0 = time.perf_counter()
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
         took = f"{time.perf_counter() - t0:.0f} s"

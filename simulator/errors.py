@@ -36,6 +36,10 @@ The tree::
     │       ├── ConfigMismatchError        a run id resumed with other settings; ``.field`` names the field
     │       └── LeaseHeldError             another live process is running the run's missing trials now
     ├── ToolError                      a domain tool refuses a call: recoverable BY THE AGENT (simulator.world.tools)
+    │   ├── Crash                          τ³'s tool method failing on a value of the wrong JSON type, answered as
+    │   │                                  τ³ answers it: a flagged failed call (domains.banking_knowledge.spec)
+    │   └── TypeMismatch                   τ³'s tool method raising TypeError on such a value: answered as τ³'s
+    │                                      unflagged ``Invalid arguments`` text (domains.banking_knowledge.spec)
     ├── SessionEnded(RuntimeError)     a tool call on a served trial that has ended (simulator.interop.mcp_server)
     ├── EpisodeTimeout(TimeoutError)   a Gymnasium episode's other side did not answer in time
     │                                  (simulator.interop.gym_env)

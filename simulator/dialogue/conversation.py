@@ -36,6 +36,7 @@ Example::
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import traceback
 from collections.abc import Callable, Generator, Sequence
@@ -48,7 +49,7 @@ from simulator.dialogue.signals import ProgressJudge
 from simulator.dialogue.state import ConversationState, dispatch, visible_to_user
 from simulator.dialogue.text import clip_long_tokens
 from simulator.errors import TausimError
-from simulator.types.messages import AgentTurn, Message, ToolCall, UserTurn
+from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator.types.protocols import Agent, AsyncAgent, UserSimulator
 from simulator.types.sanitize import admit_agent_turn, admit_user_turn, admit_value, bounded
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
@@ -89,6 +90,18 @@ def is_async_agent(agent: Any) -> bool:
 def _hooks(objects: Sequence[Any], names: Sequence[str]) -> dict[str, tuple[Callable[..., Any], ...]]:
     """Hook name -> the bound hooks of ``objects`` that define it, in the objects' order."""
     return {name: tuple(getattr(o, name) for o in objects if callable(getattr(o, name, None))) for name in names}
+
+
+def _adds_nothing(total: Usage, usage: Usage) -> bool:
+    """True when ``total + usage`` equals ``total`` field by field (a model-free turn's zero usage): no need to add.
+
+    Exact: zero counts and a zero cost change no sum, but ``-0.0 + 0.0`` is ``0.0`` and an int cost becomes a float,
+    so such totals are added.
+    """
+    cost, kept = usage.cost_usd, total.cost_usd
+    return (not (usage.prompt_tokens or usage.completion_tokens or usage.calls or usage.attempts)
+            and cost is not None and cost == 0.0
+            and (kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)))
 
 
 def _traceback() -> str:
@@ -329,7 +342,8 @@ class Conversation:
             w1 = time.time_ns()
             for hook in self._on_user_reply:
                 hook(state, ut, w0, w1)
-        traj.user_usage = traj.user_usage + ut.usage
+        if not _adds_nothing(traj.user_usage, ut.usage):
+            traj.user_usage = traj.user_usage + ut.usage
         if ut.error:
             raise _Ended(TerminationReason(ut.error_kind or "user_error"), ut.error)
         return ut
@@ -343,16 +357,7 @@ class Conversation:
         ask = Message(role="user", content=ut.content or None, tool_calls=list(ut.tool_calls), requestor="user")
         state.trajectory.messages.append(ask)
         state.view.append(ask)
-        for call in ut.tool_calls:
-            for cap in self._at_step:
-                if (reason := cap(state)) is not None:
-                    raise _Ended(reason)
-            result, out = self._call(self.user_toolbox, self.user_ctx, call, "user")
-            state.view.append(result)
-            if self._on_step:
-                self._stepped()
-            if out.status == "tool_bug":
-                raise _Ended(TerminationReason.TOOL_BUG, out.bug)
+        self._run_calls(ut.tool_calls, self.user_toolbox, self.user_ctx, "user", state.view)
 
     # ------------------------------------------------------------------------------------------------ the agent
     def _agent_turn(self) -> Generator[list[Message], AgentTurn | _Failed | None, None]:
@@ -408,7 +413,8 @@ class Conversation:
                          f"agent.step returned {type(at).__name__}, expected AgentTurn")
         at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
         traj.notes.extend(notes)
-        traj.agent_usage = traj.agent_usage + at.usage
+        if not _adds_nothing(traj.agent_usage, at.usage):
+            traj.agent_usage = traj.agent_usage + at.usage
         if self._on_agent_reply:
             w1 = time.time_ns()
             for hook in self._on_agent_reply:
@@ -419,19 +425,32 @@ class Conversation:
 
     def _agent_tools(self, msg: Message) -> None:
         """Run the agent's tool calls of one message on the trial database."""
+        self._run_calls(msg.tool_calls, self.toolbox, self.ctx, "agent", self.state.seen)
+
+    # ------------------------------------------------------------------------------------------------ tool calls
+    def _run_calls(self, calls: Sequence[ToolCall], toolbox: Toolbox, ctx: ToolContext,
+                   requestor: Literal["agent", "user"], shown_to: list[Message]) -> None:
+        """Run one side's tool calls in order, each a step, its result shown to that side (``shown_to``).
+
+        Caps are checked before each call; a ``tool_bug`` ends the conversation. The agent's calls also end it on a
+        tool that ends the conversation (``agent_transfer``) and are checked by the ``after_tool_call`` caps.
+        """
         state = self.state
-        for call in msg.tool_calls:
+        agent = requestor == "agent"
+        for call in calls:
             for cap in self._at_step:
                 if (reason := cap(state)) is not None:
                     raise _Ended(reason)
-            result, out = self._call(self.toolbox, self.ctx, call, "agent")
-            state.seen.append(result)
+            result, out = self._call(toolbox, ctx, call, requestor)
+            shown_to.append(result)
             if self._on_step:
                 self._stepped()
             if out.status == "tool_bug":
                 raise _Ended(TerminationReason.TOOL_BUG, out.bug)
+            if not agent:
+                continue
             if out.ends_conversation:
                 raise _Ended(TerminationReason.AGENT_TRANSFER)
-            for cap in self._after_tool_call:
-                if (reason := cap(state, state.trajectory.tool_calls[-1])) is not None:
+            for after in self._after_tool_call:
+                if (reason := after(state, state.trajectory.tool_calls[-1])) is not None:
                     raise _Ended(reason)

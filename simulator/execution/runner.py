@@ -35,8 +35,6 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_complete
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from simulator.dialogue.caps import TimeLimit
 from simulator.dialogue.conversation import Conversation, is_async_agent
 from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
@@ -437,8 +435,8 @@ class Runner:
         prepared = self._prepared(task)
         return TrialContext(
             task=task, tools=self._tools, policy=self.domain.task_policy(self._policy, task, self.template.options),
-            seed=seed,
-            rng=np.random.Generator(np.random.PCG64(seed)), domain=self.domain.name, trial_index=trial_index,
+            seed=seed, rng=None,  # Generator(PCG64(seed)), made when a component first reads it
+            domain=self.domain.name, trial_index=trial_index,
             log=log, extra={"tool_kinds": dict(self._kinds)},
             persona=self.personas[persona] if persona is not None else task.scenario.persona, prepared=prepared,
             user_tools=self._task_user_tools(task),

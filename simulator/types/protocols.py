@@ -53,6 +53,26 @@ class Progress:
         return {"made": self.made, "signals": list(self.signals)}
 
 
+class _TrialRng:
+    """The ``rng`` field of :class:`TrialContext`: the generator given, or ``Generator(PCG64(seed))`` when first read.
+
+    A descriptor-typed dataclass field (still a required constructor argument): passing None defers making the
+    generator, which costs tens of microseconds per trial, to the first component that reads ``ctx.rng``; one that
+    never does (the oracle, a scripted user) never pays it. The generator is the same either way.
+    """
+
+    def __get__(self, ctx: TrialContext | None, owner: type | None = None) -> np.random.Generator:
+        if ctx is None:
+            raise AttributeError("rng")  # no class-level default: the dataclass keeps the field required
+        rng: np.random.Generator | None = ctx.__dict__.get("_rng")
+        if rng is None:
+            rng = ctx.__dict__["_rng"] = np.random.Generator(np.random.PCG64(ctx.seed))
+        return rng
+
+    def __set__(self, ctx: TrialContext, value: np.random.Generator | None) -> None:
+        ctx.__dict__["_rng"] = value
+
+
 @dataclass
 class TrialContext:
     """Everything a per-trial component may know at construction.
@@ -66,7 +86,8 @@ class TrialContext:
             one side fixed, this side's seed (:mod:`simulator.execution.seeds`: the held side's is the same in
             every trial of the task).
         rng: the trial's own generator, ``numpy.random.Generator(PCG64(seed))``; never the global RNG. Shared by
-            the agent and the user of a trial by default; each side's own when one side is held.
+            the agent and the user of a trial by default; each side's own when one side is held. Given as None, it
+            is made from ``seed`` when first read.
         domain: domain name.
         trial_index: index of this trial among the task's trials (0-based).
         extra: free-form run options (e.g. model parameters). The runner sets ``tool_kinds``: tool name ->
@@ -90,8 +111,8 @@ class TrialContext:
     tools: list[dict[str, Any]]
     policy: str
     seed: int
-    rng: np.random.Generator
-    domain: str
+    rng: _TrialRng = _TrialRng()
+    domain: str  # type: ignore[misc]  # mypy takes the descriptor for a default; the field is required (_TrialRng)
     trial_index: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     log: Any = None

@@ -199,6 +199,34 @@ def admit_value(value: Any) -> tuple[Any, int, int]:
     return value, 0, 0
 
 
+def _plain(value: Any, depth: int = 0) -> bool:
+    """True when a JSON-ish value surely needs no change: ASCII strings and keys, finite floats, shallow nesting.
+
+    False means "look closer" (:func:`non_finite_path`, :func:`admit_value`), not that anything is wrong.
+    """
+    kind = type(value)
+    if kind is str:
+        return value.isascii()
+    if kind is float:
+        return math.isfinite(value)
+    if kind is int or kind is bool or value is None:
+        return True
+    if depth > 8:
+        return False
+    if kind is dict:
+        return all(type(k) is str and k.isascii() and _plain(v, depth + 1) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain(v, depth + 1) for v in value)
+    return False
+
+
+def _plain_call(call: ToolCall) -> bool:
+    """True when :func:`admit_call` would change nothing and note nothing (ASCII text, plain finite arguments)."""
+    raw = call.raw_arguments
+    return (call.name.isascii() and call.id.isascii() and (raw is None or raw.isascii())
+            and (call.arguments is None or _plain(call.arguments)))
+
+
 def admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
     """Return one tool call made safe (see the module's rules); what changed is appended to ``notes``.
 
@@ -211,6 +239,8 @@ def admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
         The call, or a copy with surrogates replaced and non-finite arguments refused (``arguments`` None, the
         text in ``raw_arguments``: the dispatch answers ``invalid_arguments``).
     """
+    if _plain_call(call):
+        return call
     name, n_name = admit_text(call.name)
     call_id, n_id = admit_text(call.id)
     raw, n_raw = (None, 0) if call.raw_arguments is None else admit_text(call.raw_arguments)
@@ -269,6 +299,10 @@ def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
     Returns:
         ``usage`` itself when nothing needed a change, else a changed copy.
     """
+    cost = usage.cost_usd
+    if ((cost is None or (type(cost) is float and 0.0 <= cost <= MAX_COST_USD)) and usage.prompt_tokens >= 0
+            and usage.completion_tokens >= 0 and usage.calls >= 0 and usage.attempts >= 0):
+        return usage  # the common case, checked without the loop below
     update: dict[str, Any] = {}
     if usage.cost_usd is not None and known_cost(usage.cost_usd) is None:
         notes.append(f"{where}: cost {usage.cost_usd!r} is not an amount in [0, {MAX_COST_USD:g}] USD: recorded as "

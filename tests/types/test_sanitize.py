@@ -114,3 +114,35 @@ def test_shown_escapes_every_control_and_bidi_character_and_nothing_else():
     for code in [*range(0x20), 0x7f, *range(0x80, 0xa0)]:  # every C0 and C1 character, by its code
         if chr(code) not in "\t\n":
             assert shown(chr(code)) == f"\\x{code:02x}" or shown(chr(code)) in ("\\r",)
+
+
+@pytest.mark.parametrize("arguments, refused, replaced", [
+    ({"order_id": "#W1", "items": ["a", "b"], "n": 2, "x": 1.5, "ok": True, "none": None}, False, 0),
+    ({"deep": {"er": [{"x": [1.0, float("nan")]}]}}, True, 0),  # NaN nested below the plain check's first levels
+    ({"t": (1.0, float("inf"))}, True, 0),  # a tuple, as json.loads never makes but an adapter may
+    ({"caf\u00e9": "cr\u00e8me"}, False, 0),  # non-ASCII but whole: kept, no note
+    ({"k\ud800": "v"}, False, 1),  # a lone surrogate in a key
+    ({"k": ["\udfff"]}, False, 1),  # and in a nested value
+    ({"d": [[[[[[[[[[["deep"]]]]]]]]]]]}, False, 0),  # deeper than the plain check looks: the full check decides
+])
+def test_tool_call_arguments_are_admitted_whether_plain_or_not(arguments, refused, replaced):
+    call = ToolCall(id="c1", name="get", arguments=arguments)
+    turn = AgentTurn(message=Message(role="assistant", tool_calls=[call]))
+    out, notes = admit_agent_turn(turn)
+    got = out.message.tool_calls[0]
+    if not refused and not replaced:  # nothing to change: the very same objects, no note
+        assert out is turn and got is call and notes == []
+    if refused:
+        raw = got.raw_arguments or ""
+        assert got.arguments is None and ("NaN" in raw or "Infinity" in raw)
+        assert len(notes) == 1 and "non-finite" in notes[0]
+    if replaced:
+        assert REPLACEMENT in json.dumps(got.arguments, ensure_ascii=False)
+        assert notes == [f"agent: tool call 'get': {replaced} lone surrogate(s) replaced with U+FFFD"]
+
+
+def test_non_ascii_call_name_and_id_still_checked():
+    call = ToolCall(id="c\ud800", name="g\u00e9t", arguments={})
+    out, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", tool_calls=[call])))
+    assert out.message.tool_calls[0].id == f"c{REPLACEMENT}" and out.message.tool_calls[0].name == "g\u00e9t"
+    assert len(notes) == 1
