@@ -9,8 +9,41 @@ Domains declare what these need through the kit: :attr:`~simulator.world.domain.
 :meth:`~simulator.world.domain.Domain.current_time` and :meth:`~simulator.world.domain.Domain.forbidden_write`.
 """
 
-from simulator.authoring.check import check_domain
-from simulator.authoring.findings import Finding, count_by_rule, errors
-from simulator.authoring.lint import lint_tasks
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_HOMES: dict[str, str] = {
+    "Finding": "simulator.authoring.findings",
+    "check_domain": "simulator.authoring.check",
+    "count_by_rule": "simulator.authoring.findings",
+    "errors": "simulator.authoring.findings",
+    "lint_tasks": "simulator.authoring.lint",
+}
+"""Public name -> its home module, imported on first use (PEP 562): ``tausim run`` lints its tasks but never runs
+the conformance suite (``check``)."""
+
+if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load lazily
+    from simulator.authoring.check import check_domain
+    from simulator.authoring.findings import Finding, count_by_rule, errors
+    from simulator.authoring.lint import lint_tasks
 
 __all__ = ["Finding", "check_domain", "count_by_rule", "errors", "lint_tasks"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its home module on first use (PEP 562).
+
+    Raises:
+        AttributeError: ``name`` is not a public name of this package (nor a submodule already imported).
+    """
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'simulator.authoring' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names (and what is already loaded)."""
+    return sorted(set(globals()) | set(__all__))

@@ -11,7 +11,6 @@ from rich.markup import escape
 
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
-from simulator.cli.domain import print_findings, print_rule_counts
 from simulator.report import safe_console
 from simulator.types.tasks import TOO_DEEP, TaskFileError, not_utf8
 from simulator.world.domain import DomainError, get_domain
@@ -64,6 +63,8 @@ def lint_command(
         for said in (f"--tasks {file}: ", f"--tasks {str(file)!r}: "):
             message = f"{file}: {message.removeprefix(said)}" if message.startswith(said) else message
         raise fail(message) from e
+    from simulator.cli.domain import print_findings, print_rule_counts  # not on `tausim run`'s path (conformance)
+
     findings = lint_tasks(dom, task_list, template=template, mutations=mutations)
     print_findings(findings, fmt, f"{file} ({len(task_list)} tasks, domain {name})")
     if mutations and fmt == "text":

@@ -19,6 +19,7 @@ from simulator.storage.fingerprint import make_fingerprint
 from simulator.storage.store import tasks_hash
 from simulator.types.spec import RunSpec
 from simulator.types.tasks import Task
+from simulator.world.plugins import group_entry_points
 from simulator.world.suites import task_file_split
 
 __all__ = ["PLUGIN_GROUPS", "git_revision", "package_versions", "python_version", "run_fingerprint",
@@ -51,12 +52,16 @@ def package_versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    every = metadata.entry_points()  # one pass over the installed distributions, not one per group
-    for group in PLUGIN_GROUPS:
-        for ep in every.select(group=group):
+    seen: list[Any] = []  # each distribution once: its name and version parse its whole METADATA file again
+    for group in PLUGIN_GROUPS:  # the run's registries read the same scan of the installed distributions
+        for ep in group_entry_points(group=group):
             dist = getattr(ep, "dist", None)
-            if dist is not None and dist.name not in out:
-                out[dist.name] = dist.version
+            if dist is None or any(dist is d for d in seen):
+                continue
+            seen.append(dist)
+            meta = dist.metadata
+            if meta["Name"] not in out:
+                out[meta["Name"]] = meta["Version"]
     return out
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import sys
 import threading
 import time
 import traceback
@@ -67,9 +68,9 @@ from simulator.world.fixtures import history_messages
 from simulator.world.replay import GoldToolBug, prepare_trial, provision_trial
 from simulator.world.tools import Toolbox, ToolContext
 
-__all__ = ["ERROR_RATE_MIN_TRIALS", "RUN_GC_THRESHOLDS", "RunResult", "Runner", "TrialKey", "TrialResult",
-           "derive_seed", "error_rate_excess", "run_error_rate", "failure_signature",
-           "run_summary_json", "settle_heap", "trial_key"]
+__all__ = ["ERROR_RATE_MIN_TRIALS", "RUN_GC_THRESHOLDS", "RUN_SWITCH_INTERVAL_S", "RunResult", "Runner", "TrialKey",
+           "TrialResult", "derive_seed", "error_rate_excess", "failure_signature", "run_error_rate", "run_summary_json",
+           "settle_heap", "trial_key"]
 
 ERROR_RATE_MIN_TRIALS = 10
 """Finished trials before ``RunSpec.max_error_rate`` is checked (a few early errors do not stop a run)."""
@@ -77,12 +78,13 @@ ERROR_RATE_MIN_TRIALS = 10
 _ERRORS = frozenset(str(r) for r in ERROR_REASONS)
 
 RUN_GC_THRESHOLDS = (10_000, 20, 50)
-"""The cyclic GC's thresholds while a process runs trials (Python's default: ``(700, 10, 10)``), see
-:func:`settle_heap`."""
+"""The cyclic GC's thresholds of a process running trials (default ``(700, 10, 10)``; :func:`settle_heap`)."""
+RUN_SWITCH_INTERVAL_S = 0.05
+"""The thread switch interval (s; Python's default 0.005) of a process running trials (:func:`settle_heap`)."""
 
 
 def settle_heap() -> None:
-    """Set the cyclic GC up for a process that runs trials (``tausim run``, a Dask worker), once its run is built.
+    """Set a process that runs trials (``tausim run``, a Dask worker) up for its run, once the run is built.
 
     The objects alive now (the run's data: template, tasks, prepared goal states) live to the end: they are
     collected once and frozen out of the GC's passes (``gc.freeze``). The young generation is collected every
@@ -91,11 +93,16 @@ def settle_heap() -> None:
     scanned again and again by the older passes, about 0.3 ms of CPU per trial (measured with
     ``scripts/bench-concurrency``); garbage cycles are still collected, a little later.
 
+    The interpreter lock goes from thread to thread every :data:`RUN_SWITCH_INTERVAL_S`, not 5 ms: a trial's thread
+    computes a few ms at a time (a model call's CPU, grading) between waits; with 64 trials in flight a waking thread
+    made the running one hand the lock over mid-work (64 threads of 200 ms model calls, 3 pairs in turn: 4.32 / 3.37
+    / 2.65 ms of CPU per call at 5 ms, 3.57 / 2.55 / 2.46 ms at 50 ms, wall no longer; docs/benchmarks.md).
     Process-wide: call it only in a process whose job is the run.
     """
     gc.collect()
     gc.freeze()
     gc.set_threshold(*RUN_GC_THRESHOLDS)
+    sys.setswitchinterval(RUN_SWITCH_INTERVAL_S)
 
 
 class _MutedWhenAbandoned:

@@ -32,15 +32,17 @@ import re
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_random_exponential
-from tenacity.stop import stop_base
 
 from simulator.errors import LLMContextOverflow, LLMError, LLMInfraError, LLMRequestError, LLMSetupError
 from simulator.models.ratelimit import RateLimiterRegistry
 from simulator.types.messages import Message, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+    from tenacity.stop import stop_base
 
 __all__ = [
     "LLMClient",
@@ -328,11 +330,12 @@ def _usage(litellm: Any, response: Any, model: str, attempts: int = 1, price: bo
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=1, attempts=attempts)
 
 
-class _StopAfterTimeouts(stop_base):
+class _StopAfterTimeouts:
     """Tenacity stop condition of one call: stop once :data:`MAX_TIMEOUT_ATTEMPTS` of its attempts timed out.
 
     Holds the call's count of timeouts: a new instance per call (defined once here, not per call: building a class
-    costs more CPU than the rest of the retry set-up).
+    costs more CPU than the rest of the retry set-up). A plain callable, as tenacity's stop conditions may be: tenacity
+    is imported only once a first try has failed (its import costs ~10 ms of a run's start-up).
     """
 
     def __init__(self) -> None:
@@ -558,8 +561,10 @@ class LLMClient:
                 return attempt(), attempts, time.perf_counter() - start
             except openai.OpenAIError as exc:
                 first = exc
+            from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_random_exponential
+
             retrying = Retrying(
-                stop=stop_any(stop_after_attempt(self.max_attempts), _StopAfterTimeouts()),
+                stop=stop_any(stop_after_attempt(self.max_attempts), cast("stop_base", _StopAfterTimeouts())),
                 wait=wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
                 retry=retry_if_exception(_is_transient),
                 reraise=True,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from simulator.world.capabilities import (
 )
 from simulator.world.database import TemplateDatabase
 from simulator.world.fixtures import check_task_outcomes
+from simulator.world.plugins import group_entry_points as entry_points
 from simulator.world.tools import Toolbox
 
 __all__ = ["SUITE_OPTIONS", "Domain", "DomainEssentials", "DomainError", "available_domains", "get_domain"]

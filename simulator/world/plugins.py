@@ -5,20 +5,26 @@ registered by any installed package under one entry-point group (``tausim.agents
 schemes are registered the same way, by tausim's ``pyproject.toml``. Registries are lazy: listing reads the names
 from the installed packages' metadata and imports nothing; only the entry point of the scheme asked for is loaded,
 so a broken registration fails only when it is used, naming its scheme, its package and the error.
+
+The installed packages' metadata is read once per state of the import path (:func:`group_entry_points`): a run
+asks for its domain, agent and user and records the plug-in packages' versions, and each read of every installed
+distribution's ``entry_points.txt`` costs milliseconds (~15-25 ms with 170 distributions).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import os
 import sys
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, EntryPoints, entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from simulator.errors import RegistryError
 
-__all__ = ["Registration", "Registry", "RegistryError", "load_reference"]
+__all__ = ["Registration", "Registry", "RegistryError", "group_entry_points", "load_reference"]
 
 B = TypeVar("B")
 
@@ -35,6 +41,47 @@ class Registration:
     """The distribution (package) that registers it, or ``?`` when the metadata does not say."""
 
 
+def _import_path_state() -> tuple[tuple[str, int], ...]:
+    """Return ``sys.path`` with each entry's modification time (ns; -1 when missing).
+
+    Installing or removing a package changes its folder's time; adding a folder to the path changes the path.
+    """
+    state = []
+    for entry in sys.path:
+        try:
+            mtime = os.stat(entry or ".").st_mtime_ns
+        except OSError:
+            mtime = -1
+        state.append((entry, mtime))
+    return tuple(state)
+
+
+@functools.lru_cache(maxsize=1)
+def _scan(state: tuple[tuple[str, int], ...]) -> EntryPoints:
+    """Every entry point of the installed distributions (``state`` is only the cache key)."""
+    every: Any = entry_points()
+    if isinstance(every, EntryPoints):  # Python 3.12 on
+        return every
+    return EntryPoints(ep for group in sorted(every.groups) for ep in every.select(group=group))  # 3.11: groups
+
+
+def group_entry_points(*, group: str) -> EntryPoints:
+    """Return the installed entry points of ``group``, as ``importlib.metadata.entry_points(group=...)`` does.
+
+    The metadata of every installed distribution is read once per state of the import path (``sys.path`` and the
+    modification times of its folders, a few microseconds to check) and kept for the next call: a package installed
+    or removed since, or a folder put on or taken off the path, is seen at the next call. This memo of what is
+    installed is the one cache of this module; nothing else is kept between calls.
+
+    Args:
+        group: the entry-point group, e.g. ``tausim.domains``.
+
+    Returns:
+        The group's entry points (each with its ``dist``), in the order of the import path.
+    """
+    return _scan(_import_path_state()).select(group=group)
+
+
 def _registration(ep: EntryPoint) -> Registration:
     dist = getattr(ep, "dist", None)
     return Registration(ep.name, ep.value, str(dist.name) if dist is not None else "?")
@@ -43,8 +90,8 @@ def _registration(ep: EntryPoint) -> Registration:
 class Registry(Generic[B]):
     """Scheme name -> builder, read lazily from the entry-point group ``group`` at each call.
 
-    Nothing is cached: the installed packages are read when asked (a package installed since is seen; a test's
-    temporary registration leaves nothing behind once removed from ``sys.path``).
+    The installed packages are read when asked (:func:`group_entry_points`: a package installed since is seen; a
+    test's temporary registration leaves nothing behind once removed from ``sys.path``).
 
     Args:
         group: the entry-point group, e.g. ``tausim.agents``.
@@ -57,7 +104,7 @@ class Registry(Generic[B]):
 
     def registrations(self) -> list[Registration]:
         """Return every registration of the group, sorted by scheme then package; imports nothing."""
-        return sorted((_registration(ep) for ep in entry_points(group=self.group)),
+        return sorted((_registration(ep) for ep in group_entry_points(group=self.group)),
                       key=lambda r: (r.scheme, r.origin, r.target))
 
     def schemes(self) -> list[str]:
@@ -77,7 +124,7 @@ class Registry(Generic[B]):
                 scheme, the package, the entry point and the error).
         """
         spec = scheme if spec is None else spec
-        found = [ep for ep in entry_points(group=self.group) if ep.name == scheme]
+        found = [ep for ep in group_entry_points(group=self.group) if ep.name == scheme]
         if not found:
             known = ", ".join(self.schemes()) or "none"
             raise RegistryError(f"--{self.role} {spec!r}: unknown {self.role} {scheme!r}; registered {self.role}s "

@@ -75,3 +75,46 @@ def test_root_help_lists_every_command_and_version_reads_the_metadata():
     out = subprocess.run([sys.executable, "-m", "simulator.cli", "--version"], capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.strip() == f"tausim {metadata.version('tausim')}"
+
+
+NOT_ON_A_RUNS_PATH = ("tenacity", "simulator.authoring.check", "simulator.cli.domain", "simulator.report._html",
+                      "simulator.report._export", "simulator.report._export_tau2")
+"""Modules a model-free `tausim run` without a store never needs: tenacity only after a failed model call, the
+conformance suite only for `tausim domain check`, the HTML page and the exports only for `tausim report`/`export`."""
+
+
+def test_a_one_task_run_loads_what_it_uses_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    names = imported_modules("run", "--task-ids", "cancel-no-longer-needed")
+    assert {"simulator.execution.session", "simulator.report._terminal", "simulator.authoring.lint"} <= names
+    assert sorted(n for n in names if any(n == m or n.startswith(m + ".") for m in NOT_ON_A_RUNS_PATH)) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_lazy_packages_still_give_every_public_name():
+    import simulator.authoring
+    import simulator.report
+
+    for package in (simulator.authoring, simulator.report):
+        assert sorted(package._HOMES) == sorted(package.__all__)
+        assert all(getattr(package, name) is not None for name in package.__all__)
+
+
+BLAS_AT_EXIT = ("import atexit, os, sys\n"
+                "atexit.register(lambda: print('BLAS ' + str(os.environ.get('OPENBLAS_NUM_THREADS')),\n"
+                "                              file=sys.stderr))\n"
+                "sys.argv = ['tausim', 'domains', '--help']\n"
+                "from simulator.cli import main\n"
+                "main()\n")
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_the_command_keeps_numpys_blas_to_one_thread_unless_told(given, expected):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", BLAS_AT_EXIT], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"BLAS {expected}" in out.stderr.splitlines()

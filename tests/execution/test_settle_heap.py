@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import gc
+import sys
 
-from simulator.execution.runner import RUN_GC_THRESHOLDS, settle_heap
+from simulator.execution.runner import RUN_GC_THRESHOLDS, RUN_SWITCH_INTERVAL_S, settle_heap
 
 
 def test_settle_heap_freezes_live_objects_and_sets_the_run_thresholds() -> None:
-    before = gc.get_threshold()
+    before, switch = gc.get_threshold(), sys.getswitchinterval()
     try:
+        sys.setswitchinterval(0.005)
         gc.unfreeze()
         kept = [{"row": i} for i in range(1000)]  # alive while the heap is settled: frozen with the rest
         settle_heap()
@@ -18,13 +20,16 @@ def test_settle_heap_freezes_live_objects_and_sets_the_run_thresholds() -> None:
         assert gc.get_freeze_count() >= len(kept)
         scanned = {id(o) for o in gc.get_objects()}  # the generations the GC scans (not the frozen objects)
         assert not any(id(k) in scanned for k in kept)
+        assert RUN_SWITCH_INTERVAL_S == 0.05  # the lock handed over every 50 ms, not 5
+        assert abs(sys.getswitchinterval() - RUN_SWITCH_INTERVAL_S) < 1e-6
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+        sys.setswitchinterval(switch)
 
 
 def test_settle_heap_still_collects_garbage_cycles() -> None:
-    before = gc.get_threshold()
+    before, switch = gc.get_threshold(), sys.getswitchinterval()
     try:
         settle_heap()
 
@@ -39,3 +44,4 @@ def test_settle_heap_still_collects_garbage_cycles() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+        sys.setswitchinterval(switch)
