@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -142,6 +143,7 @@ class KnowledgeBase:
         self.documents: list[Document] = docs
         self.by_key = {d.id: d for d in docs} | {d.title: d for d in docs}
         self._bm25: Any = None
+        self._bm25_lock = threading.Lock()  # concurrent trials' first searches build the shared index once
 
     # ---------------------------------------------------------------------------------------------- search
     def bm25(self, query: str, k: int = TOP_K) -> str:
@@ -161,15 +163,19 @@ class KnowledgeBase:
         return _hits(self.documents, [(i, float(scores[i])) for i in order]) or "No relevant documents found."
 
     def _index(self) -> Any:
-        if self._bm25 is None:
-            try:
-                import bm25s
-            except ImportError as e:
-                raise DomainError("retrieval by BM25 needs the knowledge extra: pip install 'tausim[knowledge]'"
-                                  ) from e
-            retriever = bm25s.BM25(method="robertson", k1=K1, b=B)
-            retriever.index([d.content.lower().split() for d in self.documents], show_progress=False)
-            self._bm25 = retriever
+        """The BM25 index of the documents: built on the first search of the process, then shared read-only."""
+        if self._bm25 is not None:
+            return self._bm25
+        with self._bm25_lock:
+            if self._bm25 is None:
+                try:
+                    import bm25s
+                except ImportError as e:
+                    raise DomainError("retrieval by BM25 needs the knowledge extra: pip install 'tausim[knowledge]'"
+                                      ) from e
+                retriever = bm25s.BM25(method="robertson", k1=K1, b=B)
+                retriever.index([d.content.lower().split() for d in self.documents], show_progress=False)
+                self._bm25 = retriever
         return self._bm25
 
     def grep(self, pattern: str, k: int = TOP_K) -> str:
