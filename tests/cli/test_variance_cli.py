@@ -154,16 +154,18 @@ def test_a_rerun_resumes_finished_and_partial_runs_instead_of_deleting_them(tmp_
         run_variance(spec.model_copy(update={"seed": 4}), out_dir=tmp_path, resume=True)
 
 
-def test_sigterm_during_variance_says_where_the_trials_are_and_releases_the_lock(tmp_path: Path):
+@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGTERM, 143, "interrupted (SIGTERM)"),
+                                                   (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_during_variance_says_where_the_trials_are_and_releases_the_lock(tmp_path: Path, sig, code, said):
     runs = tmp_path / "vr"
     partial = runs / "variance-both.json.partial.jsonl"
-    code, stderr, lines = interrupt_run(
+    got, stderr, lines = interrupt_run(
         ["variance", "--agent", "py:tests._support.slow_agents:stuck_after_first", "--user", "rule", "--trials", "2",
          "--concurrency", "2", "--task-ids", IDS[0], "--runs-dir", str(runs), "--no-progress"], partial, 1, 60,
-        sig=signal.SIGTERM)
-    assert code == 143, stderr
-    assert (f"interrupted (SIGTERM): finished trials are in {partial}; rerun the same command with --resume to keep "
-            "them") in stderr
+        sig=sig)
+    assert got == code, stderr
+    assert f"{said}: finished trials are in {partial}; rerun the same command with --resume to keep them" in stderr
+    assert "Traceback" not in stderr
     assert lines and not partial.with_name(partial.name + ".lock").exists()
 
 
@@ -228,3 +230,23 @@ def test_the_report_headline_prints_run_id_and_components_as_text(tmp_path: Path
     res = CliRunner().invoke(app, ["report", str(out)])
     assert res.exit_code == 0, res.output
     assert "run=[bold red]EVIL[/bold red]" in res.output and "agent=py:[link=https://x.invalid]m[/link]:f" in res.output
+
+
+def test_the_cli_refuses_to_drop_a_partial_run_and_resumes_it_with_resume(tmp_path: Path):
+    runs = tmp_path / "vr"
+    args = ["variance", "--task-ids", IDS[0], "--trials", "2", "--runs-dir", str(runs), "--no-progress"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    doc_file = runs / "variance-user.json"
+    doc = json.loads(doc_file.read_text())
+    doc_file.unlink()
+    partial = runs / "variance-user.json.partial.jsonl"
+    header = partial_header(RunSpec.model_validate(doc["config"]), len(doc["trials"]), doc["planned_task_ids"])
+    partial.write_text(json.dumps(header) + "\n" + json.dumps(doc["trials"][0]) + "\n")
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and f"error: {partial}: holds the finished trials of an interrupted run" in res.output
+    assert partial.exists()
+    res = CliRunner().invoke(app, [*args, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert not partial.exists() and json.loads(doc_file.read_text())["trials"][0] == doc["trials"][0]
+    res = CliRunner().invoke(app, ["variance", "--task-ids", IDS[0], "--resume"])
+    assert res.exit_code == 2 and "--resume: resumes the runs kept in --runs-dir; give --runs-dir DIR" in res.output
