@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -158,6 +159,7 @@ class KnowledgeBase:
         self.documents: list[Document] = docs
         self.by_key = {d.id: d for d in docs} | {d.title: d for d in docs}
         self._bm25: Any = None
+        self._bm25_lock = threading.Lock()  # concurrent trials' first searches build the shared index once
 
     # ---------------------------------------------------------------------------------------------- search
     def bm25(self, query: str, k: int = TOP_K) -> str:
@@ -178,13 +180,18 @@ class KnowledgeBase:
         return _hits(self.documents, [(i, float(scores[i])) for i in order]) or "No relevant documents found."
 
     def _index(self) -> Any:
-        if self._bm25 is None:
-            try:
-                from rank_bm25 import BM25Okapi
-            except ImportError as e:
-                raise DomainError("retrieval by BM25 needs the knowledge extra: pip install 'tausim[knowledge]'"
-                                  ) from e
-            self._bm25 = BM25Okapi([d.content.lower().split() for d in self.documents], k1=K1, b=B, epsilon=EPSILON)
+        """The BM25 index of the documents: built on the first search of the process, then shared read-only."""
+        if self._bm25 is not None:
+            return self._bm25
+        with self._bm25_lock:
+            if self._bm25 is None:
+                try:
+                    from rank_bm25 import BM25Okapi
+                except ImportError as e:
+                    raise DomainError("retrieval by BM25 needs the knowledge extra: pip install 'tausim[knowledge]'"
+                                      ) from e
+                self._bm25 = BM25Okapi([d.content.lower().split() for d in self.documents], k1=K1, b=B,
+                                       epsilon=EPSILON)
         return self._bm25
 
     def grep(self, pattern: str, k: int = TOP_K, *, timeout: float | None = None) -> str:

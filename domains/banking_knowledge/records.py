@@ -10,6 +10,7 @@ a verification record's id is ``USER_YYYYMMDD`` of its time; a listing reads ``F
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,10 +76,16 @@ def add(ctx: ToolContext, table: str, key: str, doc: Mapping[str, Any]) -> bool:
 
 
 def find(ctx: ToolContext, table: str, **match: Any) -> list[tuple[str, dict[str, Any]]]:
-    """Return ``(id, record)`` of the records of ``table`` whose fields equal ``match``, in id order."""
-    rows = ctx.conn.execute(f"SELECT id, doc FROM {table} ORDER BY rowid").fetchall()  # noqa: S608 - fixed names
-    import json
+    """Return ``(id, record)`` of the records of ``table`` whose fields equal ``match``, in id order.
 
+    A record's stored text holds each of its string values as ``json.dumps`` writes it (``Docs``), so only the
+    rows whose text contains every string value matched are read and decoded (SQLite's ``instr``); the fields are
+    then compared as before.
+    """
+    texts = [json.dumps(v) for v in match.values() if isinstance(v, str)]  # ASCII: non-ASCII as \u escapes
+    where = " AND ".join("instr(doc, ?) > 0" for _ in texts)
+    rows = ctx.conn.execute(f"SELECT id, doc FROM {table}{' WHERE ' + where if where else ''} ORDER BY rowid",  # noqa: S608 - fixed names
+                            texts).fetchall()
     out = []
     for key, doc in rows:
         rec = json.loads(doc)

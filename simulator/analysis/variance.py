@@ -26,10 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from simulator.execution.recording import partial_path
 from simulator.stats.estimators import cell_id
 from simulator.stats.variance import CONDITIONS, VarianceDecomposition, decompose_variance
-from simulator.types.results import RunResult
-from simulator.types.spec import RunSpec
+from simulator.storage.documents import load_run_document
+from simulator.types.results import RunResult, TrialResult
+from simulator.types.spec import RESUME_EXEMPT, RunSpec, spec_differences
+from simulator.world.domain import get_domain
 
 __all__ = ["FORMAT", "VarianceRun", "condition_outcomes", "run_variance"]
 
@@ -57,13 +60,15 @@ class VarianceRun:
         """Return the JSON document of ``tausim variance --out``.
 
         Returns:
-            ``{"format": "tausim.variance", "version": 1, "config": spec, "conditions": {condition: {"pass^1",
+            ``{"format": "tausim.variance", "version": 1, "config": spec (its ``vary``: the three conditions run),
+            "conditions": {condition: {"pass^1",
             "termination_reasons", "aborted", "file"}}, **decomposition}`` (see
             :meth:`~simulator.stats.variance.VarianceDecomposition.as_dict`).
         """
         conditions = {c: {"pass^1": r.metrics.get("pass^1"), "termination_reasons": r.termination_reasons,
                           "aborted": r.aborted, "file": self.files.get(c)} for c, r in self.runs.items()}
-        return {"format": FORMAT, "version": 1, "config": self.spec.model_dump(mode="json"),
+        config = {**self.spec.model_dump(mode="json"), "vary": list(CONDITIONS)}  # one run per condition
+        return {"format": FORMAT, "version": 1, "config": config,
                 "conditions": conditions, **self.decomposition.as_dict()}
 
 
@@ -97,6 +102,7 @@ def run_variance(
     n_resamples: int = 2000,
     on_condition: Callable[[str, RunResult], Any] | None = None,
     run: Callable[..., RunResult] | None = None,
+    resume: bool = False,
     **run_options: Any,
 ) -> VarianceRun:
     """Run ``spec`` in the three conditions and decompose the trial-to-trial spread of pass/fail.
@@ -109,13 +115,19 @@ def run_variance(
         n_resamples: bootstrap resamples.
         on_condition: called with each condition and its run once it finished.
         run: the function running one spec (default :func:`simulator.execution.session.run`).
+        resume: with ``out_dir``, reuse what an earlier, interrupted call left there: a condition's partial file
+            (``variance-CONDITION.json.partial.jsonl``) is resumed, a condition's finished run document supplies
+            its trials (only the trials it lacks run); each only when it was run with the same spec (and vary).
+            Without it, a partial file left in ``out_dir`` is refused rather than overwritten.
         **run_options: passed to ``run`` (e.g. ``progress=True``).
 
     Returns:
         The :class:`VarianceRun`.
 
     Raises:
-        ValueError: ``spec.trials < 2`` (a spread needs two trials per task), or what ``run`` raises (see
+        ValueError: ``spec.trials < 2`` (a spread needs two trials per task); a partial file in ``out_dir``
+            without ``resume``; with ``resume``, a run document of ``out_dir`` made with another spec.
+        SpecError: with ``resume``, a partial file of another spec; or what ``run`` raises (see
             :func:`simulator.execution.session.run`).
     """
     if spec.trials < 2:
@@ -128,7 +140,10 @@ def run_variance(
     files: dict[str, str] = {}
     for condition in CONDITIONS:
         out = Path(out_dir) / f"variance-{condition}.json" if out_dir is not None else None
-        result = run(spec.model_copy(update={"vary": condition}), out=out, **run_options)
+        one = spec.model_copy(update={"vary": condition})
+        earlier = _earlier(one, out, resume) if out is not None else None
+        extra: dict[str, Any] = {"resume": earlier} if earlier is not None else {}
+        result = run(one, out=out, **extra, **run_options)
         runs[condition] = result
         if out is not None:
             files[condition] = str(out)
@@ -139,6 +154,31 @@ def run_variance(
     decomposition = decompose_variance(table, rng=np.random.Generator(np.random.PCG64(bootstrap_seed)),
                                        n_resamples=n_resamples)
     return VarianceRun(spec=spec, runs=runs, decomposition=decomposition, files=files)
+
+
+def _earlier(spec: RunSpec, out: Path, resume: bool) -> Path | list[TrialResult] | None:
+    """What an earlier call left for one condition: its partial file, the trials of its document, or None.
+
+    Raises:
+        ValueError: a partial file without ``resume``; a document of another spec.
+    """
+    partial = partial_path(out)
+    if partial.exists():
+        if not resume:
+            raise ValueError(f"{partial}: holds the finished trials of an interrupted run; rerun with --resume to "
+                             "keep them, or remove the file")
+        return partial  # the session checks that its spec is this one
+    if not resume or not out.exists():
+        return None
+    doc = load_run_document(out)
+    stored = RunSpec.model_validate(doc.get("config") or {})
+    data = Path(spec.data_dir) if spec.data_dir else None
+    given = spec.model_copy(update={"options": {**get_domain(spec.domain).default_options(data), **spec.options}})
+    diffs = spec_differences(stored, given, exempt=(*RESUME_EXEMPT, "policy_sha256"))  # as a partial file's
+    if diffs:
+        what = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, a, b in diffs[:3])
+        raise ValueError(f"--resume: {out} was run with other settings ({what}); remove it or leave out --resume")
+    return [TrialResult.model_validate(t) for t in doc.get("trials") or []]
 
 
 def _planned_tasks(result: RunResult, spec: RunSpec) -> list[str]:

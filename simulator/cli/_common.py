@@ -18,7 +18,7 @@ from simulator.storage.store import ResultsStore
 from simulator.world.domain import DomainError
 
 __all__ = ["check_outputs", "connect_store", "console", "domain_options", "err", "fail", "git_revision",
-           "option_message", "package_versions", "write_json_atomic", "write_output"]
+           "option_message", "package_versions", "persona_files", "write_json_atomic", "write_output"]
 
 # Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there. Control sequences in data
 # are escaped (safe_console).
@@ -93,6 +93,19 @@ def check_outputs(outputs: Iterable[tuple[str, Path | None]],
         problem = output_problem(path)
         if problem is not None:
             raise fail(f"{flag} {path}: {problem}")
+
+
+def persona_files(personas: str | None) -> list[tuple[str, Path]]:
+    """The ``--personas`` entries that are files (``.json`` or a path), as ``check_outputs`` inputs.
+
+    Args:
+        personas: the option's value (``NAME[,NAME...]``: shipped names or files), or None.
+
+    Returns:
+        ``[("--personas", Path(file)), ...]``; shipped names are left out.
+    """
+    entries = [e.strip() for e in (personas or "").split(",") if e.strip()]
+    return [("--personas", Path(e)) for e in entries if e.endswith(".json") or "/" in e or os.sep in e]
 
 
 def write_output(path: Path, text: str) -> None:

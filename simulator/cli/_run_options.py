@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from personas.loader import PersonaError, load_personas
 from simulator.analysis.budgets import load_budgets
-from simulator.cli._common import check_outputs, domain_options, fail
+from simulator.cli._common import check_outputs, domain_options, fail, persona_files
 from simulator.errors import RunDocumentError
 from simulator.storage.documents import load_partial
 from simulator.storage.store import DEFAULT_STORE_URL
@@ -20,7 +20,7 @@ from simulator.types.spec import RunSpec, SpecError, format_validation_error, lo
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
 
-__all__ = ["check_run_paths", "refuse_ignored_options", "run_spec", "sqlite_file"]
+__all__ = ["check_run_paths", "given_options", "refuse_ignored_options", "run_spec", "sqlite_file"]
 
 _THE_FILES = ("domain", "data", "tasks", "split", "task_ids", "tags", "exclude_tags", "agent", "user", "fallback_user",
               "personas", "trials", "seed", "vary", "max_turns", "max_steps", "temperature", "api_base", "option",
@@ -28,21 +28,40 @@ _THE_FILES = ("domain", "data", "tasks", "split", "task_ids", "tags", "exclude_t
 """Options that describe the run itself: with ``--spec`` or ``--resume-from`` the file's values are used instead."""
 
 
-def refuse_ignored_options(options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+def given_options(options: Mapping[str, Any], defaults: Mapping[str, Any], ctx: Any = None) -> set[str]:
+    """The options given on the command line (or by environment), by parameter name.
+
+    Args:
+        options: parameter name -> value.
+        defaults: parameter name -> default value.
+        ctx: the command's ``typer.Context``: its parameter sources say what was given (an option given with its
+            default value counts). None (a library call): an option counts as given when it differs from its default.
+    """
+    if ctx is None:
+        return {k for k, v in options.items() if v != defaults.get(k)}
+    sources = {k: ctx.get_parameter_source(k) for k in options}
+    return {k for k, s in sources.items() if s is not None and s.name in ("COMMANDLINE", "ENVIRONMENT")}
+
+
+def refuse_ignored_options(options: Mapping[str, Any], defaults: Mapping[str, Any],
+                           allowed: tuple[str, ...] = ()) -> None:
     """Refuse (exit 2) run options given with ``--spec`` or ``--resume-from``, which would be ignored silently.
 
     Args:
-        options: ``run_command``'s parameters by name.
-        defaults: their default values (an option is "given" when its value differs).
+        options: the command's parameters by name (``tausim run``'s, or a command sharing its run options); its
+            ``ctx`` (the ``typer.Context``), when there, tells the options given from those left at their default.
+        defaults: their default values (used outside a click command: an option is "given" when it differs).
+        allowed: run options the command applies besides the file (``tausim variance``: ``trials``).
 
     Raises:
-        typer.Exit: code 2, naming the options.
+        typer.Exit: code 2, naming the options (given on the command line, even with their default value).
     """
     source = ("--resume-from" if options.get("resume_from") is not None else
               "--spec" if options.get("spec_file") is not None else None)
     if source is None:
         return
-    given = [f"--{k.replace('_', '-')}" for k in _THE_FILES if options.get(k) != defaults.get(k)]
+    present = given_options({k: options[k] for k in _THE_FILES if k in options}, defaults, options.get("ctx"))
+    given = [f"--{k.replace('_', '-')}" for k in _THE_FILES if k in present and k not in allowed]
     if given:
         raise fail(f"{', '.join(given)}: ignored with {source} (the run is the file's); leave "
                    f"{'it' if len(given) == 1 else 'them'} out, or edit the file")
@@ -53,7 +72,7 @@ def check_run_paths(options: Mapping[str, Any]) -> None:
 
     Output files must be writable (checked now, before any work) and must not name an input (``--tasks``, the
     SQLite file of ``--store``, ``--cache``, ``--spec``, ``--resume-from``, ``--budgets``, ``--policy``,
-    ``--judge-calibration``, a file of ``--data``).
+    ``--judge-calibration``, a ``--personas`` file, a file of ``--data``).
     """
     o: Any = SimpleNamespace(**options)
     if o.store is not None and not o.store.strip():
@@ -62,7 +81,7 @@ def check_run_paths(options: Mapping[str, Any]) -> None:
         raise fail("--run-id: empty; give the id of the run to start or resume, or leave it out for a new one")
     inputs = [("--tasks", o.tasks), ("--store", sqlite_file(o.store, o.run_id)), ("--cache", o.cache),
               ("--spec", o.spec_file), ("--resume-from", o.resume_from), ("--budgets", o.budgets),
-              ("--policy", o.policy), ("--judge-calibration", o.judge_calibration)]
+              ("--policy", o.policy), ("--judge-calibration", o.judge_calibration), *persona_files(o.personas)]
     check_outputs([("--cache", o.cache), ("--log-file", o.log_file), ("--otel", o.otel)],
                   [i for i in inputs if i[0] != "--cache"])
     check_outputs([("--out", o.out)], [*inputs, ("--log-file", o.log_file), ("--otel", o.otel)])

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from simulator.cli._common import console, err, fail
 
@@ -62,8 +63,9 @@ def calibrate_command(
                 "turns r", "turns s", "abandon r", "abandon s", "calls r", "calls s"):
         table.add_column(col, justify="right")
 
-    def row(name: str, r: Any, s: Any) -> list[str]:
-        return [name, f"{r.trials}/{s.trials}", _num(r.pass1), _num(s.pass1), f"{s.pass1 - r.pass1:+.3f}",
+    # a task id is data: text, never markup
+    def row(name: str, r: Any, s: Any) -> list[Any]:
+        return [Text(name), f"{r.trials}/{s.trials}", _num(r.pass1), _num(s.pass1), f"{s.pass1 - r.pass1:+.3f}",
                 _num(r.pass_k), _num(s.pass_k), _num(r.turns, ".1f"), _num(s.turns, ".1f"), _num(r.abandonment),
                 _num(s.abandonment), _num(r.tool_calls, ".1f"), _num(s.tool_calls, ".1f")]
 

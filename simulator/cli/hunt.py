@@ -21,7 +21,7 @@ import typer
 from pydantic import ValidationError
 
 from personas.loader import PersonaError, load_personas
-from simulator.cli._common import check_outputs, console, fail, write_output
+from simulator.cli._common import check_outputs, console, fail, persona_files, write_output
 from simulator.errors import TausimError
 from simulator.hunt.search import HuntResult
 from simulator.hunt.session import run_hunt
@@ -124,7 +124,8 @@ def hunt_command(
     """
     if prefix and export is None:
         raise fail("--prefix: trajectory-prefix cases are written with the regression cases; add --export FILE")
-    check_outputs([("--export", export), ("--out", out), ("--html", html)], [("--tasks", tasks)])
+    check_outputs([("--export", export), ("--out", out), ("--html", html)], [("--tasks", tasks),
+                                                                            *persona_files(personas)])
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
         spec = RunSpec.model_validate({**spec.model_dump(), **{k: v for k, v in (
@@ -145,7 +146,7 @@ def hunt_command(
     print_recovery(report.get("recovery"), console)
     print_clusters(hunt_clusters(report), console)
     for n in notes:
-        console.print(f"note: {n}", highlight=False)
+        console.print(f"note: {n}", highlight=False, markup=False)
     if export is not None and doc is not None:
         console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
     if out is not None:

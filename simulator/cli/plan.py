@@ -23,15 +23,23 @@ def plan_command(
 
     Method: the minimum detectable difference of :mod:`simulator.stats.power` (paired by task, normal approximation,
     two-sided 5% level, 80% power), with each task's success probability estimated from the baseline, solved for
-    the trials per task. Also prints the baseline's own noise floor. Exit 2 on unusable input.
+    the trials per task. Also prints the baseline's own noise floor. Exit 2 on unusable input, and on a baseline
+    that held one side (``tausim run --vary user|agent``): its trials of a task are correlated, so the normal
+    approximation over independent trials would plan too few (or too many) trials; it is refused, not warned about,
+    because the figures printed would look like a valid plan.
     """
     from simulator.analysis.gate import GateError, run_reliability
     from simulator.cli.report import load_run
     from simulator.report import RunDocumentError
     from simulator.stats.power import MAX_TRIALS, METHOD, min_detectable_difference, trials_needed
+    from simulator.stats.variance import held_side_note
 
     try:
-        rel = run_reliability(load_run(baseline, store), "baseline", [1])
+        doc = load_run(baseline, store)
+        held = held_side_note((doc.get("config") or {}).get("vary"))
+        if held is not None:  # its per-task rates mix correlated trials: the plan would be for another experiment
+            raise ValueError(f"--baseline {baseline}: {held}; rerun the baseline with --vary both to plan from it")
+        rel = run_reliability(doc, "baseline", [1])
         if detect <= 0:
             raise ValueError(f"--detect must be above 0, got {detect}")
     except (RunDocumentError, GateError, ValueError) as e:

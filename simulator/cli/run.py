@@ -34,6 +34,7 @@ from simulator.world.domain import DomainError
 
 
 def run_command(
+    ctx: typer.Context,
     domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
     data: Annotated[Path | None, typer.Option(help="Data directory (default: the built-in data set).")] = None,
     tasks: Annotated[str | None, typer.Option(help="Task file or split name (default: built-in tasks).")] = None,
@@ -68,8 +69,9 @@ def run_command(
                        "--rpm and --log-file apply besides.")] = None,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     vary: Annotated[str, typer.Option(
-        help="Which side varies from trial to trial: both (default) | user (the agent's seed held per task: a "
-             "cached model agent replays its answers) | agent (the user's seed held); see `tausim variance`.")
+        help="Which side varies from trial to trial: both (default), user or agent. With user, the agent's seed "
+             "is held per task and a cached model agent replays its answers. With agent, the user's seed is held. "
+             "Trials of a task are then correlated; see `tausim variance`.")
                     ] = "both",
     max_turns: Annotated[int, typer.Option(min=1, help="Messages of user and agent per trial.")] = 30,
     max_steps: Annotated[int, typer.Option(min=1, help="Agent actions per trial.")] = 60,
@@ -182,10 +184,10 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
     """
     signals: list[int] = []
     try:
-        with _sigterm_as_interrupt(signals):
+        with sigterm_as_interrupt(signals):
             outcome = run(spec, store=store, run_id=run_id, out=out, resume=previous, progress=not no_progress,
                           progress_every=progress_every or None,
-                          on_start=_print_start, on_interrupt=lambda stop: _interrupted(stop, out, signals),
+                          on_start=_print_start, on_interrupt=lambda stop: interrupted(stop, out, signals),
                           otel=otel, dask_timeout=dask_timeout,
                           task_check=lambda d, t, selected: refuse_lint_errors(d, t, selected, allow_lint_errors))
     except SetupError as e:
@@ -209,10 +211,10 @@ def _print_start(start: RunStart) -> None:
     """
     if start.run_id is not None and start.created:
         console.print(f"run id: {start.run_id} (new; {start.planned} trials planned; store {start.store_url})",
-                      highlight=False)
+                      highlight=False, markup=False)
     elif start.run_id is not None:
         console.print(f"run id: {start.run_id} (resuming: {start.recorded} of {start.planned} trials recorded, "
-                      f"running {start.to_run})", highlight=False)
+                      f"running {start.to_run})", highlight=False, markup=False)
     elif start.resumed:
         console.print(f"resuming: {start.recorded} of {start.planned} trials recorded, running {start.to_run}",
                       highlight=False)
@@ -274,7 +276,7 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
 
 
 @contextmanager
-def _sigterm_as_interrupt(received: list[int]) -> Iterator[None]:
+def sigterm_as_interrupt(received: list[int]) -> Iterator[None]:
     """Within it, SIGTERM (a CI job cancelled, ``kill``) interrupts the run as Ctrl-C does; noted in ``received``."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -291,9 +293,11 @@ def _sigterm_as_interrupt(received: list[int]) -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def _interrupted(stop: Interruption, out: Path | None, signals: list[int] | None = None) -> Any:
+def interrupted(stop: Interruption, out: Path | None, signals: list[int] | None = None,
+                resume_hint: str | None = None) -> Any:
     """Ctrl-C or SIGTERM: say where the finished trials are; exit 130 (143 on SIGTERM) without waiting for stuck trials.
 
+    ``resume_hint`` replaces the ``--resume-from`` advice (``tausim variance``: rerun with ``--resume``).
     During the trials the process ends at once (``os._exit``): worker threads may be inside a model call or a stuck
     agent. During the final write (finished first) the command exits 130 (143) as usual.
     """
@@ -309,6 +313,8 @@ def _interrupted(stop: Interruption, out: Path | None, signals: list[int] | None
         where.append(f"finished trials are in {stop.partial}")
     if stop.run_id is not None:
         where.append(f"rerun the same command with --run-id {stop.run_id} to resume")
+    elif resume_hint is not None:
+        where.append(resume_hint)
     elif stop.partial is not None:
         where.append(f"resume with --resume-from {stop.partial}")
     err.print(("interrupted (SIGTERM)" if signals else "interrupted") + (": " + "; ".join(where) if where else ""),

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from simulator.cli._common import console, err, fail
+from simulator.cli._common import check_outputs, console, err, fail, persona_files, write_output
 from simulator.cli.serve_tools import clean_text
 
 __all__ = ["user_app"]
@@ -54,6 +54,7 @@ def check_command(
     from simulator.types.spec import RunSpec
     from simulator.world.domain import DomainError
 
+    check_outputs([("--out", out)], persona_files(personas))
     loaded: list[Any] = []
     if personas is not None:
         from personas import load_personas
@@ -87,7 +88,7 @@ def check_command(
     for rate, values in card.named.items():
         console.print(f"  {rate}: {clean_text(', '.join(values[:10]))}", highlight=False, markup=False)
     if out is not None:
-        out.write_text(json.dumps(card.as_dict(), indent=1, default=str) + "\n", encoding="utf-8")
+        write_output(out, json.dumps(card.as_dict(), indent=1, default=str) + "\n")
         err.print(f"wrote {out}", highlight=False)
     if not card.passed:
         failed = [p.name for p in card.probes if not p.passed]

@@ -16,50 +16,67 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from personas.loader import PersonaError, load_personas
-from simulator.cli._common import check_outputs, console, domain_options, err, fail, option_message, write_output
+from simulator.cli._common import console, err, fail, option_message, write_output
+from simulator.cli._run_options import check_run_paths, refuse_ignored_options, run_spec
+from simulator.cli.run import interrupted, run_command, sigterm_as_interrupt
 from simulator.errors import OptionError, SetupError, StoreError
+from simulator.execution.recording import partial_path
+from simulator.stats.variance import CONDITIONS
 from simulator.types.results import RunResult
-from simulator.types.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error, load_spec
+from simulator.types.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error
 from simulator.types.tasks import TaskFileError
-from simulator.world.domain import DomainError, get_domain
+from simulator.world.domain import DomainError
 
 __all__ = ["variance_command"]
 
+_RUN_DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).parameters.items()}
+
 
 def _spec(o: dict[str, Any]) -> RunSpec:
-    """The run the options describe (``--spec`` FILE, else the run options); raises ValueError and kin."""
-    execution = {k: v for k, v in (("concurrency", o["concurrency"]), ("executor", o["executor"]),
-                                   ("cache", str(o["cache"]) if o["cache"] else None)) if v is not None}
-    if o["spec_file"] is not None:
-        given = [f"--{k.replace('_', '-')}" for k in _THE_FILES if o[k] != _DEFAULTS[k]]
-        if given:
-            raise ValueError(f"{', '.join(given)}: ignored with --spec (the run is the file's); leave "
-                             f"{'it' if len(given) == 1 else 'them'} out, or edit the file")
-        spec = load_spec(o["spec_file"])
-        return RunSpec.model_validate({**spec.model_dump(), **execution, **(
-            {"trials": o["trials"]} if o["trials"] is not None else {})})
-    dom = get_domain(o["domain"])
-    personas = None
-    if o["personas"] is not None:
-        try:
-            personas = load_personas(o["personas"])
-        except PersonaError as e:
-            raise ValueError(f"--personas {o['personas']}: {e}") from e
-    ids = [t.strip() for t in o["task_ids"].split(",") if t.strip()] if o["task_ids"] else None
-    model = {k: v for k, v in (("temperature", o["temperature"]), ("api_base", o["api_base"])) if v is not None}
-    data: Path | None = o["data"]
-    return RunSpec.model_validate({
-        "domain": o["domain"], "data_dir": str(data) if data else None, "tasks": o["tasks"], "task_ids": ids,
-        "options": domain_options(dom, data, o["option"]), "agent": {"name": o["agent"], **model},
-        "user": {"name": o["user"], **model}, "personas": [p.name for p in personas] if personas else None,
-        "persona_defs": {p.name: p.model_dump(mode="json") for p in personas} if personas else None,
-        "trials": o["trials"] if o["trials"] is not None else 8, "seed": o["seed"], "max_turns": o["max_turns"],
-        **({"faults": o["faults"]} if o["faults"] is not None else {}), **execution})
+    """The run the options describe, through ``tausim run``'s own checks (``--spec`` FILE, else the run options).
+
+    Raises:
+        typer.Exit: code 2 on what ``tausim run`` refuses (run options beside ``--spec``, ``--task-ids ""``,
+            unusable or clashing paths, a bad spec or persona file).
+    """
+    options = {**_RUN_DEFAULTS, **o, "trials": o["trials"] if o["trials"] is not None else 8, "vary": "both"}
+    refuse_ignored_options(options, _DEFAULTS, allowed=("trials",))
+    check_run_paths(options)
+    spec, _ = run_spec(options)
+    if o["spec_file"] is not None and o["trials"] is not None:
+        spec = RunSpec.model_validate({**spec.model_dump(), "trials": o["trials"]})
+    return spec
+
+
+def _document_of(partial: Path | None) -> Path | None:
+    """The run document a partial file belongs to (``X.json`` of ``X.json.partial.jsonl``), or None."""
+    if partial is None:
+        return None
+    return partial.with_name(partial.name.removesuffix(".partial.jsonl"))
+
+
+def _check_runs_dir(runs_dir: Path | None, out: Path | None) -> None:
+    """Refuse (exit 2) a ``--runs-dir`` that is no folder or cannot be made, and ``--out`` on one of its files."""
+    if runs_dir is None:
+        return
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise fail(f"--runs-dir {runs_dir}: exists and is not a folder; give a folder (it is created when missing)")
+    for c in CONDITIONS:
+        doc = runs_dir / f"variance-{c}.json"
+        for own in (doc, partial_path(doc)):
+            if out is not None and (out.resolve() == own.resolve()):
+                raise fail(f"--out {out}: is the --runs-dir's own {own.name} (the {c} run's document); writing it "
+                           "would overwrite that run; give another file name")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise fail(f"--runs-dir {runs_dir}: cannot create the folder ({e.strerror or e})") from e
 
 
 def variance_command(
+    ctx: typer.Context,
     domain: Annotated[str, typer.Option(help="Domain name.")] = "retail",
     agent: Annotated[str, typer.Option(help="Agent spec (as `tausim run --agent`).")] = "reference",
     user: Annotated[str, typer.Option(help="Simulated user spec (as `tausim run --user`).")] = "rule",
@@ -89,6 +106,9 @@ def variance_command(
     out: Annotated[Path | None, typer.Option(help="Write the decomposition as JSON to this file.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(
         help="Also write the three run documents here (variance-both.json, -user, -agent).")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="With --runs-dir: keep what an interrupted call left there (each condition's partial or "
+                         "finished run, when made with the same settings); only the missing trials run.")] = False,
     bootstrap_seed: Annotated[int, typer.Option(help="Seed of the bootstrap resamples.")] = 0,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live progress bar.")] = False,
 ) -> None:
@@ -104,16 +124,23 @@ def variance_command(
     from simulator.analysis.variance import run_variance
 
     o = dict(locals())
-    check_outputs([("--out", out)], [("--tasks", Path(tasks) if tasks else None), ("--cache", cache),
-                                     ("--spec", spec_file)])
+    if resume and runs_dir is None:
+        raise fail("--resume: resumes the runs kept in --runs-dir; give --runs-dir DIR")
+    spec = _spec(o)
+    _check_runs_dir(runs_dir, out)
+    signals: list[int] = []
+    hint = "rerun the same command with --resume to keep them" if runs_dir is not None else None
     try:
-        spec = _spec(o)
         if spec.trials < 2:
             raise ValueError(f"--trials: a task's spread needs at least 2 trials, got {spec.trials}")
-        if runs_dir is not None:
-            runs_dir.mkdir(parents=True, exist_ok=True)
-        result = run_variance(spec, out_dir=runs_dir, bootstrap_seed=bootstrap_seed, on_condition=_done,
-                              progress=not no_progress)
+        with sigterm_as_interrupt(signals):
+            result = run_variance(spec, out_dir=runs_dir, bootstrap_seed=bootstrap_seed, on_condition=_done,
+                                  progress=not no_progress, resume=resume,
+                                  on_interrupt=lambda stop: interrupted(stop, _document_of(stop.partial), signals,
+                                                                        hint))
+    except KeyboardInterrupt as e:  # between two runs (the runs' own interruptions exit in ``interrupted``)
+        err.print("interrupted (SIGTERM)" if signals else "interrupted", highlight=False)
+        raise typer.Exit(143 if signals else 130) from e
     except ValidationError as e:
         raise fail(format_validation_error("variance options", e)) from e
     except SetupError as e:
@@ -135,10 +162,6 @@ def variance_command(
         raise typer.Exit(1)
 
 
-_THE_FILES = ("domain", "agent", "user", "personas", "data", "tasks", "task_ids", "seed", "max_turns", "temperature",
-              "api_base", "option", "faults")
-"""Options that describe the run: refused with ``--spec`` (the file's values are used)."""
-
 _DEFAULTS = {name: p.default for name, p in inspect.signature(variance_command).parameters.items()}
 
 
@@ -153,31 +176,50 @@ def _done(condition: str, result: RunResult) -> None:
 def _share(doc: dict[str, Any], name: str) -> str:
     value, ci = doc["shares"].get(name), doc["intervals"].get(name)
     if value is None:
-        return "-"
+        return "- (no task varied in the 'both' run)"
     return f"{value:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else "")
 
 
+def _units(doc: dict[str, Any]) -> str:
+    """``25 tasks x 3 personas (75 cells)`` with personas, else ``75 tasks``."""
+    personas = doc.get("config", {}).get("personas") or []
+    cells = doc["tasks"]
+    if personas and cells % len(personas) == 0:
+        n = len(personas)
+        return f"{cells // n} tasks x {n} persona{'s' if n > 1 else ''} ({cells} cells)"
+    return f"{cells} tasks"
+
+
 def _print(doc: dict[str, Any]) -> None:
-    """Print a variance document: the spread per task (those with any), then overall and the shares."""
+    """Print a variance document: the spread per task (those with any), then overall and the shares.
+
+    Every value from the runs (task ids, persona names) is printed as text, never as rich markup.
+    """
     table = Table(title="trial-to-trial spread per task (variance of pass/fail)")
-    for col in ("task", "pass rate", "both", "user only", "agent only"):
+    for col in ("task", "pass rate (both run)", "both", "user only", "agent only"):
         table.add_column(col, justify="left" if col == "task" else "right")
     quiet = 0
     for task, row in doc["per_task"].items():
         if not any(row[c] for c in ("both", "user", "agent")):
             quiet += 1
             continue
-        table.add_row(task, f"{row['mean_both']:.2f}", *(f"{row[c]:.3f}" for c in ("both", "user", "agent")))
+        table.add_row(Text(task), f"{row['mean_both']:.2f}", *(f"{row[c]:.3f}" for c in ("both", "user", "agent")))
     if table.row_count:
         console.print(table)
     spread = doc["spread"]
-    console.print(f"{doc['tasks']} tasks x {doc['trials']} trials per run ({quiet} without spread in any run); mean "
-                  f"spread: both {spread['both']:.4f}, user only {spread['user']:.4f}, agent only "
-                  f"{spread['agent']:.4f}", highlight=False, markup=False)
-    console.print(f"share of the spread from the simulator (user only / both): {_share(doc, 'user')}",
-                  highlight=False, markup=False)
-    console.print(f"share from the agent (agent only / both): {_share(doc, 'agent')}", highlight=False, markup=False)
-    console.print(f"interaction (in both shares): {_share(doc, 'interaction')}; simulator alone "
-                  f"{_share(doc, 'user_main')}, agent alone {_share(doc, 'agent_main')}", highlight=False,
-                  markup=False)
-    console.print(f"method: {doc['method']}", highlight=False, markup=False)
+    say = lambda text: console.print(text, highlight=False, markup=False)  # noqa: E731
+    say(f"{_units(doc)} x {doc['trials']} trials per run ({quiet} without spread in any run); mean spread: both "
+        f"{spread['both']:.4f}, user only {spread['user']:.4f}, agent only {spread['agent']:.4f}")
+    counts = doc.get("cells_with_spread") or {}
+    if counts:
+        say("cells with spread: " + ", ".join(f"{c} run {counts.get(c, 0)} of {doc['tasks']}" for c in CONDITIONS))
+    say(f"share of the spread from the simulator (user only / both): {_share(doc, 'user')}")
+    say(f"share from the agent (agent only / both): {_share(doc, 'agent')}")
+    say(f"interaction (in both shares): {_share(doc, 'interaction')}; simulator alone {_share(doc, 'user_main')}, "
+        f"agent alone {_share(doc, 'agent_main')}")
+    if doc.get("undefined_resamples"):
+        say(f"note: {doc['undefined_resamples']} of {doc['resamples']} bootstrap resamples drew only cells without "
+            "spread in the 'both' run and define no share; the intervals are over the others")
+    if doc.get("warning"):
+        err.print(f"warning: {doc['warning']}", highlight=False, markup=False)
+    say(f"method: {doc['method']}")

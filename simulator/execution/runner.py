@@ -65,7 +65,7 @@ from simulator.world.dual import env_caller, syncer
 from simulator.world.events import read_events
 from simulator.world.faults import FaultyToolbox
 from simulator.world.fixtures import history_messages
-from simulator.world.replay import GoldToolBug, prepare_trial
+from simulator.world.replay import GoldToolBug, prepare_trial, provision_trial
 from simulator.world.tools import Toolbox, ToolContext
 
 __all__ = ["ERROR_RATE_MIN_TRIALS", "RUN_GC_THRESHOLDS", "RUN_SWITCH_INTERVAL_S", "RunResult", "Runner", "TrialKey",
@@ -514,7 +514,7 @@ class Runner:
         """The trial's conversation on its database ``db``, with the run's observers."""
         task = setup.task
         history = history_messages(task.initial_state.history) if task.initial_state is not None else None
-        prepare_trial(self.domain, db, task)
+        provision_trial(self.domain, self.template, db, task, setup.prepared.gold)
         tool_ctx = ToolContext(db.session, db.options)
         user_toolbox = self._task_user_toolbox(task)
         observers: list[Observer] = []
@@ -572,16 +572,18 @@ class Runner:
         task, seed = prepared.task, self.trial_seed(s.task, s.trial_index)
         diff = diff_against(db.raw, goal, self._spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
-                                  env=env_caller(self.domain, conv.ctx))
+                                  env=env_caller(self.domain, conv.ctx)) if task.assertions else None
         env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=record_owners(self.domain, traj, db), env_assertions=env,
                             communicate=str(self.template.options.get("communicate", "tausim")))
         grade.outcome = outcome
         shared = self.prepared.get(s.task.id) is s.prepared and task is s.task  # the run's own matcher, else a new one
-        traj.user_metadata["review"] = review_user(task, traj, passed=grade.passed, goal_reached=grade.state.passed,
-                                                   derived=s.prepared.scenario, matcher=self._matchers.get(
-                                                       task, s.prepared.scenario) if shared else None).as_dict()
+        derived = s.prepared.scenario
+        traj.user_metadata["review"] = review_user(
+            task, traj, passed=grade.passed, goal_reached=grade.state.passed, derived=derived,
+            matcher=self._matchers.get(task, derived) if shared else None,
+            known=self._matchers.known(task, derived) if shared else None).as_dict()
         res = TrialResult(task_id=s.task.id, trial=s.trial_index, seed=seed, persona=s.persona, passed=grade.passed,
                           termination_reason=str(traj.termination_reason), grade=grade, trajectory=traj,
                           duration_s=time.perf_counter() - s.t0, error=traj.error, faults=self.record_faults(traj))

@@ -71,6 +71,10 @@ def strip_volatile(arguments: Mapping[str, Any], fields: Sequence[str]) -> dict[
     return dict(out)
 
 
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+"""``json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)``'s encoder, made once (settings only)."""
+
+
 def call_key(call: ToolCallRecord, volatile: Mapping[str, Sequence[str]]) -> tuple[str, str]:
     """Return the identity of a call for loop detection: ``(tool, canonical JSON of its stable arguments)``.
 
@@ -80,8 +84,9 @@ def call_key(call: ToolCallRecord, volatile: Mapping[str, Sequence[str]]) -> tup
     """
     if call.arguments is None:
         return call.name, f"raw:{call.raw_arguments or ''}"
-    args = strip_volatile(call.arguments, list(volatile.get(call.name, ())))
-    return call.name, json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    fields = volatile.get(call.name)
+    args = strip_volatile(call.arguments, list(fields)) if fields else call.arguments
+    return call.name, _KEY_JSON.encode(args)
 
 
 def check_loops(trajectory: Trajectory, threshold: int, volatile: Mapping[str, Sequence[str]] | None = None,
@@ -107,7 +112,6 @@ def check_loops(trajectory: Trajectory, threshold: int, volatile: Mapping[str, S
         raise ValueError(f"loop threshold and retries must not be negative, got {threshold} and {retries}")
     counts: dict[tuple[str, str], int] = {}
     exempt: dict[tuple[str, str], int] = {}
-    shown: dict[tuple[str, str], dict[str, Any]] = {}
     previous: tuple[tuple[str, str], str] | None = None
     for call in trajectory.tool_calls:
         key = call_key(call, volatile or {})
@@ -117,7 +121,6 @@ def check_loops(trajectory: Trajectory, threshold: int, volatile: Mapping[str, S
             exempt[key] = exempt.get(key, 0) + 1
             continue
         counts[key] = counts.get(key, 0) + 1
-        if key not in shown:
-            shown[key] = json.loads(key[1]) if not key[1].startswith("raw:") else {"raw": key[1][4:]}
-    repeats = [{"tool": k[0], "arguments": shown[k], "count": n} for k, n in counts.items() if n > threshold + 1]
+    repeats = [{"tool": k[0], "arguments": json.loads(k[1]) if not k[1].startswith("raw:") else {"raw": k[1][4:]},
+                "count": n} for k, n in counts.items() if n > threshold + 1]
     return LoopsResult(passed=not repeats, threshold=threshold, retries=retries, repeats=repeats)

@@ -37,8 +37,12 @@ __all__ = ["action_matches", "check_actions", "check_env_assertions", "communica
 
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+"""What ``json.dumps(value, sort_keys=True, default=str)`` encodes with, made once (it holds only its settings)."""
+
+
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+    return _CANONICAL.encode(value)
 
 
 def action_matches(gold: Action, name: str, arguments: Mapping[str, Any] | None, requestor: str = "assistant") -> bool:
@@ -52,12 +56,30 @@ def action_matches(gold: Action, name: str, arguments: Mapping[str, Any] | None,
     """
     if name != gold.name or requestor != gold.requestor:
         return False
+    return _arguments_match(_wanted(gold), arguments, {})
+
+
+def _wanted(gold: Action) -> dict[str, str]:
+    """The canonical text of each argument a gold action compares (all of its arguments without ``compare_args``)."""
     keys = list(gold.arguments) if gold.compare_args is None else gold.compare_args
-    if not keys:
+    return {k: _canonical(gold.arguments.get(k)) for k in keys}
+
+
+def _arguments_match(wanted: Mapping[str, str], arguments: Mapping[str, Any] | None, texts: dict[str, str]) -> bool:
+    """Whether a call's arguments have the gold's compared values (:func:`_wanted`); its texts kept in ``texts``."""
+    if not wanted:
         return True
     if arguments is None:
         return False
-    return all(k in arguments and _canonical(arguments[k]) == _canonical(gold.arguments.get(k)) for k in keys)
+    for k, text in wanted.items():
+        if k not in arguments:
+            return False
+        mine = texts.get(k)
+        if mine is None:
+            mine = texts[k] = _canonical(arguments[k])
+        if mine != text:
+            return False
+    return True
 
 
 def check_actions(gold: Sequence[Action], trajectory: Trajectory) -> ActionsResult:
@@ -71,13 +93,16 @@ def check_actions(gold: Sequence[Action], trajectory: Trajectory) -> ActionsResu
         The :class:`ActionsResult`.
     """
     # a record's requestor is ``agent`` or ``user`` (dual control); a gold action's ``assistant`` or ``user``
-    calls = [(c.name, c.arguments, "user" if c.requestor == "user" else "assistant") for c in trajectory.tool_calls]
-    missing = [
-        {"index": i, "name": a.name, "requestor": a.requestor, "arguments": a.arguments,
-         "compare_args": a.compare_args}
-        for i, a in enumerate(gold)
-        if not any(action_matches(a, n, args, who) for n, args, who in calls)
-    ]
+    calls: dict[tuple[str, str], list[tuple[Mapping[str, Any] | None, dict[str, str]]]] = {}
+    for c in trajectory.tool_calls:  # by (name, requestor); each with its canonical argument texts, made once
+        calls.setdefault((c.name, "user" if c.requestor == "user" else "assistant"), []).append((c.arguments, {}))
+    missing = []
+    for i, a in enumerate(gold):
+        same = calls.get((a.name, a.requestor), [])
+        wanted = _wanted(a) if same else {}
+        if not any(_arguments_match(wanted, args, texts) for args, texts in same):
+            missing.append({"index": i, "name": a.name, "requestor": a.requestor, "arguments": a.arguments,
+                            "compare_args": a.compare_args})
     return ActionsResult(passed=not missing, missing=missing)
 
 

@@ -14,6 +14,7 @@ from simulator.stats.estimators import reliability
 from simulator.stats.faults import recovery_rates
 from simulator.stats.summaries import cell_id, persona_metrics, run_metrics
 from simulator.stats.user_review import review_summary
+from simulator.stats.variance import held_side_note
 from simulator.types.trajectory import CAP_REASONS, ERROR_REASONS
 
 from ._load import load_run_document
@@ -342,6 +343,8 @@ def analyze_run(
             entry["user_flags"] = pm["user_flags"]
         metrics["by_persona"] = by
     metrics["personas"] = dict(sorted(personas.items()))
+    metrics["vary"] = config.get("vary") or "both"
+    metrics["vary_note"] = held_side_note(metrics["vary"])
     return RunReport(
         run_id=doc.get("run_id"), config=config, document=doc, task_ids=task_ids, trials_per_task=n,
         planned=len(task_ids) * n, recorded=len(first) + unplanned, duplicates=duplicates, unplanned=unplanned,

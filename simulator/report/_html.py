@@ -573,7 +573,8 @@ def render_html(report: RunReport, title: str | None = None) -> str:
         *((("personas", ", ".join(cfg["personas"])), ("task cells", len(report.task_ids)),
            ("trials/cell", report.trials_per_task)) if cfg.get("personas")
           else (("tasks", len(report.task_ids)), ("trials/task", report.trials_per_task))),
-        ("seed", cfg.get("seed")), ("git", (doc.get("git_revision") or "-")[:12]),
+        ("seed", cfg.get("seed")), *((("vary", m["vary"]),) if m.get("vary_note") else ()),
+        ("git", (doc.get("git_revision") or "-")[:12]),
         *((("split", f"{doc['split']}" + (" (holdout: never tune on it)" if doc["split"] == "holdout" else "")),)
           if doc.get("split") else ()),
     ))
@@ -617,7 +618,7 @@ def render_html(report: RunReport, title: str | None = None) -> str:
     fails = "".join(f'<li><a href="#{_e(trial_anchor(c.task_id, c.trial))}">{_e(c.task_id)} / {c.trial}</a> '
                     f'<span class=note>{_e(", ".join(c.failures))}</span></li>' for c in failed)
     articles = "".join(_trial_article(i, c) for i, c in enumerate(report.cells) if c.record is not None)
-    notes = []
+    notes = [m["vary_note"]] if m.get("vary_note") else []
     if m["missing_trials"]:
         notes.append(f"{m['missing_trials']} planned trials are missing; they count as failures in pass^k.")
     if report.duplicates:

@@ -352,13 +352,15 @@ def _print_headline(report: RunReport, console: Console, command: str) -> None:
     cfg = report.config
     wall = report.document.get("wall_seconds")
     console.print(
-        f"[bold]tausim {command}[/] run={report.run_id or '-'} domain={cfg.get('domain')} "
-        f"agent={component_label(cfg.get('agent'))} user={component_label(cfg.get('user'))} " + (
+        f"[bold]tausim {command}[/] run={escape(str(report.run_id or '-'))} domain={escape(str(cfg.get('domain')))} "
+        f"agent={escape(component_label(cfg.get('agent')))} user={escape(component_label(cfg.get('user')))} " + (
             f"tasks={len(report.task_ids) // len(cfg['personas'])} personas={len(cfg['personas'])} "
             f"trials/cell={report.trials_per_task}" if cfg.get("personas")
             else f"tasks={len(report.task_ids)} trials/task={report.trials_per_task}")
         + f" seed={cfg.get('seed')}" + (f" ({wall:.2f} s)" if isinstance(wall, int | float) and wall else ""),
         highlight=False, markup=True)
+    if m.get("vary_note"):
+        console.print(f"[yellow]{escape(m['vary_note'])}[/]", highlight=False)
     split = report.document.get("split")
     if split:
         console.print(f"task split: {split}" + (" (HOLDOUT: report on it, never tune on it)" if split == "holdout"

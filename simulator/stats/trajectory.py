@@ -130,6 +130,11 @@ def _ratio(num: float, den: float) -> float | None:
 
 def _canonical(value: Any) -> Any:
     """Canonical form of an argument value for comparison: numbers at cent precision, dict keys sorted."""
+    kind = type(value)  # the common exact types first (no ABC checks); subclasses take the general path below
+    if kind is str or value is None or kind is bool:
+        return value
+    if kind is dict:
+        return tuple(sorted((str(k), _canonical(v)) for k, v in value.items()))
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):

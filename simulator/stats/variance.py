@@ -30,7 +30,10 @@ so the mean over tasks also averages over the held draws). The shares are ratios
 The figures are unbiased estimates, not clipped: with few trials a share may come out above 1 or below 0. 95%
 intervals are percentile bootstrap intervals over tasks (tasks resampled with replacement, the three runs' values
 of a task kept together; Efron & Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13), as
-:func:`simulator.stats.estimators.bootstrap_ci`; a share is undefined (None) when the both-run spread is 0.
+:func:`simulator.stats.estimators.bootstrap_ci`; a share is undefined (None) when the both-run spread is 0. A resample
+whose both-run spread is 0 (only cells without spread drawn) defines no share: it is left out of the intervals and
+counted (``undefined_resamples``). With few cells varying (:func:`few_cells_warning`) the intervals are narrow
+for want of data, not because the share is known: the decomposition carries a warning.
 """
 
 from __future__ import annotations
@@ -42,7 +45,14 @@ from typing import Any, Final
 
 import numpy as np
 
-__all__ = ["CONDITIONS", "METHOD", "SHARES", "VarianceDecomposition", "decompose_variance", "task_variance"]
+__all__ = ["CONDITIONS", "FEW_CELLS", "FEW_CELLS_SHARE", "METHOD", "SHARES", "VarianceDecomposition",
+           "decompose_variance", "few_cells_warning", "held_side_note", "task_variance"]
+
+FEW_CELLS: Final = 5
+"""Fewer task cells with spread in the 'both' run than this: the shares rest on too few cells (a warning)."""
+
+FEW_CELLS_SHARE: Final = 0.2
+"""A smaller share of the task cells with spread in the 'both' run than this: the same warning."""
 
 CONDITIONS: Final = ("both", "user", "agent")
 """The three runs of a decomposition: both sides vary, only the user varies, only the agent varies."""
@@ -91,6 +101,10 @@ class VarianceDecomposition:
         shares: share name (:data:`SHARES`) -> its value, or None when the both-run spread is 0.
         intervals: share name -> ``(low, high)`` 95% bootstrap interval, or None when no resample defines it.
         method: :data:`METHOD`.
+        with_spread: condition -> how many task cells have a non-zero spread in that run.
+        undefined_resamples: bootstrap resamples left out of the intervals because their both-run spread is 0
+            (every resampled cell without spread).
+        resamples: bootstrap resamples drawn.
     """
 
     tasks: tuple[str, ...]
@@ -101,13 +115,62 @@ class VarianceDecomposition:
     shares: dict[str, float | None]
     intervals: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     method: str = METHOD
+    with_spread: dict[str, int] = field(default_factory=dict)
+    undefined_resamples: int = 0
+    resamples: int = 0
+
+    @property
+    def warning(self) -> str | None:
+        """The few-cells warning (:func:`few_cells_warning`), or None."""
+        return few_cells_warning(self.with_spread.get("both", 0), len(self.tasks))
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the decomposition as JSON-ready values (intervals as two-item lists)."""
+        """Return the decomposition as JSON-ready values (intervals as two-item lists).
+
+        Besides the attributes: ``cells_with_spread`` (condition -> count), ``undefined_resamples``,
+        ``resamples`` and ``warning`` (the few-cells warning, or None).
+        """
         return {"method": self.method, "tasks": len(self.tasks), "trials": self.trials, "spread": self.spread,
                 "components": self.components, "shares": self.shares,
                 "intervals": {k: (list(v) if v is not None else None) for k, v in self.intervals.items()},
-                "per_task": self.per_task}
+                "cells_with_spread": self.with_spread, "undefined_resamples": self.undefined_resamples,
+                "resamples": self.resamples, "warning": self.warning, "per_task": self.per_task}
+
+
+def held_side_note(vary: Any) -> str | None:
+    """Say what a run that held one side (``RunSpec.vary`` ``user`` or ``agent``) means for its reliability figures.
+
+    Args:
+        vary: the run's ``vary`` (``both``, ``user``, ``agent``; None or missing: ``both``).
+
+    Returns:
+        None for ``both``; else one sentence: the held side keeps one seed per task, so the trials of a task are
+        correlated and pass^k, its intervals and the noise floor are not those of independent trials.
+    """
+    if vary in (None, "both"):
+        return None
+    held = {"user": "agent", "agent": "user"}.get(str(vary), "?")
+    return (f"vary: {vary} (the {held}'s seed held per task): the trials of a task are correlated, so pass^k, its "
+            "intervals and the noise floor are not those of independent trials; compare or plan with a run that "
+            "varies both sides")
+
+
+def few_cells_warning(with_spread: int, cells: int) -> str | None:
+    """Warn when the shares rest on few task cells with spread in the 'both' run.
+
+    Args:
+        with_spread: task cells whose outcomes differ between trials in the 'both' run.
+        cells: all task cells.
+
+    Returns:
+        A one-sentence warning when ``with_spread`` < :data:`FEW_CELLS` or < :data:`FEW_CELLS_SHARE` of
+        ``cells``; None otherwise (and when no cell varies: the shares are then undefined, said elsewhere).
+    """
+    if with_spread == 0 or (with_spread >= FEW_CELLS and with_spread >= FEW_CELLS_SHARE * cells):
+        return None
+    return (f"only {with_spread} of {cells} task cells vary in the 'both' run (fewer than {FEW_CELLS} or "
+            f"{FEW_CELLS_SHARE:.0%} of the cells): the shares and their intervals rest on those few cells; run more "
+            "trials (--trials) or more tasks")
 
 
 def _shares(both: Any, user: Any, agent: Any) -> dict[str, Any]:
@@ -167,6 +230,7 @@ def decompose_variance(
     idx = rng.integers(0, len(tasks), size=(n_resamples, len(tasks)))
     boot = _shares(var["both"][idx].mean(axis=1), var["user"][idx].mean(axis=1), var["agent"][idx].mean(axis=1))
     intervals: dict[str, tuple[float, float] | None] = {}
+    undefined = int(np.count_nonzero(~np.isfinite(boot["user"])))
     for name in SHARES:
         values = boot[name][np.isfinite(boot[name])]
         if values.size == 0:
@@ -179,4 +243,6 @@ def decompose_variance(
     return VarianceDecomposition(
         tasks=tasks, trials=counts.pop(), per_task=per_task, spread=spread,
         components={"agent_main": b - u, "user_main": b - a, "interaction": u + a - b},
-        shares={name: _finite(float(point[name])) for name in SHARES}, intervals=intervals)
+        shares={name: _finite(float(point[name])) for name in SHARES}, intervals=intervals,
+        with_spread={c: int(np.count_nonzero(var[c] > 0)) for c in CONDITIONS}, undefined_resamples=undefined,
+        resamples=n_resamples)

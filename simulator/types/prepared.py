@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from simulator.errors import DomainError, GoldToolBug
 from simulator.types.grade import TaskRules
-from simulator.types.state import StateDelta
+from simulator.types.state import SetupImage, StateDelta
 from simulator.types.tasks import Action, Budget, Task, UserScenario
 
 
@@ -159,6 +159,9 @@ class GoldReplay:
             be applied), else None.
         initial: the task's initial state (the template with its ``initial_state`` fixture applied, serialized)
             when the task has declarative assertions (they compare final with initial), else None.
+        setup: what applying the task's ``initial_state`` wrote on the copy the gold was replayed on
+            (:class:`~simulator.types.state.SetupImage`), which a trial's copy gets written instead of running
+            the set-up again; None when the task has no initial state or it could not be applied.
     """
 
     task_id: str
@@ -167,6 +170,7 @@ class GoldReplay:
     goal: StateDelta | bytes | None
     bug: str | None = None
     initial: bytes | None = None
+    setup: SetupImage | None = None
 
     def goal_state(self) -> StateDelta | bytes:
         """Return the goal state (compare with :func:`simulator.world.database.diff_against`).

@@ -31,6 +31,33 @@ class StateDelta:
 
 
 @dataclass(frozen=True)
+class SetupImage:
+    """What a task's set-up (its ``initial_state`` applied to a fresh copy of the template) wrote, to write again.
+
+    Made once per task by :meth:`simulator.world.database.TemplateDatabase.capture_setup` after the set-up ran on
+    a copy of the template; a trial's fresh copy of the same template then gets the task's initial state from
+    :meth:`~simulator.world.database.TemplateDatabase.apply_setup`, a few statements, instead of running the
+    set-up again (merging data, setup actions, their syncs).
+
+    Attributes:
+        origin: the :attr:`~simulator.world.database.TemplateDatabase.origin` of the template it was made on (an
+            image applies only to copies of that template).
+        rows: ``{table: ((rowid, every column's value in table order, or None when no row is left), ...)}`` for
+            every row the set-up wrote, tables in dependency order.
+        events: the event log's rows after the set-up (``seq, step, source, kind, name, data``).
+        sequence: ``sqlite_sequence`` after the set-up, ``((name, seq), ...)``.
+        existed: ``{table: (rowid, ...)}``: the written rows that were in the template (their template row is
+            deleted before the set-up's rows are inserted; the others were new).
+    """
+
+    origin: str
+    rows: Mapping[str, tuple[tuple[int, tuple[Any, ...] | None], ...]]
+    events: tuple[tuple[Any, ...], ...] = ()
+    sequence: tuple[tuple[str, int], ...] = ()
+    existed: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class FieldDifference:
     """One field that differs between the expected (goal) and actual (trial) state."""
 

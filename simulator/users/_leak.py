@@ -284,16 +284,23 @@ class SecretMatcher:
             else:
                 self._regex[i] = _value_regex(s)
 
-    def _units(self, text: str) -> set[tuple[int, Any]]:
-        """The (secret index, matched unit) pairs found in text; a unit is the value or a policy word run."""
+    def _units(self, text: str, among: set[tuple[int, Any]] | None = None) -> set[tuple[int, Any]]:
+        """The (secret index, matched unit) pairs found in text; a unit is the value or a policy word run.
+
+        ``among``: look only for these units' values and word runs (the result then holds every pair found of
+        those, which is all a caller removing ``among``'s found units needs); None: for every secret.
+        """
         folded = _fold(text)
         found: set[tuple[int, Any]] = set()
-        for i, rx in self._regex.items():
+        values = self._regex if among is None else {i: self._regex[i] for i, unit in among if unit is None}
+        for i, rx in values.items():
             if rx.search(folded):
                 found.add((i, None))
-        if self._by_window:
+        runs = None if among is None else {unit for _, unit in among if unit is not None}
+        if self._by_window and (runs is None or runs):
             for w in _windows(_WORD_RE.findall(folded)):
-                found.update((i, w) for i in self._by_window.get(w, ()))
+                if runs is None or w in runs:
+                    found.update((i, w) for i in self._by_window.get(w, ()))
         return found
 
     def find(self, text: str, heard: Iterable[str] = ()) -> list[Secret]:
@@ -310,8 +317,8 @@ class SecretMatcher:
         units = self._units(text)
         if units:
             heard_text = "\n".join(heard)
-            if heard_text:
-                units -= self._units(heard_text)
+            if heard_text:  # only the units found in text are looked for in what was heard
+                units -= self._units(heard_text, among=units)
         hit = {i for i, _ in units}
         return [s for i, s in enumerate(self.secrets) if i in hit]
 

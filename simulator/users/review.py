@@ -52,7 +52,7 @@ from simulator.types.tasks import Task, UserScenario
 from simulator.types.trajectory import Trajectory
 from simulator.users.leak import SecretMatcher, scenario_text, task_secrets
 
-__all__ = ["CAUSES", "REVIEW_FLAGS", "UserReview", "review_user", "untraced_values"]
+__all__ = ["CAUSES", "REVIEW_FLAGS", "UserReview", "review_user", "scenario_known", "untraced_values"]
 
 REVIEW_FLAGS = ("invented_facts", "reasoning_leak", "answer_leak", "accepted_false_completion",
                 "stopped_with_pending_write")
@@ -98,7 +98,7 @@ def _values(text: str) -> list[str]:
     rest = _EMAIL_RE.sub(" ", text)
     for token in _TOKEN_RE.findall(rest):
         core = token.lstrip("#")
-        digits = sum(ch.isdigit() for ch in core)
+        digits = sum(map(str.isdigit, core))
         if not digits:
             continue
         if any(ch.isalpha() for ch in core) or "_" in core:
@@ -193,12 +193,28 @@ def review_matcher(task: Task, derived: UserScenario | None = None) -> SecretMat
     return SecretMatcher(task_secrets(task, "", derived))
 
 
+def scenario_known(task: Task, derived: UserScenario | None = None) -> tuple[str, frozenset[float]]:
+    """What the user knows from its scenario before the conversation, as :func:`review_user` compares with it.
+
+    Args:
+        task: the task (its scenario and user id).
+        derived: the domain's derived scenario the user plays, when the run prepared one.
+
+    Returns:
+        ``(folded text, numbers)``: the scenario's text in lower-case letters and digits only, and the numbers it
+        holds (build once per task, share across its trials).
+    """
+    text = "\n".join(_scenario_texts(task, derived))
+    return _fold(text), frozenset(_numbers(text))
+
+
 class ReviewMatchers:
-    """A run's answer-leak matchers by task id (:func:`review_matcher`, built on a task's first review)."""
+    """A run's answer-leak matchers and scenario knowledge by task id (built on a task's first review)."""
 
     def __init__(self) -> None:
         """Start empty; one instance per run (a run's task ids are unique)."""
         self._by_id: dict[str, SecretMatcher] = {}
+        self._known: dict[str, tuple[str, frozenset[float]]] = {}
 
     def get(self, task: Task, derived: UserScenario | None = None) -> SecretMatcher:
         """Return the matcher of ``task`` (with the scenario it plays), building it on first use."""
@@ -207,9 +223,17 @@ class ReviewMatchers:
             matcher = self._by_id[task.id] = review_matcher(task, derived)
         return matcher
 
+    def known(self, task: Task, derived: UserScenario | None = None) -> tuple[str, frozenset[float]]:
+        """Return :func:`scenario_known` of ``task`` (with the scenario it plays), made on first use."""
+        known = self._known.get(task.id)
+        if known is None:
+            known = self._known[task.id] = scenario_known(task, derived)
+        return known
+
 
 def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reached: bool | None,
-                derived: UserScenario | None = None, matcher: SecretMatcher | None = None) -> UserReview:
+                derived: UserScenario | None = None, matcher: SecretMatcher | None = None,
+                known: tuple[str, frozenset[float]] | None = None) -> UserReview:
     """Review the simulated user's side of a finished trial.
 
     Args:
@@ -220,12 +244,13 @@ def review_user(task: Task, trajectory: Trajectory, *, passed: bool, goal_reache
         derived: the domain's derived scenario the user played, when the run prepared one.
         matcher: ``review_matcher(task, derived)`` built beforehand (a run builds it once per task); None: built
             here.
+        known: ``scenario_known(task, derived)`` made beforehand (a run makes it once per task); None: made here.
 
     Returns:
         The :class:`UserReview`: its flags, and which of them caused the outcome (see the module docstring).
     """
-    known_text = "\n".join(_scenario_texts(task, derived))
-    folded, numbers = _fold(known_text), _numbers(known_text)
+    folded, known_numbers = known if known is not None else scenario_known(task, derived)
+    numbers = set(known_numbers)
     details: dict[str, list[str]] = {}
     matcher = matcher if matcher is not None else review_matcher(task, derived)
     heard: list[str] = []

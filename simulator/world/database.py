@@ -14,6 +14,7 @@ are compared field by field, floats at the declared precision (money: cents, so 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
@@ -26,7 +27,7 @@ from sqlalchemy import Engine, MetaData, Table, create_engine, event
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool, StaticPool
 
-from simulator.types.state import FieldDifference, RowChange, StateDelta, StateDiff
+from simulator.types.state import FieldDifference, RowChange, SetupImage, StateDelta, StateDiff
 from simulator.world.events import EVENTS_DDL, EVENTS_TABLE
 
 __all__ = ["Snapshot", "StateSpec", "TemplateDatabase", "TrialDatabase", "capture_delta", "diff_against",
@@ -123,7 +124,20 @@ class TemplateDatabase:
         finally:
             raw.close()
         data = self.data
+        self.origin: str = hashlib.blake2b(
+            data + json.dumps(self.options, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+        """The template's identity: a digest of its data and options (a :class:`SetupImage` applies to its copies)."""
         self._undo = _UndoPlan(metadata, sequence)
+        self._writes: dict[str, tuple[str, str, str, str]] = {}
+        """Per table, the statements :meth:`apply_setup` writes with (delete, insert, a ghost's image, its log)."""
+        for table in metadata.sorted_tables:
+            cols = ", ".join(f'"{c.name}"' for c in table.columns)
+            self._writes[table.name] = (
+                f'DELETE FROM "{table.name}"' + _IN_IDS,
+                f'INSERT INTO "{table.name}" (rowid, {cols}) VALUES (?{", ?" * len(table.columns)})',
+                f'INSERT OR IGNORE INTO "{_old_table(table.name)}" ("_rid", "_absent") VALUES (?, 1)',
+                f'INSERT INTO "{WRITE_LOG}" (tbl, rid) SELECT ?, ? WHERE NOT EXISTS '
+                f'(SELECT 1 FROM "{WRITE_LOG}" WHERE tbl = ? AND rid = ?)')
         self.engine: Engine = create_engine(
             "sqlite://", poolclass=QueuePool, pool_size=pool_size, max_overflow=-1,
             creator=lambda: _connect_template(data),
@@ -142,6 +156,7 @@ class TemplateDatabase:
         """
         conn = self.engine.connect()
         trial = TrialDatabase(conn, dict(self.options))
+        trial.origin = self.origin
         try:
             yield trial
         finally:
@@ -154,6 +169,78 @@ class TemplateDatabase:
                 if not restored:
                     conn.invalidate()  # closed, never reused
                 conn.close()
+
+    def capture_setup(self, raw: sqlite3.Connection) -> SetupImage:
+        """Capture what was written on a copy of this template since it was provisioned (e.g. a task's set-up).
+
+        Args:
+            raw: a fresh copy's connection (:meth:`trial`) after the writes, no transaction open.
+
+        Returns:
+            The :class:`SetupImage`: every written row in full (or None when gone), the event log and
+            ``sqlite_sequence``; :meth:`apply_setup` writes it on another fresh copy.
+        """
+        written = _written(raw)
+        rows: dict[str, tuple[tuple[int, tuple[Any, ...] | None], ...]] = {}
+        existed: dict[str, tuple[int, ...]] = {}
+        for table in self.metadata.sorted_tables:
+            rids = written.get(table.name)
+            if not rids:
+                continue
+            ids = json.dumps(sorted(rids))
+            cols = ", ".join(f'"{c.name}"' for c in table.columns)
+            found = {r[0]: tuple(r[1:]) for r in raw.execute(f'SELECT rowid, {cols} FROM "{table.name}"' + _IN_IDS,
+                                                             (ids,))}
+            rows[table.name] = tuple((rid, found.get(rid)) for rid in sorted(rids))
+            existed[table.name] = tuple(r[0] for r in raw.execute(
+                f'SELECT "_rid" FROM "{_old_table(table.name)}" WHERE "_absent" = 0 AND "_rid" IN '
+                "(SELECT value FROM json_each(?)) ORDER BY 1", (ids,)))
+        events = tuple(tuple(r) for r in raw.execute(f'SELECT * FROM "{EVENTS_TABLE}" ORDER BY seq'))
+        sequence = tuple((str(n), int(q)) for n, q in raw.execute("SELECT name, seq FROM sqlite_sequence"))
+        return SetupImage(self.origin, rows, events, sequence, existed)
+
+    def apply_setup(self, raw: sqlite3.Connection, image: SetupImage) -> None:
+        """Write a captured set-up (:meth:`capture_setup`) on a fresh copy of this template, in one transaction.
+
+        Afterwards the copy holds what the set-up left: the same rows at the same rowids, the same event log and
+        ``sqlite_sequence``, and the same write log and first-write images (as sets: the undo at the end of the
+        trial and the state comparison read them so), whatever the set-up's own order of writes was. Per table
+        written: the template rows it touched deleted, the rows it left inserted at their rowids (the copy's
+        triggers log both); a row it inserted and removed again gets only its traces.
+
+        Args:
+            raw: a fresh copy's connection (:meth:`trial`: nothing written yet), no transaction open.
+            image: a set-up captured on a copy of this template.
+
+        Raises:
+            ValueError: the image was captured on another template.
+        """
+        if image.origin != self.origin:
+            raise ValueError(f"apply_setup: the set-up was captured on another template ({image.origin}), "
+                             f"not {self.name} ({self.origin})")
+        raw.execute("BEGIN")
+        try:
+            for name, rows in image.rows.items():
+                delete, insert, ghost_old, ghost_log = self._writes[name]
+                existed = image.existed.get(name, ())
+                if existed:
+                    raw.execute(delete, (json.dumps(existed),))
+                present = [(rid, *row) for rid, row in rows if row is not None]
+                if present:
+                    raw.executemany(insert, present)
+                ghosts = [(rid,) for rid, row in rows if row is None and rid not in existed]
+                if ghosts:  # inserted and removed again by the set-up: its traces, "no template row" and the log
+                    raw.executemany(ghost_old, ghosts)
+                    raw.executemany(ghost_log, [(name, rid, name, rid) for (rid,) in ghosts])
+            if image.events:
+                raw.executemany(f'INSERT INTO "{EVENTS_TABLE}" VALUES (?, ?, ?, ?, ?, ?)', image.events)
+            if sorted(image.sequence) != sorted(self._undo.sequence):  # a fresh copy holds the template's
+                raw.execute("DELETE FROM sqlite_sequence")
+                raw.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", image.sequence)
+        except BaseException:
+            raw.execute("ROLLBACK")
+            raise
+        raw.execute("COMMIT")
 
     @contextmanager
     def trial_of(self, data: bytes) -> Iterator[TrialDatabase]:
@@ -242,6 +329,8 @@ class TrialDatabase:
         self.connection = connection
         self.session = Session(bind=connection, autobegin=False, expire_on_commit=True)
         self.options = options
+        self.origin: str | None = None
+        """The :attr:`TemplateDatabase.origin` of the template this is a fresh copy of (None: loaded data)."""
         self.reusable = True
         """Whether the copy may be restored to the template and reused after the trial (see
         :meth:`TemplateDatabase.trial`); False once :meth:`load` replaced its content."""
@@ -257,6 +346,7 @@ class TrialDatabase:
             data: the serialized database.
         """
         self.reusable = False
+        self.origin = None
         self.raw.deserialize(data)
 
     @property
@@ -272,8 +362,19 @@ def _select(table: Table, spec: StateSpec, schema: str, *, with_rowid: bool = Fa
     """Return ``SELECT <compared columns> FROM schema.table`` and the primary-key positions in it.
 
     ``with_rowid`` puts the rowid first (the positions then still count from the first compared column);
-    ``table_ref`` takes ``schema`` as the whole table reference (another table with the same columns).
+    ``table_ref`` takes ``schema`` as the whole table reference (another table with the same columns). Made once
+    per spec, table and form (a cache on the spec, like :meth:`StateSpec.tables`).
     """
+    cache: dict[tuple[str, str, bool, bool], tuple[str, list[int]]] = spec.__dict__.setdefault("_selects", {})
+    key = (table.name, schema, with_rowid, table_ref)
+    made = cache.get(key)
+    if made is None:
+        made = cache[key] = _make_select(table, spec, schema, with_rowid, table_ref)
+    return made[0], list(made[1])
+
+
+def _make_select(table: Table, spec: StateSpec, schema: str, with_rowid: bool, table_ref: bool
+                 ) -> tuple[str, list[int]]:
     volatile = spec.volatile_columns.get(table.name, frozenset())
     cols = [c.name for c in table.columns if c.name not in volatile]
     pk_idx = [cols.index(c.name) for c in table.primary_key.columns]
@@ -503,12 +604,12 @@ def diff_snapshots(expected: Snapshot, actual: Snapshot, spec: StateSpec) -> Sta
     """
     result = StateDiff()
     for table in spec.tables():
-        volatile = spec.volatile_columns.get(table.name, frozenset())
-        cols = [c.name for c in table.columns if c.name not in volatile]
         exp = expected.get(table.name, {})
         act = actual.get(table.name, {})
         if exp == act:
             continue
+        volatile = spec.volatile_columns.get(table.name, frozenset())
+        cols = [c.name for c in table.columns if c.name not in volatile]
         for key, erow in exp.items():
             arow = act.get(key)
             if arow is None:

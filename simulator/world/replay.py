@@ -18,7 +18,7 @@ from simulator.world.fixtures import FixtureError, apply_initial_state, replay_h
 from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
 __all__ = ["GoldToolBug", "apply_actions", "diverging_calls", "goal_database", "gold_calls", "initial_database",
-    "prepare_trial", "replay_gold", "replay_trajectory", "same_observation", "tasks_not_replaying"]
+    "prepare_trial", "provision_trial", "replay_gold", "replay_trajectory", "same_observation", "tasks_not_replaying"]
 
 
 
@@ -108,6 +108,32 @@ def prepare_trial(domain: Domain, trial: TrialDatabase, task: Task) -> None:
 
 
 
+def provision_trial(domain: Domain, template: TemplateDatabase, trial: TrialDatabase, task: Task,
+                    gold: GoldReplay | None) -> None:
+    """Give a trial's fresh copy of ``template`` the task's initial state, from its gold replay's captured set-up.
+
+    The set-up its gold replay captured (:attr:`GoldReplay.setup`, when made on this template) is written; without
+    one the set-up runs (:func:`prepare_trial`). The two give the same database (rows at the same rowids, event
+    log, write log); the captured one costs a few statements instead of the set-up's merges, setup actions and
+    syncs.
+
+    Args:
+        domain: the domain.
+        template: the template ``trial`` is a fresh copy of.
+        trial: the trial's database, nothing written yet.
+        task: the task.
+        gold: the task's gold replay (:func:`replay_gold`), or None.
+
+    Raises:
+        GoldToolBug: the set-up had to run and could not be applied (see :func:`prepare_trial`).
+    """
+    image = gold.setup if gold is not None and gold.task_id == task.id else None
+    if image is not None and task.initial_state is not None and trial.origin == image.origin == template.origin:
+        template.apply_setup(trial.raw, image)
+        return
+    prepare_trial(domain, trial, task)
+
+
 def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox: Toolbox | None = None) -> GoldReplay:
     """Replay a task's gold actions once on a fresh copy of the template; a tool bug is recorded, not raised.
 
@@ -133,6 +159,7 @@ def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox:
             return GoldReplay(task.id, tuple(task.gold_actions), (), None, str(e))
         if task.assertions:
             initial = trial.raw.serialize()
+        setup = template.capture_setup(trial.raw) if task.initial_state is not None else None
         ctx = ToolContext(trial.session, trial.options)
         sides = (toolbox, domain.user_toolbox())
         sync = syncer(domain, ctx)
@@ -149,7 +176,7 @@ def replay_gold(domain: Domain, template: TemplateDatabase, task: Task, toolbox:
             if out.ends_conversation and not tau2:
                 break
         goal = None if bug is not None else capture_delta(trial.raw, domain.state_spec())
-    return GoldReplay(task.id, tuple(task.gold_actions), tuple(statuses), goal, bug, initial)
+    return GoldReplay(task.id, tuple(task.gold_actions), tuple(statuses), goal, bug, initial, setup)
 
 
 def goal_database(domain: Domain, template: TemplateDatabase, task: Task) -> StateDelta | bytes:

@@ -178,3 +178,16 @@ def test_every_flag_is_documented(flag: str) -> None:
     import simulator.users.review as module
 
     assert f"``{flag}``" in (module.__doc__ or "")
+
+
+def test_a_runs_shared_scenario_knowledge_gives_the_same_review_and_is_made_once_per_task() -> None:
+    t = traj(("user", "Hi, I'm Mia Li, email mia.li3668@example.com. Change ABC123 to Noah Brown."),
+             ("assistant", "Sure. The fare difference is $312.50."),
+             ("user", "Use $312.50 and my budget of 250; also add Ella Brown on XYZ987."))
+    matchers = ReviewMatchers()
+    known = matchers.known(TASK)
+    assert matchers.known(TASK) is known
+    assert "mia" in known[0] and 250.0 in known[1] and 312.5 not in known[1]  # the agent said 312.50, not the task
+    shared = review_user(TASK, t, passed=False, goal_reached=False, matcher=matchers.get(TASK), known=known)
+    alone = review_user(TASK, t, passed=False, goal_reached=False)
+    assert shared == alone and shared.details["invented_facts"] == ["XYZ987", "Ella Brown"]
