@@ -12,7 +12,7 @@ import pytest
 
 from domains.banking_knowledge.knowledge import KnowledgeBase
 
-bm25s = pytest.importorskip("bm25s", reason="the knowledge extra (bm25s) is not installed")
+rank_bm25 = pytest.importorskip("rank_bm25", reason="the knowledge extra (rank_bm25) is not installed")
 
 
 def test_concurrent_first_searches_build_one_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -22,15 +22,15 @@ def test_concurrent_first_searches_build_one_index(tmp_path: Path, monkeypatch: 
                               "order a new debit card", "reset your online password"]):
         (docs / f"d{i}.json").write_text(json.dumps({"id": f"d{i}", "title": f"Doc {i}", "content": text}))
     built = []
-    real = bm25s.BM25
+    real = rank_bm25.BM25Okapi
 
     class Counting(real):  # type: ignore[misc,valid-type]
-        def index(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        def __init__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
             built.append(1)
             time.sleep(0.05)  # long enough for the other threads to arrive while it builds
-            return super().index(*args, **kwargs)
+            super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(bm25s, "BM25", Counting)
+    monkeypatch.setattr(rank_bm25, "BM25Okapi", Counting)
     kb = KnowledgeBase(tmp_path)
     results: list[str] = []
     threads = [threading.Thread(target=lambda: results.append(kb.bm25("dispute"))) for _ in range(6)]
