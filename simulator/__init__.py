@@ -13,8 +13,9 @@ as a library call.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from simulator.types.lazy import lazy_exports
 
 __all__ = [
     "Action",
@@ -127,20 +128,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
     from simulator.world.tools import Toolbox, ToolContext, tool
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its home module on first use (PEP 562).
-
-    Raises:
-        AttributeError: ``name`` is not a public name of the facade (nor a submodule already imported).
-    """
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'simulator' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names (and what is already loaded)."""
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

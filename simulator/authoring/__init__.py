@@ -9,8 +9,9 @@ Domains declare what these need through the kit: :attr:`~simulator.world.domain.
 :meth:`~simulator.world.domain.Domain.current_time` and :meth:`~simulator.world.domain.Domain.forbidden_write`.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from simulator.types.lazy import lazy_exports
 
 _HOMES: dict[str, str] = {
     "Finding": "simulator.authoring.findings",
@@ -30,20 +31,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
 __all__ = ["Finding", "check_domain", "count_by_rule", "errors", "lint_tasks"]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its home module on first use (PEP 562).
-
-    Raises:
-        AttributeError: ``name`` is not a public name of this package (nor a submodule already imported).
-    """
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'simulator.authoring' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names (and what is already loaded)."""
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -8,8 +8,9 @@ failure kinds, personas, cost and latency) and renders it (:func:`print_summary`
 ``tausim run`` prints of the run it just made.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from simulator.types.lazy import lazy_exports
 
 _HOMES: dict[str, str] = {
     "ClusterRow": "simulator.report._clusters",
@@ -110,20 +111,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
     )
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its home module on first use (PEP 562).
-
-    Raises:
-        AttributeError: ``name`` is not a public name of this package (nor a submodule already imported).
-    """
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'simulator.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names (and what is already loaded)."""
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)
