@@ -324,6 +324,8 @@ class _Session:
         same = source is not None and self.partial is not None and source.resolve() == self.partial.resolve()
         if self.partial is not None:
             self.stack.enter_context(partial_lock(self.partial, "resume_from" if same else "out"))
+            if resume is None:  # a run resumed (from this file or other trials) carries the earlier trials over
+                _refuse_unfinished(self.partial, self.out)
         if resume is None:
             return None
         if source is not None:
@@ -555,6 +557,28 @@ class _Session:
         if written.written is not None and self.partial is not None:
             self.partial.unlink(missing_ok=True)
             outcome.partial = None
+
+
+def _refuse_unfinished(partial: Path, out: Path | None) -> None:
+    """Refuse to start a run over the partial file of an earlier one that did not finish (its trials would be lost).
+
+    Args:
+        partial: ``FILE.partial.jsonl`` of the run's ``--out``.
+        out: the run's ``--out`` (named in the error).
+
+    Raises:
+        OptionError: (``out``) ``partial`` holds finished trials; the message says how to resume or start over.
+    """
+    try:
+        with partial.open("rb") as handle:
+            trials = sum(1 for line in handle if line.strip()) - 1  # the header, then one line a trial
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise OptionError("out", str(out), f"cannot read {partial} ({e.strerror})") from e
+    if trials > 0:
+        raise OptionError("out", str(out), f"{partial} holds {trials} finished trial(s) of an earlier run that did "
+                          f"not finish; resume it with --resume-from {partial}, or remove that file to start over")
 
 
 def _same_run(file_spec: RunSpec, built: RunSpec, source: str) -> None:
