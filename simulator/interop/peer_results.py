@@ -313,6 +313,21 @@ def _tausim_info(sim: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return ours if isinstance(ours, Mapping) else None
 
 
+def _read_json(path: Path) -> tuple[bytes, Any]:
+    """Return a results file's bytes and its parsed JSON.
+
+    Raises:
+        PeerResultsError: the file cannot be read, or is not JSON (the message names the file).
+    """
+    try:
+        raw = path.read_bytes()
+        return raw, json.loads(raw)
+    except OSError as e:
+        raise PeerResultsError(f"{path}: cannot read ({e.strerror or e})") from e
+    except ValueError as e:
+        raise PeerResultsError(f"{path}: not JSON ({e})") from e
+
+
 def _read_tau2_dir(p: Path) -> tuple[bytes, Any]:
     """Read τ³'s directory results format: ``(all bytes read, the document with its simulations)``.
 
@@ -321,13 +336,7 @@ def _read_tau2_dir(p: Path) -> tuple[bytes, Any]:
     """
     meta_path = p / "results.json" if p.is_dir() else p
     sims_dir = meta_path.parent / "simulations"
-    try:
-        raw = meta_path.read_bytes()
-        doc = json.loads(raw)
-    except OSError as e:
-        raise PeerResultsError(f"{meta_path}: cannot read ({e.strerror or e})") from e
-    except ValueError as e:
-        raise PeerResultsError(f"{meta_path}: not JSON ({e})") from e
+    raw, doc = _read_json(meta_path)
     if not isinstance(doc, dict):
         raise PeerResultsError(f"{meta_path}: a tau2 results file is a JSON object")
     sims = []
@@ -381,13 +390,7 @@ def read_peer_results(path: str | Path, fmt: str, domain: Domain, *, data_dir: P
     if fmt == "tau2" and is_tau2_dir(p):
         raw, doc = _read_tau2_dir(p)
     else:
-        try:
-            raw = p.read_bytes()
-            doc = json.loads(raw)
-        except OSError as e:
-            raise PeerResultsError(f"{p}: cannot read ({e.strerror or e})") from e
-        except ValueError as e:
-            raise PeerResultsError(f"{p}: not JSON ({e})") from e
+        raw, doc = _read_json(p)
     toolbox = domain.toolbox()
     trials = (from_tau_bench if fmt == "tau-bench" else from_tau2)(doc, toolbox, source=str(p))
     if not trials:
