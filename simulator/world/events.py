@@ -32,6 +32,11 @@ EVENTS_DDL = (
 """DDL of the event log (run once on every template database)."""
 
 
+_INSERT_EVENT = (f'INSERT INTO "{EVENTS_TABLE}" (step, source, kind, name, data) '
+                 "VALUES (:step, :source, :kind, :name, :data)")
+"""The statement of :func:`emit_event` (one string object: the connection's statement cache finds it by hash)."""
+
+
 @dataclass(frozen=True)
 class Event:
     """One recorded event.
@@ -85,8 +90,7 @@ def emit_event(ctx: EventContext, name: str, data: Mapping[str, Any], kind: str 
     """
     if not name:
         raise ValueError("an event needs a name")
-    _write(ctx, f'INSERT INTO "{EVENTS_TABLE}" (step, source, kind, name, data) '
-                "VALUES (:step, :source, :kind, :name, :data)",
+    _write(ctx, _INSERT_EVENT,
            {"step": ctx.step, "source": ctx.source, "kind": kind, "name": name,
             "data": json.dumps(dict(data), sort_keys=True, default=str)})
 

@@ -64,3 +64,23 @@ def test_with_new_keys_appends_to_a_stored_order_only():
     assert with_new_keys(None, "status") is None
     assert with_new_keys({"address": ["zip"]}, "status") == {"address": ["zip"]}
     assert with_new_keys({"": ["b", "a"]}, "status", "a") == {"": ["b", "a", "status"]}
+
+
+def test_updates_of_other_column_sets_each_get_their_statement(db):
+    access, conn = db
+    access.insert(conn, "things", {"a": "x", "b": 1, "price": 1, "ok": False})
+    access.insert(conn, "things", {"a": "x", "b": 2, "price": 1, "ok": False})
+    one, two = access.get(conn, "things", "x", 1), access.get(conn, "things", "x", 2)
+    statements = []
+    conn.set_trace_callback(statements.append)
+    access.update(conn, "things", one, price=2)
+    access.update(conn, "things", two, ok=True)  # another column set: its own statement, not the cached one
+    access.update(conn, "things", two, price=3, ok=False)
+    access.update(conn, "things", one, price=4)  # the first column set again
+    assert statements == [
+        "UPDATE \"things\" SET \"price\" = 2 WHERE \"a\" = 'x' AND \"b\" = 1",
+        "UPDATE \"things\" SET \"ok\" = 1 WHERE \"a\" = 'x' AND \"b\" = 2",
+        "UPDATE \"things\" SET \"price\" = 3, \"ok\" = 0 WHERE \"a\" = 'x' AND \"b\" = 2",
+        "UPDATE \"things\" SET \"price\" = 4 WHERE \"a\" = 'x' AND \"b\" = 1",
+    ]
+    assert conn.execute("SELECT b, price, ok FROM things ORDER BY b").fetchall() == [(1, 4, 0), (2, 3, 0)]

@@ -51,6 +51,16 @@ class _TableSQL:
         self.select_key = f"{self.select} WHERE {self.where_key}"
         self.delete = f'DELETE FROM "{self.name}" WHERE {self.where_key}'
         self.insert = 'INSERT INTO "{}" ({}) VALUES ({})'.format(self.name, cols, ", ".join("?" * len(self.columns)))
+        self._updates: dict[tuple[str, ...], str] = {}
+        """The ``UPDATE`` statements built so far, by the tuple of columns they set (a schema's few combinations)."""
+
+    def update_sql(self, columns: tuple[str, ...]) -> str:
+        """The ``UPDATE`` of ``columns`` (then the key's values) by primary key, built once per column tuple."""
+        sql = self._updates.get(columns)
+        if sql is None:
+            sets = ", ".join(f'"{c}" = ?' for c in columns)
+            sql = self._updates[columns] = f'UPDATE "{self.name}" SET {sets} WHERE {self.where_key}'
+        return sql
 
     def row(self, values: Sequence[Any]) -> Row:
         out = dict(zip(self.columns, values, strict=True))
@@ -147,9 +157,8 @@ class TableAccess:
                 changed[c] = v
         if not changed:
             return
-        sets = ", ".join(f'"{c}" = ?' for c in changed)
         params = [t.bind(c, v) for c, v in changed.items()] + [row[c] for c in t.key]
-        conn.execute(f'UPDATE "{table}" SET {sets} WHERE {t.where_key}', params)
+        conn.execute(t.update_sql(tuple(changed)), params)
         row.update(changed)
 
     def delete(self, conn: sqlite3.Connection, table: str, row: Row) -> None:
