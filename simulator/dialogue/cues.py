@@ -137,21 +137,30 @@ def offers_more_help(text: str | None) -> bool:
     return bool(text) and MORE_HELP_RE.search(text or "") is not None
 
 
-ACTION_PARTICIPLES = (
-    r"(?:cancel+ed|returned|exchanged|modified|changed|updated|processed|booked|refunded|credited|issued|submitted|"
-    r"placed|upgraded|downgraded|added|removed|rebooked|switched|applied|initiated|requested|made|handled|completed|"
-    r"replaced|reset|activated|deactivated|enabled|disabled|closed|reopened|paid|sent|taken care of)")
+_CHANGE_PARTICIPLES = (
+    r"(?:cancel+ed|returned|exchanged|modified|changed|updated|processed|refunded|credited|issued|upgraded|"
+    r"downgraded|removed|rebooked|switched|applied|replaced|reset|activated|deactivated|enabled|disabled|closed|"
+    r"reopened|handled|completed|taken care of)")
+_RECORD_PARTICIPLES = r"(?:placed|booked|paid|made|sent|submitted|requested|initiated|added)"
+ACTION_PARTICIPLES = f"(?:{_CHANGE_PARTICIPLES}|{_RECORD_PARTICIPLES})"
 """The past participles of the actions a support agent carries out for a user (change, cancel, refund, book,
-switch on ...), as a regex alternation. States an action did not bring about (``delivered``, ``delayed``,
-``scheduled``) and checks (``verified``, ``confirmed``) are not among them."""
+switch on ...), as a regex alternation: those that change a record and those that make one (placed, booked, paid,
+sent ...). States an action did not bring about (``delivered``, ``delayed``, ``scheduled``) and checks
+(``verified``, ``confirmed``) are not among them."""
 
+_ADVERBS = r"(?:\s+(?:now|just|also|all|successfully)){0,2}"
 STATE_REPORT_RE = re.compile(
-    r"(?:\b(?:is|are|was|were)|'s|'re|\b(?:has|have)\s+been|'s\s+been|'ve\s+been)"
-    r"(?:\s+(?:now|just|also|all|successfully)){0,2}\s+" + ACTION_PARTICIPLES + r"\b",
+    r"(?:\b(?:is|are)|\b(?:it|that|this|everything)'s|'re|(?:\b(?:has|have)|'s|'ve)(?:\s+(?:now|just|also|all))?"
+    r"\s+been)" + _ADVERBS + r"\s+" + ACTION_PARTICIPLES + r"\b"
+    r"|\b(?:was|were)(?:" + _ADVERBS + r"\s+" + _CHANGE_PARTICIPLES
+    + r"|(?:\s+(?:just|now|successfully)){1,2}\s+" + _RECORD_PARTICIPLES + r")\b",
     re.IGNORECASE,
 )
 """A past-participle report of the state an action left: "is cancelled", "has been cancelled", "is now updated",
-"was refunded", "'s been upgraded", "are just rebooked". Read by :func:`reports_state_change`, which leaves out the
+"was refunded", "'s been upgraded", "have now been returned", "are just rebooked". Not "already" (a state found,
+not an action reported); a bare "'s" only after a pronoun ("the order's updated address" is a possessive); in the
+simple past a participle that makes a record only after "just", "now" or "successfully" ("was booked in economy"
+tells a record's history, "was just booked" reports). Read by :func:`reports_state_change`, which leaves out the
 clauses that report nothing done (conditions, negations, dated history)."""
 
 _CLAUSE_RE = re.compile(r"[,;:()]|\s(?:and|but|so)\s|\s-{1,2}\s", re.IGNORECASE)

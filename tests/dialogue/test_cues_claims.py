@@ -44,6 +44,10 @@ def test_claims_completion(text: str | None, claim: bool) -> None:
     "The new card was just issued.",
     "Your flights are rebooked for Friday.",
     "Done, the phone is reset.",
+    "Your order has now been cancelled.",  # the old "has now been" form
+    "The items have all been returned.",
+    "It's cancelled and you're rebooked on Friday's flight.",
+    "The flight was successfully booked.",
 ])
 def test_a_state_report_of_a_finished_action(text: str) -> None:
     """A past-participle report of the state an action left ("is cancelled", "was refunded"), whatever the
@@ -60,11 +64,13 @@ def test_a_state_report_of_a_finished_action(text: str) -> None:
     "Your order is not cancelled yet.",
     "The order was placed on May 3 and delivered on May 9.",  # history, dated
     "This reservation was booked 3 days ago.",
+    "The order was placed with express shipping and paid with a gift card.",  # a record's history
     "Your order is pending and the total is $432.10.",  # a status, no action
     "Your gift card balance is now $154.96.",
     "Your identity is verified.",  # a check, not the action asked for
     "Your flight is scheduled to depart at 9:05.",
     "The order can be cancelled.",
+    "I see the account's updated address and the order's cancelled item.",  # possessives, not copulas
     "",
     None,
 ])

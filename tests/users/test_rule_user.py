@@ -309,7 +309,7 @@ def test_ask_then_next_intent_then_stop():
     assert user.reply([]).stop  # finished: further replies are empty stops
 
 
-@pytest.mark.parametrize("report", [DONE, "Your exchange is requested.", "The exchange was submitted for you."])
+@pytest.mark.parametrize("report", [DONE, "Your exchange is requested.", "The exchange was handled for you."])
 def test_a_state_report_of_the_confirmed_action_moves_the_user_on(report):
     """ "Your exchange is requested." reports the action done as "has been requested" does: the user goes on to its
     question (it used to read it as unclear and ask for the exchange again)."""
