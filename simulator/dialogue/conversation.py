@@ -89,7 +89,15 @@ def is_async_agent(agent: Any) -> bool:
 
 def _hooks(objects: Sequence[Any], names: Sequence[str]) -> dict[str, tuple[Callable[..., Any], ...]]:
     """Hook name -> the bound hooks of ``objects`` that define it, in the objects' order."""
-    return {name: tuple(getattr(o, name) for o in objects if callable(getattr(o, name, None))) for name in names}
+    if not objects:
+        return dict.fromkeys(names, ())
+    found: dict[str, list[Callable[..., Any]]] = {name: [] for name in names}
+    for o in objects:
+        for name in names:
+            hook = getattr(o, name, None)
+            if callable(hook):
+                found[name].append(hook)
+    return {name: tuple(hooks) for name, hooks in found.items()}
 
 
 def _adds_nothing(total: Usage, usage: Usage) -> bool:
@@ -285,8 +293,9 @@ class Conversation:
     def _call(self, toolbox: Toolbox, ctx: ToolContext, call: ToolCall, requestor: Literal["agent", "user"]
               ) -> tuple[Message, CallOutcome]:
         """Dispatch one call (a step) and tell the observers."""
-        result, out, w0, w1 = dispatch(toolbox, ctx, call, self.state.trajectory, requestor)
-        if self._on_tool_call:
+        observed = bool(self._on_tool_call)
+        result, out, w0, w1 = dispatch(toolbox, ctx, call, self.state.trajectory, requestor, timed=observed)
+        if observed:
             record = self.state.trajectory.tool_calls[-1]
             for hook in self._on_tool_call:
                 hook(self.state, record, w0, w1)
@@ -322,9 +331,10 @@ class Conversation:
 
     def _ask_user(self) -> UserTurn:
         """The user's reply (the last turn's progress given first); a failure ends the conversation."""
-        state, traj = self.state, self.state.trajectory
+        state = self.state
+        traj = state.trajectory
+        w0 = time.time_ns() if self._on_user_reply else 0  # wall clock only for the observers that get it
         t0 = time.perf_counter()
-        w0 = time.time_ns()
         try:
             if state.pending is not None and self._observe is not None:
                 self._observe(state.pending)
@@ -337,7 +347,8 @@ class Conversation:
         if not isinstance(ut, UserTurn):
             raise _Ended(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
         ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
-        traj.notes.extend(notes)
+        if notes:
+            traj.notes.extend(notes)
         if self._on_user_reply:
             w1 = time.time_ns()
             for hook in self._on_user_reply:
@@ -386,8 +397,9 @@ class Conversation:
         traj.turns += 1
         if self._on_step:
             self._stepped()
-        state.awaiting = asks_confirmation(clip_long_tokens(msg.content or ""))
-        progress = state.judge.on_agent_turn(msg.content or "", traj.tool_calls[first_call:])
+        text = msg.content or ""
+        state.awaiting = asks_confirmation(clip_long_tokens(text))
+        progress = state.judge.on_agent_turn(text, traj.tool_calls[first_call:], confirms=state.awaiting)
         state.pending = progress
         traj.progress.append(progress.as_dict())
         for hook in self._on_agent_turn_end:
@@ -395,14 +407,15 @@ class Conversation:
 
     def _ask_agent(self) -> Generator[list[Message], AgentTurn | _Failed | None, Message]:
         """The agent's next action (asked of the driver); a failure ends the conversation."""
-        state, traj = self.state, self.state.trajectory
+        state = self.state
+        traj = state.trajectory
+        w0 = time.time_ns() if self._on_agent_reply else 0  # wall clock only for the observers that get it
         t0 = time.perf_counter()
-        w0 = time.time_ns()
         at = yield list(state.seen)
         traj.agent_seconds += time.perf_counter() - t0
-        if isinstance(at, _Failed):
-            raise _Ended(TerminationReason.AGENT_ERROR, at.error)
-        if not isinstance(at, AgentTurn):
+        if type(at) is not AgentTurn and not isinstance(at, AgentTurn):
+            if isinstance(at, _Failed):
+                raise _Ended(TerminationReason.AGENT_ERROR, at.error)
             if inspect.iscoroutine(at):
                 at.close()  # never awaited: say why instead of a RuntimeWarning
                 raise _Ended(TerminationReason.AGENT_ERROR, "agent.step returned a coroutine: " + (
@@ -412,7 +425,8 @@ class Conversation:
             raise _Ended(TerminationReason.AGENT_ERROR,
                          f"agent.step returned {type(at).__name__}, expected AgentTurn")
         at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
-        traj.notes.extend(notes)
+        if notes:
+            traj.notes.extend(notes)
         if not _adds_nothing(traj.agent_usage, at.usage):
             traj.agent_usage = traj.agent_usage + at.usage
         if self._on_agent_reply:

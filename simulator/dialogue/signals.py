@@ -25,22 +25,41 @@ __all__ = ["ProgressJudge", "questions", "values"]
 # position, quadratic in a long token, gives nothing).
 _VALUE_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+"
                        r"|(?:(?<![A-Za-z_])|(?![A-Za-z_]))[#$]?[A-Za-z_]*+\d[\w-]*(?:[.,]\d+)*")
+_VALUE_CHAR_RE = re.compile(r"[\d@]")
+"""What every value holds: a digit (an id, a number) or an at sign (an email)."""
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+_call_key = json.JSONEncoder(sort_keys=True, default=str).encode
+"""A tool call's key: ``json.dumps(..., sort_keys=True, default=str)`` with one encoder made once (dumps makes one
+per call when given options)."""
 
 
 def values(text: str) -> set[str]:
-    """Value-like tokens of a message (ids, numbers, amounts, emails), normalised."""
-    return {v.lower().lstrip("#$").rstrip(".,").replace(",", "") for v in _VALUE_RE.findall(text)}
+    """Value-like tokens of a message (ids, numbers, amounts, emails), normalised.
+
+    The same tokens as ``_VALUE_RE.findall(text)``, found word by word: a token holds no whitespace and the
+    pattern's lookarounds see whitespace and the text's ends alike, so only the words with a digit or an at sign
+    (:data:`_VALUE_CHAR_RE`; a word of letters only has neither) need the pattern.
+    """
+    search = _VALUE_CHAR_RE.search
+    if search(text) is None:
+        return set()
+    found = _VALUE_RE.findall
+    return {v.lower().lstrip("#$").rstrip(".,").replace(",", "")
+            for word in text.split() if not word.isalpha() and search(word) for v in found(word)}
 
 
-def questions(text: str) -> list[str]:
+def questions(text: str, *, confirms: bool | None = None) -> list[str]:
     """Return the question keys of an agent message.
 
     The whole message for a confirmation request (it is about the action it states), otherwise each question
     sentence; offers of more help ("anything else?") are not questions here.
+
+    Args:
+        text: the message.
+        confirms: ``asks_confirmation(text)`` when the caller has it already (None: computed here).
     """
     norm = " ".join(text.lower().split())
-    if asks_confirmation(text):
+    if asks_confirmation(text) if confirms is None else confirms:
         return [norm]
     out = []
     for sent in _SENTENCE_RE.split(norm):
@@ -77,20 +96,21 @@ class ProgressJudge:
         self.user_yes = is_yes(text)
         self.user_asked = "?" in text
 
-    def on_agent_turn(self, text: str, calls: list[ToolCallRecord]) -> Progress:
+    def on_agent_turn(self, text: str, calls: list[ToolCallRecord], *, confirms: bool | None = None) -> Progress:
         """Judge a finished agent turn.
 
         Args:
             text: the turn's closing message.
             calls: the tool calls the agent made in the turn.
+            confirms: ``asks_confirmation(clip_long_tokens(text))`` when the caller has it already (None: computed
+                here).
 
         Returns:
             The turn's :class:`Progress` (made or not, and its signals in :data:`PROGRESS_SIGNALS` order).
         """
         signals: set[str] = set()
         for c in calls:
-            key = json.dumps([c.name, c.arguments if c.arguments is not None else c.raw_arguments], sort_keys=True,
-                             default=str)
+            key = _call_key([c.name, c.arguments if c.arguments is not None else c.raw_arguments])
             if key in self.calls:
                 signals.add("agent_repeat")
             elif c.status == "ok":
@@ -114,7 +134,7 @@ class ProgressJudge:
         elif self.user_asked and said:
             signals.add("answered")
         self.values |= said
-        for q in questions(text):
+        for q in questions(text, confirms=confirms):
             signals.add("repeated_question" if q in self.questions else "new_question")
             self.questions.add(q)
         if "repeated_question" in signals:

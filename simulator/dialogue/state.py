@@ -52,7 +52,7 @@ def visible_to_user(m: Message) -> bool:
 
 
 def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajectory,
-             requestor: Literal["agent", "user"]) -> tuple[Message, CallOutcome, int, int]:
+             requestor: Literal["agent", "user"], *, timed: bool = True) -> tuple[Message, CallOutcome, int, int]:
     """Run one call and record it in the trajectory as a step.
 
     Args:
@@ -61,15 +61,20 @@ def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajector
         call: the call.
         traj: the trajectory: gets the :class:`ToolCallRecord`, the result message and one more step.
         requestor: who calls.
+        timed: read the wall clock around the tool (False: the times returned are 0, the clock is not read).
 
     Returns:
         ``(result message (already appended to traj.messages), outcome, start ns, end ns)``, the times from
         :func:`time.time_ns` around the tool itself.
     """
     ctx.step = traj.steps
-    w0 = time.time_ns()
-    out = toolbox.dispatch(ctx, call.name, call.arguments)
-    w1 = time.time_ns()
+    if timed:
+        w0 = time.time_ns()
+        out = toolbox.dispatch(ctx, call.name, call.arguments)
+        w1 = time.time_ns()
+    else:
+        w0 = w1 = 0
+        out = toolbox.dispatch(ctx, call.name, call.arguments)
     traj.tool_seconds += out.duration_s
     traj.tool_calls.append(ToolCallRecord(
         step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
@@ -214,10 +214,30 @@ def _plain(value: Any, depth: int = 0) -> bool:
     if depth > 8:
         return False
     if kind is dict:
-        return all(type(k) is str and k.isascii() and _plain(v, depth + 1) for k, v in value.items())
+        return _plain_dict(value, depth + 1)
     if kind is list or kind is tuple:
-        return all(_plain(v, depth + 1) for v in value)
+        return _plain_items(value, depth + 1)
     return False
+
+
+def _plain_dict(value: dict[Any, Any], depth: int) -> bool:
+    """:func:`_plain` of a dict: ASCII string keys, plain values (at ``depth``)."""
+    for k in value:
+        if type(k) is not str or not k.isascii():
+            return False
+    return _plain_items(value.values(), depth)
+
+
+def _plain_items(items: Iterable[Any], depth: int) -> bool:
+    """:func:`_plain` of each item (at ``depth``), the common leaves (ASCII text, ints, None) checked here."""
+    for v in items:
+        kind = type(v)
+        if kind is str:
+            if not v.isascii():
+                return False
+        elif not (kind is int or kind is bool or v is None or _plain(v, depth)):
+            return False
+    return True
 
 
 def _plain_call(call: ToolCall) -> bool:
@@ -299,9 +319,7 @@ def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
     Returns:
         ``usage`` itself when nothing needed a change, else a changed copy.
     """
-    cost = usage.cost_usd
-    if ((cost is None or (type(cost) is float and 0.0 <= cost <= MAX_COST_USD)) and usage.prompt_tokens >= 0
-            and usage.completion_tokens >= 0 and usage.calls >= 0 and usage.attempts >= 0):
+    if _plain_usage(usage):
         return usage  # the common case, checked without the loop below
     update: dict[str, Any] = {}
     if usage.cost_usd is not None and known_cost(usage.cost_usd) is None:
@@ -313,6 +331,25 @@ def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
             notes.append(f"{where}: {field} {getattr(usage, field)} < 0: recorded as 0")
             update[field] = 0
     return usage.model_copy(update=update) if update else usage
+
+
+def _plain_usage(usage: Usage) -> bool:
+    """True when :func:`admit_usage` would change nothing: a finite cost in range (or None), counts >= 0."""
+    cost = usage.cost_usd
+    return ((cost is None or (type(cost) is float and 0.0 <= cost <= MAX_COST_USD)) and usage.prompt_tokens >= 0
+            and usage.completion_tokens >= 0 and usage.calls >= 0 and usage.attempts >= 0)
+
+
+def _plain_text(text: str | None) -> bool:
+    """True when :func:`admit_text` would change nothing (None, ASCII, or no lone surrogate)."""
+    return text is None or text.isascii() or _SURROGATE.search(text) is None
+
+
+def _plain_message(message: Message) -> bool:
+    """True when :func:`admit_message` would change nothing and note nothing."""
+    calls = message.tool_calls
+    return (_plain_text(message.content) and _plain_text(message.name) and _plain_text(message.tool_call_id)
+            and (not calls or all(_plain_call(c) for c in calls)))
 
 
 def _admit_error(error: str | None) -> str | None:
@@ -329,6 +366,8 @@ def admit_agent_turn(turn: AgentTurn, where: str = "agent") -> tuple[AgentTurn, 
     Returns:
         ``(turn, notes)``: ``turn`` itself and no notes when nothing needed a change.
     """
+    if turn.error is None and _plain_usage(turn.usage) and _plain_message(turn.message):
+        return turn, []  # the common case: nothing to change (each check is the one its admit_* starts with)
     notes: list[str] = []
     message = admit_message(turn.message, where, notes)
     usage = admit_usage(turn.usage, where, notes)
@@ -348,6 +387,10 @@ def admit_user_turn(turn: UserTurn, where: str = "user") -> tuple[UserTurn, list
     Returns:
         ``(turn, notes)``: ``turn`` itself and no notes when nothing needed a change.
     """
+    calls = turn.tool_calls
+    if (turn.error is None and _plain_text(turn.content) and _plain_usage(turn.usage)
+            and (not calls or all(_plain_call(c) for c in calls))):
+        return turn, []  # the common case: nothing to change
     notes: list[str] = []
     content, n = admit_text(turn.content)
     if n:
