@@ -143,7 +143,7 @@ def _reservation_to_change(mode: ToolMode, rows: Rows, reservation_id: str) -> R
 
 
 # ------------------------------------------------------------------------------------------------ look-ups
-@tool("read")
+@tool("read", memo=True)
 def get_user_details(ctx: ToolContext, user_id: str) -> str:
     """Get a user's profile, payment methods (with balances), saved passengers, membership and reservations.
 
@@ -160,7 +160,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
     return json.dumps(tool_mode(ctx.options).user(user_id, record))
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_reservation_details(ctx: ToolContext, reservation_id: str) -> str:
     """Get a reservation's details: trip, cabin, flights, passengers, payments, bags, insurance and status.
 
@@ -173,7 +173,7 @@ def get_reservation_details(ctx: ToolContext, reservation_id: str) -> str:
     return tool_mode(ctx.options).reservation_json(Rows(ctx), reservation_id)
 
 
-@tool("read")
+@tool("read", memo=True)
 def list_all_airports(ctx: ToolContext) -> str:
     """List every airport served: a JSON object mapping the three-letter airport code to its city.
 
@@ -186,7 +186,7 @@ def list_all_airports(ctx: ToolContext) -> str:
     return json.dumps({**known, **{code: code for code in sorted(codes - set(known))}})
 
 
-@tool("read")
+@tool("read", memo=True)
 def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: str) -> str:
     """Search direct flights between two airports on a date.
 
@@ -203,7 +203,7 @@ def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: 
     return json.dumps(tool_mode(ctx.options).direct_flights(legs))
 
 
-@tool("read")
+@tool("read", memo=True)
 def search_onestop_flight(ctx: ToolContext, origin: str, destination: str, date: str) -> str:
     """Search one-stop itineraries between two airports, the first flight leaving on the given date.
 
@@ -514,7 +514,7 @@ def send_certificate(ctx: ToolContext, user_id: str, amount: Money) -> str:
     return f"Certificate {certificate_id} added to user {user_id} with amount {amount}."
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_flight_status(ctx: ToolContext, flight_number: str, date: str) -> str:
     """Get the status of a flight on a date (mode tau2 only).
 

@@ -64,7 +64,7 @@ def get_current_time(ctx: ToolContext) -> str:
     return f"The current time is {NOW.replace(' EST', '')} EST."
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_user_information_by_id(ctx: ToolContext, user_id: str) -> str:
     """Get a user's information (date of birth, email, phone number, address) by user id.
 
@@ -75,7 +75,7 @@ def get_user_information_by_id(ctx: ToolContext, user_id: str) -> str:
     return listing(ctx, "users", user_id=user_id)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_user_information_by_name(ctx: ToolContext, customer_name: str) -> str:
     """Get a user's information by full name (case sensitive).
 
@@ -86,7 +86,7 @@ def get_user_information_by_name(ctx: ToolContext, customer_name: str) -> str:
     return listing(ctx, "users", name=customer_name)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_user_information_by_email(ctx: ToolContext, email: str) -> str:
     """Get a user's information by email.
 
@@ -113,7 +113,7 @@ def change_user_email(ctx: ToolContext, user_id: str, new_email: str) -> str:
     return f"Email updated successfully.\n  - User ID: {user_id}\n  - New Email: {new_email}"
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_referrals_by_user(ctx: ToolContext, user_id: str) -> str:
     """Get the referrals a user made.
 
@@ -124,7 +124,7 @@ def get_referrals_by_user(ctx: ToolContext, user_id: str) -> str:
     return listing(ctx, "referrals", referrer_id=user_id)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_credit_card_transactions_by_user(ctx: ToolContext, user_id: str) -> str:
     """Get a user's credit card transactions.
 
@@ -135,7 +135,7 @@ def get_credit_card_transactions_by_user(ctx: ToolContext, user_id: str) -> str:
     return listing(ctx, "credit_card_transaction_history", user_id=user_id)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_credit_card_accounts_by_user(ctx: ToolContext, user_id: str) -> str:
     """Get a user's credit card accounts (card type, opening date, balance, reward points).
 

@@ -80,7 +80,7 @@ def create_task(ctx: ToolContext, user_id: str, title: str, description: str | N
     return task
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_users(ctx: ToolContext) -> list[dict[str, Any]]:
     """Get all users in the database."""
     return [_ordered(u, USER_FIELDS) for u in Docs(ctx.conn).all("users")]

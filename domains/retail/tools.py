@@ -261,7 +261,7 @@ def _check_swaps(
 
 
 # ------------------------------------------------------------------------------------------------ look-ups
-@tool("read")
+@tool("read", memo=True)
 def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
     """Find a user id by email address.
 
@@ -283,7 +283,7 @@ def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
     raise _refuse(_tau2(ctx), "no user has that email address", "User not found")
 
 
-@tool("read")
+@tool("read", memo=True)
 def find_user_id_by_name_zip(ctx: ToolContext, first_name: str, last_name: str, zip: str) -> str:
     """Find a user id by first name, last name and zip code.
 
@@ -303,7 +303,7 @@ def find_user_id_by_name_zip(ctx: ToolContext, first_name: str, last_name: str, 
     raise _refuse(_tau2(ctx), "no user matches that name and zip code", "User not found")
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_user_details(ctx: ToolContext, user_id: str) -> str:
     """Get a user's details: name, address, email, payment methods and order ids.
 
@@ -314,7 +314,7 @@ def get_user_details(ctx: ToolContext, user_id: str) -> str:
     return _user_json(ctx.conn, ctx, user_id)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_order_details(ctx: ToolContext, order_id: str) -> str:
     """Get an order's details: address, items, fulfillments, status and payment history.
 
@@ -328,7 +328,7 @@ def get_order_details(ctx: ToolContext, order_id: str) -> str:
     return json.dumps(tau2_order(record) if _tau2(ctx) else record)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_product_details(ctx: ToolContext, product_id: str) -> str:
     """Get a product's details and all its variants (item ids, options, availability, prices).
 
@@ -342,7 +342,7 @@ def get_product_details(ctx: ToolContext, product_id: str) -> str:
     return json.dumps(record)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_item_details(ctx: ToolContext, item_id: str) -> str:
     """Get an item's details: its options, availability and price (mode tau2 only).
 
@@ -358,7 +358,7 @@ def get_item_details(ctx: ToolContext, item_id: str) -> str:
                              "available": bool(variant["available"]), "price": variant["price"]}, _T2_VARIANT))
 
 
-@tool("read")
+@tool("read", memo=True)
 def list_all_product_types(ctx: ToolContext) -> str:
     """List every product type: a JSON object mapping product name to product id, sorted by name.
 

@@ -53,7 +53,7 @@ def _refunded(ctx: ToolContext, order_id: str) -> float:
     return round(float(total or 0.0), 2)
 
 
-@tool("read")
+@tool("read", memo=True)
 def find_customer_by_email(ctx: ToolContext, email: str) -> str:
     """Find a customer's id by email address.
 
@@ -67,7 +67,7 @@ def find_customer_by_email(ctx: ToolContext, email: str) -> str:
     return cid
 
 
-@tool("read")
+@tool("read", memo=True)
 def find_customer_by_name_zip(ctx: ToolContext, name: str, zip: str) -> str:
     """Find a customer's id by full name and zip code.
 
@@ -83,7 +83,7 @@ def find_customer_by_name_zip(ctx: ToolContext, name: str, zip: str) -> str:
     return cid
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_customer(ctx: ToolContext, customer_id: str) -> dict[str, Any]:
     """Get a customer's details and the ids of their orders.
 

@@ -73,7 +73,7 @@ class _Db:
         self.docs.put(table, key, doc)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_customer_by_phone(ctx: ToolContext, phone_number: str) -> dict[str, Any]:
     """Finds a customer by their primary contact or line phone number.
 
@@ -93,7 +93,7 @@ def get_customer_by_phone(ctx: ToolContext, phone_number: str) -> dict[str, Any]
     raise ToolError(f"Customer with phone number {phone_number} not found")
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_customer_by_id(ctx: ToolContext, customer_id: str) -> dict[str, Any]:
     """Retrieves a customer directly by their unique ID.
 
@@ -104,7 +104,7 @@ def get_customer_by_id(ctx: ToolContext, customer_id: str) -> dict[str, Any]:
     return _Db(ctx.conn).customer(customer_id)
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_customer_by_name(ctx: ToolContext, full_name: str, dob: str) -> list[dict[str, Any]]:
     """Searches for customers by name and date of birth; may return several matches.
 
@@ -117,7 +117,7 @@ def get_customer_by_name(ctx: ToolContext, full_name: str, dob: str) -> list[dic
             if c["full_name"].lower() == full_name.lower() and c["date_of_birth"] == dob]
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_details_by_id(ctx: ToolContext, id: str) -> dict[str, Any]:  # noqa: A002 - tau2's argument name
     """Retrieves the details for an ID of a customer (C...), line (L...), device (D...), bill (B...) or plan (P...).
 
@@ -170,7 +170,7 @@ def resume_line(ctx: ToolContext, customer_id: str, line_id: str) -> dict[str, A
     return {"message": "Line resumed successfully", "line": in_record_order(line, LINE_FIELDS)}
 
 
-@tool("read")
+@tool("read", memo=True)
 def get_bills_for_customer(ctx: ToolContext, customer_id: str, limit: int = 12) -> list[dict[str, Any]]:
     """Retrieves the customer's bills, most recent first.
 

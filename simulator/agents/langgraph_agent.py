@@ -3,7 +3,8 @@
 The factory gets the trial's tools (LangChain tools, parameter ``tools``) and returns a compiled graph whose state has
 a ``messages`` list, e.g. ``langgraph.prebuilt.create_react_agent(model, tools)`` (extra ``tausim[langgraph]``). It
 may also take ``policy`` (the domain policy text: then the graph is in charge of it, e.g. ``prompt=policy``; a
-factory that does not take it gets the policy as the conversation's first, system message), ``ctx`` and ``seed``.
+factory that does not take it gets the policy as the conversation's first, system message), ``ctx``, ``seed`` and
+``timeout`` (the run's ``--request-timeout`` in seconds, for the graph's model client; None outside a run).
 
 tausim streams the graph (``stream_mode="updates"``) and stops at each update whose AI message has tool calls: those
 calls are the step. tausim runs them on the trial's own database and records them like native calls; when the next
@@ -14,19 +15,26 @@ themselves). The graph's last AI message without tool calls is the agent's messa
     from langchain_openai import ChatOpenAI
     from langgraph.prebuilt import create_react_agent
 
-    def build(tools, policy):
-        model = ChatOpenAI(model="my-model", base_url="http://127.0.0.1:8000/v1", api_key="test", timeout=30)
+    def build(tools, policy, timeout):
+        model = ChatOpenAI(model="my-model", base_url="http://127.0.0.1:8000/v1", api_key="test", timeout=timeout)
         return create_react_agent(model, tools, prompt=policy)
 
     # tausim run --domain retail --agent langgraph:my_graph:build
 
-The graph runs in the calling thread; a model call that hangs is bounded by the model client's own timeout and by
-the run's ``--trial-timeout``.
+Nothing waits forever: the graph's stream runs on a worker thread of the trial (every step of the trial on the same
+thread, in the trial's context variables), and a step waits at most ``step_timeout`` seconds for the graph's next
+tool calls or answer: the run's ``--request-timeout`` when it is shorter than :data:`STEP_TIMEOUT`. Past it the trial
+ends ``agent_error`` ("no tool call or answer from the graph in N s") and the stalled call is left to finish on its
+thread (a model client given ``timeout`` ends it too).
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
+import queue
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +53,73 @@ __all__ = ["LangGraphAdapter", "build_langgraph_agent", "to_langchain_messages",
 
 RECURSION_LIMIT = 100
 """LangGraph's ``recursion_limit`` per user turn (graph steps before it gives up)."""
+
+STEP_TIMEOUT = 300.0
+"""Seconds a step waits for the graph's next tool calls or answer (then the trial ends ``agent_error``)."""
+
+
+class _Stalled(Exception):
+    """The graph did not give its next tool calls or answer within the step timeout."""
+
+
+class _Worker:
+    """A daemon thread running one trial's graph stream: every job runs on it, in order, in one context.
+
+    The thread starts at the first job, in a copy of the context variables of the thread that gave it (the trial's),
+    and ends after :meth:`stop` once the job in progress, if any, returns (the adapter stops it when it is closed or
+    garbage collected: the runner does not close agents).
+
+    Args:
+        name: the thread's name.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event] | None] = \
+            queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, box, done = job
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, which raises it
+                box["error"] = e
+            finally:
+                done.set()
+            del job, fn, box  # hold nothing of the adapter while idle: its finalizer stops this thread
+
+    def call(self, fn: Callable[[], Any], timeout: float) -> Any:
+        """Run ``fn`` on the thread and return its value, waiting at most ``timeout`` seconds.
+
+        Raises:
+            _Stalled: ``fn`` did not return in time (it goes on running on the thread).
+            BaseException: what ``fn`` raised.
+        """
+        if self._thread is None:
+            self._thread = threading.Thread(target=contextvars.copy_context().run, args=(self._serve,),
+                                            name=self._name, daemon=True)
+            self._thread.start()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        self._jobs.put((fn, box, done))
+        if not done.wait(timeout):
+            raise _Stalled
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def later(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` on the thread after the job in progress, without waiting (nothing when the thread never ran)."""
+        if self._thread is not None:
+            self._jobs.put((fn, {}, threading.Event()))
+
+    def stop(self) -> None:
+        """Let the thread end after its queued jobs (idempotent; a later :meth:`call` starts a new thread)."""
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread = None
 
 
 def _import_langchain() -> Any:
@@ -154,6 +229,7 @@ class LangGraphAdapter:
         results: the holder the graph's tools read tausim's results from.
         policy: the system message put first in the graph's input, or None (the graph is in charge of it).
         recursion_limit: LangGraph's ``recursion_limit`` per user turn.
+        step_timeout: seconds a step waits for the graph's next tool calls or answer.
 
     Attributes:
         resumes_from_history: True: between user turns the adapter keeps no state, each turn's stream starts from the
@@ -163,11 +239,14 @@ class LangGraphAdapter:
     resumes_from_history = True
 
     def __init__(self, graph: Any, results: Any, *, policy: str | None = None,
-                 recursion_limit: int = RECURSION_LIMIT) -> None:
+                 recursion_limit: int = RECURSION_LIMIT, step_timeout: float = STEP_TIMEOUT) -> None:
         self.graph = graph
         self._results = results
         self._policy = policy
         self._limit = recursion_limit
+        self._timeout = step_timeout
+        self._worker = _Worker("tausim-langgraph")
+        weakref.finalize(self, self._worker.stop)
         self._stream: Iterator[Any] | None = None
         self._usage = Usage(cost_usd=None)
         self._last: Any = None  # the last AI message seen in the stream
@@ -182,7 +261,9 @@ class LangGraphAdapter:
 
         Returns:
             The tool calls of the graph's next AI message (their results go to the graph's tool node at the next
-            step), or its last AI message as the message to the user; an error turn when the graph raised.
+            step), or its last AI message as the message to the user; an error turn when the graph raised
+            (``infra_error`` / ``setup_error`` / ``agent_error`` by :func:`~simulator.agents._adapters.error_kind`) or
+            gave nothing within the step timeout (``agent_error``).
         """
         new = messages[self._seen:]
         self._seen = len(messages)
@@ -197,10 +278,14 @@ class LangGraphAdapter:
             self._stream = iter(self.graph.stream(payload, {"recursion_limit": self._limit}, stream_mode="updates"))
             self._last = None
         try:
-            return self._advance()
+            turn: AgentTurn = self._worker.call(self._advance, self._timeout)
+        except _Stalled:
+            self._close()
+            return failed_turn(f"langgraph: no tool call or answer from the graph in {self._timeout:g} s")
         except Exception as e:  # noqa: BLE001 - any failure of the graph or its model ends the trial
             self._close()
             return failed_turn(describe_error("langgraph", e), error_kind(e))
+        return turn
 
     def _advance(self) -> AgentTurn:
         assert self._stream is not None
@@ -230,15 +315,17 @@ class LangGraphAdapter:
         return usage
 
     def _close(self) -> None:
+        """Drop the stream in progress; it is closed on the worker, after the job in progress (a stalled one)."""
         stream, self._stream = self._stream, None
         self._waiting = set()
         close = getattr(stream, "close", None)
         if callable(close):
-            close()
+            self._worker.later(close)
 
     def close(self) -> None:
-        """Close the graph's stream in progress, if any."""
+        """Close the graph's stream in progress, if any, and let the worker thread end."""
         self._close()
+        self._worker.stop()
 
 
 def _ai_messages(update: Any) -> list[Any]:
@@ -260,8 +347,10 @@ def build_langgraph_agent(arg: str, **options: Any) -> Callable[[TrialContext], 
     Args:
         arg: ``package.module:factory``; the factory takes ``tools`` (and may take ``policy``, ``ctx``, ``seed``) and
             returns a compiled graph (see the module docstring).
-        **options: ``recursion_limit`` (:class:`LangGraphAdapter`); run-wide options the registry passes (``domain``,
-            model parameters) are ignored: the graph's own model configuration decides.
+        **options: ``recursion_limit`` and ``step_timeout`` (seconds, :class:`LangGraphAdapter`); the run's
+            ``timeout`` (``--request-timeout``, seconds) is offered to the factory as ``timeout`` and is the step
+            timeout when it is shorter than :data:`STEP_TIMEOUT` and none is given; other run-wide options
+            (``domain``, model parameters) are ignored: the graph's own model configuration decides.
 
     Returns:
         A callable building one graph and one :class:`LangGraphAdapter` per trial.
@@ -272,6 +361,9 @@ def build_langgraph_agent(arg: str, **options: Any) -> Callable[[TrialContext], 
     _import_langchain()
     factory = load_factory("langgraph", arg)
     limit = int(options.get("recursion_limit", RECURSION_LIMIT))
+    timeout = options.get("timeout")  # the run's --request-timeout
+    timeout = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
+    step = float(options.get("step_timeout") or (min(timeout, STEP_TIMEOUT) if timeout is not None else STEP_TIMEOUT))
     try:
         takes_policy = "policy" in inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -279,10 +371,11 @@ def build_langgraph_agent(arg: str, **options: Any) -> Callable[[TrialContext], 
 
     def build(ctx: TrialContext) -> LangGraphAdapter:
         results = _Results()
-        graph = call_factory(factory, ctx, tools=trial_tools(ctx.tools, results))
+        graph = call_factory(factory, ctx, tools=trial_tools(ctx.tools, results), timeout=timeout)
         if not callable(getattr(graph, "stream", None)):
             raise TypeError(f"--agent langgraph:{arg}: the factory returned {type(graph).__name__}, expected a "
                             "compiled graph (with .stream)")
-        return LangGraphAdapter(graph, results, policy=None if takes_policy else ctx.policy, recursion_limit=limit)
+        return LangGraphAdapter(graph, results, policy=None if takes_policy else ctx.policy, recursion_limit=limit,
+                                step_timeout=step)
 
     return build

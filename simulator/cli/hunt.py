@@ -34,7 +34,7 @@ __all__ = ["hunt_command"]
 
 
 def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user: str, personas: str | None,
-          seed: int, max_turns: int, max_steps: int, faults: str | None = None) -> RunSpec:
+          seed: int, max_turns: int, max_steps: int, faults: str | None = None, vary: str = "both") -> RunSpec:
     persona_list = None
     if personas is not None:
         try:
@@ -46,7 +46,7 @@ def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user
         "domain": domain, "tasks": tasks, "task_ids": ids, "agent": {"name": agent}, "user": {"name": user},
         "personas": [p.name for p in persona_list] if persona_list else None,
         "persona_defs": {p.name: p.model_dump(mode="json") for p in persona_list} if persona_list else None,
-        "seed": seed, "max_turns": max_turns, "max_steps": max_steps, "preflight": False,
+        "seed": seed, "vary": vary, "max_turns": max_turns, "max_steps": max_steps, "preflight": False,
         **({"faults": faults} if faults is not None else {})})
 
 
@@ -98,6 +98,9 @@ def hunt_command(
     personas: Annotated[str | None, typer.Option(help="Personas of the root trials: all, or comma-separated.")] = None,
     budget: Annotated[int, typer.Option(min=1, help="Agent turns to spend (forks pay only for their suffix).")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the search (and of the trials); same seed, same hunt.")] = 0,
+    vary: Annotated[str, typer.Option(
+        help="Only both: a hunt varies both sides of every trial (its cases pin one seed; user moves and agent "
+             "reseeds vary each side on its own). user and agent (as for tausim run) are refused.")] = "both",
     max_turns: Annotated[int, typer.Option(min=1, help="Most messages of user and agent per trial.")] = 30,
     max_steps: Annotated[int, typer.Option(min=1, help="Most agent actions per trial.")] = 60,
     export: Annotated[Path | None, typer.Option(help="Write the clusters as regression cases (task file v2).")] = None,
@@ -127,7 +130,7 @@ def hunt_command(
     check_outputs([("--export", export), ("--out", out), ("--html", html)], [("--tasks", tasks),
                                                                             *persona_files(personas)])
     try:
-        spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults)
+        spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults, vary)
         spec = RunSpec.model_validate({**spec.model_dump(), **{k: v for k, v in (
             ("trial_timeout", trial_timeout), ("request_timeout", request_timeout)) if v is not None}})
         found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent, prefix=prefix)

@@ -328,13 +328,17 @@ class Runner:
             persona: the persona the user plays (one of the runner's), or None.
 
         Returns:
-            The :class:`TrialResult`; a goal state that cannot be computed is recorded as ``tool_bug``.
+            The :class:`TrialResult`; a goal state that cannot be computed is recorded as ``tool_bug``; with a side
+            held (``config.vary``), its ``side_seeds``.
         """
         if persona is not None and persona not in self.personas:
             raise ValueError(f"persona {persona!r} is not one of this run's {list(self.personas)}")
-        if self.tracing is not None:
-            return self._traced_trial(task, trial_index, persona)
-        return self._logged_trial(task, trial_index, persona, None)
+        res = (self._traced_trial(task, trial_index, persona) if self.tracing is not None
+               else self._logged_trial(task, trial_index, persona, None))
+        seeds = self.side_seeds(task, trial_index)
+        if not seeds.shared:  # one side held (config.vary): record what each side used
+            res.side_seeds = {"agent": seeds.agent, "user": seeds.user, "faults": seeds.faults}
+        return res
 
     def _traced_trial(self, task: Task, trial_index: int, persona: str | None) -> TrialResult:
         from simulator.execution.tracing import span_ids

@@ -20,6 +20,7 @@ from simulator.execution.runner import Runner
 from simulator.hunt.cases import export_cases
 from simulator.hunt.search import HuntResult, hunt
 from simulator.hunt.shrink import replay_script
+from simulator.hunt.snapshot import check_vary
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
@@ -68,8 +69,10 @@ def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False,
     Raises:
         SetupError: the run cannot work as set up (missing key, unknown model, unreachable server, a factory that
             raises).
-        TausimError, ValueError: bad domain, tasks, agent or user.
+        TausimError, ValueError: bad domain, tasks, agent or user; a spec holding one side's seed (``vary`` user or
+            agent: a hunt varies both, see :func:`~simulator.hunt.snapshot.check_vary`).
     """
+    check_vary(spec.vary)
     check_credentials(spec)  # a missing key is reported before the data and tasks are loaded
     runner = build_runner(spec)
     preflight(runner)

@@ -49,10 +49,34 @@ from simulator.world.events import read_events
 from simulator.world.replay import prepare_trial
 from simulator.world.tools import ToolContext
 
-__all__ = ["MOVES", "Harness", "HuntTrial", "Snapshot", "Snapshots", "at_decisions", "decision_kind", "every_turn"]
+__all__ = ["MOVES", "Harness", "HuntTrial", "Snapshot", "Snapshots", "at_decisions", "check_vary", "decision_kind",
+           "every_turn"]
 
 _REFUSAL_RE = re.compile(r"\b(?:can't|cannot|can not|unable to|not able to|not allowed|not possible|"
                          r"not eligible|against (?:our|the) policy|I'm sorry, but)\b", re.IGNORECASE)
+
+
+def check_vary(vary: str) -> None:
+    """Refuse a run that holds one side's seed (``RunSpec.vary`` ``user`` or ``agent``): a hunt varies both.
+
+    A hunt plays each trial with both sides on the trial seed (:meth:`Harness.play`) because what it finds must
+    replay: a regression case pins that one seed (``seed``), and a trial whose agent or user had a held seed
+    (:func:`simulator.execution.seeds.side_seed`) would not replay from it. Holding a side also measures nothing
+    here: the hunt already varies each side on its own (user moves and personas; reseeded agent generators), and
+    the correlation a held side brings matters only to reliability figures, which a hunt does not report
+    (``tausim variance`` splits the spread between the sides).
+
+    Args:
+        vary: the run's ``vary``.
+
+    Raises:
+        ValueError: ``vary`` is not ``both``.
+    """
+    if vary != "both":
+        raise ValueError(f"--vary {vary}: tausim hunt varies both sides of every trial (its regression cases pin one "
+                         "seed, from which a held side does not replay; user moves, personas and agent reseeds "
+                         "already vary each side on its own); drop --vary, or measure the sides' shares of the "
+                         "spread with tausim variance")
 
 
 def decision_kind(state: ConversationState) -> str | None:
@@ -192,9 +216,13 @@ class Harness:
     Args:
         runner: a runner (its agent and user factories, template, tasks, personas, seed and caps are used).
         personas: personas a ``switch_persona`` move may switch to (default: the runner's).
+
+    Raises:
+        ValueError: the runner holds one side's seed (``config.vary`` not ``both``, see :func:`check_vary`).
     """
 
     def __init__(self, runner: Runner, personas: Mapping[str, Persona] | None = None):
+        check_vary(runner.config.vary)
         self.runner = runner
         self.personas = dict(personas if personas is not None else runner.personas)
         self.tasks = {t.id: t for t in runner.tasks}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from simulator.types.grade import Grade
 from simulator.types.spec import RunSpec
@@ -36,6 +38,18 @@ class TrialResult(BaseModel):
     faults: dict[str, int] | None = None
     """Environment faults injected into the trial's tool calls, by kind (``RunSpec.faults``, see
     :mod:`simulator.world.faults`); None when the run injects none."""
+    side_seeds: dict[str, int] | None = None
+    """The seed each side of the trial was built with when the run held one side (``RunSpec.vary`` ``user`` or
+    ``agent``, see :mod:`simulator.execution.seeds`): ``{"agent", "user", "faults"}`` (ints below 2**64; ``seed``
+    stays the trial seed). None, and left out of the record, when both sides used the trial seed (``vary`` both)."""
+
+    @model_serializer(mode="wrap")
+    def _without_unheld_seeds(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``side_seeds`` out of a record of a trial whose sides both used the trial seed (as before it was)."""
+        data: dict[str, Any] = handler(self)
+        if self.side_seeds is None:
+            data.pop("side_seeds", None)
+        return data
 
 
 class RunResult(BaseModel):

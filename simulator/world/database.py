@@ -29,6 +29,7 @@ from sqlalchemy.pool import QueuePool, StaticPool
 
 from simulator.types.state import FieldDifference, RowChange, SetupImage, StateDelta, StateDiff
 from simulator.world.events import EVENTS_DDL, EVENTS_TABLE
+from simulator.world.memo import MEMO_KEY, ReadMemo, TrialMemo
 
 __all__ = ["Snapshot", "StateSpec", "TemplateDatabase", "TrialDatabase", "capture_delta", "diff_against",
     "diff_snapshots", "json_diff", "snapshot"]
@@ -138,6 +139,8 @@ class TemplateDatabase:
                 f'INSERT OR IGNORE INTO "{_old_table(table.name)}" ("_rid", "_absent") VALUES (?, 1)',
                 f'INSERT INTO "{WRITE_LOG}" (tbl, rid) SELECT ?, ? WHERE NOT EXISTS '
                 f'(SELECT 1 FROM "{WRITE_LOG}" WHERE tbl = ? AND rid = ?)')
+        self.memo = ReadMemo()
+        """Answers of the read tools declared ``memo=True`` on unchanged copies (see :mod:`simulator.world.memo`)."""
         self.engine: Engine = create_engine(
             "sqlite://", poolclass=QueuePool, pool_size=pool_size, max_overflow=-1,
             creator=lambda: _connect_template(data),
@@ -157,6 +160,7 @@ class TemplateDatabase:
         conn = self.engine.connect()
         trial = TrialDatabase(conn, dict(self.options))
         trial.origin = self.origin
+        trial.session.info[MEMO_KEY] = TrialMemo(self.memo, trial.raw, self.options)
         try:
             yield trial
         finally:
@@ -347,6 +351,7 @@ class TrialDatabase:
         """
         self.reusable = False
         self.origin = None
+        self.session.info.pop(MEMO_KEY, None)  # another content: the template's answers no longer apply
         self.raw.deserialize(data)
 
     @property

@@ -153,7 +153,7 @@ class FaultyToolbox(Toolbox):
 
     def _partial_box(self) -> Toolbox:
         if self._partial is None:
-            self._partial = Toolbox([dataclasses.replace(s, fn=_fails_after_writing(s.fn, s.name))
+            self._partial = Toolbox([dataclasses.replace(s, fn=_fails_after_writing(s.fn, s.name), memo=False)
                                      for s in self.specs.values()], uses_session=self.uses_session)
         return self._partial
 

@@ -56,7 +56,7 @@ def _arithmetic(root: ast.AST) -> int | float:
     return value  # type: ignore[no-any-return]
 
 
-@tool("read")
+@tool("read", memo=True)
 def calculate(ctx: ToolContext, expression: str) -> str:
     """Calculate the result of an arithmetic expression, rounded to 2 decimals.
 
@@ -86,7 +86,7 @@ def calculate(ctx: ToolContext, expression: str) -> str:
     return str(round(value, 2))
 
 
-@tool("read")
+@tool("read", memo=True)
 def think(ctx: ToolContext, thought: str) -> str:
     """Think about something: changes nothing and returns nothing; use it for complex reasoning.
 

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 
 from simulator.errors import ToolError
 from simulator.world.events import emit_event
+from simulator.world.memo import MEMO_KEY, TrialMemo, memo_key
 
 ToolKind = Literal["read", "write"]
 CallStatus = Literal["ok", "tool_error", "unknown_tool", "invalid_arguments", "tool_bug"]
@@ -114,6 +115,8 @@ class ToolSpec:
         arguments_model: pydantic model validating the arguments.
         schema: OpenAI ``{"type": "function", "function": {...}}`` schema.
         ends_conversation: calling it ends the trial (e.g. transfer to a human agent).
+        memo: a read tool whose answer depends only on the database, its arguments and the domain options: its
+            answers on unchanged copies of a template are remembered and reused (see :mod:`simulator.world.memo`).
     """
 
     name: str
@@ -123,6 +126,7 @@ class ToolSpec:
     arguments_model: type[BaseModel]
     schema: dict[str, Any]
     ends_conversation: bool = False
+    memo: bool = False
 
 
 def _parse_google_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -151,7 +155,7 @@ def _parse_google_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(desc).strip(), args
 
 
-def _build_spec(fn: Callable[..., Any], kind: ToolKind, name: str | None, ends: bool) -> ToolSpec:
+def _build_spec(fn: Callable[..., Any], kind: ToolKind, name: str | None, ends: bool, memo: bool) -> ToolSpec:
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())
     if not params:
@@ -185,11 +189,11 @@ def _build_spec(fn: Callable[..., Any], kind: ToolKind, name: str | None, ends: 
         "type": "function",
         "function": {"name": tool_name, "description": description, "parameters": params_schema},
     }
-    return ToolSpec(tool_name, kind, fn, description, model, schema, ends)
+    return ToolSpec(tool_name, kind, fn, description, model, schema, ends, memo)
 
 
 def tool(
-    kind: ToolKind = "read", *, name: str | None = None, ends_conversation: bool = False
+    kind: ToolKind = "read", *, name: str | None = None, ends_conversation: bool = False, memo: bool = False
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as a tool and attach its :class:`ToolSpec` as ``fn.tool_spec``.
 
@@ -197,6 +201,10 @@ def tool(
         kind: ``"read"`` (never changes state) or ``"write"`` (may change state).
         name: the name agents call; defaults to the function name.
         ends_conversation: the call ends the trial (transfer to a human agent).
+        memo: (read tools) the answer depends only on the trial database, the arguments and the domain options:
+            never on the clock, the trial's seed, the call's step or state kept outside the database. Its answers
+            on copies of a template nobody wrote to are then remembered and reused (:mod:`simulator.world.memo`).
+            Off by default: a tool is remembered only when its author says so.
 
     Returns:
         A decorator returning the function unchanged apart from the ``tool_spec`` attribute.
@@ -207,9 +215,11 @@ def tool(
     """
     if kind not in ("read", "write"):
         raise ValueError(f"tool kind must be 'read' or 'write', got {kind!r}")
+    if memo and (kind != "read" or ends_conversation):
+        raise ValueError("memo=True is for read tools that do not end the conversation")
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        fn.tool_spec = _build_spec(fn, kind, name, ends_conversation)  # type: ignore[attr-defined]
+        fn.tool_spec = _build_spec(fn, kind, name, ends_conversation, memo)  # type: ignore[attr-defined]
         return fn
 
     return deco
@@ -292,6 +302,10 @@ class Toolbox:
             name: tool name requested by the agent.
             arguments: parsed arguments (None when the model's argument text was not a JSON object).
 
+        A tool declared with ``memo=True`` answers from its template's memo when the same call was answered on an
+        unchanged copy of the same template before (:mod:`simulator.world.memo`): the same content and status,
+        without validating or running anything again.
+
         Returns:
             The :class:`CallOutcome`. On any non-ok status the database is as it was before the call.
         """
@@ -307,6 +321,23 @@ class Toolbox:
                 f"Error: arguments of {name} are not a valid JSON object", "invalid_arguments",
                 spec.kind, time.perf_counter() - t0,
             )
+        if spec.memo:
+            trial: TrialMemo | None = ctx.session.info.get(MEMO_KEY)
+            if trial is not None and not ctx.session.in_transaction() and trial.unchanged(ctx.options):
+                key = memo_key(spec.fn, arguments)
+                if key is not None:
+                    known = trial.memo.get(key)
+                    if known is not None:
+                        return CallOutcome(known[0], known[1], spec.kind, time.perf_counter() - t0)  # type: ignore[arg-type]
+                    out = self._run(ctx, spec, name, arguments, t0)
+                    if out.status in ("ok", "tool_error") and trial.unchanged(ctx.options):
+                        trial.memo.put(key, out.content, out.status)  # the call wrote nothing, not even rolled back
+                    return out
+        return self._run(ctx, spec, name, arguments, t0)
+
+    def _run(self, ctx: ToolContext, spec: ToolSpec, name: str, arguments: Mapping[str, Any],
+             t0: float) -> CallOutcome:
+        """Validate the arguments and run the tool in its own transaction (see :meth:`dispatch`)."""
         try:
             validated = spec.arguments_model.model_validate(dict(arguments), context=ctx.options)
         except ValidationError as e:

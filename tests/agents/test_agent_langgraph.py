@@ -6,7 +6,9 @@ The graph is LangGraph's prebuilt ReAct agent on ``ChatOpenAI`` pointed at the l
 from __future__ import annotations
 
 import os
+import threading
 import warnings
+from typing import Any
 
 import pytest
 
@@ -40,6 +42,31 @@ def make_graph_without_policy(tools):  # type: ignore[no-untyped-def]
         model = ChatOpenAI(model="lg", base_url=os.environ["TAUSIM_TEST_MODEL_URL"], api_key="test", timeout=10,
                            max_retries=0)
         return create_react_agent(model, tools)
+
+
+STALL = threading.Event()
+"""Released by the stall test once its trial has ended: until then the stalling graph's model call hangs."""
+STALLED: dict[str, Any] = {}
+"""What the stalling graph saw: ``timeout`` (the factory's), ``returned`` (its model call came back)."""
+
+
+def stalling_graph(tools, timeout):  # type: ignore[no-untyped-def]
+    """A graph whose one node is a model call that hangs until the test releases it (the first call, at most 10 s)."""
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    STALLED["timeout"] = timeout
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        if not STALLED.get("returned"):
+            STALL.wait(10)
+            STALLED["returned"] = True
+        return {"messages": [AIMessage(content="late")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_edge(START, "model")
+    return graph.compile()
 
 
 @pytest.fixture(autouse=True)
@@ -95,3 +122,27 @@ def test_conversation_and_tools_to_langchain() -> None:
                                                                  "args": {}}).content
     with pytest.raises(ValueError, match="langgraph:package.module:factory"):
         build_langgraph_agent("nomodule")
+
+
+def test_a_stalled_graph_ends_the_trial_at_the_request_timeout() -> None:
+    """The graph used to run in the trial's thread with no bound: a model call that hangs held the trial until the
+    model's own client gave up (or forever). Now --request-timeout bounds each step's wait, as for openai-agents."""
+    import tests.agents.test_agent_langgraph as lg  # the module the factory reference imports (pytest's may differ)
+    from simulator.execution.build import build_runner
+    from simulator.types.spec import RunSpec
+    from tests._support.adapter_runs import TASK_ID
+
+    lg.STALL.clear()
+    lg.STALLED.clear()
+    runner = build_runner(RunSpec(domain="retail", agent="langgraph:tests.agents.test_agent_langgraph:stalling_graph",
+                                  user="rule", task_ids=[TASK_ID], trials=1, seed=5, preflight=False,
+                                  request_timeout=0.5))
+    try:
+        trial = runner.run().trials[0]
+        returned = lg.STALLED.get("returned", False)  # read before the release: the model call still hangs
+    finally:
+        lg.STALL.set()
+    assert not returned, "the trial waited for the stalled model call"
+    assert lg.STALLED["timeout"] == 0.5  # the factory may take the run's request timeout for its model client
+    assert trial.termination_reason == "agent_error", trial.trajectory.error
+    assert "no tool call or answer from the graph in 0.5 s" in (trial.trajectory.error or "")

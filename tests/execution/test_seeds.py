@@ -7,6 +7,7 @@ import pytest
 from simulator.agents import OracleAgent
 from simulator.execution.runner import Runner, derive_seed
 from simulator.execution.seeds import side_seed, trial_seeds
+from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 from simulator.users import scripted_user_factory
 from tests._support.toy import BankDomain, write_data
@@ -64,6 +65,7 @@ def test_both_builds_both_sides_with_one_context_as_before(tmp_path):
         a, u = seen[(t.task_id, t.trial, "agent")], seen[(t.task_id, t.trial, "user")]
         assert a is u  # one context, one generator shared by both sides (the behaviour before `vary`)
         assert a.seed == t.seed == derive_seed(5, t.task_id, t.trial)
+        assert t.side_seeds is None and "side_seeds" not in t.model_dump(mode="json")  # records as before
 
 
 @pytest.mark.parametrize(("vary", "held", "varies"), [("user", "agent", "user"), ("agent", "user", "agent")])
@@ -75,6 +77,9 @@ def test_one_side_held_for_every_trial_of_a_task(tmp_path, vary, held, varies):
         assert t.seed == derive_seed(5, t.task_id, t.trial)  # the recorded trial seed does not change
         assert ctx[varies].seed == t.seed  # the varying side keeps the seed it has in a `both` run
         assert ctx[held].seed == side_seed(derive_seed(5, t.task_id, 0), held)  # same in every trial of the task
+        # the trial records what each side used (the faults are the user's side, see simulator.execution.seeds)
+        assert t.side_seeds == {"agent": ctx["agent"].seed, "user": ctx["user"].seed, "faults": ctx["user"].seed}
+        assert TrialResult.model_validate_json(t.model_dump_json()).side_seeds == t.side_seeds
     held_seeds = {seen[(t.task_id, t.trial, held)].seed for t in res.trials if t.task_id == "move"}
     varying = {seen[(t.task_id, t.trial, varies)].seed for t in res.trials if t.task_id == "move"}
     assert len(held_seeds) == 1 and len(varying) == 3

@@ -328,3 +328,36 @@ def test_hunt_prefix_without_export_exits_2():
     res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--budget", "20", "--prefix"])
     assert res.exit_code == 2, res.output
     assert "--prefix" in res.output and "--export" in res.output
+
+
+@pytest.mark.parametrize("vary", ["user", "agent"])
+def test_a_hunt_refuses_a_held_side_naming_why(vary):
+    """A spec holding one side's seed (``vary`` user/agent) used to be hunted with both sides on the trial seed,
+    silently: its exported cases pin one seed, which a held side does not replay from."""
+    from simulator.hunt.session import run_hunt
+
+    spec = RunSpec(domain="retail", agent="reference", user="rule", task_ids=["cancel-no-longer-needed"],
+                   vary=vary, preflight=False)
+    with pytest.raises(ValueError, match=rf"vary {vary}: tausim hunt varies both sides.*tausim variance"):
+        run_hunt(spec, 10)
+    with pytest.raises(ValueError, match=rf"vary {vary}"):
+        Harness(build_runner(spec))
+
+
+def test_hunt_vary_option_refuses_a_held_side_and_takes_both(monkeypatch):
+    from simulator.cli import hunt as hunt_cli
+
+    res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--budget", "5", "--vary", "user"])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert "--vary user" in text and "varies both sides" in text and "Failure clusters" not in text
+    seen: dict[str, RunSpec] = {}
+
+    def fake(spec: RunSpec, *a: object, **kw: object) -> object:
+        seen["spec"] = spec
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(hunt_cli, "run_hunt", fake)
+    res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--budget", "5", "--vary", "both"])
+    assert res.exit_code == 2 and "stop here" in res.output
+    assert seen["spec"].vary == "both"

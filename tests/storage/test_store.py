@@ -85,6 +85,7 @@ def test_round_trip_equals_trial_result(bank, store):
     odd.trajectory.agent_usage = Usage(prompt_tokens=3, completion_tokens=4, cost_usd=None, calls=1)
     odd.trajectory.messages.append(Message(role="assistant", tool_calls=[
         ToolCall(id="c1", name="transfer", arguments=None, raw_arguments="{not json")]))
+    odd.side_seeds = {"agent": 2**64 - 2, "user": 2**64 - 1, "faults": 2**64 - 1}  # a run holding a side
     assert store.record("r1", odd) is True
     loaded = store.load_trials("r1")  # planned task order, then trial index
     assert loaded == res.trials[:2] + [odd] + res.trials[2:]

@@ -42,6 +42,9 @@ class _TableSQL:
         self.key = tuple(c.name for c in table.primary_key.columns)
         self.json = frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
         self.bool = frozenset(c.name for c in table.columns if isinstance(c.type, Boolean))
+        self._convert = tuple((c, json.loads if c in self.json else bool) for c in self.columns
+                              if c in self.json or c in self.bool)
+        """The columns read back converted, in table order, with their conversion."""
         cols = ", ".join(f'"{c}"' for c in self.columns)
         self.where_key = " AND ".join(f'"{c}" = ?' for c in self.key)
         self.select = f'SELECT {cols} FROM "{self.name}"'
@@ -51,12 +54,10 @@ class _TableSQL:
 
     def row(self, values: Sequence[Any]) -> Row:
         out = dict(zip(self.columns, values, strict=True))
-        for c in self.json:
-            if out[c] is not None:
-                out[c] = json.loads(out[c])
-        for c in self.bool:
-            if out[c] is not None:
-                out[c] = bool(out[c])
+        for c, convert in self._convert:
+            value = out[c]
+            if value is not None:
+                out[c] = convert(value)
         return out
 
     def bind(self, column: str, value: Any) -> Any:
