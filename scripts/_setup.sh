@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.tausim-installed"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! .venv/bin/python -c "import simulator, litellm, distributed, agents, langgraph, mcp, a2a.client, gymnasium, rank_bm25" 2>/dev/null; then
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! .venv/bin/python -c "import simulator, xdist, litellm, distributed, agents, langgraph, mcp, a2a.client, gymnasium, rank_bm25" 2>/dev/null; then
   echo "installing tausim and its dependencies into .venv" >&2
   .venv/bin/python -m pip install --quiet --upgrade pip >&2
   .venv/bin/python -m pip install --quiet -e ".[dev,postgres,dask,otel,openai-agents,langgraph,mcp,a2a,gym,knowledge]" >&2

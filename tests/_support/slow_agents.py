@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from simulator.agents import OracleAgent
+from tests._support.children import restore_sigint
 
 STEP_SLEEP_S = float(os.environ.get("TAUSIM_TEST_STEP_SLEEP", "0.02"))
 
@@ -66,7 +67,7 @@ def interrupt_run(args: list[str], partial: Path, after_lines: int, timeout_s: f
         (exit code, stderr, the trials in ``partial``: the lines after its header).
     """
     proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=restore_sigint)
     try:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and not (partial.exists()  # the header line, then one line a trial

@@ -3,8 +3,10 @@
 The PostgreSQL cases use the server named by ``TAUSIM_TEST_STORE_URL`` (e.g.
 ``postgresql+psycopg://tausim:PASSWORD@127.0.0.1:5432/tausim``, a role that may create databases; ``.ci/run``
 starts one). Each test gets a database of its own, created from that URL and dropped afterwards, so tests are
-independent. Without the variable the PostgreSQL cases are skipped, except where ``CI`` is set: there they fail,
-so that CI never passes without having run them.
+independent, also when pytest-xdist runs them in parallel worker processes (the database's name carries the
+worker's id, ``gw0``, ``gw1``, so that one left behind by a crash says whose it was). Without the variable the
+PostgreSQL cases are skipped, except where ``CI`` is set: there they fail, so that CI never passes without having
+run them.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def fresh_store_url(backend: str, tmp_path: Path) -> Iterator[str]:
     if backend != "postgresql":
         raise ValueError(f"backend {backend!r}: expected one of {BACKENDS}")
     base = make_url(postgres_base_url())
-    name = f"tausim_test_{uuid.uuid4().hex[:20]}"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")  # set by pytest-xdist in its workers: gw0, gw1, ...
+    name = f"tausim_test_{worker}_{uuid.uuid4().hex[:20]}"
     admin = create_engine(base, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     try:
         with admin.connect() as conn:

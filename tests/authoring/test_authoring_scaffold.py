@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -15,15 +17,27 @@ from simulator.cli import app
 from simulator.errors import ScaffoldError
 
 
-def _tausim(*args, cwd):
+def _tausim(python, *args, cwd):
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run([sys.executable, "-m", "simulator.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([str(python), "-m", "simulator.cli", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=600, check=False)
 
 
-def _pip(*args):
-    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=600,
-                          check=False)
+def _private_python(folder: Path) -> Path:
+    """The python of a new virtual environment in ``folder`` that also sees this interpreter's packages.
+
+    The scaffold is installed there, not into the suite's own environment: other tests, in other processes while
+    the suite runs in parallel, list the installed domains (``tausim domains`` would name the scaffold's and fail
+    to import it), and an interrupted test would leave it installed.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    python = folder / "bin" / "python"
+    site_dir = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    # addsitedir, not a plain path line: the suite's environment's own .pth files (editable installs) apply too
+    outer = sysconfig.get_paths()["purelib"]
+    (Path(site_dir) / "suite_packages.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
+    return python
 
 
 def test_scaffold_installs_checks_and_runs(tmp_path):
@@ -36,32 +50,33 @@ def test_scaffold_installs_checks_and_runs(tmp_path):
                 f"tests/test_{name}.py"):
         assert (root / rel).is_file(), rel
     assert f'{name} = "{name}:{class_name(name)}"' in (root / "pyproject.toml").read_text()
-    installed = _pip("install", "-q", "-e", str(root), "--no-deps", "--no-build-isolation")
+    python = _private_python(tmp_path / "venv")
+    installed = subprocess.run([python, "-m", "pip", "install", "-q", "-e", str(root), "--no-deps",
+                                "--no-build-isolation"], capture_output=True, text=True, timeout=600, check=False)
     assert installed.returncode == 0, installed.stderr[-2000:]
+    listed = subprocess.run([sys.executable, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
+                            timeout=600, check=True)
+    assert f"tausim-domain-{name}" not in listed.stdout  # the suite's own environment is left as it was
     work = tmp_path / "work"  # `python -m` puts the cwd first on sys.path: not the folder holding the project
     work.mkdir()
-    try:
-        check = _tausim("domain", "check", name, cwd=work)
-        assert check.returncode == 0, check.stdout + check.stderr
-        assert f"domain {name}: 0 error(s)" in check.stdout
-        lint = _tausim("tasks", "lint", root / name / "tasks" / "builtin.json", cwd=work)
-        assert lint.returncode == 0 and "0 error(s), 0 warning(s)" in lint.stdout, lint.stdout + lint.stderr
-        tasks = json.loads((root / name / "tasks" / "builtin.json").read_text())["tasks"]
-        assert any(t.get("assertions") for t in tasks) and all(t["gold_actions"] for t in tasks)
-        for agent, expect in (("oracle", True), ("null", False)):
-            out = work / f"{agent}.json"
-            run = _tausim("run", "--domain", name, "--agent", agent, "--user", "scripted", "--out", out, cwd=work)
-            assert run.returncode == 0, run.stdout + run.stderr
-            trials = json.loads(out.read_text())["trials"]
-            assert len(trials) == len(tasks) >= 4
-            assert [t["passed"] for t in trials] == [expect] * len(tasks), (agent, trials)
-        own = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "tests")],
-                             capture_output=True, text=True, cwd=root, timeout=600, check=False,
-                             env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-        assert own.returncode == 0, own.stdout[-2000:]
-    finally:
-        removed = _pip("uninstall", "-y", f"tausim-domain-{name}")
-        assert removed.returncode == 0, removed.stderr
+    check = _tausim(python, "domain", "check", name, cwd=work)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"domain {name}: 0 error(s)" in check.stdout
+    lint = _tausim(python, "tasks", "lint", root / name / "tasks" / "builtin.json", cwd=work)
+    assert lint.returncode == 0 and "0 error(s), 0 warning(s)" in lint.stdout, lint.stdout + lint.stderr
+    tasks = json.loads((root / name / "tasks" / "builtin.json").read_text())["tasks"]
+    assert any(t.get("assertions") for t in tasks) and all(t["gold_actions"] for t in tasks)
+    for agent, expect in (("oracle", True), ("null", False)):
+        out = work / f"{agent}.json"
+        run = _tausim(python, "run", "--domain", name, "--agent", agent, "--user", "scripted", "--out", out, cwd=work)
+        assert run.returncode == 0, run.stdout + run.stderr
+        trials = json.loads(out.read_text())["trials"]
+        assert len(trials) == len(tasks) >= 4
+        assert [t["passed"] for t in trials] == [expect] * len(tasks), (agent, trials)
+    own = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "tests")],
+                         capture_output=True, text=True, cwd=root, timeout=600, check=False,
+                         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert own.returncode == 0, own.stdout[-2000:]
 
 
 def test_bad_names_and_existing_folders_are_refused(tmp_path):

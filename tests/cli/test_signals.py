@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from simulator.dialogue.progress import RunProgress
+from tests._support.children import restore_sigint
 from tests._support.slow_agents import interrupt_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,3 +107,20 @@ def test_two_resumes_of_one_partial_file_the_second_refuses(tmp_path):
     finally:
         first.kill()
         first.communicate()
+
+
+def test_a_child_gets_ctrl_c_back_even_where_the_suite_ignores_it():
+    """A non-interactive shell's background job (`pytest &`) ignores SIGINT, and its children inherit that across
+    exec: Python then installs no KeyboardInterrupt handler and the Ctrl-C tests' tausim processes never stopped.
+    Those tests start their children with ``preexec_fn=restore_sigint``."""
+    code = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # this process, as a background job's
+    try:
+        inherited = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                                   check=True)
+        restored = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                                  check=True, preexec_fn=restore_sigint)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert inherited.stdout.strip() == "False"  # what the children got before
+    assert restored.stdout.strip() == "True"

@@ -32,6 +32,7 @@ from simulator.storage.runlog import run_logger
 from simulator.types.messages import UserTurn
 from simulator.types.spec import RunSpec
 from tests._support import slow_agents
+from tests._support.children import restore_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "cancel-no-longer-needed"
@@ -347,7 +348,8 @@ def test_the_partial_file_of_an_interrupted_run_is_reported_over_all_planned_tas
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "simulator.cli", "run", "--agent", f"{HERE}:interrupting_oracle",
                            "--trials", "2", "--out", str(out), "--no-progress", "--no-preflight"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+                          preexec_fn=restore_sigint)
     assert proc.returncode == 130, proc.stdout[-2000:] + proc.stderr[-2000:]
     partial = tmp_path / "run.json.partial.jsonl"
     header, *lines = partial.read_text().splitlines()

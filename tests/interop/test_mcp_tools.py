@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from simulator.interop.mcp_server import ToolSession  # noqa: E402
 from simulator.types.spec import RunSpec  # noqa: E402
 from simulator.world.domain import get_domain  # noqa: E402
+from tests._support.children import restore_sigint  # noqa: E402
 
 TASK = "cancel-no-longer-needed"
 TAUSIM = [sys.executable, "-m", "simulator.cli"]
@@ -53,7 +54,8 @@ class Served:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [*TAUSIM, "serve-tools", "--domain", "retail", "--task-id", TASK, "--port", "0", *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+            preexec_fn=restore_sigint)
         self.lines: list[str] = []
         self._url = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
