@@ -58,8 +58,8 @@ STEP_TIMEOUT = 300.0
 """Seconds a step waits for the graph's next tool calls or answer (then the trial ends ``agent_error``)."""
 
 
-class _Stalled(Exception):
-    """The graph did not give its next tool calls or answer within the step timeout."""
+STALLED = object()
+"""What :meth:`_Worker.call` returns when the graph did not give its next tool calls or answer within the timeout."""
 
 
 class _Worker:
@@ -93,8 +93,10 @@ class _Worker:
     def call(self, fn: Callable[[], Any], timeout: float) -> Any:
         """Run ``fn`` on the thread and return its value, waiting at most ``timeout`` seconds.
 
+        Returns:
+            ``fn``'s value, or :data:`STALLED` when it did not return in time (it goes on running on the thread).
+
         Raises:
-            _Stalled: ``fn`` did not return in time (it goes on running on the thread).
             BaseException: what ``fn`` raised.
         """
         if self._thread is None:
@@ -105,7 +107,7 @@ class _Worker:
         done = threading.Event()
         self._jobs.put((fn, box, done))
         if not done.wait(timeout):
-            raise _Stalled
+            return STALLED
         if "error" in box:
             raise box["error"]
         return box["value"]
@@ -278,13 +280,14 @@ class LangGraphAdapter:
             self._stream = iter(self.graph.stream(payload, {"recursion_limit": self._limit}, stream_mode="updates"))
             self._last = None
         try:
-            turn: AgentTurn = self._worker.call(self._advance, self._timeout)
-        except _Stalled:
-            self._close()
-            return failed_turn(f"langgraph: no tool call or answer from the graph in {self._timeout:g} s")
+            turn = self._worker.call(self._advance, self._timeout)
         except Exception as e:  # noqa: BLE001 - any failure of the graph or its model ends the trial
             self._close()
             return failed_turn(describe_error("langgraph", e), error_kind(e))
+        if turn is STALLED:
+            self._close()
+            return failed_turn(f"langgraph: no tool call or answer from the graph in {self._timeout:g} s")
+        assert isinstance(turn, AgentTurn)
         return turn
 
     def _advance(self) -> AgentTurn:
