@@ -35,8 +35,6 @@ __all__ = [
     "RETRYABLE_RE",
     "UNKNOWN_RE",
     "YES_RE",
-    "ACTION_PARTICIPLES",
-    "STATE_REPORT_RE",
     "asks_confirmation",
     "claims_completion",
     "is_closing",
@@ -44,7 +42,6 @@ __all__ = [
     "is_retryable_error",
     "is_yes",
     "offers_more_help",
-    "reports_state_change",
     "requested_tool_calls",
     "says_unknown",
 ]
@@ -137,70 +134,6 @@ def offers_more_help(text: str | None) -> bool:
     return bool(text) and MORE_HELP_RE.search(text or "") is not None
 
 
-_CHANGE_PARTICIPLES = (
-    r"(?:cancel+ed|returned|exchanged|modified|changed|updated|processed|refunded|credited|issued|upgraded|"
-    r"downgraded|removed|rebooked|switched|applied|replaced|reset|activated|deactivated|enabled|disabled|closed|"
-    r"reopened|handled|completed|taken care of)")
-_RECORD_PARTICIPLES = r"(?:placed|booked|paid|made|sent|submitted|requested|initiated|added)"
-ACTION_PARTICIPLES = f"(?:{_CHANGE_PARTICIPLES}|{_RECORD_PARTICIPLES})"
-"""The past participles of the actions a support agent carries out for a user (change, cancel, refund, book,
-switch on ...), as a regex alternation: those that change a record and those that make one (placed, booked, paid,
-sent ...). States an action did not bring about (``delivered``, ``delayed``, ``scheduled``) and checks
-(``verified``, ``confirmed``) are not among them."""
-
-_ADVERBS = r"(?:\s+(?:now|just|also|all|successfully)){0,2}"
-STATE_REPORT_RE = re.compile(
-    r"(?:\b(?:is|are)|\b(?:it|that|this|everything)'s|'re|(?:\b(?:has|have)|'s|'ve)(?:\s+(?:now|just|also|all))?"
-    r"\s+been)" + _ADVERBS + r"\s+" + ACTION_PARTICIPLES + r"\b"
-    r"|\b(?:was|were)(?:" + _ADVERBS + r"\s+" + _CHANGE_PARTICIPLES
-    + r"|(?:\s+(?:just|now|successfully)){1,2}\s+" + _RECORD_PARTICIPLES + r")\b",
-    re.IGNORECASE,
-)
-"""A past-participle report of the state an action left: "is cancelled", "has been cancelled", "is now updated",
-"was refunded", "'s been upgraded", "have now been returned", "are just rebooked". Not "already" (a state found,
-not an action reported); a bare "'s" only after a pronoun ("the order's updated address" is a possessive); in the
-simple past a participle that makes a record only after "just", "now" or "successfully" ("was booked in economy"
-tells a record's history, "was just booked" reports). Read by :func:`reports_state_change`, which leaves out the
-clauses that report nothing done (conditions, negations, dated history)."""
-
-_CLAUSE_RE = re.compile(r"[,;:()]|\s(?:and|but|so)\s|\s-{1,2}\s", re.IGNORECASE)
-_CONDITIONAL_RE = re.compile(
-    r"^\W*(?:if|once|when|whenever|unless|until|in case|as soon as|provided|assuming)\b", re.IGNORECASE)
-_NOT_DONE_RE = re.compile(
-    r"\b(?:if|once|when|whenever|after|before|until|unless|whether|in case|as soon as|no|none|nothing|neither|"
-    r"nor)\b", re.IGNORECASE)
-_DATED_RE = re.compile(
-    r"\b(?:ago|yesterday|last (?:week|month|year|night)|previously|originally|earlier)\b|"
-    r"\b(?:on|in|since) (?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,6}\b|"
-    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day\b)", re.IGNORECASE)
-
-
-def reports_state_change(text: str | None) -> bool:
-    """Return True when a message reports an action as carried out by the state it left ("Your order is cancelled.").
-
-    A clause (split at ``, ; : ( )``, "and", "but", "so", dashes) of a sentence that does not open with a condition
-    ("If ...", "Once ...", "When ...": the whole sentence is conditional) reports it when it holds
-    :data:`STATE_REPORT_RE` with, before that, no condition or negated subject ("if", "once", "when", "until", "no",
-    "none" ...: "The refund goes out once the item is returned", "No flight was cancelled") and nowhere a date of the
-    past ("was placed on May 3", "3 days ago"). A future or possible action ("will be cancelled", "can be
-    cancelled") and a negated state ("is not cancelled") never match. The patterns are general (copula, adverbs,
-    :data:`ACTION_PARTICIPLES`), never a task's wording.
-
-    Args:
-        text: the agent's message or one of its sentences (None: no report).
-    """
-    if not text:
-        return False
-    for sentence in _SENTENCE_RE.split(text):
-        if _CONDITIONAL_RE.search(sentence):  # "If X is cancelled, Y is refunded": neither is done
-            continue
-        for clause in _CLAUSE_RE.split(sentence):
-            m = STATE_REPORT_RE.search(clause)
-            if m and not _NOT_DONE_RE.search(clause, 0, m.start()) and not _DATED_RE.search(clause):
-                return True
-    return False
-
-
 COMPLETION_RE = re.compile(
     r"\b(all set|all done|is done|has been (?:\w+ed|done|made|processed|completed)|have been \w+ed|"
     r"successfully|completed|is now (?:\w+ed|updated|complete)|went through)\b", re.IGNORECASE)
@@ -209,15 +142,12 @@ successfully"), anywhere in the message."""
 
 
 def claims_completion(text: str | None) -> bool:
-    """Return True when an agent message claims that the work was done and asks no yes/no.
-
-    A claim is :data:`COMPLETION_RE` or a state report (:func:`reports_state_change`: "Your order is cancelled.").
+    """Return True when an agent message claims that the work was done (:data:`COMPLETION_RE`) and asks no yes/no.
 
     Args:
         text: the agent's message (None: no claim).
     """
-    return (bool(text) and (COMPLETION_RE.search(text or "") is not None or reports_state_change(text))
-            and not asks_confirmation(text))
+    return bool(text) and COMPLETION_RE.search(text or "") is not None and not asks_confirmation(text)
 
 
 UNKNOWN_RE = re.compile(

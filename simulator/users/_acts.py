@@ -11,8 +11,7 @@ last message as a set of dialogue acts:
 - ``confirm``: states an action and asks yes/no (:func:`simulator.dialogue.cues.asks_confirmation` holds and the
   question is not a "which/what" question).
 - ``offer_options``: lists choices (bullet or numbered lines, or "available options ... which one").
-- ``report_result``: says an action was carried out ("Done: ... has been cancelled", "Your order is cancelled.",
-  :func:`simulator.dialogue.cues.reports_state_change`).
+- ``report_result``: says an action was carried out ("Done: ... has been cancelled").
 - ``anything_else``: offers more help ("Is there anything else I can help you with?").
 - ``refuse``: says the wish cannot be met ("I'm sorry, but I can't ...", "... is not possible").
 - ``transfer``: says the user is being handed to a human.
@@ -29,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from simulator.dialogue.cues import asks_confirmation, offers_more_help, reports_state_change
+from simulator.dialogue.cues import asks_confirmation, offers_more_help
 from simulator.dialogue.text import clip_long_tokens
 
 __all__ = ["ACTS", "IDENTITY_PATTERNS", "SLOT_PATTERNS", "DialogueActs", "classify", "sentences"]
@@ -104,15 +103,17 @@ _TRANSFER = _rx(
     r"\bhand(?:ing)? (?:you )?(?:over )?to\b|\bto a human\b|\bhuman (?:agent|representative)s? will\b|"
     r"\ba (?:live |human )?(?:agent|representative|specialist|colleague) will (?:be with you|contact|help|take)"
 )
+_ACTION_VERBS = (r"(?:cancel+(?:ed|led)?|returned|exchanged|modified|changed|updated|processed|booked|refunded|"
+                 r"issued|submitted|placed|upgraded|downgraded|added|removed|rebooked|switched|applied|initiated|"
+                 r"requested|made|handled|completed|taken care of)")
 _REPORT = _rx(
-    r"^\W*(?:done|all set|all done|success)\b|\bsuccessfully\b|\bi(?:'ve| have)? (?:now )?(?:just )?"
+    r"^\W*(?:done|all set|all done|success)\b|\bsuccessfully\b|\b(?:has|have) (?:now )?been (?:successfully )?"
+    + _ACTION_VERBS + r"\b|\b(?:is|are|was|were) now " + _ACTION_VERBS + r"\b|\bi(?:'ve| have)? (?:now )?(?:just )?"
     r"(?:cancel+ed|returned|exchanged|modified|changed|updated|processed|booked|refunded|issued|submitted|placed|"
     r"upgraded|added|removed|rebooked|switched)\b|\b(?:the|your) (?:cancellation|return|exchange|modification|"
     r"change|update|refund|booking|upgrade) (?:is|was|has been) (?:complete|completed|done|confirmed|processed|"
     r"successful)\b"
 )
-"""A report of a finished action besides the state reports of :func:`~simulator.dialogue.cues.reports_state_change`:
-"Done", "successfully", "I've cancelled ...", "the refund is complete"."""
 _REFUSE = _rx(
     r"\b(?:can(?:no|')t|cannot|can not|unable to|not able to|won'?t be able to|couldn'?t|could not) (?:be )?"
     r"(?:cancel|return|exchang|modif|chang|process|refund|do|help with|make|offer|issue|grant|allow|book|upgrad|"
@@ -270,7 +271,7 @@ def _scan_statement(sent: str, found: set[str]) -> None:
     """Note what a sentence that asks nothing does: ``transfer``, ``report_result``, ``inform`` (added to ``found``)."""
     if _TRANSFER.search(sent):
         found.add("transfer")
-    if _REPORT.search(sent) or reports_state_change(sent):
+    if _REPORT.search(sent):
         found.add("report_result")
     if _INFORM.search(sent) and not _BULLET.match(sent):
         found.add("inform")

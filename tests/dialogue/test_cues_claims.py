@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.dialogue.cues import claims_completion, reports_state_change, says_unknown
+from simulator.dialogue.cues import claims_completion, says_unknown
 
 
 @pytest.mark.parametrize(("text", "unknown"), [
@@ -29,50 +29,13 @@ def test_says_unknown(text: str | None, unknown: bool) -> None:
     ("I will cancel order #W1. Shall I proceed? (yes/no)", False),  # a confirmation request, not a claim
     ("Could you give me your zip code?", False),
     (None, False),
+    # policy statements, conditions after the verb and dated history are not claims (a rule user that read them as
+    # claims left correct agents' conversations early: the fresh-user tour of 2026-12-06)
+    ("Please note: orders that are cancelled are refunded to the original payment method within 5-7 days.", False),
+    ("Refunds are processed within 5-7 business days.", False),
+    ("Your order is cancelled once you confirm.", False),
+    ("A previous order of yours was cancelled on the 3rd.", False),
+    ("Just so you know, an order that's been cancelled can't be restored.", False),
 ])
 def test_claims_completion(text: str | None, claim: bool) -> None:
     assert claims_completion(text) is claim
-
-
-@pytest.mark.parametrize("text", [
-    "Your order is cancelled.",
-    "Order #W1 has been cancelled.",
-    "Your address is now updated.",
-    "The $54.04 was refunded to your gift card.",
-    "Both items are returned and the refund is processed.",
-    "OK, your reservation's been upgraded to business.",
-    "The new card was just issued.",
-    "Your flights are rebooked for Friday.",
-    "Done, the phone is reset.",
-    "Your order has now been cancelled.",  # the old "has now been" form
-    "The items have all been returned.",
-    "It's cancelled and you're rebooked on Friday's flight.",
-    "The flight was successfully booked.",
-])
-def test_a_state_report_of_a_finished_action(text: str) -> None:
-    """A past-participle report of the state an action left ("is cancelled", "was refunded"), whatever the
-    object or the wording around it, not only the "has been" / "is now" forms."""
-    assert reports_state_change(text), text
-    assert claims_completion(text), text
-
-
-@pytest.mark.parametrize("text", [
-    "Your order will be cancelled once you confirm.",  # not done yet
-    "Once the item is returned, the refund goes to your card.",  # a condition
-    "If the reservation is cancelled, every payment is refunded to its method.",
-    "No flight was cancelled by the airline.",  # a negated report
-    "Your order is not cancelled yet.",
-    "The order was placed on May 3 and delivered on May 9.",  # history, dated
-    "This reservation was booked 3 days ago.",
-    "The order was placed with express shipping and paid with a gift card.",  # a record's history
-    "Your order is pending and the total is $432.10.",  # a status, no action
-    "Your gift card balance is now $154.96.",
-    "Your identity is verified.",  # a check, not the action asked for
-    "Your flight is scheduled to depart at 9:05.",
-    "The order can be cancelled.",
-    "I see the account's updated address and the order's cancelled item.",  # possessives, not copulas
-    "",
-    None,
-])
-def test_not_a_state_report(text: str | None) -> None:
-    assert not reports_state_change(text), text

@@ -241,9 +241,7 @@ def test_regrade_reviews_the_peer_user(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps([{"task_id": 75, "reward": 0.0, "trial": 0, "traj": traj}]))
     text = cli("regrade", path, "--format", "tau-bench", "--domain", "retail", "--data", RETAIL / "data")
-    # two weaknesses by hand: the user's reasoning reached the agent, and it thanked and stopped after the agent's
-    # "Done: the exchange is requested." though the exchange asked for the wrong item (the state says so)
-    assert "user-simulator review: reasoning_leak 1, accepted_false_completion 1 (trials flagged)" in text
+    assert "user-simulator review: reasoning_leak 1 (trials flagged)" in text
     # a weakness: the trial failed on the agent's account (the state), not because of the leaked reasoning
     assert "of 1 failed trials: 0 caused by the simulator; 1 with a simulator weakness only" in text
 
