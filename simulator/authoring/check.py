@@ -83,7 +83,7 @@ def _check_policy(domain: Domain) -> list[Finding]:
 
 
 def _check_round_trip(domain: Domain, template: TemplateDatabase, folder: Path) -> list[Finding]:
-    with template.trial() as t:
+    with template.trial(memo=False) as t:
         dumped = domain.dump(t)
     files = {table: folder / f"{table}.json" for table in dumped}
     if not all(p.is_file() for p in files.values()):
@@ -132,7 +132,7 @@ def sample_read_calls(domain: Domain, template: TemplateDatabase, tasks: Sequenc
         :data:`SAMPLES_PER_ENTITY` generated calls per tool).
     """
     toolbox = domain.toolbox()
-    with template.trial() as t:
+    with template.trial(memo=False) as t:
         samples = _entity_samples(domain, t)
     seen_values: dict[str, list[Any]] = {}
     for task in tasks:
@@ -192,7 +192,7 @@ def _replay(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task], r
     toolbox = domain.toolbox()
     res = _Pass()
     for task in tasks:
-        with template.trial() as t:
+        with template.trial(memo=False) as t:
             try:
                 prepare_trial(domain, t, task)
             except GoldToolBug as e:
@@ -207,7 +207,7 @@ def _replay(domain: Domain, template: TemplateDatabase, tasks: Sequence[Task], r
                     break
             res.gold[task.id] = outcomes
             res.goal[task.id] = t.raw.serialize()
-    with template.trial() as t:
+    with template.trial(memo=False) as t:
         ctx = ToolContext(t.session, t.options)
         for action in reads:
             before = _writes(t)

@@ -151,8 +151,13 @@ class TemplateDatabase:
             conn.exec_driver_sql("BEGIN")
 
     @contextmanager
-    def trial(self) -> Iterator[TrialDatabase]:
+    def trial(self, memo: bool = True) -> Iterator[TrialDatabase]:
         """Open a private copy of the template for one trial; restored to the template (or discarded) on exit.
+
+        Args:
+            memo: read tools declared ``memo=True`` may answer from the template's memo while the copy is unchanged
+                (:mod:`simulator.world.memo`); False runs every call (``tausim domain check`` replays with it off,
+                so that a memo tool reading the clock or other state outside the database is still caught).
 
         Yields:
             A :class:`TrialDatabase`.
@@ -160,7 +165,8 @@ class TemplateDatabase:
         conn = self.engine.connect()
         trial = TrialDatabase(conn, dict(self.options))
         trial.origin = self.origin
-        trial.session.info[MEMO_KEY] = TrialMemo(self.memo, trial.raw, self.options)
+        if memo:
+            trial.session.info[MEMO_KEY] = TrialMemo(self.memo, trial.raw, self.options)
         try:
             yield trial
         finally:

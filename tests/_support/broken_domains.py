@@ -112,6 +112,16 @@ def ticket_note(ctx: ToolContext, item_id: str, text: str) -> str:
     return f"note {nid} added"
 
 
+@tool("read", memo=True)
+def item_seen_at(ctx: ToolContext, item_id: str) -> str:
+    """BROKEN: a read tool declared memo=True that reads the wall clock.
+
+    Args:
+        item_id: the item id.
+    """
+    return f"{_item(ctx, item_id).name} seen at {datetime.now().isoformat()}"
+
+
 POLICY = ("# Stock room policy\n\n" + "You help staff of a small stock room. Look the item up before acting, add notes "
           "only when asked, never change stock counts, and say what you did in one sentence. " * 6)
 
@@ -165,6 +175,12 @@ class WallClockDomain(StockDomain):
 
     extra_tools = (stamp_note,)
     note_tool = "stamp_note"
+
+
+class MemoClockDomain(StockDomain):
+    """Has a read tool declared memo=True that reads the wall clock."""
+
+    extra_tools = (item_seen_at,)
 
 
 class RandomIdDomain(StockDomain):

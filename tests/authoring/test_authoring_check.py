@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from simulator.authoring import check_domain, errors
-from tests._support.broken_domains import RandomIdDomain, ReadWritesDomain, StockDomain, WallClockDomain, write_data
+from tests._support.broken_domains import (
+    MemoClockDomain,
+    RandomIdDomain,
+    ReadWritesDomain,
+    StockDomain,
+    WallClockDomain,
+    write_data,
+)
 
 
 @pytest.fixture
@@ -32,6 +39,12 @@ def test_read_tool_that_writes_is_caught(data):
 def test_tool_reading_the_wall_clock_is_caught(data):
     findings = errors(_check(WallClockDomain(), data))
     assert {(f.rule, f.tool) for f in findings} == {("wall-clock", "stamp_note")}
+
+
+def test_memo_read_tool_reading_the_wall_clock_is_caught(data):
+    """The check replays without the read-tool memo: a memo tool's second answer is computed, not remembered."""
+    findings = errors(_check(MemoClockDomain(), data))
+    assert {(f.rule, f.tool) for f in findings} == {("wall-clock", "item_seen_at")}
 
 
 def test_non_deterministic_tool_is_caught(data):
