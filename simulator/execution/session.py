@@ -324,8 +324,8 @@ class _Session:
         same = source is not None and self.partial is not None and source.resolve() == self.partial.resolve()
         if self.partial is not None:
             self.stack.enter_context(partial_lock(self.partial, "resume_from" if same else "out"))
-            if resume is None:  # a run resumed (from this file or other trials) carries the earlier trials over
-                _refuse_unfinished(self.partial, self.out)
+            if resume is None and self.store_arg is None and self.run_id is None:  # (with a store: _open_store_run)
+                _refuse_unfinished(self.partial, self.out)  # a resumed run carries the earlier trials over
         if resume is None:
             return None
         if source is not None:
@@ -387,6 +387,8 @@ class _Session:
             self.owns_store = True
         self.store = store
         folder = (Path(self.spec.data_dir) if self.spec.data_dir else runner.domain.default_data_dir()).resolve()
+        if self.partial is not None and (self.run_id is None or store.get_run(self.run_id) is None):
+            _refuse_unfinished(self.partial, self.out, store=True)  # resuming a stored run: its trials are in the store
         with store.writing():
             info, created = store.open_run(
                 self.run_id, self.spec, [t.id for t in runner.tasks], data_dir=str(folder),
@@ -559,12 +561,15 @@ class _Session:
             outcome.partial = None
 
 
-def _refuse_unfinished(partial: Path, out: Path | None) -> None:
+def _refuse_unfinished(partial: Path, out: Path | None, store: bool = False) -> None:
     """Refuse to start a run over the partial file of an earlier one that did not finish (its trials would be lost).
+
+    A run resuming a stored run is not refused (its earlier trials are in the store, the partial file starts over).
 
     Args:
         partial: ``FILE.partial.jsonl`` of the run's ``--out``.
         out: the run's ``--out`` (named in the error).
+        store: the run records in a results store (a new stored run): the message says how to resume either way.
 
     Raises:
         OptionError: (``out``) ``partial`` holds finished trials; the message says how to resume or start over.
@@ -578,7 +583,10 @@ def _refuse_unfinished(partial: Path, out: Path | None) -> None:
         raise OptionError("out", str(out), f"cannot read {partial} ({e.strerror})") from e
     if trials > 0:
         raise OptionError("out", str(out), f"{partial} holds {trials} finished trial(s) of an earlier run that did "
-                          f"not finish; resume it with --resume-from {partial}, or remove that file to start over")
+                          f"not finish; resume it with --resume-from {partial}"
+                          + (" (without --store and --run-id), or rerun with the earlier run's --run-id if it "
+                             "recorded in this store," if store else ",")
+                          + " or remove that file to start over")
 
 
 def _same_run(file_spec: RunSpec, built: RunSpec, source: str) -> None:
