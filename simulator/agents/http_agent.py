@@ -17,6 +17,7 @@ answers at all (``tausim run`` does it before any trial and exits 2 when it does
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +43,8 @@ __all__ = ["HttpAgent", "HttpAgentClient", "HttpFailure", "build_http_agent"]
 PREFLIGHT_SECONDS = 2.0
 """Connect and read timeout of the pre-flight request (the whole check stays under 5 s)."""
 
-_CLIENT_OPTIONS = ("model", "api_key", "headers", "timeout", "connect_timeout", "max_attempts", "wait_initial",
-                   "wait_max", "deadline")
+_CLIENT_OPTIONS = ("model", "api_key", "api_key_env", "headers", "timeout", "connect_timeout", "max_attempts",
+                   "wait_initial", "wait_max", "deadline")
 _IGNORED_OPTIONS = ("domain", "api_base", "cache", "limiters", "instruction")
 
 
@@ -77,7 +78,9 @@ class HttpAgentClient:
     Args:
         url: the service's base URL (``http://HOST:PORT/v1``) or its full ``.../chat/completions`` URL.
         model: the ``model`` field sent (a service serving several agents may route by it).
-        api_key: sent as ``Authorization: Bearer KEY`` when given.
+        api_key: sent as ``Authorization: Bearer KEY`` when given. Like every agent option it is recorded in the
+            run document and the store: prefer ``api_key_env``.
+        api_key_env: the name of an environment variable holding the key (read here; only the name is recorded).
         headers: further request headers.
         timeout: seconds allowed for each request's read (a slow answer is a timeout, retried).
         connect_timeout: seconds allowed to connect.
@@ -92,17 +95,24 @@ class HttpAgentClient:
         api_base: the base URL (also the pre-flight's server name).
 
     Raises:
-        ValueError: the URL is not ``http://`` or ``https://``, or ``max_attempts`` < 1.
+        ValueError: the URL is not ``http://`` or ``https://``, ``max_attempts`` < 1, or ``api_key_env`` names an
+            unset or empty variable.
     """
 
     def __init__(self, url: str, *, model: str = "tausim-agent", api_key: str | None = None,
-                 headers: Mapping[str, str] | None = None, timeout: float = 60.0, connect_timeout: float = 5.0,
+                 api_key_env: str | None = None, headers: Mapping[str, str] | None = None, timeout: float = 60.0,
+                 connect_timeout: float = 5.0,
                  max_attempts: int = 4, wait_initial: float = 0.5, wait_max: float = 8.0,
                  deadline: float | None = 300.0, params: Mapping[str, Any] | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"--agent http:{url}: expected http:http://HOST:PORT/v1 (an http:// or https:// URL)")
         if max_attempts < 1:
             raise ValueError(f"--agent http:{url}: max_attempts must be >= 1, got {max_attempts}")
+        if api_key_env is not None:
+            api_key = os.environ.get(str(api_key_env)) or None
+            if api_key is None:
+                raise ValueError(f"--agent http:{url}: api_key_env names {api_key_env!r}, an environment variable "
+                                 "that is not set (or empty)")
         self.endpoint, self.api_base = _endpoint(url)
         self.model = model
         self.max_attempts = max_attempts
@@ -317,7 +327,7 @@ def build_http_agent(arg: str, **options: Any) -> Callable[[TrialContext], HttpA
 
     Args:
         arg: the URL (``http://HOST:PORT/v1`` or the full ``.../chat/completions`` URL).
-        **options: :class:`HttpAgentClient` options (``model``, ``api_key``, ``headers``, ``timeout``,
+        **options: :class:`HttpAgentClient` options (``model``, ``api_key``, ``api_key_env``, ``headers``, ``timeout``,
             ``connect_timeout``, ``max_attempts``, ``wait_initial``, ``wait_max``, ``deadline``); ``send_policy`` and
             ``send_seed`` (:class:`HttpAgent`); run-wide options the registry passes (``domain``, ``cache``, ...) are
             ignored; anything else not None is sent in the body (``temperature``, ``max_tokens``, ...).

@@ -132,3 +132,14 @@ def test_the_adapters_are_registered_as_agent_entry_points() -> None:
     assert found.get("openai-agents") == "simulator.agents.openai_agents:build_openai_agents"
     assert found.get("langgraph") == "simulator.agents.langgraph_agent:build_langgraph_agent"
     assert all(callable(ep.load()) for ep in entry_points(group="tausim.agents") if ep.name in found)
+
+
+def test_the_key_can_come_from_an_environment_variable_named_in_the_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``api_key_env`` keeps the key itself out of the run spec (and so out of the run document and the store)."""
+    monkeypatch.setenv("TAUSIM_TEST_AGENT_KEY", "sk-from-env")
+    client = HttpAgentClient("http://127.0.0.1:9/v1", api_key_env="TAUSIM_TEST_AGENT_KEY")
+    assert client.headers["Authorization"] == "Bearer sk-from-env"
+    client.close()
+    monkeypatch.delenv("TAUSIM_TEST_AGENT_KEY")
+    with pytest.raises(ValueError, match="TAUSIM_TEST_AGENT_KEY"):
+        build_http_agent("http://127.0.0.1:9/v1", api_key_env="TAUSIM_TEST_AGENT_KEY")
