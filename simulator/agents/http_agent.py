@@ -17,6 +17,7 @@ answers at all (``tausim run`` does it before any trial and exits 2 when it does
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,27 @@ def _endpoint(url: str) -> tuple[str, str]:
     return f"{url}/chat/completions", url
 
 
+def _check_options(url: str, max_attempts: Any, seconds: Mapping[str, Any], headers: Mapping[str, str] | None) -> None:
+    """Refuse option values the client cannot use, naming the option (the run stops before it starts, exit 2).
+
+    Raises:
+        ValueError: ``max_attempts`` not an integer >= 1; a number of seconds not finite and >= 0 (``deadline`` may
+            be None); a header name or value that is not text HTTP can carry (ASCII without control characters).
+    """
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ValueError(f"--agent http:{url}: max_attempts must be an integer >= 1, got {max_attempts!r}")
+    for name, value in seconds.items():
+        if value is None and name == "deadline":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"--agent http:{url}: {name} must be a number of seconds >= 0, got {value!r}")
+    for key, text in (headers or {}).items():
+        for part in (key, text):
+            if not isinstance(part, str) or not part.isascii() or any(ord(c) < 32 or ord(c) == 127 for c in part):
+                raise ValueError(f"--agent http:{url}: header {ascii(key)} must be printable ASCII text, got "
+                                 f"{ascii(part)}")
+
+
 class HttpAgentClient:
     """The connection to one agent endpoint, shared by the trials' agents (thread-safe; the pre-flight checks it).
 
@@ -95,8 +117,8 @@ class HttpAgentClient:
         api_base: the base URL (also the pre-flight's server name).
 
     Raises:
-        ValueError: the URL is not ``http://`` or ``https://``, ``max_attempts`` < 1, or ``api_key_env`` names an
-            unset or empty variable.
+        ValueError: the URL is not ``http://`` or ``https://``, a bad option value (:func:`_check_options`), or
+            ``api_key_env`` names an unset or empty variable.
     """
 
     def __init__(self, url: str, *, model: str = "tausim-agent", api_key: str | None = None,
@@ -106,8 +128,9 @@ class HttpAgentClient:
                  deadline: float | None = 300.0, params: Mapping[str, Any] | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"--agent http:{url}: expected http:http://HOST:PORT/v1 (an http:// or https:// URL)")
-        if max_attempts < 1:
-            raise ValueError(f"--agent http:{url}: max_attempts must be >= 1, got {max_attempts}")
+        _check_options(url, max_attempts, {"timeout": timeout, "connect_timeout": connect_timeout,
+                                           "wait_initial": wait_initial, "wait_max": wait_max, "deadline": deadline},
+                       headers)
         if api_key_env is not None:
             api_key = os.environ.get(str(api_key_env)) or None
             if api_key is None:
@@ -340,7 +363,10 @@ def build_http_agent(arg: str, **options: Any) -> Callable[[TrialContext], HttpA
         ValueError: not an http(s) URL, or a bad option value.
     """
     client_options = {k: options.pop(k) for k in _CLIENT_OPTIONS if k in options}
-    agent_options = {k: bool(options.pop(k)) for k in ("send_policy", "send_seed") if k in options}
+    agent_options = {k: options.pop(k) for k in ("send_policy", "send_seed") if k in options}
+    for flag, value in agent_options.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"--agent http:{arg}: {flag} must be true or false, got {value!r}")
     for k in _IGNORED_OPTIONS:
         options.pop(k, None)
     client = HttpAgentClient(arg, params={k: v for k, v in options.items() if v is not None}, **client_options)

@@ -143,3 +143,19 @@ def test_the_key_can_come_from_an_environment_variable_named_in_the_options(monk
     monkeypatch.delenv("TAUSIM_TEST_AGENT_KEY")
     with pytest.raises(ValueError, match="TAUSIM_TEST_AGENT_KEY"):
         build_http_agent("http://127.0.0.1:9/v1", api_key_env="TAUSIM_TEST_AGENT_KEY")
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"connect_timeout": -1}, "connect_timeout"),
+    ({"timeout": float("nan")}, "timeout"),
+    ({"max_attempts": 2.5}, "max_attempts"),
+    ({"max_attempts": 0}, "max_attempts"),
+    ({"deadline": float("nan")}, "deadline"),
+    ({"send_policy": "false"}, "send_policy"),
+    ({"headers": {"X-Key": "caf\udcff"}}, "X-Key"),
+    ({"headers": {"X-Key": "a\x1b[31mb"}}, "X-Key"),
+])
+def test_unusable_option_values_are_refused_naming_the_option(options: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=named) as e:
+        build_http_agent("http://127.0.0.1:9/v1", **options)
+    assert "\x1b" not in str(e.value) and "\udcff" not in str(e.value)
