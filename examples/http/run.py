@@ -22,7 +22,11 @@ os.environ["NO_PROXY"] = "127.0.0.1"  # loopback only, never through a proxy
 
 def main(task_id: str = "cancel-gift-card-balance") -> int:
     """Run one built-in retail task against the service; print and return its outcome (0: pass)."""
-    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[task_id], preflight=False))
+    try:
+        runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[task_id], preflight=False))
+    except ValueError as e:  # e.g. no such task: one line, not a traceback
+        print(f"http: {e}", file=sys.stderr)
+        return 2
     with openai_server({"support-agent": oracle_script(runner.tasks[0])}) as service:
         factory = build_http_agent(service.api_base, model="support-agent", timeout=30)
         factory.client.preflight()  # type: ignore[attr-defined]  # what `tausim run` checks before any trial

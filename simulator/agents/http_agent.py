@@ -369,7 +369,13 @@ def build_http_agent(arg: str, **options: Any) -> Callable[[TrialContext], HttpA
             raise ValueError(f"--agent http:{arg}: {flag} must be true or false, got {value!r}")
     for k in _IGNORED_OPTIONS:
         options.pop(k, None)
-    client = HttpAgentClient(arg, params={k: v for k, v in options.items() if v is not None}, **client_options)
+    params = {k: v for k, v in options.items() if v is not None}
+    for k, v in params.items():  # sent in every request body: JSON has no NaN or infinity
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"--agent http:{arg}: option {ascii(k)} cannot be sent as JSON ({e})") from e
+    client = HttpAgentClient(arg, params=params, **client_options)
 
     def build(ctx: TrialContext) -> HttpAgent:
         return HttpAgent(ctx, client, **agent_options)

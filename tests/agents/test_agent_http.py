@@ -159,3 +159,8 @@ def test_unusable_option_values_are_refused_naming_the_option(options: dict, nam
     with pytest.raises(ValueError, match=named) as e:
         build_http_agent("http://127.0.0.1:9/v1", **options)
     assert "\x1b" not in str(e.value) and "\udcff" not in str(e.value)
+
+
+def test_extra_options_that_json_cannot_carry_are_refused_naming_them() -> None:
+    with pytest.raises(ValueError, match="temperature"):
+        build_http_agent("http://127.0.0.1:9/v1", temperature=float("nan"))
