@@ -323,12 +323,11 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
     items = _children(select_rows(
         conn, "SELECT order_id, name, product_id, item_id, price, options, layout FROM order_items", "order_id",
         order_id, "order_id, position",
-    ), lambda name, pid, iid, price, opts: {"name": name, "product_id": pid, "item_id": iid, "price": price,
-                                             "options": _options(opts)})
+    ), _item_entry)
     payments = _children(select_rows(
         conn, "SELECT order_id, transaction_type, amount, payment_method_id, layout FROM payments", "order_id",
         order_id, "order_id, position",
-    ), lambda kind, amount, pm: {"transaction_type": kind, "amount": amount, "payment_method_id": pm})
+    ), _payment_entry)
     shipments = select_rows(
         conn, "SELECT order_id, position, layout FROM fulfillments", "order_id", order_id, "order_id, position"
     )
@@ -345,6 +344,16 @@ def _orders(conn: sqlite3.Connection, order_id: str | None) -> dict[str, dict[st
                              lambda ref: {"tracking_id": tracking.get(ref, []), "item_ids": shipped.get(ref, [])})
     return {row[0]: _order(row, items.get(row[0], []), fulfillments.get(row[0], []), payments.get(row[0], []))
             for row in order_rows}
+
+
+def _item_entry(name: Any, product_id: Any, item_id: Any, price: Any, options: Any) -> dict[str, Any]:
+    """An order item's entry from its ``order_items`` fields (options stored as JSON)."""
+    return {"name": name, "product_id": product_id, "item_id": item_id, "price": price, "options": _options(options)}
+
+
+def _payment_entry(kind: Any, amount: Any, payment_method_id: Any) -> dict[str, Any]:
+    """A payment-history entry from its ``payments`` fields."""
+    return {"transaction_type": kind, "amount": amount, "payment_method_id": payment_method_id}
 
 
 def _order(row: Sequence[Any], items: list[dict[str, Any]], fulfillments: list[dict[str, Any]],
@@ -410,10 +419,10 @@ def _one_order(conn: sqlite3.Connection, order_id: str) -> dict[str, Any] | None
     shipped: dict[int, list[Any]] = {}
     for part, fpos, _, a, b, c, d, e, layout in sorted(conn.execute(_ORDER_PARTS_SQL, (order_id,)), key=_PART_KEY):
         if part == 0:
-            entry = {"name": a, "product_id": b, "item_id": c, "price": d, "options": _options(e)}
+            entry = _item_entry(a, b, c, d, e)
             items.append(entry if layout is None else _shape(entry, layout))
         elif part == 1:
-            entry = {"transaction_type": a, "amount": b, "payment_method_id": c}
+            entry = _payment_entry(a, b, c)
             payments.append(entry if layout is None else _shape(entry, layout))
         elif part == 2:
             shipments.append((fpos, layout))
