@@ -32,9 +32,12 @@ EVENTS_DDL = (
 """DDL of the event log (run once on every template database)."""
 
 
-_INSERT_EVENT = (f'INSERT INTO "{EVENTS_TABLE}" (step, source, kind, name, data) '
-                 "VALUES (:step, :source, :kind, :name, :data)")
+_INSERT_EVENT = f'INSERT INTO "{EVENTS_TABLE}" (step, source, kind, name, data) VALUES (?, ?, ?, ?, ?)'
 """The statement of :func:`emit_event` (one string object: the connection's statement cache finds it by hash)."""
+
+_EVENT_DATA = json.JSONEncoder(sort_keys=True, default=str)
+"""The encoder of an event's data: ``json.dumps(data, sort_keys=True, default=str)``, built once (``json.dumps``
+with options builds an encoder per call). Stateless between calls: shared by every thread."""
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,14 @@ class Event:
                 "data": self.data}
 
 
-def _write(ctx: EventContext, sql: str, params: Mapping[str, Any]) -> None:
+def _write(ctx: EventContext, sql: str, params: Mapping[str, Any] | tuple[Any, ...]) -> None:
     """Run one sink write on the tool call's connection, inside its transaction (the only write path).
 
     The trial's sqlite3 connection is the one under the session too, so the write joins the call's transaction
     whether the toolbox runs tools through the ORM session or on the connection (``Toolbox(uses_session=False)``).
+    ``params``: named (a mapping, copied) or positional (a tuple).
     """
-    ctx.conn.execute(sql, dict(params))
+    ctx.conn.execute(sql, params if type(params) is tuple else dict(params))
 
 
 def _read(ctx: EventContext, sql: str, params: Mapping[str, Any]) -> list[Any]:
@@ -90,9 +94,7 @@ def emit_event(ctx: EventContext, name: str, data: Mapping[str, Any], kind: str 
     """
     if not name:
         raise ValueError("an event needs a name")
-    _write(ctx, _INSERT_EVENT,
-           {"step": ctx.step, "source": ctx.source, "kind": kind, "name": name,
-            "data": json.dumps(dict(data), sort_keys=True, default=str)})
+    _write(ctx, _INSERT_EVENT, (ctx.step, ctx.source, kind, name, _EVENT_DATA.encode(dict(data))))
 
 
 def read_events(raw: sqlite3.Connection) -> list[Event]:

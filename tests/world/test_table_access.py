@@ -84,3 +84,22 @@ def test_updates_of_other_column_sets_each_get_their_statement(db):
         "UPDATE \"things\" SET \"price\" = 4 WHERE \"a\" = 'x' AND \"b\" = 1",
     ]
     assert conn.execute("SELECT b, price, ok FROM things ORDER BY b").fetchall() == [(1, 4, 0), (2, 3, 0)]
+
+
+def test_json_values_read_are_never_shared(db):
+    """The same JSON text is decoded once and copied after: a value one read hands out is its caller's alone."""
+    access, conn = db
+    for b, doc in ((1, {"k": 1, "s": "x"}), (2, {"k": 1, "s": "x"}), (3, ["a", 1]), (4, {"deep": {"k": 1}})):
+        access.insert(conn, "things", {"a": "x", "b": b, "doc": doc})
+    for b in (1, 3, 4):
+        first = access.get(conn, "things", "x", b)["doc"]
+        again = access.get(conn, "things", "x", b)["doc"]  # from the cache when flat
+        assert first == again and first is not again
+        for value in (first, again):
+            if isinstance(value, dict):
+                value["k"] = 2
+                value.get("deep", {})["k"] = 3
+            else:
+                value.append("b")
+    assert [r["doc"] for r in access.select(conn, "things", "a = ? ORDER BY b", ("x",))] == [
+        {"k": 1, "s": "x"}, {"k": 1, "s": "x"}, ["a", 1], {"deep": {"k": 1}}]

@@ -33,6 +33,23 @@ def raw_connection(ctx: ToolContext) -> sqlite3.Connection:
     return ctx.conn
 
 
+_FLAT_ITEMS = (str, int, float, bool, type(None))
+"""The types of a flat JSON value's members: a decoded dict or list of these is kept and handed out as a copy."""
+
+_DECODED_LIMIT = 20_000
+"""The most JSON texts a table keeps decoded (:meth:`_TableSQL.decode`); beyond it texts are decoded every time."""
+
+
+def _flat(value: Any) -> bool:
+    """True for a dict or list whose members are all scalars (a shallow copy of it shares nothing mutable)."""
+    t = type(value)
+    if t is dict:
+        return all(type(v) in _FLAT_ITEMS for v in value.values())
+    if t is list:
+        return all(type(v) in _FLAT_ITEMS for v in value)
+    return False
+
+
 class _TableSQL:
     """The cached SQL of one table and the conversions of its JSON and boolean columns."""
 
@@ -42,9 +59,11 @@ class _TableSQL:
         self.key = tuple(c.name for c in table.primary_key.columns)
         self.json = frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
         self.bool = frozenset(c.name for c in table.columns if isinstance(c.type, Boolean))
-        self._convert = tuple((c, json.loads if c in self.json else bool) for c in self.columns
+        self._convert = tuple((c, self.decode if c in self.json else bool) for c in self.columns
                               if c in self.json or c in self.bool)
         """The columns read back converted, in table order, with their conversion."""
+        self._decoded: dict[str, Any] = {}
+        """JSON texts of this table's columns decoded before, to flat dicts and lists (:meth:`decode`)."""
         cols = ", ".join(f'"{c}"' for c in self.columns)
         self.where_key = " AND ".join(f'"{c}" = ?' for c in self.key)
         self.select = f'SELECT {cols} FROM "{self.name}"'
@@ -53,6 +72,8 @@ class _TableSQL:
         self.insert = 'INSERT INTO "{}" ({}) VALUES ({})'.format(self.name, cols, ", ".join("?" * len(self.columns)))
         self._updates: dict[tuple[str, ...], str] = {}
         """The ``UPDATE`` statements built so far, by the tuple of columns they set (a schema's few combinations)."""
+        self._selects: dict[str, str] = {}
+        """The ``SELECT ... WHERE`` statements built so far, by their condition."""
 
     def update_sql(self, columns: tuple[str, ...]) -> str:
         """The ``UPDATE`` of ``columns`` (then the key's values) by primary key, built once per column tuple."""
@@ -61,6 +82,32 @@ class _TableSQL:
             sets = ", ".join(f'"{c}" = ?' for c in columns)
             sql = self._updates[columns] = f'UPDATE "{self.name}" SET {sets} WHERE {self.where_key}'
         return sql
+
+    def select_where(self, where: str) -> str:
+        """The ``SELECT`` of every column under the condition ``where``, built once per condition."""
+        sql = self._selects.get(where)
+        if sql is None:
+            sql = f"{self.select} WHERE {where}"
+            if len(self._selects) < 256:  # a schema's tools use a few conditions; others are built every time
+                self._selects[where] = sql
+        return sql
+
+    def decode(self, text: Any) -> Any:
+        """Decode a JSON column's stored text into a new value (never one another row or call holds).
+
+        The same texts recur (a product's options in every order holding it): a text decoded before to a flat
+        dict or list is copied from the table's cache, ten times cheaper than decoding it; other values are
+        decoded every time. Equal to ``json.loads(text)`` for every text.
+        """
+        if type(text) is str:
+            known = self._decoded.get(text)
+            if known is not None:
+                return known.copy()
+            value = json.loads(text)
+            if len(self._decoded) < _DECODED_LIMIT and _flat(value):
+                self._decoded[text] = value.copy()  # the cache's own copy: the caller may change its value
+            return value
+        return json.loads(text)
 
     def row(self, values: Sequence[Any]) -> Row:
         out = dict(zip(self.columns, values, strict=True))
@@ -118,7 +165,7 @@ class TableAccess:
             ValueError: an unknown table.
         """
         t = self._sql(table)
-        return [t.row(r) for r in conn.execute(f"{t.select} WHERE {where}", params).fetchall()]
+        return [t.row(r) for r in conn.execute(t.select_where(where), params).fetchall()]
 
     def insert(self, conn: sqlite3.Connection, table: str, values: Mapping[str, Any]) -> None:
         """Insert a row; columns not in ``values`` are NULL.
