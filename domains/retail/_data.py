@@ -50,6 +50,7 @@ __all__ = [
     "load_folder",
     "load_tables",
     "order_record",
+    "order_record_from",
     "product_record",
     "user_record",
 ]
@@ -385,22 +386,35 @@ _ORDER_SQL = ("SELECT id, user_id, address1, address2, city, country, state, zip
               "exchange_payment_method_id, exchange_price_difference, layout FROM orders")
 """The ``orders`` columns a record is built from (:func:`_order`), without WHERE or ORDER BY."""
 
-_ORDER_PARTS_SQL = (
-    "SELECT 0, 0, position, name, product_id, item_id, price, options, layout FROM order_items WHERE order_id = ?1 "
-    "UNION ALL SELECT 1, 0, position, transaction_type, amount, payment_method_id, NULL, NULL, layout "
-    "FROM payments WHERE order_id = ?1 "
-    "UNION ALL SELECT 2, position, 0, NULL, NULL, NULL, NULL, NULL, layout FROM fulfillments WHERE order_id = ?1 "
-    "UNION ALL SELECT 3, fulfillment_position, position, tracking_id, NULL, NULL, NULL, NULL, NULL "
-    "FROM fulfillment_tracking_ids WHERE order_id = ?1 "
-    "UNION ALL SELECT 4, fulfillment_position, position, item_id, NULL, NULL, NULL, NULL, NULL "
-    "FROM fulfillment_item_ids WHERE order_id = ?1"
-)
+_PART_SQL = {
+    "items": "SELECT 0, 0, position, name, product_id, item_id, price, options, layout FROM order_items "
+             "WHERE order_id = ?1",
+    "payments": "SELECT 1, 0, position, transaction_type, amount, payment_method_id, NULL, NULL, layout "
+                "FROM payments WHERE order_id = ?1",
+    "fulfillments": "SELECT 2, position, 0, NULL, NULL, NULL, NULL, NULL, layout FROM fulfillments WHERE order_id = ?1",
+    "tracking": "SELECT 3, fulfillment_position, position, tracking_id, NULL, NULL, NULL, NULL, NULL "
+                "FROM fulfillment_tracking_ids WHERE order_id = ?1",
+    "shipped": "SELECT 4, fulfillment_position, position, item_id, NULL, NULL, NULL, NULL, NULL "
+               "FROM fulfillment_item_ids WHERE order_id = ?1",
+}
+"""One select per kind of child row of one order: ``(part, fulfillment position, position, fields..., layout)``."""
+
+_ORDER_PARTS_SQL = " UNION ALL ".join(_PART_SQL.values())
 """Every child row of one order in one statement: ``(part, fulfillment position, position, fields..., layout)``.
 
 Parts: 0 items, 1 payments, 2 fulfillments, 3 tracking ids, 4 shipped item ids; ``UNION ALL`` returns the stored
 values unconverted, as the per-table queries of :func:`_orders` do. Sorted in Python by the first three columns
 (unique: each part's primary key), the order of those queries; an ``ORDER BY`` would cost a sorter a third of
 the statement."""
+
+_PARTS_WITHOUT = {
+    (False, False): _ORDER_PARTS_SQL,
+    (True, False): " UNION ALL ".join(v for k, v in _PART_SQL.items() if k != "items"),
+    (False, True): " UNION ALL ".join(v for k, v in _PART_SQL.items() if k != "payments"),
+    (True, True): " UNION ALL ".join(v for k, v in _PART_SQL.items() if k not in ("items", "payments")),
+}
+""":data:`_ORDER_PARTS_SQL` without the items, the payments or both, by ``(items left out, payments left out)``:
+:func:`order_record_from` reads the child rows it has not been given."""
 
 
 _PART_KEY = itemgetter(0, 1, 2)
@@ -412,12 +426,22 @@ def _one_order(conn: sqlite3.Connection, order_id: str) -> dict[str, Any] | None
     row = conn.execute(_ORDER_SQL + " WHERE id = ?", (order_id,)).fetchone()
     if row is None:
         return None
+    items, payments, fulfillments = _parts(conn, _ORDER_PARTS_SQL, order_id)
+    return _order(row, items, fulfillments, payments)
+
+
+def _parts(conn: sqlite3.Connection, sql: str, order_id: str
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The item, payment and fulfillment entries of one order, from the child rows ``sql`` selects.
+
+    ``sql``: :data:`_ORDER_PARTS_SQL` or one of :data:`_PARTS_WITHOUT`; a part it leaves out is returned empty.
+    """
     items: list[dict[str, Any]] = []
     payments: list[dict[str, Any]] = []
     shipments: list[tuple[int, Any]] = []
     tracking: dict[int, list[Any]] = {}
     shipped: dict[int, list[Any]] = {}
-    for part, fpos, _, a, b, c, d, e, layout in sorted(conn.execute(_ORDER_PARTS_SQL, (order_id,)), key=_PART_KEY):
+    for part, fpos, _, a, b, c, d, e, layout in sorted(conn.execute(sql, (order_id,)), key=_PART_KEY):
         if part == 0:
             entry = _item_entry(a, b, c, d, e)
             items.append(entry if layout is None else _shape(entry, layout))
@@ -432,7 +456,73 @@ def _one_order(conn: sqlite3.Connection, order_id: str) -> dict[str, Any] | None
     for fpos, layout in shipments:
         entry = {"tracking_id": tracking.get(fpos, []), "item_ids": shipped.get(fpos, [])}
         fulfillments.append(entry if layout is None else _shape(entry, layout))
-    return _order(row, items, fulfillments, payments)
+    return items, payments, fulfillments
+
+
+def order_record_from(conn: sqlite3.Connection, order: Mapping[str, Any],
+                      items: Sequence[Mapping[str, Any]] | None = None,
+                      payments: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Return an order's record from its rows as a tool holds them, reading only the child rows it was not given.
+
+    The record is the one :func:`order_record` returns (the same JSON text), without reading again what the tool
+    read and wrote through :class:`~simulator.world.kit.TableAccess`: the row's decoded JSON columns are what
+    decoding the stored text gives, and a value a tool wrote is stored as it is (strings in text columns, numbers
+    in :class:`~simulator.world.kit.JsonNumber` ones, JSON data in JSON columns). The one value sqlite would not
+    give back (a NaN price difference, stored as NULL), and payments not in position order (an entry appended
+    after a gap), fall back to reading the whole record.
+
+    Args:
+        conn: the trial's connection (the tool's writes made on it).
+        order: the order's ``orders`` row, with the tool's changes (as :meth:`TableAccess.update` leaves it).
+        items: the order's ``order_items`` rows in position order, with the tool's changes; None: read here.
+        payments: the order's ``payments`` rows in position order, with the entries the tool appended; None: read
+            here.
+
+    Returns:
+        The record as in orders.json (it shares nested values with the rows given).
+    """
+    difference = order["exchange_price_difference"]
+    if difference != difference or (payments is not None and not _in_order(payments)):  # NaN: stored as NULL
+        record = _one_order(conn, order["id"])
+        assert record is not None, order["id"]
+        return record
+    got_items, got_payments, fulfillments = _parts(conn, _PARTS_WITHOUT[items is not None, payments is not None],
+                                                 order["id"])
+    if items is not None:
+        got_items = [_row_entry(_item_entry_of(r), r["layout"]) for r in items]
+    if payments is not None:
+        got_payments = [_row_entry(_payment_entry(r["transaction_type"], r["amount"], r["payment_method_id"]),
+                                   r["layout"]) for r in payments]
+    rec: dict[str, Any] = {
+        "order_id": order["id"],
+        "user_id": order["user_id"],
+        "address": {k: order[k] for k in ADDRESS_KEYS},
+        "items": got_items,
+        "fulfillments": fulfillments,
+        "status": order["status"],
+        "payment_history": got_payments,
+    }
+    for name in ORDER_OPTIONAL:
+        value = order[name]
+        if value is not None:
+            rec[name] = value
+    return _row_entry(rec, order["layout"])
+
+
+def _in_order(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """True when the rows' positions increase along the list (the order a read by position gives)."""
+    return all(a["position"] < b["position"] for a, b in zip(rows, rows[1:], strict=False))
+
+
+def _item_entry_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An order item's entry from its decoded ``order_items`` row."""
+    return {"name": row["name"], "product_id": row["product_id"], "item_id": row["item_id"], "price": row["price"],
+            "options": row["options"]}
+
+
+def _row_entry(entry: dict[str, Any], layout: Mapping[str, list[str]] | None) -> dict[str, Any]:
+    """An entry given a decoded row's stored key order (``layout`` decoded; None: canonical)."""
+    return entry if layout is None else _shape(entry, layout)
 
 
 _JSON_LISTS = frozenset({"return_items", "exchange_items", "exchange_new_items"})

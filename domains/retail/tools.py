@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from domains.retail._data import order_record, product_record, user_record
+from domains.retail._data import order_record, order_record_from, product_record, user_record
 from domains.retail.models import Base
 from simulator.world.kit import (
     Row,
@@ -126,10 +126,14 @@ _DB = TableAccess(Base.metadata)
 """Every read by key and every write of these tools (through the trial's sqlite3 connection)."""
 
 
-def _order_json(conn: sqlite3.Connection, order_id: str, tau2: bool = False) -> str:
-    """An order's record as JSON (``tau2``: rendered as tau2's model dumps it)."""
-    record = order_record(conn, order_id)
-    assert record is not None
+def _order_json(conn: sqlite3.Connection, order: Row, tau2: bool = False, items: list[Row] | None = None,
+                payments: list[Row] | None = None) -> str:
+    """An order's record as JSON after a write (``tau2``: rendered as tau2's model dumps it).
+
+    Built from the rows the tool holds (``order`` and, when given, its ``items`` and ``payments``, all with the
+    tool's changes); the rest is read (:func:`~domains.retail._data.order_record_from`).
+    """
+    record = order_record_from(conn, order, items, payments)
     return json.dumps(tau2_order(record) if tau2 else record)
 
 
@@ -398,7 +402,7 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
         _add_to_balance(conn, method, entry["amount"])
     _DB.update(conn, "orders", order, status="cancelled", cancel_reason=reason,
                layout=with_new_keys(order["layout"], "cancel_reason"))
-    return _order_json(conn, order_id, tau2=_tau2(ctx))
+    return _order_json(conn, order, tau2, payments=history)
 
 
 @tool("write")
@@ -423,7 +427,7 @@ def modify_pending_order_address(
     order = _get_order(conn, order_id, _tau2(ctx))
     _require_status(order, "pending", "modified", contains=_tau2(ctx), tau2=_tau2(ctx))
     _set_address(conn, "orders", order, address1, address2, city, state, country, zip)
-    return _order_json(conn, order_id, tau2=_tau2(ctx))
+    return _order_json(conn, order, _tau2(ctx))
 
 
 @tool("write")
@@ -461,7 +465,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
     _append_payment(conn, order_id, history, "refund", amount, old_method_id)
     _add_to_balance(conn, new_method, -amount)
     _add_to_balance(conn, _DB.get(conn, "payment_methods", order["user_id"], old_method_id), amount)
-    return _order_json(conn, order_id, tau2=_tau2(ctx))
+    return _order_json(conn, order, tau2, payments=history)
 
 
 @tool("write")
@@ -513,7 +517,7 @@ def modify_pending_order_items(
         _DB.update(conn, "order_items", item, item_id=variant["item_id"], price=source["price"],
                    options=dict(source["options"]))
     _DB.update(conn, "orders", order, status="pending (item modified)")
-    return _order_json(conn, order_id, tau2=tau2)
+    return _order_json(conn, order, tau2, items=items, payments=history)
 
 
 @tool("write")
@@ -567,11 +571,12 @@ def return_delivered_order_items(
     if payment_method_id != original and not _is_gift_card(method):
         raise _refuse(tau2, f"a refund can go only to the original payment method ({original}) or to a gift card, "
                             f"not to {payment_method_id}", "Payment method should be the original payment method")
-    _check_items_present(order, _items(conn, order_id), item_ids, "Some item not found" if tau2 else None)
+    items = _items(conn, order_id)
+    _check_items_present(order, items, item_ids, "Some item not found" if tau2 else None)
     _DB.update(conn, "orders", order, status="return requested", return_items=sorted(item_ids),
                return_payment_method_id=payment_method_id,
                layout=with_new_keys(order["layout"], "return_items", "return_payment_method_id"))
-    return _order_json(conn, order_id, tau2=_tau2(ctx))
+    return _order_json(conn, order, tau2, items=items, payments=history)
 
 
 @tool("write")
@@ -598,7 +603,8 @@ def exchange_delivered_order_items(
     conn, tau2 = ctx.conn, _tau2(ctx)
     order = _get_order(conn, order_id, tau2)
     _require_status(order, "delivered", "exchanged", tau2=tau2)
-    _, difference = _check_swaps(conn, order, _items(conn, order_id), item_ids, new_item_ids,
+    items = _items(conn, order_id)
+    _, difference = _check_swaps(conn, order, items, item_ids, new_item_ids,
                                  ("Number of {} not found.", "The number of items to be exchanged should match.")
                                  if tau2 else None)
     method = _user_method(conn, order, payment_method_id, tau2)
@@ -614,7 +620,7 @@ def exchange_delivered_order_items(
         layout=with_new_keys(order["layout"], "exchange_items", "exchange_new_items", "exchange_payment_method_id",
                              "exchange_price_difference"),
     )
-    return _order_json(conn, order_id, tau2=_tau2(ctx))
+    return _order_json(conn, order, tau2, items=items)
 
 
 TOOLS = (

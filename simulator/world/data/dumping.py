@@ -16,19 +16,20 @@ Rows = list[tuple[Any, ...]]
 """Rows fetched through a raw sqlite3 connection."""
 
 
-def shape(rec: dict[str, Any], layout: str | None) -> dict[str, Any]:
-    """Apply a stored key order (the JSON text of a :data:`Layout`) to a record built in canonical order.
+def shape(rec: dict[str, Any], layout: str | Mapping[str, list[str]] | None) -> dict[str, Any]:
+    """Apply a stored key order (a :data:`Layout`: JSON text, or decoded) to a record built in canonical order.
 
     Args:
         rec: the record, its keys (and those of its nested objects) in canonical order.
-        layout: the record's ``layout`` column, or None (then ``rec`` is returned as it is).
+        layout: the record's ``layout`` column (as stored, or decoded as a tool's row holds it), or None (then
+            ``rec`` is returned as it is).
 
     Returns:
         The record with the stored key orders (a new dict where an order changed).
     """
     if layout is None:
         return rec
-    for path, keys in json.loads(layout).items():
+    for path, keys in (json.loads(layout) if isinstance(layout, str) else layout).items():
         if path:
             sub = rec[path]
             rec[path] = {k: sub.get(k) for k in keys}
