@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -387,31 +388,75 @@ def _reservations(conn: sqlite3.Connection, reservation_id: str | None) -> dict[
             bucket = payments[rid] = []
         entry = {"payment_id": payment_id, "amount": amount}
         bucket.append(entry if layout is None else shape(entry, layout))
-    out: dict[str, dict[str, Any]] = {}
-    for (rid, uid, origin, destination, flight_type, cabin, created_at, total_bags, nonfree_bags, insurance,
-         status, layout) in select_rows(
-        conn, "SELECT id, user_id, origin, destination, flight_type, cabin, created_at, total_baggages, "
-        "nonfree_baggages, insurance, status, layout FROM reservations", "id", reservation_id, "position",
-    ):
-        rec: dict[str, Any] = {
-            "reservation_id": rid,
-            "user_id": uid,
-            "origin": origin,
-            "destination": destination,
-            "flight_type": flight_type,
-            "cabin": cabin,
-            "flights": segments.get(rid, []),
-            "passengers": passengers.get(rid, []),
-            "payment_history": payments.get(rid, []),
-            "created_at": created_at,
-            "total_baggages": total_bags,
-            "nonfree_baggages": nonfree_bags,
-            "insurance": insurance,
-        }
-        if status is not None:
-            rec["status"] = status
-        out[rid] = rec if layout is None else shape(rec, layout)
-    return out
+    return {row[0]: _reservation(row, segments.get(row[0], []), passengers.get(row[0], []), payments.get(row[0], []))
+            for row in select_rows(conn, _RESERVATION_SQL, "id", reservation_id, "position")}
+
+
+_RESERVATION_SQL = ("SELECT id, user_id, origin, destination, flight_type, cabin, created_at, total_baggages, "
+                    "nonfree_baggages, insurance, status, layout FROM reservations")
+"""The ``reservations`` columns a record is built from (:func:`_reservation`), without WHERE or ORDER BY."""
+
+
+def _reservation(row: tuple[Any, ...], flights: list[dict[str, Any]], passengers: list[dict[str, Any]],
+                 payments: list[dict[str, Any]]) -> dict[str, Any]:
+    """One reservation's record from its row (the columns of :data:`_RESERVATION_SQL`) and its built children."""
+    (rid, uid, origin, destination, flight_type, cabin, created_at, total_bags, nonfree_bags, insurance, status,
+     layout) = row
+    rec: dict[str, Any] = {
+        "reservation_id": rid,
+        "user_id": uid,
+        "origin": origin,
+        "destination": destination,
+        "flight_type": flight_type,
+        "cabin": cabin,
+        "flights": flights,
+        "passengers": passengers,
+        "payment_history": payments,
+        "created_at": created_at,
+        "total_baggages": total_bags,
+        "nonfree_baggages": nonfree_bags,
+        "insurance": insurance,
+    }
+    if status is not None:
+        rec["status"] = status
+    return rec if layout is None else shape(rec, layout)
+
+
+_RESERVATION_PARTS_SQL = (
+    "SELECT 0, position, origin, destination, flight_number, date, price, layout FROM reservation_flights "
+    "WHERE reservation_id = ?1 "
+    "UNION ALL SELECT 1, position, first_name, last_name, dob, NULL, NULL, layout FROM reservation_passengers "
+    "WHERE reservation_id = ?1 "
+    "UNION ALL SELECT 2, position, payment_id, amount, NULL, NULL, NULL, layout FROM reservation_payments "
+    "WHERE reservation_id = ?1"
+)
+"""Every child row of one reservation in one statement: ``(part, position, fields..., layout)``.
+
+Parts: 0 flights, 1 passengers, 2 payments; ``UNION ALL`` returns the stored values unconverted, as the per-table
+queries of :func:`_reservations` do. Sorted in Python by the first two columns (unique: each part's primary key),
+the order of those queries."""
+
+
+def _one_reservation(conn: sqlite3.Connection, reservation_id: str) -> dict[str, Any] | None:
+    """One reservation's record in two statements; the same record as ``_reservations(conn, id)[id]``."""
+    row = conn.execute(_RESERVATION_SQL + " WHERE id = ?", (reservation_id,)).fetchone()
+    if row is None:
+        return None
+    parts: tuple[list[dict[str, Any]], ...] = ([], [], [])
+    for part, _, a, b, c, d, e, layout in sorted(conn.execute(_RESERVATION_PARTS_SQL, (reservation_id,)),
+                                                 key=_PART_KEY):
+        if part == 0:
+            entry = {"origin": a, "destination": b, "flight_number": c, "date": d, "price": e}
+        elif part == 1:
+            entry = {"first_name": a, "last_name": b, "dob": c}
+        else:
+            entry = {"payment_id": a, "amount": b}
+        parts[part].append(entry if layout is None else shape(entry, layout))
+    return _reservation(row, *parts)
+
+
+_PART_KEY = itemgetter(0, 1)
+"""The sort key of :data:`_RESERVATION_PARTS_SQL`'s rows: part, position."""
 
 
 _DATE_COLUMNS = (
@@ -488,8 +533,11 @@ def user_record(conn: sqlite3.Connection, user_id: str) -> dict[str, Any] | None
 
 
 def reservation_record(conn: sqlite3.Connection, reservation_id: str) -> dict[str, Any] | None:
-    """Return one reservation's record as in reservations.json, or None when there is no such reservation."""
-    return _reservations(conn, reservation_id).get(reservation_id)
+    """Return one reservation's record as in reservations.json, or None when there is no such reservation.
+
+    Two statements (the reservation's row, then all its child rows in one), where the dump's builder takes four.
+    """
+    return _one_reservation(conn, reservation_id)
 
 
 def flight_record(conn: sqlite3.Connection, flight_number: str) -> dict[str, Any] | None:
