@@ -49,6 +49,7 @@ __all__ = [
     "TABLES",
     "load_folder",
     "load_tables",
+    "order_children",
     "order_record",
     "order_record_from",
     "product_record",
@@ -452,16 +453,75 @@ def _parts(conn: sqlite3.Connection, sql: str, order_id: str
             shipments.append((fpos, layout))
         else:
             (tracking if part == 3 else shipped).setdefault(fpos, []).append(a)
+    return items, payments, _fulfillments(shipments, tracking, shipped)
+
+
+def _fulfillments(shipments: list[tuple[int, Any]], tracking: dict[int, list[Any]], shipped: dict[int, list[Any]]
+                  ) -> list[dict[str, Any]]:
+    """The fulfillment entries from the ``(position, layout)`` of each and its tracking and item ids by position."""
     fulfillments = []
     for fpos, layout in shipments:
         entry = {"tracking_id": tracking.get(fpos, []), "item_ids": shipped.get(fpos, [])}
         fulfillments.append(entry if layout is None else _shape(entry, layout))
-    return items, payments, fulfillments
+    return fulfillments
+
+
+_ITEM_COLUMNS = tuple(c.name for c in OrderItem.__table__.columns)
+_PAYMENT_COLUMNS = tuple(c.name for c in Payment.__table__.columns)
+_WIDTH = 3 + max(len(_ITEM_COLUMNS), len(_PAYMENT_COLUMNS), 1)
+
+
+def _padded(head: str, columns: Sequence[str]) -> str:
+    return ", ".join((head, *columns, *["NULL"] * (_WIDTH - 3 - len(columns))))
+
+
+_CHILDREN_SQL = " UNION ALL ".join((
+    f"SELECT {_padded('0, 0, position', _ITEM_COLUMNS)} FROM order_items WHERE order_id = ?1",
+    f"SELECT {_padded('1, 0, position', _PAYMENT_COLUMNS)} FROM payments WHERE order_id = ?1",
+    f"SELECT {_padded('2, position, 0', ['layout'])} FROM fulfillments WHERE order_id = ?1",
+    f"SELECT {_padded('3, fulfillment_position, position', ['tracking_id'])} FROM fulfillment_tracking_ids "
+    "WHERE order_id = ?1",
+    f"SELECT {_padded('4, fulfillment_position, position', ['item_id'])} FROM fulfillment_item_ids "
+    "WHERE order_id = ?1",
+))
+"""Every child row of one order in one statement: ``(part, fulfillment position, position, columns...)``, items and
+payments with all their columns in table order (parts as in :data:`_ORDER_PARTS_SQL`)."""
+
+
+def order_children(conn: sqlite3.Connection, order_id: str
+                   ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[dict[str, Any]]]:
+    """Read an order's item and payment rows and build its fulfillment entries, in one statement.
+
+    Args:
+        conn: the trial's connection.
+        order_id: the order.
+
+    Returns:
+        ``(items, payments, fulfillments)``: the ``order_items`` and ``payments`` rows in position order, each a
+        tuple of all the table's columns in table order, as stored; the fulfillment entries of the record.
+    """
+    items: list[tuple[Any, ...]] = []
+    payments: list[tuple[Any, ...]] = []
+    shipments: list[tuple[int, Any]] = []
+    tracking: dict[int, list[Any]] = {}
+    shipped: dict[int, list[Any]] = {}
+    for row in sorted(conn.execute(_CHILDREN_SQL, (order_id,)), key=_PART_KEY):
+        part = row[0]
+        if part == 0:
+            items.append(row[3:3 + len(_ITEM_COLUMNS)])
+        elif part == 1:
+            payments.append(row[3:3 + len(_PAYMENT_COLUMNS)])
+        elif part == 2:
+            shipments.append((row[1], row[3]))
+        else:
+            (tracking if part == 3 else shipped).setdefault(row[1], []).append(row[3])
+    return items, payments, _fulfillments(shipments, tracking, shipped)
 
 
 def order_record_from(conn: sqlite3.Connection, order: Mapping[str, Any],
                       items: Sequence[Mapping[str, Any]] | None = None,
-                      payments: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                      payments: Sequence[Mapping[str, Any]] | None = None,
+                      fulfillments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Return an order's record from its rows as a tool holds them, reading only the child rows it was not given.
 
     The record is the one :func:`order_record` returns (the same JSON text), without reading again what the tool
@@ -477,6 +537,8 @@ def order_record_from(conn: sqlite3.Connection, order: Mapping[str, Any],
         items: the order's ``order_items`` rows in position order, with the tool's changes; None: read here.
         payments: the order's ``payments`` rows in position order, with the entries the tool appended; None: read
             here.
+        fulfillments: the order's fulfillment entries (:func:`order_children`; with ``items`` and ``payments``, then
+            nothing is read); None: read here.
 
     Returns:
         The record as in orders.json (it shares nested values with the rows given).
@@ -486,8 +548,11 @@ def order_record_from(conn: sqlite3.Connection, order: Mapping[str, Any],
         record = _one_order(conn, order["id"])
         assert record is not None, order["id"]
         return record
-    got_items, got_payments, fulfillments = _parts(conn, _PARTS_WITHOUT[items is not None, payments is not None],
-                                                 order["id"])
+    got_items: list[dict[str, Any]] = []
+    got_payments: list[dict[str, Any]] = []
+    if fulfillments is None or items is None or payments is None:
+        got_items, got_payments, fulfillments = _parts(conn, _PARTS_WITHOUT[items is not None, payments is not None],
+                                                       order["id"])
     if items is not None:
         got_items = [_row_entry(_item_entry_of(r), r["layout"]) for r in items]
     if payments is not None:

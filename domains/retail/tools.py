@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from domains.retail._data import order_record, order_record_from, product_record, user_record
+from domains.retail._data import order_children, order_record, order_record_from, product_record, user_record
 from domains.retail.models import Base
 from simulator.world.kit import (
     Row,
@@ -127,13 +127,13 @@ _DB = TableAccess(Base.metadata)
 
 
 def _order_json(conn: sqlite3.Connection, order: Row, tau2: bool = False, items: list[Row] | None = None,
-                payments: list[Row] | None = None) -> str:
+                payments: list[Row] | None = None, fulfillments: list[dict[str, Any]] | None = None) -> str:
     """An order's record as JSON after a write (``tau2``: rendered as tau2's model dumps it).
 
-    Built from the rows the tool holds (``order`` and, when given, its ``items`` and ``payments``, all with the
-    tool's changes); the rest is read (:func:`~domains.retail._data.order_record_from`).
+    Built from the rows the tool holds (``order`` and, when given, its ``items``, ``payments`` and fulfillment
+    entries, all with the tool's changes); the rest is read (:func:`~domains.retail._data.order_record_from`).
     """
-    record = order_record_from(conn, order, items, payments)
+    record = order_record_from(conn, order, items, payments, fulfillments)
     return json.dumps(tau2_order(record) if tau2 else record)
 
 
@@ -164,14 +164,10 @@ def _get_user(conn: sqlite3.Connection, user_id: str, tau2: bool = False) -> Row
     return user
 
 
-def _items(conn: sqlite3.Connection, order_id: str) -> list[Row]:
-    """An order's items, in list order."""
-    return _DB.select(conn, "order_items", "order_id = ? ORDER BY position", (order_id,))
-
-
-def _payments(conn: sqlite3.Connection, order_id: str) -> list[Row]:
-    """An order's payment history, in list order."""
-    return _DB.select(conn, "payments", "order_id = ? ORDER BY position", (order_id,))
+def _children(conn: sqlite3.Connection, order_id: str) -> tuple[list[Row], list[Row], list[dict[str, Any]]]:
+    """An order's items and payment history (rows, in list order) and its fulfillment entries, in one statement."""
+    items, payments, fulfillments = order_children(conn, order_id)
+    return _DB.rows("order_items", items), _DB.rows("payments", payments), fulfillments
 
 
 def _require_status(order: Row, status: str, action: str, contains: bool = False, tau2: bool = False) -> None:
@@ -395,14 +391,14 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
     if reason not in CANCEL_REASONS:
         raise _refuse(tau2, f"reason must be one of {', '.join(repr(r) for r in CANCEL_REASONS)}, not {reason!r}",
                       "Invalid reason")
-    history = _payments(conn, order_id)
+    items, history, fulfillments = _children(conn, order_id)
     for entry in list(history):
         _append_payment(conn, order_id, history, "refund", entry["amount"], entry["payment_method_id"])
         method = _DB.get(conn, "payment_methods", order["user_id"], entry["payment_method_id"])
         _add_to_balance(conn, method, entry["amount"])
     _DB.update(conn, "orders", order, status="cancelled", cancel_reason=reason,
                layout=with_new_keys(order["layout"], "cancel_reason"))
-    return _order_json(conn, order, tau2, payments=history)
+    return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
 @tool("write")
@@ -448,7 +444,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
     _require_status(order, "pending", "modified", contains=_tau2(ctx), tau2=_tau2(ctx))
     tau2 = _tau2(ctx)
     new_method = _user_method(conn, order, payment_method_id, tau2)
-    history = _payments(conn, order_id)
+    items, history, fulfillments = _children(conn, order_id)
     if len(history) != 1 or history[0]["transaction_type"] != "payment":
         raise _refuse(tau2, f"order {order['id']} does not have exactly one payment, so its payment method cannot "
                             "change", "There should be exactly one payment for a pending order")
@@ -465,7 +461,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
     _append_payment(conn, order_id, history, "refund", amount, old_method_id)
     _add_to_balance(conn, new_method, -amount)
     _add_to_balance(conn, _DB.get(conn, "payment_methods", order["user_id"], old_method_id), amount)
-    return _order_json(conn, order, tau2, payments=history)
+    return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
 @tool("write")
@@ -491,7 +487,7 @@ def modify_pending_order_items(
     conn, tau2 = ctx.conn, _tau2(ctx)
     order = _get_order(conn, order_id, tau2)
     _require_status(order, "pending", "modified", tau2=tau2)
-    items = _items(conn, order_id)
+    items, history, fulfillments = _children(conn, order_id)
     if tau2:  # τ³'s order of checks: counts, pairing, then per pair (same id first)
         _check_items_present(order, items, item_ids, "{} not found")
         if len(item_ids) != len(new_item_ids):
@@ -506,7 +502,6 @@ def modify_pending_order_items(
         raise _refuse(tau2, f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price "
                             f"difference {round(difference, 2)}",
                       "Insufficient gift card balance to pay for the new item")
-    history = _payments(conn, order_id)
     _append_payment(conn, order_id, history, "payment" if difference > 0 else "refund", abs(difference),
                     payment_method_id)
     _add_to_balance(conn, method, -difference)
@@ -517,7 +512,7 @@ def modify_pending_order_items(
         _DB.update(conn, "order_items", item, item_id=variant["item_id"], price=source["price"],
                    options=dict(source["options"]))
     _DB.update(conn, "orders", order, status="pending (item modified)")
-    return _order_json(conn, order, tau2, items=items, payments=history)
+    return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
 @tool("write")
@@ -566,17 +561,16 @@ def return_delivered_order_items(
     order = _get_order(conn, order_id, tau2)
     _require_status(order, "delivered", "returned", tau2=tau2)
     method = _user_method(conn, order, payment_method_id, tau2)
-    history = _payments(conn, order_id)
+    items, history, fulfillments = _children(conn, order_id)
     original = history[0]["payment_method_id"] if history else None
     if payment_method_id != original and not _is_gift_card(method):
         raise _refuse(tau2, f"a refund can go only to the original payment method ({original}) or to a gift card, "
                             f"not to {payment_method_id}", "Payment method should be the original payment method")
-    items = _items(conn, order_id)
     _check_items_present(order, items, item_ids, "Some item not found" if tau2 else None)
     _DB.update(conn, "orders", order, status="return requested", return_items=sorted(item_ids),
                return_payment_method_id=payment_method_id,
                layout=with_new_keys(order["layout"], "return_items", "return_payment_method_id"))
-    return _order_json(conn, order, tau2, items=items, payments=history)
+    return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
 @tool("write")
@@ -603,7 +597,7 @@ def exchange_delivered_order_items(
     conn, tau2 = ctx.conn, _tau2(ctx)
     order = _get_order(conn, order_id, tau2)
     _require_status(order, "delivered", "exchanged", tau2=tau2)
-    items = _items(conn, order_id)
+    items, history, fulfillments = _children(conn, order_id)
     _, difference = _check_swaps(conn, order, items, item_ids, new_item_ids,
                                  ("Number of {} not found.", "The number of items to be exchanged should match.")
                                  if tau2 else None)
@@ -620,7 +614,7 @@ def exchange_delivered_order_items(
         layout=with_new_keys(order["layout"], "exchange_items", "exchange_new_items", "exchange_payment_method_id",
                              "exchange_price_difference"),
     )
-    return _order_json(conn, order, tau2, items=items)
+    return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
 TOOLS = (

@@ -171,3 +171,26 @@ def test_order_record_from_applies_stored_key_orders(tmp_path: Path) -> None:
         assert json.dumps(order_record(conn, order_id)) == expected
         for given in ((None, None), (items, None), (None, payments), (items, payments)):
             assert json.dumps(order_record_from(conn, row, *given)) == expected
+
+
+def test_order_children_are_the_rows_a_select_reads() -> None:
+    """One statement for items, payments and fulfillments gives what the per-table reads give, for every order."""
+    from domains.retail._data import order_children
+
+    with RetailDomain().template(None).trial() as trial:
+        conn = trial.raw
+        order_ids = [r[0] for r in conn.execute("SELECT id FROM orders ORDER BY position")]
+        shipped = 0
+        for order_id in order_ids:
+            items, payments, fulfillments = order_children(conn, order_id)
+            items_rows = _DB.rows("order_items", items)
+            payment_rows = _DB.rows("payments", payments)
+            assert items_rows == _DB.select(conn, "order_items", "order_id = ? ORDER BY position", (order_id,))
+            assert payment_rows == _DB.select(conn, "payments", "order_id = ? ORDER BY position", (order_id,))
+            record = order_record(conn, order_id)
+            assert fulfillments == record["fulfillments"]
+            shipped += bool(fulfillments)
+            order = _DB.get(conn, "orders", order_id)
+            assert json.dumps(order_record_from(conn, order, items_rows, payment_rows, fulfillments)) == json.dumps(
+                record)
+        assert len(order_ids) > 20 and shipped > 5

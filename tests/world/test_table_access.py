@@ -103,3 +103,13 @@ def test_json_values_read_are_never_shared(db):
                 value.append("b")
     assert [r["doc"] for r in access.select(conn, "things", "a = ? ORDER BY b", ("x",))] == [
         {"k": 1, "s": "x"}, {"k": 1, "s": "x"}, ["a", 1], {"deep": {"k": 1}}]
+
+
+def test_rows_read_elsewhere_convert_as_get_does(db):
+    access, conn = db
+    access.insert(conn, "things", {"a": "x", "b": 1, "price": 56, "ok": True, "doc": {"k": [1]}})
+    stored = conn.execute("SELECT a, b, price, ok, doc FROM things").fetchall()
+    assert access.rows("things", stored) == [access.get(conn, "things", "x", 1)]
+    assert access.rows("things", stored)[0]["ok"] is True
+    with pytest.raises(ValueError):
+        access.rows("things", [("x", 1)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, MetaData, Table
@@ -157,6 +157,19 @@ class TableAccess:
         t = self._sql(table)
         found = conn.execute(t.select_key, key).fetchone()
         return None if found is None else t.row(found)
+
+    def rows(self, table: str, values: Iterable[Sequence[Any]]) -> list[Row]:
+        """Return rows read elsewhere (e.g. in a ``UNION`` with other tables), converted as :meth:`get` converts.
+
+        Args:
+            table: the rows' table.
+            values: per row, every column's stored value, in the table's column order.
+
+        Raises:
+            ValueError: an unknown table, or a row with another number of values than the table has columns.
+        """
+        t = self._sql(table)
+        return [t.row(r) for r in values]
 
     def select(self, conn: sqlite3.Connection, table: str, where: str, params: Sequence[Any] = ()) -> list[Row]:
         """Return the rows matching a SQL condition, e.g. ``where="order_id = ? ORDER BY position"``.
