@@ -36,7 +36,7 @@ def raw_connection(ctx: ToolContext) -> sqlite3.Connection:
 _FLAT_ITEMS = (str, int, float, bool, type(None))
 """The types of a flat JSON value's members: a decoded dict or list of these is kept and handed out as a copy."""
 
-_DECODED_LIMIT = 20_000
+_DECODED_LIMIT = 4096
 """The most JSON texts a table keeps decoded (:meth:`_TableSQL.decode`); beyond it texts are decoded every time."""
 
 
@@ -63,7 +63,8 @@ class _TableSQL:
                               if c in self.json or c in self.bool)
         """The columns read back converted, in table order, with their conversion."""
         self._decoded: dict[str, Any] = {}
-        """JSON texts of this table's columns decoded before, to flat dicts and lists (:meth:`decode`)."""
+        """JSON texts of this table's columns decoded before, to flat dicts and lists (:meth:`decode`); shared by the
+        threads running trials (a look-up or an insertion is one dict operation, the values are never changed)."""
         cols = ", ".join(f'"{c}"' for c in self.columns)
         self.where_key = " AND ".join(f'"{c}" = ?' for c in self.key)
         self.select = f'SELECT {cols} FROM "{self.name}"'
