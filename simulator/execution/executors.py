@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ExecutorError
-from simulator.execution.runner import infra_error_result
+from simulator.execution.runner import Runner, infra_error_result
 from simulator.types.spec import RunSpec, parse_executor
 
 __all__ = ["AUTO_PROCESSES_MIN_CONCURRENCY", "IDLE_SETTINGS", "LOCAL_WORKERS_PER_CORE", "MODEL_FREE_SCHEMES",
@@ -204,7 +204,7 @@ def _pin_workers(client: Any, workers: int) -> None:
 @contextmanager
 def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None = None,
                   log_run_id: str | None = None, connect_timeout: float = 10.0,
-                  allowed_failures: int | None = None) -> Iterator[Executor | None]:
+                  allowed_failures: int | None = None, runner: Runner | None = None) -> Iterator[Executor | None]:
     """Start (or connect to) the executor ``spec.executor`` names; yield None for ``threads``.
 
     Args:
@@ -214,6 +214,11 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
         connect_timeout: seconds to wait for a ``dask://`` scheduler.
         allowed_failures: worker deaths a trial may cause before it is recorded ``infra_error`` (a
             ``local:N`` cluster's scheduler setting); None: Dask's configured value (default 3).
+        runner: the driver's runner of ``spec`` (built, e.g. by :func:`simulator.execution.build.build_runner`).
+            When the workers are forked (``local:N``, a model-free run on Linux, no response cache), it is
+            prepared here and the workers run trials on their copies of it instead of building and preparing the
+            run again (:class:`~simulator.execution.dask_executor.RunnerPlugin`); a worker the nanny restarts
+            is forked again with it. None: each worker builds the run from ``spec``.
 
     Yields:
         The executor for :meth:`Runner.run`, or None (threads: the runner makes its own pool).
@@ -242,7 +247,7 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
         import dask
         from distributed import Client, LocalCluster
 
-        from simulator.execution.dask_executor import DaskExecutor
+        from simulator.execution.dask_executor import DaskExecutor, RunnerPlugin
     except ModuleNotFoundError as e:
         raise ExecutorError(f"--executor {spec.executor}: Dask is not installed ({e.name}); install the extra: "
                             "pip install 'tausim[dask]'") from e
@@ -254,12 +259,22 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                                 **IDLE_SETTINGS}
     if allowed_failures is not None:
         settings["distributed.scheduler.allowed-failures"] = allowed_failures
-    if kind == "local" and known_model_free(spec) and sys.platform == "linux":
+    forked = kind == "local" and known_model_free(spec) and sys.platform == "linux"
+    if forked:
         # a model-free run's worker processes are forked, not spawned: they start with the driver's modules loaded
         # instead of importing tausim, SQLAlchemy and Dask again (230 oracle trials on local:2: 8.6 -> 5.1 s of
         # CPU in all processes, measured with /usr/bin/time); a model run keeps spawn (its driver holds model
         # clients' sockets and threads after the pre-flight, which a fork would copy)
         settings["distributed.worker.multiprocessing-method"] = "fork"
+    # forked workers take the driver's runner with them, prepared: no worker builds the run (template, tasks, gold
+    # replays) again after the driver did (920 oracle trials on local:2: the runner plugin's registration, each
+    # worker's build, was ~0.8 s of the run's wall after the driver's own build). Not with a response cache: a
+    # forked SQLite connection must not be used, nor closed, by the child (SQLite's "how to corrupt" page)
+    plugin = None
+    if forked and runner is not None and spec.cache is None:
+        runner.prepare()
+        plugin = RunnerPlugin(spec.model_dump_json(), log_run_id if log_sink is not None else None,
+                              rpm_share=int(arg or 1), inherited=runner)
     cluster = None
     client = None
     try:
@@ -269,9 +284,11 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                 try:
                     # no dashboard; the scheduler's HTTP server (health routes) on a free port of 127.0.0.1, not
                     # Dask's default 8787, which a second cluster found taken ("Port 8787 is already in use")
+                    # a plugin given to the workers' constructor reaches them unpickled through the fork
                     cluster = LocalCluster(n_workers=arg, threads_per_worker=math.ceil(spec.concurrency / arg),
                                            processes=True, host="127.0.0.1", dashboard_address=None,
-                                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40)
+                                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40,
+                                           **({"plugins": (plugin,)} if plugin is not None else {}))
                     client = Client(cluster)
                 except (OSError, RuntimeError, TimeoutError) as e:
                     raise ExecutorError(f"--executor {spec.executor}: cannot start a local Dask cluster: "
@@ -290,7 +307,7 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                     raise ExecutorError(f"--executor {spec.executor}: the Dask scheduler at {arg} has no workers; "
                                         f"start some with `dask worker {arg}`")
         executor = DaskExecutor(client, spec, log_sink=log_sink, log_run_id=log_run_id, rpm_share=workers,
-                                model_free=known_model_free(spec))
+                                model_free=known_model_free(spec), plugin=plugin)
         try:
             yield executor
         finally:
