@@ -19,7 +19,9 @@
 
 Either Dask executor (:mod:`simulator.execution.dask_executor`) registers a worker plugin that builds the run once per
 worker
-from the spec (:func:`simulator.execution.build.build_runner`, the same path as the CLI's); a Dask task
+from the spec (:func:`simulator.execution.build.build_runner`, the same path as the CLI's), except the forked workers
+of a model-free ``local:N`` run, which take the driver's built and prepared runner with them (:func:`open_executor`'s
+``runner``); a Dask task
 (``pure=False``) runs
 a batch of up to :data:`simulator.execution.dask_executor.MAX_BATCH` trials in turn on the worker's runner (each Dask
 task
