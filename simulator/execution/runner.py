@@ -97,11 +97,7 @@ def settle_heap(*, collect: bool = True) -> None:
     computes a few ms at a time (a model call's CPU, grading) between waits; with 64 trials in flight a waking thread
     made the running one hand the lock over mid-work (64 threads of 200 ms model calls, 3 pairs in turn: 4.32 / 3.37
     / 2.65 ms of CPU per call at 5 ms, 3.57 / 2.55 / 2.46 ms at 50 ms, wall no longer; docs/benchmarks.md).
-    Process-wide: call it only in a process whose job is the run.
-
-    Args:
-        collect: collect the garbage before freezing; False in a worker forked from the driver: a full pass over
-            the inherited heap would write to (and so copy) every page of it that holds objects.
+    Process-wide: call it only in a process whose job is the run. ``collect=False``: no collection (a forked worker).
     """
     if collect:
         gc.collect()
