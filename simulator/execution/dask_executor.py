@@ -220,6 +220,10 @@ class RunnerPlugin(WorkerPlugin):
             # driver's (a model-free run calls no model; they are closed by the driver, not here)
             self._runner = self.inherited
             self._runner.log, self._runner.tracing = log, None
+            # the trial copies pooled by the driver are its sqlite connections: never used in a forked child
+            # (SQLite's "how to corrupt" page; SQLAlchemy's pattern for os.fork: a new pool, the inherited
+            # connections left unclosed); this worker's copies are made anew from the template's bytes
+            self._runner.template.engine.dispose(close=False)
             settle_heap(collect=False)  # a full pass here would copy every page of the driver's heap it touches
             return
         from simulator.execution.build import RunServices, build_runner

@@ -132,3 +132,19 @@ def test_a_run_hands_the_executor_its_runner_and_a_log_sink_only_with_a_log_file
     assert [kw["log_sink"] is None for kw in seen] == [True, False]
     assert all(isinstance(kw["runner"], Runner) and [t.id for t in kw["runner"].tasks] == TASKS[:1]
                for kw in seen)
+
+
+def test_forked_workers_never_use_the_drivers_sqlite_connections():
+    spec = _spec()
+    runner = build_runner(spec)
+    with open_executor(spec, runner=runner) as ex:
+        assert ex is not None
+        driver_pool = runner.template.engine.pool
+        assert driver_pool.checkedin() > 0  # the driver's prepare left trial copies in its pool, which a fork copies
+        name = ex._plugin.name
+        seen = ex.client.run(lambda dask_worker: (id(dask_worker.plugins[name]._runner.template.engine.pool),
+                                                  dask_worker.plugins[name]._runner.template.engine.pool.checkedin()))
+        result = runner.run(executor=ex)
+    # each worker has a pool of its own, empty when it started: its copies are made from the template's bytes
+    assert len(seen) == 2 and all(pool != id(driver_pool) and n == 0 for pool, n in seen.values()), seen
+    assert len(result.trials) == 4 and all(t.termination_reason != "infra_error" for t in result.trials)
