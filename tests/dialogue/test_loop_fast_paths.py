@@ -5,7 +5,7 @@
 - :func:`simulator.dialogue.state.dispatch` builds its records without validation only from values of the exact
   field types: a tool answering with a ``str`` subclass or an ``int`` duration (a custom toolbox) goes through the
   constructors, which convert them, exactly as before;
-- the oracle's turns shared by the trials of one task give the same trajectories as an oracle of its own;
+- the oracle's and the scripted user's turns shared by the trials of one task are those of an actor of its own;
 - the progress judge's call key is ``json.dumps(..., sort_keys=True, default=str)``, errors included.
 """
 
@@ -31,6 +31,7 @@ from simulator.types.protocols import TrialContext
 from simulator.types.tasks import Action, Task, UserScenario
 from simulator.types.trajectory import ToolCallRecord, Trajectory
 from simulator.users import ScriptedUser
+from simulator.users._scripted import scripted_user_factory
 from simulator.world.tools import CallOutcome
 from tests._support.convo import bank_trial
 
@@ -148,3 +149,22 @@ def test_the_call_key_fails_as_json_dumps_does():
         _call_key(["n", circular])
     with pytest.raises(TypeError):
         _call_key(["n", {1: 1, "a": 2}])  # keys that cannot be sorted
+
+
+def test_shared_scripted_user_turns_give_the_turns_of_an_own_user():
+    make = scripted_user_factory()
+    task = _task(5)
+    lines_task = task.model_copy(update={"scenario": UserScenario(instructions="", script=["hi", "bye ###STOP### x"])})
+    for t in (task, lines_task):
+        own = ScriptedUser(t.scenario.script or [t.scenario.opening])
+        expected = [own.reply([]) for _ in range(4)]
+        for _ in range(2):  # the second user's turns come from the shared ones
+            user = make(_ctx(t))
+            assert [user.reply([]) for _ in range(4)] == expected
+    assert [u.content for u in expected] == ["hi", "bye", "", ""] and [u.stop for u in expected] == [0, 1, 1, 1]
+    fixed = scripted_user_factory(["a", "b"])
+    assert [fixed(_ctx(task)).reply([]).content for _ in range(2)] == ["a", "a"]
+    first, second = fixed(_ctx(task)), fixed(_ctx(lines_task))
+    assert [first.reply([]).content, first.reply([]).content, second.reply([]).content] == ["a", "b", "a"]
+    other = _task(5).model_copy(update={"scenario": UserScenario(instructions="", opening="another opening")})
+    assert make(_ctx(other)).reply([]).content == "another opening"  # the same id, another task: its own turns
