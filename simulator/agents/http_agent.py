@@ -170,12 +170,11 @@ class HttpAgentClient:
                 response = http.get(url)
         except httpx.HTTPError as e:
             raise SetupError(f"agent endpoint {self.endpoint} is unreachable: {_describe(e)}", kind="server") from e
+        checked = f"agent endpoint {self.endpoint} (pre-flight GET {url})"  # the URL that answered, not the endpoint
         if response.status_code in (401, 403):
-            raise SetupError(f"agent endpoint {self.endpoint} refused the credentials ({response.status_code})",
-                             kind="credentials")
+            raise SetupError(f"{checked} refused the credentials ({response.status_code})", kind="credentials")
         if response.status_code >= 500 and response.status_code != 501:  # 501: no GET route, yet it answers
-            raise SetupError(f"agent endpoint {self.endpoint} answered {response.status_code} "
-                             f"{response.reason_phrase}", kind="server")
+            raise SetupError(f"{checked} answered {response.status_code} {response.reason_phrase}", kind="server")
 
     def complete(self, body: Mapping[str, Any]) -> tuple[dict[str, Any] | HttpFailure, int]:
         """Send one chat-completions request, with retries of transient failures.

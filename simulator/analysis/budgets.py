@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from simulator.errors import BudgetFileError
+from simulator.stats.estimators import linear_quantiles
 from simulator.types.tasks import Budget
 
 __all__ = ["BASELINE_RULE", "BUDGETS_FORMAT", "BudgetFileError", "derive_budgets", "load_budgets"]
@@ -40,7 +41,7 @@ BASELINE_RULE = ("per task, over its passing trials: ceil(p95 * 1.2) for steps, 
 
 
 def _p95(values: list[float]) -> float:
-    return float(np.quantile(np.asarray(values, dtype=np.float64), 0.95))
+    return float(linear_quantiles(np.asarray(values, dtype=np.float64), [0.95])[0])
 
 
 def _ceil(x: float) -> int:

@@ -14,6 +14,8 @@ probe                  a faithful user
 ``known_fact``         asked for a fact it was given: gives exactly that value
 ``alternative``        offered something else than it asked for: does not accept it, does not stop
 ``false_completion``   told "all done" though nothing was done: does not close the conversation
+``policy_note``        told a policy with a condition ("cancelled orders are refunded … once you confirm"), not a
+                       result: does not take it for one, does not close
 ``repeat``             asked the same question three times: answers, never restarts or stops
 ``empty``              sent an empty message: says something, does not stop
 ``transfer``           told it is being transferred: may stop, invents nothing
@@ -54,7 +56,7 @@ from simulator.users.review import untraced_values
 __all__ = ["PROBES", "ProbeResult", "Scorecard", "check_user", "pick_task"]
 
 PROBES = ("confirm_write", "decline_wrong", "unknown_fact", "known_fact", "alternative", "false_completion",
-          "repeat", "empty", "transfer", "silent", "tool_syntax")
+          "policy_note", "repeat", "empty", "transfer", "silent", "tool_syntax")
 """The probes, in run order (persona probes follow)."""
 
 _NO_PROGRESS = Progress(made=False, signals=("agent_repeat",))
@@ -428,6 +430,8 @@ def _probes(facts: _Facts) -> list[tuple[str, str, list[tuple[str, Progress | No
                    "the voucher instead?", None)
     done = ("All done! Your request has been completed successfully. Is there anything else I can help you with?",
             Progress(made=False))
+    note = ("Just so you know: orders that are cancelled are refunded to the original payment method within 5-7 "
+            "business days, and changes are applied once you confirm.", Progress(made=False))
     name, args = facts.write[0], facts.gold_arguments
     tool_text = f'{facts.read_tool}({json.dumps(args)})\n{{"name": "{name}", "arguments": {json.dumps(args)}}}'
     return [
@@ -441,6 +445,8 @@ def _probes(facts: _Facts) -> list[tuple[str, str, list[tuple[str, Progress | No
          not_yes),
         ("false_completion", 'told "all done" though nothing was done: checks the claim, does not close', [done],
          no_close),
+        ("policy_note", "told a policy with a condition, not a result: does not take it for one, does not close",
+         [note], no_close),
         ("repeat", "asked the same question three times: answers each time, never restarts or stops",
          [(ask_known, None), (ask_known, Progress(False, ("repeated_question",))),
           (ask_known, Progress(False, ("repeated_question",)))], gives_value),

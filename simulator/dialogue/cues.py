@@ -31,6 +31,7 @@ __all__ = [
     "CONFIRM_IMPERATIVE_RE",
     "CONFIRM_QUESTION_RE",
     "MORE_HELP_RE",
+    "NEGATION_RE",
     "NO_RE",
     "RETRYABLE_RE",
     "UNKNOWN_RE",
@@ -41,6 +42,7 @@ __all__ = [
     "is_no",
     "is_retryable_error",
     "is_yes",
+    "negated",
     "offers_more_help",
     "requested_tool_calls",
     "says_unknown",
@@ -141,13 +143,50 @@ COMPLETION_RE = re.compile(
 successfully"), anywhere in the message."""
 
 
+NEGATION_RE = re.compile(
+    r"\b(?:not|no|nothing|none|never|neither|nor|cannot|unable)\b|n't\b",
+    re.IGNORECASE)
+"""A negation ("not", "nothing", "couldn't", "unable"): read in the few words before a cue it turns it
+around ("Nothing has been cancelled", "the return could not be completed")."""
+
+_CLAUSE_END = re.compile(r"[.!?;:,\n]|\b(?:but|and|so|then|however)\b", re.IGNORECASE)
+"""Where the words a negation reaches stop: a sentence or clause boundary ("No problem, your order has been
+cancelled" still claims)."""
+
+NEGATION_WINDOW_WORDS = 3
+"""How many words before a cue a negation is looked for."""
+
+
+def negated(text: str, start: int) -> bool:
+    """Return True when a negation (:data:`NEGATION_RE`) stands in the few words before ``text[start:]``.
+
+    Only the same clause is read (back to the nearest punctuation or conjunction, :data:`_CLAUSE_END`), and at most
+    :data:`NEGATION_WINDOW_WORDS` words of it.
+
+    Args:
+        text: the message.
+        start: where the cue matched (a character offset into ``text``).
+    """
+    before = text[max(0, start - 200):start]
+    ends = list(_CLAUSE_END.finditer(before))
+    if ends:
+        before = before[ends[-1].end():]
+    words = before.split()[-NEGATION_WINDOW_WORDS:]
+    return NEGATION_RE.search(" ".join(words)) is not None
+
+
 def claims_completion(text: str | None) -> bool:
-    """Return True when an agent message claims that the work was done (:data:`COMPLETION_RE`) and asks no yes/no.
+    """Return True when an agent message claims that the work was done and asks no yes/no.
+
+    A claim is a :data:`COMPLETION_RE` match not turned around by a negation just before it (:func:`negated`:
+    "Nothing has been cancelled", "the exchange could not be completed" claim nothing).
 
     Args:
         text: the agent's message (None: no claim).
     """
-    return bool(text) and COMPLETION_RE.search(text or "") is not None and not asks_confirmation(text)
+    if not text or asks_confirmation(text):
+        return False
+    return any(not negated(text, m.start()) for m in COMPLETION_RE.finditer(text))
 
 
 UNKNOWN_RE = re.compile(

@@ -24,8 +24,8 @@ from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
-__all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "open_partial",
-           "open_results_store", "output_problem", "partial_lock", "partial_path", "write_document",
+__all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "document_json",
+           "open_partial", "open_results_store", "output_problem", "partial_lock", "partial_path", "write_document",
            "write_json_atomic"]
 
 
@@ -111,15 +111,43 @@ def open_results_store(url: str, must_exist: bool = False) -> ResultsStore:
         raise OptionError("store", shown, f"cannot open the results store: {type(e).__name__}: {e}") from e
 
 
+def document_json(doc: Any) -> str:
+    """The JSON text of a document: one top-level field a line, each element of a top-level list a line.
+
+    A run document's trials are most of its text: each is written compact on its own line (greppable, one trial a
+    line), by the json module's C encoder; ``json.dumps(indent=...)`` falls back to the pure-Python encoder, about
+    three times slower (0.4 s more for a 920-trial run). Values not JSON-serialisable are written as ``str(value)``.
+
+    Args:
+        doc: a JSON-serialisable value, usually a dict (anything else is written on one line).
+
+    Returns:
+        The text; ``json.loads`` gives back ``doc`` (tuples as lists), as for ``json.dumps``.
+    """
+    if not isinstance(doc, dict) or not doc:
+        return json.dumps(doc, default=str)
+    fields = []
+    for key, value in doc.items():
+        name = json.dumps(str(key))
+        if isinstance(value, list | tuple) and value:
+            items = ",\n  ".join(json.dumps(v, default=str) for v in value)
+            fields.append(f" {name}: [\n  {items}\n ]")
+        else:
+            fields.append(f" {name}: {json.dumps(value, default=str)}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
+
+
 def write_json_atomic(path: Path, doc: Any) -> None:
-    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename (never a half-written file).
+    """Write ``doc`` as JSON (:func:`document_json`) to ``path`` through a temporary file and a rename.
+
+    Never leaves a half-written file.
 
     Raises:
         OSError: the file cannot be written (the temporary file is removed).
     """
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+        tmp.write_text(document_json(doc), encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:
         try:

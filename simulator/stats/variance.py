@@ -45,6 +45,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from simulator.stats.estimators import linear_quantiles
+
 __all__ = ["CONDITIONS", "FEW_CELLS", "FEW_CELLS_SHARE", "METHOD", "SHARES", "VarianceDecomposition",
            "decompose_variance", "few_cells_warning", "held_side_note", "task_variance"]
 
@@ -236,7 +238,7 @@ def decompose_variance(
         if values.size == 0:
             intervals[name] = None
             continue
-        low, high = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
+        low, high = linear_quantiles(values, [alpha / 2.0, 1.0 - alpha / 2.0])
         intervals[name] = (float(low), float(high))
     per_task = {t: {"both": float(var["both"][i]), "user": float(var["user"][i]), "agent": float(var["agent"][i]),
                     "mean_both": float(np.mean(outcomes["both"][t]))} for i, t in enumerate(tasks)}

@@ -88,6 +88,33 @@ def test_an_unreachable_endpoint_fails_preflight_within_5s_and_trials_end_infra_
     assert url in (trial.trajectory.error or "")
 
 
+@pytest.mark.parametrize(("status", "kind"), [(401, "credentials"), (403, "credentials"), (502, "server")])
+def test_a_refusing_preflight_names_the_url_it_checked(status: int, kind: str) -> None:
+    import http.server
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server hook
+            self.send_response(status)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass  # quiet
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}/v1"
+        factory = build_http_agent(f"{base}/chat/completions", **FAST)
+        with pytest.raises(SetupError) as e:
+            factory.client.preflight()  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert e.value.kind == kind and f"GET {base}/models" in str(e.value) and str(status) in str(e.value)
+    assert f"{base}/chat/completions" in str(e.value) and "\n" not in str(e.value)
+
+
 def test_the_spec_argument_and_options() -> None:
     with pytest.raises(ValueError, match="http://"):
         build_http_agent("127.0.0.1:8000")

@@ -51,7 +51,7 @@ def _llm_card(answers: list[str], tmp_path: Path) -> tuple[int, str, dict[str, A
 def test_an_always_stopping_user_fails_on_premature_stops(tmp_path: Path) -> None:
     code, output, card = _llm_card(["###STOP###"], tmp_path)
     assert code == 1
-    # every probe but the transfer stops where it must not: 10 of 10
+    # every probe but the transfer stops where it must not: 11 of 11
     assert card["rates"]["premature_stop"] == 1.0
     assert "premature stop 100.0%" in output and "premature_stop: confirm_write" in output
     assert not card["passed"] and {p["name"] for p in card["probes"] if p["passed"]} == {"transfer"}

@@ -36,6 +36,19 @@ def test_says_unknown(text: str | None, unknown: bool) -> None:
     ("Your order is cancelled once you confirm.", False),
     ("A previous order of yours was cancelled on the 3rd.", False),
     ("Just so you know, an order that's been cancelled can't be restored.", False),
+    # negated claims report that nothing was done (read as claims, the user review flagged an honest failure report
+    # as an accepted false completion, and the rule user asked to check a claim nobody made)
+    ("Nothing has been cancelled.", False),
+    ("I'm sorry, the return could not be completed.", False),
+    ("The exchange wasn't completed because the item is out of stock.", False),
+    ("I was unable to successfully update the address.", False),
+    ("The payment failed, so none of it went through.", False),
+    ("No changes have been applied to your account.", False),
+    # a negation in another clause or far before the cue does not turn it around
+    ("No problem, your order has been cancelled.", True),
+    ("I couldn't find the first order, but the second one has been cancelled.", True),
+    ("It was not easy to find, yet your refund has now been processed successfully.", True),
+    ("The failed payment has been refunded.", True),
 ])
 def test_claims_completion(text: str | None, claim: bool) -> None:
     assert claims_completion(text) is claim
