@@ -178,37 +178,58 @@ class RunnerPlugin(WorkerPlugin):
         spec_json: the run spec as JSON.
         log_run_id: run id for the trials' log events (None: no log lines are captured).
         rpm_share: how many workers share ``spec.rpm`` (each limits itself to its share).
+        inherited: the driver's runner of this spec, built and prepared, for workers *forked* from the driver
+            with the plugin in hand (a ``local:N`` cluster of a model-free run, see
+            :func:`simulator.execution.executors.open_executor`): each such worker runs trials on its own copy of
+            it (the fork's copy-on-write memory) instead of building and preparing the run again. The plugin sent
+            to a worker any other way (pickled: spawned workers, ``register_plugin``, ``dask://``) drops it and
+            builds the run from ``spec_json``.
     """
 
-    def __init__(self, spec_json: str, log_run_id: str | None = None, rpm_share: int = 1):
+    def __init__(self, spec_json: str, log_run_id: str | None = None, rpm_share: int = 1,
+                 inherited: Runner | None = None):
         self.spec_json = spec_json
         self.log_run_id = log_run_id
         self.rpm_share = rpm_share
         self.name = "tausim-run-" + hashlib.sha256(
             f"{spec_json}/{log_run_id}".encode()).hexdigest()[:16]
+        self.inherited = inherited
         self._runner: Runner | None = None
         self._services: Any = None
         self._buffer: _TrialLogBuffer | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"spec_json": self.spec_json, "log_run_id": self.log_run_id, "rpm_share": self.rpm_share,
-                "name": self.name, "_runner": None, "_services": None, "_buffer": None}
+                "name": self.name, "inherited": None, "_runner": None, "_services": None, "_buffer": None}
 
     def setup(self, worker: Any = None) -> None:
-        """Build the runner from the spec (on the worker, once).
+        """Make this worker's runner (once): the inherited one (a forked worker), else built from the spec.
 
         Raises:
             Exception: whatever :func:`simulator.execution.build.build_runner` raises (reported to the driver).
         """
-        from simulator.execution.build import RunServices, build_runner
         from simulator.storage.runlog import run_logger
 
-        spec = RunSpec.model_validate_json(self.spec_json)
-        self._services = RunServices.open(spec, rpm_share=self.rpm_share)
         log = None
         if self.log_run_id is not None:
             self._buffer = _TrialLogBuffer()
             log = run_logger(self._buffer, self.log_run_id)
+        if self.inherited is not None:
+            # this process's copy of the driver's runner: its trials log to this worker's buffer and are not
+            # traced (the driver's tracing file is the driver's), as a runner built here; its services stay the
+            # driver's (a model-free run calls no model; they are closed by the driver, not here)
+            self._runner = self.inherited
+            self._runner.log, self._runner.tracing = log, None
+            # the trial copies pooled by the driver are its sqlite connections: never used in a forked child
+            # (SQLite's "how to corrupt" page; SQLAlchemy's pattern for os.fork: a new pool, the inherited
+            # connections left unclosed); this worker's copies are made anew from the template's bytes
+            self._runner.template.engine.dispose(close=False)
+            settle_heap(collect=False)  # a full pass here would copy every page of the driver's heap it touches
+            return
+        from simulator.execution.build import RunServices, build_runner
+
+        spec = RunSpec.model_validate_json(self.spec_json)
+        self._services = RunServices.open(spec, rpm_share=self.rpm_share)
         self._runner = build_runner(spec, self._services, log=log)
         self._runner.prepare()  # each task prepared once per worker, before its threads run trials
         # the run's data lives as long as the worker: keep it out of the cyclic GC's full passes
@@ -287,6 +308,9 @@ class DaskExecutor(Executor):
         log_sink: called in the driver with each finished trial's log lines (JSON strings), or None.
         log_run_id: run id carried by the workers' log events (needed with ``log_sink``).
         rpm_share: how many workers share ``spec.rpm``.
+        model_free: the run calls no model (its trials are batched coarsely, see :meth:`batch_size`).
+        plugin: the run's :class:`RunnerPlugin`, already on every worker (given to the workers when they started:
+            a forked ``local:N`` cluster); None: made here from ``spec`` and registered on the workers.
 
     Raises:
         ExecutorError: a worker could not build the run.
@@ -296,7 +320,8 @@ class DaskExecutor(Executor):
     """Each worker's runner prepares the tasks itself (see :meth:`simulator.execution.runner.Runner.run`)."""
 
     def __init__(self, client: Any, spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None = None,
-                 log_run_id: str | None = None, rpm_share: int = 1, model_free: bool = False):
+                 log_run_id: str | None = None, rpm_share: int = 1, model_free: bool = False,
+                 plugin: RunnerPlugin | None = None):
         self.client = client
         self.spec = spec
         self.model_free = model_free
@@ -304,10 +329,12 @@ class DaskExecutor(Executor):
         self._lock = threading.Lock()
         self._pending: dict[Any, Future[TrialResult]] = {}
         self._batches: dict[Any, tuple[list[tuple[str, int, str | None]], list[Future[TrialResult]], float]] = {}
-        self._plugin = RunnerPlugin(spec.model_dump_json(),
-                                    log_run_id if log_sink is not None else None, rpm_share)
+        self._plugin = plugin if plugin is not None else RunnerPlugin(
+            spec.model_dump_json(), log_run_id if log_sink is not None else None, rpm_share)
+        responses = None
         try:
-            responses = register_worker_plugin(client, self._plugin, self._plugin.name)
+            if plugin is None:
+                responses = register_worker_plugin(client, self._plugin, self._plugin.name)
         except Exception as e:  # noqa: BLE001 - any failure of a worker's build is reported as one error
             raise ExecutorError(f"Dask workers could not build the run: {type(e).__name__}: {e}") from e
         for worker, resp in (responses or {}).items():

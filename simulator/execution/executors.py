@@ -19,7 +19,9 @@
 
 Either Dask executor (:mod:`simulator.execution.dask_executor`) registers a worker plugin that builds the run once per
 worker
-from the spec (:func:`simulator.execution.build.build_runner`, the same path as the CLI's); a Dask task
+from the spec (:func:`simulator.execution.build.build_runner`, the same path as the CLI's), except the forked workers
+of a model-free ``local:N`` run, which take the driver's built and prepared runner with them (:func:`open_executor`'s
+``runner``); a Dask task
 (``pure=False``) runs
 a batch of up to :data:`simulator.execution.dask_executor.MAX_BATCH` trials in turn on the worker's runner (each Dask
 task
@@ -52,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ExecutorError
-from simulator.execution.runner import infra_error_result
+from simulator.execution.runner import Runner, infra_error_result
 from simulator.types.spec import RunSpec, parse_executor
 
 __all__ = ["AUTO_PROCESSES_MIN_CONCURRENCY", "IDLE_SETTINGS", "LOCAL_WORKERS_PER_CORE", "MODEL_FREE_SCHEMES",
@@ -68,12 +70,16 @@ the cores (more trials at once come from ``--concurrency``, the threads of each 
 IDLE_SETTINGS: dict[str, Any] = {
     "distributed.admin.tick.interval": "1s",
     "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "500ms",
 }
 """Dask settings that quiet a cluster's periodic work, for the clusters tausim starts (``local:N``): Dask's defaults
 (an event-loop tick every 20 ms, a system monitor every 500 ms) cost each worker a few percent of a core even while
 its trials wait for their models, CPU the trials need on a small machine (measured with scripts/bench-concurrency).
 Work stealing stays on: with it off, tests/execution/test_executors.py's killed-worker test failed (a second trial ended
-``infra_error``); the memory monitor's 100 ms is kept too (it runs in the nannies)."""
+``infra_error``). The memory monitors (each nanny's, in the driver process, and each worker's) read their worker's
+memory every 500 ms, not 100 ms: idle, a ``local:2`` cluster's three processes used 30-35 ms of CPU per second at
+100 ms, 20-23 at 500 ms (/proc CPU times, 10 s idle after a run); a worker past its memory limit is still stopped
+within half a second."""
 
 
 AUTO_PROCESSES_MIN_CONCURRENCY = 64
@@ -204,7 +210,7 @@ def _pin_workers(client: Any, workers: int) -> None:
 @contextmanager
 def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None = None,
                   log_run_id: str | None = None, connect_timeout: float = 10.0,
-                  allowed_failures: int | None = None) -> Iterator[Executor | None]:
+                  allowed_failures: int | None = None, runner: Runner | None = None) -> Iterator[Executor | None]:
     """Start (or connect to) the executor ``spec.executor`` names; yield None for ``threads``.
 
     Args:
@@ -214,6 +220,11 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
         connect_timeout: seconds to wait for a ``dask://`` scheduler.
         allowed_failures: worker deaths a trial may cause before it is recorded ``infra_error`` (a
             ``local:N`` cluster's scheduler setting); None: Dask's configured value (default 3).
+        runner: the driver's runner of ``spec`` (built, e.g. by :func:`simulator.execution.build.build_runner`).
+            When the workers are forked (``local:N``, a model-free run on Linux, no response cache), it is
+            prepared here and the workers run trials on their copies of it instead of building and preparing the
+            run again (:class:`~simulator.execution.dask_executor.RunnerPlugin`); a worker the nanny restarts
+            is forked again with it. None: each worker builds the run from ``spec``.
 
     Yields:
         The executor for :meth:`Runner.run`, or None (threads: the runner makes its own pool).
@@ -242,7 +253,7 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
         import dask
         from distributed import Client, LocalCluster
 
-        from simulator.execution.dask_executor import DaskExecutor
+        from simulator.execution.dask_executor import DaskExecutor, RunnerPlugin
     except ModuleNotFoundError as e:
         raise ExecutorError(f"--executor {spec.executor}: Dask is not installed ({e.name}); install the extra: "
                             "pip install 'tausim[dask]'") from e
@@ -254,12 +265,22 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                                 **IDLE_SETTINGS}
     if allowed_failures is not None:
         settings["distributed.scheduler.allowed-failures"] = allowed_failures
-    if kind == "local" and known_model_free(spec) and sys.platform == "linux":
+    forked = kind == "local" and known_model_free(spec) and sys.platform == "linux"
+    if forked:
         # a model-free run's worker processes are forked, not spawned: they start with the driver's modules loaded
         # instead of importing tausim, SQLAlchemy and Dask again (230 oracle trials on local:2: 8.6 -> 5.1 s of
         # CPU in all processes, measured with /usr/bin/time); a model run keeps spawn (its driver holds model
         # clients' sockets and threads after the pre-flight, which a fork would copy)
         settings["distributed.worker.multiprocessing-method"] = "fork"
+    # forked workers take the driver's runner with them, prepared: no worker builds the run (template, tasks, gold
+    # replays) again after the driver did (920 oracle trials on local:2: the runner plugin's registration, each
+    # worker's build, was ~0.8 s of the run's wall after the driver's own build). Not with a response cache: a
+    # forked SQLite connection must not be used, nor closed, by the child (SQLite's "how to corrupt" page)
+    plugin = None
+    if forked and runner is not None and spec.cache is None:
+        runner.prepare()
+        plugin = RunnerPlugin(spec.model_dump_json(), log_run_id if log_sink is not None else None,
+                              rpm_share=int(arg or 1), inherited=runner)
     cluster = None
     client = None
     try:
@@ -269,9 +290,11 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                 try:
                     # no dashboard; the scheduler's HTTP server (health routes) on a free port of 127.0.0.1, not
                     # Dask's default 8787, which a second cluster found taken ("Port 8787 is already in use")
+                    # a plugin given to the workers' constructor reaches them unpickled through the fork
                     cluster = LocalCluster(n_workers=arg, threads_per_worker=math.ceil(spec.concurrency / arg),
                                            processes=True, host="127.0.0.1", dashboard_address=None,
-                                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40)
+                                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40,
+                                           **({"plugins": (plugin,)} if plugin is not None else {}))
                     client = Client(cluster)
                 except (OSError, RuntimeError, TimeoutError) as e:
                     raise ExecutorError(f"--executor {spec.executor}: cannot start a local Dask cluster: "
@@ -290,7 +313,7 @@ def open_executor(spec: RunSpec, *, log_sink: Callable[[list[str]], None] | None
                     raise ExecutorError(f"--executor {spec.executor}: the Dask scheduler at {arg} has no workers; "
                                         f"start some with `dask worker {arg}`")
         executor = DaskExecutor(client, spec, log_sink=log_sink, log_run_id=log_run_id, rpm_share=workers,
-                                model_free=known_model_free(spec))
+                                model_free=known_model_free(spec), plugin=plugin)
         try:
             yield executor
         finally:

@@ -83,7 +83,7 @@ RUN_SWITCH_INTERVAL_S = 0.05
 """The thread switch interval (s; Python's default 0.005) of a process running trials (:func:`settle_heap`)."""
 
 
-def settle_heap() -> None:
+def settle_heap(*, collect: bool = True) -> None:
     """Set a process that runs trials (``tausim run``, a Dask worker) up for its run, once the run is built.
 
     The objects alive now (the run's data: template, tasks, prepared goal states) live to the end: they are
@@ -97,9 +97,10 @@ def settle_heap() -> None:
     computes a few ms at a time (a model call's CPU, grading) between waits; with 64 trials in flight a waking thread
     made the running one hand the lock over mid-work (64 threads of 200 ms model calls, 3 pairs in turn: 4.32 / 3.37
     / 2.65 ms of CPU per call at 5 ms, 3.57 / 2.55 / 2.46 ms at 50 ms, wall no longer; docs/benchmarks.md).
-    Process-wide: call it only in a process whose job is the run.
+    Process-wide: call it only in a process whose job is the run. ``collect=False``: no collection (a forked worker).
     """
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.freeze()
     gc.set_threshold(*RUN_GC_THRESHOLDS)
     sys.setswitchinterval(RUN_SWITCH_INTERVAL_S)

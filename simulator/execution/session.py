@@ -295,8 +295,9 @@ class _Session:
             except (InputError, OSError) as e:
                 raise OptionError("otel", str(otel), str(e)) from e
         self.executor = self.stack.enter_context(open_executor(
-            self.spec.model_copy(update={"executor": self.choice.executor}), log_sink=self._log_sink,
-            log_run_id=self.log_run_id, connect_timeout=dask_timeout))
+            self.spec.model_copy(update={"executor": self.choice.executor}),
+            log_sink=self._log_sink if self.log_handle is not None else None,
+            log_run_id=self.log_run_id, connect_timeout=dask_timeout, runner=runner))
         if on_start is not None:  # once the executor is up: a run whose executor cannot start says only why
             on_start(start)
         if self.log is not None:

@@ -249,6 +249,22 @@ def test_local_cluster_workers_run_on_distinct_cores():
     assert tasks == list(loops.values())
 
 
+def test_local_cluster_memory_monitors_poll_every_half_second_not_every_100_ms():
+    # Dask's default (100 ms) polls each worker's memory ten times a second from the nanny (in the driver process)
+    # and from the worker itself, CPU the trials need on a small machine (executors.IDLE_SETTINGS)
+    import dask
+
+    assert dask.config.get("distributed.worker.memory.monitor-interval") == "100ms"  # the default this test changes
+    spec = RunSpec.model_validate({"domain": "retail", "executor": "local:1", "concurrency": 1})
+    with open_executor(spec) as ex:
+        assert ex is not None
+        in_workers = ex.client.run(lambda dask_worker: dask_worker.memory_manager.memory_monitor_interval)
+        nannies = [n.memory_manager.memory_monitor_interval for n in ex.client.cluster.workers.values()]
+        callbacks = ex.client.run(lambda dask_worker: dask_worker.periodic_callbacks["memory_monitor"].callback_time)
+    assert list(in_workers.values()) == [0.5] and nannies == [0.5]
+    assert list(callbacks.values()) == [500.0]  # the worker's periodic callback (ms) runs at that interval
+
+
 def test_a_run_stopped_early_on_a_dask_executor_ends(tmp_path):
     """Every trial ends setup_error (no API key, no preflight): the run stops at the first and the command exits;
     the trials still queued were cancelled, which once left the driver waiting for them forever."""
