@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall
 from simulator.types.protocols import TrialContext
 
-__all__ = ["NullAgent", "OracleAgent"]
-
+__all__ = ["NullAgent", "OracleAgent", "oracle_factory"]
 
 class OracleAgent:
     """Performs the task's gold actions, one tool call per step, then states the required outputs.
@@ -16,15 +16,23 @@ class OracleAgent:
     It is the upper bound of the task: if the oracle fails, the task or the tools are wrong. It reads the
     task's gold actions, which no other agent may do.
 
+    Its turns depend on the task alone (which action is next, whether it has closed once), so the trials of one task
+    may share them (:func:`oracle_factory`): each turn is made once per task, not once per trial. A turn is a record
+    the conversation never changes in place.
+
     Args:
         ctx: the trial context.
+        turns: turns made so far for this task, shared with its other trials and filled as steps are taken
+            (``(next action, closed once) -> (turn, next action after it, closed once after it)``); None: this
+            trial's own.
     """
 
-    def __init__(self, ctx: TrialContext):
+    def __init__(self, ctx: TrialContext, *, turns: dict[tuple[int, bool], tuple[AgentTurn, int, bool]] | None = None):
         self._actions = list(ctx.task.gold_actions)
         self._outputs = list(ctx.task.required_outputs)
         self._next = 0
         self._done = False
+        self._turns = {} if turns is None else turns
 
     def step(self, messages: Sequence[Message]) -> AgentTurn:
         """Return the next gold action as a tool call, then a closing message with the outputs.
@@ -36,26 +44,55 @@ class OracleAgent:
         oracle names the run of consecutive user actions in one message (``Please do this on your side, in
         order: toggle_roaming(); reboot_device().``) and goes on once the user has answered.
         """
-        if self._next < len(self._actions) and self._actions[self._next].requestor == "user":
+        key = (self._next, self._done)
+        made = self._turns.get(key)
+        if made is None:
+            made = self._turns[key] = self._turn(*key)
+        turn, self._next, self._done = made
+        return turn
+
+    def _turn(self, at: int, done: bool) -> tuple[AgentTurn, int, bool]:
+        """The turn when action ``at`` is next (``done``: the oracle has closed once); and the position after it."""
+        actions = self._actions
+        if at < len(actions) and actions[at].requestor == "user":
             run = []
-            while self._next < len(self._actions) and self._actions[self._next].requestor == "user":
-                run.append(self._actions[self._next])
-                self._next += 1
+            while at < len(actions) and actions[at].requestor == "user":
+                run.append(actions[at])
+                at += 1
             steps = "; ".join(f"{a.name}({', '.join(f'{k}={v!r}' for k, v in a.arguments.items())})" for a in run)
             return AgentTurn(message=Message(role="assistant",
-                                             content=f"Please do this on your side, in order: {steps}."))
-        if self._next < len(self._actions):
-            a = self._actions[self._next]
-            self._next += 1
-            call = ToolCall(id=f"oracle_{self._next - 1}", name=a.name, arguments=dict(a.arguments))
-            return AgentTurn(message=Message(role="assistant", tool_calls=[call]))
-        text = "Your request has been handled." if not self._done else "That has been handled as well."
+                                             content=f"Please do this on your side, in order: {steps}.")), at, done
+        if at < len(actions):
+            a = actions[at]
+            call = ToolCall(id=f"oracle_{at}", name=a.name, arguments=dict(a.arguments))
+            return AgentTurn(message=Message(role="assistant", tool_calls=[call])), at + 1, done
+        text = "Your request has been handled." if not done else "That has been handled as well."
         if self._outputs:
             text += " The answer: " + ", ".join(self._outputs) + "."
-        if self._done:  # the user asks for more of what the gold already did (a user with several requests)
+        if done:  # the user asks for more of what the gold already did (a user with several requests)
             text += " Is there anything else I can help with?"
-        self._done = True
-        return AgentTurn(message=Message(role="assistant", content=text))
+        return AgentTurn(message=Message(role="assistant", content=text)), at, True
+
+
+def oracle_factory() -> Callable[[TrialContext], OracleAgent]:
+    """Return a factory building an :class:`OracleAgent` per trial, the trials of one task sharing its turns.
+
+    Turns are shared by task id while the trial's task is the same object (a task changed or loaded again gets
+    turns of its own).
+
+    Returns:
+        ``Callable[[TrialContext], OracleAgent]``.
+    """
+    shared: dict[str, tuple[Any, dict[tuple[int, bool], tuple[AgentTurn, int, bool]]]] = {}
+
+    def make(ctx: TrialContext) -> OracleAgent:
+        task = ctx.task
+        held = shared.get(task.id)
+        if held is None or held[0] is not task:
+            held = shared[task.id] = (task, {})
+        return OracleAgent(ctx, turns=held[1])
+
+    return make
 
 
 class NullAgent:

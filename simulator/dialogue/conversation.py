@@ -53,7 +53,7 @@ from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTu
 from simulator.types.protocols import Agent, AsyncAgent, UserSimulator
 from simulator.types.sanitize import admit_agent_turn, admit_user_turn, admit_value, bounded
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
-from simulator.world.tools import CallOutcome, Toolbox, ToolContext
+from simulator.world.tools import Toolbox, ToolContext
 
 __all__ = ["Conversation", "ConversationState", "is_async_agent"]
 
@@ -290,17 +290,6 @@ class Conversation:
         traj.user_metadata = _metadata(self.user, "user", traj.notes)
         return traj
 
-    def _call(self, toolbox: Toolbox, ctx: ToolContext, call: ToolCall, requestor: Literal["agent", "user"]
-              ) -> tuple[Message, CallOutcome]:
-        """Dispatch one call (a step) and tell the observers."""
-        observed = bool(self._on_tool_call)
-        result, out, w0, w1 = dispatch(toolbox, ctx, call, self.state.trajectory, requestor, timed=observed)
-        if observed:
-            record = self.state.trajectory.tool_calls[-1]
-            for hook in self._on_tool_call:
-                hook(self.state, record, w0, w1)
-        return result, out
-
     # ------------------------------------------------------------------------------------------------ the user
     def _user_turn(self) -> None:
         """One user turn: its tool calls (dual control), then its text, its stop or its abandonment."""
@@ -372,7 +361,11 @@ class Conversation:
 
     # ------------------------------------------------------------------------------------------------ the agent
     def _agent_turn(self) -> Generator[list[Message], AgentTurn | _Failed | None, None]:
-        """One agent turn: tool calls until a text message; then the turn is judged."""
+        """One agent turn: tool calls until a text message; then the turn is judged.
+
+        Each step asks the driver for the agent's next action (yields what the agent sees, is sent its turn); a
+        failure, or a turn that is no :class:`AgentTurn`, ends the conversation.
+        """
         state = self.state
         traj = state.trajectory
         for cap in self._at_agent_turn:
@@ -381,18 +374,25 @@ class Conversation:
         first_call = len(traj.tool_calls)
         for hook in self._on_agent_turn:
             hook(state)
+        at_step = self._at_step
+        seen, messages = state.seen, traj.messages
+        clock = time.perf_counter
         while True:
-            for cap in self._at_step:
+            for cap in at_step:
                 if (reason := cap(state)) is not None:
                     raise _Ended(reason)
-            msg = yield from self._ask_agent()
-            traj.messages.append(msg)
-            state.seen.append(msg)
-            if visible_to_user(msg):
-                state.view.append(msg)
+            w0 = time.time_ns() if self._on_agent_reply else 0  # wall clock only for the observers that get it
+            t0 = clock()
+            at = yield list(seen)
+            traj.agent_seconds += clock() - t0
+            msg = self._accepted(at, w0)
+            messages.append(msg)
+            seen.append(msg)
             if not msg.tool_calls:
                 break
-            self._agent_tools(msg)
+            self._run_calls(msg.tool_calls, self.toolbox, self.ctx, "agent", seen)
+        if msg.content and msg.role in ("user", "assistant"):  # visible_to_user (a message without tool calls)
+            state.view.append(msg)
         traj.steps += 1
         traj.turns += 1
         if self._on_step:
@@ -405,25 +405,17 @@ class Conversation:
         for hook in self._on_agent_turn_end:
             hook(state, progress)
 
-    def _ask_agent(self) -> Generator[list[Message], AgentTurn | _Failed | None, Message]:
-        """The agent's next action (asked of the driver); a failure ends the conversation."""
+    def _accepted(self, at: AgentTurn | _Failed | None, w0: int) -> Message:
+        """The message of the agent's step ``at`` (admitted, its usage counted, the observers told); else the end.
+
+        Args:
+            at: what the driver sent: the agent's turn, its failure, or a wrong value.
+            w0: :func:`time.time_ns` before the step (0 without ``on_agent_reply`` observers).
+        """
+        if type(at) is not AgentTurn and not isinstance(at, AgentTurn):
+            raise self._not_a_turn(at)
         state = self.state
         traj = state.trajectory
-        w0 = time.time_ns() if self._on_agent_reply else 0  # wall clock only for the observers that get it
-        t0 = time.perf_counter()
-        at = yield list(state.seen)
-        traj.agent_seconds += time.perf_counter() - t0
-        if type(at) is not AgentTurn and not isinstance(at, AgentTurn):
-            if isinstance(at, _Failed):
-                raise _Ended(TerminationReason.AGENT_ERROR, at.error)
-            if inspect.iscoroutine(at):
-                at.close()  # never awaited: say why instead of a RuntimeWarning
-                raise _Ended(TerminationReason.AGENT_ERROR, "agent.step returned a coroutine: " + (
-                    "an `async def step` agent runs with Conversation.arun (tausim run, simulator.run), not here"
-                    if is_async_agent(self.agent) else
-                    "declare it `async def step` so that tausim awaits it"))
-            raise _Ended(TerminationReason.AGENT_ERROR,
-                         f"agent.step returned {type(at).__name__}, expected AgentTurn")
         at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
         if notes:
             traj.notes.extend(notes)
@@ -437,9 +429,17 @@ class Conversation:
             raise _Ended(TerminationReason(at.error_kind or "agent_error"), at.error)
         return at.message
 
-    def _agent_tools(self, msg: Message) -> None:
-        """Run the agent's tool calls of one message on the trial database."""
-        self._run_calls(msg.tool_calls, self.toolbox, self.ctx, "agent", self.state.seen)
+    def _not_a_turn(self, at: object) -> _Ended:
+        """The end of a conversation whose agent step gave ``at``, no :class:`AgentTurn` (a failure, a wrong value)."""
+        if isinstance(at, _Failed):
+            return _Ended(TerminationReason.AGENT_ERROR, at.error)
+        if inspect.iscoroutine(at):
+            at.close()  # never awaited: say why instead of a RuntimeWarning
+            return _Ended(TerminationReason.AGENT_ERROR, "agent.step returned a coroutine: " + (
+                "an `async def step` agent runs with Conversation.arun (tausim run, simulator.run), not here"
+                if is_async_agent(self.agent) else
+                "declare it `async def step` so that tausim awaits it"))
+        return _Ended(TerminationReason.AGENT_ERROR, f"agent.step returned {type(at).__name__}, expected AgentTurn")
 
     # ------------------------------------------------------------------------------------------------ tool calls
     def _run_calls(self, calls: Sequence[ToolCall], toolbox: Toolbox, ctx: ToolContext,
@@ -448,16 +448,23 @@ class Conversation:
 
         Caps are checked before each call; a ``tool_bug`` ends the conversation. The agent's calls also end it on a
         tool that ends the conversation (``agent_transfer``) and are checked by the ``after_tool_call`` caps.
+        Observers get each call's record and the wall-clock times around the tool.
         """
         state = self.state
+        traj = state.trajectory
         agent = requestor == "agent"
+        at_step, on_call, on_step = self._at_step, self._on_tool_call, self._on_step
         for call in calls:
-            for cap in self._at_step:
+            for cap in at_step:
                 if (reason := cap(state)) is not None:
                     raise _Ended(reason)
-            result, out = self._call(toolbox, ctx, call, requestor)
+            result, out, w0, w1 = dispatch(toolbox, ctx, call, traj, requestor, timed=bool(on_call))
+            if on_call:
+                record = traj.tool_calls[-1]
+                for hook in on_call:
+                    hook(state, record, w0, w1)
             shown_to.append(result)
-            if self._on_step:
+            if on_step:
                 self._stepped()
             if out.status == "tool_bug":
                 raise _Ended(TerminationReason.TOOL_BUG, out.bug)
@@ -466,5 +473,5 @@ class Conversation:
             if out.ends_conversation:
                 raise _Ended(TerminationReason.AGENT_TRANSFER)
             for after in self._after_tool_call:
-                if (reason := after(state, state.trajectory.tool_calls[-1])) is not None:
+                if (reason := after(state, traj.tool_calls[-1])) is not None:
                     raise _Ended(reason)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 from simulator.dialogue.cues import asks_confirmation, is_yes, offers_more_help
 from simulator.dialogue.text import clip_long_tokens
@@ -28,9 +30,33 @@ _VALUE_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+"
 _VALUE_CHAR_RE = re.compile(r"[\d@]")
 """What every value holds: a digit (an id, a number) or an at sign (an email)."""
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
-_call_key = json.JSONEncoder(sort_keys=True, default=str).encode
-"""A tool call's key: ``json.dumps(..., sort_keys=True, default=str)`` with one encoder made once (dumps makes one
-per call when given options)."""
+_slow_key = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
+def _key_function() -> Callable[[Any], str]:
+    """The tool-call key: ``json.dumps(value, sort_keys=True, default=str)``, its C encoder made once.
+
+    ``JSONEncoder.encode`` makes a new C encoder (and a dict for its circular-reference check) on every call; this
+    one makes it once, without the check: a circular value recurses until ``RecursionError``, and is then encoded
+    again by ``JSONEncoder.encode``, which raises what ``json.dumps`` raises. Without the C encoder (another Python),
+    ``JSONEncoder.encode`` itself.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _slow_key
+    encode = make(None, str, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True)
+
+    def key(value: Any) -> str:
+        try:
+            return "".join(encode(value, 0))
+        except RecursionError:
+            return _slow_key(value)  # type: ignore[no-any-return]
+
+    return key
+
+
+_call_key = _key_function()
+"""A tool call's key: ``json.dumps([name, arguments], sort_keys=True, default=str)``."""
 
 
 def values(text: str) -> set[str]:

@@ -12,12 +12,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from simulator.dialogue.signals import ProgressJudge
+from simulator.types.built import built
 from simulator.types.messages import Message, ToolCall
 from simulator.types.protocols import Progress
 from simulator.types.trajectory import ToolCallRecord, Trajectory
 from simulator.world.tools import CallOutcome, Toolbox, ToolContext
 
 __all__ = ["ConversationState", "dispatch", "visible_to_user"]
+
+_RESULT_SET = ("role", "content", "tool_call_id", "name", "requestor")
+"""The fields a tool result message is given (its ``model_fields_set``)."""
 
 
 @dataclass
@@ -67,7 +71,8 @@ def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajector
         ``(result message (already appended to traj.messages), outcome, start ns, end ns)``, the times from
         :func:`time.time_ns` around the tool itself.
     """
-    ctx.step = traj.steps
+    step = traj.steps
+    ctx.step = step
     if timed:
         w0 = time.time_ns()
         out = toolbox.dispatch(ctx, call.name, call.arguments)
@@ -76,14 +81,27 @@ def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajector
         w0 = w1 = 0
         out = toolbox.dispatch(ctx, call.name, call.arguments)
     traj.tool_seconds += out.duration_s
-    traj.tool_calls.append(ToolCallRecord(
-        step=traj.steps, call_id=call.id, name=call.name, arguments=call.arguments,
-        raw_arguments=call.raw_arguments if call.arguments is None else None, kind=out.kind,
-        status=out.status, content=out.content, duration_s=out.duration_s, bug=out.bug, requestor=requestor,
-        fault=getattr(out, "fault", None),
-    ))
-    traj.steps += 1
-    result = Message(role="tool", content=out.content, tool_call_id=call.id, name=call.name,
-                     requestor="user" if requestor == "user" else None)
+    call_id, name, arguments, raw = call.id, call.name, call.arguments, call.raw_arguments
+    content, duration = out.content, out.duration_s
+    fault = getattr(out, "fault", None)
+    if (type(call_id) is str and type(name) is str and type(content) is str and type(duration) is float
+            and (arguments is None or type(arguments) is dict) and (raw is None or type(raw) is str)):
+        # every value is of its field's type already (the call was validated and admitted, the outcome is the
+        # toolbox's): the records are built without validating them again (the dict copied, as validation does)
+        record = built(ToolCallRecord, {
+            "step": step, "call_id": call_id, "name": name, "arguments": None if arguments is None else dict(arguments),
+            "raw_arguments": raw if arguments is None else None, "kind": out.kind, "status": out.status,
+            "content": content, "duration_s": duration, "bug": out.bug, "requestor": requestor, "fault": fault})
+        result = built(Message, {"role": "tool", "content": content, "tool_calls": [], "tool_call_id": call_id,
+                                 "name": name, "requestor": "user" if requestor == "user" else None}, _RESULT_SET)
+    else:
+        record = ToolCallRecord(
+            step=step, call_id=call_id, name=name, arguments=arguments,
+            raw_arguments=raw if arguments is None else None, kind=out.kind, status=out.status, content=content,
+            duration_s=duration, bug=out.bug, requestor=requestor, fault=fault)
+        result = Message(role="tool", content=content, tool_call_id=call_id, name=name,
+                         requestor="user" if requestor == "user" else None)
+    traj.tool_calls.append(record)
+    traj.steps = step + 1
     traj.messages.append(result)
     return result, out, w0, w1

@@ -243,8 +243,9 @@ def _plain_items(items: Iterable[Any], depth: int) -> bool:
 def _plain_call(call: ToolCall) -> bool:
     """True when :func:`admit_call` would change nothing and note nothing (ASCII text, plain finite arguments)."""
     raw = call.raw_arguments
+    arguments = call.arguments
     return (call.name.isascii() and call.id.isascii() and (raw is None or raw.isascii())
-            and (call.arguments is None or _plain(call.arguments)))
+            and (arguments is None or (_plain_dict(arguments, 1) if type(arguments) is dict else _plain(arguments))))
 
 
 def admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
@@ -347,9 +348,15 @@ def _plain_text(text: str | None) -> bool:
 
 def _plain_message(message: Message) -> bool:
     """True when :func:`admit_message` would change nothing and note nothing."""
-    calls = message.tool_calls
-    return (_plain_text(message.content) and _plain_text(message.name) and _plain_text(message.tool_call_id)
-            and (not calls or all(_plain_call(c) for c in calls)))
+    content, name, call_id = message.content, message.name, message.tool_call_id
+    if not ((content is None or content.isascii() or _SURROGATE.search(content) is None)
+            and (name is None or name.isascii() or _SURROGATE.search(name) is None)
+            and (call_id is None or call_id.isascii() or _SURROGATE.search(call_id) is None)):
+        return False
+    for call in message.tool_calls:
+        if not _plain_call(call):
+            return False
+    return True
 
 
 def _admit_error(error: str | None) -> str | None:

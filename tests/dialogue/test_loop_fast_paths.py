@@ -1,0 +1,170 @@
+"""The conversation loop's fast paths make the same records as the slow ones and step aside for anything unusual.
+
+- :func:`simulator.types.built.built` makes the same instance as the model's constructor (compared field by field,
+  by ``model_fields_set``, dumped and pickled);
+- :func:`simulator.dialogue.state.dispatch` builds its records without validation only from values of the exact
+  field types: a tool answering with a ``str`` subclass or an ``int`` duration (a custom toolbox) goes through the
+  constructors, which convert them, exactly as before;
+- the oracle's and the scripted user's turns shared by the trials of one task are those of an actor of its own;
+- the progress judge's call key is ``json.dumps(..., sort_keys=True, default=str)``, errors included.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import json
+import math
+import pickle
+from typing import Any
+
+import pytest
+
+from simulator.agents import OracleAgent
+from simulator.agents._scripted import oracle_factory
+from simulator.dialogue.conversation import Conversation
+from simulator.dialogue.signals import _call_key
+from simulator.dialogue.state import dispatch
+from simulator.types.built import buildable, built
+from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
+from simulator.types.protocols import TrialContext
+from simulator.types.tasks import Action, Task, UserScenario
+from simulator.types.trajectory import ToolCallRecord, Trajectory
+from simulator.users import ScriptedUser
+from simulator.users._scripted import scripted_user_factory
+from simulator.world.tools import CallOutcome
+from tests._support.convo import bank_trial
+
+
+class Color(enum.StrEnum):
+    RED = "red"
+
+
+RECORD = {"step": 3, "call_id": "c1", "name": "transfer", "arguments": {"a": [1, 2.5]}, "raw_arguments": None,
+          "kind": "write", "status": "ok", "content": "ok", "duration_s": 0.25, "bug": None, "requestor": "agent",
+          "fault": None}
+
+
+@pytest.mark.parametrize("cls", [ToolCallRecord, Message, ToolCall, AgentTurn, UserTurn, Usage, Trajectory])
+def test_the_record_models_can_be_built(cls):
+    assert buildable(cls)
+
+
+@pytest.mark.parametrize("cls, fields, given", [
+    (ToolCallRecord, RECORD, None),
+    (Message, {"role": "tool", "content": "ok", "tool_calls": [], "tool_call_id": "c1", "name": "transfer",
+               "requestor": None}, ("role", "content", "tool_call_id", "name", "requestor")),
+])
+def test_built_is_the_constructors_instance(cls, fields, given):
+    made = built(cls, dict(fields), given)
+    expected = cls(**{k: v for k, v in fields.items() if given is None or k in given})
+    assert made == expected and made.__dict__ == expected.__dict__
+    assert made.model_fields_set == expected.model_fields_set
+    assert made.model_dump_json() == expected.model_dump_json()
+    assert pickle.loads(pickle.dumps(made)) == expected
+    assert made.model_copy(update={"content": "x"}).content == "x" and made.content == "ok"
+
+
+class OddToolbox:
+    """A custom toolbox answering with a str subclass and an int duration (as a user-side function may)."""
+
+    def dispatch(self, ctx: Any, name: str, arguments: Any) -> CallOutcome:
+        return CallOutcome(Color.RED, "ok", "read", 0)  # type: ignore[arg-type]
+
+
+def test_dispatch_converts_odd_outcome_values_as_the_constructors_do(tmp_path):
+    with bank_trial(tmp_path / "d") as (_, ctx, _t):
+        traj = Trajectory()
+        call = ToolCall(id="c1", name="look", arguments={"k": "v"})
+        result, _, _, _ = dispatch(OddToolbox(), ctx, call, traj, "agent")  # type: ignore[arg-type]
+    record = traj.tool_calls[0]
+    assert type(record.content) is str and record.content == "red"
+    assert type(result.content) is str and type(record.duration_s) is float and record.duration_s == 0.0
+    assert record.model_dump() == ToolCallRecord(
+        step=0, call_id="c1", name="look", arguments={"k": "v"}, raw_arguments=None, kind="read", status="ok",
+        content="red", duration_s=0.0, bug=None, requestor="agent", fault=None).model_dump()
+
+
+def test_dispatch_records_own_their_arguments(tmp_path):
+    with bank_trial(tmp_path / "d") as (tb, ctx, _t):
+        traj = Trajectory()
+        call = ToolCall(id="c1", name="get_balance", arguments={"account_id": "A1"})
+        result, out, _, _ = dispatch(tb, ctx, call, traj, "user")
+    record = traj.tool_calls[0]
+    call.arguments["account_id"] = "changed"  # type: ignore[index]
+    assert record.arguments == {"account_id": "A1"} and record.requestor == "user"
+    assert result.requestor == "user" and result.tool_call_id == "c1" and result.content == out.content
+    assert result.model_fields_set == {"role", "content", "tool_call_id", "name", "requestor"}
+    assert traj.steps == 1 and traj.messages == [result]
+
+
+def _ctx(task: Task) -> TrialContext:
+    return TrialContext(task=task, tools=[], policy="", seed=0, rng=None, domain="bank")
+
+
+def _task(amount: int) -> Task:
+    return Task(id="t1", scenario=UserScenario(instructions="", opening="move money"),
+                gold_actions=[Action(name="transfer", arguments={"src": "A1", "dst": "B2", "amount": amount})],
+                required_outputs=[f"{amount} moved"])
+
+
+def _run(tmp_path, agent, name):
+    with bank_trial(tmp_path / name) as (tb, ctx, _t):
+        user = ScriptedUser(["move money", "and more?"])
+        return Conversation(agent, user, tb, ctx).run().model_dump(exclude={"agent_seconds", "user_seconds",
+                                                                            "tool_seconds", "tool_calls"})
+
+
+def test_shared_oracle_turns_give_the_trajectories_of_an_own_oracle(tmp_path):
+    make = oracle_factory()
+    task = _task(5)
+    own = _run(tmp_path, OracleAgent(_ctx(task)), "own")
+    assert [m["role"] for m in own["messages"]] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert own["messages"][-1]["content"] == ("That has been handled as well. The answer: 5 moved. Is there anything "
+                                              "else I can help with?")
+    assert _run(tmp_path, make(_ctx(task)), "first") == own
+    assert _run(tmp_path, make(_ctx(task)), "second") == own  # from the shared turns
+    other = _task(7)  # the same id, another task object: turns of its own
+    changed = _run(tmp_path, make(_ctx(other)), "other")
+    assert changed["messages"][1]["tool_calls"][0]["arguments"]["amount"] == 7
+
+
+KEYED = [
+    ["n", {"b": 1, "a": [1, 2.5, -0.0, True, None, "x\u00e9\ud83d"]}],
+    ["n", None], ["n", "raw {"], ["n", {1: 2, 3: 3}], ["n", {"x": math.nan, "y": -math.inf}],
+    ["n", {"d": datetime.date(2020, 1, 1), "e": Color.RED, "t": (1, 2)}],
+    ["caf\u00e9", {"k": {"z": {"y": 1}}}], ["n", {"big": 10**30, "f": 1e300}],
+]
+
+
+@pytest.mark.parametrize("value", KEYED)
+def test_the_call_key_is_json_dumps(value):
+    assert _call_key(value) == json.dumps(value, sort_keys=True, default=str)
+
+
+def test_the_call_key_fails_as_json_dumps_does():
+    circular: dict[str, Any] = {}
+    circular["self"] = circular
+    with pytest.raises(ValueError, match="Circular reference"):
+        _call_key(["n", circular])
+    with pytest.raises(TypeError):
+        _call_key(["n", {1: 1, "a": 2}])  # keys that cannot be sorted
+
+
+def test_shared_scripted_user_turns_give_the_turns_of_an_own_user():
+    make = scripted_user_factory()
+    task = _task(5)
+    lines_task = task.model_copy(update={"scenario": UserScenario(instructions="", script=["hi", "bye ###STOP### x"])})
+    for t in (task, lines_task):
+        own = ScriptedUser(t.scenario.script or [t.scenario.opening])
+        expected = [own.reply([]) for _ in range(4)]
+        for _ in range(2):  # the second user's turns come from the shared ones
+            user = make(_ctx(t))
+            assert [user.reply([]) for _ in range(4)] == expected
+    assert [u.content for u in expected] == ["hi", "bye", "", ""] and [u.stop for u in expected] == [0, 1, 1, 1]
+    fixed = scripted_user_factory(["a", "b"])
+    assert [fixed(_ctx(task)).reply([]).content for _ in range(2)] == ["a", "a"]
+    first, second = fixed(_ctx(task)), fixed(_ctx(lines_task))
+    assert [first.reply([]).content, first.reply([]).content, second.reply([]).content] == ["a", "b", "a"]
+    other = _task(5).model_copy(update={"scenario": UserScenario(instructions="", opening="another opening")})
+    assert make(_ctx(other)).reply([]).content == "another opening"  # the same id, another task: its own turns
