@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall
 from simulator.types.protocols import TrialContext
@@ -16,15 +15,14 @@ class OracleAgent:
     It is the upper bound of the task: if the oracle fails, the task or the tools are wrong. It reads the
     task's gold actions, which no other agent may do.
 
-    Its turns depend on the task alone (which action is next, whether it has closed once), so the trials of one task
-    may share them (:func:`oracle_factory`): each turn is made once per task, not once per trial. A turn is a record
-    the conversation never changes in place.
+    Its turns depend on the task alone (which action is next, whether it has closed once): each is made once per
+    agent (a repeated closing is the same record). Trials do not share them (:func:`oracle_factory`): a turn goes
+    into the trajectory as it is, and a caller may change a trial's records.
 
     Args:
         ctx: the trial context.
-        turns: turns made so far for this task, shared with its other trials and filled as steps are taken
-            (``(next action, closed once) -> (turn, next action after it, closed once after it)``); None: this
-            trial's own.
+        turns: turns made so far, filled as steps are taken (``(next action, closed once) -> (turn, next action
+            after it, closed once after it)``); None: a new dict. Whoever passes one owns the records in it.
     """
 
     def __init__(self, ctx: TrialContext, *, turns: dict[tuple[int, bool], tuple[AgentTurn, int, bool]] | None = None):
@@ -75,22 +73,17 @@ class OracleAgent:
 
 
 def oracle_factory() -> Callable[[TrialContext], OracleAgent]:
-    """Return a factory building an :class:`OracleAgent` per trial, the trials of one task sharing its turns.
+    """Return a factory building an :class:`OracleAgent` per trial, each with turns of its own.
 
-    Turns are shared by task id while the trial's task is the same object (a task changed or loaded again gets
-    turns of its own).
+    Turns are not shared between trials: they are mutable records that go into each trial's trajectory as they are,
+    and a caller changing one trial's record (an ``on_trial`` hook redacting arguments) must not change another's.
 
     Returns:
         ``Callable[[TrialContext], OracleAgent]``.
     """
-    shared: dict[str, tuple[Any, dict[tuple[int, bool], tuple[AgentTurn, int, bool]]]] = {}
 
     def make(ctx: TrialContext) -> OracleAgent:
-        task = ctx.task
-        held = shared.get(task.id)
-        if held is None or held[0] is not task:
-            held = shared[task.id] = (task, {})
-        return OracleAgent(ctx, turns=held[1])
+        return OracleAgent(ctx)
 
     return make
 

@@ -144,10 +144,15 @@ successfully"), anywhere in the message."""
 
 
 NEGATION_RE = re.compile(
-    r"\b(?:not|no|nothing|none|never|neither|nor|cannot|unable)\b|n't\b",
+    r"\b(?:not|no(?!\s+longer\b)|nothing|none|never|neither|nor|cannot|unable)\b|n[\u2019']t\b",
     re.IGNORECASE)
-"""A negation ("not", "nothing", "couldn't", "unable"): read in the few words before a cue it turns it
-around ("Nothing has been cancelled", "the return could not be completed")."""
+"""A negation ("not", "nothing", "couldn't" with a straight or curly apostrophe, "unable"; not "no longer", an
+adjective there: "the order you no longer need"): read in the few words before a cue it turns it around ("Nothing has
+been cancelled", "the return could not be completed")."""
+
+_NEGATIVE_SUBJECT = re.compile(r"^\W*(?:nothing|none|no(?!\s+longer\b)|neither)\b", re.IGNORECASE)
+"""A clause whose subject is negative ("None of the items in your order ...", "Nothing on your account ..."): it
+turns the clause's cue around however far it stands."""
 
 _CLAUSE_END = re.compile(r"[.!?;:,\n]|\b(?:but|and|so|then|however)\b", re.IGNORECASE)
 """Where the words a negation reaches stop: a sentence or clause boundary ("No problem, your order has been
@@ -160,8 +165,10 @@ NEGATION_WINDOW_WORDS = 3
 def negated(text: str, start: int) -> bool:
     """Return True when a negation (:data:`NEGATION_RE`) stands in the few words before ``text[start:]``.
 
-    Only the same clause is read (back to the nearest punctuation or conjunction, :data:`_CLAUSE_END`), and at most
-    :data:`NEGATION_WINDOW_WORDS` words of it.
+    Only the same clause is read (back to the nearest punctuation or conjunction, :data:`_CLAUSE_END`): its start
+    when it opens with a negative subject (:data:`_NEGATIVE_SUBJECT`), else at most :data:`NEGATION_WINDOW_WORDS`
+    words before the cue. A negation inside a relative clause within those words is still read as the cue's ("the
+    items that were not delivered have been refunded"): a known limit.
 
     Args:
         text: the message.
@@ -171,6 +178,8 @@ def negated(text: str, start: int) -> bool:
     ends = list(_CLAUSE_END.finditer(before))
     if ends:
         before = before[ends[-1].end():]
+    if _NEGATIVE_SUBJECT.search(before):
+        return True
     words = before.split()[-NEGATION_WINDOW_WORDS:]
     return NEGATION_RE.search(" ".join(words)) is not None
 

@@ -435,8 +435,8 @@ class DaskExecutor(Executor):
         workers = self.client.scheduler_info().get("workers", {}).values()
         threads = sum(int(w.get("nthreads", 1)) for w in workers) or 1
         per_thread = -(-n_trials // threads)
-        if self.model_free:
-            return -(-per_thread // MODEL_FREE_BATCHES_PER_THREAD)
+        if self.model_free:  # at least 1: a run with nothing left to do (all recorded) has n_trials 0
+            return max(1, -(-per_thread // MODEL_FREE_BATCHES_PER_THREAD))
         if per_thread < MAX_BATCH:
             return 1
         rounds = -(-per_thread // MAX_BATCH)

@@ -232,6 +232,7 @@ class Tausim:
         """
         from simulator.execution.build import build_runner
         from simulator.execution.preflight import preflight
+        from simulator.execution.recording import document_json
         from simulator.storage.documents import run_summary_json
         from simulator.types.spec import RunSpec
 
@@ -251,7 +252,7 @@ class Tausim:
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             path = self.out_dir / f"{self.name}-{len(self.results) + 1}.json"
-            path.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+            path.write_text(document_json(doc), encoding="utf-8")  # the layout of `tausim run --out`
         result = TausimResult(run, doc, path)
         self.results.append(result)
         return result

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from simulator.dialogue.cues import asks_confirmation
 from simulator.types.messages import Message, ToolCall, UserTurn
@@ -112,7 +111,10 @@ class UserActions:
 
 
 def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[TrialContext], ScriptedUser]:
-    """Return a factory building a :class:`ScriptedUser` per trial, the trials of one task sharing its turns.
+    """Return a factory building a :class:`ScriptedUser` per trial, each with turns of its own.
+
+    Turns are not shared between trials (see :func:`simulator.agents._scripted.oracle_factory`): they go into each
+    trial's trajectory as they are.
 
     Args:
         lines: fixed lines; None uses the task's ``scenario.opening`` or a generic request.
@@ -121,21 +123,15 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
         ``Callable[[TrialContext], ScriptedUser]``.
     """
     fixed = tuple(lines) if lines is not None else None
-    fixed_said: dict[int, UserTurn] = {}
-    shared: dict[str, tuple[Any, dict[int, UserTurn]]] = {}  # task id -> (task, its turns), as the oracle's
 
     def make(ctx: TrialContext) -> ScriptedUser:
         if fixed is not None:
-            return ScriptedUser(fixed, said=fixed_said)
+            return ScriptedUser(fixed)
         task = ctx.task
-        held = shared.get(task.id)
-        if held is None or held[0] is not task:
-            held = shared[task.id] = (task, {})
         actions = [a for a in task.gold_actions if a.requestor == "user"]
         if task.scenario.script:
-            return ScriptedUser(task.scenario.script, actions, said=held[1])
-        return ScriptedUser([task.scenario.opening or "Hi, I need some help with my account and orders."], actions,
-                            said=held[1])
+            return ScriptedUser(task.scenario.script, actions)
+        return ScriptedUser([task.scenario.opening or "Hi, I need some help with my account and orders."], actions)
 
     return make
 

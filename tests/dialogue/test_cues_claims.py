@@ -49,6 +49,14 @@ def test_says_unknown(text: str | None, unknown: bool) -> None:
     ("I couldn't find the first order, but the second one has been cancelled.", True),
     ("It was not easy to find, yet your refund has now been processed successfully.", True),
     ("The failed payment has been refunded.", True),
+    # curly apostrophes, a negative subject far from the cue, "no longer" (fresh-user tour of 2026-12-06)
+    ("The return couldn\u2019t be completed.", False),
+    ("It wasn\u2019t completed successfully.", False),
+    ("None of the items in your order have been returned.", False),
+    ("Nothing on your account has been changed.", False),
+    ("No item from that order has been exchanged.", False),
+    ("The order you no longer need has been cancelled.", True),
+    ("Your order is now cancelled, as it is no longer needed.", True),
 ])
 def test_claims_completion(text: str | None, claim: bool) -> None:
     assert claims_completion(text) is claim

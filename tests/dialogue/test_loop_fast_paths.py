@@ -115,7 +115,7 @@ def _run(tmp_path, agent, name):
                                                                             "tool_seconds", "tool_calls"})
 
 
-def test_shared_oracle_turns_give_the_trajectories_of_an_own_oracle(tmp_path):
+def test_factory_oracle_turns_give_the_trajectories_of_an_own_oracle(tmp_path):
     make = oracle_factory()
     task = _task(5)
     own = _run(tmp_path, OracleAgent(_ctx(task)), "own")
@@ -123,7 +123,7 @@ def test_shared_oracle_turns_give_the_trajectories_of_an_own_oracle(tmp_path):
     assert own["messages"][-1]["content"] == ("That has been handled as well. The answer: 5 moved. Is there anything "
                                               "else I can help with?")
     assert _run(tmp_path, make(_ctx(task)), "first") == own
-    assert _run(tmp_path, make(_ctx(task)), "second") == own  # from the shared turns
+    assert _run(tmp_path, make(_ctx(task)), "second") == own
     other = _task(7)  # the same id, another task object: turns of its own
     changed = _run(tmp_path, make(_ctx(other)), "other")
     assert changed["messages"][1]["tool_calls"][0]["arguments"]["amount"] == 7
@@ -151,14 +151,14 @@ def test_the_call_key_fails_as_json_dumps_does():
         _call_key(["n", {1: 1, "a": 2}])  # keys that cannot be sorted
 
 
-def test_shared_scripted_user_turns_give_the_turns_of_an_own_user():
+def test_factory_scripted_user_turns_give_the_turns_of_an_own_user():
     make = scripted_user_factory()
     task = _task(5)
     lines_task = task.model_copy(update={"scenario": UserScenario(instructions="", script=["hi", "bye ###STOP### x"])})
     for t in (task, lines_task):
         own = ScriptedUser(t.scenario.script or [t.scenario.opening])
         expected = [own.reply([]) for _ in range(4)]
-        for _ in range(2):  # the second user's turns come from the shared ones
+        for _ in range(2):
             user = make(_ctx(t))
             assert [user.reply([]) for _ in range(4)] == expected
     assert [u.content for u in expected] == ["hi", "bye", "", ""] and [u.stop for u in expected] == [0, 1, 1, 1]
@@ -168,3 +168,29 @@ def test_shared_scripted_user_turns_give_the_turns_of_an_own_user():
     assert [first.reply([]).content, first.reply([]).content, second.reply([]).content] == ["a", "b", "a"]
     other = _task(5).model_copy(update={"scenario": UserScenario(instructions="", opening="another opening")})
     assert make(_ctx(other)).reply([]).content == "another opening"  # the same id, another task: its own turns
+
+
+def test_trials_never_share_records(tmp_path):
+    """A caller changing one trial's records (an on_trial hook redacting arguments) changes no other trial.
+
+    The oracle's and the scripted user's turns were shared by the trials of a task: redacting trial 0's order id
+    made trial 2 call the tools with "<redacted>" (fresh-user tour of 2026-12-06).
+    """
+    import simulator
+    from simulator.types.spec import RunSpec
+
+    def redact(trial):
+        for m in trial.trajectory.messages:
+            for c in m.tool_calls:
+                if "order_id" in c.arguments:
+                    c.arguments["order_id"] = "<redacted>"
+            if m.role == "user":
+                m.content = ""
+
+    spec = RunSpec(domain="retail", agent="oracle", user="scripted", trials=3, concurrency=1,
+                   task_ids=["cancel-no-longer-needed"], preflight=False)
+    result = simulator.run(spec, on_trial=redact)
+    assert [t.passed for t in result.trials] == [True, True, True]
+    assert all(r.status == "ok" for t in result.trials for r in t.trajectory.tool_calls)
+    first, second = (t.trajectory.messages for t in result.trials[:2])
+    assert all(a is not b for a, b in zip(first, second, strict=True))

@@ -89,5 +89,6 @@ def test_only_tausims_own_model_free_runs_are_batched_coarsely_by_dask():
     assert MODEL_FREE_BATCHES_PER_THREAD == 8
     assert ex.batch_size(920) == 58  # 460 trials per thread in 8 batches of 58 (the last of 54): 16 Dask tasks
     assert ex.batch_size(10) == 1  # 5 per thread: never fewer than one trial per batch
+    assert ex.batch_size(0) == 1  # nothing left to run (a resumed run, all recorded): a step for range(), not 0
     ex.model_free = False
     assert ex.batch_size(920) == 4

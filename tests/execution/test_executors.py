@@ -205,6 +205,7 @@ def test_dask_batches_give_every_thread_of_the_cluster_work():
     assert ex.batch_size(64) == 1
     assert ex.batch_size(10) == 1
     assert ex.batch_size(10_000) == MAX_BATCH
+    assert ex.batch_size(0) == 1
 
 
 def test_local_workers_are_pinned_only_when_each_can_have_its_own_core(monkeypatch):

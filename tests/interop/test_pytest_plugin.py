@@ -50,6 +50,8 @@ def test_two_test_file_runs_green(pytester: pytest.Pytester, tmp_path: Path) -> 
     doc = json.loads(docs[1].read_text())
     assert doc["format"] == "tausim.run" and doc["metrics"]["pass^2"] == 1.0
     assert sorted({t["task_id"] for t in doc["trials"]}) == sorted(TASKS)
+    trial_lines = [line for line in docs[1].read_text().splitlines() if line.startswith('  {"')]
+    assert len(trial_lines) == len(doc["trials"])  # one trial a line, as `tausim run --out` writes them
 
 
 def test_failure_message_names_cell_differences_and_assertions(pytester: pytest.Pytester) -> None:
