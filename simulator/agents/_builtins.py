@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from simulator.agents._faulty import faulty_agent_factory, parse_fault_rates
-from simulator.agents._scripted import NullAgent, oracle_factory
+from simulator.agents._scripted import NullAgent, OracleAgent
 from simulator.agents.rates import parse_knob_rates
 from simulator.types.protocols import Agent, AgentFactory, TrialContext
 from simulator.world.plugins import load_reference
@@ -28,7 +28,7 @@ def _no_arg(scheme: str, arg: str) -> None:
 def oracle(arg: str, /, **options: Any) -> AgentFactory:
     """``oracle``: performs the gold actions and states the required outputs (the upper bound)."""
     _no_arg("oracle", arg)
-    return oracle_factory()
+    return OracleAgent
 
 
 def null(arg: str, /, **options: Any) -> AgentFactory:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from simulator.types.messages import AgentTurn, Message, ToolCall
 from simulator.types.protocols import TrialContext
 
-__all__ = ["NullAgent", "OracleAgent", "oracle_factory"]
+__all__ = ["NullAgent", "OracleAgent"]
+
 
 class OracleAgent:
     """Performs the task's gold actions, one tool call per step, then states the required outputs.
@@ -15,22 +16,15 @@ class OracleAgent:
     It is the upper bound of the task: if the oracle fails, the task or the tools are wrong. It reads the
     task's gold actions, which no other agent may do.
 
-    Its turns depend on the task alone (which action is next, whether it has closed once): each is made once per
-    agent (a repeated closing is the same record). Trials do not share them (:func:`oracle_factory`): a turn goes
-    into the trajectory as it is, and a caller may change a trial's records.
-
     Args:
         ctx: the trial context.
-        turns: turns made so far, filled as steps are taken (``(next action, closed once) -> (turn, next action
-            after it, closed once after it)``); None: a new dict. Whoever passes one owns the records in it.
     """
 
-    def __init__(self, ctx: TrialContext, *, turns: dict[tuple[int, bool], tuple[AgentTurn, int, bool]] | None = None):
+    def __init__(self, ctx: TrialContext):
         self._actions = list(ctx.task.gold_actions)
         self._outputs = list(ctx.task.required_outputs)
         self._next = 0
         self._done = False
-        self._turns = {} if turns is None else turns
 
     def step(self, messages: Sequence[Message]) -> AgentTurn:
         """Return the next gold action as a tool call, then a closing message with the outputs.
@@ -42,50 +36,26 @@ class OracleAgent:
         oracle names the run of consecutive user actions in one message (``Please do this on your side, in
         order: toggle_roaming(); reboot_device().``) and goes on once the user has answered.
         """
-        key = (self._next, self._done)
-        made = self._turns.get(key)
-        if made is None:
-            made = self._turns[key] = self._turn(*key)
-        turn, self._next, self._done = made
-        return turn
-
-    def _turn(self, at: int, done: bool) -> tuple[AgentTurn, int, bool]:
-        """The turn when action ``at`` is next (``done``: the oracle has closed once); and the position after it."""
-        actions = self._actions
-        if at < len(actions) and actions[at].requestor == "user":
+        if self._next < len(self._actions) and self._actions[self._next].requestor == "user":
             run = []
-            while at < len(actions) and actions[at].requestor == "user":
-                run.append(actions[at])
-                at += 1
+            while self._next < len(self._actions) and self._actions[self._next].requestor == "user":
+                run.append(self._actions[self._next])
+                self._next += 1
             steps = "; ".join(f"{a.name}({', '.join(f'{k}={v!r}' for k, v in a.arguments.items())})" for a in run)
             return AgentTurn(message=Message(role="assistant",
-                                             content=f"Please do this on your side, in order: {steps}.")), at, done
-        if at < len(actions):
-            a = actions[at]
-            call = ToolCall(id=f"oracle_{at}", name=a.name, arguments=dict(a.arguments))
-            return AgentTurn(message=Message(role="assistant", tool_calls=[call])), at + 1, done
-        text = "Your request has been handled." if not done else "That has been handled as well."
+                                             content=f"Please do this on your side, in order: {steps}."))
+        if self._next < len(self._actions):
+            a = self._actions[self._next]
+            self._next += 1
+            call = ToolCall(id=f"oracle_{self._next - 1}", name=a.name, arguments=dict(a.arguments))
+            return AgentTurn(message=Message(role="assistant", tool_calls=[call]))
+        text = "Your request has been handled." if not self._done else "That has been handled as well."
         if self._outputs:
             text += " The answer: " + ", ".join(self._outputs) + "."
-        if done:  # the user asks for more of what the gold already did (a user with several requests)
+        if self._done:  # the user asks for more of what the gold already did (a user with several requests)
             text += " Is there anything else I can help with?"
-        return AgentTurn(message=Message(role="assistant", content=text)), at, True
-
-
-def oracle_factory() -> Callable[[TrialContext], OracleAgent]:
-    """Return a factory building an :class:`OracleAgent` per trial, each with turns of its own.
-
-    Turns are not shared between trials: they are mutable records that go into each trial's trajectory as they are,
-    and a caller changing one trial's record (an ``on_trial`` hook redacting arguments) must not change another's.
-
-    Returns:
-        ``Callable[[TrialContext], OracleAgent]``.
-    """
-
-    def make(ctx: TrialContext) -> OracleAgent:
-        return OracleAgent(ctx)
-
-    return make
+        self._done = True
+        return AgentTurn(message=Message(role="assistant", content=text))
 
 
 class NullAgent:

@@ -22,41 +22,27 @@ class ScriptedUser:
 
     Args:
         lines: what the user says, in order (at least one).
-        actions: the user-side actions it performs when asked (see :class:`UserActions`).
-        said: its turns made so far, shared with the other trials of the same lines (line index -> turn; the
-            stop turn at ``len(lines)``); None: its own. A turn is a record the conversation never changes.
 
     Raises:
         ValueError: ``lines`` is empty.
     """
 
-    def __init__(self, lines: Sequence[str], actions: Sequence[Action] = (), *,
-                 said: dict[int, UserTurn] | None = None):
+    def __init__(self, lines: Sequence[str], actions: Sequence[Action] = ()):
         if not lines:
             raise ValueError("ScriptedUser needs at least one line")
         self._lines = list(lines)
         self._i = 0
         self._acts = UserActions(actions)
-        self._said = {} if said is None else said
 
     def reply(self, messages: Sequence[Message]) -> UserTurn:
         """Return the user's own tool calls the agent asked for, the next line, or a stop once lines are used up."""
         acted = self._acts.reply(messages)
         if acted is not None:
             return acted
-        i = self._i
-        if i < len(self._lines):
-            self._i += 1
-        turn = self._said.get(i)
-        if turn is None:
-            turn = self._said[i] = self._turn(i)
-        return turn
-
-    def _turn(self, i: int) -> UserTurn:
-        """The turn of line ``i`` (past the last line: the stop)."""
-        if i >= len(self._lines):
+        if self._i >= len(self._lines):
             return UserTurn(content="", stop=True)
-        line = self._lines[i]
+        line = self._lines[self._i]
+        self._i += 1
         if STOP_TOKEN in line:
             return UserTurn(content=line.split(STOP_TOKEN, 1)[0].strip(), stop=True)
         return UserTurn(content=line)
@@ -111,10 +97,7 @@ class UserActions:
 
 
 def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[TrialContext], ScriptedUser]:
-    """Return a factory building a :class:`ScriptedUser` per trial, each with turns of its own.
-
-    Turns are not shared between trials (see :func:`simulator.agents._scripted.oracle_factory`): they go into each
-    trial's trajectory as they are.
+    """Return a factory building a :class:`ScriptedUser` per trial.
 
     Args:
         lines: fixed lines; None uses the task's ``scenario.opening`` or a generic request.
@@ -127,11 +110,10 @@ def scripted_user_factory(lines: Sequence[str] | None = None) -> Callable[[Trial
     def make(ctx: TrialContext) -> ScriptedUser:
         if fixed is not None:
             return ScriptedUser(fixed)
-        task = ctx.task
-        actions = [a for a in task.gold_actions if a.requestor == "user"]
-        if task.scenario.script:
-            return ScriptedUser(task.scenario.script, actions)
-        return ScriptedUser([task.scenario.opening or "Hi, I need some help with my account and orders."], actions)
+        if ctx.task.scenario.script:
+            return ScriptedUser(ctx.task.scenario.script, [a for a in ctx.task.gold_actions if a.requestor == "user"])
+        opening = ctx.task.scenario.opening or "Hi, I need some help with my account and orders."
+        return ScriptedUser([opening], [a for a in ctx.task.gold_actions if a.requestor == "user"])
 
     return make
 

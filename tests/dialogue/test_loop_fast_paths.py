@@ -5,7 +5,7 @@
 - :func:`simulator.dialogue.state.dispatch` builds its records without validation only from values of the exact
   field types: a tool answering with a ``str`` subclass or an ``int`` duration (a custom toolbox) goes through the
   constructors, which convert them, exactly as before;
-- the oracle's and the scripted user's turns shared by the trials of one task are those of an actor of its own;
+- trials never share records (a caller changing one trial's records changes no other);
 - the progress judge's call key is ``json.dumps(..., sort_keys=True, default=str)``, errors included.
 """
 
@@ -20,8 +20,6 @@ from typing import Any
 
 import pytest
 
-from simulator.agents import OracleAgent
-from simulator.agents._scripted import oracle_factory
 from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.signals import _call_key
 from simulator.dialogue.state import dispatch
@@ -31,7 +29,6 @@ from simulator.types.protocols import TrialContext
 from simulator.types.tasks import Action, Task, UserScenario
 from simulator.types.trajectory import ToolCallRecord, Trajectory
 from simulator.users import ScriptedUser
-from simulator.users._scripted import scripted_user_factory
 from simulator.world.tools import CallOutcome
 from tests._support.convo import bank_trial
 
@@ -115,20 +112,6 @@ def _run(tmp_path, agent, name):
                                                                             "tool_seconds", "tool_calls"})
 
 
-def test_factory_oracle_turns_give_the_trajectories_of_an_own_oracle(tmp_path):
-    make = oracle_factory()
-    task = _task(5)
-    own = _run(tmp_path, OracleAgent(_ctx(task)), "own")
-    assert [m["role"] for m in own["messages"]] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
-    assert own["messages"][-1]["content"] == ("That has been handled as well. The answer: 5 moved. Is there anything "
-                                              "else I can help with?")
-    assert _run(tmp_path, make(_ctx(task)), "first") == own
-    assert _run(tmp_path, make(_ctx(task)), "second") == own
-    other = _task(7)  # the same id, another task object: turns of its own
-    changed = _run(tmp_path, make(_ctx(other)), "other")
-    assert changed["messages"][1]["tool_calls"][0]["arguments"]["amount"] == 7
-
-
 KEYED = [
     ["n", {"b": 1, "a": [1, 2.5, -0.0, True, None, "x\u00e9\ud83d"]}],
     ["n", None], ["n", "raw {"], ["n", {1: 2, 3: 3}], ["n", {"x": math.nan, "y": -math.inf}],
@@ -149,25 +132,6 @@ def test_the_call_key_fails_as_json_dumps_does():
         _call_key(["n", circular])
     with pytest.raises(TypeError):
         _call_key(["n", {1: 1, "a": 2}])  # keys that cannot be sorted
-
-
-def test_factory_scripted_user_turns_give_the_turns_of_an_own_user():
-    make = scripted_user_factory()
-    task = _task(5)
-    lines_task = task.model_copy(update={"scenario": UserScenario(instructions="", script=["hi", "bye ###STOP### x"])})
-    for t in (task, lines_task):
-        own = ScriptedUser(t.scenario.script or [t.scenario.opening])
-        expected = [own.reply([]) for _ in range(4)]
-        for _ in range(2):
-            user = make(_ctx(t))
-            assert [user.reply([]) for _ in range(4)] == expected
-    assert [u.content for u in expected] == ["hi", "bye", "", ""] and [u.stop for u in expected] == [0, 1, 1, 1]
-    fixed = scripted_user_factory(["a", "b"])
-    assert [fixed(_ctx(task)).reply([]).content for _ in range(2)] == ["a", "a"]
-    first, second = fixed(_ctx(task)), fixed(_ctx(lines_task))
-    assert [first.reply([]).content, first.reply([]).content, second.reply([]).content] == ["a", "b", "a"]
-    other = _task(5).model_copy(update={"scenario": UserScenario(instructions="", opening="another opening")})
-    assert make(_ctx(other)).reply([]).content == "another opening"  # the same id, another task: its own turns
 
 
 def test_trials_never_share_records(tmp_path):
