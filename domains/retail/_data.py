@@ -35,7 +35,7 @@ from domains.retail.models import (
     UserOrder,
     Variant,
 )
-from simulator.world.kit import RecordChecker, dump_tables, insert_rows, read_tables, select_rows
+from simulator.world.kit import Reads, RecordChecker, dump_tables, insert_rows, read_tables, select_rows
 from simulator.world.kit import group_rows as _lists
 from simulator.world.kit import key_layout as _layout
 from simulator.world.kit import kind as _kind
@@ -488,12 +488,12 @@ _CHILDREN_SQL = " UNION ALL ".join((
 payments with all their columns in table order (parts as in :data:`_ORDER_PARTS_SQL`)."""
 
 
-def order_children(conn: sqlite3.Connection, order_id: str
+def order_children(conn: Reads, order_id: str
                    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[dict[str, Any]]]:
     """Read an order's item and payment rows and build its fulfillment entries, in one statement.
 
     Args:
-        conn: the trial's connection.
+        conn: the trial's connection, or ``ctx.reads`` (see :attr:`~simulator.world.kit.ToolContext.reads`).
         order_id: the order.
 
     Returns:

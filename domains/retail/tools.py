@@ -35,6 +35,7 @@ from typing import Any
 from domains.retail._data import order_children, order_record, order_record_from, product_record, user_record
 from domains.retail.models import Base
 from simulator.world.kit import (
+    Reads,
     Row,
     TableAccess,
     Toolbox,
@@ -150,21 +151,21 @@ def _refuse(tau2: bool, ours: str, theirs: str) -> ToolError:
     return ToolError(theirs if tau2 else ours)
 
 
-def _get_order(conn: sqlite3.Connection, order_id: str, tau2: bool = False) -> Row:
+def _get_order(conn: Reads, order_id: str, tau2: bool = False) -> Row:
     order = _DB.get(conn, "orders", order_id)
     if order is None:
         raise _refuse(tau2, f"no order with id {order_id!r}", "Order not found")
     return order
 
 
-def _get_user(conn: sqlite3.Connection, user_id: str, tau2: bool = False) -> Row:
+def _get_user(conn: Reads, user_id: str, tau2: bool = False) -> Row:
     user = _DB.get(conn, "users", user_id)
     if user is None:
         raise _refuse(tau2, f"no user with id {user_id!r}", "User not found")
     return user
 
 
-def _children(conn: sqlite3.Connection, order_id: str) -> tuple[list[Row], list[Row], list[dict[str, Any]]]:
+def _children(conn: Reads, order_id: str) -> tuple[list[Row], list[Row], list[dict[str, Any]]]:
     """An order's items and payment history (rows, in list order) and its fulfillment entries, in one statement."""
     items, payments, fulfillments = order_children(conn, order_id)
     return _DB.rows("order_items", items), _DB.rows("payments", payments), fulfillments
@@ -180,7 +181,7 @@ def _require_status(order: Row, status: str, action: str, contains: bool = False
                       f"Non-{status} order cannot be {action}")
 
 
-def _user_method(conn: sqlite3.Connection, order: Row, payment_method_id: str, tau2: bool = False) -> Row:
+def _user_method(conn: Reads, order: Row, payment_method_id: str, tau2: bool = False) -> Row:
     method = _DB.get(conn, "payment_methods", order["user_id"], payment_method_id)
     if method is None:
         raise _refuse(tau2, f"payment method {payment_method_id!r} does not belong to user {order['user_id']}",
@@ -226,7 +227,7 @@ def _check_items_present(order: Row, items: Sequence[Row], item_ids: Sequence[st
 
 
 def _check_swaps(
-    conn: sqlite3.Connection, order: Row, items: Sequence[Row], item_ids: Sequence[str], new_item_ids: Sequence[str],
+    conn: Reads, order: Row, items: Sequence[Row], item_ids: Sequence[str], new_item_ids: Sequence[str],
     tau2: tuple[str, str] | None = None,
 ) -> tuple[list[Row], float]:
     """Validate an item change; return the new variants (per position) and the price difference.
@@ -385,13 +386,13 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
         order_id: The order id, such as '#W0000000'. Be careful: the '#' is part of the id.
         reason: Why the order is cancelled: either 'no longer needed' or 'ordered by mistake'.
     """
-    conn, tau2 = ctx.conn, _tau2(ctx)
-    order = _get_order(conn, order_id, tau2)
+    conn, reads, tau2 = ctx.conn, ctx.reads, _tau2(ctx)
+    order = _get_order(reads, order_id, tau2)
     _require_status(order, "pending", "cancelled", tau2=tau2)
     if reason not in CANCEL_REASONS:
         raise _refuse(tau2, f"reason must be one of {', '.join(repr(r) for r in CANCEL_REASONS)}, not {reason!r}",
                       "Invalid reason")
-    items, history, fulfillments = _children(conn, order_id)
+    items, history, fulfillments = _children(reads, order_id)
     for entry in list(history):
         _append_payment(conn, order_id, history, "refund", entry["amount"], entry["payment_method_id"])
         method = _DB.get(conn, "payment_methods", order["user_id"], entry["payment_method_id"])
@@ -419,8 +420,8 @@ def modify_pending_order_address(
         country: The country, such as 'USA'.
         zip: The zip code, such as '12345'.
     """
-    conn = ctx.conn
-    order = _get_order(conn, order_id, _tau2(ctx))
+    conn, reads = ctx.conn, ctx.reads
+    order = _get_order(reads, order_id, _tau2(ctx))
     _require_status(order, "pending", "modified", contains=_tau2(ctx), tau2=_tau2(ctx))
     _set_address(conn, "orders", order, address1, address2, city, state, country, zip)
     return _order_json(conn, order, _tau2(ctx))
@@ -439,12 +440,12 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
         payment_method_id: The new payment method id, such as 'gift_card_0000000' or 'credit_card_0000000'
             (from the user's details).
     """
-    conn = ctx.conn
-    order = _get_order(conn, order_id, _tau2(ctx))
+    conn, reads = ctx.conn, ctx.reads
+    order = _get_order(reads, order_id, _tau2(ctx))
     _require_status(order, "pending", "modified", contains=_tau2(ctx), tau2=_tau2(ctx))
     tau2 = _tau2(ctx)
-    new_method = _user_method(conn, order, payment_method_id, tau2)
-    items, history, fulfillments = _children(conn, order_id)
+    new_method = _user_method(reads, order, payment_method_id, tau2)
+    items, history, fulfillments = _children(reads, order_id)
     if len(history) != 1 or history[0]["transaction_type"] != "payment":
         raise _refuse(tau2, f"order {order['id']} does not have exactly one payment, so its payment method cannot "
                             "change", "There should be exactly one payment for a pending order")
@@ -484,20 +485,20 @@ def modify_pending_order_items(
         payment_method_id: The payment method that pays or receives the price difference, such as
             'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
     """
-    conn, tau2 = ctx.conn, _tau2(ctx)
-    order = _get_order(conn, order_id, tau2)
+    conn, reads, tau2 = ctx.conn, ctx.reads, _tau2(ctx)
+    order = _get_order(reads, order_id, tau2)
     _require_status(order, "pending", "modified", tau2=tau2)
-    items, history, fulfillments = _children(conn, order_id)
+    items, history, fulfillments = _children(reads, order_id)
     if tau2:  # τ³'s order of checks: counts, pairing, then per pair (same id first)
         _check_items_present(order, items, item_ids, "{} not found")
         if len(item_ids) != len(new_item_ids):
             raise ToolError("The number of items to be exchanged should match")
         if any(old == new for old, new in zip(item_ids, new_item_ids, strict=False)):
             raise ToolError("The new item id should be different from the old item id")
-    variants, difference = _check_swaps(conn, order, items, item_ids, new_item_ids,
+    variants, difference = _check_swaps(reads, order, items, item_ids, new_item_ids,
                                         ("{} not found", "The number of items to be exchanged should match")
                                         if tau2 else None)
-    method = _user_method(conn, order, payment_method_id, tau2)
+    method = _user_method(reads, order, payment_method_id, tau2)
     if _is_gift_card(method) and (method["balance"] or 0) < difference:
         raise _refuse(tau2, f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price "
                             f"difference {round(difference, 2)}",
@@ -533,8 +534,8 @@ def modify_user_address(
         country: The country, such as 'USA'.
         zip: The zip code, such as '12345'.
     """
-    conn = ctx.conn
-    user = _get_user(conn, user_id, _tau2(ctx))
+    conn, reads = ctx.conn, ctx.reads
+    user = _get_user(reads, user_id, _tau2(ctx))
     _set_address(conn, "users", user, address1, address2, city, state, country, zip)
     return _user_json(conn, ctx, user_id)
 
@@ -557,11 +558,11 @@ def return_delivered_order_items(
         payment_method_id: Where the refund goes: the order's original payment method or a gift card of the
             user, such as 'gift_card_0000000' or 'credit_card_0000000'.
     """
-    conn, tau2 = ctx.conn, _tau2(ctx)
-    order = _get_order(conn, order_id, tau2)
+    conn, reads, tau2 = ctx.conn, ctx.reads, _tau2(ctx)
+    order = _get_order(reads, order_id, tau2)
     _require_status(order, "delivered", "returned", tau2=tau2)
-    method = _user_method(conn, order, payment_method_id, tau2)
-    items, history, fulfillments = _children(conn, order_id)
+    method = _user_method(reads, order, payment_method_id, tau2)
+    items, history, fulfillments = _children(reads, order_id)
     original = history[0]["payment_method_id"] if history else None
     if payment_method_id != original and not _is_gift_card(method):
         raise _refuse(tau2, f"a refund can go only to the original payment method ({original}) or to a gift card, "
@@ -594,14 +595,14 @@ def exchange_delivered_order_items(
         payment_method_id: The payment method that pays or receives the price difference, such as
             'gift_card_0000000' or 'credit_card_0000000' (from the user's details).
     """
-    conn, tau2 = ctx.conn, _tau2(ctx)
-    order = _get_order(conn, order_id, tau2)
+    conn, reads, tau2 = ctx.conn, ctx.reads, _tau2(ctx)
+    order = _get_order(reads, order_id, tau2)
     _require_status(order, "delivered", "exchanged", tau2=tau2)
-    items, history, fulfillments = _children(conn, order_id)
-    _, difference = _check_swaps(conn, order, items, item_ids, new_item_ids,
+    items, history, fulfillments = _children(reads, order_id)
+    _, difference = _check_swaps(reads, order, items, item_ids, new_item_ids,
                                  ("Number of {} not found.", "The number of items to be exchanged should match.")
                                  if tau2 else None)
-    method = _user_method(conn, order, payment_method_id, tau2)
+    method = _user_method(reads, order, payment_method_id, tau2)
     difference = round(difference, 2)
     if _is_gift_card(method) and (method["balance"] or 0) < difference:
         raise _refuse(tau2, f"gift card {payment_method_id} has a balance of {method['balance']}, less than the price "

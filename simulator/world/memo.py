@@ -14,21 +14,56 @@ turns the memo off for the rest of the trial, so an answer is never served from 
 Only tools that declare it (``@tool("read", memo=True)``) are remembered: a tool whose answer depends on anything
 else (the clock, the trial's seed, device or retrieval state outside the database, the call's step) must not
 declare it, and a domain's own tools are not remembered unless their author says so.
+
+The same holds one level down, for the statements a tool reads with: the rows a ``SELECT`` returns on an unchanged
+copy are the rows it returns on every unchanged copy. :class:`MemoReads` (``ToolContext.reads``) serves them from the
+template's :class:`ReadMemo` while the copy is unchanged and runs them on the connection once anything was written,
+so a write tool's checks before its first write (the first write of most trials) read no table. Only statements a
+tool sends through ``ctx.reads`` are remembered: deterministic ``SELECT`` statements, never one reading the clock
+(``datetime('now')``), ``random()`` or anything else outside the database.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
 
-__all__ = ["MEMO_KEY", "ReadMemo", "TrialMemo", "memo_key"]
+__all__ = ["MEMO_KEY", "MemoReads", "ReadMemo", "Reads", "TrialMemo", "memo_key"]
 
 MEMO_KEY = "tausim.read_memo"
 """The key of a trial's :class:`TrialMemo` in its session's ``info`` (absent: nothing is remembered)."""
 
 _SCALARS = (str, int, float, bool, type(None))
+
+_PARAMETERS = frozenset((str, int, type(None)))
+"""The types of the parameters :class:`MemoReads` remembers a statement with (floats are not: a NaN never finds its
+key again; ``True`` is not an ``int`` here, so ``(1,)`` and ``(True,)``, equal tuples, are never mixed up)."""
+
+
+class Fetched(Protocol):
+    """What a read statement gives back: its rows, one at a time or all at once (a ``sqlite3.Cursor`` is one)."""
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+        ...
+
+    def __iter__(self) -> Iterator[Any]:
+        """The remaining rows, one at a time."""
+        ...
+
+
+class Reads(Protocol):
+    """Where a tool reads from: the trial's ``sqlite3.Connection`` or its :class:`MemoReads`."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Fetched:
+        """Run a read statement and return its rows."""
+        ...
 
 
 def _plain(value: Any) -> bool:
@@ -75,6 +110,8 @@ class ReadMemo:
     def __init__(self, limit_chars: int = 16_000_000):  # noqa: D107 - documented on the class
         self.limit_chars = limit_chars
         self._answers: dict[tuple[Callable[..., Any], str], tuple[str, str]] = {}
+        self._rows: dict[tuple[str, tuple[Any, ...], tuple[type, ...]], tuple[Any, ...]] = {}
+        """The rows of read statements (:class:`MemoReads`), by statement, parameters and the parameters' types."""
         self._chars = 0
         self._lock = threading.Lock()
 
@@ -100,6 +137,87 @@ class ReadMemo:
             self._chars += len(content)
 
 
+    def rows(self, key: tuple[str, tuple[Any, ...], tuple[type, ...]]) -> tuple[Any, ...] | None:
+        """Return the remembered rows of a read statement (:class:`MemoReads`), or None."""
+        return self._rows.get(key)
+
+    def put_rows(self, key: tuple[str, tuple[Any, ...], tuple[type, ...]], rows: tuple[Any, ...]) -> None:
+        """Remember the rows of a read statement (nothing when the memo is full or they are already kept).
+
+        Their size counts towards ``limit_chars`` as their text values' lengths and 8 per other value.
+
+        Args:
+            key: statement, parameters and the parameters' types.
+            rows: the statement's rows (tuples of immutable values).
+        """
+        size = sum(len(v) if type(v) is str else 8 for row in rows for v in row)
+        with self._lock:
+            if key in self._rows or self._chars + size > self.limit_chars:
+                return
+            self._rows[key] = rows
+            self._chars += size
+
+
+class _Fetched:
+    """Remembered rows handed out as a cursor hands them out (:class:`Fetched`)."""
+
+    __slots__ = ("_rows", "_next")
+
+    def __init__(self, rows: tuple[Any, ...]):
+        self._rows = rows
+        self._next = 0
+
+    def fetchone(self) -> Any:
+        i = self._next
+        if i >= len(self._rows):
+            return None
+        self._next = i + 1
+        return self._rows[i]
+
+    def fetchall(self) -> list[Any]:
+        rest = list(self._rows[self._next:])
+        self._next = len(self._rows)
+        return rest
+
+    def __iter__(self) -> Iterator[Any]:
+        rows, self._next = self._rows[self._next:], len(self._rows)
+        return iter(rows)
+
+
+class MemoReads:
+    """A trial copy's read statements, answered from its template's memo while the copy is unchanged (:class:`Reads`).
+
+    ``execute(sql, parameters)`` on an unchanged copy returns the rows the statement returned on an unchanged copy
+    of the same template before (run once and remembered); once anything was written on the copy, and for
+    parameters other than a tuple of strings, integers and None, it runs the statement on the connection. Only for
+    deterministic ``SELECT`` statements (see the module docstring); never for a statement that writes.
+
+    Args:
+        trial: the copy's :class:`TrialMemo`.
+    """
+
+    __slots__ = ("trial",)
+
+    def __init__(self, trial: TrialMemo):  # noqa: D107 - documented on the class
+        self.trial = trial
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Fetched:
+        """Return the rows of the read statement ``sql`` with ``parameters`` (remembered ones while unchanged)."""
+        trial = self.trial
+        conn = trial.conn
+        if conn.total_changes != trial.baseline or type(parameters) is not tuple or conn.row_factory is not None:
+            return conn.execute(sql, parameters)
+        types = tuple(type(p) for p in parameters)
+        if not _PARAMETERS.issuperset(types):
+            return conn.execute(sql, parameters)
+        key = (sql, parameters, types)
+        rows = trial.memo.rows(key)
+        if rows is None:
+            rows = tuple(conn.execute(sql, parameters).fetchall())
+            trial.memo.put_rows(key, rows)
+        return _Fetched(rows)
+
+
 class TrialMemo:
     """A trial copy's access to its template's :class:`ReadMemo`: served only while the copy is unchanged.
 
@@ -109,7 +227,7 @@ class TrialMemo:
         options: the template's domain options (a call whose context has other options is not served).
     """
 
-    __slots__ = ("baseline", "conn", "memo", "options")
+    __slots__ = ("baseline", "conn", "memo", "options", "reads")
 
     def __init__(self, memo: ReadMemo, conn: sqlite3.Connection, options: Mapping[str, Any]):  # noqa: D107
         self.memo = memo
@@ -117,6 +235,8 @@ class TrialMemo:
         self.options = options
         self.baseline = conn.total_changes
         """The connection's change count when the copy was handed out (before any set-up)."""
+        self.reads = MemoReads(self)
+        """The copy's read statements, remembered while it is unchanged."""
 
     def unchanged(self, options: Mapping[str, Any]) -> bool:
         """True while nothing was written on the copy since it was handed out and ``options`` are the template's."""

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 
 from simulator.errors import ToolError
 from simulator.world.events import emit_event
-from simulator.world.memo import MEMO_KEY, TrialMemo, memo_key
+from simulator.world.memo import MEMO_KEY, Reads, TrialMemo, memo_key
 
 ToolKind = Literal["read", "write"]
 CallStatus = Literal["ok", "tool_error", "unknown_tool", "invalid_arguments", "tool_bug"]
@@ -87,6 +87,21 @@ class ToolContext:
                 raise TypeError(f"tool context: the session is bound to {bind!r}, not to a connection over sqlite3")
             self._conn = conn
         return conn
+
+    @property
+    def reads(self) -> Reads:
+        """Where the tool's deterministic ``SELECT`` statements go: remembered while the trial copy is unchanged.
+
+        The copy's :class:`~simulator.world.memo.MemoReads` when its template's memo is on (answers the statements
+        from the memo until anything is written on the copy), else :attr:`conn`. Only for ``SELECT`` statements whose
+        rows depend on the database alone (never the clock or ``random()``); writes go to :attr:`conn`.
+
+        Raises:
+            TypeError: as :attr:`conn`.
+        """
+        conn = self.conn
+        trial: TrialMemo | None = self.session.info.get(MEMO_KEY)
+        return trial.reads if trial is not None and trial.conn is conn else conn
 
     step: int | None = None
     source: str = "agent"

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, MetaData, Table
 
 from simulator.world.data.storage import Layout
+from simulator.world.memo import Reads
 from simulator.world.tools import ToolContext
 
 __all__ = ["Row", "TableAccess", "raw_connection", "with_new_keys"]
@@ -149,8 +150,10 @@ class TableAccess:
         except KeyError:
             raise ValueError(f"unknown table {table!r} (tables: {', '.join(self._tables)})") from None
 
-    def get(self, conn: sqlite3.Connection, table: str, *key: Any) -> Row | None:
+    def get(self, conn: Reads, table: str, *key: Any) -> Row | None:
         """Return the row with primary key ``key`` (its columns in primary-key order), or None.
+
+        ``conn``: the trial's connection, or ``ctx.reads`` (the read remembered while the copy is unchanged).
 
         Raises:
             ValueError: an unknown table.
@@ -172,8 +175,10 @@ class TableAccess:
         t = self._sql(table)
         return [t.row(r) for r in values]
 
-    def select(self, conn: sqlite3.Connection, table: str, where: str, params: Sequence[Any] = ()) -> list[Row]:
+    def select(self, conn: Reads, table: str, where: str, params: Sequence[Any] = ()) -> list[Row]:
         """Return the rows matching a SQL condition, e.g. ``where="order_id = ? ORDER BY position"``.
+
+        ``conn``: the trial's connection, or ``ctx.reads`` (the read remembered while the copy is unchanged).
 
         Raises:
             ValueError: an unknown table.
