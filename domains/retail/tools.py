@@ -4,7 +4,9 @@ Every tool takes the trial's :class:`~simulator.world.tools.ToolContext` first. 
 exactly as it appears in the data dump. Write tools check everything before they change anything and
 raise :class:`~simulator.world.tools.ToolError` (shown to the agent as ``Error: ...``) when they refuse; the
 dispatcher also rolls the call's transaction back, so a refused call never changes the state. Successful
-writes return the changed record as JSON.
+writes return the changed record as JSON. The write tools read and write only the database, through ``ctx.conn`` and
+``ctx.reads``, and depend on nothing else (no clock): they are declared ``memo=True``, so the same call on an
+unchanged trial copy replays the first one's writes (:mod:`simulator.world.memo`).
 
 Compatibility notes (the peer's behaviour, reproduced on purpose):
 - gift-card balances are rounded to cents after every change, while the payment-history amount of an item
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -218,10 +219,11 @@ def _set_address(conn: sqlite3.Connection, table: str, row: Row, address1: str, 
 def _check_items_present(order: Row, items: Sequence[Row], item_ids: Sequence[str],
                          tau2_text: str | None = None) -> None:
     """Refuse item ids the order does not hold as often as asked (``tau2_text``: τ³'s answer, ``{}`` the id)."""
-    have = Counter(item["item_id"] for item in items)
-    for item_id, wanted in Counter(item_ids).items():
-        if wanted > have[item_id]:
-            where = "is not" if not have[item_id] else f"appears only {have[item_id]} time(s)"
+    have = [item["item_id"] for item in items]
+    for item_id in dict.fromkeys(item_ids):  # each id once, in the order first asked for
+        wanted, held = item_ids.count(item_id), have.count(item_id)
+        if wanted > held:
+            where = "is not" if not held else f"appears only {held} time(s)"
             raise _refuse(tau2_text is not None, f"item {item_id} {where} in order {order['id']} (asked for {wanted})",
                           (tau2_text or "").format(item_id))
 
@@ -373,7 +375,7 @@ def list_all_product_types(ctx: ToolContext) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ writes
-@tool("write")
+@tool("write", memo=True)
 def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
     """Cancel a pending order and refund its payments.
 
@@ -402,7 +404,7 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> str:
     return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
-@tool("write")
+@tool("write", memo=True)
 def modify_pending_order_address(
     ctx: ToolContext, order_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str
 ) -> str:
@@ -427,7 +429,7 @@ def modify_pending_order_address(
     return _order_json(conn, order, _tau2(ctx))
 
 
-@tool("write")
+@tool("write", memo=True)
 def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method_id: str) -> str:
     """Pay for a pending order with another payment method of the same user.
 
@@ -465,7 +467,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
     return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
-@tool("write")
+@tool("write", memo=True)
 def modify_pending_order_items(
     ctx: ToolContext, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> str:
@@ -516,7 +518,7 @@ def modify_pending_order_items(
     return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
-@tool("write")
+@tool("write", memo=True)
 def modify_user_address(
     ctx: ToolContext, user_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str
 ) -> str:
@@ -540,7 +542,7 @@ def modify_user_address(
     return _user_json(conn, ctx, user_id)
 
 
-@tool("write")
+@tool("write", memo=True)
 def return_delivered_order_items(
     ctx: ToolContext, order_id: str, item_ids: list[str], payment_method_id: str
 ) -> str:
@@ -574,7 +576,7 @@ def return_delivered_order_items(
     return _order_json(conn, order, tau2, items, history, fulfillments)
 
 
-@tool("write")
+@tool("write", memo=True)
 def exchange_delivered_order_items(
     ctx: ToolContext, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> str:

@@ -15,6 +15,14 @@ Only tools that declare it (``@tool("read", memo=True)``) are remembered: a tool
 else (the clock, the trial's seed, device or retrieval state outside the database, the call's step) must not
 declare it, and a domain's own tools are not remembered unless their author says so.
 
+A write tool may declare it too (``@tool("write", memo=True)``, on a toolbox whose tools use only ``ctx.conn``): its
+answer *and its changes* then depend only on the database, its arguments, the domain options and the call's step and
+source. Its first call on an unchanged copy runs with a :class:`WriteRecorder` in place of the connection, which
+records every statement but the ``SELECT`` ones; the same call (same arguments, step and source) on a later unchanged
+copy replays those statements, in order, in one transaction, and answers what the first call answered: the same rows
+at the same rowids, the same write log, event log and ``sqlite_sequence``, without the tool's reads, checks and answer
+building. A refused call (``tool_error``) that wrote nothing is remembered as a read tool's answer is.
+
 The same holds one level down, for the statements a tool reads with: the rows a ``SELECT`` returns on an unchanged
 copy are the rows it returns on every unchanged copy. :class:`MemoReads` (``ToolContext.reads``) serves them from the
 template's :class:`ReadMemo` while the copy is unchanged and runs them on the connection once anything was written,
@@ -30,7 +38,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-__all__ = ["MEMO_KEY", "MemoReads", "ReadMemo", "Reads", "TrialMemo", "memo_key"]
+__all__ = ["MEMO_KEY", "MemoReads", "ReadMemo", "Reads", "TrialMemo", "WriteRecorder", "memo_key"]
 
 MEMO_KEY = "tausim.read_memo"
 """The key of a trial's :class:`TrialMemo` in its session's ``info`` (absent: nothing is remembered)."""
@@ -40,6 +48,89 @@ _SCALARS = (str, int, float, bool, type(None))
 _PARAMETERS = frozenset((str, int, type(None)))
 """The types of the parameters :class:`MemoReads` remembers a statement with (floats are not: a NaN never finds its
 key again; ``True`` is not an ``int`` here, so ``(1,)`` and ``(True,)``, equal tuples, are never mixed up)."""
+
+
+_VALUES = frozenset((str, int, float, bytes, bool, type(None)))
+"""The parameter types of a statement a :class:`WriteRecorder` can replay (immutable values)."""
+
+Statement = tuple[str, Any, bool]
+"""A recorded statement: ``(sql, parameters, many)``; ``many``: run with ``executemany`` (parameters: a tuple of
+rows), else with ``execute`` (a tuple, or a dict of named parameters)."""
+
+WriteKey = tuple[Callable[..., Any], str, int | None, str]
+"""The key of a remembered write call: the tool's function, its arguments' text (:func:`memo_key`), step, source."""
+
+
+def _frozen(parameters: Any) -> Any:
+    """``parameters`` as an immutable copy (a tuple, or a dict owned by the memo), or None when not replayable."""
+    t = type(parameters)
+    if t is tuple or t is list:
+        return tuple(parameters) if all(type(v) in _VALUES for v in parameters) else None
+    if t is dict:
+        return dict(parameters) if all(type(v) in _VALUES for v in parameters.values()) else None
+    return None
+
+
+class WriteRecorder:
+    """A write tool's connection during its first call on an unchanged copy: runs every statement, records the writes.
+
+    ``execute`` and ``executemany`` go to the connection; every statement that is not a ``SELECT`` is recorded with
+    a copy of its parameters (re-running a read on replay would be harmless, missing a write would not: anything not
+    recognised as a ``SELECT`` is recorded). Any other use of the connection (an attribute, a cursor, parameters of
+    other types) marks the call as not replayable; it runs all the same.
+
+    Args:
+        conn: the trial copy's connection.
+    """
+
+    __slots__ = ("conn", "replayable", "statements")
+
+    def __init__(self, conn: sqlite3.Connection):  # noqa: D107 - documented on the class
+        self.conn = conn
+        self.statements: list[Statement] = []
+        self.replayable = True
+
+    def _record(self, sql: str, parameters: Any, many: bool) -> None:
+        if type(sql) is not str:
+            self.replayable = False
+            return
+        if sql.lstrip()[:6].upper() == "SELECT":
+            return
+        if many:
+            rows = tuple(_frozen(p) for p in parameters)
+            frozen: Any = None if any(r is None for r in rows) else rows
+        else:
+            frozen = _frozen(parameters)
+        if frozen is None:
+            self.replayable = False
+        else:
+            self.statements.append((sql, frozen, many))
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        """Run a statement on the connection (a write: recorded)."""
+        self._record(sql, parameters, False)
+        return self.conn.execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        """Run a statement once per parameter row on the connection (a write: recorded)."""
+        rows = list(parameters)
+        self._record(sql, rows, True)
+        return self.conn.executemany(sql, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self.replayable = False
+        return getattr(self.conn, name)
+
+
+def replay(conn: sqlite3.Connection, statements: tuple[Statement, ...]) -> None:
+    """Run recorded statements on a connection, in order (inside the caller's transaction)."""
+    for sql, parameters, many in statements:
+        if many:
+            conn.executemany(sql, parameters)
+        else:
+            conn.execute(sql, parameters)
 
 
 class Fetched(Protocol):
@@ -110,6 +201,8 @@ class ReadMemo:
     def __init__(self, limit_chars: int = 16_000_000):  # noqa: D107 - documented on the class
         self.limit_chars = limit_chars
         self._answers: dict[tuple[Callable[..., Any], str], tuple[str, str]] = {}
+        self._writes: dict[WriteKey, tuple[str, str, tuple[Statement, ...]]] = {}
+        """Write calls: ``(content, status, statements)`` (see the module docstring)."""
         self._rows: dict[tuple[str, tuple[Any, ...], tuple[type, ...]], tuple[Any, ...]] = {}
         """The rows of read statements (:class:`MemoReads`), by statement, parameters and the parameters' types."""
         self._chars = 0
@@ -137,6 +230,29 @@ class ReadMemo:
             self._chars += len(content)
 
 
+    def write(self, key: WriteKey) -> tuple[str, str, tuple[Statement, ...]] | None:
+        """Return a remembered write call's ``(content, status, statements)``, or None."""
+        return self._writes.get(key)
+
+    def put_write(self, key: WriteKey, content: str, status: str, statements: tuple[Statement, ...]) -> None:
+        """Remember a write call (nothing when the memo is full or the call is already kept).
+
+        Its size counts towards ``limit_chars`` as its content's length and its statements' text values' lengths
+        (8 per other value and per statement).
+
+        Args:
+            key: tool function, arguments' text, step and source.
+            content: what the agent saw.
+            status: ``ok`` or ``tool_error``.
+            statements: the recorded writes (:class:`WriteRecorder`); none for a refused call.
+        """
+        size = len(content) + sum(8 + len(sql) + _size(params, many) for sql, params, many in statements)
+        with self._lock:
+            if key in self._writes or self._chars + size > self.limit_chars:
+                return
+            self._writes[key] = (content, status, statements)
+            self._chars += size
+
     def rows(self, key: tuple[str, tuple[Any, ...], tuple[type, ...]]) -> tuple[Any, ...] | None:
         """Return the remembered rows of a read statement (:class:`MemoReads`), or None."""
         return self._rows.get(key)
@@ -156,6 +272,12 @@ class ReadMemo:
                 return
             self._rows[key] = rows
             self._chars += size
+
+
+def _size(parameters: Any, many: bool) -> int:
+    rows = parameters if many else (parameters,)
+    return sum(len(v) if type(v) is str else 8
+               for row in rows for v in (row.values() if type(row) is dict else row))
 
 
 class _Fetched:

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 
 from simulator.errors import ToolError
 from simulator.world.events import emit_event
-from simulator.world.memo import MEMO_KEY, Reads, TrialMemo, memo_key
+from simulator.world.memo import MEMO_KEY, Reads, TrialMemo, WriteRecorder, memo_key, replay
 
 ToolKind = Literal["read", "write"]
 CallStatus = Literal["ok", "tool_error", "unknown_tool", "invalid_arguments", "tool_bug"]
@@ -131,7 +131,8 @@ class ToolSpec:
         schema: OpenAI ``{"type": "function", "function": {...}}`` schema.
         ends_conversation: calling it ends the trial (e.g. transfer to a human agent).
         memo: a read tool whose answer depends only on the database, its arguments and the domain options: its
-            answers on unchanged copies of a template are remembered and reused (see :mod:`simulator.world.memo`).
+            answers on unchanged copies of a template are remembered and reused (see :mod:`simulator.world.memo`);
+            a write tool whose answer and changes depend only on those, the step and the source: replayed.
     """
 
     name: str
@@ -219,6 +220,9 @@ def tool(
         memo: (read tools) the answer depends only on the trial database, the arguments and the domain options:
             never on the clock, the trial's seed, the call's step or state kept outside the database. Its answers
             on copies of a template nobody wrote to are then remembered and reused (:mod:`simulator.world.memo`).
+            (write tools, in a toolbox with ``uses_session=False``) the answer and the changes depend only on those
+            and the call's step and source, and the tool changes nothing but rows, through ``ctx.conn``: its first
+            call on an unchanged copy is recorded and the same call on a later one replays its writes.
             Off by default: a tool is remembered only when its author says so.
 
     Returns:
@@ -230,8 +234,8 @@ def tool(
     """
     if kind not in ("read", "write"):
         raise ValueError(f"tool kind must be 'read' or 'write', got {kind!r}")
-    if memo and (kind != "read" or ends_conversation):
-        raise ValueError("memo=True is for read tools that do not end the conversation")
+    if memo and ends_conversation:
+        raise ValueError("memo=True is for tools that do not end the conversation")
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.tool_spec = _build_spec(fn, kind, name, ends_conversation, memo)  # type: ignore[attr-defined]
@@ -319,7 +323,9 @@ class Toolbox:
 
         A tool declared with ``memo=True`` answers from its template's memo when the same call was answered on an
         unchanged copy of the same template before (:mod:`simulator.world.memo`): the same content and status,
-        without validating or running anything again.
+        without validating or running anything again. A write tool so declared (in a toolbox built with
+        ``uses_session=False``) replays the writes its first such call recorded, in one transaction, and records
+        the call's event as every write call does.
 
         Returns:
             The :class:`CallOutcome`. On any non-ok status the database is as it was before the call.
@@ -339,6 +345,10 @@ class Toolbox:
         if spec.memo:
             trial: TrialMemo | None = ctx.session.info.get(MEMO_KEY)
             if trial is not None and not ctx.session.in_transaction() and trial.unchanged(ctx.options):
+                if spec.kind == "write":
+                    if self.uses_session:
+                        return self._run(ctx, spec, name, arguments, t0)
+                    return self._write_memo(ctx, spec, name, arguments, trial, t0)
                 key = memo_key(spec.fn, arguments)
                 if key is not None:
                     known = trial.memo.get(key)
@@ -350,9 +360,44 @@ class Toolbox:
                     return out
         return self._run(ctx, spec, name, arguments, t0)
 
+    def _write_memo(self, ctx: ToolContext, spec: ToolSpec, name: str, arguments: Mapping[str, Any],
+                    trial: TrialMemo, t0: float) -> CallOutcome:
+        """A ``memo=True`` write call on an unchanged copy: replayed when remembered, else run and recorded.
+
+        Keyed by the tool, its arguments, the call's step and source (:mod:`simulator.world.memo`).
+        """
+        base = memo_key(spec.fn, arguments)
+        conn = ctx.conn
+        if base is None or conn.in_transaction:
+            return self._run(ctx, spec, name, arguments, t0)
+        key = (base[0], base[1], ctx.step, ctx.source)
+        known = trial.memo.write(key)
+        if known is not None:
+            content, status, statements = known
+            if status == "ok":
+                conn.execute("BEGIN")
+                try:
+                    replay(conn, statements)
+                    emit_event(ctx, spec.name, dict(arguments), kind="tool")
+                except Exception:  # noqa: BLE001 - never on an unchanged copy; if it does: undone, a tool_bug
+                    _undo(conn, False)
+                    return _bug(spec, t0)
+                conn.execute("COMMIT")
+            return CallOutcome(content, status, spec.kind, time.perf_counter() - t0)  # type: ignore[arg-type]
+        recorder = WriteRecorder(conn)
+        out = self._run(ctx, spec, name, arguments, t0, recorder)
+        if out.status == "ok" and recorder.replayable:
+            trial.memo.put_write(key, out.content, "ok", tuple(recorder.statements))
+        elif out.status == "tool_error" and trial.unchanged(ctx.options):  # refused before writing anything
+            trial.memo.put_write(key, out.content, "tool_error", ())
+        return out
+
     def _run(self, ctx: ToolContext, spec: ToolSpec, name: str, arguments: Mapping[str, Any],
-             t0: float) -> CallOutcome:
-        """Validate the arguments and run the tool in its own transaction (see :meth:`dispatch`)."""
+             t0: float, recorder: WriteRecorder | None = None) -> CallOutcome:
+        """Validate the arguments and run the tool in its own transaction (see :meth:`dispatch`).
+
+        ``recorder``: the tool sees it as ``ctx.conn`` while it runs (:meth:`_write_memo`; connection tools only).
+        """
         try:
             validated = spec.arguments_model.model_validate(dict(arguments), context=ctx.options)
         except ValidationError as e:
@@ -365,7 +410,7 @@ class Toolbox:
             )
         kwargs = validated.__dict__  # the fields (extra ones are refused); dict(validated) costs ten times more
         if not self.uses_session:
-            return self._run_on_connection(ctx, spec, kwargs, arguments, t0)
+            return self._run_on_connection(ctx, spec, kwargs, arguments, t0, recorder)
         session = ctx.session
         txn = session.begin_nested() if session.in_transaction() else session.begin()
         try:
@@ -387,10 +432,11 @@ class Toolbox:
 
     @staticmethod
     def _run_on_connection(ctx: ToolContext, spec: ToolSpec, kwargs: dict[str, Any], arguments: Mapping[str, Any],
-                           t0: float) -> CallOutcome:
+                           t0: float, recorder: WriteRecorder | None = None) -> CallOutcome:
         """Run a tool in a transaction of the DB-API connection (a savepoint when one is already open).
 
-        A successful write call is recorded in the event log inside the same transaction.
+        A successful write call is recorded in the event log inside the same transaction. ``recorder``: stands in
+        for ``ctx.conn`` while the tool runs (not while the call's event is recorded).
         """
         conn = ctx.conn
         if ctx.session.in_transaction():
@@ -398,7 +444,14 @@ class Toolbox:
         nested = conn.in_transaction
         conn.execute("SAVEPOINT tool_call" if nested else "BEGIN")
         try:
-            content = _render(spec.fn(ctx, **kwargs))
+            if recorder is None:
+                content = _render(spec.fn(ctx, **kwargs))
+            else:
+                ctx._conn = recorder  # type: ignore[assignment]  # it runs what the connection would run
+                try:
+                    content = _render(spec.fn(ctx, **kwargs))
+                finally:
+                    ctx._conn = conn
             if spec.kind == "write":
                 emit_event(ctx, spec.name, dict(arguments), kind="tool")
         except ToolError as e:

@@ -1,7 +1,8 @@
-"""Remembered read statements (``ctx.reads``, :class:`simulator.world.memo.MemoReads`).
+"""Remembered read statements (``ctx.reads``, :class:`simulator.world.memo.MemoReads`) and replayed write calls.
 
 Second method throughout: the same statement or call on a copy without the memo (``ctx.reads`` is then the
-connection itself), and the copy's state read back with a snapshot and its event log.
+connection itself, and every write call runs the tool), and the copy's whole content read back, bookkeeping tables
+(write log, first-write images, event log, ``sqlite_sequence``) included, rowids included.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from typing import Any
 import pytest
 
 from domains.retail.models import Base
+from simulator.errors import ToolError
+from simulator.types.faults import FaultRates
 from simulator.world.database import StateSpec, snapshot
 from simulator.world.domain import get_domain
 from simulator.world.events import read_events
-from simulator.world.memo import MEMO_KEY, MemoReads, ReadMemo
-from simulator.world.tools import ToolContext
+from simulator.world.faults import FaultyToolbox
+from simulator.world.memo import MEMO_KEY, MemoReads, ReadMemo, WriteRecorder
+from simulator.world.tools import Toolbox, ToolContext, tool
 
 ORDER = 'SELECT id, status FROM orders WHERE id = ?'
 WRITES = ("cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
@@ -86,9 +90,11 @@ def test_remembered_rows_are_bounded():
 
 
 def _state(raw: sqlite3.Connection) -> tuple[Any, ...]:
-    spec = StateSpec(Base.metadata)
-    writes = sorted(raw.execute("SELECT tbl, rid FROM _tausim_writes").fetchall())
-    return snapshot(raw, spec), [e.to_json() for e in read_events(raw)], writes
+    """Every table's rows with their rowids, in rowid order (the write log in the order it was written)."""
+    tables = [n for (n,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    rows = {n: raw.execute(f'SELECT {"rowid, " if n != "sqlite_sequence" else ""}* FROM "{n}" ORDER BY 1').fetchall()
+            for n in tables}
+    return snapshot(raw, StateSpec(Base.metadata)), [e.to_json() for e in read_events(raw)], rows
 
 
 def _first_writes(tasks: list[Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -106,18 +112,143 @@ def _first_writes(tasks: list[Any]) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
-def test_write_calls_on_remembered_reads_answer_and_write_as_without_them():
+def test_replayed_write_calls_answer_and_write_as_the_tools_do():
     domain, template, tasks = _retail()
     box = domain.toolbox()
+    assert all(box.specs[n].memo for n in WRITES)
     calls = _first_writes(tasks)
     assert {n for n, _ in calls} >= set(WRITES) - {"modify_pending_order_payment"}
     outcomes = {"ok": 0, "tool_error": 0}
     for name, args in calls:
         results = []
-        for memo in (False, True, True):  # the second copy with the memo is served the reads the first one ran
+        for memo in (False, True, True):  # the first copy with the memo records (or replays), the second replays
             with template.trial(memo=memo) as db:
-                out = box.dispatch(ToolContext(db.session, db.options, step=3), name, args)
+                ctx = ToolContext(db.session, db.options, step=3)
+                out, statements = _traced(db.raw, lambda ctx=ctx, name=name, args=args: box.dispatch(ctx, name, args))
+                assert ctx.conn is db.raw  # the recorder stood in for the connection only during the call
                 results.append((out.content, out.status, _state(db.raw)))
         assert results[1] == results[0] and results[2] == results[0], (name, args)
+        assert not [s for s in statements if s.startswith("SELECT")], f"{name}: replayed calls read nothing"
         outcomes[results[0][1]] += 1
     assert outcomes["ok"] >= 15 and outcomes["tool_error"] >= 5, outcomes
+
+
+def test_a_replayed_write_call_records_its_own_event_and_turns_the_memo_off():
+    domain, template, tasks = _retail()
+    box = domain.toolbox()
+    name, args = next(c for c in _first_writes(tasks) if c[0] == "modify_user_address")
+    events, after = [], []
+    for _ in range(2):
+        with template.trial() as db:
+            ctx = ToolContext(db.session, db.options, step=5, source="agent")
+            assert box.dispatch(ctx, name, args).status == "ok"
+            assert not db.session.info[MEMO_KEY].unchanged(db.options)
+            after.append(box.dispatch(ctx, "get_user_details", {"user_id": args["user_id"]}).content)
+            events.append([e.to_json() for e in read_events(db.raw)])
+    assert events[0] == events[1] == [{"seq": 1, "step": 5, "source": "agent", "kind": "tool", "name": name,
+                                       "data": args}]
+    assert after[0] == after[1] and args["address1"] in after[0]
+
+
+def test_the_same_write_at_another_step_or_source_is_run_again():
+    domain, template, tasks = _retail()
+    box = domain.toolbox()
+    name, args = next(c for c in _first_writes(tasks) if c[0] == "return_delivered_order_items")
+    with template.trial() as db:
+        box.dispatch(ToolContext(db.session, db.options, step=1), name, args)  # recorded (or replayed)
+    for ctx_args in ({"step": 2}, {"step": 1, "source": "setup"}):
+        with template.trial() as db:
+            ctx = ToolContext(db.session, db.options, **ctx_args)
+            out, statements = _traced(db.raw, lambda ctx=ctx, name=name, args=args: box.dispatch(ctx, name, args))
+            assert out.status == "ok" and [s for s in statements if s.startswith("SELECT")], ctx_args
+            assert read_events(db.raw)[0].step == ctx_args["step"]
+
+
+def _odd_tools(counter: list[int]) -> Toolbox:
+    @tool("write", memo=True)
+    def peeks(ctx: ToolContext, user_id: str) -> str:
+        """Writes, and uses the connection beyond execute (not replayable).
+
+        Args:
+            ctx: the context.
+            user_id: a user.
+        """
+        counter.append(1)
+        ctx.conn.execute("UPDATE users SET city = city || '!' WHERE id = ?", (user_id,))
+        return str(ctx.conn.total_changes > 0)
+
+    @tool("write", memo=True)
+    def writes_then_refuses(ctx: ToolContext, user_id: str) -> str:
+        """Writes, then refuses (rolled back).
+
+        Args:
+            ctx: the context.
+            user_id: a user.
+        """
+        counter.append(1)
+        ctx.conn.execute("UPDATE users SET city = city || '!' WHERE id = ?", (user_id,))
+        raise ToolError("refused")
+
+    @tool("write", memo=True)
+    def crashes(ctx: ToolContext, user_id: str) -> str:
+        """Writes, then crashes.
+
+        Args:
+            ctx: the context.
+            user_id: a user.
+        """
+        counter.append(1)
+        ctx.conn.execute("UPDATE users SET city = city || '!' WHERE id = ?", (user_id,))
+        raise RuntimeError("bug")
+
+    return Toolbox([peeks, writes_then_refuses, crashes], uses_session=False)
+
+
+@pytest.mark.parametrize(("name", "status"), [("peeks", "ok"), ("writes_then_refuses", "tool_error"),
+                                              ("crashes", "tool_bug")])
+def test_write_calls_that_cannot_be_replayed_run_every_time_and_failures_leave_no_trace(name, status):
+    _, template, _ = _retail()
+    counter: list[int] = []
+    box = _odd_tools(counter)
+    with template.trial(memo=False) as db:
+        user_id = db.raw.execute("SELECT id FROM users ORDER BY position LIMIT 1").fetchone()[0]
+        before = _state(db.raw)
+    for i in range(2):
+        with template.trial() as db:
+            out = box.dispatch(ToolContext(db.session, db.options, step=0), name, {"user_id": user_id})
+            assert out.status == status and len(counter) == i + 1
+            if status != "ok":
+                assert _state(db.raw) == before
+    assert not template.memo._writes.get((box.specs[name].fn, repr({"user_id": user_id}), 0, "agent"))
+
+
+def test_faults_still_apply_to_replayed_write_calls():
+    domain, template, tasks = _retail()
+    box = domain.toolbox()
+    name, args = next(c for c in _first_writes(tasks) if c[0] == "modify_user_address")
+    with template.trial() as db:
+        box.dispatch(ToolContext(db.session, db.options, step=0), name, args)  # recorded (or replayed)
+    with template.trial(memo=False) as db:
+        before = _state(db.raw)
+    with template.trial() as db:
+        faulty = FaultyToolbox(box, FaultRates(partial_write=1.0), trial_seed=7)
+        out = faulty.dispatch(ToolContext(db.session, db.options, step=0), name, args)
+        assert out.status == "tool_error" and _state(db.raw) == before
+
+
+def test_the_recorder_records_writes_with_frozen_parameters_and_flags_other_uses():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE TABLE t (a, b)")
+    rec = WriteRecorder(conn)
+    params = [1, "x"]
+    rec.execute("INSERT INTO t VALUES (?, ?)", params)
+    params[0] = 99  # the recorded copy is the memo's own
+    rec.executemany("INSERT INTO t VALUES (?, ?)", iter([(2, 2.5), (3, None)]))
+    assert rec.execute("  select count(*) FROM t").fetchone() == (3,)
+    assert rec.statements == [("INSERT INTO t VALUES (?, ?)", (1, "x"), False),
+                              ("INSERT INTO t VALUES (?, ?)", ((2, 2.5), (3, None)), True)]
+    assert rec.replayable
+    rec.execute("UPDATE t SET a = ?", (bytearray(b"x"),))  # mutable: not kept
+    assert not rec.replayable
+    other = WriteRecorder(conn)
+    assert other.in_transaction is False and not other.replayable

@@ -45,8 +45,12 @@ def _world(name: str, options: dict[str, Any] | None) -> tuple[Any, Any, list[To
 
 
 def _calls(tasks: list[Any], boxes: list[Toolbox]) -> list[tuple[Toolbox, str, dict[str, Any]]]:
-    """Calls of every memo tool: from the tasks' actions (up to 5 per tool), an unknown id, and :data:`EXTRA`."""
-    specs = {name: (box, spec) for box in boxes for name, spec in box.specs.items() if spec.memo}
+    """Calls of every memo read tool: from the tasks' actions (up to 5 per tool), an unknown id, and :data:`EXTRA`.
+
+    (Write tools declared memo: tests/world/test_memo_reads.py.)
+    """
+    specs = {name: (box, spec) for box in boxes for name, spec in box.specs.items()
+             if spec.memo and spec.kind == "read"}
     seen: dict[str, list[dict[str, Any]]] = {name: [] for name in specs}
     for task in tasks:
         for action in itertools.chain(task.gold_actions, getattr(task, "setup_actions", None) or ()):
@@ -82,7 +86,7 @@ def _fresh(template: Any, calls: list[tuple[Toolbox, str, dict[str, Any]]]) -> l
 def test_remembered_answers_equal_fresh_ones_for_every_memo_tool(name, options):
     template, tasks, boxes = _world(name, options)
     calls = _calls(tasks, boxes)
-    memo_tools = {n for box in boxes for n, s in box.specs.items() if s.memo}
+    memo_tools = {n for box in boxes for n, s in box.specs.items() if s.memo and s.kind == "read"}
     assert memo_tools, f"{name}: no read tool declared memo=True"
     assert {n for _, n, _ in calls} == memo_tools
     fresh = _fresh(template, calls)
@@ -261,11 +265,10 @@ def test_the_memo_is_bounded():
     assert memo.get((len, "a")) == ("12345", "ok") and memo.get((len, "b")) is None and len(memo) == 1
 
 
-def test_memo_is_only_for_read_tools():
-    with pytest.raises(ValueError, match="memo=True"):
-        tool("write", memo=True)
-    with pytest.raises(ValueError, match="memo=True"):
-        tool("read", memo=True, ends_conversation=True)
+def test_memo_is_not_for_tools_that_end_the_conversation():
+    for kind in ("read", "write"):
+        with pytest.raises(ValueError, match="memo=True"):
+            tool(kind, memo=True, ends_conversation=True)  # type: ignore[arg-type]
 
 
 def test_a_trial_memo_counts_from_when_the_copy_was_handed_out():

@@ -60,9 +60,9 @@ class _TableSQL:
         self.key = tuple(c.name for c in table.primary_key.columns)
         self.json = frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
         self.bool = frozenset(c.name for c in table.columns if isinstance(c.type, Boolean))
-        self._convert = tuple((c, self.decode if c in self.json else bool) for c in self.columns
+        self._convert = tuple((i, c, self.decode if c in self.json else bool) for i, c in enumerate(self.columns)
                               if c in self.json or c in self.bool)
-        """The columns read back converted, in table order, with their conversion."""
+        """The columns read back converted, in table order, with their position and conversion."""
         self._decoded: dict[str, Any] = {}
         """JSON texts of this table's columns decoded before, to flat dicts and lists (:meth:`decode`); shared by the
         threads running trials (a look-up or an insertion is one dict operation, the values are never changed)."""
@@ -112,9 +112,11 @@ class _TableSQL:
         return json.loads(text)
 
     def row(self, values: Sequence[Any]) -> Row:
-        out = dict(zip(self.columns, values, strict=True))
-        for c, convert in self._convert:
-            value = out[c]
+        if len(values) != len(self.columns):
+            raise ValueError(f"table {self.name}: a row of {len(values)} values, not {len(self.columns)}")
+        out = dict(zip(self.columns, values, strict=False))  # lengths checked above
+        for i, c, convert in self._convert:
+            value = values[i]
             if value is not None:
                 out[c] = convert(value)
         return out
