@@ -23,6 +23,12 @@ copy replays those statements, in order, in one transaction, and answers what th
 at the same rowids, the same write log, event log and ``sqlite_sequence``, without the tool's reads, checks and answer
 building. A refused call (``tool_error``) that wrote nothing is remembered as a read tool's answer is.
 
+A copy changed only by remembered write calls is as predictable as an unchanged one: its content follows from the
+template and the sequence of those calls (its *path*). :class:`TrialMemo` keeps the path; every key of a copy whose path
+is not empty carries it, so answers, rows and writes remembered after a sequence of write calls are served only after
+the same sequence. Any other write (a call that could not be recorded, one rolled back, a set-up's raw write) turns
+the memo off for the rest of the trial, as before.
+
 The same holds one level down, for the statements a tool reads with: the rows a ``SELECT`` returns on an unchanged
 copy are the rows it returns on every unchanged copy. :class:`MemoReads` (``ToolContext.reads``) serves them from the
 template's :class:`ReadMemo` while the copy is unchanged and runs them on the connection once anything was written,
@@ -57,8 +63,9 @@ Statement = tuple[str, Any, bool]
 """A recorded statement: ``(sql, parameters, many)``; ``many``: run with ``executemany`` (parameters: a tuple of
 rows), else with ``execute`` (a tuple, or a dict of named parameters)."""
 
-WriteKey = tuple[Callable[..., Any], str, int | None, str]
-"""The key of a remembered write call: the tool's function, its arguments' text (:func:`memo_key`), step, source."""
+WriteKey = tuple[Any, ...]
+"""The key of a remembered write call: the tool's function, its arguments' text (:func:`memo_key`), step, source
+(prefixed with the copy's path, :meth:`TrialMemo.key`)."""
 
 
 def _frozen(parameters: Any) -> Any:
@@ -200,10 +207,10 @@ class ReadMemo:
 
     def __init__(self, limit_chars: int = 16_000_000):  # noqa: D107 - documented on the class
         self.limit_chars = limit_chars
-        self._answers: dict[tuple[Callable[..., Any], str], tuple[str, str]] = {}
+        self._answers: dict[tuple[Any, ...], tuple[str, str]] = {}
         self._writes: dict[WriteKey, tuple[str, str, tuple[Statement, ...]]] = {}
         """Write calls: ``(content, status, statements)`` (see the module docstring)."""
-        self._rows: dict[tuple[str, tuple[Any, ...], tuple[type, ...]], tuple[Any, ...]] = {}
+        self._rows: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         """The rows of read statements (:class:`MemoReads`), by statement, parameters and the parameters' types."""
         self._chars = 0
         self._lock = threading.Lock()
@@ -211,11 +218,11 @@ class ReadMemo:
     def __len__(self) -> int:
         return len(self._answers)
 
-    def get(self, key: tuple[Callable[..., Any], str]) -> tuple[str, str] | None:
+    def get(self, key: tuple[Any, ...]) -> tuple[str, str] | None:
         """Return the remembered ``(content, status)`` of a call, or None."""
         return self._answers.get(key)
 
-    def put(self, key: tuple[Callable[..., Any], str], content: str, status: str) -> None:
+    def put(self, key: tuple[Any, ...], content: str, status: str) -> None:
         """Remember a call's answer (nothing when the memo is full or the answer is already kept).
 
         Args:
@@ -253,11 +260,11 @@ class ReadMemo:
             self._writes[key] = (content, status, statements)
             self._chars += size
 
-    def rows(self, key: tuple[str, tuple[Any, ...], tuple[type, ...]]) -> tuple[Any, ...] | None:
+    def rows(self, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """Return the remembered rows of a read statement (:class:`MemoReads`), or None."""
         return self._rows.get(key)
 
-    def put_rows(self, key: tuple[str, tuple[Any, ...], tuple[type, ...]], rows: tuple[Any, ...]) -> None:
+    def put_rows(self, key: tuple[Any, ...], rows: tuple[Any, ...]) -> None:
         """Remember the rows of a read statement (nothing when the memo is full or they are already kept).
 
         Their size counts towards ``limit_chars`` as their text values' lengths and 8 per other value.
@@ -327,12 +334,12 @@ class MemoReads:
         """Return the rows of the read statement ``sql`` with ``parameters`` (remembered ones while unchanged)."""
         trial = self.trial
         conn = trial.conn
-        if conn.total_changes != trial.baseline or type(parameters) is not tuple or conn.row_factory is not None:
+        if conn.total_changes != trial.mark or type(parameters) is not tuple or conn.row_factory is not None:
             return conn.execute(sql, parameters)
         types = tuple(type(p) for p in parameters)
         if not _PARAMETERS.issuperset(types):
             return conn.execute(sql, parameters)
-        key = (sql, parameters, types)
+        key: Any = (sql, parameters, types) if not trial.path else (trial.path, sql, parameters, types)
         rows = trial.memo.rows(key)
         if rows is None:
             rows = tuple(conn.execute(sql, parameters).fetchall())
@@ -349,7 +356,7 @@ class TrialMemo:
         options: the template's domain options (a call whose context has other options is not served).
     """
 
-    __slots__ = ("baseline", "conn", "memo", "options", "reads")
+    __slots__ = ("baseline", "conn", "mark", "memo", "options", "path", "reads")
 
     def __init__(self, memo: ReadMemo, conn: sqlite3.Connection, options: Mapping[str, Any]):  # noqa: D107
         self.memo = memo
@@ -357,9 +364,22 @@ class TrialMemo:
         self.options = options
         self.baseline = conn.total_changes
         """The connection's change count when the copy was handed out (before any set-up)."""
+        self.mark = self.baseline
+        """The change count after the last remembered write call (the baseline before any)."""
+        self.path: tuple[Any, ...] = ()
+        """The keys of the remembered write calls made on the copy, in order (the module docstring)."""
         self.reads = MemoReads(self)
         """The copy's read statements, remembered while it is unchanged."""
 
     def unchanged(self, options: Mapping[str, Any]) -> bool:
-        """True while nothing was written on the copy since it was handed out and ``options`` are the template's."""
-        return self.conn.total_changes == self.baseline and options == self.options
+        """True while only remembered write calls (:attr:`path`) wrote on the copy, with the template's ``options``."""
+        return self.conn.total_changes == self.mark and options == self.options
+
+    def key(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A memo key on this copy: ``key`` itself on an unchanged copy, else prefixed with the :attr:`path`."""
+        return key if not self.path else (self.path, *key)
+
+    def advance(self, key: tuple[Any, ...]) -> None:
+        """Note a remembered write call (its :meth:`key`) just made on the copy: the path grows by it."""
+        self.path = (*self.path, key)
+        self.mark = self.conn.total_changes

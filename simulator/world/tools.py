@@ -349,8 +349,9 @@ class Toolbox:
                     if self.uses_session:
                         return self._run(ctx, spec, name, arguments, t0)
                     return self._write_memo(ctx, spec, name, arguments, trial, t0)
-                key = memo_key(spec.fn, arguments)
-                if key is not None:
+                base = memo_key(spec.fn, arguments)
+                if base is not None:
+                    key = trial.key(base)
                     known = trial.memo.get(key)
                     if known is not None:
                         return CallOutcome(known[0], known[1], spec.kind, time.perf_counter() - t0)  # type: ignore[arg-type]
@@ -370,7 +371,7 @@ class Toolbox:
         conn = ctx.conn
         if base is None or conn.in_transaction:
             return self._run(ctx, spec, name, arguments, t0)
-        key = (base[0], base[1], ctx.step, ctx.source)
+        key = trial.key((base[0], base[1], ctx.step, ctx.source))
         known = trial.memo.write(key)
         if known is not None:
             content, status, statements = known
@@ -383,11 +384,13 @@ class Toolbox:
                     _undo(conn, False)
                     return _bug(spec, t0)
                 conn.execute("COMMIT")
+                trial.advance(key)
             return CallOutcome(content, status, spec.kind, time.perf_counter() - t0)  # type: ignore[arg-type]
         recorder = WriteRecorder(conn)
         out = self._run(ctx, spec, name, arguments, t0, recorder)
         if out.status == "ok" and recorder.replayable:
             trial.memo.put_write(key, out.content, "ok", tuple(recorder.statements))
+            trial.advance(key)  # the copy's content follows from the path: the memo stays on
         elif out.status == "tool_error" and trial.unchanged(ctx.options):  # refused before writing anything
             trial.memo.put_write(key, out.content, "tool_error", ())
         return out

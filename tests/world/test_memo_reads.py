@@ -133,7 +133,7 @@ def test_replayed_write_calls_answer_and_write_as_the_tools_do():
     assert outcomes["ok"] >= 15 and outcomes["tool_error"] >= 5, outcomes
 
 
-def test_a_replayed_write_call_records_its_own_event_and_turns_the_memo_off():
+def test_a_replayed_write_call_records_its_own_event_and_sets_the_copys_path():
     domain, template, tasks = _retail()
     box = domain.toolbox()
     name, args = next(c for c in _first_writes(tasks) if c[0] == "modify_user_address")
@@ -142,7 +142,8 @@ def test_a_replayed_write_call_records_its_own_event_and_turns_the_memo_off():
         with template.trial() as db:
             ctx = ToolContext(db.session, db.options, step=5, source="agent")
             assert box.dispatch(ctx, name, args).status == "ok"
-            assert not db.session.info[MEMO_KEY].unchanged(db.options)
+            trial = db.session.info[MEMO_KEY]
+            assert trial.unchanged(db.options) and [k[1:] for k in trial.path] == [(repr(args), 5, "agent")]
             after.append(box.dispatch(ctx, "get_user_details", {"user_id": args["user_id"]}).content)
             events.append([e.to_json() for e in read_events(db.raw)])
     assert events[0] == events[1] == [{"seq": 1, "step": 5, "source": "agent", "kind": "tool", "name": name,
@@ -252,3 +253,24 @@ def test_the_recorder_records_writes_with_frozen_parameters_and_flags_other_uses
     assert not rec.replayable
     other = WriteRecorder(conn)
     assert other.in_transaction is False and not other.replayable
+
+
+def test_whole_gold_sequences_on_remembered_paths_answer_and_write_as_the_tools_do():
+    domain, template, tasks = _retail()
+    box = domain.toolbox()
+    several = [t for t in tasks if sum(a.name in WRITES for a in t.gold_actions) >= 2]
+    assert len(several) >= 3
+    served = 0
+    for task in several:
+        results = []
+        for memo in (False, True, True):  # the second copy with the memo follows the path the first one laid
+            with template.trial(memo=memo) as db:
+                answers = []
+                for step, action in enumerate(task.gold_actions):
+                    ctx = ToolContext(db.session, db.options, step=step)
+                    out, statements = _traced(db.raw, lambda c=ctx, a=action: box.dispatch(c, a.name, a.arguments))
+                    answers.append((out.content, out.status))
+                    served += memo and not [s for s in statements if s.startswith("SELECT")]
+                results.append((answers, _state(db.raw)))
+        assert results[1] == results[0] and results[2] == results[0], task.id
+    assert served >= 2 * len(several), "calls after a remembered write were not served from the path"

@@ -127,15 +127,21 @@ def test_a_write_turns_the_memo_off_for_the_rest_of_the_trial():
         assert box.dispatch(ToolContext(db.session, db.options), "get_user_details", read).content == before
 
 
-def test_a_setup_that_writes_turns_the_memo_off():
+def test_a_setup_that_writes_turns_the_memo_off_or_onto_its_path():
     template, box, write = _retail()
     read = {"user_id": write["user_id"]}
     with template.trial() as db:
         box.dispatch(ToolContext(db.session, db.options), "get_user_details", read)  # remembered
-    with template.trial() as db:
+    with template.trial() as db:  # a raw write: the memo is off
+        db.raw.execute("UPDATE users SET address1 = 'Elsewhere 1' WHERE id = ?", (write["user_id"],))
+        assert not db.session.info[MEMO_KEY].unchanged(db.options)
+        after = box.dispatch(ToolContext(db.session, db.options), "get_user_details", read).content
+    assert "Elsewhere 1" in after
+    with template.trial() as db:  # a remembered write call: served only on copies with the same path
         setup = ToolContext(db.session, db.options, step=None, source="setup")
         assert box.dispatch(setup, "modify_user_address", write).status == "ok"
-        assert not db.session.info[MEMO_KEY].unchanged(db.options)
+        trial = db.session.info[MEMO_KEY]
+        assert trial.unchanged(db.options) and len(trial.path) == 1
         after = box.dispatch(ToolContext(db.session, db.options), "get_user_details", read).content
     assert write["address1"] in after
 
