@@ -379,7 +379,7 @@ class TrialMemo:
         """A memo key on this copy: ``key`` itself on an unchanged copy, else prefixed with the :attr:`path`."""
         return key if not self.path else (self.path, *key)
 
-    def advance(self, key: tuple[Any, ...]) -> None:
-        """Note a remembered write call (its :meth:`key`) just made on the copy: the path grows by it."""
-        self.path = (*self.path, key)
+    def advance(self, call: tuple[Any, ...]) -> None:
+        """Note a remembered write call just made on the copy (its key without the path): the path grows by it."""
+        self.path = (*self.path, call)
         self.mark = self.conn.total_changes

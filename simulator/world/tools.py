@@ -371,7 +371,8 @@ class Toolbox:
         conn = ctx.conn
         if base is None or conn.in_transaction:
             return self._run(ctx, spec, name, arguments, t0)
-        key = trial.key((base[0], base[1], ctx.step, ctx.source))
+        call = (base[0], base[1], ctx.step, ctx.source)
+        key = trial.key(call)
         known = trial.memo.write(key)
         if known is not None:
             content, status, statements = known
@@ -384,13 +385,13 @@ class Toolbox:
                     _undo(conn, False)
                     return _bug(spec, t0)
                 conn.execute("COMMIT")
-                trial.advance(key)
+                trial.advance(call)
             return CallOutcome(content, status, spec.kind, time.perf_counter() - t0)  # type: ignore[arg-type]
         recorder = WriteRecorder(conn)
         out = self._run(ctx, spec, name, arguments, t0, recorder)
         if out.status == "ok" and recorder.replayable:
             trial.memo.put_write(key, out.content, "ok", tuple(recorder.statements))
-            trial.advance(key)  # the copy's content follows from the path: the memo stays on
+            trial.advance(call)  # the copy's content follows from the path: the memo stays on
         elif out.status == "tool_error" and trial.unchanged(ctx.options):  # refused before writing anything
             trial.memo.put_write(key, out.content, "tool_error", ())
         return out
