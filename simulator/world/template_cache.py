@@ -7,8 +7,10 @@ process when its key is the same. The key (:func:`template_key`) is a digest of:
 
 - the cache format, Python's, SQLite's and SQLAlchemy's versions;
 - the domain class (module and name) and the template's options;
-- the code that may build it: every ``.py`` file of the domain's top-level package and of ``simulator`` (path,
-  size and modification time in nanoseconds, as Python's own bytecode cache checks a source file);
+- the code that may build it: every ``.py`` file of ``simulator`` and of the top-level package (or module file) of
+  each class the domain's class is made of (path, size and modification time in nanoseconds, as Python's own
+  bytecode cache checks a source file); a domain class with a base defined where there is no file to check
+  (``__main__``, a notebook) is not cached;
 - the data: every file under the data folder (path, size and a digest of its bytes).
 
 A domain takes part only when its :attr:`~simulator.world.domain.Domain.template_cacheable` says that its template
@@ -72,11 +74,35 @@ def _code_files(root: Path) -> Iterator[tuple[str, int, int]]:
                 yield os.path.relpath(os.path.join(folder, name), root), st.st_size, st.st_mtime_ns
 
 
-def _package_root(module: str) -> Path | None:
-    """The folder of the top-level package of ``module`` (None when it is not a loaded package with a folder)."""
+def _code_root(module: str) -> Path | None:
+    """The folder of ``module``'s top-level package, or the file of a top-level module.
+
+    None when it has neither (a class defined in ``__main__``, a notebook, an interactive session).
+    """
+    if module == "__main__":
+        return None
     top = sys.modules.get(module.partition(".")[0])
     paths = list(getattr(top, "__path__", None) or [])
-    return Path(paths[0]) if paths else None
+    if paths:
+        return Path(paths[0])
+    file = getattr(top, "__file__", None)
+    return Path(file) if file else None
+
+
+def _code_roots(cls: type) -> list[Path] | None:
+    """The code roots of ``simulator`` and of every class ``cls`` is made of (builtins aside), sorted.
+
+    None when one of them has no file to check (its code could change unseen: no cache).
+    """
+    roots = {Path(__file__).resolve().parents[1]}  # simulator
+    for klass in cls.__mro__:
+        if klass.__module__ in ("builtins", "abc", "typing"):
+            continue
+        root = _code_root(klass.__module__)
+        if root is None:
+            return None
+        roots.add(root)
+    return sorted(roots)
 
 
 def template_key(domain: Any, folder: Path, options: Mapping[str, Any]) -> str | None:
@@ -98,11 +124,16 @@ def template_key(domain: Any, folder: Path, options: Mapping[str, Any]) -> str |
     head = [sys.version, sqlite3.sqlite_version, sqlalchemy.__version__, f"{cls.__module__}.{cls.__qualname__}",
             json.dumps(dict(options), sort_keys=True, default=str)]
     h.update(_FORMAT + json.dumps(head).encode())
+    roots = _code_roots(cls)
+    if roots is None:
+        return None
     try:
-        roots = {r for r in (_package_root(cls.__module__), _package_root(__name__)) if r is not None}
-        for root in sorted(roots):
+        for root in roots:
             h.update(f"\0code {root}\n".encode())
-            for rel, size, mtime in _code_files(root):
+            if root.is_file():
+                st = root.stat()
+                h.update(f"{root.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            for rel, size, mtime in _code_files(root) if root.is_dir() else ():
                 h.update(f"{rel}\0{size}\0{mtime}\n".encode())
         total = 0
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):

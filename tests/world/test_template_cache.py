@@ -96,3 +96,10 @@ def test_an_unwritable_cache_folder_costs_only_the_build(data, tmp_path, monkeyp
     blocker.write_text("x", encoding="utf-8")
     monkeypatch.setenv(CACHE_ENV, str(blocker))  # its templates subfolder cannot be made
     assert _template(data).data == _template(data).data
+
+
+def test_a_domain_class_whose_code_has_no_file_to_check_is_not_cached(data):
+    retail = type(get_domain("retail"))
+    mine = type("MyRetail", (retail,), {"__module__": "__main__"})  # as if defined in a script or a notebook
+    assert template_key(mine(), data, {"mode": "tau-bench"}) is None
+    assert template_key(retail(), data, {"mode": "tau-bench"}) is not None
