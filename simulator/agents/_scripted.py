@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simulator.types.messages import AgentTurn, Message, ToolCall
+from simulator.types.messages import AgentTurn, Message
 from simulator.types.protocols import TrialContext
 
 __all__ = ["NullAgent", "OracleAgent"]
@@ -47,8 +47,9 @@ class OracleAgent:
         if self._next < len(self._actions):
             a = self._actions[self._next]
             self._next += 1
-            call = ToolCall(id=f"oracle_{self._next - 1}", name=a.name, arguments=dict(a.arguments))
-            return AgentTurn(message=Message(role="assistant", tool_calls=[call]))
+            # validated as one nested value (the arguments copied), as the constructors would build it, in one call
+            return AgentTurn.model_validate({"message": {"role": "assistant", "tool_calls": [
+                {"id": f"oracle_{self._next - 1}", "name": a.name, "arguments": a.arguments}]}})
         text = "Your request has been handled." if not self._done else "That has been handled as well."
         if self._outputs:
             text += " The answer: " + ", ".join(self._outputs) + "."
