@@ -59,6 +59,8 @@ from simulator.world.tools import Toolbox, ToolContext
 __all__ = ["Conversation", "ConversationState", "is_async_agent"]
 
 _LIMITS = Limits()
+_ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "calls": 0, "attempts": 0}
+"""The fields of ``Usage()``, compared with a turn's usage fields (read only)."""
 _USER_SET = frozenset(("role", "content"))
 """The fields a user message is given (its ``model_fields_set``)."""
 
@@ -109,10 +111,13 @@ def _adds_nothing(total: Usage, usage: Usage) -> bool:
     Exact: zero counts and a zero cost change no sum, but ``-0.0 + 0.0`` is ``0.0`` and an int cost becomes a float,
     so such totals are added.
     """
-    cost, kept = usage.cost_usd, total.cost_usd
-    return (not (usage.prompt_tokens or usage.completion_tokens or usage.calls or usage.attempts)
-            and cost is not None and cost == 0.0
-            and (kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)))
+    if usage.__dict__ != _ZERO_USAGE:  # equal: zero counts and a cost == 0.0, in one comparison
+        cost = usage.cost_usd
+        if (usage.prompt_tokens or usage.completion_tokens or usage.calls or usage.attempts or cost is None
+                or cost != 0.0):
+            return False
+    kept = total.cost_usd
+    return kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)
 
 
 def _traceback() -> str:

@@ -92,6 +92,8 @@ def questions(text: str, *, confirms: bool | None = None) -> list[str]:
     norm = " ".join(text.lower().split())
     if asks_confirmation(text) if confirms is None else confirms:
         return [norm]
+    if "?" not in norm:
+        return []  # no sentence ends with "?"
     out = []
     for sent in _SENTENCE_RE.split(norm):
         sent = sent.strip(" -*")

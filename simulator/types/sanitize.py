@@ -241,11 +241,29 @@ def _plain_items(items: Iterable[Any], depth: int) -> bool:
 
 
 def _plain_call(call: ToolCall) -> bool:
-    """True when :func:`admit_call` would change nothing and note nothing (ASCII text, plain finite arguments)."""
+    """True when :func:`admit_call` would change nothing and note nothing (ASCII text, plain finite arguments).
+
+    A dict of arguments is checked here, key and value in one pass (:func:`_plain_dict` of it, inlined: it runs
+    for every tool call).
+    """
     raw = call.raw_arguments
     arguments = call.arguments
-    return (call.name.isascii() and call.id.isascii() and (raw is None or raw.isascii())
-            and (arguments is None or (_plain_dict(arguments, 1) if type(arguments) is dict else _plain(arguments))))
+    if not (call.name.isascii() and call.id.isascii() and (raw is None or raw.isascii())):
+        return False
+    if arguments is None:
+        return True
+    if type(arguments) is not dict:
+        return _plain(arguments)
+    for k, v in arguments.items():
+        if type(k) is not str or not k.isascii():
+            return False
+        kind = type(v)
+        if kind is str:
+            if not v.isascii():
+                return False
+        elif not (kind is int or kind is bool or v is None or _plain(v, 1)):
+            return False
+    return True
 
 
 def admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
