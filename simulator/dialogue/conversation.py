@@ -52,7 +52,14 @@ from simulator.errors import TausimError
 from simulator.types.built import built
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator.types.protocols import Agent, AsyncAgent, UserSimulator
-from simulator.types.sanitize import admit_agent_turn, admit_user_turn, admit_value, bounded
+from simulator.types.sanitize import (
+    admit_agent_turn,
+    admit_user_turn,
+    admit_value,
+    bounded,
+    plain_agent_turn,
+    plain_user_turn,
+)
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.world.tools import Toolbox, ToolContext
 
@@ -355,9 +362,10 @@ class Conversation:
         self._given.add("user_seconds")
         if not isinstance(ut, UserTurn):
             raise _Ended(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
-        ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
-        if notes:
-            traj.notes.extend(notes)
+        if not plain_user_turn(ut):  # the notes name the turn: formatted only when there may be notes
+            ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
+            if notes:
+                traj.notes.extend(notes)
         if self._on_user_reply:
             w1 = time.time_ns()
             for hook in self._on_user_reply:
@@ -439,9 +447,10 @@ class Conversation:
             raise self._not_a_turn(at)
         state = self.state
         traj = state.trajectory
-        at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
-        if notes:
-            traj.notes.extend(notes)
+        if not plain_agent_turn(at):  # the notes name the step: formatted only when there may be notes
+            at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
+            if notes:
+                traj.notes.extend(notes)
         if not _adds_nothing(traj.agent_usage, at.usage):
             traj.agent_usage = traj.agent_usage + at.usage
         if self._on_agent_reply:
