@@ -17,8 +17,8 @@ from simulator.types.grade import JudgeResult
 from ._analysis import RunReport, trial_outcome
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, run_clusters, share_text
 
-__all__ = ["assertion_lines", "failure_lines", "format_cost", "format_seconds", "involved_text", "print_clusters",
-           "print_failure", "print_recovery", "print_summary", "recovery_text"]
+__all__ = ["assertion_lines", "data_notes", "failure_lines", "format_cost", "format_seconds", "involved_text",
+           "print_clusters", "print_failure", "print_recovery", "print_summary", "recovery_text"]
 
 MAX_CLUSTERS = 10
 """Failure clusters the terminal summary lists (largest first)."""
@@ -365,12 +365,23 @@ def _print_headline(report: RunReport, console: Console, command: str) -> None:
     if split:
         console.print(f"task split: {split}" + (" (HOLDOUT: report on it, never tune on it)" if split == "holdout"
                                                 else ""), highlight=False, markup=False)
+    for note in data_notes(report.document):
+        console.print(f"note: {note}", highlight=False, markup=False, style="yellow")
     line = f"planned {report.planned}, recorded {report.recorded}, duplicates {report.duplicates}"
     if m["missing_trials"]:
         line += f", [red]missing {m['missing_trials']} (counted as failures)[/]"
     if report.unplanned:
         line += f", unplanned {report.unplanned} (ignored)"
     console.print(line, highlight=False)
+
+
+def data_notes(document: Mapping[str, Any]) -> list[str]:
+    """Return the document's notes on recorded values it could not use, strings only.
+
+    See ``data_notes`` in :func:`simulator.storage.documents.check_run_document`.
+    """
+    notes = document.get("data_notes")
+    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
 def noise_floor_text(m: Mapping[str, Any]) -> str | None:

@@ -518,6 +518,8 @@ def _by_tag(records: Sequence[Mapping[str, Any]], planned: Sequence[str], n: int
             tags: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
     """pass^k per tag over the planned tasks carrying it (task cells ``task@persona`` carry their task's tags)."""
     out: dict[str, dict[str, Any]] = {}
+    # a run document's tags are data: only strings in lists count
+    tags = {str(k): [t for t in v if isinstance(t, str)] for k, v in tags.items() if isinstance(v, list | tuple)}
     for tag in sorted({t for tg in tags.values() for t in tg}):
         ids = [c for c in planned if tag in tags.get(c, tags.get(c.split("@")[0], ()))]
         if not ids:
