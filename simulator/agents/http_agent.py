@@ -100,8 +100,8 @@ class HttpAgentClient:
     Args:
         url: the service's base URL (``http://HOST:PORT/v1``) or its full ``.../chat/completions`` URL.
         model: the ``model`` field sent (a service serving several agents may route by it).
-        api_key: sent as ``Authorization: Bearer KEY`` when given. Like every agent option it is recorded in the
-            run document and the store: prefer ``api_key_env``.
+        api_key: sent as ``Authorization: Bearer KEY`` when given (recorded as ``[redacted]``:
+            :mod:`simulator.types.secrets`).
         api_key_env: the name of an environment variable holding the key (read here; only the name is recorded).
         headers: further request headers.
         timeout: seconds allowed for each request's read (a slow answer is a timeout, retried).

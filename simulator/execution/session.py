@@ -62,7 +62,7 @@ from simulator.storage.documents import load_partial, run_summary_json
 from simulator.storage.runlog import run_logger
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, data_hash, tasks_hash
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
-from simulator.types.spec import RESUME_EXEMPT, RunSpec, spec_differences
+from simulator.types.spec import RESUME_EXEMPT, RunSpec, recorded_config, spec_differences
 from simulator.types.tasks import Task
 from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, get_domain
@@ -301,7 +301,7 @@ class _Session:
         if on_start is not None:  # once the executor is up: a run whose executor cannot start says only why
             on_start(start)
         if self.log is not None:
-            self.log.info("run_start", config=self.spec.model_dump(mode="json"), executor=self.choice.executor,
+            self.log.info("run_start", config=recorded_config(self.spec), executor=self.choice.executor,
                           executor_reason=self.choice.reason)
         planned = len(self.only) if self.only is not None else len(runner.planned())
         tty = sys.stdout.isatty()

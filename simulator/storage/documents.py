@@ -33,7 +33,7 @@ from simulator.stats.faults import recovery_rates
 from simulator.stats.summaries import run_metrics
 from simulator.storage.measures import bad_measure, scrub_measurements
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
-from simulator.types.spec import RunSpec, format_validation_error
+from simulator.types.spec import RunSpec, format_validation_error, recorded_config
 from simulator.types.tasks import TOO_DEEP
 
 __all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "check_run_document", "load_partial",
@@ -69,6 +69,7 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
     doc.update(extra or {})
     doc.update(result.model_dump(mode="json"))
+    doc["config"] = recorded_config(result.config)  # secrets redacted
     pairs = Counter(trial_key(t) for t in result.trials)
     doc["recorded"] = len(pairs)
     doc["duplicates"] = sum(n - 1 for n in pairs.values())
@@ -109,7 +110,7 @@ def partial_header(spec: RunSpec, planned: int, task_ids: Sequence[str] | None =
         ``{"format": "tausim.partial", "version": 1, "config": <spec as JSON>, "planned": planned}``, plus
         ``"planned_task_ids"`` when ``task_ids`` is given.
     """
-    header = {"format": PARTIAL_FORMAT, "version": 1, "config": spec.model_dump(mode="json"), "planned": planned}
+    header = {"format": PARTIAL_FORMAT, "version": 1, "config": recorded_config(spec), "planned": planned}
     if task_ids is not None:
         header["planned_task_ids"] = list(task_ids)
     return header

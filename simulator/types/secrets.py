@@ -1,0 +1,107 @@
+"""Secrets in a run's configuration: found by the shape of their key or URL, and never recorded or printed.
+
+A run is recorded with its configuration (the run document's ``config``, the partial file's header, the results
+store, the log's ``run_start`` event) so that it can be rebuilt. The credentials a component is built with are not
+part of what the run *is*, and must not be written anywhere: :func:`redact_secrets` returns a copy of a JSON value
+where
+
+- the value of every object key that names a credential is :data:`REDACTED`: keys whose last word (after ``_``,
+  ``-`` or a case change) is ``key`` with ``api``/``access``/``secret``/``private`` before it (``api_key``,
+  ``x-api-key``, ``apiKey``), or is ``token``, ``secret``, ``password``, ``passwd``, ``pwd``, ``authorization``,
+  ``auth``, ``cookie``, ``credential(s)`` or ``bearer`` (``access_token``, ``Authorization``, ``client_secret``);
+  a key ending in ``_env`` names an environment variable and is kept (``api_key_env``: only the name is recorded);
+- in every string that is a URL (``scheme://...``), a password in the user part (``https://user:pass@host``) and the
+  value of each query parameter whose name names a credential (``?api_key=...``, ``&token=...``) are
+  :data:`REDACTED`.
+
+The component built for the run still gets the real values: only what is written or shown is redacted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = ["REDACTED", "is_secret_key", "redact_secrets", "redact_url"]
+
+REDACTED = "[redacted]"
+"""What a secret is recorded and printed as."""
+
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "pwd", "authorization", "auth", "cookie",
+                           "credential", "credentials", "bearer", "apikey", "signature", "sig"})
+_KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "subscription"})
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>,]+")
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether an object key or query parameter names a credential (see the module docstring).
+
+    Args:
+        key: e.g. ``"api_key"``, ``"Authorization"``, ``"max_tokens"``.
+
+    Returns:
+        True for ``api_key``, ``X-API-Key``, ``access_token``, ``password``...; False for ``max_tokens``,
+        ``api_key_env``, ``model``.
+    """
+    words = [w.lower() for w in _WORDS.findall(key)]
+    if not words or words[-1] == "env":
+        return False
+    last = words[-1]
+    if last in _SECRET_WORDS:
+        return True
+    return last == "key" and len(words) > 1 and words[-2] in _KEY_QUALIFIERS
+
+
+def redact_url(text: str) -> str:
+    """Return ``text`` with, in each URL it holds, the password of the user part and credential query values redacted.
+
+    Args:
+        text: any string: a URL, a component name such as ``http:URL``, a sentence naming URLs.
+
+    Returns:
+        E.g. ``"http:https://me:[redacted]@host/v1?api_key=%5Bredacted%5D&x=1"`` for
+        ``"http:https://me:s3cret@host/v1?api_key=abc&x=1"``; a text without a URL is returned unchanged.
+    """
+    return _URL.sub(lambda m: _redact_one(m.group()), text) if "://" in text else text
+
+
+def _redact_one(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+        netloc = parts.netloc
+        if parts.password is not None:
+            user, _, host = netloc.rpartition("@")
+            netloc = f"{user.split(':', 1)[0]}:{REDACTED}@{host}"
+        elif "@" in netloc and parts.username and re.fullmatch(r"[A-Za-z0-9_\-.~]{16,}", parts.username):
+            netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"  # a bare token as the user part
+        query = parts.query
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(is_secret_key(k) for k, _ in pairs):
+            query = urlencode([(k, REDACTED if is_secret_key(k) else v) for k, v in pairs])
+        if netloc == parts.netloc and query == parts.query:
+            return text
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:  # not a URL after all (e.g. a bad port): keep nothing that could be a secret
+        return text.split("://", 1)[0] + "://" + REDACTED
+
+
+def redact_secrets(value: Any) -> Any:
+    """Return a copy of a JSON value with its secrets redacted (see the module docstring).
+
+    Args:
+        value: a JSON value (objects, lists, strings, numbers...); mappings are copied as dicts.
+
+    Returns:
+        The value, secrets replaced by :data:`REDACTED`; a value without secrets is equal to the input.
+    """
+    if isinstance(value, Mapping):
+        return {k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None else redact_secrets(v))
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_secrets(v) for v in value]
+    if isinstance(value, str):
+        return redact_url(value)
+    return value
