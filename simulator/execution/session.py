@@ -523,6 +523,7 @@ class _Session:
             order = {key: i for i, key in enumerate(runner.planned())}
             trials = sorted([*self.previous, *result.trials], key=lambda t: order[trial_key(t)])
             result = RunResult(config=self.spec, trials=trials, planned=len(order), wall_seconds=result.wall_seconds,
+                               metrics=runner.suite_metrics(trials),  # the whole run's (was left empty)
                                termination_reasons=dict(sorted(Counter(t.termination_reason for t in trials).items())))
         if self.store is not None and self.run_id is not None:  # the whole run, earlier sessions included
             try:
