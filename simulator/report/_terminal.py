@@ -394,12 +394,22 @@ def noise_floor_text(m: Mapping[str, Any]) -> str | None:
     if not isinstance(nf, Mapping):
         return None
     k = nf.get("k", 1)
-    parts = [f"a pass^1 difference of {nf['pass^1']:.3f}"]
-    if f"pass^{k}" in nf and k != 1:
-        parts.append(f"a pass^{k} difference of {nf[f'pass^{k}']:.3f}")
-    return (f"noise floor ({nf['tasks']} tasks x {nf['trials_per_task']} trials): the smallest difference a paired "
-            f"comparison of two such runs detects is {' and '.join(parts)} (minimum detectable difference; "
-            f"{nf['method']}); `tausim plan --baseline RUN --detect D` gives the trials per task needed for D")
+    keys = ["pass^1", *([f"pass^{k}"] if f"pass^{k}" in nf and k != 1 else [])]
+    values = {key: nf.get(key) for key in keys}
+    size = f"noise floor ({nf['tasks']} tasks x {nf['trials_per_task']} trials)"
+    plan = "`tausim plan --baseline RUN --detect D` gives the trials per task needed for D"
+    if all(not _probability(v) for v in values.values()):
+        return (f"{size}: cannot be estimated with so few tasks x trials: a paired comparison of two such runs "
+                f"would detect no difference of {' or '.join(keys)}, not even 1 ({nf['method']}); {plan}")
+    parts = [f"a {key} difference of {v:.3f}" if _probability(v) else f"no {key} difference (not even 1)"
+             for key, v in values.items()]
+    return (f"{size}: the smallest difference a paired comparison of two such runs detects is {' and '.join(parts)} "
+            f"(minimum detectable difference; {nf['method']}); {plan}")
+
+
+def _probability(value: Any) -> bool:
+    """Whether a recorded value is a probability (an older document may hold an mdd above 1, NaN, a string)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
 
 
 def user_review_lines(review: Mapping[str, Any]) -> list[str]:

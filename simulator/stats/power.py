@@ -165,6 +165,11 @@ def trials_needed(successes: Sequence[int], n: int, k: int, detect: float, *, al
     return high
 
 
+def _detectable(mdd: float) -> float | None:
+    """An mdd that a difference of probabilities can reach, else None (more than 1, or infinite)."""
+    return mdd if mdd <= 1.0 else None
+
+
 def noise_floor(per_task: Mapping[str, Mapping[str, Any]], n: int) -> dict[str, Any]:
     """Return the minimum detectable differences of a run's pass^1 and pass^n, as reports state them.
 
@@ -174,12 +179,14 @@ def noise_floor(per_task: Mapping[str, Mapping[str, Any]], n: int) -> dict[str, 
 
     Returns:
         ``{"pass^1": mdd, "pass^n": mdd, "k": n, "tasks": T, "trials_per_task": n, "alpha": 0.05,
-        "power": 0.8, "method": METHOD}`` (``pass^n`` only when ``n > 1``).
+        "power": 0.8, "method": METHOD}`` (``pass^n`` only when ``n > 1``). An mdd is a difference of
+        probabilities, at most 1: where the formula gives more (too few tasks x trials, e.g. 1 x 1: 1.72) or no
+        tasks, it is None: no difference of pass^k could be detected, the noise floor cannot be estimated.
     """
     successes = [int(v.get("successes", 0)) for v in per_task.values()]
-    out: dict[str, Any] = {"pass^1": min_detectable_difference(successes, n, 1)}
+    out: dict[str, Any] = {"pass^1": _detectable(min_detectable_difference(successes, n, 1))}
     if n > 1:
-        out[f"pass^{n}"] = min_detectable_difference(successes, n, n)
+        out[f"pass^{n}"] = _detectable(min_detectable_difference(successes, n, n))
     out.update({"k": n, "tasks": len(successes), "trials_per_task": n, "alpha": 0.05, "power": 0.8,
                 "method": METHOD})
     return out

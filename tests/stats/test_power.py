@@ -120,3 +120,20 @@ def test_plan_for_a_one_task_baseline_that_always_passed_gives_a_number_of_trial
     res = CliRunner().invoke(app, ["plan", "--baseline", str(path)])
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)  # was OverflowError
     assert res.exit_code == 0 and "trials per task needed" in res.output, res.output
+
+
+def test_a_one_task_one_trial_run_says_its_noise_floor_cannot_be_estimated(tmp_path):
+    # by hand: p = (1 + 1/2) / 2 = 0.75, Var = 2 * 0.75 * 0.25 / 1 = 0.375, mdd = 2.80158 * sqrt(0.375) = 1.716 > 1
+    assert min_detectable_difference([1], 1, 1) == pytest.approx(2.80158 * 0.375 ** 0.5, rel=1e-4)
+    doc = {"format": "tausim.run", "version": 1, "config": {"domain": "retail", "trials": 1, "seed": 0,
+                                                            "task_ids": ["a"]},
+           "trials": [trial("a", 0, True)]}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    res = CliRunner().invoke(app, ["report", str(path), "--format", "json"])
+    assert json.loads(res.stdout)["metrics"]["noise_floor"]["pass^1"] is None  # was 1.716: not a probability
+    res = CliRunner().invoke(app, ["report", str(path)])
+    line = next(x for x in res.output.splitlines() if x.startswith("noise floor"))
+    assert "cannot be estimated" in line and "1.716" not in line, line
+    res = CliRunner().invoke(app, ["plan", "--baseline", str(path)])
+    assert res.exit_code == 0 and "1.716" not in res.output and "too few tasks x trials" in res.output, res.output
