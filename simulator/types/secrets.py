@@ -29,11 +29,31 @@ __all__ = ["REDACTED", "is_secret_key", "redact_secrets", "redact_url"]
 REDACTED = "[redacted]"
 """What a secret is recorded and printed as."""
 
-_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "pwd", "authorization", "auth", "cookie",
                            "credential", "credentials", "bearer", "apikey", "signature", "sig"})
 _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "subscription"})
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>,]+")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_END = frozenset(" \t\r\n\f\v'\"<>,")
+
+
+def _words(key: str) -> list[str]:
+    """Return the lower-cased words of a key (``X-API-Key`` -> x, api, key; ``apiKey`` -> api, key).
+
+    Split at every non-alphanumeric character and where a lower case letter meets an upper case one; a loop, not a
+    regex: linear by construction.
+    """
+    words: list[str] = []
+    current = ""
+    for ch in key:
+        if not ch.isalnum():
+            ch = ""
+        if (not ch or (ch.isupper() and current[-1:].islower())) and current:
+            words.append(current.lower())
+            current = ""
+        current += ch
+    if current:
+        words.append(current.lower())
+    return words
 
 
 def is_secret_key(key: str) -> bool:
@@ -46,7 +66,7 @@ def is_secret_key(key: str) -> bool:
         True for ``api_key``, ``X-API-Key``, ``access_token``, ``password``...; False for ``max_tokens``,
         ``api_key_env``, ``model``.
     """
-    words = [w.lower() for w in _WORDS.findall(key)]
+    words = _words(key)
     if not words or words[-1] == "env":
         return False
     last = words[-1]
@@ -65,7 +85,27 @@ def redact_url(text: str) -> str:
         E.g. ``"http:https://me:[redacted]@host/v1?api_key=%5Bredacted%5D&x=1"`` for
         ``"http:https://me:s3cret@host/v1?api_key=abc&x=1"``; a text without a URL is returned unchanged.
     """
-    return _URL.sub(lambda m: _redact_one(m.group()), text) if "://" in text else text
+    if "://" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    at = text.find("://")
+    while at >= 0:
+        start = at  # back over the scheme (stops at the previous "://": linear), which starts with a letter
+        while start > pos and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        while start < at and not text[start].isalpha():
+            start += 1
+        end = at + 3
+        while end < len(text) and text[end] not in _URL_END:
+            end += 1
+        if start < at:
+            out.append(text[pos:start])
+            out.append(_redact_one(text[start:end]))
+            pos = end
+        at = text.find("://", max(end, at + 3))
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _redact_one(text: str) -> str:
