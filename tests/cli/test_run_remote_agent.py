@@ -98,3 +98,12 @@ def test_a_partial_file_without_its_secrets_is_refused_for_resume_in_one_line(tm
     assert "sk-1" not in partial.read_text(encoding="utf-8")
     res = CliRunner().invoke(app, ["run", "--resume-from", str(partial), "--no-progress"])
     assert res.exit_code == 2 and "secrets" in res.output and "api_key_env" in res.output, res.output
+
+
+def test_an_unreachable_endpoint_s_error_does_not_print_the_url_s_password(monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent",
+                                   f"http:http://me:pw-SECRET-1@127.0.0.1:{_closed_port()}/v1", "--user", "rule",
+                                   "--task-ids", TASK, "--no-progress"])
+    assert res.exit_code == 2 and "unreachable" in res.output, res.output
+    assert "pw-SECRET-1" not in res.output and "me:[redacted]@127.0.0.1" in res.output
