@@ -41,8 +41,20 @@ map, and litellm prices every response inside ``completion``; for a model missin
 near match instead, about 2 ms of CPU more per call (see ``--unpriced``)."""
 
 
-def register_provider(latency: float, priced: bool = True) -> Any:
-    """Register the in-process ``slow/...`` models (sleep ``latency`` seconds per call), priced unless told not."""
+def answer(model: str, messages: list) -> str:
+    """The in-process models' answer: the user opens, the agent replies, the user stops."""
+    if model.startswith("user"):
+        return "Hi, I need help with an order." if len(messages) <= 2 else "Thanks, bye! ###STOP###"
+    return "I can help with that. Anything else?"
+
+
+def register_provider(latency: float, priced: bool = True, without_litellm: bool = False) -> Any:
+    """Register the in-process ``slow/...`` models (sleep ``latency`` seconds per call), priced unless told not.
+
+    ``without_litellm``: ``litellm.completion`` itself is replaced by a function that sleeps and returns the same
+    answer, usage and cost (``_hidden_params["response_cost"]``, as litellm sets it) without litellm's work: what
+    the run would reach if a model call cost no CPU in the model client (a diagnostic, not a set-up to use).
+    """
     import logging
 
     import litellm
@@ -53,17 +65,27 @@ def register_provider(latency: float, priced: bool = True) -> Any:
                        model_response: Any, print_verbose: Any, encoding: Any, api_key: Any, logging_obj: Any,
                        optional_params: dict, *args: Any, **kwargs: Any) -> Any:
             time.sleep(latency)
-            if model.startswith("user"):
-                text = "Hi, I need help with an order." if len(messages) <= 2 else "Thanks, bye! ###STOP###"
-            else:
-                text = "I can help with that. Anything else?"
-            model_response.choices[0].message.content = text
+            model_response.choices[0].message.content = answer(model, messages)
             model_response.choices[0].finish_reason = "stop"
             model_response.model = model
             model_response.usage = litellm.Usage(prompt_tokens=800, completion_tokens=20, total_tokens=820)
             return model_response
 
     litellm.custom_provider_map = [{"provider": "slow", "custom_handler": SlowModel()}]
+    if without_litellm:
+        cost = 800 * PRICES["input_cost_per_token"] + 20 * PRICES["output_cost_per_token"] if priced else None
+
+        def completion(model: str, messages: list, **_: Any) -> Any:
+            time.sleep(latency)
+            short = model.partition("/")[2]
+            response = litellm.ModelResponse(
+                model=short, choices=[{"message": {"role": "assistant", "content": answer(short, messages)},
+                                       "finish_reason": "stop"}],
+                usage={"prompt_tokens": 800, "completion_tokens": 20, "total_tokens": 820})
+            response._hidden_params["response_cost"] = cost
+            return response
+
+        litellm.completion = completion
     if priced:
         quiet = logging.getLogger("LiteLLM")
         level = quiet.level
@@ -109,6 +131,26 @@ def workers_cpu(executor: Any) -> float:
     return total
 
 
+def where_the_wall_goes(result: Any, wall: float, concurrency: int, latency: float) -> str:
+    """One line: how long the trials took against the ideal, and how much of the wall the trial slots were busy.
+
+    A trial's ideal is ``CALLS_PER_TRIAL x latency``; what it took beyond that is CPU work and waiting for a core
+    or the interpreter lock, spread over its calls. The slots (``concurrency`` trials at once) are busy for the sum of
+    the trial durations; the rest of ``wall x concurrency`` is dispatch, results and the tail (slots idle while the
+    last trials run).
+    """
+    durations = sorted(t.duration_s for t in result.trials)
+    if not durations:
+        return "no trials"
+    ideal = CALLS_PER_TRIAL * latency
+    median = durations[len(durations) // 2]
+    busy = sum(durations) / (wall * concurrency)
+    return (f"trials took median {median:.3f} s, 90th percentile {durations[int(len(durations) * 0.9)]:.3f} s, "
+            f"longest {durations[-1]:.3f} s (ideal {ideal:.3f} s: {(median - ideal) / CALLS_PER_TRIAL * 1000:.0f} ms "
+            f"more per model call at the median); trial slots busy {busy:.0%} of the wall (the rest: dispatch, "
+            "results, the tail)")
+
+
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--concurrency", type=int, default=32, help="trials at once (default: %(default)s)")
@@ -123,13 +165,18 @@ def main() -> None:
                    help="untimed runs of each set-up before the measured ones (default: %(default)s)")
     p.add_argument("--unpriced", action="store_true",
                    help="leave the in-process models out of litellm's price map (as a local model is)")
+    p.add_argument("--without-litellm", action="store_true",
+                   help="diagnostic: replace litellm.completion by a function that sleeps and answers the same "
+                        "(no model-client CPU), to see what the rest of the run reaches")
     args = p.parse_args()
-    register_provider(args.latency, not args.unpriced)
+    register_provider(args.latency, not args.unpriced, args.without_litellm)
     label = retail(args.peers)[3]
     executors = args.executor or ["threads", "local:2"]
     print(f"bench-concurrency: {label}; {args.waves * args.concurrency} trials x {CALLS_PER_TRIAL} model calls, "
           f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, models "
-          f"{'unpriced' if args.unpriced else 'priced'}, {args.warmup} untimed warm-up run(s) per set-up; "
+          f"{'unpriced' if args.unpriced else 'priced'}"
+          f"{', WITHOUT litellm (litellm.completion replaced: a diagnostic)' if args.without_litellm else ''}, "
+          f"{args.warmup} untimed warm-up run(s) per set-up; "
           f"{machine()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for executor in executors:
         spec = bench_spec(args.peers, args.concurrency, args.waves, args.trials_per_task, executor)
@@ -143,7 +190,8 @@ def main() -> None:
                 print(f"  {choose_executor(spec).reason}")
             if ex is not None:
                 workers = ex.client.scheduler_info()["workers"].values()  # type: ignore[attr-defined]
-                ex.client.run(register_provider, args.latency, not args.unpriced)  # type: ignore[attr-defined]
+                ex.client.run(register_provider, args.latency, not args.unpriced,  # type: ignore[attr-defined]
+                              args.without_litellm)
                 threads = "/".join(str(w["nthreads"]) for w in workers)
                 how = f"{choose_executor(spec).executor}: {len(workers)} processes x {threads} threads"
                 note = f"; cluster start-up {time.perf_counter() - t0:.1f} s (not timed)"
@@ -162,6 +210,7 @@ def main() -> None:
                 print(f"  {how}: ideal {ideal:.2f} s, measured {wall:.2f} s -> efficiency {ideal / wall:.3f}; "
                       f"CPU {cpu:.2f} s{split} = {cpu / calls * 1000:.2f} ms per model call (all processes), "
                       f"{cpu / wall:.2f} cores busy{note}" + (f"; unexpected terminations {bad}" if bad else ""))
+                print("    " + where_the_wall_goes(result, wall, args.concurrency, args.latency))
 
 
 if __name__ == "__main__":

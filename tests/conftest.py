@@ -8,6 +8,9 @@ absent.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,6 +71,17 @@ def litellm() -> object:
     from tests._support.fake_llm import import_litellm
 
     return import_litellm()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the tests' template cache out of the user's cache folder: one private folder per test process.
+
+    A ``TAUSIM_CACHE_DIR`` set by the caller is kept (tests that check the cache set their own).
+    """
+    if "TAUSIM_CACHE_DIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="tausim-test-cache-")
+        os.environ["TAUSIM_CACHE_DIR"] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_report_header() -> str:

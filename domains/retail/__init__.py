@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from domains.retail._data import TABLES, dump_all, load_folder, load_tables
-from domains.retail.models import Base, Order
+from domains.retail.models import Base
 from domains.retail.scenarios import derive_retail_scenario
 from domains.retail.tools import MODES, TOOLS, retail_toolbox
 from simulator.agents.kit import Agent, TrialContext
@@ -109,11 +109,10 @@ class RetailDomain(JsonFolderDomain):
             The owning user id, or None when the call names neither a known order nor a user.
         """
         order_id = arguments.get("order_id")
-        if isinstance(order_id, str):
-            with db.session.begin():
-                order = db.session.get(Order, order_id)
-                owner = None if order is None else str(order.user_id)
-            if owner is not None:
-                return owner
+        if isinstance(order_id, str):  # read on the trial's connection, not through the ORM: its first query
+            # configures every mapper of the schema (about 20 ms of a one-task run)
+            row = db.raw.execute('SELECT "user_id" FROM "orders" WHERE "id" = ?', (order_id,)).fetchone()
+            if row is not None:
+                return str(row[0])
         user_id = arguments.get("user_id")
         return user_id if isinstance(user_id, str) else None

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simulator.types.messages import AgentTurn, Message, ToolCall
+from simulator.types.messages import AgentTurn, Message
 from simulator.types.protocols import TrialContext
 
 __all__ = ["NullAgent", "OracleAgent"]
+
+_turn = AgentTurn.__pydantic_validator__.validate_python
+"""An :class:`AgentTurn` validated from one nested value: the same instances (values, ``model_fields_set``, the
+arguments dict copied) as ``AgentTurn(message=Message(..., tool_calls=[ToolCall(...)]))``, in one validator call
+instead of three constructors."""
 
 
 class OracleAgent:
@@ -47,15 +52,15 @@ class OracleAgent:
         if self._next < len(self._actions):
             a = self._actions[self._next]
             self._next += 1
-            call = ToolCall(id=f"oracle_{self._next - 1}", name=a.name, arguments=dict(a.arguments))
-            return AgentTurn(message=Message(role="assistant", tool_calls=[call]))
+            return _turn({"message": {"role": "assistant", "tool_calls": [
+                {"id": f"oracle_{self._next - 1}", "name": a.name, "arguments": a.arguments}]}})
         text = "Your request has been handled." if not self._done else "That has been handled as well."
         if self._outputs:
             text += " The answer: " + ", ".join(self._outputs) + "."
         if self._done:  # the user asks for more of what the gold already did (a user with several requests)
             text += " Is there anything else I can help with?"
         self._done = True
-        return AgentTurn(message=Message(role="assistant", content=text))
+        return _turn({"message": {"role": "assistant", "content": text}})
 
 
 class NullAgent:

@@ -23,7 +23,7 @@ from typing import Protocol
 from simulator.dialogue.state import ConversationState
 from simulator.types.trajectory import Limits, TerminationReason, ToolCallRecord
 
-__all__ = ["CAP_HOOKS", "Cap", "StepLimit", "TimeLimit", "ToolErrorLimit", "TurnLimit", "limit_caps"]
+__all__ = ["CAP_HOOKS", "Cap", "StepLimit", "TimeLimit", "ToolErrorLimit", "TurnLimit", "limit_caps", "limit_hooks"]
 
 CAP_HOOKS = ("at_user_turn", "at_agent_turn", "at_step", "after_tool_call")
 """The checkpoints a cap may define (each optional; the loop calls only those a cap has)."""
@@ -141,3 +141,21 @@ def limit_caps(limits: Limits) -> list[Cap]:
     if limits.max_tool_errors is not None:
         caps.append(ToolErrorLimit(limits.max_tool_errors))
     return caps
+
+
+def limit_hooks(limits: Limits) -> dict[str, tuple[Callable[..., TerminationReason | None], ...]]:
+    """Return the checkpoints of the caps :func:`limit_caps` states, by hook name (:data:`CAP_HOOKS`), in cap order.
+
+    The same bound methods the loop would collect from ``limit_caps(limits)`` by looking each hook up, without
+    looking them up (it runs once per trial).
+
+    Args:
+        limits: the trial's limits.
+
+    Returns:
+        Hook name -> the caps' bound checkpoints (new cap instances).
+    """
+    turns = TurnLimit(limits.max_turns)
+    after = () if limits.max_tool_errors is None else (ToolErrorLimit(limits.max_tool_errors).after_tool_call,)
+    return {"at_user_turn": (turns.at_user_turn,), "at_agent_turn": (turns.at_agent_turn,),
+            "at_step": (StepLimit(limits.max_steps).at_step,), "after_tool_call": after}

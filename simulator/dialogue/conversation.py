@@ -42,22 +42,34 @@ import traceback
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Literal
 
-from simulator.dialogue.caps import CAP_HOOKS, Cap, limit_caps
+from simulator.dialogue.caps import CAP_HOOKS, Cap, limit_hooks
 from simulator.dialogue.cues import asks_confirmation
 from simulator.dialogue.observers import OBSERVER_HOOKS, Observer
 from simulator.dialogue.signals import ProgressJudge
 from simulator.dialogue.state import ConversationState, dispatch, visible_to_user
 from simulator.dialogue.text import clip_long_tokens
 from simulator.errors import TausimError
+from simulator.types.built import built
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 from simulator.types.protocols import Agent, AsyncAgent, UserSimulator
-from simulator.types.sanitize import admit_agent_turn, admit_user_turn, admit_value, bounded
+from simulator.types.sanitize import (
+    admit_agent_turn,
+    admit_user_turn,
+    admit_value,
+    bounded,
+    plain_agent_turn,
+    plain_user_turn,
+)
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
 from simulator.world.tools import Toolbox, ToolContext
 
 __all__ = ["Conversation", "ConversationState", "is_async_agent"]
 
 _LIMITS = Limits()
+_ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "calls": 0, "attempts": 0}
+"""The fields of ``Usage()``, compared with a turn's usage fields (read only)."""
+_USER_SET = frozenset(("role", "content"))
+"""The fields a user message is given (its ``model_fields_set``)."""
 
 
 class _Ended(TausimError):  # noqa: N818 - control flow, not an error
@@ -106,10 +118,13 @@ def _adds_nothing(total: Usage, usage: Usage) -> bool:
     Exact: zero counts and a zero cost change no sum, but ``-0.0 + 0.0`` is ``0.0`` and an int cost becomes a float,
     so such totals are added.
     """
-    cost, kept = usage.cost_usd, total.cost_usd
-    return (not (usage.prompt_tokens or usage.completion_tokens or usage.calls or usage.attempts)
-            and cost is not None and cost == 0.0
-            and (kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)))
+    if usage.__dict__ != _ZERO_USAGE:  # equal: zero counts and a cost == 0.0, in one comparison
+        cost = usage.cost_usd
+        if (usage.prompt_tokens or usage.completion_tokens or usage.calls or usage.attempts or cost is None
+                or cost != 0.0):
+            return False
+    kept = total.cost_usd
+    return kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)
 
 
 def _traceback() -> str:
@@ -168,7 +183,10 @@ class Conversation:
         self.user_ctx = user_ctx
         observe = getattr(user, "observe_progress", None)
         self._observe = observe if callable(observe) else None
-        cap_hooks = _hooks([*limit_caps(limits), *caps], CAP_HOOKS)
+        cap_hooks = limit_hooks(limits)
+        if caps:
+            more = _hooks(caps, CAP_HOOKS)
+            cap_hooks = {name: hooks + more[name] for name, hooks in cap_hooks.items()}
         self._at_user_turn = cap_hooks["at_user_turn"]
         self._at_agent_turn = cap_hooks["at_agent_turn"]
         self._at_step = cap_hooks["at_step"]
@@ -183,6 +201,11 @@ class Conversation:
         self._on_agent_turn_end = seen["on_agent_turn_end"]
         self._on_end = seen["on_end"]
         self.state = resume if resume is not None else self._opening(history, limits.greeting)
+        traj = self.state.trajectory
+        # the trajectory's counters are written straight into its fields, as pydantic's __setattr__ writes them (the
+        # field's value in __dict__, its name added to model_fields_set), without its per-assignment dispatch
+        self._fields: dict[str, Any] = traj.__dict__
+        self._given: set[str] = traj.__pydantic_fields_set__
 
     @staticmethod
     def _opening(history: Sequence[Message] | None, greeting: str | None) -> ConversationState:
@@ -304,12 +327,15 @@ class Conversation:
             self._user_tools(ut)
             ut = self._ask_user()
         traj = state.trajectory
-        if ut.content:
-            user_msg = Message(role="user", content=ut.content)
+        if content := ut.content:
+            user_msg = built(Message, {"role": "user", "content": content, "tool_calls": [], "tool_call_id": None,
+                                       "name": None, "requestor": None}, _USER_SET) if type(content) is str else (
+                Message(role="user", content=content))
             traj.messages.append(user_msg)
             state.view.append(user_msg)
             state.seen.append(user_msg)
-            traj.turns += 1
+            self._fields["turns"] += 1
+            self._given.add("turns")
             state.judge.on_user(ut.content)
             if self._on_step:
                 self._stepped()
@@ -332,12 +358,14 @@ class Conversation:
         except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's user_error
             traj.user_seconds += time.perf_counter() - t0
             raise _Ended(TerminationReason.USER_ERROR, _traceback()) from None
-        traj.user_seconds += time.perf_counter() - t0
+        self._fields["user_seconds"] += time.perf_counter() - t0
+        self._given.add("user_seconds")
         if not isinstance(ut, UserTurn):
             raise _Ended(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
-        ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
-        if notes:
-            traj.notes.extend(notes)
+        if not plain_user_turn(ut):  # the notes name the turn: formatted only when there may be notes
+            ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
+            if notes:
+                traj.notes.extend(notes)
         if self._on_user_reply:
             w1 = time.time_ns()
             for hook in self._on_user_reply:
@@ -376,6 +404,7 @@ class Conversation:
             hook(state)
         at_step = self._at_step
         seen, messages = state.seen, traj.messages
+        fields, given = self._fields, self._given
         clock = time.perf_counter
         while True:
             for cap in at_step:
@@ -384,7 +413,8 @@ class Conversation:
             w0 = time.time_ns() if self._on_agent_reply else 0  # wall clock only for the observers that get it
             t0 = clock()
             at = yield list(seen)
-            traj.agent_seconds += clock() - t0
+            fields["agent_seconds"] += clock() - t0
+            given.add("agent_seconds")
             msg = self._accepted(at, w0)
             messages.append(msg)
             seen.append(msg)
@@ -393,8 +423,9 @@ class Conversation:
             self._run_calls(msg.tool_calls, self.toolbox, self.ctx, "agent", seen)
         if msg.content and msg.role in ("user", "assistant"):  # visible_to_user (a message without tool calls)
             state.view.append(msg)
-        traj.steps += 1
-        traj.turns += 1
+        fields["steps"] += 1
+        fields["turns"] += 1
+        given.update(("steps", "turns"))
         if self._on_step:
             self._stepped()
         text = msg.content or ""
@@ -416,9 +447,10 @@ class Conversation:
             raise self._not_a_turn(at)
         state = self.state
         traj = state.trajectory
-        at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
-        if notes:
-            traj.notes.extend(notes)
+        if not plain_agent_turn(at):  # the notes name the step: formatted only when there may be notes
+            at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
+            if notes:
+                traj.notes.extend(notes)
         if not _adds_nothing(traj.agent_usage, at.usage):
             traj.agent_usage = traj.agent_usage + at.usage
         if self._on_agent_reply:

@@ -9,6 +9,7 @@ the signals: ``tool_ok``, ``tool_error``, ``confirmed_action``, ``new_info``, ``
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -55,6 +56,10 @@ def _key_function() -> Callable[[Any], str]:
     return key
 
 
+_SIGNALS = {flags: tuple(s for s, on in zip(PROGRESS_SIGNALS, flags, strict=True) if on)
+            for flags in itertools.product((False, True), repeat=len(PROGRESS_SIGNALS))}
+"""Which signals are on (a bool per signal, in :data:`PROGRESS_SIGNALS` order) -> those signals, in that order."""
+
 _call_key = _key_function()
 """A tool call's key: ``json.dumps([name, arguments], sort_keys=True, default=str)``."""
 
@@ -87,6 +92,8 @@ def questions(text: str, *, confirms: bool | None = None) -> list[str]:
     norm = " ".join(text.lower().split())
     if asks_confirmation(text) if confirms is None else confirms:
         return [norm]
+    if "?" not in norm:
+        return []  # no sentence ends with "?"
     out = []
     for sent in _SENTENCE_RE.split(norm):
         sent = sent.strip(" -*")
@@ -134,38 +141,44 @@ class ProgressJudge:
         Returns:
             The turn's :class:`Progress` (made or not, and its signals in :data:`PROGRESS_SIGNALS` order).
         """
-        signals: set[str] = set()
+        repeat = tool_ok = tool_error = confirmed = False
+        known = self.calls
+        yes = self.user_yes
         for c in calls:
-            key = _call_key([c.name, c.arguments if c.arguments is not None else c.raw_arguments])
-            if key in self.calls:
-                signals.add("agent_repeat")
-            elif c.status == "ok":
-                signals.add("tool_ok")
+            arguments = c.arguments
+            key = _call_key([c.name, arguments if arguments is not None else c.raw_arguments])
+            kind = c.kind
+            if key in known:
+                repeat = True
             if c.status != "ok":
-                signals.add("tool_error")
-            elif c.kind == "write" and self.user_yes:
-                signals.add("confirmed_action")
-            if c.status == "ok" and c.kind == "write":
-                # the state changed: reading something again is no repetition
-                self.calls = {k: v for k, v in self.calls.items() if v != "read"}
-            self.calls[key] = c.kind
+                tool_error = True
+            else:
+                tool_ok = tool_ok or key not in known
+                if kind == "write":
+                    confirmed = confirmed or yes
+                    # the state changed: reading something again is no repetition
+                    self.calls = known = {k: v for k, v in known.items() if v != "read"}
+            known[key] = kind
         norm = " ".join(text.lower().split())
         if norm and norm in self.texts:
-            signals.add("agent_repeat")
+            repeat = True
         self.texts.add(norm)
         text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
         said = values(text)
-        if said - self.values:
-            signals.add("new_info")
-        elif self.user_asked and said:
-            signals.add("answered")
-        self.values |= said
+        new_info = answered = False
+        if said:
+            if said - self.values:
+                new_info = True
+                self.values |= said
+            else:
+                answered = self.user_asked
+        asked = repeated = False
         for q in questions(text, confirms=confirms):
-            signals.add("repeated_question" if q in self.questions else "new_question")
-            self.questions.add(q)
-        if "repeated_question" in signals:
-            signals.discard("new_question")
-        made = bool(signals & {"tool_ok", "confirmed_action", "new_info", "answered", "new_question"}) and not (
-            signals & {"repeated_question", "agent_repeat"})
-        order = PROGRESS_SIGNALS
-        return Progress(made=made, signals=tuple(s for s in order if s in signals))
+            if q in self.questions:
+                repeated = True
+            else:
+                asked = True
+                self.questions.add(q)
+        asked = asked and not repeated
+        made = (tool_ok or confirmed or new_info or answered or asked) and not (repeated or repeat)
+        return Progress(made, _SIGNALS[tool_ok, confirmed, new_info, answered, asked, repeated, repeat, tool_error])

@@ -71,7 +71,8 @@ def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajector
         ``(result message (already appended to traj.messages), outcome, start ns, end ns)``, the times from
         :func:`time.time_ns` around the tool itself.
     """
-    step = traj.steps
+    fields = traj.__dict__  # written as pydantic's __setattr__ writes a field, without its dispatch
+    step = fields["steps"]
     ctx.step = step
     if timed:
         w0 = time.time_ns()
@@ -80,7 +81,9 @@ def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajector
     else:
         w0 = w1 = 0
         out = toolbox.dispatch(ctx, call.name, call.arguments)
-    traj.tool_seconds += out.duration_s
+    fields["tool_seconds"] += out.duration_s
+    given = traj.__pydantic_fields_set__
+    given.add("tool_seconds")
     call_id, name, arguments, raw = call.id, call.name, call.arguments, call.raw_arguments
     content, duration = out.content, out.duration_s
     fault = getattr(out, "fault", None)
@@ -101,7 +104,8 @@ def dispatch(toolbox: Toolbox, ctx: ToolContext, call: ToolCall, traj: Trajector
             duration_s=duration, bug=out.bug, requestor=requestor, fault=fault)
         result = Message(role="tool", content=content, tool_call_id=call_id, name=name,
                          requestor="user" if requestor == "user" else None)
-    traj.tool_calls.append(record)
-    traj.steps = step + 1
-    traj.messages.append(result)
+    fields["tool_calls"].append(record)
+    fields["steps"] = step + 1
+    given.add("steps")
+    fields["messages"].append(result)
     return result, out, w0, w1

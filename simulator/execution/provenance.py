@@ -10,6 +10,8 @@ import hashlib
 import subprocess
 import sys
 from collections.abc import Sequence
+from email.message import Message
+from email.parser import HeaderParser
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -49,20 +51,30 @@ def package_versions() -> dict[str, str]:
     out = {}
     for name in ("tausim", "litellm", "sqlalchemy", "pydantic", "numpy"):
         try:
-            out[name] = metadata.version(name)
+            out[name] = _headers(metadata.distribution(name))["Version"]
         except metadata.PackageNotFoundError:
             continue
-    seen: list[Any] = []  # each distribution once: its name and version parse its whole METADATA file again
+    seen: list[Any] = []  # each distribution once: its name and version parse its METADATA header block again
     for group in PLUGIN_GROUPS:  # the run's registries read the same scan of the installed distributions
         for ep in group_entry_points(group=group):
             dist = getattr(ep, "dist", None)
             if dist is None or any(dist is d for d in seen):
                 continue
             seen.append(dist)
-            meta = dist.metadata
+            meta = _headers(dist)
             if meta["Name"] not in out:
                 out[meta["Name"]] = meta["Version"]
     return out
+
+
+def _headers(dist: metadata.Distribution) -> Message:
+    """The header block of a distribution's metadata file, read as ``Distribution.metadata`` reads the whole file.
+
+    ``metadata.version`` and ``Distribution.metadata`` parse the long description too (litellm's is most of a
+    run's metadata reading); the ``Name`` and ``Version`` headers are the same from the header block alone.
+    """
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("")
+    return HeaderParser().parsestr(text)  # type: ignore[arg-type]  # None raises, as metadata does
 
 
 def python_version() -> str:

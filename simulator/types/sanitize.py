@@ -37,7 +37,7 @@ from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTu
 
 __all__ = ["ERROR_LIMIT", "MAX_COST_USD", "REPLACEMENT", "admit_agent_turn", "admit_call", "admit_message",
            "admit_text", "admit_usage", "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path",
-           "shown"]
+           "plain_agent_turn", "plain_user_turn", "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -241,11 +241,29 @@ def _plain_items(items: Iterable[Any], depth: int) -> bool:
 
 
 def _plain_call(call: ToolCall) -> bool:
-    """True when :func:`admit_call` would change nothing and note nothing (ASCII text, plain finite arguments)."""
+    """True when :func:`admit_call` would change nothing and note nothing (ASCII text, plain finite arguments).
+
+    A dict of arguments is checked here, key and value in one pass (:func:`_plain_dict` of it, inlined: it runs
+    for every tool call).
+    """
     raw = call.raw_arguments
     arguments = call.arguments
-    return (call.name.isascii() and call.id.isascii() and (raw is None or raw.isascii())
-            and (arguments is None or (_plain_dict(arguments, 1) if type(arguments) is dict else _plain(arguments))))
+    if not (call.name.isascii() and call.id.isascii() and (raw is None or raw.isascii())):
+        return False
+    if arguments is None:
+        return True
+    if type(arguments) is not dict:
+        return _plain(arguments)
+    for k, v in arguments.items():
+        if type(k) is not str or not k.isascii():
+            return False
+        kind = type(v)
+        if kind is str:
+            if not v.isascii():
+                return False
+        elif not (kind is int or kind is bool or v is None or _plain(v, 1)):
+            return False
+    return True
 
 
 def admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
@@ -363,6 +381,21 @@ def _admit_error(error: str | None) -> str | None:
     return None if error is None else bounded(error)
 
 
+def plain_agent_turn(turn: AgentTurn) -> bool:
+    """True when :func:`admit_agent_turn` returns ``turn`` itself and no notes (the common case), checked cheaply.
+
+    Each check is the one its ``admit_*`` starts with: no error text, a plain usage, plain message text and calls.
+    """
+    return turn.error is None and _plain_usage(turn.usage) and _plain_message(turn.message)
+
+
+def plain_user_turn(turn: UserTurn) -> bool:
+    """True when :func:`admit_user_turn` returns ``turn`` itself and no notes (the common case), checked cheaply."""
+    calls = turn.tool_calls
+    return (turn.error is None and _plain_text(turn.content) and _plain_usage(turn.usage)
+            and (not calls or all(_plain_call(c) for c in calls)))
+
+
 def admit_agent_turn(turn: AgentTurn, where: str = "agent") -> tuple[AgentTurn, list[str]]:
     """Return an agent's turn made safe to enter a trial (the module's rules), and what was changed.
 
@@ -373,8 +406,8 @@ def admit_agent_turn(turn: AgentTurn, where: str = "agent") -> tuple[AgentTurn, 
     Returns:
         ``(turn, notes)``: ``turn`` itself and no notes when nothing needed a change.
     """
-    if turn.error is None and _plain_usage(turn.usage) and _plain_message(turn.message):
-        return turn, []  # the common case: nothing to change (each check is the one its admit_* starts with)
+    if plain_agent_turn(turn):
+        return turn, []  # the common case: nothing to change
     notes: list[str] = []
     message = admit_message(turn.message, where, notes)
     usage = admit_usage(turn.usage, where, notes)
@@ -394,9 +427,7 @@ def admit_user_turn(turn: UserTurn, where: str = "user") -> tuple[UserTurn, list
     Returns:
         ``(turn, notes)``: ``turn`` itself and no notes when nothing needed a change.
     """
-    calls = turn.tool_calls
-    if (turn.error is None and _plain_text(turn.content) and _plain_usage(turn.usage)
-            and (not calls or all(_plain_call(c) for c in calls))):
+    if plain_user_turn(turn):
         return turn, []  # the common case: nothing to change
     notes: list[str] = []
     content, n = admit_text(turn.content)

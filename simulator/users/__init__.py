@@ -9,6 +9,9 @@ another package adds a scheme with an entry point of its own.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from simulator.types.protocols import TrialContext, UserFactory, UserSimulator
 from simulator.users._registry import USERS, UserBuilder, user_factory, user_schemes
 from simulator.users._scripted import (
@@ -18,8 +21,24 @@ from simulator.users._scripted import (
     confirming_user_factory,
     scripted_user_factory,
 )
-from simulator.users.rule_user import RuleUser, rule_user_factory
+
+if TYPE_CHECKING:
+    from simulator.users.rule_user import RuleUser, rule_user_factory
 
 __all__ = ["STOP_TOKEN", "USERS", "ConfirmingUser", "RuleUser", "ScriptedUser", "TrialContext", "UserBuilder",
            "UserFactory", "UserSimulator", "confirming_user_factory", "rule_user_factory", "scripted_user_factory",
            "user_factory", "user_schemes"]
+
+
+def __getattr__(name: str) -> Any:
+    """``RuleUser`` and ``rule_user_factory``, imported on first use (PEP 562).
+
+    The rule user's phrase and pattern tables cost a run that does not play it (a scripted user's) about a
+    fiftieth of its start-up.
+
+    Raises:
+        AttributeError: any other name.
+    """
+    if name in ("RuleUser", "rule_user_factory"):
+        return getattr(importlib.import_module("simulator.users.rule_user"), name)
+    raise AttributeError(f"module 'simulator.users' has no attribute {name!r}")

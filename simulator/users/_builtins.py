@@ -11,7 +11,6 @@ from typing import Any
 from simulator.types.protocols import UserFactory
 from simulator.users._registry import user_factory
 from simulator.users._scripted import confirming_user_factory, scripted_user_factory
-from simulator.users.rule_user import rule_user_factory
 from simulator.world.plugins import load_reference
 
 __all__ = ["confirming", "llm", "python", "replay", "rule", "scripted"]
@@ -44,6 +43,8 @@ def rule(arg: str, /, **options: Any) -> UserFactory:
     if missing:
         raise ValueError(f"--user rule needs the run's {' and '.join(missing)} (user_factory('rule', "
                          "domain=..., template=...)); the rule-based user plays the domain's derived scenario")
+    from simulator.users.rule_user import rule_user_factory  # its phrase tables only when a run plays it
+
     return rule_user_factory(options["domain"], options["template"])
 
 

@@ -93,6 +93,8 @@ class TemplateDatabase:
         options: domain options handed to tools of every trial made from this template.
         pool_size: restored copies kept for later trials (more concurrent trials make more copies, closed when
             they end beyond this number); each copy holds the whole data set in memory.
+        data: the template already built (its :attr:`data` of an earlier build with the same schema, populate
+            and options, e.g. from :mod:`simulator.world.template_cache`): ``populate`` is then not called.
 
     The populate callable may raise (bad data file); the error propagates unchanged.
     """
@@ -104,27 +106,21 @@ class TemplateDatabase:
         name: str = "template",
         options: Mapping[str, Any] | None = None,
         pool_size: int = 4,
+        *,
+        data: bytes | None = None,
     ):
         self.metadata = metadata
         self.name = name
         self.options: dict[str, Any] = dict(options or {})
         self.data_dir: Path | None = None
         """The data set the template was built from (set by :meth:`simulator.world.domain.Domain.template`)."""
-        raw = sqlite3.connect(":memory:", check_same_thread=False)
+        self.data: bytes = data if data is not None else _build(metadata, populate)
+        data = self.data
+        raw = _connect_template(data)
         try:
-            build = create_engine("sqlite://", creator=lambda: raw, poolclass=StaticPool)
-            metadata.create_all(build)
-            with Session(build) as s, s.begin():
-                populate(s)
-            _install_write_log(raw, metadata)
-            raw.execute(EVENTS_DDL)  # the event log (see simulator.world.sinks), never compared
-            raw.commit()
             sequence = raw.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
-            self.data: bytes = raw.serialize()
-            build.dispose()
         finally:
             raw.close()
-        data = self.data
         self.origin: str = hashlib.blake2b(
             data + json.dumps(self.options, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
         """The template's identity: a digest of its data and options (a :class:`SetupImage` applies to its copies)."""
@@ -279,6 +275,24 @@ class TemplateDatabase:
         finally:
             conn.close()
             engine.dispose()
+
+
+def _build(metadata: MetaData, populate: Callable[[Session], None]) -> bytes:
+    """Build a template: the schema, ``populate``'s rows, the write log's triggers and the event log; serialized."""
+    raw = sqlite3.connect(":memory:", check_same_thread=False)
+    try:
+        build = create_engine("sqlite://", creator=lambda: raw, poolclass=StaticPool)
+        metadata.create_all(build)
+        with Session(build) as s, s.begin():
+            populate(s)
+        _install_write_log(raw, metadata)
+        raw.execute(EVENTS_DDL)  # the event log (see simulator.world.sinks), never compared
+        raw.commit()
+        data = raw.serialize()
+        build.dispose()
+    finally:
+        raw.close()
+    return data
 
 
 class _UndoPlan:

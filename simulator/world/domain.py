@@ -18,7 +18,7 @@ import json
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -40,6 +40,7 @@ from simulator.world.capabilities import (
 from simulator.world.database import TemplateDatabase
 from simulator.world.fixtures import check_task_outcomes
 from simulator.world.plugins import group_entry_points as entry_points
+from simulator.world.template_cache import load_template, store_template, template_key
 from simulator.world.tools import Toolbox
 
 __all__ = ["SUITE_OPTIONS", "Domain", "DomainEssentials", "DomainError", "available_domains", "get_domain"]
@@ -61,6 +62,11 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
     ``dump``); every other hook is an optional capability of :mod:`simulator.world.capabilities` with a default.
     Templates are cached per instance (one per data directory and options), so a process builds each data set once.
     """
+
+    template_cacheable: ClassVar[bool] = False
+    """Whether the template depends only on the data folder's files, the options and the code of the domain's
+    package and of ``simulator``: then it is kept on disk between processes (:mod:`simulator.world.template_cache`).
+    A domain whose ``populate`` reads anything else (the environment, other files, the clock) leaves it False."""
 
     def __init__(self) -> None:
         self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
@@ -178,12 +184,18 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
             if tpl is None:
                 if not (folder.is_dir() or folder.is_file()):
                     raise DomainError(f"--data {folder}: not a directory or a data file")
+                metadata = self.install_sinks().metadata
+                cache_key = template_key(self, folder, opts) if self.template_cacheable else None
+                built = load_template(cache_key) if cache_key is not None else None
                 tpl = TemplateDatabase(
-                    self.install_sinks().metadata,
+                    metadata,
                     lambda s: self._populate_with_sinks(s, folder, opts),
                     name=f"{self.name}:{folder}",
                     options=opts,
+                    data=built,
                 )
+                if cache_key is not None and built is None:
+                    store_template(cache_key, tpl.data)
                 tpl.data_dir = folder if data_dir is not None else None
                 self._templates[key] = tpl
             return tpl

@@ -31,6 +31,8 @@ class JsonFolderDomain(Domain):
 
     metadata: ClassVar[MetaData]
     """The domain's schema."""
+    template_cacheable: ClassVar[bool] = True
+    """The template is built from the data folder's JSON files only (see :attr:`Domain.template_cacheable`)."""
     policy_placeholder: ClassVar[str] = ""
     """The policy returned while ``policy.md`` is absent."""
 

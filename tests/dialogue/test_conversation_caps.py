@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from simulator.dialogue.caps import StepLimit, TimeLimit, ToolErrorLimit, TurnLimit, limit_caps
+from simulator.dialogue.caps import CAP_HOOKS, StepLimit, TimeLimit, ToolErrorLimit, TurnLimit, limit_caps, limit_hooks
 from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.observers import DualControlSync, ToolCallLog
 from simulator.types.messages import UserTurn
@@ -92,6 +92,17 @@ def test_limits_become_the_standard_caps():
     caps = limit_caps(Limits(max_turns=3, max_steps=4, max_tool_errors=2))
     assert [type(c) for c in caps] == [TurnLimit, StepLimit, ToolErrorLimit]
     assert [type(c) for c in limit_caps(Limits())] == [TurnLimit, StepLimit]
+
+
+@pytest.mark.parametrize("limits", [Limits(), Limits(max_turns=3, max_steps=4, max_tool_errors=2)])
+def test_limit_hooks_are_the_standard_caps_checkpoints(limits):
+    """The loop takes the standard caps' checkpoints from limit_hooks: those limit_caps' caps have, in order."""
+    def described(hooks):
+        return {n: [(type(h.__self__), h.__func__, vars(h.__self__)) for h in hs] for n, hs in hooks.items()}
+
+    caps = limit_caps(limits)
+    expected = {n: [(type(c), getattr(type(c), n), vars(c)) for c in caps if hasattr(c, n)] for n in CAP_HOOKS}
+    assert described(limit_hooks(limits)) == expected
 
 
 def test_a_cap_composes_around_the_loop(env):

@@ -158,3 +158,15 @@ def test_trials_never_share_records(tmp_path):
     assert all(r.status == "ok" for t in result.trials for r in t.trajectory.tool_calls)
     first, second = (t.trajectory.messages for t in result.trials[:2])
     assert all(a is not b for a, b in zip(first, second, strict=True))
+
+
+def test_the_loop_marks_the_trajectory_fields_it_writes_as_set(tmp_path):
+    """The loop writes the trajectory's counters straight into its fields: its model_fields_set is as if assigned."""
+    from simulator.agents import OracleAgent
+
+    with bank_trial(tmp_path / "d") as (tb, ctx, _t):
+        traj = Conversation(OracleAgent(_ctx(_task(5))), ScriptedUser(["move money"]), tb, ctx).run()
+    assert traj.turns == 2 and traj.steps == 2 and traj.tool_seconds > 0 and traj.agent_seconds > 0
+    # every field assigned by a conversation with a tool call, a user line and an agent line (by hand)
+    assert traj.model_fields_set == {"turns", "steps", "agent_seconds", "user_seconds", "tool_seconds",
+                                     "termination_reason", "error", "agent_metadata", "user_metadata"}

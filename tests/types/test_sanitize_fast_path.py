@@ -10,7 +10,14 @@ import math
 import pytest
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
-from simulator.types.sanitize import ERROR_LIMIT, REPLACEMENT, admit_agent_turn, admit_user_turn
+from simulator.types.sanitize import (
+    ERROR_LIMIT,
+    REPLACEMENT,
+    admit_agent_turn,
+    admit_user_turn,
+    plain_agent_turn,
+    plain_user_turn,
+)
 
 CLEAN_ARGS = {"order_id": "#W1", "items": ["a", "b"], "n": 2, "x": 1.5, "ok": True, "none": None}
 
@@ -31,6 +38,7 @@ def test_the_clean_turns_of_these_cases_take_the_fast_path():
     assert admit_agent_turn(turn) == (turn, []) and admit_agent_turn(turn)[0] is turn
     user = UserTurn(content="na\u00efve", tool_calls=[_call()], usage=Usage(cost_usd=None))
     assert admit_user_turn(user)[0] is user and admit_user_turn(user)[1] == []
+    assert plain_agent_turn(turn) and plain_user_turn(user)  # the loop skips the admission (and its notes' names)
 
 
 AGENT_CASES = {
@@ -73,6 +81,7 @@ AGENT_CASES = {
 @pytest.mark.parametrize("case", AGENT_CASES)
 def test_one_hostile_value_in_an_agent_turn_takes_the_full_admission(case):
     turn, check = AGENT_CASES[case]
+    assert not plain_agent_turn(turn)  # the loop admits it
     out, notes = admit_agent_turn(turn, "agent step 1")
     assert out is not turn and check(out), out
     assert notes and all(n.startswith("agent step 1: ") for n in notes)
@@ -84,6 +93,7 @@ def test_one_hostile_value_in_an_agent_turn_takes_the_full_admission(case):
     ("x" * (ERROR_LIMIT + 1000), None),
 ])
 def test_an_agent_error_is_always_admitted(error, expected):
+    assert not plain_agent_turn(_agent(error=error))
     out, _ = admit_agent_turn(_agent(error=error))
     if expected is not None:
         assert out.error == expected
@@ -106,6 +116,7 @@ USER_CASES = {
 @pytest.mark.parametrize("case", USER_CASES)
 def test_one_hostile_value_in_a_user_turn_takes_the_full_admission(case):
     turn, check = USER_CASES[case]
+    assert not plain_user_turn(turn)  # the loop admits it
     out, _ = admit_user_turn(turn, "user turn 2")
     assert out is not turn and check(out), out
     out.model_dump_json().encode("utf-8")
