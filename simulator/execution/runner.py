@@ -45,8 +45,8 @@ from simulator.execution.prepare import graded_outcome, prepare_task, prepare_ta
 from simulator.execution.seeds import Side, TrialSeeds, derive_seed, trial_seeds
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
-from simulator.stats.estimators import reliability
 from simulator.stats.faults import fault_counts
+from simulator.stats.summaries import complete_suite
 from simulator.storage.documents import run_summary_json
 from simulator.types.persona import Persona
 from simulator.types.prepared import GoldReplay, PreparedTask, user_needs
@@ -702,26 +702,13 @@ class Runner:
             self.loops.close()  # idle loops closed (a thread that runs another trial later makes a new one)
         order = {key: i for i, key in enumerate(self.planned())}
         results.sort(key=lambda r: order[trial_key(r)])
-        metrics = self.suite_metrics(results)
+        metrics = complete_suite([r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results],
+                                 [t.id for t in self.tasks], self.config.trials, list(self.personas))
         reasons = Counter(r.termination_reason for r in results)
         return RunResult(config=self.config, trials=results, metrics=metrics,
                          termination_reasons=dict(sorted(reasons.items())),
                          wall_seconds=time.perf_counter() - t0, planned=len(self.planned()),
                          abort_kind=aborted[0] if aborted else None, aborted=aborted[1] if aborted else None)
-
-    def suite_metrics(self, results: Sequence[TrialResult]) -> dict[str, Any]:
-        """Return a run's suite metrics (pass^k, pass@k for k = 1..n) over the planned tasks and personas.
-
-        Args:
-            results: the run's trials (a resumed run's earlier ones included).
-
-        Returns:
-            :attr:`~simulator.stats.estimators.Reliability.suite` when every planned trial is there, else ``{}``.
-        """
-        rel = reliability([r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results],
-                          [t.id for t in self.tasks], self.config.trials, personas=list(self.personas),
-                          incomplete="count") if self.tasks else None
-        return rel.suite if rel is not None and rel.complete else {}
 
     def _stop_reason(self, results: Sequence[TrialResult], errors: Mapping[str, int]) -> tuple[str, str] | None:
         """Return ``(kind, message)`` when the run must stop after its latest trial (see the module docstring).

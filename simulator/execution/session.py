@@ -58,6 +58,7 @@ from simulator.execution.recording import (
 )
 from simulator.execution.runner import ERROR_RATE_MIN_TRIALS, Runner, run_error_rate, settle_heap
 from simulator.execution.tracing import file_tracing
+from simulator.stats.summaries import complete_suite
 from simulator.storage.documents import load_partial, run_summary_json
 from simulator.storage.runlog import run_logger
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, data_hash, tasks_hash
@@ -523,7 +524,9 @@ class _Session:
             order = {key: i for i, key in enumerate(runner.planned())}
             trials = sorted([*self.previous, *result.trials], key=lambda t: order[trial_key(t)])
             result = RunResult(config=self.spec, trials=trials, planned=len(order), wall_seconds=result.wall_seconds,
-                               metrics=runner.suite_metrics(trials),  # the whole run's (was left empty)
+                               metrics=complete_suite(  # the whole run's (was left empty)
+                                   [t.model_dump(include={"task_id", "persona", "trial", "passed"}) for t in trials],
+                                   [t.id for t in runner.tasks], self.spec.trials, list(runner.personas)),
                                termination_reasons=dict(sorted(Counter(t.termination_reason for t in trials).items())))
         if self.store is not None and self.run_id is not None:  # the whole run, earlier sessions included
             try:
