@@ -38,6 +38,7 @@ from simulator.agents.litellm_agent import to_openai_messages
 from simulator.errors import SetupError
 from simulator.types.messages import AgentTurn, Message, Usage
 from simulator.types.protocols import TrialContext
+from simulator.types.secrets import redact_url
 
 __all__ = ["HttpAgent", "HttpAgentClient", "HttpFailure", "build_http_agent"]
 
@@ -81,17 +82,17 @@ def _check_options(url: str, max_attempts: Any, seconds: Mapping[str, Any], head
             be None); a header name or value that is not text HTTP can carry (ASCII without control characters).
     """
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ValueError(f"--agent http:{url}: max_attempts must be an integer >= 1, got {max_attempts!r}")
+        raise ValueError(f"--agent http:{redact_url(url)}: max_attempts must be an integer >= 1, got {max_attempts!r}")
     for name, value in seconds.items():
         if value is None and name == "deadline":
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise ValueError(f"--agent http:{url}: {name} must be a number of seconds >= 0, got {value!r}")
+            raise ValueError(f"--agent http:{redact_url(url)}: {name} must be a number of seconds >= 0, got {value!r}")
     for key, text in (headers or {}).items():
         for part in (key, text):
             if not isinstance(part, str) or not part.isascii() or any(ord(c) < 32 or ord(c) == 127 for c in part):
-                raise ValueError(f"--agent http:{url}: header {ascii(key)} must be printable ASCII text, got "
-                                 f"{ascii(part)}")
+                raise ValueError(f"--agent http:{redact_url(url)}: header {ascii(key)} must be printable ASCII "
+                                 f"text, got {ascii(part)}")
 
 
 class HttpAgentClient:
@@ -100,8 +101,8 @@ class HttpAgentClient:
     Args:
         url: the service's base URL (``http://HOST:PORT/v1``) or its full ``.../chat/completions`` URL.
         model: the ``model`` field sent (a service serving several agents may route by it).
-        api_key: sent as ``Authorization: Bearer KEY`` when given. Like every agent option it is recorded in the
-            run document and the store: prefer ``api_key_env``.
+        api_key: sent as ``Authorization: Bearer KEY`` when given (recorded as ``[redacted]``:
+            :mod:`simulator.types.secrets`).
         api_key_env: the name of an environment variable holding the key (read here; only the name is recorded).
         headers: further request headers.
         timeout: seconds allowed for each request's read (a slow answer is a timeout, retried).
@@ -127,15 +128,16 @@ class HttpAgentClient:
                  max_attempts: int = 4, wait_initial: float = 0.5, wait_max: float = 8.0,
                  deadline: float | None = 300.0, params: Mapping[str, Any] | None = None) -> None:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"--agent http:{url}: expected http:http://HOST:PORT/v1 (an http:// or https:// URL)")
+            raise ValueError(f"--agent http:{redact_url(url)}: expected http:http://HOST:PORT/v1 (an http:// or "
+                             "https:// URL)")
         _check_options(url, max_attempts, {"timeout": timeout, "connect_timeout": connect_timeout,
                                            "wait_initial": wait_initial, "wait_max": wait_max, "deadline": deadline},
                        headers)
         if api_key_env is not None:
             api_key = os.environ.get(str(api_key_env)) or None
             if api_key is None:
-                raise ValueError(f"--agent http:{url}: api_key_env names {api_key_env!r}, an environment variable "
-                                 "that is not set (or empty)")
+                raise ValueError(f"--agent http:{redact_url(url)}: api_key_env names {api_key_env!r}, an "
+                                 "environment variable that is not set (or empty)")
         self.endpoint, self.api_base = _endpoint(url)
         self.model = model
         self.max_attempts = max_attempts
@@ -169,8 +171,10 @@ class HttpAgentClient:
                               trust_env=False) as http:
                 response = http.get(url)
         except httpx.HTTPError as e:
-            raise SetupError(f"agent endpoint {self.endpoint} is unreachable: {_describe(e)}", kind="server") from e
-        checked = f"agent endpoint {self.endpoint} (pre-flight GET {url})"  # the URL that answered, not the endpoint
+            raise SetupError(f"agent endpoint {redact_url(self.endpoint)} is unreachable: {_describe(e)}",
+                             kind="server") from e
+        # the URL that answered, not the endpoint
+        checked = redact_url(f"agent endpoint {self.endpoint} (pre-flight GET {url})")
         if response.status_code in (401, 403):
             raise SetupError(f"{checked} refused the credentials ({response.status_code})", kind="credentials")
         if response.status_code >= 500 and response.status_code != 501:  # 501: no GET route, yet it answers
@@ -203,7 +207,7 @@ class HttpAgentClient:
 
     def _post(self, request: Mapping[str, Any]) -> dict[str, Any] | HttpFailure:
         """One request: the answer's JSON object, or the failure (transient or not)."""
-        where = f"agent endpoint {self.endpoint}"
+        where = f"agent endpoint {redact_url(self.endpoint)}"
         try:
             response = self._http.post(self.endpoint, content=json.dumps(request))
         except httpx.TimeoutException as e:
@@ -339,7 +343,7 @@ class HttpAgent:
         try:
             message, usage = message_from_completion(data, self._steps)
         except ValueError as e:
-            return failed_turn(f"agent endpoint {self.client.endpoint} misbehaved: {e}", "agent_error")
+            return failed_turn(f"agent endpoint {redact_url(self.client.endpoint)} misbehaved: {e}", "agent_error")
         usage.attempts = attempts
         return AgentTurn(message=message, usage=usage)
 
@@ -365,7 +369,7 @@ def build_http_agent(arg: str, **options: Any) -> Callable[[TrialContext], HttpA
     agent_options = {k: options.pop(k) for k in ("send_policy", "send_seed") if k in options}
     for flag, value in agent_options.items():
         if not isinstance(value, bool):
-            raise ValueError(f"--agent http:{arg}: {flag} must be true or false, got {value!r}")
+            raise ValueError(f"--agent http:{redact_url(arg)}: {flag} must be true or false, got {value!r}")
     for k in _IGNORED_OPTIONS:
         options.pop(k, None)
     params = {k: v for k, v in options.items() if v is not None}
@@ -373,7 +377,7 @@ def build_http_agent(arg: str, **options: Any) -> Callable[[TrialContext], HttpA
         try:
             json.dumps(v, allow_nan=False)
         except (TypeError, ValueError) as e:
-            raise ValueError(f"--agent http:{arg}: option {ascii(k)} cannot be sent as JSON ({e})") from e
+            raise ValueError(f"--agent http:{redact_url(arg)}: option {ascii(k)} cannot be sent as JSON ({e})") from e
     client = HttpAgentClient(arg, params=params, **client_options)
 
     def build(ctx: TrialContext) -> HttpAgent:

@@ -73,13 +73,13 @@ def derive_budgets(doc: Mapping[str, Any], source: str = "<run>") -> dict[str, A
             continue
         trajs = [t.get("trajectory") or {} for t in passed]
         usage = [tr.get("agent_usage") or {} for tr in trajs]
-        entry: dict[str, Any] = {
-            "max_steps": _ceil(_p95([tr.get("steps", 0) for tr in trajs]) * MARGIN),
-            "max_tool_calls": _ceil(_p95([len(tr.get("tool_calls") or []) for tr in trajs]) * MARGIN),
-        }
-        if all(u.get("calls", 0) > 0 for u in usage):
-            entry["max_tokens"] = _ceil(
-                _p95([u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in usage]) * MARGIN)
+        # a null count (unknown: see simulator.storage.measures) leaves its ceiling out rather than guess it
+        steps = [s for s in (tr.get("steps", 0) for tr in trajs) if s is not None]
+        entry: dict[str, Any] = {"max_steps": _ceil(_p95(steps) * MARGIN)} if steps else {}
+        entry["max_tool_calls"] = _ceil(_p95([len(tr.get("tool_calls") or []) for tr in trajs]) * MARGIN)
+        tokens = [(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)) for u in usage]
+        if all((u.get("calls", 0) or 0) > 0 for u in usage) and all(None not in pair for pair in tokens):
+            entry["max_tokens"] = _ceil(_p95([p + c for p, c in tokens]) * MARGIN)
             costs = [u.get("cost_usd") for u in usage]
             if all(c is not None for c in costs):
                 entry["max_cost_usd"] = _ceil(_p95([float(c) for c in costs if c is not None]) * MARGIN * 1e6) / 1e6

@@ -31,7 +31,7 @@ from simulator.stats.estimators import cell_id
 from simulator.stats.variance import CONDITIONS, VarianceDecomposition, decompose_variance
 from simulator.storage.documents import load_run_document
 from simulator.types.results import RunResult, TrialResult
-from simulator.types.spec import RESUME_EXEMPT, RunSpec, spec_differences
+from simulator.types.spec import RESUME_EXEMPT, RunSpec, recorded_config, spec_differences
 from simulator.world.domain import get_domain
 
 __all__ = ["FORMAT", "VarianceRun", "condition_outcomes", "run_variance"]
@@ -67,7 +67,7 @@ class VarianceRun:
         """
         conditions = {c: {"pass^1": r.metrics.get("pass^1"), "termination_reasons": r.termination_reasons,
                           "aborted": r.aborted, "file": self.files.get(c)} for c, r in self.runs.items()}
-        config = {**self.spec.model_dump(mode="json"), "vary": list(CONDITIONS)}  # one run per condition
+        config = {**recorded_config(self.spec), "vary": list(CONDITIONS)}  # one run per condition
         return {"format": FORMAT, "version": 1, "config": config,
                 "conditions": conditions, **self.decomposition.as_dict()}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +17,7 @@ from simulator.errors import RunDocumentError
 from simulator.storage.documents import load_partial
 from simulator.storage.store import DEFAULT_STORE_URL
 from simulator.types.results import TrialResult
+from simulator.types.secrets import REDACTED
 from simulator.types.spec import RunSpec, SpecError, format_validation_error, load_spec
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
@@ -134,6 +136,11 @@ def run_spec(options: Mapping[str, Any]) -> tuple[RunSpec, list[TrialResult] | N
                 raise ValueError("--resume-from resumes a run without a store: give it without --spec, --store "
                                  "and --run-id")
             spec, previous, _ = load_partial(o.resume_from)
+            if REDACTED in json.dumps(spec.model_dump(mode="json")):
+                raise ValueError(f"--resume-from {o.resume_from}: the run's secrets (API keys, tokens, passwords) "
+                                 "were not recorded, so it cannot be resumed from the file alone; run it with "
+                                 "--store and --run-id, or give keys through an environment variable "
+                                 "(http: api_key_env)")
             return RunSpec.model_validate({**spec.model_dump(), **execution}), previous
         if o.spec_file is not None:
             spec = load_spec(o.spec_file)

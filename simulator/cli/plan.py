@@ -51,7 +51,8 @@ def plan_command(
     for kk in sorted({1, k}):
         if kk <= n:
             now = min_detectable_difference(successes, n, kk)
-            console.print(f"  pass^{kk}: detectable difference at {n} trials per task: {now:.3f}", highlight=False,
+            shown = f"{now:.3f}" if now <= 1.0 else "none (not even 1: too few tasks x trials to estimate it)"
+            console.print(f"  pass^{kk}: detectable difference at {n} trials per task: {shown}", highlight=False,
                           markup=False)
         need = trials_needed(successes, n, kk, detect)
         verdict = (f"more than {MAX_TRIALS} (too few tasks)" if need is None else str(need))

@@ -150,7 +150,10 @@ def run_command(
     """
     refuse_ignored_options(locals(), _DEFAULTS)
     check_run_paths(locals())
-    spec, previous = run_spec(locals())
+    options = locals()
+    signals: list[int] = []
+    with sigterm_as_interrupt(signals), interrupted_before_trials(signals):  # loading the tasks can take a while
+        spec, previous = run_spec(options)
     execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
             allow_lint_errors=allow_lint_errors, previous=previous, progress_every=progress_every)
 
@@ -184,7 +187,7 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
     """
     signals: list[int] = []
     try:
-        with sigterm_as_interrupt(signals):
+        with sigterm_as_interrupt(signals), interrupted_before_trials(signals):
             outcome = run(spec, store=store, run_id=run_id, out=out, resume=previous, progress=not no_progress,
                           progress_every=progress_every or None,
                           on_start=_print_start, on_interrupt=lambda stop: interrupted(stop, out, signals),
@@ -291,6 +294,23 @@ def sigterm_as_interrupt(received: list[int]) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+@contextmanager
+def interrupted_before_trials(signals: list[int]) -> Iterator[None]:
+    """Ctrl-C or SIGTERM while a run starts (options, tasks, pre-flight): exit 130 (143 on SIGTERM), saying so.
+
+    Once trials run, the run's own interruption handler (:func:`interrupted`) takes over and this sees nothing.
+
+    Raises:
+        typer.Exit: 130 on Ctrl-C, 143 on SIGTERM (``signals`` not empty), as a shell reports 128 + the signal.
+    """
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        err.print(("interrupted (SIGTERM)" if signals else "interrupted") + " while the run was starting: no trial "
+                  "was run", highlight=False)
+        raise typer.Exit(143 if signals else 130) from e
 
 
 def interrupted(stop: Interruption, out: Path | None, signals: list[int] | None = None,

@@ -161,14 +161,33 @@ cancelled" still claims)."""
 NEGATION_WINDOW_WORDS = 3
 """How many words before a cue a negation is looked for."""
 
+_RELATIVE = re.compile(r"\b(?:that|which|who|whom|whose)\b", re.IGNORECASE)
+"""A relative pronoun: a negation after it, followed by the relative clause's own verb before the cue, belongs to
+that clause ("the items that were not delivered have been refunded")."""
+
+_AUXILIARY = frozenset({"be", "been", "being", "is", "are", "was", "were", "am", "have", "has", "had", "do", "does",
+                        "did", "will", "would", "can", "could", "shall", "should", "may", "might", "must", "get",
+                        "got", "gotten", "yet", "still", "ever", "fully", "actually", "really", "to", "it"})
+"""Words between a negation and a cue that leave the negation on the cue ("could not be completed", "has not yet
+been"): auxiliaries and a few adverbs."""
+
+_NEGATED_KNOWING = re.compile(
+    r"(?:\b(?:not|never|cannot|unable to)|n[\u2019']t)\s+(?:(?:yet|really|fully|be|be able to)\s+)?"
+    r"(?:confirm|verify|see|know|tell|guarantee|say|sure|certain|promise)\b",
+    re.IGNORECASE)
+"""A negated verb of knowing or saying ("I can't confirm", "I'm not sure", "we cannot verify"): the clause it
+governs reports no fact, so a cue inside it claims nothing ("I can't confirm the payment went through")."""
+
 
 def negated(text: str, start: int) -> bool:
     """Return True when a negation (:data:`NEGATION_RE`) stands in the few words before ``text[start:]``.
 
     Only the same clause is read (back to the nearest punctuation or conjunction, :data:`_CLAUSE_END`): its start
-    when it opens with a negative subject (:data:`_NEGATIVE_SUBJECT`), else at most :data:`NEGATION_WINDOW_WORDS`
-    words before the cue. A negation inside a relative clause within those words is still read as the cue's ("the
-    items that were not delivered have been refunded"): a known limit.
+    when it opens with a negative subject (:data:`_NEGATIVE_SUBJECT`) or holds a negated verb of knowing or saying
+    that governs the cue (:data:`_NEGATED_KNOWING`: "I can't confirm the payment went through"), else at most
+    :data:`NEGATION_WINDOW_WORDS` words before the cue. A negation inside a relative clause (after a relative
+    pronoun, :data:`_RELATIVE`, and followed by the clause's own verb) is that clause's, not the cue's ("the items
+    that were not delivered have been refunded" claims).
 
     Args:
         text: the message.
@@ -178,17 +197,35 @@ def negated(text: str, start: int) -> bool:
     ends = list(_CLAUSE_END.finditer(before))
     if ends:
         before = before[ends[-1].end():]
-    if _NEGATIVE_SUBJECT.search(before):
+    if _NEGATIVE_SUBJECT.search(before) or _NEGATED_KNOWING.search(before):
         return True
-    words = before.split()[-NEGATION_WINDOW_WORDS:]
-    return NEGATION_RE.search(" ".join(words)) is not None
+    words = before.split()
+    window = " ".join(words[-NEGATION_WINDOW_WORDS:])
+    found = list(NEGATION_RE.finditer(window))
+    if not found:
+        return False
+    last = found[-1]
+    at = len(words) - len(window.split()) + window[:last.start()].count(" ")  # the negation's word
+    return not _in_relative_clause(words[:at], words[at + 1:])
+
+
+def _in_relative_clause(before: list[str], after: list[str]) -> bool:
+    """Whether a negation belongs to a relative clause that ends before the cue.
+
+    It does when a relative pronoun (:data:`_RELATIVE`) stands in the words ``before`` it, and a word other than an
+    auxiliary (:data:`_AUXILIARY`), the relative clause's own verb, in the words ``after`` it (up to the cue).
+    """
+    if all(w.strip("\u2019'").lower() in _AUXILIARY for w in after):
+        return False
+    return _RELATIVE.search(" ".join(before)) is not None
 
 
 def claims_completion(text: str | None) -> bool:
     """Return True when an agent message claims that the work was done and asks no yes/no.
 
     A claim is a :data:`COMPLETION_RE` match not turned around by a negation just before it (:func:`negated`:
-    "Nothing has been cancelled", "the exchange could not be completed" claim nothing).
+    "Nothing has been cancelled", "the exchange could not be completed", "I can't confirm the payment went through"
+    claim nothing; "the items that were not delivered have been refunded" claims).
 
     Args:
         text: the agent's message (None: no claim).

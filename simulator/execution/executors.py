@@ -55,6 +55,7 @@ from typing import Any
 
 from simulator.errors import ExecutorError
 from simulator.execution.runner import Runner, infra_error_result
+from simulator.types.secrets import redact_url
 from simulator.types.spec import RunSpec, parse_executor
 
 __all__ = ["AUTO_PROCESSES_MIN_CONCURRENCY", "IDLE_SETTINGS", "LOCAL_WORKERS_PER_CORE", "MODEL_FREE_SCHEMES",
@@ -143,7 +144,8 @@ def choose_executor(spec: RunSpec, cores: int | None = None, dask_installed: boo
     if spec.executor != "auto":
         return ExecutorChoice(spec.executor, f"{spec.executor} (asked for)")
     cores = usable_cores() if cores is None else cores
-    who = f"agent {spec.agent.name}, user {spec.user.name}" + (f", judge {spec.judge.name}" if spec.judge else "")
+    who = redact_url(f"agent {spec.agent.name}, user {spec.user.name}"
+                     + (f", judge {spec.judge.name}" if spec.judge else ""))
     if not calls_models(spec):
         return ExecutorChoice("threads", f"auto: threads (no model is called: {who})")
     if spec.concurrency < AUTO_PROCESSES_MIN_CONCURRENCY:

@@ -45,8 +45,8 @@ from simulator.execution.prepare import graded_outcome, prepare_task, prepare_ta
 from simulator.execution.seeds import Side, TrialSeeds, derive_seed, trial_seeds
 from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
-from simulator.stats.estimators import reliability
 from simulator.stats.faults import fault_counts
+from simulator.stats.summaries import complete_suite
 from simulator.storage.documents import run_summary_json
 from simulator.types.persona import Persona
 from simulator.types.prepared import GoldReplay, PreparedTask, user_needs
@@ -702,10 +702,8 @@ class Runner:
             self.loops.close()  # idle loops closed (a thread that runs another trial later makes a new one)
         order = {key: i for i, key in enumerate(self.planned())}
         results.sort(key=lambda r: order[trial_key(r)])
-        rel = reliability([r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results],
-                          [t.id for t in self.tasks], self.config.trials, personas=list(self.personas),
-                          incomplete="count") if self.tasks else None
-        metrics = rel.suite if rel is not None and rel.complete else {}
+        metrics = complete_suite([r.model_dump(include={"task_id", "persona", "trial", "passed"}) for r in results],
+                                 [t.id for t in self.tasks], self.config.trials, list(self.personas))
         reasons = Counter(r.termination_reason for r in results)
         return RunResult(config=self.config, trials=results, metrics=metrics,
                          termination_reasons=dict(sorted(reasons.items())),

@@ -58,11 +58,12 @@ from simulator.execution.recording import (
 )
 from simulator.execution.runner import ERROR_RATE_MIN_TRIALS, Runner, run_error_rate, settle_heap
 from simulator.execution.tracing import file_tracing
+from simulator.stats.summaries import complete_suite
 from simulator.storage.documents import load_partial, run_summary_json
 from simulator.storage.runlog import run_logger
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, data_hash, tasks_hash
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
-from simulator.types.spec import RESUME_EXEMPT, RunSpec, spec_differences
+from simulator.types.spec import RESUME_EXEMPT, RunSpec, recorded_config, spec_differences
 from simulator.types.tasks import Task
 from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, get_domain
@@ -301,7 +302,7 @@ class _Session:
         if on_start is not None:  # once the executor is up: a run whose executor cannot start says only why
             on_start(start)
         if self.log is not None:
-            self.log.info("run_start", config=self.spec.model_dump(mode="json"), executor=self.choice.executor,
+            self.log.info("run_start", config=recorded_config(self.spec), executor=self.choice.executor,
                           executor_reason=self.choice.reason)
         planned = len(self.only) if self.only is not None else len(runner.planned())
         tty = sys.stdout.isatty()
@@ -523,6 +524,9 @@ class _Session:
             order = {key: i for i, key in enumerate(runner.planned())}
             trials = sorted([*self.previous, *result.trials], key=lambda t: order[trial_key(t)])
             result = RunResult(config=self.spec, trials=trials, planned=len(order), wall_seconds=result.wall_seconds,
+                               metrics=complete_suite(  # the whole run's (was left empty)
+                                   [t.model_dump(include={"task_id", "persona", "trial", "passed"}) for t in trials],
+                                   [t.id for t in runner.tasks], self.spec.trials, list(runner.personas)),
                                termination_reasons=dict(sorted(Counter(t.termination_reason for t in trials).items())))
         if self.store is not None and self.run_id is not None:  # the whole run, earlier sessions included
             try:

@@ -39,6 +39,8 @@ class ScriptedOpenAIServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.scripts = {model: list(entries) for model, entries in scripts.items()}
         self.requests: dict[str, list[dict[str, Any]]] = {}
+        self.authorizations: list[str | None] = []
+        """The ``Authorization`` header of each request, in arrival order (None when absent)."""
         self.lock = threading.Lock()
 
     @property
@@ -102,6 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
             return
         model = str(body.get("model", ""))
+        with self.server.lock:
+            self.server.authorizations.append(self.headers.get("Authorization"))
         entry = self.server.next_entry(model, body)
         n = len(self.server.requests[model])
         while isinstance(entry, dict) and "slow" in entry:

@@ -81,9 +81,16 @@ class RunReport:
     metrics: dict[str, Any]
 
     def summary_json(self) -> dict[str, Any]:
-        """Return the ``--format json`` document: ``{"run_id", "planned", "recorded", "duplicates", "metrics"}``."""
-        return {"run_id": self.run_id, "planned": self.planned, "recorded": self.recorded,
-                "duplicates": self.duplicates, "metrics": self.metrics}
+        """Return the ``--format json`` document: ``{"run_id", "planned", "recorded", "duplicates", "metrics"}``.
+
+        With ``data_notes`` too (recorded values shown as not available, one line per field) when there are any.
+        """
+        out = {"run_id": self.run_id, "planned": self.planned, "recorded": self.recorded,
+               "duplicates": self.duplicates, "metrics": self.metrics}
+        notes = self.document.get("data_notes")
+        if notes:
+            out["data_notes"] = notes
+        return out
 
     def failed_cells(self) -> list[TrialCell]:
         """Return the recorded trials that failed, in task then trial order."""

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from simulator.types.messages import Message
+from simulator.types.spec import format_validation_error
 
 from ._analysis import analyze_run
+from ._load import RunDocumentError
 
 __all__ = ["EXPORT_FORMATS", "to_tau_bench"]
 
@@ -16,8 +20,20 @@ EXPORT_FORMATS = ("tau-bench", "tau2", "tau2-submission")
 
 
 def _openai_messages(trial: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The trial's messages as OpenAI chat messages.
+
+    Raises:
+        RunDocumentError: a recorded message is not a message (the error names the trial, the message and field).
+    """
     traj = trial.get("trajectory") or {}
-    return [Message.model_validate(m).openai() for m in traj.get("messages") or []]
+    out = []
+    for i, m in enumerate(traj.get("messages") or []):
+        try:
+            out.append(Message.model_validate(m).openai())
+        except ValidationError as e:
+            where = f"trial {trial.get('task_id')!r}/{trial.get('trial')!r}: trajectory.messages[{i}]"
+            raise RunDocumentError(format_validation_error(where, e, Message)) from None
+    return out
 
 
 def to_tau_bench(doc_or_path: Mapping[str, Any] | str) -> list[dict[str, Any]]:

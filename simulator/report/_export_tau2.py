@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,18 @@ _REASONS = {
 _BASIS = {"state": "DB", "actions": "ACTION", "outputs": "COMMUNICATE", "env_assertions": "ENV_ASSERTION",
           "judge": "NL_ASSERTION"}
 _SIM_NAMESPACE = uuid.UUID("8f0c7a52-5d1e-4a55-9b1c-3f6f2a9d7e10")
+
+
+def _number(value: Any) -> float | None:
+    """A recorded number as a float; None when it is not a finite number (NaN, inf, a string...)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _count(value: Any) -> int:
+    """A recorded count (e.g. ``config.max_steps``) as an int; 0 when it is not a finite number >= 0."""
+    number = _number(value)
+    return int(number) if number is not None and number >= 0 else 0
 
 
 def _cost(usage: Any) -> float | None:
@@ -220,7 +233,7 @@ def to_tau2(doc_or_path: Mapping[str, Any] | str) -> dict[str, Any]:
         simulations.append({
             "id": str(uuid.uuid5(_SIM_NAMESPACE, f"{run_id}/{task_id}/{rec.get('persona')}/{rec.get('trial')}")),
             "task_id": task_id, "timestamp": start, "start_time": start, "end_time": end,
-            "duration": float(rec.get("duration_s") or 0.0),
+            "duration": _number(rec.get("duration_s")) or 0.0,
             "termination_reason": _REASONS.get(reason, "unexpected_error"),
             "agent_cost": _cost(traj.get("agent_usage")), "user_cost": _cost(traj.get("user_usage")),
             "reward_info": _reward_info(rec), "messages": _tau2_messages(rec), "trial": number,
@@ -233,7 +246,7 @@ def to_tau2(doc_or_path: Mapping[str, Any] | str) -> dict[str, Any]:
         "info": {
             "git_commit": git if isinstance(git, str) else "",
             "num_trials": int(config.get("trials") or 1) * max(len(personas), 1),
-            "max_steps": int(config.get("max_steps") or 0), "max_errors": 10,
+            "max_steps": _count(config.get("max_steps")), "max_errors": 10,
             "user_info": _component(config.get("user")), "agent_info": _component(config.get("agent")),
             "environment_info": {"domain_name": str(config.get("domain")), "policy": policy, "tool_defs": None},
             "seed": config.get("seed"),

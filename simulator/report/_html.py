@@ -22,6 +22,7 @@ from ._analysis import OUTCOMES, RunReport, TrialCell
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, hunt_clusters, run_clusters, share_text
 from ._terminal import (
     component_label,
+    data_notes,
     format_cost,
     format_seconds,
     involved_text,
@@ -175,7 +176,7 @@ _JS = """
 
 def trial_anchor(task_id: str, trial: int) -> str:
     """Return the URL fragment that opens a trial in the page: ``trial=`` + the URL-encoded ``TASK/INDEX``."""
-    return "trial=" + quote(f"{task_id}/{trial}", safe="")
+    return "trial=" + quote(shown(f"{task_id}/{trial}"), safe="")  # shown: a lone surrogate has no UTF-8 form
 
 
 TEXT_LIMIT = 20_000
@@ -574,7 +575,7 @@ def render_html(report: RunReport, title: str | None = None) -> str:
            ("trials/cell", report.trials_per_task)) if cfg.get("personas")
           else (("tasks", len(report.task_ids)), ("trials/task", report.trials_per_task))),
         ("seed", cfg.get("seed")), *((("vary", m["vary"]),) if m.get("vary_note") else ()),
-        ("git", (doc.get("git_revision") or "-")[:12]),
+        ("git", str(doc.get("git_revision") or "-")[:12]),
         *((("split", f"{doc['split']}" + (" (holdout: never tune on it)" if doc["split"] == "holdout" else "")),)
           if doc.get("split") else ()),
     ))
@@ -619,6 +620,7 @@ def render_html(report: RunReport, title: str | None = None) -> str:
                     f'<span class=note>{_e(", ".join(c.failures))}</span></li>' for c in failed)
     articles = "".join(_trial_article(i, c) for i, c in enumerate(report.cells) if c.record is not None)
     notes = [m["vary_note"]] if m.get("vary_note") else []
+    notes += data_notes(report.document)
     if m["missing_trials"]:
         notes.append(f"{m['missing_trials']} planned trials are missing; they count as failures in pass^k.")
     if report.duplicates:

@@ -17,8 +17,8 @@ from simulator.types.grade import JudgeResult
 from ._analysis import RunReport, trial_outcome
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, run_clusters, share_text
 
-__all__ = ["assertion_lines", "failure_lines", "format_cost", "format_seconds", "involved_text", "print_clusters",
-           "print_failure", "print_recovery", "print_summary", "recovery_text"]
+__all__ = ["assertion_lines", "data_notes", "failure_lines", "format_cost", "format_seconds", "involved_text",
+           "print_clusters", "print_failure", "print_recovery", "print_summary", "recovery_text"]
 
 MAX_CLUSTERS = 10
 """Failure clusters the terminal summary lists (largest first)."""
@@ -365,12 +365,23 @@ def _print_headline(report: RunReport, console: Console, command: str) -> None:
     if split:
         console.print(f"task split: {split}" + (" (HOLDOUT: report on it, never tune on it)" if split == "holdout"
                                                 else ""), highlight=False, markup=False)
+    for note in data_notes(report.document):
+        console.print(f"note: {note}", highlight=False, markup=False, style="yellow")
     line = f"planned {report.planned}, recorded {report.recorded}, duplicates {report.duplicates}"
     if m["missing_trials"]:
         line += f", [red]missing {m['missing_trials']} (counted as failures)[/]"
     if report.unplanned:
         line += f", unplanned {report.unplanned} (ignored)"
     console.print(line, highlight=False)
+
+
+def data_notes(document: Mapping[str, Any]) -> list[str]:
+    """Return the document's notes on recorded values it could not use, strings only.
+
+    See ``data_notes`` in :func:`simulator.storage.documents.check_run_document`.
+    """
+    notes = document.get("data_notes")
+    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
 def noise_floor_text(m: Mapping[str, Any]) -> str | None:
@@ -383,12 +394,22 @@ def noise_floor_text(m: Mapping[str, Any]) -> str | None:
     if not isinstance(nf, Mapping):
         return None
     k = nf.get("k", 1)
-    parts = [f"a pass^1 difference of {nf['pass^1']:.3f}"]
-    if f"pass^{k}" in nf and k != 1:
-        parts.append(f"a pass^{k} difference of {nf[f'pass^{k}']:.3f}")
-    return (f"noise floor ({nf['tasks']} tasks x {nf['trials_per_task']} trials): the smallest difference a paired "
-            f"comparison of two such runs detects is {' and '.join(parts)} (minimum detectable difference; "
-            f"{nf['method']}); `tausim plan --baseline RUN --detect D` gives the trials per task needed for D")
+    keys = ["pass^1", *([f"pass^{k}"] if f"pass^{k}" in nf and k != 1 else [])]
+    values = {key: nf.get(key) for key in keys}
+    size = f"noise floor ({nf['tasks']} tasks x {nf['trials_per_task']} trials)"
+    plan = "`tausim plan --baseline RUN --detect D` gives the trials per task needed for D"
+    if all(not _probability(v) for v in values.values()):
+        return (f"{size}: cannot be estimated with so few tasks x trials: a paired comparison of two such runs "
+                f"would detect no difference of {' or '.join(keys)}, not even 1 ({nf['method']}); {plan}")
+    parts = [f"a {key} difference of {v:.3f}" if _probability(v) else f"no {key} difference (not even 1)"
+             for key, v in values.items()]
+    return (f"{size}: the smallest difference a paired comparison of two such runs detects is {' and '.join(parts)} "
+            f"(minimum detectable difference; {nf['method']}); {plan}")
+
+
+def _probability(value: Any) -> bool:
+    """Whether a recorded value is a probability (an older document may hold an mdd above 1, NaN, a string)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
 
 
 def user_review_lines(review: Mapping[str, Any]) -> list[str]:

@@ -18,7 +18,7 @@ U-statistic, summed over the binomial distribution). The minimum detectable diff
 
 ``p_t`` is estimated from the run itself, shrunk away from 0 and 1 as ``(c_t + 1/2) / (n + 1)`` (a Jeffreys-type
 adjustment) so that tasks that always or never passed in ``n`` trials still carry the sampling variance ``n``
-trials cannot rule out. The normal quantiles come from :class:`statistics.NormalDist` (no numpy or scipy).
+trials cannot rule out. The normal quantiles come from :class:`statistics.NormalDist`.
 :func:`trials_needed` inverts the formula: the fewest trials per task (same tasks, same ``p_t``) whose MDD is at
 most the difference to detect.
 """
@@ -26,9 +26,11 @@ most the difference to detect.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from math import comb, sqrt
+from math import comb, lgamma, log, log1p, sqrt
 from statistics import NormalDist
 from typing import Any
+
+import numpy as np
 
 __all__ = ["METHOD", "min_detectable_difference", "noise_floor", "pass_hat_k_variance", "trials_needed"]
 
@@ -60,12 +62,31 @@ def pass_hat_k_variance(p: float, n: int, k: int) -> float:
         raise ValueError(f"p must be in [0, 1], got {p}")
     if k == 1:
         return p * (1.0 - p) / n
-    total = comb(n, k)
-    second = 0.0
-    for c in range(k, n + 1):
-        weight = comb(n, c) * p ** c * (1.0 - p) ** (n - c)
-        second += weight * (comb(c, k) / total) ** 2
+    if p in (0.0, 1.0):
+        return 0.0  # c is certain: the estimate is a constant
+    if n <= _DIRECT_MAX_N:
+        total = comb(n, k)
+        direct = 0.0
+        for i in range(k, n + 1):
+            weight = comb(n, i) * p ** i * (1.0 - p) ** (n - i)
+            direct += weight * (comb(i, k) / total) ** 2
+        return max(0.0, direct - p ** (2 * k))
+    # in logs (comb(n, c) * p**c overflows a float from n ~ 1,030): log Binom(c; n, p) and
+    # log(C(c, k) / C(n, k)) from c = k, each step c -> c + 1 adding its ratio
+    c = np.arange(k, n, dtype=np.float64)
+    log_pmf = _log_comb(n, k) + k * log(p) + (n - k) * log1p(-p) + np.concatenate(
+        ([0.0], np.cumsum(np.log((n - c) / (c + 1.0)) + log(p) - log1p(-p))))
+    log_ratio = -_log_comb(n, k) + np.concatenate(([0.0], np.cumsum(np.log((c + 1.0) / (c + 1.0 - k)))))
+    second = float(np.exp(log_pmf + 2.0 * log_ratio).sum())
     return max(0.0, second - p ** (2 * k))
+
+
+_DIRECT_MAX_N = 1000
+"""Up to this n the sum is taken term by term (C(n, c) still fits a float); beyond, in logs."""
+
+
+def _log_comb(n: int, k: int) -> float:
+    return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
 
 
 def _z(alpha: float, power: float) -> float:
@@ -144,6 +165,11 @@ def trials_needed(successes: Sequence[int], n: int, k: int, detect: float, *, al
     return high
 
 
+def _detectable(mdd: float) -> float | None:
+    """An mdd that a difference of probabilities can reach, else None (more than 1, or infinite)."""
+    return mdd if mdd <= 1.0 else None
+
+
 def noise_floor(per_task: Mapping[str, Mapping[str, Any]], n: int) -> dict[str, Any]:
     """Return the minimum detectable differences of a run's pass^1 and pass^n, as reports state them.
 
@@ -153,12 +179,14 @@ def noise_floor(per_task: Mapping[str, Mapping[str, Any]], n: int) -> dict[str, 
 
     Returns:
         ``{"pass^1": mdd, "pass^n": mdd, "k": n, "tasks": T, "trials_per_task": n, "alpha": 0.05,
-        "power": 0.8, "method": METHOD}`` (``pass^n`` only when ``n > 1``).
+        "power": 0.8, "method": METHOD}`` (``pass^n`` only when ``n > 1``). An mdd is a difference of
+        probabilities, at most 1: where the formula gives more (too few tasks x trials, e.g. 1 x 1: 1.72) or no
+        tasks, it is None: no difference of pass^k could be detected, the noise floor cannot be estimated.
     """
     successes = [int(v.get("successes", 0)) for v in per_task.values()]
-    out: dict[str, Any] = {"pass^1": min_detectable_difference(successes, n, 1)}
+    out: dict[str, Any] = {"pass^1": _detectable(min_detectable_difference(successes, n, 1))}
     if n > 1:
-        out[f"pass^{n}"] = min_detectable_difference(successes, n, n)
+        out[f"pass^{n}"] = _detectable(min_detectable_difference(successes, n, n))
     out.update({"k": n, "tasks": len(successes), "trials_per_task": n, "alpha": 0.05, "power": 0.8,
                 "method": METHOD})
     return out

@@ -41,7 +41,7 @@ from simulator.stats.power import noise_floor
 from simulator.stats.trajectory import tool_call_accuracy
 from simulator.types.sanitize import known_cost
 
-__all__ = ["LAYERS", "persona_metrics", "run_metrics", "summarize_tool_accuracy", "violation_metrics"]
+__all__ = ["LAYERS", "complete_suite", "persona_metrics", "run_metrics", "summarize_tool_accuracy", "violation_metrics"]
 
 
 
@@ -202,6 +202,26 @@ def _stats_dict(values: Iterable[float | None]) -> dict[str, Any]:
 
 
 _PERSONA_FIELDS = ("mean_turns_to_abandon", "user_flags", "infra_error_rate", "loop_rate", "success_rate")
+
+
+def complete_suite(trials: Sequence[Mapping[str, Any]], task_ids: Sequence[str], trials_per_task: int,
+                   personas: Sequence[str] | None = None) -> dict[str, Any]:
+    """Return a run's suite metrics (pass^k and pass@k for k = 1..n) when every planned trial is there, else ``{}``.
+
+    Args:
+        trials: the run's trial records (``task_id``, ``persona``, ``trial``, ``passed``), a resumed run's earlier
+            ones included.
+        task_ids: the planned tasks (none: ``{}``).
+        trials_per_task: planned trials per task (``n``).
+        personas: the run's personas, or None.
+
+    Returns:
+        :attr:`simulator.stats.estimators.Reliability.suite`, or ``{}`` for an incomplete run.
+    """
+    if not task_ids:
+        return {}
+    rel = reliability(trials, list(task_ids), trials_per_task, personas=list(personas or []), incomplete="count")
+    return rel.suite if rel.complete else {}
 
 
 def persona_metrics(
@@ -518,6 +538,8 @@ def _by_tag(records: Sequence[Mapping[str, Any]], planned: Sequence[str], n: int
             tags: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
     """pass^k per tag over the planned tasks carrying it (task cells ``task@persona`` carry their task's tags)."""
     out: dict[str, dict[str, Any]] = {}
+    # a run document's tags are data: only strings in lists count
+    tags = {str(k): [t for t in v if isinstance(t, str)] for k, v in tags.items() if isinstance(v, list | tuple)}
     for tag in sorted({t for tg in tags.values() for t in tg}):
         ids = [c for c in planned if tag in tags.get(c, tags.get(c.split("@")[0], ()))]
         if not ids:

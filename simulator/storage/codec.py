@@ -21,7 +21,8 @@ from simulator.storage.schema import as_aware, utc_now
 from simulator.types.grade import Grade
 from simulator.types.messages import Message
 from simulator.types.results import TrialKey, TrialResult
-from simulator.types.spec import RunSpec, format_validation_error
+from simulator.types.secrets import redact_url
+from simulator.types.spec import RunSpec, format_validation_error, recorded_config
 from simulator.types.trajectory import ToolCallRecord, Trajectory
 
 __all__ = ["RunInfo", "TrialRows", "decode_trials", "encode_trial", "grade_values", "run_info_from_row", "run_row",
@@ -81,9 +82,9 @@ def run_row(info: RunInfo) -> dict[str, Any]:
     """
     config = info.config
     return dict(
-        run_id=info.run_id, created_at=info.created_at, domain=config.domain, agent=config.agent.name,
-        user=config.user.name, seed=str(config.seed), trials=config.trials,
-        config=config.model_dump(mode="json"), task_ids=info.task_ids, data_dir=info.data_dir,
+        run_id=info.run_id, created_at=info.created_at, domain=config.domain, agent=redact_url(config.agent.name),
+        user=redact_url(config.user.name), seed=str(config.seed), trials=config.trials,
+        config=recorded_config(config), task_ids=info.task_ids, data_dir=info.data_dir,
         data_hash=info.data_hash, tasks_hash=info.tasks_hash, git_revision=info.git_revision, packages=info.packages,
         wall_seconds=0.0, extra=info.extra,
     )

@@ -31,8 +31,9 @@ from pydantic import ValidationError
 from simulator.errors import RunDocumentError
 from simulator.stats.faults import recovery_rates
 from simulator.stats.summaries import run_metrics
+from simulator.storage.measures import bad_measure, scrub_measurements
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
-from simulator.types.spec import RunSpec, format_validation_error
+from simulator.types.spec import RunSpec, format_validation_error, recorded_config
 from simulator.types.tasks import TOO_DEEP
 
 __all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "check_run_document", "load_partial",
@@ -68,6 +69,7 @@ def run_summary_json(result: RunResult, extra: dict[str, Any] | None = None) -> 
     doc: dict[str, Any] = {"format": "tausim.run", "version": 1}
     doc.update(extra or {})
     doc.update(result.model_dump(mode="json"))
+    doc["config"] = recorded_config(result.config)  # secrets redacted
     pairs = Counter(trial_key(t) for t in result.trials)
     doc["recorded"] = len(pairs)
     doc["duplicates"] = sum(n - 1 for n in pairs.values())
@@ -108,7 +110,7 @@ def partial_header(spec: RunSpec, planned: int, task_ids: Sequence[str] | None =
         ``{"format": "tausim.partial", "version": 1, "config": <spec as JSON>, "planned": planned}``, plus
         ``"planned_task_ids"`` when ``task_ids`` is given.
     """
-    header = {"format": PARTIAL_FORMAT, "version": 1, "config": spec.model_dump(mode="json"), "planned": planned}
+    header = {"format": PARTIAL_FORMAT, "version": 1, "config": recorded_config(spec), "planned": planned}
     if task_ids is not None:
         header["planned_task_ids"] = list(task_ids)
     return header
@@ -209,7 +211,9 @@ def check_run_document(doc: Any, source: str) -> dict[str, Any]:
         source: where it came from, for error messages.
 
     Returns:
-        The document (the same object).
+        A shallow copy of the document whose recorded numbers that are not finite numbers >= 0 are None
+        (:func:`simulator.storage.measures.scrub_measurements`; the trials holding them are copies, the input is
+        not changed), with ``data_notes``, one line per field with such values, when there were any.
 
     Raises:
         RunDocumentError: the document is not a ``tausim.run`` object with a config and a list of trials.
@@ -247,7 +251,20 @@ def check_run_document(doc: Any, source: str) -> dict[str, Any]:
         ids = doc.get(key)
         if ids is not None and not (isinstance(ids, list) and all(isinstance(t, str) for t in ids)):
             raise RunDocumentError(f"{source}: \"{key}\" must be a list of task ids")
-    return dict(doc)
+    return _scrubbed(doc, trials)
+
+
+def _scrubbed(doc: Mapping[str, Any], trials: list[Any]) -> dict[str, Any]:
+    """A shallow copy of the document with its bad recorded numbers None, and ``data_notes`` when there were any."""
+    checked = dict(doc)
+    checked["trials"], notes = scrub_measurements(trials)
+    if bad_measure(checked.get("wall_seconds")):
+        notes.append("wall_seconds: the run recorded a value that is not a finite number >= 0; shown as not "
+                     "available")
+        checked["wall_seconds"] = None
+    if notes:
+        checked["data_notes"] = notes
+    return checked
 
 
 def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, Any]:

@@ -43,10 +43,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.errors import SpecError
 from simulator.types.faults import FaultRates
+from simulator.types.secrets import redact_secrets
 from simulator.types.tasks import TOO_DEEP, Budget, not_utf8
 
 __all__ = ["EXECUTOR_HELP", "MAX_PLANNED_TRIALS", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "JudgeSpec",
-           "RunSpec", "SpecError", "format_validation_error", "load_spec", "parse_executor", "spec_differences"]
+           "RunSpec", "SpecError", "format_validation_error", "load_spec", "parse_executor", "recorded_config",
+           "spec_differences"]
 
 SPEC_FORMAT: Final = "tausim.runspec"
 """The value of every spec's ``format`` field."""
@@ -343,6 +345,19 @@ def _walk(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
         yield path, a, b
 
 
+def recorded_config(spec: RunSpec) -> dict[str, Any]:
+    """Return a spec as it is recorded and printed: its JSON form with secrets redacted.
+
+    Args:
+        spec: the run's spec (the components are built from it, with the real values).
+
+    Returns:
+        ``spec.model_dump(mode="json")`` through :func:`simulator.types.secrets.redact_secrets` (API keys,
+        tokens, passwords, ``Authorization`` headers and credentials in URLs as ``"[redacted]"``).
+    """
+    return redact_secrets(spec.model_dump(mode="json"))
+
+
 def spec_differences(stored: RunSpec, given: RunSpec, *, exempt: tuple[str, ...] = RESUME_EXEMPT
                      ) -> list[tuple[str, Any, Any]]:
     """Compare two specs field by field (nested fields as dotted paths, e.g. ``agent.temperature``).
@@ -353,10 +368,12 @@ def spec_differences(stored: RunSpec, given: RunSpec, *, exempt: tuple[str, ...]
         exempt: top-level fields not compared.
 
     Returns:
-        ``[(path, stored value, given value), ...]`` in field order; empty when the specs are equal.
+        ``[(path, stored value, given value), ...]`` in field order; empty when the specs are equal. Secrets
+        (:mod:`simulator.types.secrets`) are compared and shown redacted: a stored run never holds them, and a
+        changed key does not make another run.
     """
-    old = stored.model_dump(mode="json", exclude=set(exempt))
-    new = given.model_dump(mode="json", exclude=set(exempt))
+    old = redact_secrets(stored.model_dump(mode="json", exclude=set(exempt)))
+    new = redact_secrets(given.model_dump(mode="json", exclude=set(exempt)))
     order = {name: i for i, name in enumerate(RunSpec.model_fields)}
     diffs = list(_walk(old, new, ""))
     return sorted(diffs, key=lambda d: order.get(d[0].split(".")[0], len(order)))

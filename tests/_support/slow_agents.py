@@ -119,3 +119,13 @@ def stuck(ctx):
 def returns_none(ctx):
     """A factory that forgot its ``return``."""
     OracleAgent(ctx)
+
+
+STARTING_MARKER = "slow-factory: building"
+
+
+def slow_factory(ctx):
+    """A factory that takes 60 s to build its agent: the run's pre-flight (start-up) waits on it."""
+    print(STARTING_MARKER, file=sys.stderr, flush=True)
+    time.sleep(60)
+    return stuck(ctx)

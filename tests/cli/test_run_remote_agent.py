@@ -55,3 +55,55 @@ def test_an_unreachable_http_agent_stops_the_run_in_its_preflight(tmp_path, monk
     lines = [line for line in res.output.splitlines() if "set-up error" in line]
     assert len(lines) == 1 and url in lines[0] and "unreachable" in lines[0], res.output
     assert not out.exists()  # no trial ran
+
+
+def test_secrets_of_an_http_agent_are_used_but_never_recorded_or_printed(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    key, header = "sk-SECRET-key-1234", "hdr-SECRET-5678"
+    task = _task()
+    out, log, db = tmp_path / "run.json", tmp_path / "run.log", tmp_path / "runs.db"
+    with openai_server({"tausim-agent": oracle_script(task)}) as service:
+        url = service.api_base
+        spec = {"format": "tausim.runspec", "version": 1, "domain": "retail", "user": "rule", "task_ids": [TASK],
+                "trials": 1, "agent": {"name": f"http:{url}", "args": {
+                    "api_key": key, "headers": {"X-Api-Key": header, "Accept": "application/json"}}}}
+        (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        res = CliRunner().invoke(app, ["run", "--spec", str(tmp_path / "spec.json"), "--out", str(out),
+                                       "--store", f"sqlite:///{db}", "--log-file", str(log), "--no-progress"])
+        seen = list(service.authorizations)
+        # the stored run is still the same run: resuming it with the real key is accepted
+        again = CliRunner().invoke(app, ["run", "--spec", str(tmp_path / "spec.json"), "--store",
+                                         f"sqlite:///{db}", "--run-id", json.loads(out.read_text())["run_id"],
+                                         "--no-progress"])
+    assert again.exit_code == 0 and key not in again.output, again.output
+    assert res.exit_code == 0, res.output
+    assert seen and all(a == f"Bearer {key}" for a in seen)  # the key was used
+    recorded = {"stdout": res.output, "run document": out.read_text(encoding="utf-8"),
+                "log": log.read_text(encoding="utf-8"), "store": db.read_bytes().decode("utf-8", "replace")}
+    for where, text in recorded.items():
+        for secret in (key, header):
+            assert secret not in text, (where, secret)  # were all written in clear
+    config = json.loads(out.read_text(encoding="utf-8"))["config"]["agent"]
+    assert config["args"] == {"api_key": "[redacted]", "headers": {"X-Api-Key": "[redacted]",
+                                                                   "Accept": "application/json"}}
+
+
+def test_a_partial_file_without_its_secrets_is_refused_for_resume_in_one_line(tmp_path):
+    from simulator.storage.documents import partial_header
+    from simulator.types.spec import RunSpec
+
+    spec = RunSpec(domain="retail", agent={"name": "http:http://127.0.0.1:9/v1", "args": {"api_key": "sk-1"}})
+    partial = tmp_path / "run.json.partial.jsonl"
+    partial.write_text(json.dumps(partial_header(spec, 1, ["a"])) + "\n", encoding="utf-8")
+    assert "sk-1" not in partial.read_text(encoding="utf-8")
+    res = CliRunner().invoke(app, ["run", "--resume-from", str(partial), "--no-progress"])
+    assert res.exit_code == 2 and "secrets" in res.output and "api_key_env" in res.output, res.output
+
+
+def test_an_unreachable_endpoint_s_error_does_not_print_the_url_s_password(monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent",
+                                   f"http:http://me:pw-SECRET-1@127.0.0.1:{_closed_port()}/v1", "--user", "rule",
+                                   "--task-ids", TASK, "--no-progress"])
+    assert res.exit_code == 2 and "unreachable" in res.output, res.output
+    assert "pw-SECRET-1" not in res.output and "me:[redacted]@127.0.0.1" in res.output

@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from simulator.dialogue.progress import RunProgress
 from tests._support.children import restore_sigint
-from tests._support.slow_agents import interrupt_run
+from tests._support.slow_agents import STARTING_MARKER, interrupt_run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -124,3 +126,24 @@ def test_a_child_gets_ctrl_c_back_even_where_the_suite_ignores_it():
         signal.signal(signal.SIGINT, old)
     assert inherited.stdout.strip() == "False"  # what the children got before
     assert restored.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGTERM, 143, "interrupted (SIGTERM)"),
+                                                   (signal.SIGINT, 130, "interrupted while")])
+def test_a_signal_while_the_run_starts_exits_143_on_sigterm_and_130_on_ctrl_c(sig, code, said):
+    proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", "run", "--agent",
+                             "py:tests._support.slow_agents:slow_factory", "--task-ids", "cancel-no-longer-needed",
+                             "--no-progress"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=restore_sigint)
+    try:
+        seen = ""
+        while STARTING_MARKER not in seen and proc.poll() is None:  # the pre-flight is building the agent
+            seen = proc.stderr.readline()
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert STARTING_MARKER in seen
+    assert proc.returncode == code, stderr  # SIGTERM exited 130, silently (the docs say 143)
+    assert said in stderr and "no trial was run" in stderr and "Traceback" not in stderr

@@ -250,3 +250,20 @@ def test_the_cli_refuses_to_drop_a_partial_run_and_resumes_it_with_resume(tmp_pa
     assert not partial.exists() and json.loads(doc_file.read_text())["trials"][0] == doc["trials"][0]
     res = CliRunner().invoke(app, ["variance", "--task-ids", IDS[0], "--resume"])
     assert res.exit_code == 2 and "--resume: resumes the runs kept in --runs-dir; give --runs-dir DIR" in res.output
+
+
+def test_resuming_a_complete_runs_dir_gives_the_original_figures(tmp_path: Path):
+    runs = tmp_path / "vr"
+    args = ["variance", "--task-ids", ",".join(IDS), "--trials", "2", "--runs-dir", str(runs), "--no-progress"]
+    assert CliRunner().invoke(app, [*args, "--out", str(tmp_path / "first.json")]).exit_code == 0
+    res = CliRunner().invoke(app, [*args, "--resume", "--out", str(tmp_path / "again.json")])
+    assert res.exit_code == 0, res.output
+    first, again = (json.loads((tmp_path / f).read_text()) for f in ("first.json", "again.json"))
+    for condition in ("both", "user", "agent"):
+        # independently: each condition's own run document holds its pass^1
+        recorded = json.loads((runs / f"variance-{condition}.json").read_text())["metrics"]["pass^1"]
+        assert recorded is not None
+        assert first["conditions"][condition]["pass^1"] == recorded
+        assert again["conditions"][condition]["pass^1"] == recorded  # was null
+    assert {k: v for k, v in again.items() if k != "conditions"} == \
+        {k: v for k, v in first.items() if k != "conditions"}

@@ -60,3 +60,21 @@ def test_says_unknown(text: str | None, unknown: bool) -> None:
 ])
 def test_claims_completion(text: str | None, claim: bool) -> None:
     assert claims_completion(text) is claim
+
+
+@pytest.mark.parametrize(("text", "claim"), [
+    # a negation inside a relative clause is that clause's (fresh-user tour): the main clause claims
+    ("The items that were not delivered have been refunded.", True),
+    ("The order which wasn't shipped has been cancelled.", True),
+    ("Items that I could not find have been refunded.", True),
+    # ...but a negation after a relative clause, on the cue's own verb, still turns it around
+    ("The order that you asked about could not be completed.", False),
+    ("I'm sorry that it was not completed.", False),
+    # a negated verb of knowing or saying governs the clause after it: no fact is reported
+    ("I can't confirm the payment went through.", False),
+    ("I'm not sure the refund went through.", False),
+    ("We cannot verify that the exchange has been processed.", False),
+    ("I can't tell you how glad I am, your order has been cancelled.", True),  # another clause
+])
+def test_claims_completion_reads_relative_clauses_and_negated_knowing(text: str, claim: bool) -> None:
+    assert claims_completion(text) is claim

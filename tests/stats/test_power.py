@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from math import comb
 
 import numpy as np
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.stats.power import min_detectable_difference, pass_hat_k_variance, trials_needed
+from tests._support.report_docs import trial
 
 Z = 1.959964 + 0.841621  # z_0.975 + z_0.80, from a normal table
 
@@ -96,3 +98,42 @@ def test_the_html_report_states_the_noise_floor() -> None:
            "planned_task_ids": ["t0", "t1", "t2"], "trials": trials}
     html = render_html(analyze_run(doc, n_resamples=10))
     assert 'id="noise-floor"' in html and "noise floor (3 tasks x 2 trials)" in html
+
+
+def test_the_variance_of_many_trials_is_finite_and_matches_exact_rational_arithmetic():
+    def exact(p, n, k):  # the same sum in exact rationals: an independent check of the log-space sum
+        p = Fraction(p).limit_denominator(10)
+        s = sum(comb(n, c) * p ** c * (1 - p) ** (n - c) * Fraction(comb(c, k), comb(n, k)) ** 2
+                for c in range(k, n + 1))
+        return float(s - p ** (2 * k))
+
+    for p, n, k in [(0.9, 1040, 2), (0.3, 1040, 4)]:  # C(n, c) no longer fits a float: was an OverflowError
+        assert pass_hat_k_variance(p, n, k) == pytest.approx(exact(p, n, k), rel=1e-6)
+
+
+def test_plan_for_a_one_task_baseline_that_always_passed_gives_a_number_of_trials(tmp_path):
+    doc = {"format": "tausim.run", "version": 1, "config": {"domain": "retail", "trials": 2, "seed": 0,
+                                                            "task_ids": ["a"]},
+           "trials": [trial("a", 0, True), trial("a", 1, True)]}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    res = CliRunner().invoke(app, ["plan", "--baseline", str(path)])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)  # was OverflowError
+    assert res.exit_code == 0 and "trials per task needed" in res.output, res.output
+
+
+def test_a_one_task_one_trial_run_says_its_noise_floor_cannot_be_estimated(tmp_path):
+    # by hand: p = (1 + 1/2) / 2 = 0.75, Var = 2 * 0.75 * 0.25 / 1 = 0.375, mdd = 2.80158 * sqrt(0.375) = 1.716 > 1
+    assert min_detectable_difference([1], 1, 1) == pytest.approx(2.80158 * 0.375 ** 0.5, rel=1e-4)
+    doc = {"format": "tausim.run", "version": 1, "config": {"domain": "retail", "trials": 1, "seed": 0,
+                                                            "task_ids": ["a"]},
+           "trials": [trial("a", 0, True)]}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    res = CliRunner().invoke(app, ["report", str(path), "--format", "json"])
+    assert json.loads(res.stdout)["metrics"]["noise_floor"]["pass^1"] is None  # was 1.716: not a probability
+    res = CliRunner().invoke(app, ["report", str(path)])
+    line = next(x for x in res.output.splitlines() if x.startswith("noise floor"))
+    assert "cannot be estimated" in line and "1.716" not in line, line
+    res = CliRunner().invoke(app, ["plan", "--baseline", str(path)])
+    assert res.exit_code == 0 and "1.716" not in res.output and "too few tasks x trials" in res.output, res.output
