@@ -223,7 +223,21 @@ def decode_trials(trial_rows: Sequence[Mapping[Any, Any]], message_rows: Iterabl
 
     Returns:
         One :class:`TrialResult` per trial row, in the order of ``trial_rows``.
+
+    Raises:
+        StoreError: a row holds a value its field cannot take (a store edited by hand: text in a number column);
+            one line naming the trial, the field and the value.
     """
+    try:
+        return _decode_trials(trial_rows, message_rows, call_rows, grade_rows)
+    except ValidationError as e:
+        raise StoreError(format_validation_error("the store's row of a trial", e)) from None
+
+
+def _decode_trials(trial_rows: Sequence[Mapping[Any, Any]], message_rows: Iterable[Mapping[Any, Any]],
+                   call_rows: Iterable[Mapping[Any, Any]],
+                   grade_rows: Iterable[Mapping[Any, Any]]) -> list[TrialResult]:
+    """:func:`decode_trials` without the error's translation."""
     msgs: dict[_RowKey, list[Message]] = {}
     for r in message_rows:
         msgs.setdefault(_row_key(r), []).append(Message.model_validate({
@@ -237,7 +251,11 @@ def decode_trials(trial_rows: Sequence[Mapping[Any, Any]], message_rows: Iterabl
     out = []
     for r in trial_rows:
         key = (r["task_id"], r["persona"], int(r["trial"]))
-        out.append(_decode_trial(r, key, msgs.get(key, []), calls.get(key, []), grades.get(key)))
+        try:
+            out.append(_decode_trial(r, key, msgs.get(key, []), calls.get(key, []), grades.get(key)))
+        except ValidationError as e:
+            where = f"the store's row of task {key[0]!r} trial {key[2]}"
+            raise StoreError(format_validation_error(where, e)) from None
     return out
 
 

@@ -304,3 +304,21 @@ def test_failed_prefix_case_shows_its_next_step_failures():
     record["grade"]["next_step"].update(calls=[], message=None, failures=["must_call: get_order: not called"])
     assert failure_lines(record)[1:] == ["    next step: must_call: get_order: not called",
                                          "    the agent's turn: no tool call; no closing message"]
+
+
+def test_a_store_edited_by_hand_gives_one_line_naming_the_trial_and_field(tmp_path):
+    pytest.importorskip("simulator.storage.store")
+    import sqlite3
+
+    db = tmp_path / "runs.db"
+    url = f"sqlite:///{db}"
+    res = invoke("run", "--agent", "null", "--task-ids", "cancel-no-longer-needed", "--trials", "1",
+                 "--store", url, "--run-id", "r1")
+    assert res.exit_code == 0, res.output
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE trials SET turns = 'abc\x1b[31m'")
+    for args in (("report", "r1"), ("gate", "--baseline", "r1", "--candidate", "r1")):
+        res = invoke(*args, "--store", url)
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output and "\x1b" not in res.output
+        assert "cancel-no-longer-needed" in res.output and "turns" in res.output
