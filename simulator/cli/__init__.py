@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import signal
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -118,10 +119,24 @@ def main() -> None:
         return
     for name, value in BLAS_THREADS.items():
         os.environ.setdefault(name, value)
-    _import_quietly(sys.argv[1:2])
-    from simulator.cli._app import app
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated_while_starting)  # a command installs its own later
+        try:
+            _import_quietly(sys.argv[1:2])
+            from simulator.cli._app import app
+        finally:
+            if signal.getsignal(signal.SIGTERM) is _terminated_while_starting:
+                signal.signal(signal.SIGTERM, previous)
+        app()
+    except KeyboardInterrupt:  # Ctrl-C where no command handles it (the imports, the plugins' entry points)
+        print("tausim: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
 
-    app()
+
+def _terminated_while_starting(signum: int, frame: object) -> None:
+    """SIGTERM while the command's module is imported: exit 143 with a message, not killed in silence."""
+    print("tausim: terminated while starting: nothing was run", file=sys.stderr)
+    raise SystemExit(143)
 
 
 def _import_quietly(command: list[str]) -> None:

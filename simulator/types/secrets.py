@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode
 
 __all__ = ["REDACTED", "is_secret_key", "redact_secrets", "redact_url"]
 
@@ -108,24 +108,45 @@ def redact_url(text: str) -> str:
     return "".join(out)
 
 
+def _secret_parameter(key: str) -> bool:
+    """Whether a URL's query or fragment parameter names a credential (a bare ``key`` too: ``?key=`` API keys)."""
+    return is_secret_key(key) or key.lower() == "key"
+
+
+def _redact_parameters(text: str) -> str:
+    """A query (or fragment) ``a=1&api_key=x`` with its credential values redacted; unchanged when it has none."""
+    if "=" not in text:
+        return text
+    pairs = parse_qsl(text, keep_blank_values=True)
+    if not any(_secret_parameter(k) for k, _ in pairs):
+        return text
+    return urlencode([(k, REDACTED if _secret_parameter(k) else v) for k, v in pairs])
+
+
 def _redact_one(text: str) -> str:
-    try:
-        parts = urlsplit(text)
-        netloc = parts.netloc
-        if parts.password is not None:
-            user, _, host = netloc.rpartition("@")
+    """One URL with its user part's password (or bare token) and credential parameters redacted.
+
+    Split by hand, not with ``urlsplit``: its output must read the same when redacted again (``urlsplit`` refuses
+    the ``[`` of an already redacted password as a bad IPv6 host), so that a recorded configuration compares equal
+    to the same configuration redacted anew (a resumed run).
+    """
+    scheme, _, rest = text.partition("://")
+    cut = len(rest)
+    for ch in "/?#":
+        i = rest.find(ch)
+        if 0 <= i < cut:
+            cut = i
+    netloc, tail = rest[:cut], rest[cut:]
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        if ":" in user:
             netloc = f"{user.split(':', 1)[0]}:{REDACTED}@{host}"
-        elif "@" in netloc and parts.username and re.fullmatch(r"[A-Za-z0-9_\-.~]{16,}", parts.username):
-            netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"  # a bare token as the user part
-        query = parts.query
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(is_secret_key(k) for k, _ in pairs):
-            query = urlencode([(k, REDACTED if is_secret_key(k) else v) for k, v in pairs])
-        if netloc == parts.netloc and query == parts.query:
-            return text
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:  # not a URL after all (e.g. a bad port): keep nothing that could be a secret
-        return text.split("://", 1)[0] + "://" + REDACTED
+        elif re.fullmatch(r"[A-Za-z0-9_\-.~]{16,}", user):
+            netloc = f"{REDACTED}@{host}"  # a bare token as the user part
+    before, hashmark, fragment = tail.partition("#")
+    path, qmark, query = before.partition("?")
+    tail = f"{path}{qmark}{_redact_parameters(query)}{hashmark}{_redact_parameters(fragment)}"
+    return f"{scheme}://{netloc}{tail}"
 
 
 def redact_secrets(value: Any) -> Any:

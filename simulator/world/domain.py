@@ -15,12 +15,14 @@ checked against the tools.
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
+from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
@@ -66,7 +68,35 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
     template_cacheable: ClassVar[bool] = False
     """Whether the template depends only on the data folder's files, the options and the code of the domain's
     package and of ``simulator``: then it is kept on disk between processes (:mod:`simulator.world.template_cache`).
-    A domain whose ``populate`` reads anything else (the environment, other files, the clock) leaves it False."""
+    A domain whose ``populate`` reads anything else (the environment, other files, the clock) leaves it False.
+    Inherited, it counts only for classes all defined in ``simulator`` and ``domains`` (see :meth:`_cacheable`)."""
+
+    def _cacheable(self) -> bool:
+        """Whether this domain's template may be kept on disk (:attr:`template_cacheable`).
+
+        Inherited, it holds only for classes all defined in tausim's own packages (``simulator``, ``domains``), whose
+        code the cache key covers; a class of another package takes part only when it says so itself (its own
+        ``template_cacheable = True``): its ``populate`` may call code elsewhere, which the key cannot see.
+        """
+        cls = type(self)
+        if "template_cacheable" in vars(cls):
+            return bool(cls.template_cacheable)
+        own = ("simulator", "domains", "builtins", "abc", "typing")
+        return self.template_cacheable and all(k.__module__.partition(".")[0] in own for k in cls.__mro__)
+
+    def _template_from(self, metadata: MetaData, folder: Path, opts: dict[str, Any],
+                       built: bytes | None) -> TemplateDatabase:
+        """The template from a cached image ``built`` when it opens, else built from the data (see :meth:`template`)."""
+        def populate(s: Session) -> None:
+            self._populate_with_sinks(s, folder, opts)
+
+        name = f"{self.name}:{folder}"
+        if built is not None:
+            try:
+                return TemplateDatabase(metadata, populate, name=name, options=opts, data=built)
+            except sqlite3.DatabaseError:  # an image that passed its digest but is no database: built again
+                built = None
+        return TemplateDatabase(metadata, populate, name=name, options=opts)
 
     def __init__(self) -> None:
         self._templates: dict[tuple[str, tuple[tuple[str, Any], ...]], TemplateDatabase] = {}
@@ -185,16 +215,10 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
                 if not (folder.is_dir() or folder.is_file()):
                     raise DomainError(f"--data {folder}: not a directory or a data file")
                 metadata = self.install_sinks().metadata
-                cache_key = template_key(self, folder, opts) if self.template_cacheable else None
+                cache_key = template_key(self, folder, opts) if self._cacheable() else None
                 built = load_template(cache_key) if cache_key is not None else None
-                tpl = TemplateDatabase(
-                    metadata,
-                    lambda s: self._populate_with_sinks(s, folder, opts),
-                    name=f"{self.name}:{folder}",
-                    options=opts,
-                    data=built,
-                )
-                if cache_key is not None and built is None:
+                tpl = self._template_from(metadata, folder, opts, built)
+                if cache_key is not None and tpl.data is not built:
                     store_template(cache_key, tpl.data)
                 tpl.data_dir = folder if data_dir is not None else None
                 self._templates[key] = tpl

@@ -41,3 +41,23 @@ def test_a_spec_is_recorded_without_its_secrets_and_a_new_key_is_the_same_run():
                                                                                     "api_key": "sk-2"}})})
     assert spec_differences(spec, other) == []
     assert redact_secrets({"a": [{"token": None}]}) == {"a": [{"token": None}]}  # unknown stays null
+
+
+def test_a_recorded_spec_redacted_again_is_unchanged_so_a_run_with_url_credentials_resumes():
+    # a stored run's configuration is already redacted; resuming compares it with the new spec redacted anew
+    spec = RunSpec(domain="retail", agent={"name": "http:http://alice:PW1@127.0.0.1:9/chat/completions"},
+                   user={"name": "llm:m", "api_base": "http://bob:PW2@host:1/v1?key=AIzaX1&x=1#access_token=tok1"})
+    rec = recorded_config(spec)
+    assert rec["agent"]["name"] == f"http:http://alice:{REDACTED}@127.0.0.1:9/chat/completions"  # the host is kept
+    assert rec["user"]["api_base"] == "http://bob:[redacted]@host:1/v1?key=%5Bredacted%5D&x=1#access_token=%5Bredacted%5D"
+    assert not any(secret in repr(rec) for secret in ("PW1", "PW2", "AIzaX1", "tok1"))
+    stored = RunSpec.model_validate(rec)
+    assert recorded_config(stored) == rec
+    assert spec_differences(stored, spec) == []
+
+
+@pytest.mark.parametrize("url", ["http://u:p@h/x", "https://h/v1?api_key=a&b=2", "http://[::1]:80/x", "http://h:99999999/",
+                                 "see http://a:b@h/x and https://k:v@g/y?token=1", "http://tok_abcdefghijklmnop@h/"])
+def test_redacting_a_redacted_url_changes_nothing(url):
+    once = redact_url(url)
+    assert redact_url(once) == once

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
+import sys
+import types
 
 import pytest
 
 from simulator.world.domain import get_domain
-from simulator.world.template_cache import CACHE_ENV, load_template, template_key
+from simulator.world.template_cache import CACHE_ENV, load_template, store_template, template_key
 
 
 def _rows(data: bytes) -> dict[str, list[tuple]]:
@@ -103,3 +105,29 @@ def test_a_domain_class_whose_code_has_no_file_to_check_is_not_cached(data):
     mine = type("MyRetail", (retail,), {"__module__": "__main__"})  # as if defined in a script or a notebook
     assert template_key(mine(), data, {"mode": "tau-bench"}) is None
     assert template_key(retail(), data, {"mode": "tau-bench"}) is not None
+
+
+def test_a_subclass_from_another_package_is_cached_only_when_it_says_so_itself(data, tmp_path, monkeypatch):
+    # its populate may call code of its own package, which the key does not cover (a stale template otherwise)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setitem(sys.modules, "my_company", types.ModuleType("my_company"))
+    sys.modules["my_company"].__file__ = str(tmp_path / "my_company.py")  # a module with a file the key could see
+    (tmp_path / "my_company.py").write_text("")
+    base = type(get_domain("retail"))
+    elsewhere = type("MyRetail", (base,), {"__module__": "my_company.domains"})
+    elsewhere().template(data)
+    assert not (tmp_path / "cache" / "templates").exists()
+    opted = type("MyRetail", (base,), {"__module__": "my_company.domains", "template_cacheable": True})
+    opted().template(data)
+    assert len(list((tmp_path / "cache" / "templates").glob("*.sqlite"))) == 1
+
+
+def test_a_cached_image_that_is_no_database_is_built_again(data, tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    first = _template(data)
+    (path,) = (tmp_path / "cache" / "templates").glob("*.sqlite")
+    key = path.stem
+    store_template(key, b"not a database at all" * 10)  # a valid header and digest over a forged body
+    again = _template(data)
+    assert again.data == first.data
+    assert load_template(key) == first.data  # stored again, right
