@@ -92,9 +92,23 @@ def emit_event(ctx: EventContext, name: str, data: Mapping[str, Any], kind: str 
     Raises:
         ValueError: an empty name.
     """
+    sql, params = event_statement(ctx, name, data, kind)
+    _write(ctx, sql, params)
+
+
+def event_statement(ctx: EventContext, name: str, data: Mapping[str, Any],
+                    kind: str = "domain") -> tuple[str, tuple[Any, ...]]:
+    """The statement :func:`emit_event` runs for these arguments: ``(sql, parameters)``, the parameters immutable.
+
+    A remembered write call (:mod:`simulator.world.memo`) replays it with the call's other statements: the same
+    step, source, kind, name and data text, so the same row (its ``seq`` the next one, as :func:`emit_event` gives).
+
+    Raises:
+        ValueError: an empty name.
+    """
     if not name:
         raise ValueError("an event needs a name")
-    _write(ctx, _INSERT_EVENT, (ctx.step, ctx.source, kind, name, _EVENT_DATA.encode(dict(data))))
+    return _INSERT_EVENT, (ctx.step, ctx.source, kind, name, _EVENT_DATA.encode(dict(data)))
 
 
 def read_events(raw: sqlite3.Connection) -> list[Event]:

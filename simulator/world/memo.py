@@ -170,7 +170,10 @@ def _plain(value: Any) -> bool:
     if t in _SCALARS:
         return True
     if t is list:
-        return all(_plain(v) for v in value)
+        for v in value:
+            if not (type(v) is str or _plain(v)):
+                return False
+        return True
     if t is dict:
         return all(type(k) is str and _plain(v) for k, v in value.items())
     return False
@@ -189,8 +192,14 @@ def memo_key(fn: Callable[..., Any], arguments: Mapping[str, Any]) -> tuple[Call
     Returns:
         ``(fn, text)``, or None for arguments of other types (then the call is not remembered).
     """
-    if type(arguments) is not dict or not _plain(arguments):
+    if type(arguments) is not dict:
         return None
+    for k, v in arguments.items():  # _plain(arguments), the common leaves checked inline: it runs for every call
+        if type(k) is not str:
+            return None
+        t = type(v)
+        if not (t is str or t is int or v is None or t is bool or t is float or _plain(v)):
+            return None
     return fn, repr(arguments)
 
 

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from sqlalchemy.orm import Session
 
 from simulator.errors import ToolError
-from simulator.world.events import emit_event
+from simulator.world.events import emit_event, event_statement
 from simulator.world.memo import MEMO_KEY, Reads, TrialMemo, WriteRecorder, memo_key, replay
 
 ToolKind = Literal["read", "write"]
@@ -379,8 +379,7 @@ class Toolbox:
             if status == "ok":
                 conn.execute("BEGIN")
                 try:
-                    replay(conn, statements)
-                    emit_event(ctx, spec.name, dict(arguments), kind="tool")
+                    replay(conn, statements)  # the call's event last among them (see below)
                 except Exception:  # noqa: BLE001 - never on an unchanged copy; if it does: undone, a tool_bug
                     _undo(conn, False)
                     return _bug(spec, t0)
@@ -390,7 +389,9 @@ class Toolbox:
         recorder = WriteRecorder(conn)
         out = self._run(ctx, spec, name, arguments, t0, recorder)
         if out.status == "ok" and recorder.replayable:
-            trial.memo.put_write(key, out.content, "ok", tuple(recorder.statements))
+            # the call's event (recorded by _run_on_connection after the tool's writes) is replayed as a statement
+            event = event_statement(ctx, spec.name, arguments, kind="tool")
+            trial.memo.put_write(key, out.content, "ok", (*recorder.statements, (*event, False)))
             trial.advance(call)  # the copy's content follows from the path: the memo stays on
         elif out.status == "tool_error" and trial.unchanged(ctx.options):  # refused before writing anything
             trial.memo.put_write(key, out.content, "tool_error", ())
