@@ -3,7 +3,9 @@
 tausim, per task of the retail test split (the peer data when present): on a trial database already provisioned
 (the fixture applied; provisioning is not timed), the clock runs over the trial context, the oracle agent and the
 scripted user, the limits, the task's toolbox, the tool context, the :class:`Conversation` set-up and its ``run``;
-no grading (the previous trial's objects are freed before the clock starts). Reported: the mean and median over the
+no grading (the previous trial's objects are freed before the clock starts). The template's memo of tool answers
+(``simulator.world.memo``) is kept across rounds, as a pass^k run keeps it across a task's trials; ``--cold``
+empties it before each trial, so every trial measured is its task's first. Reported: the mean and median over the
 tasks of each task's fastest round, and where the time goes (context; agent, user and toolbox; conversation set-up;
 the loop, and of it the time inside the tool calls).
 
@@ -118,16 +120,23 @@ def tausim_runner(peers: Path, split: str) -> Any:
     return runner
 
 
-def tausim_round(runner: Any) -> list[tuple[float, ...]]:
-    """One pass over the runner's tasks; per task (total, context, actors, set-up, loop, in tools) in seconds."""
+def tausim_round(runner: Any, cold: bool = False) -> list[tuple[float, ...]]:
+    """One pass over the runner's tasks; per task (total, context, actors, set-up, loop, in tools) in seconds.
+
+    ``cold``: the template's memo of tool answers and statements is emptied before each task's trial, so every
+    trial is a task's first (no answer remembered from an earlier trial or round).
+    """
     from simulator.dialogue.conversation import Conversation
     from simulator.types.trajectory import Limits
+    from simulator.world.memo import ReadMemo
     from simulator.world.replay import prepare_trial
     from simulator.world.tools import ToolContext
 
     out = []
     clock = time.perf_counter
     for task in runner.tasks:
+        if cold:
+            runner.template.memo = ReadMemo()
         with runner.template.trial() as db:
             prepare_trial(runner.domain, db, task)
             t0 = clock()
@@ -153,6 +162,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default: %(default)s)")
     p.add_argument("--taubench", type=Path, default=None, help="a tau-bench checkout to measure against")
     p.add_argument("--split", default="test", help="task split (default: %(default)s)")
+    p.add_argument("--cold", action="store_true",
+                   help="empty the memo of tool answers before each trial: every trial is its task's first")
     p.add_argument("--taubench-worker", type=Path, default=None, help=argparse_hidden())
     args = p.parse_args()
     if args.taubench_worker is not None:
@@ -168,17 +179,19 @@ def main() -> None:
             print(f"note: tau-bench has {len(tb.actions)} tasks, tausim {n}; {same} with the same gold action names",
                   file=sys.stderr)
     load0 = os.getloadavg()
-    tausim_round(runner)  # warm-up: imports, statement caches
+    tausim_round(runner, args.cold)  # warm-up: imports, statement caches
     tb_best = [float("inf")] * n
     best: list[tuple[float, ...]] = [(float("inf"),)] * n
     for _ in range(args.rounds):
         if tb is not None:
             tb_best = [min(a, b) for a, b in zip(tb_best, tb.round(), strict=False)]
-        best = [min(a, b) for a, b in zip(best, tausim_round(runner), strict=True)]
+        best = [min(a, b) for a, b in zip(best, tausim_round(runner, args.cold), strict=True)]
     load1 = os.getloadavg()
     if tb is not None:
         tb.close()
-    print(f"bench-conversation: retail {args.split} split, {n} tasks, {args.rounds} round(s), per task the fastest; "
+    memo = "memo emptied before each trial (every trial its task's first)" if args.cold else "memo kept across rounds"
+    print(f"bench-conversation: retail {args.split} split, {n} tasks, {args.rounds} round(s), per task the fastest, "
+          f"{memo}; "
           f"load average {load0[0]:.2f} -> {load1[0]:.2f}; {machine()}")
     totals = [b[0] * 1000 for b in best]
     print(f"  tausim conversation phase:  mean {statistics.fmean(totals):.4f} ms  "
