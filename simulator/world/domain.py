@@ -42,7 +42,7 @@ from simulator.world.capabilities import (
 from simulator.world.database import TemplateDatabase
 from simulator.world.fixtures import check_task_outcomes
 from simulator.world.plugins import group_entry_points as entry_points
-from simulator.world.template_cache import load_template, store_template, template_key
+from simulator.world.template_cache import PLAIN_BASE_MODULES, load_template, store_template, template_key
 from simulator.world.tools import Toolbox
 
 __all__ = ["SUITE_OPTIONS", "Domain", "DomainEssentials", "DomainError", "available_domains", "get_domain"]
@@ -81,7 +81,7 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
         cls = type(self)
         if "template_cacheable" in vars(cls):
             return bool(cls.template_cacheable)
-        own = ("simulator", "domains", "builtins", "abc", "typing")
+        own = {"simulator", "domains"} | PLAIN_BASE_MODULES
         return self.template_cacheable and all(k.__module__.partition(".")[0] in own for k in cls.__mro__)
 
     def _template_from(self, metadata: MetaData, folder: Path, opts: dict[str, Any],

@@ -39,8 +39,8 @@ from typing import Any
 
 import sqlalchemy
 
-__all__ = ["CACHE_ENV", "MAX_DATA_BYTES", "MAX_FILES", "cache_dir", "load_template", "store_template",
-           "template_key"]
+__all__ = ["CACHE_ENV", "MAX_DATA_BYTES", "MAX_FILES", "PLAIN_BASE_MODULES", "cache_dir", "load_template",
+           "store_template", "template_key"]
 
 CACHE_ENV = "TAUSIM_CACHE_DIR"
 """Environment variable naming the cache folder (its ``templates`` subfolder is used); set and empty: no cache."""
@@ -50,6 +50,9 @@ MAX_FILES = 32
 
 MAX_DATA_BYTES = 64 * 2**20
 """Data folders larger than this (bytes, all files) are not cached: hashing them would cost more than it saves."""
+
+PLAIN_BASE_MODULES = frozenset(("builtins", "abc", "typing"))
+"""Modules of base classes that build nothing (``object``, ``ABC``, ``Generic``): no code of theirs to check."""
 
 _FORMAT = b"tausim template cache 1\n"
 _DIGEST = 32  # hex characters of a blake2b-128 digest
@@ -96,7 +99,7 @@ def _code_roots(cls: type) -> list[Path] | None:
     """
     roots = {Path(__file__).resolve().parents[1]}  # simulator
     for klass in cls.__mro__:
-        if klass.__module__ in ("builtins", "abc", "typing"):
+        if klass.__module__ in PLAIN_BASE_MODULES:
             continue
         root = _code_root(klass.__module__)
         if root is None:
