@@ -43,7 +43,7 @@ from simulator.dialogue.prefix import apply_state, check_next_step, run_next_tur
 from simulator.execution.aio import CANCEL_GRACE_S, WorkerLoops, run_within
 from simulator.execution.prepare import graded_outcome, prepare_task, prepare_tasks
 from simulator.execution.seeds import Side, TrialSeeds, derive_seed, trial_seeds
-from simulator.grading import Judge, check_assertions, check_env_assertions, grade_trial
+from simulator.grading import GradingMemo, Judge, check_assertions, check_env_assertions, grade_trial
 from simulator.grading.safety import record_owners
 from simulator.stats.faults import fault_counts
 from simulator.stats.summaries import complete_suite
@@ -141,6 +141,8 @@ class _TrialSetup:
     agent: Any
     user: Any
     limits: Limits
+    seed: int
+    """The trial seed (:meth:`Runner.trial_seed`)."""
 
     @property
     def is_async(self) -> bool:
@@ -229,6 +231,7 @@ class Runner:
         self.prepared: dict[str, PreparedTask] = {}
         """Task id -> the task as prepared for this run (filled by :meth:`prepare`)."""
         self._matchers = ReviewMatchers()  # each prepared task's user-review leak matcher, built once
+        self._grading = GradingMemo()  # each task's gold and reference call keys, made once
         self.loops = WorkerLoops()
         """The event loops of the threads that ran async agents' trials (:mod:`simulator.execution.aio`)."""
 
@@ -243,7 +246,9 @@ class Runner:
 
     def side_seeds(self, task: Task, trial_index: int) -> TrialSeeds:
         """Return a trial's seeds of agent, user and faults under ``config.vary`` (:mod:`simulator.execution.seeds`)."""
-        return trial_seeds(self.trial_seed(task, trial_index), self.trial_seed(task, 0), self.config.vary)
+        vary = self.config.vary
+        trial = self.trial_seed(task, trial_index)
+        return trial_seeds(trial, trial if vary == "both" else self.trial_seed(task, 0), vary)  # "both": no held seed
 
     def agent_toolbox(self, task: Task, trial_index: int, base: Toolbox | None = None) -> Toolbox:
         """Return the toolbox a trial's agent calls: ``base`` wrapped in the run's environment faults, if any.
@@ -336,8 +341,8 @@ class Runner:
             raise ValueError(f"persona {persona!r} is not one of this run's {list(self.personas)}")
         res = (self._traced_trial(task, trial_index, persona) if self.tracing is not None
                else self._logged_trial(task, trial_index, persona, None))
-        seeds = self.side_seeds(task, trial_index)
-        if not seeds.shared:  # one side held (config.vary): record what each side used
+        seeds = None if self.config.vary == "both" else self.side_seeds(task, trial_index)
+        if seeds is not None and not seeds.shared:  # one side held (config.vary): record what each side used
             res.side_seeds = {"agent": seeds.agent, "user": seeds.user, "faults": seeds.faults}
         return res
 
@@ -513,7 +518,8 @@ class Runner:
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps,
                         max_tool_errors=conduct.max_tool_errors if conduct else None,
                         greeting=conduct.greeting if conduct else None)
-        return _TrialSetup(task, trial_index, persona, log, t0, prepared, goal, initial, agent, user, limits)
+        return _TrialSetup(task, trial_index, persona, log, t0, prepared, goal, initial, agent, user, limits,
+                           seeds.trial)
 
     def _conversation(self, setup: _TrialSetup, db: TrialDatabase, span: Any, caps: Sequence[Any]) -> Conversation:
         """The trial's conversation on its database ``db``, with the run's observers."""
@@ -574,14 +580,15 @@ class Runner:
             outcome, prepared, goal, initial = graded_outcome(s.prepared, traj.user_metadata, s.goal, s.initial)
         except GoldToolBug as e:
             return self._not_run(s.task, s.trial_index, s.persona, TerminationReason.TOOL_BUG, str(e), s.t0)
-        task, seed = prepared.task, self.trial_seed(s.task, s.trial_index)
+        task, seed = prepared.task, s.seed
         diff = diff_against(db.raw, goal, self._spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
                                   env=env_caller(self.domain, conv.ctx)) if task.assertions else None
         env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=record_owners(self.domain, traj, db), env_assertions=env,
-                            communicate=str(self.template.options.get("communicate", "tausim")))
+                            communicate=str(self.template.options.get("communicate", "tausim")),
+                            memo=self._grading)
         grade.outcome = outcome
         shared = self.prepared.get(s.task.id) is s.prepared and task is s.task  # the run's own matcher, else a new one
         derived = s.prepared.scenario

@@ -20,6 +20,7 @@ A trial that ended on an error reason (``tool_bug``, ``infra_error``, ...) or wa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from simulator.grading.assertions import check_assertions
@@ -31,7 +32,7 @@ from simulator.grading.process import check_process
 from simulator.grading.safety import find_violations
 from simulator.grading.state import grade_state
 from simulator.grading.tau2 import check_actions, check_env_assertions, communicated_tau2
-from simulator.stats.trajectory import tool_call_accuracy, trial_trajectory_metrics
+from simulator.stats.trajectory import call_keys, gold_keys, tool_call_accuracy, trial_trajectory_metrics
 from simulator.types.grade import (
     ActionsResult,
     AssertionResult,
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from simulator.world.domain import Domain
 
 __all__ = ["GRADER_VERSION", "ActionsResult", "AssertionResult", "AssertionsResult", "BudgetResult",
-    "EnvAssertionsResult", "Judge",
+    "EnvAssertionsResult", "GradingMemo", "Judge", "TaskKeys",
     "JudgeResult", "LoopsResult", "OutputsResult", "ProcessResult", "StateResult", "Violation", "check_actions",
     "check_assertions", "check_budget", "check_env_assertions", "check_loops", "check_outputs", "check_process",
     "effective_rules", "grade_state", "grade_trial"]
@@ -72,13 +73,62 @@ DEFAULT_LOOP_THRESHOLD = 2
 
 
 
-def _tool_accuracy(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict[str, int]:
+@dataclass(frozen=True)
+class TaskKeys:
+    """What the call metrics of a task's trials compare with, made once per task (see :class:`GradingMemo`).
+
+    Attributes:
+        writes: the toolbox's write tool names.
+        gold: the gold actions as ``{"name", "arguments"}``.
+        gold_keys: :func:`simulator.stats.trajectory.gold_keys` of ``gold``.
+        reference: the reference trajectory as ``{"name", "arguments"}`` (``task.reference``, else the gold
+            actions), or None when the task has neither (no trajectory metrics).
+        reference_keys: :func:`simulator.stats.trajectory.call_keys` of ``reference`` (empty when None).
+    """
+
+    writes: frozenset[str]
+    gold: list[dict[str, Any]]
+    gold_keys: list[tuple[str, Any]]
+    reference: list[dict[str, Any]] | None
+    reference_keys: list[tuple[str, Any]]
+
+    @classmethod
+    def of(cls, task: Task, toolbox: Toolbox) -> TaskKeys:
+        """Make the keys of ``task`` graded with ``toolbox``."""
+        writes = frozenset(name for name, spec in toolbox.specs.items() if spec.kind == "write")
+        gold = [{"name": a.name, "arguments": a.arguments} for a in task.gold_actions]
+        ref = task.reference if task.reference is not None else task.gold_actions
+        reference = None if task.reference is None and not ref else [
+            {"name": a.name, "arguments": a.arguments} for a in ref]
+        return cls(writes, gold, gold_keys(gold), reference, call_keys(reference or []))
+
+
+class GradingMemo:
+    """A run's :class:`TaskKeys` per task, made on a task's first graded trial and shared by its later trials.
+
+    Safe to share between the run's threads: two threads grading a task's first trials at once may both make its
+    keys (the same), one of which is kept. A task or toolbox other than the remembered one (another version of the
+    task, e.g. an alternative outcome's) gets keys of its own, not remembered.
+    """
+
+    def __init__(self) -> None:
+        """Start empty; one instance per run."""
+        self._by_id: dict[str, tuple[Task, Toolbox, TaskKeys]] = {}
+
+    def keys(self, task: Task, toolbox: Toolbox) -> TaskKeys:
+        """Return the :class:`TaskKeys` of ``task`` graded with ``toolbox``."""
+        entry = self._by_id.get(task.id)
+        if entry is not None and entry[0] is task and entry[1] is toolbox:
+            return entry[2]
+        keys = TaskKeys.of(task, toolbox)
+        if entry is None:
+            self._by_id[task.id] = (task, toolbox, keys)
+        return keys
+
+
+def _tool_accuracy(trajectory: Trajectory, keys: TaskKeys) -> dict[str, int]:
     calls = [{"name": c.name, "arguments": c.arguments} for c in trajectory.tool_calls]
-    gold = [{"name": a.name, "arguments": a.arguments} for a in task.gold_actions]
-    writes = {name for name, spec in toolbox.specs.items() if spec.kind == "write"}
-    return tool_call_accuracy(calls, gold, writes)
-
-
+    return tool_call_accuracy(calls, keys.gold, keys.writes, gold_keys=keys.gold_keys)
 
 
 def effective_rules(task: Task, domain: Domain | None = None, budget: Budget | None = None) -> TaskRules:
@@ -104,14 +154,12 @@ def effective_rules(task: Task, domain: Domain | None = None, budget: Budget | N
                      volatile_arguments={k: list(v) for k, v in volatile.items()}, budget=ceilings)
 
 
-def _trajectory_metrics(task: Task, trajectory: Trajectory, toolbox: Toolbox) -> dict[str, Any] | None:
-    reference = task.reference if task.reference is not None else task.gold_actions
-    if task.reference is None and not reference:
+def _trajectory_metrics(trajectory: Trajectory, keys: TaskKeys) -> dict[str, Any] | None:
+    if keys.reference is None:
         return None
     calls = [{"name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments, "status": c.status,
               "kind": c.kind} for c in trajectory.tool_calls]
-    writes = {name for name, spec in toolbox.specs.items() if spec.kind == "write"}
-    return trial_trajectory_metrics(calls, [{"name": a.name, "arguments": a.arguments} for a in reference], writes)
+    return trial_trajectory_metrics(calls, keys.reference, keys.writes, reference_keys=keys.reference_keys)
 
 
 def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: Toolbox, *,
@@ -119,7 +167,7 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
                 trial_seed: int | None = None, recorded_judge: JudgeResult | None = None,
                 prepared: PreparedTask | None = None, assertions: AssertionsResult | None = None,
                 owners: Mapping[str, str] | None = None, env_assertions: EnvAssertionsResult | None = None,
-                communicate: str = "tausim") -> Grade:
+                communicate: str = "tausim", memo: GradingMemo | None = None) -> Grade:
     """Grade one trial.
 
     Args:
@@ -146,11 +194,14 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
             :func:`check_env_assertions`); None for a task without any.
         communicate: the rule of the ``outputs`` component: ``tausim`` (whole tokens, numbers as numbers) or
             ``tau2`` (tau2-bench's substring rule, the ``communicate`` option); recorded in ``outputs.rule``.
+        memo: the run's :class:`GradingMemo` (what the call metrics compare with, made once per task); None: made
+            for this trial.
 
     Returns:
         The :class:`Grade`.
     """
     basis = task.grade_basis()
+    keys = memo.keys(task, toolbox) if memo is not None else TaskKeys.of(task, toolbox)
     state = grade_state(diff)
     if communicate == "tau2":
         missing = communicated_tau2(task.required_outputs, trajectory.agent_texts())
@@ -201,7 +252,7 @@ def grade_trial(task: Task, trajectory: Trajectory, diff: StateDiff, toolbox: To
         process=process, loops=loops, budget=budget_result, judge=judge_result, assertions=assertions,
         actions=actions, env_assertions=env_assertions,
         basis=list(basis) if task.grade is not None or task.assertions else None,
-        tool_accuracy=_tool_accuracy(task, trajectory, toolbox), violations=violations,
-        trajectory=_trajectory_metrics(task, trajectory, toolbox),
+        tool_accuracy=_tool_accuracy(trajectory, keys), violations=violations,
+        trajectory=_trajectory_metrics(trajectory, keys),
         failure=", ".join(failures) or None,
     )

@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["trial_trajectory_metrics"]
+__all__ = ["call_keys", "gold_keys", "tool_call_accuracy", "trial_trajectory_metrics"]
 
 
 def _key(call: Mapping[str, Any]) -> tuple[str, Any]:
@@ -52,13 +52,39 @@ def _key(call: Mapping[str, Any]) -> tuple[str, Any]:
     return str(call.get("name")), ("raw", call.get("raw_arguments"))
 
 
+def call_keys(calls: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    """Return the comparison key of each call (``reference_keys`` of :func:`trial_trajectory_metrics`).
+
+    Args:
+        calls: calls in order, each ``{"name", "arguments"}`` (``raw_arguments`` read when ``arguments`` is not a
+            mapping).
+
+    Returns:
+        ``(name, canonical arguments)`` per call, in order (numbers at cent precision, dict keys sorted).
+    """
+    return [_key(c) for c in calls]
+
+
+def gold_keys(gold: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    """Return the argument-matching key of each gold action (``gold_keys`` of :func:`tool_call_accuracy`).
+
+    Args:
+        gold: the task's gold actions, each ``{"name", "arguments"}`` (``arguments`` None or missing: ``{}``).
+
+    Returns:
+        ``(name, canonical arguments)`` per action, in order.
+    """
+    return [(str(a.get("name")), _canonical(a.get("arguments") or {})) for a in gold]
+
+
 def _is_subsequence(needle: Sequence[Any], hay: Sequence[Any]) -> bool:
     it = iter(hay)
     return all(any(x == y for y in it) for x in needle)
 
 
 def trial_trajectory_metrics(calls: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]],
-                             write_tools: Iterable[str] = ()) -> dict[str, Any]:
+                             write_tools: Iterable[str] = (), *,
+                             reference_keys: Sequence[tuple[str, Any]] | None = None) -> dict[str, Any]:
     """Compare one trial's tool calls with the reference trajectory (formulas: the module docstring).
 
     Args:
@@ -66,6 +92,8 @@ def trial_trajectory_metrics(calls: Sequence[Mapping[str, Any]], reference: Sequ
             write/None for an unknown tool; ``status`` ``ok`` or an error status).
         reference: the reference calls in order, each ``{"name", "arguments"}``.
         write_tools: the domain's write tool names (a call with ``kind == "write"`` is a write as well).
+        reference_keys: :func:`call_keys` of ``reference``, made once per task by a caller grading many trials
+            of it; None: made here.
 
     Returns:
         ``{"calls", "reference_calls", "exact", "in_order", "set", "prefix", "decision", "name_matched",
@@ -75,9 +103,9 @@ def trial_trajectory_metrics(calls: Sequence[Mapping[str, Any]], reference: Sequ
         True, prefix 0.5, name_matched 2, exact_calls 2, selection_den 3, redundant 1; with a second ok
         ``cancel(1)`` at the end, redundant 2.
     """
-    writes = set(write_tools)
+    writes = write_tools if isinstance(write_tools, frozenset | set) else set(write_tools)
     a = [_key(c) for c in calls]
-    r = [_key(c) for c in reference]
+    r = list(reference_keys) if reference_keys is not None else [_key(c) for c in reference]
     p = 0
     while p < min(len(a), len(r)) and a[p] == r[p]:
         p += 1
@@ -153,6 +181,8 @@ def tool_call_accuracy(
     calls: Sequence[Mapping[str, Any]],
     gold: Sequence[Mapping[str, Any]],
     write_tools: Iterable[str] = (),
+    *,
+    gold_keys: Sequence[tuple[str, Any]] | None = None,
 ) -> dict[str, int]:
     """Count how the tool calls of one trial match the task's gold actions.
 
@@ -166,6 +196,8 @@ def tool_call_accuracy(
             unparsable; any status counts).
         gold: the task's gold actions, each ``{"name", "arguments"}``.
         write_tools: names of the domain's write tools, for the write-only counts.
+        gold_keys: :func:`gold_keys` of ``gold``, made once per task by a caller grading many trials of it; None:
+            made here, and only for the gold actions of a tool that was called with arguments (no other can match).
 
     Returns:
         ``{"called", "gold", "name_matched", "called_write", "gold_write", "name_matched_write",
@@ -173,16 +205,19 @@ def tool_call_accuracy(
         transfer(10)`` with write tool ``transfer``: called 3, gold 2, name_matched 2, called_write 2,
         gold_write 1, name_matched_write 1, args_matched 2.
     """
-    writes = set(write_tools)
+    writes = write_tools if isinstance(write_tools, frozenset | set) else set(write_tools)
     called_names = Counter(str(c.get("name")) for c in calls)
     gold_names = Counter(str(a.get("name")) for a in gold)
     matched = called_names & gold_names
     unused = [(str(c.get("name")), _canonical(c.get("arguments"))) for c in calls
               if isinstance(c.get("arguments"), Mapping)]
     args_matched = 0
-    for a in gold:
-        key = (str(a.get("name")), _canonical(a.get("arguments") or {}))
-        if key in unused:
+    unused_names = {name for name, _ in unused}
+    keys = gold_keys if gold_keys is not None else [
+        (name, _canonical(a.get("arguments") or {})) if name in unused_names else (name, None)
+        for a in gold for name in (str(a.get("name")),)]  # a key whose name no call has never matches: not made
+    for key in keys:
+        if key[0] in unused_names and key in unused:
             unused.remove(key)
             args_matched += 1
     return {

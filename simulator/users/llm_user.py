@@ -275,7 +275,8 @@ class LLMUser:
     """
 
     def __init__(self, ctx: TrialContext, client: LLMClient, *, prompt_template: str = DEFAULT_USER_PROMPT,
-                 max_leak_retries: int = 2, matcher: SecretMatcher | None = None) -> None:
+                 max_leak_retries: int = 2, matcher: SecretMatcher | None = None,
+                 tool_names: Sequence[str] | None = None) -> None:
         """Build the simulated user for one trial.
 
         Args:
@@ -290,6 +291,7 @@ class LLMUser:
             matcher: the task's secrets, already compiled; None: the run's prepared ones (``ctx.prepared.secrets``,
                 computed once per task when the run was prepared and shared by its trials), else computed from
                 ``ctx`` (:func:`~simulator.users._leak.task_secrets`).
+            tool_names: :func:`tool_names_of` ``ctx.tools`` (a factory makes them once per run); None: made here.
 
         Raises:
             ValueError: ``max_leak_retries`` is negative.
@@ -322,9 +324,9 @@ class LLMUser:
         self._matcher = matcher if matcher is not None else SecretMatcher(
             task_secrets(ctx.task, ctx.policy, tools=ctx.tools))
         self.secrets = self._matcher.secrets
-        self._tool_names = [str(t.get("function", t).get("name", "")) for t in ctx.tools if isinstance(t, dict)]
-        # the user's own generator (abandonment wording), so that its draws never shift the agent's
-        self._rng = np.random.Generator(np.random.PCG64([ctx.seed, 0x5553]))
+        self._tool_names = tool_names if tool_names is not None else tool_names_of(ctx.tools)
+        self._rng_seed = ctx.seed
+        self._rng_made: np.random.Generator | None = None
         self._no_progress = 0
         self.metadata: dict[str, Any] = {
             "model": self.model, "prompt_hash": self.prompt_hash,
@@ -337,6 +339,16 @@ class LLMUser:
         self._alternative = ctx.task.alternatives[0] if changes and ctx.task.alternatives else None
         if self._alternative is not None:
             self.metadata.update(outcome=None, mind_changed_at_turn=None)
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        """The user's own generator (abandonment wording), so that its draws never shift the agent's.
+
+        Made on first use (a trial that never abandons never draws): ``Generator(PCG64([trial seed, 0x5553]))``.
+        """
+        if self._rng_made is None:
+            self._rng_made = np.random.Generator(np.random.PCG64([self._rng_seed, 0x5553]))
+        return self._rng_made
 
     def observe_progress(self, progress: Progress) -> None:
         """Take note of whether the agent's last turn made progress (called by the orchestrator).
@@ -470,6 +482,11 @@ class LLMUser:
         return turn.model_copy(update={"usage": usage})
 
 
+def tool_names_of(tools: Sequence[Any]) -> tuple[str, ...]:
+    """Return the names of the tool schemas ``tools`` (OpenAI function schemas; other entries skipped), in order."""
+    return tuple(str(t.get("function", t).get("name", "")) for t in tools if isinstance(t, dict))
+
+
 class LLMUserFactory:
     """Builds an :class:`LLMUser` per trial, all sharing one model client; see :func:`llm_user_factory`.
 
@@ -487,11 +504,19 @@ class LLMUserFactory:
         self.client = client
         self.prompt_template = prompt_template
         self.max_leak_retries = max_leak_retries
+        self._names: tuple[Sequence[Any], int, tuple[str, ...]] | None = None  # (tools, len(tools), their names)
 
     def __call__(self, ctx: TrialContext) -> LLMUser:
-        """Build the trial's user."""
+        """Build the trial's user.
+
+        The tool names are made once for the run's tool list (a run gives every trial's context the same list) and
+        again whenever a context brings another list.
+        """
+        names = self._names
+        if names is None or names[0] is not ctx.tools or names[1] != len(ctx.tools):
+            names = self._names = (ctx.tools, len(ctx.tools), tool_names_of(ctx.tools))
         return LLMUser(ctx, self.client, prompt_template=self.prompt_template,
-                       max_leak_retries=self.max_leak_retries)
+                       max_leak_retries=self.max_leak_retries, tool_names=names[2])
 
 
 def llm_user_factory(

@@ -83,3 +83,22 @@ def test_one_side_held_for_every_trial_of_a_task(tmp_path, vary, held, varies):
     held_seeds = {seen[(t.task_id, t.trial, held)].seed for t in res.trials if t.task_id == "move"}
     varying = {seen[(t.task_id, t.trial, varies)].seed for t in res.trials if t.task_id == "move"}
     assert len(held_seeds) == 1 and len(varying) == 3
+
+
+def test_a_both_run_derives_no_held_seed(tmp_path, monkeypatch):
+    """``vary="both"`` holds no side: a trial derives its own seed only, never its task's trial-0 seed."""
+    derived: list[tuple[str, int]] = []
+    real = Runner.trial_seed
+
+    def counting(self, task, trial_index):
+        derived.append((task.id, trial_index))
+        return real(self, task, trial_index)
+
+    monkeypatch.setattr(Runner, "trial_seed", counting)
+    seen, res = built_with(tmp_path, "both", trials=3)
+    assert {i for _, i in derived} == {0, 1, 2}
+    later = [t for t in res.trials if t.trial == 2]
+    assert later and all(seen[(t.task_id, 2, "agent")].seed == derive_seed(5, t.task_id, 2) for t in later)
+    # by hand: each trial asks for its own index; a trial-0 seed asked for by trial 1 or 2 would be a held seed
+    per_trial = {i: sum(1 for _, j in derived if j == i) for i in (0, 1, 2)}
+    assert per_trial[1] == per_trial[2] == per_trial[0]
