@@ -141,8 +141,6 @@ class _TrialSetup:
     agent: Any
     user: Any
     limits: Limits
-    seed: int
-    """The trial seed (:meth:`Runner.trial_seed`)."""
 
     @property
     def is_async(self) -> bool:
@@ -246,9 +244,8 @@ class Runner:
 
     def side_seeds(self, task: Task, trial_index: int) -> TrialSeeds:
         """Return a trial's seeds of agent, user and faults under ``config.vary`` (:mod:`simulator.execution.seeds`)."""
-        vary = self.config.vary
-        trial = self.trial_seed(task, trial_index)
-        return trial_seeds(trial, trial if vary == "both" else self.trial_seed(task, 0), vary)  # "both": no held seed
+        vary, trial = self.config.vary, self.trial_seed(task, trial_index)
+        return trial_seeds(trial, trial if vary == "both" else self.trial_seed(task, 0), vary)  # both: none held
 
     def agent_toolbox(self, task: Task, trial_index: int, base: Toolbox | None = None) -> Toolbox:
         """Return the toolbox a trial's agent calls: ``base`` wrapped in the run's environment faults, if any.
@@ -518,8 +515,7 @@ class Runner:
         limits = Limits(max_turns=task.max_turns or self.config.max_turns, max_steps=self.config.max_steps,
                         max_tool_errors=conduct.max_tool_errors if conduct else None,
                         greeting=conduct.greeting if conduct else None)
-        return _TrialSetup(task, trial_index, persona, log, t0, prepared, goal, initial, agent, user, limits,
-                           seeds.trial)
+        return _TrialSetup(task, trial_index, persona, log, t0, prepared, goal, initial, agent, user, limits)
 
     def _conversation(self, setup: _TrialSetup, db: TrialDatabase, span: Any, caps: Sequence[Any]) -> Conversation:
         """The trial's conversation on its database ``db``, with the run's observers."""
@@ -580,15 +576,14 @@ class Runner:
             outcome, prepared, goal, initial = graded_outcome(s.prepared, traj.user_metadata, s.goal, s.initial)
         except GoldToolBug as e:
             return self._not_run(s.task, s.trial_index, s.persona, TerminationReason.TOOL_BUG, str(e), s.t0)
-        task, seed = prepared.task, s.seed
+        task, seed = prepared.task, self.trial_seed(s.task, s.trial_index)
         diff = diff_against(db.raw, goal, self._spec)
         checks = check_assertions(task.assertions, db.raw, initial, read_events(db.raw), traj, self._spec,
                                   env=env_caller(self.domain, conv.ctx)) if task.assertions else None
         env = check_env_assertions(self.domain, db, task.env_assertions) if task.env_assertions else None
         grade = grade_trial(task, traj, diff, self._toolbox, judge=self.judge, trial_seed=seed, prepared=prepared,
                             assertions=checks, owners=record_owners(self.domain, traj, db), env_assertions=env,
-                            communicate=str(self.template.options.get("communicate", "tausim")),
-                            memo=self._grading)
+                            communicate=str(self.template.options.get("communicate", "tausim")), memo=self._grading)
         grade.outcome = outcome
         shared = self.prepared.get(s.task.id) is s.prepared and task is s.task  # the run's own matcher, else a new one
         derived = s.prepared.scenario
