@@ -25,6 +25,7 @@ path without a network, or register an in-process provider through ``litellm.cus
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -283,10 +284,20 @@ def _parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _field(obj: Any, name: str) -> Any:
-    """Read ``name`` from a litellm object or a plain dict."""
-    if isinstance(obj, Mapping):
+    """Read ``name`` from a litellm object or a plain dict (any other mapping: its item too)."""
+    if isinstance(obj, dict) or _is_mapping(type(obj)):
         return obj.get(name)
     return getattr(obj, name, None)
+
+
+@functools.lru_cache(maxsize=64)
+def _is_mapping(kind: type) -> bool:
+    """Whether instances of ``kind`` are mappings, asked once per type.
+
+    A response's objects are read a field at a time, and ``isinstance(obj, Mapping)`` of a litellm object goes
+    through the ABC machinery (~1 us) every time.
+    """
+    return issubclass(kind, Mapping)
 
 
 def _parse_tool_calls(raw_calls: Any, salt: str) -> list[ToolCall]:

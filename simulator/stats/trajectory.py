@@ -109,8 +109,8 @@ def trial_trajectory_metrics(calls: Sequence[Mapping[str, Any]], reference: Sequ
     p = 0
     while p < min(len(a), len(r)) and a[p] == r[p]:
         p += 1
-    names = Counter(k[0] for k in a) & Counter(k[0] for k in r)
-    exact_calls = sum((Counter(a) & Counter(r)).values())
+    names = Counter(k[0] for k in a) & Counter(k[0] for k in r) if a else Counter()  # no call: nothing in common
+    exact_calls = sum((Counter(a) & Counter(r)).values()) if a else 0
 
     def is_write(c: Mapping[str, Any]) -> bool:
         return c.get("kind") == "write" or str(c.get("name")) in writes
@@ -208,7 +208,7 @@ def tool_call_accuracy(
     writes = write_tools if isinstance(write_tools, frozenset | set) else set(write_tools)
     called_names = Counter(str(c.get("name")) for c in calls)
     gold_names = Counter(str(a.get("name")) for a in gold)
-    matched = called_names & gold_names
+    matched = called_names & gold_names if calls else Counter()  # no call: nothing matched
     unused = [(str(c.get("name")), _canonical(c.get("arguments"))) for c in calls
               if isinstance(c.get("arguments"), Mapping)]
     args_matched = 0

@@ -64,3 +64,19 @@ def test_gold_arguments_of_a_tool_never_called_are_not_canonicalised(monkeypatch
     seen.clear()
     assert tool_call_accuracy([], GOLD, WRITES)["args_matched"] == 0
     assert seen == []  # no call: no key at all
+
+
+def test_a_trial_without_calls_builds_no_intersection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No call: nothing in common with the reference, counted without intersecting the counts (by hand)."""
+    def refuse(self: Any, other: Any) -> Any:
+        raise AssertionError("intersected the counts of a trial without calls")
+
+    monkeypatch.setattr(trajectory.Counter, "__and__", refuse)
+    metrics = trial_trajectory_metrics([], GOLD, WRITES, reference_keys=call_keys(GOLD))
+    assert metrics == {"calls": 0, "reference_calls": 2, "exact": False, "in_order": False, "set": False,
+                       "prefix": 0.0, "decision": False, "name_matched": 0, "exact_calls": 0, "selection_den": 2,
+                       "abstention_applies": False, "abstained": None, "redundant": 0, "failed": 0, "recovered": 0,
+                       "tool_calls": {}}
+    assert tool_call_accuracy([], GOLD, WRITES, gold_keys=gold_keys(GOLD)) == {
+        "called": 0, "gold": 2, "name_matched": 0, "called_write": 0, "gold_write": 1, "name_matched_write": 0,
+        "args_matched": 0}
