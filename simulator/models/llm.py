@@ -285,7 +285,7 @@ def _parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 def _field(obj: Any, name: str) -> Any:
     """Read ``name`` from a litellm object or a plain dict (any other mapping: its item too)."""
-    if isinstance(obj, dict) or _is_mapping(type(obj)):
+    if isinstance(obj, dict) or _is_mapping(obj.__class__):
         return obj.get(name)
     return getattr(obj, name, None)
 
