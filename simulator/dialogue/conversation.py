@@ -366,7 +366,13 @@ class Conversation:
         self._given.add("user_seconds")
         if not isinstance(ut, UserTurn):
             raise _Ended(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
-        if not plain_user_turn(ut):  # the notes name the turn: formatted only when there may be notes
+        usage = ut.usage
+        content = ut.content
+        # the common turn at once: ASCII text, no calls, no error, a zero usage (plain_user_turn holds; of
+        # _adds_nothing only the total's half is left)
+        zero = (usage.__dict__ == _ZERO_USAGE and type(usage.cost_usd) is float and ut.error is None
+                and not ut.tool_calls and type(content) is str and content.isascii())
+        if not zero and not plain_user_turn(ut):  # the notes name the turn: formatted only when there may be notes
             ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
             if notes:
                 traj.notes.extend(notes)
@@ -374,7 +380,11 @@ class Conversation:
             w1 = time.time_ns()
             for hook in self._on_user_reply:
                 hook(state, ut, w0, w1)
-        if not _adds_nothing(traj.user_usage, ut.usage):
+        if zero:
+            kept = traj.user_usage.cost_usd
+            if not (kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)):
+                traj.user_usage = traj.user_usage + usage
+        elif not _adds_nothing(traj.user_usage, ut.usage):
             traj.user_usage = traj.user_usage + ut.usage
         if ut.error:
             raise _Ended(TerminationReason(ut.error_kind or "user_error"), ut.error)

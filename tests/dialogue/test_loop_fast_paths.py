@@ -214,3 +214,27 @@ def test_the_agent_usage_total_is_the_sum_of_the_turns(tmp_path, cost, total):
     expected = Usage() + Usage.model_construct(prompt_tokens=0, completion_tokens=0, cost_usd=cost, calls=0,
                                                attempts=0)
     assert traj.agent_usage.cost_usd == total and repr(traj.agent_usage.cost_usd) == repr(expected.cost_usd)
+
+
+def test_a_users_hostile_turns_are_still_admitted(tmp_path):
+    """The loop's quick path for a plain user turn (ASCII text, zero usage) leaves every other turn to
+    admit_user_turn: a lone surrogate is replaced, a NaN cost is recorded as unknown, negative tokens as 0; a terminal
+    escape is ASCII and stays data."""
+    from tests.dialogue.test_orchestrator import ListAgent
+
+    turns = [UserTurn(content="hi \ud800 there"), UserTurn(content="\x1b[2J clear"),
+             UserTurn(content="cost", usage=Usage.model_construct(prompt_tokens=-3, completion_tokens=0,
+                                                                 cost_usd=math.nan, calls=1, attempts=1)),
+             UserTurn(content="bye", stop=True)]
+
+    class User:
+        def reply(self, messages):
+            return turns.pop(0)
+
+    with bank_trial(tmp_path / "d") as (tb, ctx, _t):
+        traj = Conversation(ListAgent(Message(role="assistant", content="ok")), User(), tb, ctx).run()
+    said = [m.content for m in traj.messages if m.role == "user"]
+    assert said == ["hi \ufffd there", "\x1b[2J clear", "cost", "bye"]
+    assert traj.user_usage.cost_usd is None and traj.user_usage.prompt_tokens == 0 and traj.user_usage.calls == 1
+    assert len(traj.notes) == 3, traj.notes
+    traj.model_dump_json()
