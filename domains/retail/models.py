@@ -102,8 +102,6 @@ class PaymentMethod(Base):
     """One entry of a user's ``payment_methods`` (credit card, PayPal or gift card)."""
 
     __tablename__ = "payment_methods"
-    __table_args__ = (Index("ix_payment_methods_user", "user_id", "position"),)
-    """A user's methods are read in file order from this index (no sort)."""
 
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), primary_key=True)
     """Owner."""
@@ -307,8 +305,7 @@ class Variant(Base):
     """One variant of a product (an entry of ``variants``; its key is the item id)."""
 
     __tablename__ = "variants"
-    __table_args__ = (Index("ix_variants_item_id", "item_id"), Index("ix_variants_product", "product_id", "position"))
-    """A product's variants are read in file order from the second index (no sort)."""
+    __table_args__ = (Index("ix_variants_item_id", "item_id"),)
 
     product_id: Mapped[str] = mapped_column(ForeignKey("products.id"), primary_key=True)
     """Product."""
