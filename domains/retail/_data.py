@@ -403,31 +403,26 @@ _ORDER_SQL = ("SELECT id, user_id, address1, address2, city, country, state, zip
               "exchange_payment_method_id, exchange_price_difference, layout FROM orders")
 """The ``orders`` columns a record is built from (:func:`_order`), without WHERE or ORDER BY."""
 
-_SHIFT = 30
-"""Bits of a position in the sort key of :data:`_PART_SQL`'s rows (a list of a billion entries is never loaded)."""
-
 _PART_SQL = {
-    "items": "SELECT position, name, product_id, item_id, price, options, layout FROM order_items WHERE order_id = ?1",
-    "payments": f"SELECT {1 << 2 * _SHIFT} + position, transaction_type, amount, payment_method_id, NULL, NULL, layout "
+    "items": "SELECT 0, 0, position, name, product_id, item_id, price, options, layout FROM order_items "
+             "WHERE order_id = ?1",
+    "payments": "SELECT 1, 0, position, transaction_type, amount, payment_method_id, NULL, NULL, layout "
                 "FROM payments WHERE order_id = ?1",
-    "fulfillments": f"SELECT {2 << 2 * _SHIFT} + (position << {_SHIFT}), NULL, NULL, NULL, NULL, NULL, layout "
-                    "FROM fulfillments WHERE order_id = ?1",
-    "tracking": f"SELECT {3 << 2 * _SHIFT} + (fulfillment_position << {_SHIFT}) + position, tracking_id, NULL, NULL, "
-                "NULL, NULL, NULL FROM fulfillment_tracking_ids WHERE order_id = ?1",
-    "shipped": f"SELECT {4 << 2 * _SHIFT} + (fulfillment_position << {_SHIFT}) + position, item_id, NULL, NULL, NULL, "
-               "NULL, NULL FROM fulfillment_item_ids WHERE order_id = ?1",
+    "fulfillments": "SELECT 2, position, 0, NULL, NULL, NULL, NULL, NULL, layout FROM fulfillments WHERE order_id = ?1",
+    "tracking": "SELECT 3, fulfillment_position, position, tracking_id, NULL, NULL, NULL, NULL, NULL "
+                "FROM fulfillment_tracking_ids WHERE order_id = ?1",
+    "shipped": "SELECT 4, fulfillment_position, position, item_id, NULL, NULL, NULL, NULL, NULL "
+               "FROM fulfillment_item_ids WHERE order_id = ?1",
 }
-"""One select per kind of child row of one order: ``(key, fields..., layout)``, the key packing the part (0 items,
-1 payments, 2 fulfillments, 3 tracking ids, 4 shipped item ids), the fulfillment's position and the row's position
-into one integer, ``part << 60 | fulfillment position << 30 | position`` (fewer values to hand to Python than three
-columns: a third of the statement's cost)."""
+"""One select per kind of child row of one order: ``(part, fulfillment position, position, fields..., layout)``."""
 
 _ORDER_PARTS_SQL = " UNION ALL ".join(_PART_SQL.values())
-"""Every child row of one order in one statement: ``(key, fields..., layout)`` (:data:`_PART_SQL`).
+"""Every child row of one order in one statement: ``(part, fulfillment position, position, fields..., layout)``.
 
-``UNION ALL`` returns the stored values unconverted, as the per-table queries of :func:`_orders` do. Sorted in
-Python by the key (unique: each part's primary key), the order of those queries; an ``ORDER BY`` would cost a
-sorter a third of the statement."""
+Parts: 0 items, 1 payments, 2 fulfillments, 3 tracking ids, 4 shipped item ids; ``UNION ALL`` returns the stored
+values unconverted, as the per-table queries of :func:`_orders` do. Sorted in Python by the first three columns
+(unique: each part's primary key), the order of those queries; an ``ORDER BY`` would cost a sorter a third of
+the statement."""
 
 _PARTS_WITHOUT = {
     (False, False): _ORDER_PARTS_SQL,
@@ -440,10 +435,7 @@ _PARTS_WITHOUT = {
 
 
 _PART_KEY = itemgetter(0, 1, 2)
-"""The sort key of :data:`_CHILDREN_SQL`'s rows: part, fulfillment position, position."""
-
-_KEY = itemgetter(0)
-_POSITION = (1 << _SHIFT) - 1
+"""The sort key of :data:`_ORDER_PARTS_SQL`'s rows: part, fulfillment position, position."""
 
 
 def _one_order(conn: sqlite3.Connection, order_id: str) -> dict[str, Any] | None:
@@ -466,8 +458,7 @@ def _parts(conn: sqlite3.Connection, sql: str, order_id: str
     shipments: list[tuple[int, Any]] = []
     tracking: dict[int, list[Any]] = {}
     shipped: dict[int, list[Any]] = {}
-    for key, a, b, c, d, e, layout in sorted(conn.execute(sql, (order_id,)), key=_KEY):
-        part = key >> 2 * _SHIFT
+    for part, fpos, _, a, b, c, d, e, layout in sorted(conn.execute(sql, (order_id,)), key=_PART_KEY):
         if part == 0:
             entry = _item_entry(a, b, c, d, e)
             items.append(entry if layout is None else _shape(entry, layout))
@@ -475,9 +466,9 @@ def _parts(conn: sqlite3.Connection, sql: str, order_id: str
             entry = _payment_entry(a, b, c)
             payments.append(entry if layout is None else _shape(entry, layout))
         elif part == 2:
-            shipments.append(((key >> _SHIFT) & _POSITION, layout))
+            shipments.append((fpos, layout))
         else:
-            (tracking if part == 3 else shipped).setdefault((key >> _SHIFT) & _POSITION, []).append(a)
+            (tracking if part == 3 else shipped).setdefault(fpos, []).append(a)
     return items, payments, _fulfillments(shipments, tracking, shipped)
 
 
@@ -510,7 +501,7 @@ _CHILDREN_SQL = " UNION ALL ".join((
     "WHERE order_id = ?1",
 ))
 """Every child row of one order in one statement: ``(part, fulfillment position, position, columns...)``, items and
-payments with all their columns in table order (parts numbered as in :data:`_PART_SQL`)."""
+payments with all their columns in table order (parts as in :data:`_ORDER_PARTS_SQL`)."""
 
 
 def order_children(conn: Reads, order_id: str
