@@ -279,12 +279,28 @@ def _options(text: str) -> dict[str, Any]:
     return value
 
 
+_LAST = itemgetter(-1)
+
+
+def _by_position(conn: sqlite3.Connection, sql: str, column: str, key: str | None) -> list[Any]:
+    """The rows of ``sql`` (its last column ``position``) of every parent, or of the parent ``key``, in file order.
+
+    All rows: ordered by parent and position in SQL. One parent's: sorted here by position, a sort of a few rows
+    where sqlite would build a temporary b-tree (its primary key orders the rows by another column).
+    """
+    if key is None:
+        return select_rows(conn, sql, column, None, f"{column}, position")
+    rows = conn.execute(f"{sql} WHERE {column} = ?", (key,)).fetchall()
+    rows.sort(key=_LAST)
+    return rows
+
+
 def _users(conn: sqlite3.Connection, user_id: str | None) -> dict[str, dict[str, Any]]:
     methods: dict[str, dict[str, Any]] = {}
     key: Any = None
-    for uid, mid, source, brand, last_four, balance, layout in select_rows(
-        conn, "SELECT user_id, id, source, brand, last_four, balance, layout FROM payment_methods", "user_id",
-        user_id, "user_id, position",
+    for uid, mid, source, brand, last_four, balance, layout, _ in _by_position(
+        conn, "SELECT user_id, id, source, brand, last_four, balance, layout, position FROM payment_methods", "user_id",
+        user_id,
     ):
         if uid != key:
             key = uid
@@ -611,9 +627,9 @@ def _products(conn: sqlite3.Connection, product_id: str | None) -> dict[str, dic
     variants: dict[str, dict[str, Any]] = {}
     key: Any = None
     bucket: dict[str, Any] = {}
-    for pid, iid, opts, available, price, layout in select_rows(
-        conn, "SELECT product_id, item_id, options, available, price, layout FROM variants", "product_id", product_id,
-        "product_id, position",
+    for pid, iid, opts, available, price, layout, _ in _by_position(
+        conn, "SELECT product_id, item_id, options, available, price, layout, position FROM variants", "product_id",
+        product_id,
     ):
         if pid != key:
             key = pid

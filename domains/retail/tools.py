@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from domains.retail._data import order_children, order_record, order_record_from, product_record, user_record
-from domains.retail.models import Base
+from domains.retail.models import NON_ASCII_EMAIL, Base
 from simulator.world.kit import (
     Reads,
     Row,
@@ -264,6 +264,11 @@ def _check_swaps(
 
 
 # ------------------------------------------------------------------------------------------------ look-ups
+_EMAIL_SQL = ("SELECT position, id, email FROM users WHERE lower(email) = ?1 UNION ALL "
+              f"SELECT position, id, email FROM users WHERE {NON_ASCII_EMAIL}")
+"""The candidates of :func:`find_user_id_by_email` (a user in both halves comes twice: the first wins anyway)."""
+
+
 @tool("read", memo=True)
 def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
     """Find a user id by email address.
@@ -275,11 +280,8 @@ def find_user_id_by_email(ctx: ToolContext, email: str) -> str:
     wanted = email.lower()
     # Candidates: the ASCII emails equal to it in SQL lower case (sqlite folds ASCII letters only, as Python
     # does for ASCII text) and every email with another character (more bytes than characters), compared as
-    # Python compares them; the first in file order wins.
-    candidates = sorted(ctx.conn.execute(
-        "SELECT position, id, email FROM users WHERE lower(email) = ? OR length(email) <> length(CAST(email AS BLOB))",
-        (wanted,),
-    ).fetchall())
+    # Python compares them; the first in file order wins. Each half is read from its index (models.User).
+    candidates = sorted(ctx.conn.execute(_EMAIL_SQL, (wanted,)).fetchall())
     for _, user_id, user_email in candidates:
         if user_email.lower() == wanted:
             return str(user_id)

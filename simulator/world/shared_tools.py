@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,57 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Div: operator.truediv,
 }
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+_NUMBER = r"(?:\d+\.\d*|\.\d+|[1-9]\d*|0+)"
+"""A plain decimal literal as Python reads one: a float with a point, or an int without leading zeros (or zeros)."""
+
+_FLAT = re.compile(rf" *-?{_NUMBER}(?: *[-+*/] *-?{_NUMBER})* *")
+"""A flat expression: plain decimal numbers, each with at most one leading minus, joined by + - * / (e.g. the sums
+and differences of prices agents ask for). Every such text is valid Python arithmetic; others take the parser."""
+
+_FIRST = re.compile(rf" *(-?{_NUMBER})")
+_NEXT = re.compile(rf" *([-+*/]) *(-?{_NUMBER})")
+
+
+def _flat(expression: str) -> int | float | None:
+    """Evaluate a flat expression (:data:`_FLAT`) as Python evaluates it; None for any other expression.
+
+    Python's grammar gives ``*`` and ``/`` precedence over ``+`` and ``-``, all left-associative, and a leading
+    minus binds to its number (``-2 * 3`` is ``(-2) * 3``, ``2 - -3`` is ``2 - (-3)``): each term (a chain of
+    ``*`` and ``/``) is computed left to right, then added to or subtracted from the terms before it, the order in
+    which :func:`_arithmetic` applies the same operators to the same ``int``/``float`` values of the parsed tree,
+    so the value, or the exception raised, is the same.
+    """
+    if _FLAT.fullmatch(expression) is None:
+        return None
+    first = _FIRST.match(expression)
+    assert first is not None  # the expression is flat
+    total: Any = None
+    pending = "+"
+    term: Any = _number(first.group(1))
+    at = first.end()
+    for m in _NEXT.finditer(expression, at):
+        if m.start() != at:  # never for a flat expression: its pairs follow each other
+            return None
+        at = m.end()
+        op, value = m.group(1), _number(m.group(2))
+        if op == "*":
+            term = term * value
+        elif op == "/":
+            term = term / value
+        else:
+            total = term if total is None else (total + term if pending == "+" else total - term)
+            pending, term = op, value
+    return term if total is None else (total + term if pending == "+" else total - term)  # type: ignore[no-any-return]
+
+
+def _number(text: str) -> int | float:
+    """A literal of :data:`_NUMBER`, with its optional minus, as Python reads it (``-`` applied after reading)."""
+    negative = text.startswith("-")
+    digits = text[1:] if negative else text
+    value: int | float = float(digits) if "." in digits else int(digits)
+    return -value if negative else value
 
 
 def _arithmetic(root: ast.AST) -> int | float:
@@ -71,8 +123,8 @@ def calculate(ctx: ToolContext, expression: str) -> str:
     if len(expression) > _MAX_EXPRESSION:
         raise ToolError(f"expression longer than {_MAX_EXPRESSION} characters")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
-        value = float(_arithmetic(tree.body))
+        flat = _flat(expression)
+        value = float(_arithmetic(ast.parse(expression.strip(), mode="eval").body) if flat is None else flat)
     except ToolError:
         raise
     except ZeroDivisionError as e:

@@ -114,6 +114,44 @@ def test_email_lookup_compares_as_python_lowercases_also_beyond_ascii(env: Env) 
     env.refused("find_user_id_by_email", email="elodie.kelvin@x.com")
 
 
+@pytest.mark.parametrize("kelvin_first", [True, False])
+def test_email_lookup_takes_the_first_user_in_file_order_across_ascii_and_other_emails(
+    env: Env, raw: dict[str, Any], kelvin_first: bool
+) -> None:
+    """An ASCII email and one with a KELVIN SIGN both lower-case to ``kate@x.com``: the earlier user wins."""
+    first, second = list(raw["users"])[3], list(raw["users"])[40]  # file order: first before second
+    kelvin, ascii_ = (first, second) if kelvin_first else (second, first)
+    conn = env.trial.raw
+    conn.execute("UPDATE users SET email = '\u212aAte@x.com' WHERE id = ?", (kelvin,))
+    conn.execute("UPDATE users SET email = 'KATE@x.com' WHERE id = ?", (ascii_,))
+    conn.commit()
+    assert env.ok("find_user_id_by_email", email="Kate@X.com") == first
+
+
+def test_lookups_by_email_and_zip_read_indexes_in_file_order(env: Env) -> None:
+    """The look-ups seek indexes: no scan of ``users`` for an email, no sort for a zip's users."""
+    from domains.retail import tools
+
+    def plan(sql: str, *params: str) -> str:
+        return " | ".join(r[3] for r in env.trial.raw.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+
+    email = plan(tools._EMAIL_SQL, "a@b.c")
+    assert "SEARCH users USING INDEX ix_users_lower_email" in email, email
+    assert "SCAN users USING COVERING INDEX ix_users_other_email" in email, email
+    zip_ = plan("SELECT id, first_name, last_name FROM users WHERE zip = ? ORDER BY position", "x")
+    assert "SEARCH users USING INDEX ix_users_zip" in zip_ and "TEMP B-TREE" not in zip_, zip_
+
+
+def test_every_record_is_answered_as_in_its_file(env: Env, raw: dict[str, Any]) -> None:
+    """One record's rows are put in file order by the tool (its key orders them otherwise): every record checked."""
+    for order_id, record in raw["orders"].items():
+        assert env.call("get_order_details", order_id=order_id).content == json.dumps(record), order_id
+    for user_id, record in raw["users"].items():
+        assert env.call("get_user_details", user_id=user_id).content == json.dumps(record), user_id
+    for product_id, record in raw["products"].items():
+        assert env.call("get_product_details", product_id=product_id).content == json.dumps(record), product_id
+
+
 def test_lookups_return_the_file_records(env: Env, raw: dict[str, Any]) -> None:
     before = env.snap()
     assert env.ok("find_user_id_by_email", email="Ethan.Lopez8943@EXAMPLE.com") == "ethan_lopez_6291"
