@@ -33,7 +33,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from domains.retail._data import order_children, order_record, order_record_from, product_record, user_record
+from domains.retail._data import (
+    order_children,
+    order_record,
+    order_record_from,
+    order_row,
+    product_record,
+    user_record,
+)
 from domains.retail.models import Base
 from simulator.world.kit import (
     Reads,
@@ -153,7 +160,8 @@ def _refuse(tau2: bool, ours: str, theirs: str) -> ToolError:
 
 
 def _get_order(conn: Reads, order_id: str, tau2: bool = False) -> Row:
-    order = _DB.get(conn, "orders", order_id)
+    """The order's row (without ``position``: :func:`~domains.retail._data.order_row`)."""
+    order = order_row(conn, order_id)
     if order is None:
         raise _refuse(tau2, f"no order with id {order_id!r}", "Order not found")
     return order
