@@ -23,7 +23,6 @@ microsecond instead of the ORM's tens.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import sqlite3
 import time
@@ -37,6 +36,7 @@ from sqlalchemy.orm import Session
 
 from simulator.errors import ToolError
 from simulator.world.events import emit_event
+from simulator.world.jsontext import json_text
 from simulator.world.memo import MEMO_KEY, Reads, TrialMemo, WriteRecorder, memo_key, replay
 
 ToolKind = Literal["read", "write"]
@@ -273,7 +273,7 @@ class CallOutcome:
 def _render(result: Any) -> str:
     if isinstance(result, str):
         return result
-    return json.dumps(result)
+    return json_text(result)  # json.dumps(result)'s text
 
 
 class Toolbox:

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, MetaData, Table
 
 from simulator.world.data.storage import Layout
+from simulator.world.jsontext import json_text
 from simulator.world.memo import Reads
 from simulator.world.tools import ToolContext
 
@@ -125,7 +126,7 @@ class _TableSQL:
         if value is None:
             return None
         if column in self.json:
-            return json.dumps(value)
+            return json_text(value)  # json.dumps(value)'s text
         if column in self.bool:
             return int(value)
         return value
@@ -135,7 +136,8 @@ class TableAccess:
     """Reads by primary key and every write of a schema's tools, through the trial's sqlite3 connection.
 
     The SQL of each table is built once from the metadata; values are converted as the ORM would (JSON
-    columns as ``json.dumps`` text, SQL NULL for None; booleans as 0/1), so rows written here read back the
+    columns as ``json.dumps`` text (:func:`~simulator.world.jsontext.json_text`), SQL NULL for None; booleans as
+    0/1), so rows written here read back the
     same through the ORM and the dump. Writing every change of a domain's tools through
     :meth:`insert`, :meth:`update` and :meth:`delete` makes them the one place to observe what a tool writes.
 
