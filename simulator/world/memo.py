@@ -123,7 +123,8 @@ class WriteRecorder:
         if type(sql) is not str:
             self.replayable = False
             return
-        if sql[:6] not in _WRITE_HEADS and sql.lstrip()[:6].upper() == "SELECT":
+        head = sql[:6]
+        if head not in _WRITE_HEADS and (head == "SELECT" or sql.lstrip()[:6].upper() == "SELECT"):
             return
         if many:
             size = 0

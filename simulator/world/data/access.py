@@ -58,6 +58,7 @@ class _TableSQL:
     def __init__(self, table: Table):
         self.name = table.name
         self.columns = tuple(c.name for c in table.columns)
+        self.column_set = frozenset(self.columns)
         self.key = tuple(c.name for c in table.primary_key.columns)
         self.json = frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
         self.bool = frozenset(c.name for c in table.columns if isinstance(c.type, Boolean))
@@ -197,7 +198,7 @@ class TableAccess:
             ValueError: an unknown table or column.
         """
         t = self._sql(table)
-        unknown = set(values) - set(t.columns)
+        unknown = values.keys() - t.column_set
         if unknown:
             raise ValueError(f"table {table}: unknown column(s) {', '.join(sorted(unknown))}")
         conn.execute(t.insert, [t.bind(c, values.get(c)) for c in t.columns])
