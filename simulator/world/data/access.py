@@ -137,10 +137,10 @@ class TableAccess:
     """Reads by primary key and every write of a schema's tools, through the trial's sqlite3 connection.
 
     The SQL of each table is built once from the metadata; values are converted as the ORM would (JSON
-    columns as ``json.dumps`` text (:func:`~simulator.world.jsontext.json_text`), SQL NULL for None; booleans as
-    0/1), so rows written here read back the
-    same through the ORM and the dump. Writing every change of a domain's tools through
-    :meth:`insert`, :meth:`update` and :meth:`delete` makes them the one place to observe what a tool writes.
+    columns as ``json.dumps`` text, written by :func:`~simulator.world.jsontext.json_text`; SQL NULL for None;
+    booleans as 0/1), so rows written here read back the same through the ORM and the dump. Writing every change
+    of a domain's tools through :meth:`insert`, :meth:`update` and :meth:`delete` makes them the one place to
+    observe what a tool writes.
 
     Args:
         metadata: the schema.
