@@ -146,8 +146,8 @@ def limit_caps(limits: Limits) -> list[Cap]:
 def limit_hooks(limits: Limits) -> dict[str, tuple[Callable[..., TerminationReason | None], ...]]:
     """Return the checkpoints of the caps :func:`limit_caps` states, by hook name (:data:`CAP_HOOKS`), in cap order.
 
-    The same bound methods the loop would collect from ``limit_caps(limits)`` by looking each hook up, without
-    looking them up (it runs once per trial).
+    The same bound methods one would collect from ``limit_caps(limits)`` by looking each hook up, without looking
+    them up. (The loop itself checks the turn and step limits inline, first, as these checkpoints check them.)
 
     Args:
         limits: the trial's limits.

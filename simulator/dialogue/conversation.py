@@ -42,7 +42,7 @@ import traceback
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Literal
 
-from simulator.dialogue.caps import CAP_HOOKS, Cap, limit_hooks
+from simulator.dialogue.caps import CAP_HOOKS, Cap, ToolErrorLimit
 from simulator.dialogue.cues import asks_confirmation
 from simulator.dialogue.observers import OBSERVER_HOOKS, Observer
 from simulator.dialogue.signals import ProgressJudge
@@ -58,6 +58,7 @@ from simulator.types.sanitize import (
     admit_value,
     bounded,
     plain_agent_turn,
+    plain_message,
     plain_user_turn,
 )
 from simulator.types.trajectory import Limits, TerminationReason, Trajectory
@@ -183,14 +184,15 @@ class Conversation:
         self.user_ctx = user_ctx
         observe = getattr(user, "observe_progress", None)
         self._observe = observe if callable(observe) else None
-        cap_hooks = limit_hooks(limits)
-        if caps:
-            more = _hooks(caps, CAP_HOOKS)
-            cap_hooks = {name: hooks + more[name] for name, hooks in cap_hooks.items()}
-        self._at_user_turn = cap_hooks["at_user_turn"]
-        self._at_agent_turn = cap_hooks["at_agent_turn"]
-        self._at_step = cap_hooks["at_step"]
-        self._after_tool_call = cap_hooks["after_tool_call"]
+        # the standard caps (limit_caps: TurnLimit, StepLimit) are checked inline, first, as their checkpoints check
+        self._max_turns = limits.max_turns
+        self._max_steps = limits.max_steps
+        more = _hooks(caps, CAP_HOOKS)
+        self._at_user_turn = more["at_user_turn"]
+        self._at_agent_turn = more["at_agent_turn"]
+        self._at_step = more["at_step"]
+        self._after_tool_call = more["after_tool_call"] if limits.max_tool_errors is None else (
+            ToolErrorLimit(limits.max_tool_errors).after_tool_call, *more["after_tool_call"])
         seen = _hooks(observers, OBSERVER_HOOKS)
         self._on_user_turn = seen["on_user_turn"]
         self._on_user_reply = seen["on_user_reply"]
@@ -319,6 +321,8 @@ class Conversation:
         state = self.state
         for hook in self._on_user_turn:
             hook(state)
+        if self._fields["turns"] >= self._max_turns:
+            raise _Ended(TerminationReason.MAX_TURNS)
         for cap in self._at_user_turn:
             if (reason := cap(state)) is not None:
                 raise _Ended(reason)
@@ -362,7 +366,13 @@ class Conversation:
         self._given.add("user_seconds")
         if not isinstance(ut, UserTurn):
             raise _Ended(TerminationReason.USER_ERROR, f"user.reply returned {type(ut).__name__}, expected UserTurn")
-        if not plain_user_turn(ut):  # the notes name the turn: formatted only when there may be notes
+        usage = ut.usage
+        content = ut.content
+        # the common turn at once: ASCII text, no calls, no error, a zero usage (plain_user_turn holds; of
+        # _adds_nothing only the total's half is left)
+        zero = (usage.__dict__ == _ZERO_USAGE and type(usage.cost_usd) is float and ut.error is None
+                and not ut.tool_calls and type(content) is str and content.isascii())
+        if not zero and not plain_user_turn(ut):  # the notes name the turn: formatted only when there may be notes
             ut, notes = admit_user_turn(ut, f"user turn {traj.turns}")
             if notes:
                 traj.notes.extend(notes)
@@ -370,7 +380,11 @@ class Conversation:
             w1 = time.time_ns()
             for hook in self._on_user_reply:
                 hook(state, ut, w0, w1)
-        if not _adds_nothing(traj.user_usage, ut.usage):
+        if zero:
+            kept = traj.user_usage.cost_usd
+            if not (kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)):
+                traj.user_usage = traj.user_usage + usage
+        elif not _adds_nothing(traj.user_usage, ut.usage):
             traj.user_usage = traj.user_usage + ut.usage
         if ut.error:
             raise _Ended(TerminationReason(ut.error_kind or "user_error"), ut.error)
@@ -396,17 +410,21 @@ class Conversation:
         """
         state = self.state
         traj = state.trajectory
+        fields, given = self._fields, self._given
+        if fields["turns"] >= self._max_turns:
+            raise _Ended(TerminationReason.MAX_TURNS)
         for cap in self._at_agent_turn:
             if (reason := cap(state)) is not None:
                 raise _Ended(reason)
         first_call = len(traj.tool_calls)
         for hook in self._on_agent_turn:
             hook(state)
-        at_step = self._at_step
+        at_step, max_steps = self._at_step, self._max_steps
         seen, messages = state.seen, traj.messages
-        fields, given = self._fields, self._given
         clock = time.perf_counter
         while True:
+            if fields["steps"] >= max_steps:
+                raise _Ended(TerminationReason.MAX_STEPS)
             for cap in at_step:
                 if (reason := cap(state)) is not None:
                     raise _Ended(reason)
@@ -447,12 +465,20 @@ class Conversation:
             raise self._not_a_turn(at)
         state = self.state
         traj = state.trajectory
-        if not plain_agent_turn(at):  # the notes name the step: formatted only when there may be notes
-            at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
-            if notes:
-                traj.notes.extend(notes)
-        if not _adds_nothing(traj.agent_usage, at.usage):
-            traj.agent_usage = traj.agent_usage + at.usage
+        usage = at.usage
+        if (usage.__dict__ == _ZERO_USAGE and type(usage.cost_usd) is float and at.error is None
+                and plain_message(at.message)):
+            # the common turn at once: nothing to admit (plain_agent_turn), a zero usage (_adds_nothing's first half)
+            kept = traj.agent_usage.cost_usd
+            if not (kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)):
+                traj.agent_usage = traj.agent_usage + usage
+        else:
+            if not plain_agent_turn(at):  # the notes name the step: formatted only when there may be notes
+                at, notes = admit_agent_turn(at, f"agent step {traj.steps}")
+                if notes:
+                    traj.notes.extend(notes)
+            if not _adds_nothing(traj.agent_usage, at.usage):
+                traj.agent_usage = traj.agent_usage + at.usage
         if self._on_agent_reply:
             w1 = time.time_ns()
             for hook in self._on_agent_reply:
@@ -485,8 +511,11 @@ class Conversation:
         state = self.state
         traj = state.trajectory
         agent = requestor == "agent"
-        at_step, on_call, on_step = self._at_step, self._on_tool_call, self._on_step
+        at_step, on_call, on_step, max_steps = self._at_step, self._on_tool_call, self._on_step, self._max_steps
+        fields = self._fields
         for call in calls:
+            if fields["steps"] >= max_steps:
+                raise _Ended(TerminationReason.MAX_STEPS)
             for cap in at_step:
                 if (reason := cap(state)) is not None:
                     raise _Ended(reason)

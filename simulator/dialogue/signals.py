@@ -89,7 +89,11 @@ def questions(text: str, *, confirms: bool | None = None) -> list[str]:
         text: the message.
         confirms: ``asks_confirmation(text)`` when the caller has it already (None: computed here).
     """
-    norm = " ".join(text.lower().split())
+    return _questions(text, " ".join(text.lower().split()), confirms)
+
+
+def _questions(text: str, norm: str, confirms: bool | None) -> list[str]:
+    """:func:`questions` of ``text`` whose normal form (lower case, whitespace runs as one space) is ``norm``."""
     if asks_confirmation(text) if confirms is None else confirms:
         return [norm]
     if "?" not in norm:
@@ -102,12 +106,80 @@ def questions(text: str, *, confirms: bool | None = None) -> list[str]:
     return out
 
 
+class _Call:
+    """One distinct call of a tool the agent made (:attr:`ProgressJudge.calls`), its key made only when needed.
+
+    A call is known by its key ``json.dumps([name, arguments or raw text], sort_keys=True, default=str)``: two calls
+    are the same when their keys are equal, so only calls of the same tool can be. Most tools are called once or
+    twice in a trial, with arguments of str keys and str values: two such calls (or two without arguments) have
+    equal keys exactly when their arguments are equal, compared without making keys (:func:`_plain`). Any other
+    key is made when first compared (arguments of scalars only, which cannot change meanwhile: the record's own
+    dict) or at once (anything else: a nested value an agent might still change, or one whose key raises, as it
+    did when every key was made at the end of its turn).
+
+    Attributes:
+        value: the call's arguments (or raw text, or None).
+        kind: the tool's kind (``read``, ``write``, None).
+        writes: the successful write calls made before it (a ``read`` made before the latest write is forgotten).
+        plain: ``value`` is None, a str, or a dict of str keys and str values.
+        key: the key, once made.
+    """
+
+    __slots__ = ("key", "kind", "plain", "value", "writes")
+
+    def __init__(self, value: Any, kind: str | None, writes: int, plain: bool, key: str | None):
+        self.value = value
+        self.kind = kind
+        self.writes = writes
+        self.plain = plain
+        self.key = key
+
+    def same(self, name: str, value: Any, plain: bool, key: str | None) -> bool:
+        """True when the call ``name(value)`` has this call's key (``key``: its key when made, else None)."""
+        if plain and self.plain:
+            return type(value) is type(self.value) and value == self.value
+        mine = self.key
+        if mine is None:
+            mine = self.key = _call_key([name, self.value])
+        return (key if key is not None else _call_key([name, value])) == mine
+
+
+def _plain(value: Any) -> bool:
+    """True for None, a str, or a dict of str keys and str values: such values are equal exactly when their keys are."""
+    if value is None or type(value) is str:
+        return True
+    if type(value) is not dict:
+        return False
+    for k, v in value.items():
+        if type(k) is not str or type(v) is not str:
+            return False
+    return True
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _deferrable(value: Any) -> bool:
+    """True when the key of a call with arguments ``value`` (the record's own dict) may be made later, the same.
+
+    That is: a dict of str keys and scalar values (none can change in place, and making the key cannot raise).
+    """
+    if type(value) is not dict:
+        return False
+    scalars = _SCALARS
+    for k, v in value.items():
+        if type(k) is not str or type(v) not in scalars:
+            return False
+    return True
+
+
 class ProgressJudge:
     """Judges each agent turn's progress from what the conversation has seen so far.
 
     Attributes:
         values: value-like tokens said so far (by either side).
-        calls: tool-call key -> tool kind of the agent's calls so far (reads forgotten after a write).
+        calls: tool name -> the agent's distinct calls of that tool so far (:class:`_Call`; a read made before a
+            successful write is forgotten).
         texts: the agent's messages so far, normalised.
         questions: the agent's question keys so far.
         user_yes: the user's last message said yes.
@@ -116,11 +188,12 @@ class ProgressJudge:
 
     def __init__(self) -> None:
         self.values: set[str] = set()
-        self.calls: dict[str, str | None] = {}  # call key -> tool kind; reads are forgotten after a write
+        self.calls: dict[str, list[_Call]] = {}
         self.texts: set[str] = set()
         self.questions: set[str] = set()
         self.user_yes = False
         self.user_asked = False
+        self._writes = 0  # successful writes so far: a read made before the last of them is forgotten
 
     def on_user(self, text: str) -> None:
         """Hear a user message (its values, whether it says yes, whether it asks)."""
@@ -142,28 +215,15 @@ class ProgressJudge:
             The turn's :class:`Progress` (made or not, and its signals in :data:`PROGRESS_SIGNALS` order).
         """
         repeat = tool_ok = tool_error = confirmed = False
-        known = self.calls
-        yes = self.user_yes
-        for c in calls:
-            arguments = c.arguments
-            key = _call_key([c.name, arguments if arguments is not None else c.raw_arguments])
-            kind = c.kind
-            if key in known:
-                repeat = True
-            if c.status != "ok":
-                tool_error = True
-            else:
-                tool_ok = tool_ok or key not in known
-                if kind == "write":
-                    confirmed = confirmed or yes
-                    # the state changed: reading something again is no repetition
-                    self.calls = known = {k: v for k, v in known.items() if v != "read"}
-            known[key] = kind
+        if calls:
+            repeat, tool_ok, tool_error, confirmed = self._judge_calls(calls)
         norm = " ".join(text.lower().split())
         if norm and norm in self.texts:
             repeat = True
         self.texts.add(norm)
-        text = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
+        clipped = clip_long_tokens(text)  # cues and values are scanned on a bounded copy of each long token
+        if clipped is not text:
+            text, norm = clipped, " ".join(clipped.lower().split())
         said = values(text)
         new_info = answered = False
         if said:
@@ -173,7 +233,7 @@ class ProgressJudge:
             else:
                 answered = self.user_asked
         asked = repeated = False
-        for q in questions(text, confirms=confirms):
+        for q in _questions(text, norm, confirms):
             if q in self.questions:
                 repeated = True
             else:
@@ -182,3 +242,43 @@ class ProgressJudge:
         asked = asked and not repeated
         made = (tool_ok or confirmed or new_info or answered or asked) and not (repeated or repeat)
         return Progress(made, _SIGNALS[tool_ok, confirmed, new_info, answered, asked, repeated, repeat, tool_error])
+
+    def _judge_calls(self, calls: list[ToolCallRecord]) -> tuple[bool, bool, bool, bool]:
+        """Judge a turn's calls in order: ``(repeat, tool_ok, tool_error, confirmed_action)``; remember them.
+
+        A call repeats one still known with the same key; a successful one that does not is ``tool_ok``; a
+        successful write right after a user yes is ``confirmed_action``, and after any successful write the reads
+        so far are forgotten.
+        """
+        repeat = tool_ok = tool_error = confirmed = False
+        groups = self.calls
+        yes = self.user_yes
+        for c in calls:
+            arguments = c.arguments
+            value = arguments if arguments is not None else c.raw_arguments
+            name, kind = c.name, c.kind
+            plain = _plain(value)
+            key = None if plain or _deferrable(value) else _call_key([name, value])
+            group = groups.get(name)
+            if group is None:
+                group = groups[name] = []
+            match = None
+            for known in group:
+                if known.same(name, value, plain, key):
+                    match = known
+                    break
+            seen = match is not None and (match.kind != "read" or match.writes == self._writes)
+            if seen:
+                repeat = True
+            if c.status != "ok":
+                tool_error = True
+            else:
+                tool_ok = tool_ok or not seen
+                if kind == "write":
+                    confirmed = confirmed or yes
+                    self._writes += 1  # the state changed: reading something again is no repetition
+            if match is None:
+                group.append(_Call(value, kind, self._writes, plain, key))
+            else:
+                match.kind, match.writes = kind, self._writes
+        return repeat, tool_ok, tool_error, confirmed

@@ -37,7 +37,7 @@ from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTu
 
 __all__ = ["ERROR_LIMIT", "MAX_COST_USD", "REPLACEMENT", "admit_agent_turn", "admit_call", "admit_message",
            "admit_text", "admit_usage", "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path",
-           "plain_agent_turn", "plain_user_turn", "shown"]
+           "plain_agent_turn", "plain_message", "plain_user_turn", "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -364,8 +364,8 @@ def _plain_text(text: str | None) -> bool:
     return text is None or text.isascii() or _SURROGATE.search(text) is None
 
 
-def _plain_message(message: Message) -> bool:
-    """True when :func:`admit_message` would change nothing and note nothing."""
+def plain_message(message: Message) -> bool:
+    """True when :func:`admit_message` would change nothing and note nothing (cheaply: ASCII text is plain)."""
     content, name, call_id = message.content, message.name, message.tool_call_id
     if not ((content is None or content.isascii() or _SURROGATE.search(content) is None)
             and (name is None or name.isascii() or _SURROGATE.search(name) is None)
@@ -386,7 +386,7 @@ def plain_agent_turn(turn: AgentTurn) -> bool:
 
     Each check is the one its ``admit_*`` starts with: no error text, a plain usage, plain message text and calls.
     """
-    return turn.error is None and _plain_usage(turn.usage) and _plain_message(turn.message)
+    return turn.error is None and _plain_usage(turn.usage) and plain_message(turn.message)
 
 
 def plain_user_turn(turn: UserTurn) -> bool:

@@ -33,3 +33,26 @@ def test_the_oracles_turns_are_the_constructors_instances():
     first["k"] = "changed"
     assert gold[0].arguments["k"] == "v" and agent.step([]).message.content.endswith("42. Is there anything else "
                                                                                     "I can help with?")
+
+
+def test_hostile_task_values_reach_the_record_sanitized(tmp_path):
+    """The oracle's turns are built without validation, but the loop still admits them: a lone surrogate in a tool
+    name and in an output is replaced, a NaN argument refuses the call, a terminal escape stays data in the record."""
+    from simulator.dialogue.conversation import Conversation
+    from simulator.users import ScriptedUser
+    from tests._support.convo import bank_trial
+
+    gold = [Action(name="get_balance", arguments={"account_id": "A1", "x": float("nan")}),
+            Action(name="no\ud800pe", arguments={"k": "\x1b[2J"})]
+    task = Task(id="t", scenario=UserScenario(instructions="", opening="hi"), gold_actions=gold,
+                required_outputs=["4\ud8002 \x1b[31m"])
+    agent = OracleAgent(TrialContext(task=task, tools=[], policy="", seed=0, rng=None, domain="d"))
+    with bank_trial(tmp_path / "d") as (tb, ctx, _t):
+        traj = Conversation(agent, ScriptedUser(["hi"]), tb, ctx).run()
+    first, second = traj.tool_calls
+    assert first.arguments is None and first.status == "invalid_arguments" and "NaN" in (first.raw_arguments or "")
+    assert second.name == "no\ufffdpe" and second.status == "unknown_tool" and second.arguments == {"k": "\x1b[2J"}
+    closing = [m.content for m in traj.messages if m.role == "assistant" and m.content]
+    assert closing == ["Your request has been handled. The answer: 4\ufffd2 \x1b[31m."]
+    assert any("non-finite" in n for n in traj.notes) and any("surrogate" in n for n in traj.notes)
+    traj.model_dump_json()  # storable: no lone surrogate left

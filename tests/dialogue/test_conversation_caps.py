@@ -164,3 +164,21 @@ def test_resume_continues_from_a_state_taken_by_an_observer(env):
     second = pickle.loads(taken[1])  # noqa: S301 - our own bytes
     traj = Conversation(ListAgent(say("again")), ScriptedUser(["c"]), tb, ctx, resume=second).run()
     assert [m.content for m in traj.messages] == ["a", "ok", "c", "again"]
+
+
+@pytest.mark.parametrize("max_turns, max_steps", [(t, s) for t in (1, 2, 3, 4, 5) for s in (0, 1, 2, 3, 5, 8)])
+def test_the_inline_limits_end_as_the_limit_caps_do(tmp_path, max_turns, max_steps):
+    """The loop checks max_turns and max_steps itself: the same trajectory as TurnLimit and StepLimit given as caps."""
+    def run(name, limits, caps):
+        agent = ListAgent(call("get_balance", "c1", account_id="A1"), call("get_balance", "c2", account_id="A1"),
+                          say("You have $100."), call("get_balance", "c3", account_id="A2"), say("Done."))
+        with bank_trial(tmp_path / name) as (tb, ctx, _):
+            traj = Conversation(agent, ScriptedUser(["hi", "and the other?", "thanks"]), tb, ctx, limits,
+                                caps=caps).run()
+        return traj.model_dump(exclude={"agent_seconds", "user_seconds", "tool_seconds", "tool_calls"}), [
+            (c.name, c.step, c.status) for c in traj.tool_calls]
+
+    inline = run("a", Limits(max_turns=max_turns, max_steps=max_steps), [])
+    capped = run("b", Limits(max_turns=10**6, max_steps=10**6), [TurnLimit(max_turns), StepLimit(max_steps)])
+    assert inline == capped
+    assert inline[0]["termination_reason"] in ("max_turns", "max_steps", "user_stop")

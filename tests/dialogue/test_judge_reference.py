@@ -7,7 +7,10 @@ after writes, yes answers, repeated texts and questions, values old and new) and
 
 from __future__ import annotations
 
+import decimal
+import enum
 import json
+import math
 import random
 from typing import Any
 
@@ -107,3 +110,67 @@ def test_the_judge_agrees_with_the_reference_rules(seed):
         text = rng.choice(AGENT_LINES)
         got = judge.on_agent_turn(text, calls)
         assert (got.made, got.signals) == reference.on_agent_turn(text, calls), (seed, line, text, calls)
+
+
+class Shade(enum.StrEnum):
+    RED = "red"
+
+
+ODD_ARGUMENTS: list[Any] = [
+    {"id": "red"}, {"id": Shade.RED}, {"id": decimal.Decimal("1")}, {"id": "1"}, {"id": 1}, {"id": 1.0},
+    {"id": True}, {"id": None}, {"id": "null"}, {"id": math.nan}, {"id": -0.0}, {"id": 0.0}, {"id": ["1"]},
+    {"id": ("1",)}, {"id": {"x": "1"}}, {"id": "1", "b": "2"}, {"b": "2", "id": "1"}, {}, None,
+]
+"""Arguments whose keys are equal although the values differ (a str and a str enum, a Decimal and a str, a list
+and a tuple, key order) or differ although Python calls the values equal (1, 1.0 and True; None and "null" as raw
+text): a fast comparison that is not the key's misjudges some pair."""
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_judge_compares_calls_as_their_keys_do(seed):
+    rng = random.Random(seed)
+    judge, reference = ProgressJudge(), ReferenceJudge()
+    for step in range(10):
+        calls = []
+        for _ in range(rng.choice([1, 2, 3])):
+            arguments = rng.choice(ODD_ARGUMENTS)
+            raw = None if arguments is not None else rng.choice(["null", "{bad", "red"])
+            calls.append(ToolCallRecord.model_construct(
+                step=step, call_id=f"c{step}", name=rng.choice(["get", "set"]), arguments=arguments,
+                raw_arguments=raw, kind=rng.choice(["read", "read", "write"]), status=rng.choice(["ok", "ok", "x"]),
+                content="", duration_s=0.0))
+        got = judge.on_agent_turn("ok", calls)
+        assert (got.made, got.signals) == reference.on_agent_turn("ok", calls), (seed, step, calls)
+
+
+def test_a_str_enum_argument_repeats_the_same_text():
+    """The key of ``{"id": Shade.RED}`` is that of ``{"id": "red"}``: a repeat, though only one is plain text; the
+    keys of ``1`` and ``1.0`` differ, though the values are equal."""
+    judge = ProgressJudge()
+
+    def call(value: Any) -> ToolCallRecord:
+        return ToolCallRecord.model_construct(step=0, call_id="c", name="get", arguments={"id": value},
+                                              raw_arguments=None, kind="read", status="ok", content="",
+                                              duration_s=0.0)
+
+    assert "agent_repeat" not in judge.on_agent_turn("a", [call("red")]).signals
+    assert "agent_repeat" in judge.on_agent_turn("b", [call(Shade.RED)]).signals
+    assert "agent_repeat" not in judge.on_agent_turn("c", [call(1)]).signals
+    assert "agent_repeat" not in judge.on_agent_turn("d", [call(1.0)]).signals  # 1 == 1.0, but "1" != "1.0"
+    assert "agent_repeat" in judge.on_agent_turn("e", [call(1)]).signals
+
+
+def test_a_nested_argument_is_keyed_when_judged():
+    """An agent changing a list it passed after its turn was judged changes no judgement of that turn's call."""
+    judge, reference = ProgressJudge(), ReferenceJudge()
+    items = ["1", "2"]
+    first = ToolCallRecord.model_construct(step=0, call_id="c0", name="get", arguments={"ids": items},
+                                           raw_arguments=None, kind="read", status="ok", content="", duration_s=0.0)
+    judge.on_agent_turn("a", [first])
+    reference.on_agent_turn("a", [first])
+    items.append("3")
+    again = ToolCallRecord.model_construct(step=1, call_id="c1", name="get", arguments={"ids": ["1", "2"]},
+                                           raw_arguments=None, kind="read", status="ok", content="", duration_s=0.0)
+    got = judge.on_agent_turn("b", [again])
+    assert (got.made, got.signals) == reference.on_agent_turn("b", [again])
+    assert "agent_repeat" in got.signals

@@ -170,3 +170,71 @@ def test_the_loop_marks_the_trajectory_fields_it_writes_as_set(tmp_path):
     # every field assigned by a conversation with a tool call, a user line and an agent line (by hand)
     assert traj.model_fields_set == {"turns", "steps", "agent_seconds", "user_seconds", "tool_seconds",
                                      "termination_reason", "error", "agent_metadata", "user_metadata"}
+
+
+def test_a_zero_usage_turn_is_still_admitted(tmp_path):
+    """An agent turn of zero usage takes the loop's quick path, which still refuses what admit_agent_turn refuses:
+    a lone surrogate in the text, the tool name or the call id is replaced, a NaN argument refuses the call, a
+    terminal escape stays data; an int or negative-zero cost adds as it did (the total becomes that float sum)."""
+    from tests.dialogue.test_orchestrator import ListAgent
+
+    class Agent(ListAgent):
+        def step(self, messages):
+            turn = super().step(messages)
+            return turn.model_copy(update={"usage": Usage(cost_usd=self.costs.pop(0))})
+
+    agent = Agent(Message(role="assistant", tool_calls=[ToolCall(id="c\ud800", name="get_balance",
+                                                                 arguments={"account_id": "A1", "x": math.nan})]),
+                  Message(role="assistant", tool_calls=[ToolCall(id="c2", name="get_bal\udc00ance",
+                                                                 arguments={"account_id": "\x1b[2J"})]),
+                  Message(role="assistant", content="done \ud83d \x1b[31m"))
+    agent.costs = [0.0, -0.0, 0]
+    with bank_trial(tmp_path / "d") as (tb, ctx, _t):
+        traj = Conversation(agent, ScriptedUser(["hi"]), tb, ctx).run()
+    first, second = traj.tool_calls
+    assert (first.call_id, first.arguments, first.status) == ("c\ufffd", None, "invalid_arguments")
+    assert (second.name, second.arguments, second.status) == ("get_bal\ufffdance", {"account_id": "\x1b[2J"},
+                                                              "unknown_tool")
+    assert traj.agent_texts() == ["done \ufffd \x1b[31m"]
+    assert len(traj.notes) == 4 and traj.agent_usage.cost_usd == 0.0
+    traj.model_dump_json()  # storable
+
+
+@pytest.mark.parametrize("cost, total", [(0.0, 0.0), (-0.0, 0.0), (0, 0.0), (None, None), (0.5, 0.5)])
+def test_the_agent_usage_total_is_the_sum_of_the_turns(tmp_path, cost, total):
+    from tests.dialogue.test_orchestrator import ListAgent
+
+    class Agent(ListAgent):
+        def step(self, messages):
+            return AgentTurn(message=super().step(messages).message, usage=Usage.model_construct(
+                prompt_tokens=0, completion_tokens=0, cost_usd=cost, calls=0, attempts=0))
+
+    with bank_trial(tmp_path / "d") as (tb, ctx, _t):
+        traj = Conversation(Agent(Message(role="assistant", content="ok")), ScriptedUser(["hi"]), tb, ctx).run()
+    expected = Usage() + Usage.model_construct(prompt_tokens=0, completion_tokens=0, cost_usd=cost, calls=0,
+                                               attempts=0)
+    assert traj.agent_usage.cost_usd == total and repr(traj.agent_usage.cost_usd) == repr(expected.cost_usd)
+
+
+def test_a_users_hostile_turns_are_still_admitted(tmp_path):
+    """The loop's quick path for a plain user turn (ASCII text, zero usage) leaves every other turn to
+    admit_user_turn: a lone surrogate is replaced, a NaN cost is recorded as unknown, negative tokens as 0; a terminal
+    escape is ASCII and stays data."""
+    from tests.dialogue.test_orchestrator import ListAgent
+
+    turns = [UserTurn(content="hi \ud800 there"), UserTurn(content="\x1b[2J clear"),
+             UserTurn(content="cost", usage=Usage.model_construct(prompt_tokens=-3, completion_tokens=0,
+                                                                 cost_usd=math.nan, calls=1, attempts=1)),
+             UserTurn(content="bye", stop=True)]
+
+    class User:
+        def reply(self, messages):
+            return turns.pop(0)
+
+    with bank_trial(tmp_path / "d") as (tb, ctx, _t):
+        traj = Conversation(ListAgent(Message(role="assistant", content="ok")), User(), tb, ctx).run()
+    said = [m.content for m in traj.messages if m.role == "user"]
+    assert said == ["hi \ufffd there", "\x1b[2J clear", "cost", "bye"]
+    assert traj.user_usage.cost_usd is None and traj.user_usage.prompt_tokens == 0 and traj.user_usage.calls == 1
+    assert len(traj.notes) == 3, traj.notes
+    traj.model_dump_json()
