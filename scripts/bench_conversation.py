@@ -5,7 +5,11 @@ tausim, per task of the retail test split (the peer data when present): on a tri
 scripted user, the limits, the task's toolbox, the tool context, the :class:`Conversation` set-up and its ``run``;
 no grading (the previous trial's objects are freed before the clock starts). The template's memo of tool answers
 (``simulator.world.memo``) is kept across rounds, as a pass^k run keeps it across a task's trials; ``--cold``
-empties it before each trial, so every trial measured is its task's first. Reported: the mean and median over the
+empties it before each trial, so every trial measured is its task's first; ``--run K`` measures as a pass^k run of K
+trials per task does: the memo emptied before each task's first trial and kept for its other K - 1, the task's figure
+the mean of its K trials (harsher than a real run, whose tasks also share answers remembered on unchanged copies).
+The decoded-JSON memos of the tool code (pure functions of a stored text: the same text always decodes to the same
+value) are kept in every mode, as a run keeps them from its first trials on. Reported: the mean and median over the
 tasks of each task's fastest round, and where the time goes (context; agent, user and toolbox; conversation set-up;
 the loop, and of it the time inside the tool calls).
 
@@ -120,11 +124,27 @@ def tausim_runner(peers: Path, split: str) -> Any:
     return runner
 
 
-def tausim_round(runner: Any, cold: bool = False) -> list[tuple[float, ...]]:
+def tausim_round(runner: Any, cold: bool = False, trials: int = 1) -> list[tuple[float, ...]]:
     """One pass over the runner's tasks; per task (total, context, actors, set-up, loop, in tools) in seconds.
 
     ``cold``: the template's memo of tool answers and statements is emptied before each task's trial, so every
-    trial is a task's first (no answer remembered from an earlier trial or round).
+    trial is a task's first (no answer remembered from an earlier trial or round). ``trials`` > 1: each task runs
+    that many trials in a row, the memo emptied before its first (as in a pass^k run); its figures are the means
+    over its trials.
+    """
+    if trials > 1:
+        out = []
+        for task in runner.tasks:
+            rows = [_one_trial(runner, task, i, cold=(i == 0)) for i in range(trials)]
+            out.append(tuple(statistics.fmean(r[j] for r in rows) for j in range(len(rows[0]))))
+        return out
+    return [_one_trial(runner, task, 0, cold) for task in runner.tasks]
+
+
+def _one_trial(runner: Any, task: Any, trial_index: int, cold: bool) -> tuple[float, ...]:
+    """Trial ``trial_index`` of ``task`` (the memo emptied first when ``cold``).
+
+    Returns (total, context, actors, set-up, loop, in tools) in seconds.
     """
     from simulator.dialogue.conversation import Conversation
     from simulator.types.trajectory import Limits
@@ -132,29 +152,25 @@ def tausim_round(runner: Any, cold: bool = False) -> list[tuple[float, ...]]:
     from simulator.world.replay import prepare_trial
     from simulator.world.tools import ToolContext
 
-    out = []
     clock = time.perf_counter
-    for task in runner.tasks:
-        if cold:
-            runner.template.memo = ReadMemo()
-        with runner.template.trial() as db:
-            prepare_trial(runner.domain, db, task)
-            t0 = clock()
-            ctx = runner.trial_context(task, 0)
-            t1 = clock()
-            agent = runner.agent_factory(ctx)
-            user = runner.user_factory(ctx)
-            limits = Limits(max_turns=task.max_turns or runner.config.max_turns, max_steps=runner.config.max_steps)
-            toolbox = runner.agent_toolbox(task, 0)
-            t2 = clock()
-            conv = Conversation(agent, user, toolbox, ToolContext(db.session, db.options), limits)
-            t3 = clock()
-            traj = conv.run()
-            t4 = clock()
-        out.append((t4 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, traj.tool_seconds))
-        # freed before the next trial's clock starts, as tau-bench's side frees its last trial's data and actions
-        del ctx, agent, user, limits, toolbox, conv, traj
-    return out
+    if cold:
+        runner.template.memo = ReadMemo()
+    with runner.template.trial() as db:
+        prepare_trial(runner.domain, db, task)
+        t0 = clock()
+        ctx = runner.trial_context(task, trial_index)
+        t1 = clock()
+        agent = runner.agent_factory(ctx)
+        user = runner.user_factory(ctx)
+        limits = Limits(max_turns=task.max_turns or runner.config.max_turns, max_steps=runner.config.max_steps)
+        toolbox = runner.agent_toolbox(task, trial_index)
+        t2 = clock()
+        conv = Conversation(agent, user, toolbox, ToolContext(db.session, db.options), limits)
+        t3 = clock()
+        traj = conv.run()
+        t4 = clock()
+    # freed before the next trial's clock starts (on return), as tau-bench's side frees its last trial's data
+    return (t4 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, traj.tool_seconds)
 
 
 def main() -> None:
@@ -164,8 +180,13 @@ def main() -> None:
     p.add_argument("--split", default="test", help="task split (default: %(default)s)")
     p.add_argument("--cold", action="store_true",
                    help="empty the memo of tool answers before each trial: every trial is its task's first")
+    p.add_argument("--run", type=int, default=1, metavar="K",
+                   help="measure as a pass^k run of K trials per task: the memo emptied before each task's first "
+                        "trial; a task's figure is the mean of its K trials (default: %(default)s)")
     p.add_argument("--taubench-worker", type=Path, default=None, help=argparse_hidden())
     args = p.parse_args()
+    if args.run < 1 or (args.run > 1 and args.cold):
+        p.error("--run K needs K >= 1, and --run K > 1 already empties the memo before each task's first trial")
     if args.taubench_worker is not None:
         taubench_worker(args.taubench_worker, args.split)
         return
@@ -179,17 +200,19 @@ def main() -> None:
             print(f"note: tau-bench has {len(tb.actions)} tasks, tausim {n}; {same} with the same gold action names",
                   file=sys.stderr)
     load0 = os.getloadavg()
-    tausim_round(runner, args.cold)  # warm-up: imports, statement caches
+    tausim_round(runner, args.cold, args.run)  # warm-up: imports, statement caches
     tb_best = [float("inf")] * n
     best: list[tuple[float, ...]] = [(float("inf"),)] * n
     for _ in range(args.rounds):
         if tb is not None:
             tb_best = [min(a, b) for a, b in zip(tb_best, tb.round(), strict=False)]
-        best = [min(a, b) for a, b in zip(best, tausim_round(runner, args.cold), strict=True)]
+        best = [min(a, b) for a, b in zip(best, tausim_round(runner, args.cold, args.run), strict=True)]
     load1 = os.getloadavg()
     if tb is not None:
         tb.close()
-    memo = "memo emptied before each trial (every trial its task's first)" if args.cold else "memo kept across rounds"
+    memo = ("memo emptied before each trial (every trial its task's first)" if args.cold
+            else f"as a pass^k run of {args.run} trials per task (memo emptied before each task's first; per task the "
+                 "mean of its trials)" if args.run > 1 else "memo kept across rounds")
     print(f"bench-conversation: retail {args.split} split, {n} tasks, {args.rounds} round(s), per task the fastest, "
           f"{memo}; "
           f"load average {load0[0]:.2f} -> {load1[0]:.2f}; {machine()}")

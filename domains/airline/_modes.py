@@ -13,7 +13,6 @@ variant: how records are rendered, which checks refuse a call, and the bookkeepi
 from __future__ import annotations
 
 import itertools
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
@@ -34,7 +33,7 @@ from domains.airline._tool_rows import (
     next_day,
     next_method_position,
 )
-from simulator.world.kit import Row, ToolError
+from simulator.world.kit import Row, ToolError, json_text
 
 __all__ = ["DEFAULT_MODE", "MODES", "Tau2Mode", "TausimMode", "ToolMode", "lenient_items", "tau2_reservation",
            "tau2_second_date", "tau2_user", "tool_mode"]
@@ -73,7 +72,7 @@ class ToolMode:
         record = reservation_record(rows.conn, reservation_id)
         if record is None:
             raise ToolError(f"reservation {reservation_id!r} not found")
-        return json.dumps(self.reservation(record))
+        return json_text(self.reservation(record))  # json.dumps' text
 
     def direct_flights(self, legs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Render the results of a direct flight search."""

@@ -19,6 +19,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import JSON
 from sqlalchemy.orm import Session
 
 from domains._common import strip_user_id
@@ -52,6 +53,7 @@ __all__ = [
     "order_children",
     "order_record",
     "order_record_from",
+    "order_row",
     "product_record",
     "user_record",
 ]
@@ -438,16 +440,48 @@ _PART_KEY = itemgetter(0, 1, 2)
 """The sort key of :data:`_ORDER_PARTS_SQL`'s rows: part, fulfillment position, position."""
 
 
-def _one_order(conn: sqlite3.Connection, order_id: str) -> dict[str, Any] | None:
+_ONE_ORDER_SQL = _ORDER_SQL + " WHERE id = ?"
+"""One order's ``orders`` row (the columns of :data:`_ORDER_SQL`): read by ``get_order_details`` and by the write
+tools (:func:`order_row`) with the same text (one statement in the connection's cache; a row memo would serve both)."""
+
+_ORDER_COLUMNS = tuple(c.strip() for c in _ORDER_SQL[len("SELECT "):_ORDER_SQL.index(" FROM ")].split(","))
+"""The column names of :data:`_ORDER_SQL`, in its order."""
+
+_ORDER_JSON = tuple((i, c) for i, c in enumerate(_ORDER_COLUMNS) if isinstance(Order.__table__.columns[c].type, JSON))
+"""The JSON columns of :data:`_ORDER_SQL` with their positions (their stored texts are decoded in a row)."""
+
+
+def _one_order(conn: Reads, order_id: str) -> dict[str, Any] | None:
     """One order's record in two statements; the same record as ``_orders(conn, order_id)[order_id]``."""
-    row = conn.execute(_ORDER_SQL + " WHERE id = ?", (order_id,)).fetchone()
+    row = conn.execute(_ONE_ORDER_SQL, (order_id,)).fetchone()
     if row is None:
         return None
     items, payments, fulfillments = _parts(conn, _ORDER_PARTS_SQL, order_id)
     return _order(row, items, fulfillments, payments)
 
 
-def _parts(conn: sqlite3.Connection, sql: str, order_id: str
+def order_row(conn: Reads, order_id: str) -> dict[str, Any] | None:
+    """Return an order's ``orders`` row as a write tool holds it (``{column: value}``), or None.
+
+    The columns are those of the record (every column but ``position``, which no tool reads or changes); JSON columns
+    decoded, as :meth:`~simulator.world.kit.TableAccess.get` gives them. Read with the statement
+    ``get_order_details`` reads with (:data:`_ONE_ORDER_SQL`).
+
+    Args:
+        conn: the trial's connection, or ``ctx.reads``.
+        order_id: the order.
+    """
+    values = conn.execute(_ONE_ORDER_SQL, (order_id,)).fetchone()
+    if values is None:
+        return None
+    row = dict(zip(_ORDER_COLUMNS, values, strict=True))
+    for i, c in _ORDER_JSON:
+        if values[i] is not None:
+            row[c] = json.loads(values[i])
+    return row
+
+
+def _parts(conn: Reads, sql: str, order_id: str
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The item, payment and fulfillment entries of one order, from the child rows ``sql`` selects.
 
@@ -484,29 +518,17 @@ def _fulfillments(shipments: list[tuple[int, Any]], tracking: dict[int, list[Any
 
 _ITEM_COLUMNS = tuple(c.name for c in OrderItem.__table__.columns)
 _PAYMENT_COLUMNS = tuple(c.name for c in Payment.__table__.columns)
-_WIDTH = 3 + max(len(_ITEM_COLUMNS), len(_PAYMENT_COLUMNS), 1)
-
-
-def _padded(head: str, columns: Sequence[str]) -> str:
-    return ", ".join((head, *columns, *["NULL"] * (_WIDTH - 3 - len(columns))))
-
-
-_CHILDREN_SQL = " UNION ALL ".join((
-    f"SELECT {_padded('0, 0, position', _ITEM_COLUMNS)} FROM order_items WHERE order_id = ?1",
-    f"SELECT {_padded('1, 0, position', _PAYMENT_COLUMNS)} FROM payments WHERE order_id = ?1",
-    f"SELECT {_padded('2, position, 0', ['layout'])} FROM fulfillments WHERE order_id = ?1",
-    f"SELECT {_padded('3, fulfillment_position, position', ['tracking_id'])} FROM fulfillment_tracking_ids "
-    "WHERE order_id = ?1",
-    f"SELECT {_padded('4, fulfillment_position, position', ['item_id'])} FROM fulfillment_item_ids "
-    "WHERE order_id = ?1",
-))
-"""Every child row of one order in one statement: ``(part, fulfillment position, position, columns...)``, items and
-payments with all their columns in table order (parts as in :data:`_ORDER_PARTS_SQL`)."""
+assert _ITEM_COLUMNS == ("order_id", "position", "name", "product_id", "item_id", "price", "options", "layout")
+assert _PAYMENT_COLUMNS == ("order_id", "position", "transaction_type", "amount", "payment_method_id", "layout")
+# (:func:`order_children` rebuilds these rows from :data:`_ORDER_PARTS_SQL`'s, whose columns follow them)
 
 
 def order_children(conn: Reads, order_id: str
                    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[dict[str, Any]]]:
     """Read an order's item and payment rows and build its fulfillment entries, in one statement.
+
+    The statement is the one ``get_order_details`` reads the order's children with (:data:`_ORDER_PARTS_SQL`): the
+    columns of the record only (no padding, no repeated key), one statement in the connection's cache for both.
 
     Args:
         conn: the trial's connection, or ``ctx.reads`` (see :attr:`~simulator.world.kit.ToolContext.reads`).
@@ -521,16 +543,16 @@ def order_children(conn: Reads, order_id: str
     shipments: list[tuple[int, Any]] = []
     tracking: dict[int, list[Any]] = {}
     shipped: dict[int, list[Any]] = {}
-    for row in sorted(conn.execute(_CHILDREN_SQL, (order_id,)), key=_PART_KEY):
-        part = row[0]
+    for part, fpos, position, a, b, c, d, e, layout in sorted(conn.execute(_ORDER_PARTS_SQL, (order_id,)),
+                                                               key=_PART_KEY):
         if part == 0:
-            items.append(row[3:3 + len(_ITEM_COLUMNS)])
+            items.append((order_id, position, a, b, c, d, e, layout))
         elif part == 1:
-            payments.append(row[3:3 + len(_PAYMENT_COLUMNS)])
+            payments.append((order_id, position, a, b, c, layout))
         elif part == 2:
-            shipments.append((row[1], row[3]))
+            shipments.append((fpos, layout))
         else:
-            (tracking if part == 3 else shipped).setdefault(row[1], []).append(row[3])
+            (tracking if part == 3 else shipped).setdefault(fpos, []).append(a)
     return items, payments, _fulfillments(shipments, tracking, shipped)
 
 
@@ -660,10 +682,11 @@ def user_record(conn: sqlite3.Connection, user_id: str) -> dict[str, Any] | None
     return _users(conn, user_id).get(user_id)
 
 
-def order_record(conn: sqlite3.Connection, order_id: str) -> dict[str, Any] | None:
+def order_record(conn: Reads, order_id: str) -> dict[str, Any] | None:
     """Return one order's record as in orders.json, or None when there is no such order.
 
-    Two statements (the order's row, then all its child rows in one), where the dump's builder takes four to six.
+    ``conn``: the trial's connection, or ``ctx.reads``. Two statements (the order's row, then all its child rows in
+    one), where the dump's builder takes four to six.
     """
     return _one_order(conn, order_id)
 

@@ -33,7 +33,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from domains.retail._data import order_children, order_record, order_record_from, product_record, user_record
+from domains.retail._data import (
+    order_children,
+    order_record,
+    order_record_from,
+    order_row,
+    product_record,
+    user_record,
+)
 from domains.retail.models import NON_ASCII_EMAIL, Base
 from simulator.world.kit import (
     Reads,
@@ -43,6 +50,7 @@ from simulator.world.kit import (
     ToolContext,
     ToolError,
     calculate,
+    json_text,
     think,
     tool,
     transfer_to_human_agents,
@@ -136,7 +144,7 @@ def _order_json(conn: sqlite3.Connection, order: Row, tau2: bool = False, items:
     entries, all with the tool's changes); the rest is read (:func:`~domains.retail._data.order_record_from`).
     """
     record = order_record_from(conn, order, items, payments, fulfillments)
-    return json.dumps(tau2_order(record) if tau2 else record)
+    return json_text(tau2_order(record) if tau2 else record)  # json.dumps' text
 
 
 def _user_json(conn: sqlite3.Connection, ctx: ToolContext, user_id: str) -> str:
@@ -144,7 +152,7 @@ def _user_json(conn: sqlite3.Connection, ctx: ToolContext, user_id: str) -> str:
     record = user_record(conn, user_id)
     if record is None:
         raise _refuse(_tau2(ctx), f"no user with id {user_id!r}", "User not found")
-    return json.dumps(tau2_user(user_id, record) if _tau2(ctx) else record)
+    return json_text(tau2_user(user_id, record) if _tau2(ctx) else record)  # json.dumps' text
 
 
 def _refuse(tau2: bool, ours: str, theirs: str) -> ToolError:
@@ -153,7 +161,8 @@ def _refuse(tau2: bool, ours: str, theirs: str) -> ToolError:
 
 
 def _get_order(conn: Reads, order_id: str, tau2: bool = False) -> Row:
-    order = _DB.get(conn, "orders", order_id)
+    """The order's row (without ``position``: :func:`~domains.retail._data.order_row`)."""
+    order = order_row(conn, order_id)
     if order is None:
         raise _refuse(tau2, f"no order with id {order_id!r}", "Order not found")
     return order

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from simulator.world.jsontext import sorted_json_text
+
 
 class EventContext(Protocol):
     """What recording an event needs of a tool context (:class:`simulator.world.tools.ToolContext` has it)."""
@@ -35,9 +37,9 @@ EVENTS_DDL = (
 _INSERT_EVENT = f'INSERT INTO "{EVENTS_TABLE}" (step, source, kind, name, data) VALUES (?, ?, ?, ?, ?)'
 """The statement of :func:`emit_event` (one string object: the connection's statement cache finds it by hash)."""
 
-_EVENT_DATA = json.JSONEncoder(sort_keys=True, default=str)
-"""The encoder of an event's data: ``json.dumps(data, sort_keys=True, default=str)``, built once (``json.dumps``
-with options builds an encoder per call). Stateless between calls: shared by every thread."""
+_EVENT_DATA = sorted_json_text
+"""The text of an event's data: ``json.dumps(data, sort_keys=True, default=str)``'s, from an encoder built once
+(:mod:`simulator.world.jsontext`). Stateless between calls: shared by every thread."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def event_statement(ctx: EventContext, name: str, data: Mapping[str, Any],
     """
     if not name:
         raise ValueError("an event needs a name")
-    return _INSERT_EVENT, (ctx.step, ctx.source, kind, name, _EVENT_DATA.encode(dict(data)))
+    return _INSERT_EVENT, (ctx.step, ctx.source, kind, name, _EVENT_DATA(data if type(data) is dict else dict(data)))
 
 
 def read_events(raw: sqlite3.Connection) -> list[Event]:

@@ -12,7 +12,8 @@ in relational tables and dumped back unchanged):
   :func:`read_tables`, :func:`read_records`, :class:`RecordChecker`, :func:`key_layout`, :func:`insert_rows`,
   :func:`is_tau2_data`; dumping with :func:`shape`, :func:`select_rows`, :func:`group_rows`, :func:`dump_tables`;
   tools' table access with :class:`TableAccess`, :func:`raw_connection`, :func:`with_new_keys`, and :class:`Reads`
-  (``ctx.reads``: read statements remembered while the trial copy is unchanged);
+  (``ctx.reads``: read statements remembered while the trial copy is unchanged); :func:`json_text` (``json.dumps``'
+  text from an encoder built once, for tools' answers);
 - document tables (one JSON document per row, tau2-style worlds): :class:`Docs`, :func:`doc_table`,
   :func:`insert_docs`, :func:`merge_docs`, :class:`DocShape`; :func:`deep_merge` (tau2's merge of JSON values);
 - :class:`JsonFolderDomain`, the base of a domain whose data is a folder of such files, with a ``policy.md``;
@@ -72,6 +73,7 @@ from simulator.world.generate import (
     write_json_files,
 )
 from simulator.world.instructions import derive_instruction_scenario, identity_facts, instruction_sections
+from simulator.world.jsontext import json_text
 from simulator.world.memo import Reads
 from simulator.world.shared_tools import calculate, think, transfer_to_human_agents
 from simulator.world.sinks import Clock, Ledger, Outbox, Sink
@@ -144,6 +146,7 @@ __all__ = [
     "is_tau2_data",
     "json_column",
     "json_diff",
+    "json_text",
     "key_layout",
     "kind",
     "load_tasks",

@@ -68,14 +68,34 @@ WriteKey = tuple[Any, ...]
 (prefixed with the copy's path, :meth:`TrialMemo.key`)."""
 
 
-def _frozen(parameters: Any) -> Any:
-    """``parameters`` as an immutable copy (a tuple, or a dict owned by the memo), or None when not replayable."""
+_WRITE_HEADS = frozenset(("INSERT", "UPDATE", "DELETE", "REPLAC"))
+"""The first six characters of the statements :class:`WriteRecorder` records without looking further (the
+statements of :class:`~simulator.world.data.access.TableAccess` and of the event log start so)."""
+
+
+def _frozen(parameters: Any) -> tuple[Any, int] | None:
+    """``parameters`` as an immutable copy (a tuple, or a dict owned by the memo) and its size, or None.
+
+    The size is what :meth:`ReadMemo.put_write` counts: each text value's length, 8 per other value. None: a
+    value of a type that cannot be replayed (mutable, or not a value), or parameters neither a sequence nor a dict.
+    """
     t = type(parameters)
     if t is tuple or t is list:
-        return tuple(parameters) if all(type(v) in _VALUES for v in parameters) else None
-    if t is dict:
-        return dict(parameters) if all(type(v) in _VALUES for v in parameters.values()) else None
-    return None
+        values: Any = parameters
+    elif t is dict:
+        values = parameters.values()
+    else:
+        return None
+    size = 0
+    for v in values:
+        tv = type(v)
+        if tv is str:
+            size += len(v)
+        elif tv in _VALUES:
+            size += 8
+        else:
+            return None
+    return (tuple(parameters) if t is not dict else dict(parameters)), size
 
 
 class WriteRecorder:
@@ -84,34 +104,47 @@ class WriteRecorder:
     ``execute`` and ``executemany`` go to the connection; every statement that is not a ``SELECT`` is recorded with
     a copy of its parameters (re-running a read on replay would be harmless, missing a write would not: anything not
     recognised as a ``SELECT`` is recorded). Any other use of the connection (an attribute, a cursor, parameters of
-    other types) marks the call as not replayable; it runs all the same.
+    other types) marks the call as not replayable; it runs all the same. :attr:`size` tallies the recorded
+    statements as :meth:`ReadMemo.put_write` counts them (8 and the text's length per statement, plus the values').
 
     Args:
         conn: the trial copy's connection.
     """
 
-    __slots__ = ("conn", "replayable", "statements")
+    __slots__ = ("conn", "replayable", "size", "statements")
 
     def __init__(self, conn: sqlite3.Connection):  # noqa: D107 - documented on the class
         self.conn = conn
         self.statements: list[Statement] = []
         self.replayable = True
+        self.size = 0
 
     def _record(self, sql: str, parameters: Any, many: bool) -> None:
         if type(sql) is not str:
             self.replayable = False
             return
-        if sql.lstrip()[:6].upper() == "SELECT":
+        head = sql[:6]
+        if head not in _WRITE_HEADS and (head == "SELECT" or sql.lstrip()[:6].upper() == "SELECT"):
             return
         if many:
-            rows = tuple(_frozen(p) for p in parameters)
-            frozen: Any = None if any(r is None for r in rows) else rows
+            size = 0
+            rows = []
+            for p in parameters:
+                got = _frozen(p)
+                if got is None:
+                    self.replayable = False
+                    return
+                rows.append(got[0])
+                size += got[1]
+            frozen: Any = tuple(rows)
         else:
-            frozen = _frozen(parameters)
-        if frozen is None:
-            self.replayable = False
-        else:
-            self.statements.append((sql, frozen, many))
+            got = _frozen(parameters)
+            if got is None:
+                self.replayable = False
+                return
+            frozen, size = got
+        self.statements.append((sql, frozen, many))
+        self.size += 8 + len(sql) + size
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         """Run a statement on the connection (a write: recorded)."""
@@ -250,19 +283,23 @@ class ReadMemo:
         """Return a remembered write call's ``(content, status, statements)``, or None."""
         return self._writes.get(key)
 
-    def put_write(self, key: WriteKey, content: str, status: str, statements: tuple[Statement, ...]) -> None:
+    def put_write(self, key: WriteKey, content: str, status: str, statements: tuple[Statement, ...],
+                  size: int | None = None) -> None:
         """Remember a write call (nothing when the memo is full or the call is already kept).
 
-        Its size counts towards ``limit_chars`` as its content's length and its statements' text values' lengths
-        (8 per other value and per statement).
+        Its size counts towards ``limit_chars`` as its content's length and, per statement, 8, the statement's
+        length and its values' (a text value's length, 8 per other value).
 
         Args:
             key: tool function, arguments' text, step and source.
             content: what the agent saw.
             status: ``ok`` or ``tool_error``.
             statements: the recorded writes (:class:`WriteRecorder`); none for a refused call.
+            size: the statements' size as :attr:`WriteRecorder.size` tallied it (None: counted here).
         """
-        size = len(content) + sum(8 + len(sql) + _size(params, many) for sql, params, many in statements)
+        if size is None:
+            size = sum(8 + len(sql) + _size(params, many) for sql, params, many in statements)
+        size += len(content)
         with self._lock:
             if key in self._writes or self._chars + size > self.limit_chars:
                 return

@@ -23,7 +23,6 @@ microsecond instead of the ORM's tens.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import sqlite3
 import time
@@ -36,7 +35,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from sqlalchemy.orm import Session
 
 from simulator.errors import ToolError
-from simulator.world.events import emit_event, event_statement
+from simulator.world.events import emit_event
+from simulator.world.jsontext import json_text
 from simulator.world.memo import MEMO_KEY, Reads, TrialMemo, WriteRecorder, memo_key, replay
 
 ToolKind = Literal["read", "write"]
@@ -273,7 +273,7 @@ class CallOutcome:
 def _render(result: Any) -> str:
     if isinstance(result, str):
         return result
-    return json.dumps(result)
+    return json_text(result)  # json.dumps(result)'s text
 
 
 class Toolbox:
@@ -389,9 +389,8 @@ class Toolbox:
         recorder = WriteRecorder(conn)
         out = self._run(ctx, spec, name, arguments, t0, recorder)
         if out.status == "ok" and recorder.replayable:
-            # the call's event (recorded by _run_on_connection after the tool's writes) is replayed as a statement
-            event = event_statement(ctx, spec.name, arguments, kind="tool")
-            trial.memo.put_write(key, out.content, "ok", (*recorder.statements, (*event, False)))
+            # the call's event, recorded through the recorder after the tool's writes, is the last statement
+            trial.memo.put_write(key, out.content, "ok", tuple(recorder.statements), recorder.size)
             trial.advance(call)  # the copy's content follows from the path: the memo stays on
         elif out.status == "tool_error" and trial.unchanged(ctx.options):  # refused before writing anything
             trial.memo.put_write(key, out.content, "tool_error", ())
@@ -441,7 +440,7 @@ class Toolbox:
         """Run a tool in a transaction of the DB-API connection (a savepoint when one is already open).
 
         A successful write call is recorded in the event log inside the same transaction. ``recorder``: stands in
-        for ``ctx.conn`` while the tool runs (not while the call's event is recorded).
+        for ``ctx.conn`` while the tool runs and while the call's event is recorded (its last statement).
         """
         conn = ctx.conn
         if ctx.session.in_transaction():
@@ -451,14 +450,15 @@ class Toolbox:
         try:
             if recorder is None:
                 content = _render(spec.fn(ctx, **kwargs))
+                if spec.kind == "write":
+                    emit_event(ctx, spec.name, arguments, kind="tool")
             else:
                 ctx._conn = recorder  # type: ignore[assignment]  # it runs what the connection would run
                 try:
                     content = _render(spec.fn(ctx, **kwargs))
+                    emit_event(ctx, spec.name, arguments, kind="tool")  # recorded: replayed last, as written
                 finally:
                     ctx._conn = conn
-            if spec.kind == "write":
-                emit_event(ctx, spec.name, dict(arguments), kind="tool")
         except ToolError as e:
             _undo(conn, nested)
             return CallOutcome(f"Error: {e}", "tool_error", spec.kind, time.perf_counter() - t0)

@@ -7,7 +7,9 @@ connection itself, and every write call runs the tool), and the copy's whole con
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from domains.retail.models import Base
 from simulator.errors import ToolError
 from simulator.types.faults import FaultRates
+from simulator.world import events
 from simulator.world.database import StateSpec, snapshot
 from simulator.world.domain import get_domain
 from simulator.world.events import read_events
@@ -151,17 +154,33 @@ def test_a_replayed_write_call_records_its_own_event_and_sets_the_copys_path():
     assert after[0] == after[1] and args["address1"] in after[0]
 
 
+def _counting(box: Toolbox, name: str) -> tuple[Toolbox, list[int]]:
+    """``box`` with tool ``name`` counting the runs of its body (a new function: remembered apart from the tool's)."""
+    runs = [0]
+    spec = box.specs[name]
+
+    def counted(ctx: ToolContext, **kwargs: Any) -> Any:
+        runs[0] += 1
+        return spec.fn(ctx, **kwargs)
+
+    specs = [replace(s, fn=counted) if s.name == name else s for s in box.specs.values()]
+    return Toolbox(specs, uses_session=box.uses_session), runs
+
+
 def test_the_same_write_at_another_step_or_source_is_run_again():
     domain, template, tasks = _retail()
-    box = domain.toolbox()
+    box, runs = _counting(domain.toolbox(), "return_delivered_order_items")
     name, args = next(c for c in _first_writes(tasks) if c[0] == "return_delivered_order_items")
     with template.trial() as db:
-        box.dispatch(ToolContext(db.session, db.options, step=1), name, args)  # recorded (or replayed)
+        box.dispatch(ToolContext(db.session, db.options, step=1), name, args)  # recorded
+    with template.trial() as db:
+        assert box.dispatch(ToolContext(db.session, db.options, step=1), name, args).status == "ok"  # replayed
+    assert runs == [1]
     for ctx_args in ({"step": 2}, {"step": 1, "source": "setup"}):
         with template.trial() as db:
             ctx = ToolContext(db.session, db.options, **ctx_args)
-            out, statements = _traced(db.raw, lambda ctx=ctx, name=name, args=args: box.dispatch(ctx, name, args))
-            assert out.status == "ok" and [s for s in statements if s.startswith("SELECT")], ctx_args
+            before = runs[0]
+            assert box.dispatch(ctx, name, args).status == "ok" and runs[0] == before + 1, ctx_args
             assert read_events(db.raw)[0].step == ctx_args["step"]
 
 
@@ -274,3 +293,58 @@ def test_whole_gold_sequences_on_remembered_paths_answer_and_write_as_the_tools_
                 results.append((answers, _state(db.raw)))
         assert results[1] == results[0] and results[2] == results[0], task.id
     assert served >= 2 * len(several), "calls after a remembered write were not served from the path"
+
+
+def test_the_recorder_tallies_the_size_put_write_counts_and_tells_writes_from_reads_by_their_text():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE TABLE t (a, b)")
+    rec = WriteRecorder(conn)
+    rec.execute("INSERT INTO t VALUES (?, ?)", ["abc", 2.5])
+    rec.execute("  insert into t values (:a, :b)", {"a": None, "b": b"xy"})  # not upper case, named parameters
+    rec.executemany("UPDATE t SET a = ? WHERE b = ?", [("x", 1), ["yz", 2]])
+    rec.execute(" select count(*) FROM t")
+    rec.execute("SELECT a FROM t WHERE a = ?", ("abc",))
+    assert [s[0] for s in rec.statements] == ["INSERT INTO t VALUES (?, ?)", "  insert into t values (:a, :b)",
+                                              "UPDATE t SET a = ? WHERE b = ?"]
+    # by hand: per statement 8 + its text's length; a text value its length, any other value 8
+    assert rec.size == (8 + 27 + 3 + 8) + (8 + 31 + 8 + 8) + (8 + 30 + 1 + 8 + 2 + 8)
+    memo, counted = ReadMemo(), ReadMemo()
+    memo.put_write(("k",), "answer", "ok", tuple(rec.statements), rec.size)
+    counted.put_write(("k",), "answer", "ok", tuple(rec.statements))  # counted by put_write itself
+    assert memo._chars == counted._chars == rec.size + len("answer")
+    rec.executemany("INSERT INTO t VALUES (?, ?)", [(1, 2), (1, bytearray(b"x"))])  # mutable: not replayable
+    assert not rec.replayable and len(rec.statements) == 3
+
+
+def test_a_recorded_write_call_ends_with_its_event_encoded_once_as_the_event_log_holds_it(monkeypatch):
+    domain, template, tasks = _retail()
+    box, runs = _counting(domain.toolbox(), "cancel_pending_order")
+    name, args = next(c for c in _first_writes(tasks) if c[0] == "cancel_pending_order")
+    encoded: list[str] = []
+
+    class Counting:  # the event's text, counted (called, or through an encoder's ``encode``)
+        def __call__(self, data: Any) -> str:
+            encoded.append(json.dumps(data, sort_keys=True, default=str))
+            return encoded[-1]
+
+        encode = __call__
+
+    monkeypatch.setattr(events, "_EVENT_DATA", Counting())
+    template.memo = ReadMemo()  # this call's first run is recorded here
+    try:
+        with template.trial() as db:
+            ctx = ToolContext(db.session, db.options, step=4)
+            out, statements = _traced(db.raw, lambda: box.dispatch(ctx, name, args))
+            first = _state(db.raw)
+        assert out.status == "ok" and runs == [1] and len(encoded) == 1, encoded
+        (content, status, recorded), = template.memo._writes.values()
+        sql, params, many = recorded[-1]
+        assert sql.startswith('INSERT INTO "_tausim_events"') and not many
+        assert params == (4, "agent", "tool", name, json.dumps(args, sort_keys=True))  # second method: json.dumps
+        assert sum(s.startswith('INSERT INTO "_tausim_events"') for s in statements) == 1
+        with template.trial() as db:  # replayed: the same copy, the event row included
+            again = box.dispatch(ToolContext(db.session, db.options, step=4), name, args)
+            assert (again.content, again.status) == (content, status) == (out.content, "ok") and runs == [1]
+            assert _state(db.raw) == first
+    finally:
+        template.memo = ReadMemo()

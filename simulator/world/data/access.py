@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, MetaData, Table
 
 from simulator.world.data.storage import Layout
+from simulator.world.jsontext import json_text
 from simulator.world.memo import Reads
 from simulator.world.tools import ToolContext
 
@@ -57,6 +58,7 @@ class _TableSQL:
     def __init__(self, table: Table):
         self.name = table.name
         self.columns = tuple(c.name for c in table.columns)
+        self.column_set = frozenset(self.columns)
         self.key = tuple(c.name for c in table.primary_key.columns)
         self.json = frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
         self.bool = frozenset(c.name for c in table.columns if isinstance(c.type, Boolean))
@@ -125,7 +127,7 @@ class _TableSQL:
         if value is None:
             return None
         if column in self.json:
-            return json.dumps(value)
+            return json_text(value)  # json.dumps(value)'s text
         if column in self.bool:
             return int(value)
         return value
@@ -135,9 +137,10 @@ class TableAccess:
     """Reads by primary key and every write of a schema's tools, through the trial's sqlite3 connection.
 
     The SQL of each table is built once from the metadata; values are converted as the ORM would (JSON
-    columns as ``json.dumps`` text, SQL NULL for None; booleans as 0/1), so rows written here read back the
-    same through the ORM and the dump. Writing every change of a domain's tools through
-    :meth:`insert`, :meth:`update` and :meth:`delete` makes them the one place to observe what a tool writes.
+    columns as ``json.dumps`` text, written by :func:`~simulator.world.jsontext.json_text`; SQL NULL for None;
+    booleans as 0/1), so rows written here read back the same through the ORM and the dump. Writing every change
+    of a domain's tools through :meth:`insert`, :meth:`update` and :meth:`delete` makes them the one place to
+    observe what a tool writes.
 
     Args:
         metadata: the schema.
@@ -195,7 +198,7 @@ class TableAccess:
             ValueError: an unknown table or column.
         """
         t = self._sql(table)
-        unknown = set(values) - set(t.columns)
+        unknown = values.keys() - t.column_set
         if unknown:
             raise ValueError(f"table {table}: unknown column(s) {', '.join(sorted(unknown))}")
         conn.execute(t.insert, [t.bind(c, values.get(c)) for c in t.columns])
