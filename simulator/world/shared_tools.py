@@ -29,8 +29,11 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
-_NUMBER = r"(?:\d+\.\d*|\.\d+|[1-9]\d*|0+)"
-"""A plain decimal literal as Python reads one: a float with a point, or an int without leading zeros (or zeros)."""
+_NUMBER = r"(?:[0-9]+\.[0-9]*|\.[0-9]+|[1-9][0-9]*|0+)"
+"""A plain decimal literal as Python reads one: a float with a point, or an int without leading zeros (or zeros).
+
+ASCII digits only: ``int`` and ``float`` read other scripts' digits (``"٣"`` is 3) but Python's parser refuses them,
+so such a text takes the parser and gets its syntax error."""
 
 _FLAT = re.compile(rf" *-?{_NUMBER}(?: *[-+*/] *-?{_NUMBER})* *")
 """A flat expression: plain decimal numbers, each with at most one leading minus, joined by + - * / (e.g. the sums

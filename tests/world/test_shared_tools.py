@@ -50,6 +50,13 @@ def test_other_texts_take_the_parser(expression: str) -> None:
     assert _flat(expression) is None
 
 
+@pytest.mark.parametrize("expression", ["\u0663+1", "1+\u0663", "\uff11\uff12 * 2", "\u0967.5 - 1", "2 / \u09e8"])
+def test_digits_of_other_scripts_are_refused_as_the_parser_refuses_them(expression: str) -> None:
+    """``int("\u0663")`` is 3, but Python's parser refuses Arabic-Indic, full-width or Devanagari digits."""
+    assert _flat(expression) is None
+    assert _by_tool(expression) == _by_parser(expression) == "error: syntax"
+
+
 def test_the_flat_path_answers_as_the_parser_on_random_expressions() -> None:
     """Seeded random texts over the tool's alphabet, overflow and division by zero included (about 8k flat ones)."""
     rng = random.Random(20261206)
