@@ -15,7 +15,7 @@ from typing import Any
 from simulator.errors import ToolError
 from simulator.world.tools import ToolContext, tool
 
-__all__ = ["calculate", "think", "transfer_to_human_agents"]
+__all__ = ["calculate", "flat_text", "think", "transfer_to_human_agents"]
 
 
 _MAX_EXPRESSION = 2000
@@ -35,30 +35,50 @@ _NUMBER = r"(?:[0-9]+\.[0-9]*|\.[0-9]+|[1-9][0-9]*|0+)"
 ASCII digits only: ``int`` and ``float`` read other scripts' digits (``"٣"`` is 3) but Python's parser refuses them,
 so such a text takes the parser and gets its syntax error."""
 
-_FLAT = re.compile(rf" *-?{_NUMBER}(?: *[-+*/] *-?{_NUMBER})* *")
-"""A flat expression: plain decimal numbers, each with at most one leading minus, joined by + - * / (e.g. the sums
-and differences of prices agents ask for). Every such text is valid Python arithmetic; others take the parser."""
+_FLAT = re.compile(rf"-?{_NUMBER}(?:[-+*/]-?{_NUMBER})*")
+"""A flat expression, its spaces taken out: plain decimal numbers, each with at most one leading minus, joined by
++ - * / (e.g. the sums and differences of prices agents ask for). Every such text is valid Python arithmetic;
+others take the parser."""
 
-_FIRST = re.compile(rf" *(-?{_NUMBER})")
-_NEXT = re.compile(rf" *([-+*/]) *(-?{_NUMBER})")
+_SPLIT_NUMBER = re.compile(r"[0-9.] +[0-9.]")
+"""Spaces between two characters of numbers (``1 2``, ``5 .``): Python reads no number there, so no flat path."""
+
+_FIRST = re.compile(rf"-?{_NUMBER}")
+_NEXT = re.compile(rf"([-+*/])(-?{_NUMBER})")
+
+
+def flat_text(expression: str) -> str | None:
+    """Return ``expression`` without its spaces when it is flat (:data:`_FLAT`), else None.
+
+    Spaces are taken out only where Python ignores them (around operators, at either end; ``- 5`` is ``-5`` to
+    Python too); a space inside a number, or any other whitespace, leaves the text to the parser.
+    """
+    if " " in expression:
+        if _SPLIT_NUMBER.search(expression) is not None:
+            return None
+        expression = expression.replace(" ", "")
+    return expression if _FLAT.fullmatch(expression) is not None else None
 
 
 def _flat(expression: str) -> int | float | None:
     """Evaluate a flat expression (:data:`_FLAT`) as Python evaluates it; None for any other expression.
 
-    Python's grammar gives ``*`` and ``/`` precedence over ``+`` and ``-``, all left-associative, and a leading
-    minus binds to its number (``-2 * 3`` is ``(-2) * 3``, ``2 - -3`` is ``2 - (-3)``): each term (a chain of
-    ``*`` and ``/``) is computed left to right, then added to or subtracted from the terms before it, the order in
-    which :func:`_arithmetic` applies the same operators to the same ``int``/``float`` values of the parsed tree,
-    so the value, or the exception raised, is the same.
+    Its spaces are taken out first (:func:`flat_text`). Python's grammar
+    gives ``*`` and ``/`` precedence over ``+`` and ``-``, all left-associative, and a leading minus binds to its
+    number (``-2 * 3`` is ``(-2) * 3``, ``2 - -3`` is ``2 - (-3)``): each term (a chain of ``*`` and ``/``) is
+    computed left to right, then added to or subtracted from the terms before it, the order in which
+    :func:`_arithmetic` applies the same operators to the same ``int``/``float`` values of the parsed tree, so the
+    value, or the exception raised, is the same.
     """
-    if _FLAT.fullmatch(expression) is None:
+    compact = flat_text(expression)
+    if compact is None:
         return None
+    expression = compact
     first = _FIRST.match(expression)
     assert first is not None  # the expression is flat
     total: Any = None
     pending = "+"
-    term: Any = _number(first.group(1))
+    term: Any = _number(first.group(0))
     at = first.end()
     for m in _NEXT.finditer(expression, at):
         if m.start() != at:  # never for a flat expression: its pairs follow each other

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from simulator.errors import ToolError
-from simulator.world.shared_tools import _FLAT, _arithmetic, _flat, calculate
+from simulator.world.shared_tools import _arithmetic, _flat, calculate, flat_text
 
 _CALCULATE = calculate.tool_spec.fn  # type: ignore[attr-defined]
 
@@ -39,13 +39,15 @@ def _by_tool(expression: str) -> str:
 @pytest.mark.parametrize(("expression", "expected"), [
     ("3 -5", "-2.0"), ("3--5", "8.0"), ("2 - -3", "5.0"), ("-2 * 3", "-6.0"), ("1+2*3-4/5*6", "2.2"),
     ("00", "0.0"), ("007.25 + .75", "8.0"), ("5. / 2", "2.5"), ("1319.43 - 302.67 + 271.89", "1288.65"),
+    ("- 5", "-5.0"), (" 2 -  - 3 ", "5.0"),
 ])
 def test_flat_expressions_by_hand(expression: str, expected: str) -> None:
     assert _flat(expression) is not None  # the flat path answers these
     assert _by_tool(expression) == expected
 
 
-@pytest.mark.parametrize("expression", ["007", "1 2", ".", "1.5.3", "2**3", "3 // 2", "(1)", "- 5", "--5", "", "1 +"])
+@pytest.mark.parametrize("expression", ["007", "1 2", ".", "1.5.3", "2**3", "3 // 2", "(1)", "--5", "", "1 +",
+                                        "1 .5", "5 . 2", "1\t+ 2", "1_000 + 1"])
 def test_other_texts_take_the_parser(expression: str) -> None:
     assert _flat(expression) is None
 
@@ -69,7 +71,7 @@ def test_the_flat_path_answers_as_the_parser_on_random_expressions() -> None:
         for _ in range(rng.randint(0, 6)):
             parts += [rng.choice(ops), rng.choice(atoms)]
         text = ("-" if rng.random() < 0.1 else "") + (" " if rng.random() < 0.2 else "") + "".join(parts)
-        if _FLAT.fullmatch(text) is None:
+        if flat_text(text) is None:
             continue
         flat += 1
         assert _by_tool(text) == _by_parser(text), text
