@@ -185,8 +185,13 @@ def main() -> None:
                         "trial; a task's figure is the mean of its K trials (default: %(default)s)")
     p.add_argument("--taubench-worker", type=Path, default=None, help=argparse_hidden())
     args = p.parse_args()
-    if args.run < 1 or (args.run > 1 and args.cold):
-        p.error("--run K needs K >= 1, and --run K > 1 already empties the memo before each task's first trial")
+    if args.rounds < 1:
+        p.error(f"--rounds must be at least 1 (got {args.rounds})")
+    if args.run < 1:
+        p.error(f"--run K must be at least 1 (got {args.run})")
+    if args.run > 1 and args.cold:
+        p.error("--run K (K > 1) and --cold cannot go together: --run empties the memo before each task's first "
+                "trial only, --cold before every trial")
     if args.taubench_worker is not None:
         taubench_worker(args.taubench_worker, args.split)
         return

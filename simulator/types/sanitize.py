@@ -11,7 +11,11 @@ a trial through :func:`admit_agent_turn` / :func:`admit_user_turn` (called by th
 - **Non-finite numbers** (NaN, Infinity, -Infinity: ``json.loads`` accepts them) in a tool call's arguments: the
   call keeps its text in ``raw_arguments`` (as JSON with ``NaN``), its ``arguments`` become None, and the tool
   answers ``invalid_arguments`` (not a valid JSON object); the agent can recover. The note names the number's path
-  (:func:`non_finite_path`). In metadata they become None, with a note.
+  (:func:`non_finite_path`). In metadata they become None, with a note. Arguments no JSON text can hold are refused
+  the same way (:func:`refused_path`): nesting deeper than :data:`MAX_ARGUMENT_DEPTH` levels (a model's JSON can
+  nest a thousand deep; records, keys and checks walk it), an integer of more than :data:`MAX_INT_BITS` bits
+  (Python cannot even write one of over 4,300 digits as text), keys that are not one JSON key type per object
+  (``{1: "a", "b": 2}`` cannot be sorted, a tuple key cannot be written).
 - **Costs** that are not finite, are negative or exceed :data:`MAX_COST_USD` are unknown: ``cost_usd=None``
   (never $0, never a crash), with a note; negative token or call counts become 0.
 - **Control characters** (C0 but tab and newline, DEL, C1) and bidirectional-override characters are *kept* in
@@ -35,9 +39,10 @@ from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
-__all__ = ["ERROR_LIMIT", "MAX_COST_USD", "REPLACEMENT", "admit_agent_turn", "admit_call", "admit_message",
-           "admit_text", "admit_usage", "admit_user_turn", "admit_value", "bounded", "known_cost", "non_finite_path",
-           "plain_agent_turn", "plain_message", "plain_user_turn", "shown"]
+__all__ = ["ERROR_LIMIT", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_INT_BITS", "REPLACEMENT", "admit_agent_turn",
+           "admit_call", "admit_message", "admit_text", "admit_usage", "admit_user_turn", "admit_value", "bounded",
+           "known_cost", "non_finite_path", "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path",
+           "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -144,6 +149,59 @@ def non_finite_path(value: Any, path: str = "") -> str | None:
     return None
 
 
+MAX_ARGUMENT_DEPTH = 64
+"""The deepest nesting of a tool call's arguments that is admitted (a dict or list in a dict is depth 2)."""
+
+MAX_INT_BITS = 10_000
+"""The largest integer admitted in a tool call's arguments, in bits (about 3,000 decimal digits)."""
+
+_JSON_KEYS = (str, int, float, bool, type(None))
+
+
+def refused_path(value: Any) -> tuple[str, str] | None:
+    """Return where and why a tool call's arguments cannot be admitted, or None when they can.
+
+    Refused: a non-finite number; nesting deeper than :data:`MAX_ARGUMENT_DEPTH`; an ``int`` of more than
+    :data:`MAX_INT_BITS` bits; an object whose keys are not all of one JSON key type (str, int, float, bool, None).
+    Walked without recursion, so a value nested 100,000 deep is answered, not a ``RecursionError``.
+
+    Args:
+        value: the arguments (parsed JSON, or what a Python agent passed).
+
+    Returns:
+        ``(path, what)``: the first offending place, ``key.sub[2]`` style (``(arguments)`` for ``value`` itself),
+        and what is wrong there (``a non-finite number``, ...); or None.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, "", 1)]
+    while stack:
+        v, p, depth = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return p or "(arguments)", "a non-finite number"
+        elif isinstance(v, int) and not isinstance(v, bool):
+            if v.bit_length() > MAX_INT_BITS:
+                return p or "(arguments)", f"an integer of more than {MAX_INT_BITS} bits"
+        elif isinstance(v, Mapping | list | tuple):
+            if depth > MAX_ARGUMENT_DEPTH:
+                return p or "(arguments)", f"nesting deeper than {MAX_ARGUMENT_DEPTH} levels"
+            if isinstance(v, Mapping):
+                kinds = {type(k) for k in v}
+                if len(kinds) > 1 or not all(issubclass(k, _JSON_KEYS) for k in kinds):
+                    return p or "(arguments)", "keys that are not all of one JSON key type"
+                stack.extend((item, f"{p}.{k}" if p else str(k), depth + 1) for k, item in reversed(list(v.items())))
+            else:
+                stack.extend((item, f"{p}[{i}]", depth + 1) for i, item in reversed(list(enumerate(v))))
+    return None
+
+
+def _shown_arguments(arguments: Any, what: str) -> str:
+    """The text kept in ``raw_arguments`` of refused arguments: their JSON (``NaN`` as such), if it can be written."""
+    try:
+        return json.dumps(arguments, allow_nan=True, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        return f"(arguments not shown: {what})"
+
+
 MAX_COST_USD = 1e9
 """A reported cost above this (USD) is not a cost but garbage (and sums of such overflow to infinity): unknown."""
 
@@ -209,7 +267,9 @@ def _plain(value: Any, depth: int = 0) -> bool:
         return value.isascii()
     if kind is float:
         return math.isfinite(value)
-    if kind is int or kind is bool or value is None:
+    if kind is int:
+        return value.bit_length() <= MAX_INT_BITS
+    if kind is bool or value is None:
         return True
     if depth > 8:
         return False
@@ -235,7 +295,8 @@ def _plain_items(items: Iterable[Any], depth: int) -> bool:
         if kind is str:
             if not v.isascii():
                 return False
-        elif not (kind is int or kind is bool or v is None or _plain(v, depth)):
+        elif not ((kind is int and v.bit_length() <= MAX_INT_BITS) or kind is bool or v is None
+                  or _plain(v, depth)):
             return False
     return True
 
@@ -261,7 +322,7 @@ def _plain_call(call: ToolCall) -> bool:
         if kind is str:
             if not v.isascii():
                 return False
-        elif not (kind is int or kind is bool or v is None or _plain(v, 1)):
+        elif not ((kind is int and v.bit_length() <= MAX_INT_BITS) or kind is bool or v is None or _plain(v, 1)):
             return False
     return True
 
@@ -286,12 +347,10 @@ def admit_call(call: ToolCall, where: str, notes: list[str]) -> ToolCall:
     arguments: dict[str, Any] | None = call.arguments
     n_args = 0
     if arguments is not None:
-        bad = non_finite_path(arguments)
+        bad = refused_path(arguments)
         if bad is not None:
-            text = json.dumps(arguments, allow_nan=True, ensure_ascii=False, default=str)
-            raw, n_raw = admit_text(text)
-            notes.append(f"{where}: tool call {name!r} has a non-finite number at {bad}: refused as "
-                         "invalid_arguments")
+            raw, n_raw = admit_text(_shown_arguments(arguments, bad[1]))
+            notes.append(f"{where}: tool call {name!r} has {bad[1]} at {bad[0]}: refused as invalid_arguments")
             arguments = None
         else:
             arguments, n_args, _ = admit_value(arguments)

@@ -44,6 +44,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+from simulator.types.sanitize import MAX_INT_BITS
+
 __all__ = ["MEMO_KEY", "MemoReads", "ReadMemo", "Reads", "TrialMemo", "WriteRecorder", "memo_key"]
 
 MEMO_KEY = "tausim.read_memo"
@@ -201,7 +203,7 @@ def _plain(value: Any) -> bool:
     """True when ``value`` is JSON data of the built-in types (str keys), so that its ``repr`` identifies it."""
     t = type(value)
     if t in _SCALARS:
-        return True
+        return t is not int or value.bit_length() <= MAX_INT_BITS
     if t is list:
         for v in value:
             if not (type(v) is str or _plain(v)):
@@ -231,8 +233,9 @@ def memo_key(fn: Callable[..., Any], arguments: Mapping[str, Any]) -> tuple[Call
         if type(k) is not str:
             return None
         t = type(v)
-        if not (t is str or t is int or v is None or t is bool or t is float or _plain(v)):
-            return None
+        if not (t is str or (t is int and v.bit_length() <= MAX_INT_BITS) or v is None or t is bool or t is float
+                or _plain(v)):
+            return None  # an int beyond MAX_INT_BITS: repr may refuse to write it (over 4,300 digits)
     return fn, repr(arguments)
 
 

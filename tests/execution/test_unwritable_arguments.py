@@ -1,0 +1,100 @@
+"""Arguments no JSON text can hold never stop a run (fresh-user tour of 2026-12-06, findings F1-F3).
+
+A model's arguments nested hundreds deep (valid JSON, accepted by ``json.loads``), an integer of more than 4,300
+digits and an object with an int and a str key (both only from Python agents) used to end the whole run: a
+``RecursionError`` in admission, "Maximum serialization depth exceeded" when the trial was recorded, ``ValueError``
+from ``repr`` of the int in the memo key, ``TypeError`` from sorting the keys in the progress judge. Each is now
+refused as ``invalid_arguments`` with a note naming where and why; the trial is recorded and the run goes on.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.execution.runner import Runner
+from simulator.types.messages import AgentTurn, Message, ToolCall, Usage
+from simulator.types.sanitize import MAX_ARGUMENT_DEPTH, MAX_INT_BITS, admit_call, refused_path
+from simulator.types.spec import RunSpec
+from simulator.types.tasks import parse_tasks
+from tests._support.toy import BankDomain, write_data
+
+TASKS = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [
+    {"id": "move", "scenario": {"instructions": "move $10 from A1 to B2"},
+     "gold_actions": [{"name": "transfer", "arguments": {"src": "A1", "dst": "B2", "amount": 10}}]}]})
+
+
+def nested(depth: int) -> dict:
+    """``{"src": [[...["A1"]...]]}``: ``depth`` levels of containers, the outer dict counted (built by hand)."""
+    value: object = "A1"
+    for _ in range(depth - 1):
+        value = [value]
+    return {"src": value}
+
+
+HOSTILE = {
+    "deep": nested(MAX_ARGUMENT_DEPTH + 1),
+    "very deep": nested(5_000),
+    "huge int": {"src": "A1", "dst": "B2", "amount": 10 ** 5_000},
+    "mixed keys": {"src": {1: "a", "b": 2}},
+    "tuple key": {"src": {(1, 2): "a"}},
+}
+
+
+class OneCall:
+    """Calls ``transfer`` with the given arguments, then says goodbye."""
+
+    def __init__(self, arguments: dict):
+        self.arguments = arguments
+        self.i = 0
+
+    def step(self, messages):
+        self.i += 1
+        if self.i == 1:
+            msg = Message(role="assistant", tool_calls=[ToolCall(id="c1", name="transfer", arguments=self.arguments)])
+        else:
+            msg = Message(role="assistant", content="done, bye")
+        return AgentTurn(message=msg, usage=Usage())
+
+
+class Bye:
+    def reply(self, messages):
+        from simulator.types.messages import UserTurn
+
+        return UserTurn(content="bye", stop=len(messages) > 2)
+
+
+def test_the_depth_limit_is_where_it_says():
+    assert refused_path(nested(MAX_ARGUMENT_DEPTH)) is None
+    assert refused_path(nested(MAX_ARGUMENT_DEPTH + 1)) == (
+        "src" + "[0]" * (MAX_ARGUMENT_DEPTH - 1), f"nesting deeper than {MAX_ARGUMENT_DEPTH} levels")
+    assert refused_path({"n": 2 ** MAX_INT_BITS - 1}) is None  # MAX_INT_BITS bits exactly
+    assert refused_path({"n": -(2 ** MAX_INT_BITS)})[1] == f"an integer of more than {MAX_INT_BITS} bits"
+    assert refused_path({"k": {1: "a", 2: "b"}}) is None  # int keys alone: json.dumps writes and sorts them
+    assert refused_path({"k": {1: "a", "b": 2}}) == ("k", "keys that are not all of one JSON key type")
+    assert refused_path({"x": [1.0, float("nan")]}) == ("x[1]", "a non-finite number")
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_admission_refuses_with_a_note_and_keeps_a_text(name):
+    notes: list[str] = []
+    call = admit_call(ToolCall(id="c1", name="transfer", arguments=HOSTILE[name]), "agent step 1", notes)
+    assert call.arguments is None
+    assert isinstance(call.raw_arguments, str) and call.raw_arguments
+    assert len(notes) == 1 and "refused as invalid_arguments" in notes[0]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_the_run_goes_on_and_the_trial_is_recorded(tmp_path, name):
+    dom = BankDomain()
+    write_data(tmp_path / "d")
+    spec = RunSpec(domain="bank", agent="script", trials=2, max_turns=6, max_steps=6)
+    runner = Runner(dom, dom.template(tmp_path / "d"), TASKS, lambda ctx: OneCall(HOSTILE[name]),
+                    lambda ctx: Bye(), spec)
+    result = runner.run()  # no exception
+    assert len(result.trials) == 2
+    for t in result.trials:
+        t.model_dump_json().encode("utf-8")  # storable
+        (call,) = t.trajectory.tool_calls
+        assert (call.name, call.status, call.arguments) == ("transfer", "invalid_arguments", None)
+        assert not t.passed
+        assert any("refused as invalid_arguments" in n for n in t.trajectory.notes)
