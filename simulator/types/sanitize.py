@@ -39,10 +39,10 @@ from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
-__all__ = ["ERROR_LIMIT", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_INT_BITS", "REPLACEMENT", "admit_agent_turn",
-           "admit_call", "admit_message", "admit_text", "admit_usage", "admit_user_turn", "admit_value", "bounded",
-           "known_cost", "non_finite_path", "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path",
-           "shown"]
+__all__ = ["ERROR_LIMIT", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_INT_BITS", "REPLACEMENT",
+           "admit_agent_turn", "admit_call", "admit_message", "admit_text", "admit_usage", "admit_user_turn",
+           "admit_value", "bounded", "known_cost", "lone_surrogate_path", "non_finite_path", "plain_agent_turn",
+           "plain_message", "plain_user_turn", "refused_path", "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -200,6 +200,40 @@ def _shown_arguments(arguments: Any, what: str) -> str:
         return json.dumps(arguments, allow_nan=True, ensure_ascii=False, default=str)
     except (ValueError, TypeError, RecursionError):
         return f"(arguments not shown: {what})"
+
+
+LONE_SURROGATE = ("holds a lone surrogate (half of a UTF-16 pair, e.g. the escape \\ud83d alone): write the whole "
+                  "character, or both escapes of its pair")
+"""What a file's error message says of a string that :func:`lone_surrogate_path` found."""
+
+
+def lone_surrogate_path(data: Any) -> tuple[str, str] | None:
+    r"""Return where decoded JSON holds a string (or key) with a lone surrogate, and that string; or None.
+
+    ``json.loads`` turns an escape like ``\\ud83d`` without its pair into a lone surrogate, which no UTF-8 file,
+    store or terminal can take: a task's texts with one would end the run when its trials are recorded.
+
+    Args:
+        data: decoded JSON (dicts, lists, strings, numbers, booleans, None).
+
+    Returns:
+        ``(path, text)``: the first such place, ``tasks[3].required_outputs[0]`` style, and its string; or None.
+    """
+    stack: list[tuple[Any, str]] = [(data, "(document)")]
+    while stack:  # iterative: deep JSON must not raise RecursionError
+        v, path = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii() and _SURROGATE.search(v):
+                return path, v
+        elif isinstance(v, dict):
+            for k, item in reversed(list(v.items())):
+                key_path = f"{path}.{k}" if path != "(document)" else str(k)
+                if isinstance(k, str) and not k.isascii() and _SURROGATE.search(k):
+                    return key_path.encode("ascii", "backslashreplace").decode("ascii"), k  # the key, escaped
+                stack.append((item, key_path))
+        elif isinstance(v, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
+    return None
 
 
 MAX_COST_USD = 1e9

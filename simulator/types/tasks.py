@@ -34,6 +34,7 @@ from simulator.types.assertions import Assertion
 from simulator.types.messages import Message
 from simulator.types.persona import NAME_PATTERN, Persona
 from simulator.types.rules import Precedence, ProcessRules
+from simulator.types.sanitize import LONE_SURROGATE, lone_surrogate_path
 
 __all__ = ["DEFAULT_GRADE", "Action", "Alternative", "Budget", "Conduct", "EnvAssertion", "GradeComponent",
            "InitialState", "Intent", "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser",
@@ -61,8 +62,7 @@ class Action(BaseModel):
     """Who makes the call: the agent, or (dual-control domains) the user on its own side (a user tool, or in a
     setup action a user-side environment function)."""
     compare_args: list[str] | None = None
-    """For the ``actions`` component: the arguments a trial's call must match (None: all of them; ``[]``: the
-    name only)."""
+    """For the ``actions`` component: the arguments a trial's call must match (None: all; ``[]``: the name only)."""
 
 
 class EnvAssertion(BaseModel):
@@ -97,8 +97,7 @@ class Conduct(BaseModel):
     max_tool_errors: int | None = Field(default=None, ge=1)
     """Tool calls that may fail before the trial ends with ``too_many_errors`` (None: no limit)."""
     graded_endings: list[str] | None = None
-    """Termination reasons whose trial is graded; any other fails (None: tausim's rule, where only error and
-    cap reasons fail)."""
+    """Termination reasons whose trial is graded; any other fails (None: only error and cap reasons fail)."""
     stop_tokens: list[str] = Field(default_factory=list)
     """Extra tokens with which the simulated user ends the conversation (e.g. ``###OUT-OF-SCOPE###``)."""
 
@@ -181,8 +180,7 @@ class UserScenario(BaseModel):
     """The personas ``switch_persona:NAME`` moves name."""
     identity: dict[str, str] = Field(default_factory=dict)
     """Identity slots for the rule-based user: ``name``, ``first_name``, ``last_name``, ``zip``, ``email``,
-    ``user_id``, ``dob`` ...; given when the agent asks to identify (how many at once: the persona's reveal
-    style)."""
+    ``user_id``, ``dob`` ...; given when the agent asks to identify (how many at once: the persona's reveal style)."""
     agenda: list[Intent] = Field(default_factory=list)
     """Ordered intents of the rule-based user; empty: the task has no structured scenario (the rule-based user
     then asks the domain to derive one, see :meth:`simulator.world.domain.Domain.derive_scenario`)."""
@@ -784,6 +782,8 @@ def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:
         raise TaskFileError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
     except RecursionError:
         raise TaskFileError(f"{p}: {TOO_DEEP}") from None
+    if (where := lone_surrogate_path(data)) is not None:
+        raise TaskFileError(f"{p}: {where[0]}: {where[1]!a} {LONE_SURROGATE}")
     return parse_tasks(data, str(p), domain)
 
 

@@ -126,3 +126,25 @@ def test_task_file_with_an_unknown_move_names_file_field_and_value(tmp_path):
     assert res.exit_code == 2, res.output
     out = res.output.replace("\n", "")
     assert str(path) in out and "field scenario.moves" in out and "'dance'" in out
+
+
+@pytest.mark.parametrize(("fragment", "where"), [
+    ('"required_outputs": ["NaN\\ud83d"]', "tasks[0].required_outputs[0]"),
+    ('"scenario": {"instructions": "say hi", "known_info": {"\\udc00name": "x"}}',
+     "tasks[0].scenario.known_info.\\udc00name"),
+])
+def test_a_lone_surrogate_in_a_task_file_is_refused_naming_file_and_field(tmp_path, fragment, where):
+    """A JSON escape of half a UTF-16 pair used to end the run when trials were recorded, naming nothing (tour F4)."""
+    text = ('{"format": "tausim.tasks", "version": 1, "tasks": [{"id": "t", '
+            + ('"scenario": {"instructions": "say hi"}, ' if "scenario" not in fragment else "") + fragment + "}]}")
+    path = tmp_path / "tasks.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TaskFileError) as e:
+        load_tasks(path)
+    message = str(e.value)
+    assert message.startswith(f"{path}: {where}: ")
+    assert "lone surrogate" in message
+    message.encode("utf-8")  # the message itself can be printed and stored: no lone surrogate in it
+    ok = tmp_path / "ok.json"  # the same text with a whole pair loads
+    ok.write_text(text.replace("\\ud83d", "\\ud83d\\ude00").replace("\\udc00", "\\ud83d\\ude00"), encoding="utf-8")
+    assert load_tasks(ok)[0].id == "t"
