@@ -54,8 +54,8 @@ from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTu
 from simulator.types.protocols import Agent, AsyncAgent, UserSimulator
 from simulator.types.sanitize import (
     admit_agent_turn,
+    admit_metadata,
     admit_user_turn,
-    admit_value,
     bounded,
     plain_agent_turn,
     plain_message,
@@ -131,18 +131,6 @@ def _adds_nothing(total: Usage, usage: Usage) -> bool:
 def _traceback() -> str:
     """The exception being handled, as traceback text fit for the record (:func:`bounded`)."""
     return bounded(traceback.format_exc())
-
-
-def _metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
-    """A copy of an actor's ``metadata`` dict made storable (:func:`admit_value`), or ``{}`` without one."""
-    metadata = getattr(actor, "metadata", None)
-    if not isinstance(metadata, dict):
-        return {}
-    clean, surrogates, dropped = admit_value(dict(metadata))
-    if surrogates or dropped:
-        notes.append(f"{who} metadata: {surrogates} lone surrogate(s) replaced with U+FFFD, {dropped} non-finite "
-                     "number(s) recorded as null")
-    return dict(clean)
 
 
 class Conversation:
@@ -311,8 +299,8 @@ class Conversation:
         traj.error = error
         for hook in self._on_end:
             hook(self.state)
-        traj.agent_metadata = _metadata(self.agent, "agent", traj.notes)
-        traj.user_metadata = _metadata(self.user, "user", traj.notes)
+        traj.agent_metadata = admit_metadata(self.agent, "agent", traj.notes)
+        traj.user_metadata = admit_metadata(self.user, "user", traj.notes)
         return traj
 
     # ------------------------------------------------------------------------------------------------ the user

@@ -34,7 +34,7 @@ from simulator.dialogue.state import dispatch
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.grade import NextStepResult
 from simulator.types.messages import AgentTurn, Message
-from simulator.types.sanitize import admit_agent_turn, admit_value, bounded
+from simulator.types.sanitize import admit_agent_turn, admit_metadata, bounded
 from simulator.types.tasks import NextStep, StepCall, TrialPrefix
 from simulator.types.trajectory import Limits, TerminationReason, ToolCallRecord, Trajectory
 from simulator.world.database import OLD_PREFIX, WRITE_LOG
@@ -205,9 +205,8 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         traj.termination_reason = reason
         traj.error = error
-        metadata = getattr(agent, "metadata", None)
-        if isinstance(metadata, dict):
-            traj.agent_metadata = dict(admit_value(dict(metadata))[0])
+        if isinstance(getattr(agent, "metadata", None), dict):
+            traj.agent_metadata = admit_metadata(agent, "agent", traj.notes)
         return traj
 
     try:

@@ -40,9 +40,9 @@ from typing import Any
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
 __all__ = ["ERROR_LIMIT", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_INT_BITS", "REPLACEMENT",
-           "admit_agent_turn", "admit_call", "admit_message", "admit_text", "admit_usage", "admit_user_turn",
-           "admit_value", "bounded", "known_cost", "lone_surrogate_path", "non_finite_path", "plain_agent_turn",
-           "plain_message", "plain_user_turn", "refused_path", "shown"]
+           "admit_agent_turn", "admit_call", "admit_message", "admit_metadata", "admit_text", "admit_usage",
+           "admit_user_turn", "admit_value", "bounded", "known_cost", "lone_surrogate_path", "non_finite_path",
+           "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path", "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -158,7 +158,7 @@ MAX_INT_BITS = 10_000
 _JSON_KEYS = (str, int, float, bool, type(None))
 
 
-def refused_path(value: Any) -> tuple[str, str] | None:
+def refused_path(value: Any, non_finite: bool = True) -> tuple[str, str] | None:
     """Return where and why a tool call's arguments cannot be admitted, or None when they can.
 
     Refused: a non-finite number; nesting deeper than :data:`MAX_ARGUMENT_DEPTH`; an ``int`` of more than
@@ -167,6 +167,8 @@ def refused_path(value: Any) -> tuple[str, str] | None:
 
     Args:
         value: the arguments (parsed JSON, or what a Python agent passed).
+        non_finite: False: a non-finite number is not a refusal (metadata records it as None, see
+            :func:`admit_metadata`).
 
     Returns:
         ``(path, what)``: the first offending place, ``key.sub[2]`` style (``(arguments)`` for ``value`` itself),
@@ -176,7 +178,7 @@ def refused_path(value: Any) -> tuple[str, str] | None:
     while stack:
         v, p, depth = stack.pop()
         if isinstance(v, float):
-            if not math.isfinite(v):
+            if non_finite and not math.isfinite(v):
                 return p or "(arguments)", "a non-finite number"
         elif isinstance(v, int) and not isinstance(v, bool):
             if v.bit_length() > MAX_INT_BITS:
@@ -192,6 +194,35 @@ def refused_path(value: Any) -> tuple[str, str] | None:
             else:
                 stack.extend((item, f"{p}[{i}]", depth + 1) for i, item in reversed(list(enumerate(v))))
     return None
+
+
+def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
+    """A copy of an actor's ``metadata`` dict made storable, or ``{}`` without one (or with one no record can hold).
+
+    Lone surrogates are replaced and non-finite numbers become None (:func:`admit_value`); metadata that
+    :func:`refused_path` refuses for another reason (nesting deeper than :data:`MAX_ARGUMENT_DEPTH`, a huge
+    integer, mixed keys) is not recorded at all. Each change is a line of ``notes``.
+
+    Args:
+        actor: the agent or the user (its ``metadata`` attribute is read, if a dict).
+        who: ``agent`` or ``user``, for the notes.
+        notes: the trajectory's notes, appended to.
+
+    Returns:
+        The metadata to record (a new dict).
+    """
+    metadata = getattr(actor, "metadata", None)
+    if not isinstance(metadata, dict):
+        return {}
+    bad = refused_path(metadata, non_finite=False)
+    if bad is not None:
+        notes.append(f"{who} metadata: {bad[1]} at {bad[0]}: not recorded")
+        return {}
+    clean, surrogates, dropped = admit_value(dict(metadata))
+    if surrogates or dropped:
+        notes.append(f"{who} metadata: {surrogates} lone surrogate(s) replaced with U+FFFD, {dropped} non-finite "
+                     "number(s) recorded as null")
+    return dict(clean)
 
 
 def _shown_arguments(arguments: Any, what: str) -> str:

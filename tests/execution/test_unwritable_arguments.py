@@ -98,3 +98,42 @@ def test_the_run_goes_on_and_the_trial_is_recorded(tmp_path, name):
         assert (call.name, call.status, call.arguments) == ("transfer", "invalid_arguments", None)
         assert not t.passed
         assert any("refused as invalid_arguments" in n for n in t.trajectory.notes)
+
+
+class DeepMetadata:
+    """Says goodbye at once; its ``metadata`` nests ``depth`` dicts deep (built by hand), plus a NaN."""
+
+    def __init__(self, depth: int):
+        value: object = "x"
+        for _ in range(depth):
+            value = {"a": value}
+        self.metadata = {"nan": float("nan"), "deep": value}
+
+    def step(self, messages):
+        return AgentTurn(message=Message(role="assistant", content="bye"), usage=Usage())
+
+
+@pytest.mark.parametrize("depth", [300, 3_000])
+def test_metadata_no_record_can_hold_is_left_out_with_a_note(tmp_path, depth):
+    """Metadata 300 deep ended the run at recording ("Maximum serialization depth exceeded"), 3,000 deep with a
+    ``RecursionError`` in admission; now it is not recorded, a note says where and why, and the run goes on."""
+    dom = BankDomain()
+    write_data(tmp_path / "d")
+    spec = RunSpec(domain="bank", agent="script", trials=1)
+    runner = Runner(dom, dom.template(tmp_path / "d"), TASKS, lambda ctx: DeepMetadata(depth), lambda ctx: Bye(), spec)
+    (trial,) = runner.run().trials
+    trial.model_dump_json().encode("utf-8")
+    assert trial.trajectory.agent_metadata == {}
+    assert any(n.startswith(f"agent metadata: nesting deeper than {MAX_ARGUMENT_DEPTH} levels at deep.a.a")
+               for n in trial.trajectory.notes)
+
+
+def test_shallow_metadata_keeps_its_old_treatment():
+    """Non-finite numbers in metadata still become None with the old note (not a refusal of the whole dict)."""
+    from simulator.types.sanitize import admit_metadata
+
+    notes: list[str] = []
+    actor = DeepMetadata(2)
+    assert admit_metadata(actor, "agent", notes) == {"nan": None, "deep": {"a": {"a": "x"}}}
+    assert notes == ["agent metadata: 0 lone surrogate(s) replaced with U+FFFD, 1 non-finite number(s) recorded "
+                     "as null"]
