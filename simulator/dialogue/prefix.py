@@ -205,8 +205,7 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
     def end(reason: TerminationReason, error: str | None = None) -> Trajectory:
         traj.termination_reason = reason
         traj.error = error
-        if isinstance(getattr(agent, "metadata", None), dict):
-            traj.agent_metadata = admit_metadata(agent, "agent", traj.notes)
+        traj.agent_metadata = admit_metadata(agent, "agent", traj.notes)  # {} without a dict
         return traj
 
     try:

@@ -14,8 +14,8 @@ a trial through :func:`admit_agent_turn` / :func:`admit_user_turn` (called by th
   (:func:`non_finite_path`). In metadata they become None, with a note. Arguments no JSON text can hold are refused
   the same way (:func:`refused_path`): nesting deeper than :data:`MAX_ARGUMENT_DEPTH` levels (a model's JSON can
   nest a thousand deep; records, keys and checks walk it), an integer of more than :data:`MAX_INT_BITS` bits
-  (Python cannot even write one of over 4,300 digits as text), keys that are not one JSON key type per object
-  (``{1: "a", "b": 2}`` cannot be sorted, a tuple key cannot be written).
+  (Python cannot even write one of over 4,300 digits as text), a set, keys that are not all text, all numbers or
+  one null per object (``{1: "a", "b": 2}`` cannot be sorted, a tuple key cannot be written).
 - **Costs** that are not finite, are negative or exceed :data:`MAX_COST_USD` are unknown: ``cost_usd=None``
   (never $0, never a crash), with a note; negative token or call counts become 0.
 - **Control characters** (C0 but tab and newline, DEL, C1) and bidirectional-override characters are *kept* in
@@ -155,44 +155,70 @@ MAX_ARGUMENT_DEPTH = 64
 MAX_INT_BITS = 10_000
 """The largest integer admitted in a tool call's arguments, in bits (about 3,000 decimal digits)."""
 
-_JSON_KEYS = (str, int, float, bool, type(None))
+def _key_problem(key: Any) -> str | None:
+    """Why ``key`` cannot be a JSON object's key as a record writes it, or None (its kind otherwise, see below)."""
+    if isinstance(key, float) and not math.isfinite(key):
+        return "a non-finite number as a key"
+    if isinstance(key, int) and not isinstance(key, bool) and key.bit_length() > MAX_INT_BITS:
+        return f"an integer key of more than {MAX_INT_BITS} bits"
+    return None
 
 
-def refused_path(value: Any, non_finite: bool = True) -> tuple[str, str] | None:
+def _key_kind(key: Any) -> str:
+    """The kind of a key as ``json.dumps(sort_keys=True)`` sorts it: text, number (bools too), null, or other."""
+    if isinstance(key, str):
+        return "text"
+    if isinstance(key, int | float):
+        return "number"
+    return "null" if key is None else "other"
+
+
+def refused_path(value: Any, non_finite: bool = True, root: str = "(arguments)") -> tuple[str, str] | None:
     """Return where and why a tool call's arguments cannot be admitted, or None when they can.
 
     Refused: a non-finite number; nesting deeper than :data:`MAX_ARGUMENT_DEPTH`; an ``int`` of more than
-    :data:`MAX_INT_BITS` bits; an object whose keys are not all of one JSON key type (str, int, float, bool, None).
+    :data:`MAX_INT_BITS` bits; a set (JSON has none); an object whose keys are not all text, all numbers (bools
+    included) or one null, as ``json.dumps(sort_keys=True)`` needs, or hold a non-finite number or a huge integer.
     Walked without recursion, so a value nested 100,000 deep is answered, not a ``RecursionError``.
 
     Args:
         value: the arguments (parsed JSON, or what a Python agent passed).
-        non_finite: False: a non-finite number is not a refusal (metadata records it as None, see
+        non_finite: False: a non-finite number (not a key) is not a refusal (metadata records it as None, see
             :func:`admit_metadata`).
+        root: how the path names ``value`` itself.
 
     Returns:
-        ``(path, what)``: the first offending place, ``key.sub[2]`` style (``(arguments)`` for ``value`` itself),
-        and what is wrong there (``a non-finite number``, ...); or None.
+        ``(path, what)``: the first offending place, ``key.sub[2]`` style (lone surrogates in keys replaced, so the
+        path can be recorded), and what is wrong there (``a non-finite number``, ...); or None.
     """
     stack: list[tuple[Any, str, int]] = [(value, "", 1)]
     while stack:
         v, p, depth = stack.pop()
+        what: str | None = None
         if isinstance(v, float):
             if non_finite and not math.isfinite(v):
-                return p or "(arguments)", "a non-finite number"
+                what = "a non-finite number"
         elif isinstance(v, int) and not isinstance(v, bool):
             if v.bit_length() > MAX_INT_BITS:
-                return p or "(arguments)", f"an integer of more than {MAX_INT_BITS} bits"
+                what = f"an integer of more than {MAX_INT_BITS} bits"
+        elif isinstance(v, set | frozenset):
+            what = "a set (JSON has none)"
         elif isinstance(v, Mapping | list | tuple):
             if depth > MAX_ARGUMENT_DEPTH:
-                return p or "(arguments)", f"nesting deeper than {MAX_ARGUMENT_DEPTH} levels"
-            if isinstance(v, Mapping):
-                kinds = {type(k) for k in v}
-                if len(kinds) > 1 or not all(issubclass(k, _JSON_KEYS) for k in kinds):
-                    return p or "(arguments)", "keys that are not all of one JSON key type"
-                stack.extend((item, f"{p}.{k}" if p else str(k), depth + 1) for k, item in reversed(list(v.items())))
+                what = f"nesting deeper than {MAX_ARGUMENT_DEPTH} levels"
+            elif isinstance(v, Mapping):
+                keys = list(v)
+                what = next((w for w in map(_key_problem, keys) if w is not None), None)
+                kinds = {_key_kind(k) for k in keys}
+                if what is None and (len(kinds) > 1 or "other" in kinds):
+                    what = "keys that are not all text, all numbers or one null"
+                if what is None:
+                    stack.extend((item, f"{p}.{k}" if p else str(k), depth + 1)
+                                 for k, item in reversed(list(v.items())))
             else:
                 stack.extend((item, f"{p}[{i}]", depth + 1) for i, item in reversed(list(enumerate(v))))
+        if what is not None:
+            return admit_text(p)[0] or root, what
     return None
 
 
@@ -211,10 +237,14 @@ def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
     Returns:
         The metadata to record (a new dict).
     """
-    metadata = getattr(actor, "metadata", None)
+    try:
+        metadata = getattr(actor, "metadata", None)
+    except Exception as e:  # noqa: BLE001 - the actor's own code (a property): recorded as a note, never raised
+        notes.append(f"{who} metadata: reading it raised {type(e).__name__}: not recorded")
+        return {}
     if not isinstance(metadata, dict):
         return {}
-    bad = refused_path(metadata, non_finite=False)
+    bad = refused_path(metadata, non_finite=False, root="(metadata)")
     if bad is not None:
         notes.append(f"{who} metadata: {bad[1]} at {bad[0]}: not recorded")
         return {}

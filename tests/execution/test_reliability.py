@@ -84,6 +84,11 @@ class _Sleeping:
         return self.inner.step(messages)
 
 
+def slow_erroring_agent(ctx):
+    """Fails its first step after 50 ms: one trial at a time, the run sees each error before the next one ends."""
+    return _Sleeping(_Erroring(), 0.05)
+
+
 def hung_agent(ctx):
     """The oracle after a first step that takes 3 s (a hung model call, as the run sees it)."""
     return _Sleeping(OracleAgent(ctx), 3.0)
@@ -178,8 +183,9 @@ def test_an_agent_factory_that_raises_exits_2(factory, text, tmp_path):
 
 def test_max_error_rate_stops_a_run_of_errors_and_keeps_what_finished(tmp_path):
     out = tmp_path / "run.json"
-    res = invoke("run", "--agent", f"{HERE}:erroring_agent", "--task-ids", TASK, "--trials", 16, "--out", out,
-                 "--no-progress")
+    # one trial at a time, 50 ms each: instant failures on a loaded machine could all end before the run looked
+    res = invoke("run", "--agent", f"{HERE}:slow_erroring_agent", "--task-ids", TASK, "--trials", 16, "--out", out,
+                 "--concurrency", 1, "--no-progress")
     assert res.exit_code == 1, res.output
     doc = json.loads(out.read_text())
     assert 10 <= len(doc["trials"]) < 16

@@ -33,6 +33,10 @@ def nested(depth: int) -> dict:
 
 HOSTILE = {
     "deep": nested(MAX_ARGUMENT_DEPTH + 1),
+    "deep under a surrogate key": {"src": {"\ud800": nested(MAX_ARGUMENT_DEPTH)["src"]}},
+    "huge int key": {"src": {"a": {10 ** 5_000: 1}}},
+    "nan key": {"src": {float("nan"): 1}},
+    "set": {"src": {10 ** 5_000}},
     "very deep": nested(5_000),
     "huge int": {"src": "A1", "dst": "B2", "amount": 10 ** 5_000},
     "mixed keys": {"src": {1: "a", "b": 2}},
@@ -70,7 +74,7 @@ def test_the_depth_limit_is_where_it_says():
     assert refused_path({"n": 2 ** MAX_INT_BITS - 1}) is None  # MAX_INT_BITS bits exactly
     assert refused_path({"n": -(2 ** MAX_INT_BITS)})[1] == f"an integer of more than {MAX_INT_BITS} bits"
     assert refused_path({"k": {1: "a", 2: "b"}}) is None  # int keys alone: json.dumps writes and sorts them
-    assert refused_path({"k": {1: "a", "b": 2}}) == ("k", "keys that are not all of one JSON key type")
+    assert refused_path({"k": {1: "a", "b": 2}}) == ("k", "keys that are not all text, all numbers or one null")
     assert refused_path({"x": [1.0, float("nan")]}) == ("x[1]", "a non-finite number")
 
 
@@ -80,7 +84,8 @@ def test_admission_refuses_with_a_note_and_keeps_a_text(name):
     call = admit_call(ToolCall(id="c1", name="transfer", arguments=HOSTILE[name]), "agent step 1", notes)
     assert call.arguments is None
     assert isinstance(call.raw_arguments, str) and call.raw_arguments
-    assert len(notes) == 1 and "refused as invalid_arguments" in notes[0]
+    assert [n for n in notes if "refused as invalid_arguments" in n]
+    "".join(notes).encode("utf-8")  # every note can be recorded
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
@@ -126,6 +131,46 @@ def test_metadata_no_record_can_hold_is_left_out_with_a_note(tmp_path, depth):
     assert trial.trajectory.agent_metadata == {}
     assert any(n.startswith(f"agent metadata: nesting deeper than {MAX_ARGUMENT_DEPTH} levels at deep.a.a")
                for n in trial.trajectory.notes)
+
+
+def test_keys_json_writes_and_sorts_are_admitted():
+    """Text keys (str subclasses too), number keys (ints, floats, bools, int subclasses) together: admitted."""
+    import enum
+
+    class Color(enum.StrEnum):
+        RED = "red"
+
+    class One(enum.IntEnum):
+        ONE = 1
+
+    for value in ({"x": 1, Color.RED: 2}, {2: 1, One.ONE: 2}, {1: "a", 1.5: "b"}, {True: "c", 2: "d"}, {None: 1}):
+        assert refused_path({"k": value}) is None, value
+
+
+def test_a_refusal_path_is_recordable_and_names_the_root():
+    path, what = refused_path({"\ud800": {"x": float("inf")}})
+    assert (path, what) == ("\ufffd.x", "a non-finite number")
+    assert refused_path(float("nan"), root="(metadata)") == ("(metadata)", "a non-finite number")
+
+
+class RaisingMetadata(DeepMetadata):
+    @property
+    def metadata(self):  # type: ignore[override]
+        raise RuntimeError("no metadata today")
+
+    @metadata.setter
+    def metadata(self, value):
+        pass
+
+
+def test_metadata_that_raises_when_read_is_left_out_with_a_note(tmp_path):
+    dom = BankDomain()
+    write_data(tmp_path / "d")
+    runner = Runner(dom, dom.template(tmp_path / "d"), TASKS, lambda ctx: RaisingMetadata(1), lambda ctx: Bye(),
+                    RunSpec(domain="bank", agent="script", trials=1))
+    (trial,) = runner.run().trials  # no exception
+    assert trial.trajectory.agent_metadata == {}
+    assert "agent metadata: reading it raised RuntimeError: not recorded" in trial.trajectory.notes
 
 
 def test_shallow_metadata_keeps_its_old_treatment():
