@@ -11,7 +11,7 @@ a trial through :func:`admit_agent_turn` / :func:`admit_user_turn` (called by th
 - **Non-finite numbers** (NaN, Infinity, -Infinity: ``json.loads`` accepts them) in a tool call's arguments: the
   call keeps its text in ``raw_arguments`` (as JSON with ``NaN``), its ``arguments`` become None, and the tool
   answers ``invalid_arguments`` (not a valid JSON object); the agent can recover. The note names the number's path
-  (:func:`non_finite_path`). In metadata they become None, with a note. Arguments no JSON text can hold are refused
+  (:func:`refused_path`). In metadata they become None, with a note. Arguments no JSON text can hold are refused
   the same way (:func:`refused_path`): nesting deeper than :data:`MAX_ARGUMENT_DEPTH` levels (a model's JSON can
   nest a thousand deep; records, keys and checks walk it), an integer of more than :data:`MAX_INT_BITS` bits
   (Python cannot even write one of over 4,300 digits as text), a set, keys that are not all text, all numbers or
@@ -41,7 +41,7 @@ from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTu
 
 __all__ = ["ERROR_LIMIT", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_INT_BITS", "REPLACEMENT",
            "admit_agent_turn", "admit_call", "admit_message", "admit_metadata", "admit_text", "admit_usage",
-           "admit_user_turn", "admit_value", "bounded", "known_cost", "lone_surrogate_path", "non_finite_path",
+           "admit_user_turn", "admit_value", "bounded", "known_cost", "lone_surrogate_path",
            "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path", "shown"]
 
 REPLACEMENT = "\ufffd"
@@ -124,29 +124,6 @@ def bounded(text: str, limit: int = ERROR_LIMIT) -> str:
     head = limit // 4
     tail = limit - head
     return f"{text[:head]}\n[... {len(text) - limit:,} characters cut ...]\n{text[-tail:]}"
-
-
-def non_finite_path(value: Any, path: str = "") -> str | None:
-    """Return where a JSON-ish value holds a non-finite number (NaN, Infinity, -Infinity), or None.
-
-    Args:
-        value: parsed JSON (dicts, lists, tuples, strings, numbers, booleans, None).
-        path: the path of ``value`` itself (used in the result).
-
-    Returns:
-        The first such number's path, ``key.sub[2]`` style (``(arguments)`` for ``value`` itself), or None.
-    """
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack:  # iterative: a 100,000-deep value must not raise RecursionError
-        v, p = stack.pop()
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                return p or "(arguments)"
-        elif isinstance(v, Mapping):
-            stack.extend((item, f"{p}.{k}" if p else str(k)) for k, item in reversed(list(v.items())))
-        elif isinstance(v, list | tuple):
-            stack.extend((item, f"{p}[{i}]") for i, item in reversed(list(enumerate(v))))
-    return None
 
 
 MAX_ARGUMENT_DEPTH = 64
@@ -355,7 +332,7 @@ def admit_value(value: Any) -> tuple[Any, int, int]:
 def _plain(value: Any, depth: int = 0) -> bool:
     """True when a JSON-ish value surely needs no change: ASCII strings and keys, finite floats, shallow nesting.
 
-    False means "look closer" (:func:`non_finite_path`, :func:`admit_value`), not that anything is wrong.
+    False means "look closer" (:func:`refused_path`, :func:`admit_value`), not that anything is wrong.
     """
     kind = type(value)
     if kind is str:

@@ -15,7 +15,7 @@ from simulator.types.sanitize import (
     admit_user_turn,
     admit_value,
     known_cost,
-    non_finite_path,
+    refused_path,
     shown,
 )
 
@@ -31,18 +31,21 @@ def test_lone_surrogates_are_replaced_and_counted_pairs_joined():
 
 
 def test_non_finite_numbers_are_found_with_their_path():
-    assert non_finite_path({"a": 1, "b": [1.5, "NaN"]}) is None
-    assert non_finite_path(json.loads('{"order_id": NaN}')) == "order_id"
-    assert non_finite_path({"a": {"b": [0, 1, -math.inf]}}) == "a.b[2]"
-    assert non_finite_path(math.inf) == "(arguments)"
+    nan = "a non-finite number"
+    assert refused_path({"a": 1, "b": [1.5, "NaN"]}) is None
+    assert refused_path(json.loads('{"order_id": NaN}')) == ("order_id", nan)
+    assert refused_path({"a": {"b": [0, 1, -math.inf]}}) == ("a.b[2]", nan)
+    assert refused_path(math.inf) == ("(arguments)", nan)
+    assert refused_path({"a": [math.nan]}, non_finite=False) is None  # metadata: recorded as None instead
     deep: list = []
     cur = deep
-    for _ in range(100_000):  # no RecursionError
+    for _ in range(100_000):  # no RecursionError: refused at the depth limit before the NaN is reached
         nxt: list = []
         cur.append(nxt)
         cur = nxt
     cur.append(math.nan)
-    assert non_finite_path(deep).endswith("[0]")
+    path, what = refused_path(deep)
+    assert what == "nesting deeper than 64 levels" and path == "[0]" * 64  # the 65th level, counted by hand
 
 
 @pytest.mark.parametrize(("value", "expected"), [
