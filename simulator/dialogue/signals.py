@@ -10,15 +10,14 @@ the signals: ``tool_ok``, ``tool_error``, ``confirmed_action``, ``new_info``, ``
 from __future__ import annotations
 
 import itertools
-import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from simulator.dialogue.cues import asks_confirmation, is_yes, offers_more_help
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.protocols import PROGRESS_SIGNALS, Progress
 from simulator.types.trajectory import ToolCallRecord
+from simulator.world.jsontext import sorted_json_text
 
 __all__ = ["ProgressJudge", "questions", "values"]
 
@@ -31,37 +30,12 @@ _VALUE_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+"
 _VALUE_CHAR_RE = re.compile(r"[\d@]")
 """What every value holds: a digit (an id, a number) or an at sign (an email)."""
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
-_slow_key = json.JSONEncoder(sort_keys=True, default=str).encode
-
-
-def _key_function() -> Callable[[Any], str]:
-    """The tool-call key: ``json.dumps(value, sort_keys=True, default=str)``, its C encoder made once.
-
-    ``JSONEncoder.encode`` makes a new C encoder (and a dict for its circular-reference check) on every call; this
-    one makes it once, without the check: a circular value recurses until ``RecursionError``, and is then encoded
-    again by ``JSONEncoder.encode``, which raises what ``json.dumps`` raises. Without the C encoder (another Python),
-    ``JSONEncoder.encode`` itself.
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return _slow_key
-    encode = make(None, str, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True)
-
-    def key(value: Any) -> str:
-        try:
-            return "".join(encode(value, 0))
-        except RecursionError:
-            return _slow_key(value)  # type: ignore[no-any-return]
-
-    return key
-
-
 _SIGNALS = {flags: tuple(s for s, on in zip(PROGRESS_SIGNALS, flags, strict=True) if on)
             for flags in itertools.product((False, True), repeat=len(PROGRESS_SIGNALS))}
 """Which signals are on (a bool per signal, in :data:`PROGRESS_SIGNALS` order) -> those signals, in that order."""
 
-_call_key = _key_function()
-"""A tool call's key: ``json.dumps([name, arguments], sort_keys=True, default=str)``."""
+_call_key = sorted_json_text
+"""A tool call's key: ``json.dumps([name, arguments], sort_keys=True, default=str)``'s text (and errors)."""
 
 
 def values(text: str) -> set[str]:

@@ -3,9 +3,9 @@
 ``json.dumps(value)`` (and ``JSONEncoder.encode``) builds a new C encoder for each value, which costs more than
 encoding a short list or a small dict. :func:`json_text` and :func:`sorted_json_text` keep one C encoder each, built
 with the settings of ``json.dumps(value)`` and of ``json.dumps(value, sort_keys=True, default=str)``, and return the
-same text for every value. Two differences, neither reachable with JSON data: a value that contains itself raises
-:class:`RecursionError` instead of :class:`ValueError` (no circular check), and without the C accelerator (an
-interpreter built without ``_json``) both fall back to ``json.dumps``.
+same text for every value, and raise what ``json.dumps`` raises: a value that contains itself (the shared encoder has
+no circular check) recurses until :class:`RecursionError` and is then handed to ``json.dumps``, which raises its
+:class:`ValueError`. Without the C accelerator (an interpreter built without ``_json``) both are ``json.dumps``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ def _encoder(sort_keys: bool, default: Callable[[Any], Any]) -> Callable[[Any], 
     encode = c_make_encoder(None, default, encode_basestring_ascii, None, ": ", ", ", sort_keys, False, True)
 
     def text(value: Any) -> str:
-        return "".join(encode(value, 0))
+        try:
+            return "".join(encode(value, 0))
+        except RecursionError:  # a value that contains itself (no circular check here), or nested too deep
+            return json.dumps(value, sort_keys=sort_keys, default=default)  # raises what json.dumps raises
 
     return text
 

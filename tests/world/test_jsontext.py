@@ -75,3 +75,12 @@ def test_one_encoder_serves_threads_at_once() -> None:
     for t in threads:
         t.join(timeout=60)
     assert not wrong and not any(t.is_alive() for t in threads)
+
+
+def test_a_value_that_contains_itself_raises_what_json_dumps_raises():
+    """The shared encoders have no circular check: such a value is handed to json.dumps, whose ValueError it gets."""
+    loop: dict = {}
+    loop["self"] = [loop]
+    for encode in (json_text, sorted_json_text, json.dumps):
+        with pytest.raises(ValueError, match="Circular reference"):
+            encode(loop)
