@@ -53,7 +53,7 @@ def _notify_if_cancelled(fut: Future[Any]) -> None:
 
 
 class _TrialLogBuffer:
-    """A text file for structlog's ``PrintLogger`` that keeps each thread's lines apart (one trial per thread)."""
+    """A text file for structlog's ``WriteLogger`` that keeps each thread's lines apart (one trial per thread)."""
 
     def __init__(self) -> None:
         self._local = threading.local()

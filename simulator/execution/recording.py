@@ -284,8 +284,11 @@ def close_quietly(handle: IO[str]) -> None:
 class GuardedWriter:
     """A text file that never raises on a failed write: the first error is kept (``error``), later writes dropped.
 
-    For the run's event log, which worker threads write to: a full disk must not crash trials; the session reads
-    ``error`` after each trial and stops the run (:class:`~simulator.errors.WriteError`).
+    For the run's event log, which worker threads write to: a full disk must not crash trials. The writer notes
+    whose events it lost (each line's ``task_id``/``persona``/``trial``); the session asks :meth:`lost` before it
+    records a trial and stops the run (:class:`~simulator.errors.WriteError`) at the first trial whose events
+    did not all reach the file. A trial whose events were all written before the disk filled is still recorded,
+    however late its result reaches the session.
 
     Args:
         handle: the open text file.
@@ -296,16 +299,20 @@ class GuardedWriter:
         self.handle = handle
         self.path = path
         self.error: WriteError | None = None
+        self._lost: set[tuple[Any, Any, Any]] = set()
+        self._lost_other = False  # a line lost that names no trial (run events), or a failed flush
         self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
-        """Write ``text`` (nothing once a write failed); return its length."""
+        """Write ``text`` (nothing once a write failed; its lines are noted as lost); return its length."""
         with self._lock:
             if self.error is None:
                 try:
                     self.handle.write(text)
+                    return len(text)
                 except OSError as e:
                     self.error = WriteError(self.path, e.strerror or str(e))
+            self._note_lost(text)
         return len(text)
 
     def flush(self) -> None:
@@ -316,6 +323,28 @@ class GuardedWriter:
                     self.handle.flush()
                 except OSError as e:
                     self.error = WriteError(self.path, e.strerror or str(e))
+                    self._lost_other = True  # what the buffer held is not known line by line
+
+    def lost(self, key: tuple[str, str | None, int]) -> bool:
+        """Whether events of trial ``key`` (task id, persona or None, trial index) may be missing from the file.
+
+        True once a write failed and a lost line named that trial, or named no trial (the cautious answer).
+        """
+        return self.error is not None and (self._lost_other or key in self._lost)
+
+    def _note_lost(self, text: str) -> None:
+        """Note the trials whose lines ``text`` held (one JSON object per line, as the run's logger writes)."""
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if isinstance(event, dict) and "task_id" in event and "trial" in event:
+                self._lost.add((event["task_id"], event.get("persona"), event["trial"]))
+            else:
+                self._lost_other = True
 
 
 @contextmanager

@@ -417,7 +417,7 @@ class _Session:
             self.stack.callback(close_quietly, self.log_handle)
         except OSError as e:
             raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
-        self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run, see _record
+        self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run: _record
         self.log = runner.log = run_logger(self.log_guard, self.log_run_id)
 
     def _log_sink(self, lines: list[str]) -> None:
@@ -433,10 +433,11 @@ class _Session:
         """Record a finished trial: store, partial file, progress bar, then ``on_trial``.
 
         Raises:
-            WriteError: the store, the partial file, the log or the cache cannot be written: the run stops
-                (:meth:`execute`); the trial and those still running are not recorded.
+            WriteError: the store, the partial file or the cache cannot be written, or the log lost some of this
+                trial's events: the run stops (:meth:`execute`); the trial and those still running are not
+                recorded (a trial whose events were all logged before the disk filled still is).
         """
-        if self.log_guard is not None and self.log_guard.error is not None:
+        if self.log_guard is not None and self.log_guard.error is not None and self.log_guard.lost(trial_key(t)):
             raise self.log_guard.error
         cache = self.services.cache if self.services is not None else None
         if cache is not None and cache.write_error is not None:

@@ -1,6 +1,6 @@
 """Per-run structured logs: JSON lines written by a structlog logger that belongs to one run.
 
-:func:`open_run_log` builds a logger with ``structlog.wrap_logger`` over a ``PrintLogger`` writing to the
+:func:`open_run_log` builds a logger with ``structlog.wrap_logger`` over a ``WriteLogger`` writing to the
 run's file; structlog's global configuration is never touched, so runs (and tests) in one process never
 share or leak logging setup. Every event carries ``run_id``; the runner binds ``task_id`` and ``trial`` per
 trial. Events: ``run_start``, ``trial_start``, ``tool_call``, ``model_call`` (tokens, cost, latency,
@@ -42,7 +42,7 @@ def run_logger(file: Any, run_id: str) -> Any:
     # file never needs them)
 
     return structlog.wrap_logger(
-        structlog.PrintLogger(file),
+        structlog.WriteLogger(file),  # a line and its newline in one write (see GuardedWriter)
         processors=[_level, _timestamp, structlog.processors.format_exc_info,
                     structlog.processors.JSONRenderer(default=str)],
         wrapper_class=structlog.BoundLogger,

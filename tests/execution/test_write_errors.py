@@ -106,7 +106,7 @@ def test_other_database_errors_are_not_write_errors(tmp_path):
             raise OperationalError("SELECT", {}, Exception("no such column: x"))
 
 
-def test_a_full_disk_at_the_log_file_stops_the_run(tmp_path, monkeypatch):
+def _failing_at_third_trial_end() -> Any:
     from simulator.execution import recording
 
     class Failing(recording.GuardedWriter):
@@ -120,12 +120,60 @@ def test_a_full_disk_at_the_log_file_stops_the_run(tmp_path, monkeypatch):
                 self.error = WriteError(self.path, "No space left on device")
             return super().write(text)
 
-    monkeypatch.setattr(session_module, "GuardedWriter", Failing)
+    return Failing
+
+
+def _ended_in_log(log: Path) -> set[tuple[str, int]]:
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    return {(e["task_id"], e["trial"]) for e in events if e["event"] == "trial_end"}
+
+
+def test_a_full_disk_at_the_log_file_stops_the_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(session_module, "GuardedWriter", _failing_at_third_trial_end())
     log = tmp_path / "log.jsonl"
     result = simulator.run(_spec(), log_file=log)
     assert result.abort_kind == "write_error"
     assert result.aborted == f"cannot write {log}: No space left on device"
-    assert 0 < len(result.trials) < 6
+    # one trial at a time: the two trials whose events were all written are recorded, however late the session
+    # got their results (it once dropped them when the third had ended before it looked: a loaded machine)
+    recorded = {(t.task_id, t.trial) for t in result.trials}
+    assert len(recorded) == 2 and recorded == _ended_in_log(log)
+
+
+def test_trials_logged_before_the_disk_filled_are_kept_with_concurrent_trials(tmp_path, monkeypatch):
+    monkeypatch.setattr(session_module, "GuardedWriter", _failing_at_third_trial_end())
+    log = tmp_path / "log.jsonl"
+    result = simulator.run(_spec(concurrency=3), log_file=log)
+    assert result.abort_kind == "write_error"
+    assert len(_ended_in_log(log)) == 2
+    # which finished first is up to the threads; a recorded trial always has its events in the log
+    assert {(t.task_id, t.trial) for t in result.trials} <= _ended_in_log(log)
+    assert len(result.trials) < 6
+
+
+def test_the_guarded_writer_names_the_trials_whose_lines_it_lost(tmp_path):
+    from simulator.execution.recording import GuardedWriter
+
+    class FullAfterOne:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def write(self, text: str) -> int:
+            if self.lines:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.lines.append(text)
+            return len(text)
+
+    w = GuardedWriter(FullAfterOne(), "x.jsonl")  # type: ignore[arg-type]
+    w.write('{"task_id": "a", "trial": 0, "event": "trial_end"}\n')
+    assert not w.lost(("a", None, 0)) and w.error is None
+    w.write('{"task_id": "b", "trial": 1, "persona": "rushed", "event": "trial_start"}\n')
+    w.write('{"task_id": "c", "trial": 2, "event": "tool_call"}\n')
+    assert str(w.error) == "cannot write x.jsonl: No space left on device"
+    assert (w.lost(("a", None, 0)), w.lost(("b", "rushed", 1)), w.lost(("c", None, 2))) == (False, True, True)
+    assert not w.lost(("b", None, 1))  # another persona's trial
+    w.write('{"event": "run_end"}\n')  # a lost line that names no trial: every trial may have lost events
+    assert w.lost(("a", None, 0))
 
 
 def test_write_error_names_path_and_cause():
