@@ -16,8 +16,10 @@ a trial through :func:`admit_agent_turn` / :func:`admit_user_turn` (called by th
   nest a thousand deep; records, keys and checks walk it), an integer of more than :data:`MAX_INT_BITS` bits
   (Python cannot even write one of over 4,300 digits as text), a set, keys that are not all text, all numbers or
   one null per object (``{1: "a", "b": 2}`` cannot be sorted, a tuple key cannot be written).
-- **Costs** that are not finite, are negative or exceed :data:`MAX_COST_USD` are unknown: ``cost_usd=None``
-  (never $0, never a crash), with a note; negative token or call counts become 0.
+- **Costs** that are not finite, are negative, exceed :data:`MAX_COST_USD` or are not numbers are unknown:
+  ``cost_usd=None`` (never $0, never a crash), with a note. A token, call or attempt count that is not an ``int``
+  in [0, :data:`MAX_COUNT`] (negative, ``2**63`` that no store's INTEGER holds, a float set after the usage was
+  built) is recorded as 0, with a note.
 - **Control characters** (C0 but tab and newline, DEL, C1) and bidirectional-override characters are *kept* in
   the record (it is evidence) and escaped wherever text is shown on a terminal: :func:`shown` renders them as
   ``\\x1b``, ``\\u202e``... so that no escape sequence from data (window title ``ESC ] 0 ;``, clear screen ``ESC [
@@ -39,7 +41,8 @@ from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
-__all__ = ["ERROR_LIMIT", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_INT_BITS", "REPLACEMENT",
+__all__ = ["ERROR_LIMIT", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_COUNT", "MAX_INT_BITS",
+           "REPLACEMENT",
            "admit_agent_turn", "admit_call", "admit_message", "admit_metadata", "admit_text", "admit_usage",
            "admit_user_turn", "admit_value", "bounded", "known_cost", "lone_surrogate_path",
            "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path", "shown"]
@@ -458,8 +461,32 @@ def admit_message(message: Message, where: str, notes: list[str]) -> Message:
                                       "tool_calls": calls})
 
 
+MAX_COUNT = 10**12
+"""The largest token, call or attempt count of one turn admitted (a trillion: far above any model's context, and
+the sums of a trial's admitted turns stay far below ``2**63``, what a store's INTEGER column holds)."""
+
+_COUNTS = ("prompt_tokens", "completion_tokens", "calls", "attempts")
+_TYPE_NAME = type.__dict__["__name__"]
+"""``type.__name__``'s own descriptor: reads a type's name without running a metaclass's code."""
+
+
+def _type_name(value: Any) -> str:
+    """The name of ``value``'s type, read without calling any of the value's code (its repr or str may raise)."""
+    return admit_text(str(_TYPE_NAME.__get__(type(value))))[0]
+
+
+def _number_shown(value: Any) -> str:
+    """A reported number as a note shows it: ``repr`` of a float or of a small int, else its type or size."""
+    kind = type(value)
+    if kind is float:
+        return repr(value)
+    if kind is int:
+        return repr(value) if value.bit_length() <= 64 else f"(an integer of {value.bit_length()} bits)"
+    return f"(a value of type {_type_name(value)})"
+
+
 def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
-    """Return a usage whose cost is known (finite, >= 0) or None, and whose counts are >= 0.
+    """Return a usage whose cost is known (finite, >= 0) or None, and whose counts are ints in [0, MAX_COUNT].
 
     Args:
         usage: a reported usage.
@@ -472,22 +499,32 @@ def admit_usage(usage: Usage, where: str, notes: list[str]) -> Usage:
     if _plain_usage(usage):
         return usage  # the common case, checked without the loop below
     update: dict[str, Any] = {}
-    if usage.cost_usd is not None and known_cost(usage.cost_usd) is None:
-        notes.append(f"{where}: cost {usage.cost_usd!r} is not an amount in [0, {MAX_COST_USD:g}] USD: recorded as "
-                     "unknown")
+    cost = usage.cost_usd
+    if cost is not None and known_cost(cost) is None:
+        notes.append(f"{where}: cost {_number_shown(cost)} is not an amount in [0, {MAX_COST_USD:g}] USD: recorded "
+                     "as unknown")
         update["cost_usd"] = None
-    for field in ("prompt_tokens", "completion_tokens", "calls", "attempts"):
-        if getattr(usage, field) < 0:
-            notes.append(f"{where}: {field} {getattr(usage, field)} < 0: recorded as 0")
-            update[field] = 0
+    for field in _COUNTS:
+        count = getattr(usage, field)
+        if type(count) is not int:
+            notes.append(f"{where}: {field} {_number_shown(count)} is not a count: recorded as 0")
+        elif count < 0:
+            notes.append(f"{where}: {field} {_number_shown(count)} < 0: recorded as 0")
+        elif count > MAX_COUNT:
+            notes.append(f"{where}: {field} {_number_shown(count)} > {MAX_COUNT:,}: recorded as 0")
+        else:
+            continue
+        update[field] = 0
     return usage.model_copy(update=update) if update else usage
 
 
 def _plain_usage(usage: Usage) -> bool:
-    """True when :func:`admit_usage` would change nothing: a finite cost in range (or None), counts >= 0."""
+    """True when :func:`admit_usage` would change nothing: a finite cost in range (or None), counts in range."""
     cost = usage.cost_usd
-    return ((cost is None or (type(cost) is float and 0.0 <= cost <= MAX_COST_USD)) and usage.prompt_tokens >= 0
-            and usage.completion_tokens >= 0 and usage.calls >= 0 and usage.attempts >= 0)
+    p, c, n, a = usage.prompt_tokens, usage.completion_tokens, usage.calls, usage.attempts
+    return ((cost is None or (type(cost) is float and 0.0 <= cost <= MAX_COST_USD))
+            and type(p) is int and 0 <= p <= MAX_COUNT and type(c) is int and 0 <= c <= MAX_COUNT
+            and type(n) is int and 0 <= n <= MAX_COUNT and type(a) is int and 0 <= a <= MAX_COUNT)
 
 
 def _plain_text(text: str | None) -> bool:

@@ -149,3 +149,16 @@ def test_non_ascii_call_name_and_id_still_checked():
     out, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", tool_calls=[call])))
     assert out.message.tool_calls[0].id == f"c{REPLACEMENT}" and out.message.tool_calls[0].name == "g\u00e9t"
     assert len(notes) == 1
+
+
+def test_usage_counts_and_costs_no_record_can_hold_are_refused_with_notes():
+    usage = Usage(prompt_tokens=10**12, completion_tokens=10**12 + 1, calls=-(10**40), attempts=3, cost_usd=0.5)
+    usage.prompt_tokens = 2.0  # type: ignore[assignment]  # not an int: set after validation, as an agent may
+    out, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", content="x"), usage=usage), "a")
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.calls, out.usage.attempts) == (0, 0, 0, 3)
+    assert out.usage.cost_usd == 0.5
+    assert notes == ["a: prompt_tokens 2.0 is not a count: recorded as 0",
+                     "a: completion_tokens 1000000000001 > 1,000,000,000,000: recorded as 0",
+                     "a: calls (an integer of 133 bits) < 0: recorded as 0"]  # 10**40 < 2**133 (1.09e40)
+    kept = Usage(prompt_tokens=10**12, completion_tokens=0, calls=1, attempts=1, cost_usd=1e9)  # the limits: kept
+    assert admit_agent_turn(AgentTurn(message=Message(role="assistant", content="x"), usage=kept))[1] == []

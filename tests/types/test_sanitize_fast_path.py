@@ -75,6 +75,9 @@ AGENT_CASES = {
     "huge cost": (_agent(usage=Usage(cost_usd=1e12)), lambda t: t.usage.cost_usd is None),
     "negative tokens": (_agent(usage=Usage(completion_tokens=-3)), lambda t: t.usage.completion_tokens == 0),
     "negative attempts": (_agent(usage=Usage(attempts=-1)), lambda t: t.usage.attempts == 0),
+    "tokens past a store's INTEGER": (_agent(usage=Usage(prompt_tokens=2**63, completion_tokens=5)),
+                                      lambda t: (t.usage.prompt_tokens, t.usage.completion_tokens) == (0, 5)),
+    "attempts one past the limit": (_agent(usage=Usage(attempts=10**12 + 1)), lambda t: t.usage.attempts == 0),
 }
 
 
@@ -109,6 +112,7 @@ USER_CASES = {
                             lambda t: t.tool_calls[0].name == f"toggle{REPLACEMENT}"),
     "cost infinity": (UserTurn(content="ok", usage=Usage(cost_usd=math.inf)), lambda t: t.usage.cost_usd is None),
     "negative calls": (UserTurn(content="ok", usage=Usage(calls=-2)), lambda t: t.usage.calls == 0),
+    "calls past a store's INTEGER": (UserTurn(content="ok", usage=Usage(calls=2**64)), lambda t: t.usage.calls == 0),
     "error surrogate": (UserTurn(content="", error="down \ud800"), lambda t: t.error == f"down {REPLACEMENT}"),
 }
 

@@ -1,0 +1,62 @@
+"""Values no record can hold as they are (usage past a store's INTEGER, objects that are not JSON) are data.
+
+Each run goes through the command line with ``--store`` (SQLite) and ``--out``: every trial is recorded with a
+note, the run ends as any run whose trials fail without error (exit 0), no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli import app
+from simulator.storage.store import ResultsStore
+
+TASK = "cancel-no-longer-needed"
+
+
+def run_agent(tmp_path, agent):
+    """Run ``agent`` of ``tests._support.hostile_values`` for 2 trials; return the result, stored trials, out doc."""
+    out, url = tmp_path / "out.json", f"sqlite:///{tmp_path / 'store.db'}"
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", f"py:tests._support.hostile_values:{agent}",
+                                   "--user", "rule", "--task-ids", TASK, "--trials", "2", "--store", url,
+                                   "--run-id", "r", "--out", str(out), "--no-progress"])
+    assert "Traceback" not in res.output, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    store = ResultsStore(url)
+    try:
+        trials = store.load_trials("r")
+    finally:
+        store.close()
+    doc = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
+    return res, trials, doc
+
+
+def test_usage_past_a_stores_integer_is_recorded_as_zero_with_a_note(tmp_path):
+    res, trials, doc = run_agent(tmp_path, "big_tokens")
+    assert res.exit_code == 0, res.output  # failed trials (the agent solves nothing), no error: exit 0
+    assert len(trials) == 2 and len(doc["trials"]) == 2
+    for t in trials:
+        traj = t.trajectory
+        steps = sum(1 for m in traj.messages if m.role == "assistant")  # each reported 7 completion tokens
+        assert steps >= 2
+        assert traj.agent_usage.prompt_tokens == 0 and traj.agent_usage.calls == 0  # 2**63 and 2**70: refused
+        assert traj.agent_usage.completion_tokens == 7 * steps
+        assert traj.agent_usage.cost_usd == pytest.approx(0.5 * steps)
+        assert "agent step 0: prompt_tokens 9223372036854775808 > 1,000,000,000,000: recorded as 0" in traj.notes
+        assert "agent step 0: calls (an integer of 71 bits) > 1,000,000,000,000: recorded as 0" in traj.notes
+
+
+def test_a_cost_that_is_no_number_and_negative_tokens_are_recorded_with_notes(tmp_path):
+    res, trials, doc = run_agent(tmp_path, "bad_cost")
+    assert res.exit_code == 0, res.output
+    assert len(trials) == 2 and len(doc["trials"]) == 2
+    for t in trials:
+        usage = t.trajectory.agent_usage
+        steps = sum(1 for m in t.trajectory.messages if m.role == "assistant")
+        assert usage.cost_usd is None and usage.prompt_tokens == 0 and usage.completion_tokens == 2 * steps
+        assert ("agent step 0: cost (a value of type Unprintable) is not an amount in [0, 1e+09] USD: recorded as "
+                "unknown") in t.trajectory.notes
+        assert "agent step 0: prompt_tokens -3 < 0: recorded as 0" in t.trajectory.notes
