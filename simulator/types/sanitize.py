@@ -15,7 +15,10 @@ a trial through :func:`admit_agent_turn` / :func:`admit_user_turn` (called by th
   the same way (:func:`refused_path`): nesting deeper than :data:`MAX_ARGUMENT_DEPTH` levels (a model's JSON can
   nest a thousand deep; records, keys and checks walk it), an integer of more than :data:`MAX_INT_BITS` bits
   (Python cannot even write one of over 4,300 digits as text), a set, keys that are not all text, all numbers or
-  one null per object (``{1: "a", "b": 2}`` cannot be sorted, a tuple key cannot be written).
+  one null per object (``{1: "a", "b": 2}`` cannot be sorted, a tuple key cannot be written), any value JSON has
+  none for (an ``object()`` from a Python agent: named by its type, never by its ``repr``, which may raise).
+  Metadata with such a value is not recorded, with a note; it keeps dates, times, decimals, UUIDs and UTF-8 bytes,
+  which a record writes as text.
 - **Costs** that are not finite, are negative, exceed :data:`MAX_COST_USD` or are not numbers are unknown:
   ``cost_usd=None`` (never $0, never a crash), with a note. A token, call or attempt count that is not an ``int``
   in [0, :data:`MAX_COUNT`] (negative, ``2**63`` that no store's INTEGER holds, a float set after the usage was
@@ -33,9 +36,12 @@ Example::
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
 import re
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -135,30 +141,63 @@ MAX_ARGUMENT_DEPTH = 64
 MAX_INT_BITS = 10_000
 """The largest integer admitted in a tool call's arguments, in bits (about 3,000 decimal digits)."""
 
+_KEPT_AS_TEXT: tuple[type, ...] = (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal, uuid.UUID,
+                                   bytes)
+"""What metadata keeps though JSON has none, as a record has always written it: text (ISO 8601 dates, times and
+durations, a decimal's digits, a UUID's hex, bytes that are UTF-8 text). Tool arguments refuse them: the tool would
+get the object and the record its text."""
+
+_TYPE_NAME = type.__dict__["__name__"]
+"""``type.__name__``'s own descriptor: reads a type's name without running a metaclass's code."""
+
+
+def _type_name(value: Any) -> str:
+    """The name of ``value``'s type, read without calling any of the value's code (its repr or str may raise)."""
+    return admit_text(str(_TYPE_NAME.__get__(type(value))))[0]
+
+
 def _key_problem(key: Any) -> str | None:
     """Why ``key`` cannot be a JSON object's key as a record writes it, or None (its kind otherwise, see below)."""
-    if isinstance(key, float) and not math.isfinite(key):
+    kind = type(key)  # not isinstance: an object's own __class__ may raise
+    if issubclass(kind, float) and not math.isfinite(key):
         return "a non-finite number as a key"
-    if isinstance(key, int) and not isinstance(key, bool) and key.bit_length() > MAX_INT_BITS:
+    if issubclass(kind, int) and kind is not bool and int.bit_length(key) > MAX_INT_BITS:
         return f"an integer key of more than {MAX_INT_BITS} bits"
     return None
 
 
 def _key_kind(key: Any) -> str:
     """The kind of a key as ``json.dumps(sort_keys=True)`` sorts it: text, number (bools too), null, or other."""
-    if isinstance(key, str):
+    kind = type(key)
+    if issubclass(kind, str):
         return "text"
-    if isinstance(key, int | float):
+    if issubclass(kind, int | float):
         return "number"
     return "null" if key is None else "other"
 
 
-def refused_path(value: Any, non_finite: bool = True, root: str = "(arguments)") -> tuple[str, str] | None:
+def _kept_as_text(value: Any, kind: type) -> bool:
+    """Whether metadata keeps ``value`` (of type ``kind``) as a record writes it, as text (:data:`_KEPT_AS_TEXT`)."""
+    if not issubclass(kind, _KEPT_AS_TEXT):
+        return False
+    if issubclass(kind, bytes):
+        try:
+            bytes.decode(value, "utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
+
+
+def refused_path(value: Any, non_finite: bool = True, root: str = "(arguments)",
+                 as_text: bool = False) -> tuple[str, str] | None:
     """Return where and why a tool call's arguments cannot be admitted, or None when they can.
 
-    Refused: a non-finite number; nesting deeper than :data:`MAX_ARGUMENT_DEPTH`; an ``int`` of more than
-    :data:`MAX_INT_BITS` bits; a set (JSON has none); an object whose keys are not all text, all numbers (bools
-    included) or one null, as ``json.dumps(sort_keys=True)`` needs, or hold a non-finite number or a huge integer.
+    Admitted: JSON's values (``str``, ``int``, ``float``, ``bool``, None, ``list`` and ``tuple``, ``dict``) and,
+    with ``as_text``, :data:`_KEPT_AS_TEXT`. Refused: a non-finite number; nesting deeper than
+    :data:`MAX_ARGUMENT_DEPTH`; an ``int`` of more than :data:`MAX_INT_BITS` bits; a set (JSON has none); a dict
+    whose keys are not all text, all numbers (bools included) or one null, as ``json.dumps(sort_keys=True)`` needs,
+    or hold a non-finite number or a huge integer; any other value (an ``object()``, a mapping that is not a dict),
+    named by its type (never its ``repr``, which may raise); a container whose own code raises when walked.
     Walked without recursion, so a value nested 100,000 deep is answered, not a ``RecursionError``.
 
     Args:
@@ -166,6 +205,7 @@ def refused_path(value: Any, non_finite: bool = True, root: str = "(arguments)")
         non_finite: False: a non-finite number (not a key) is not a refusal (metadata records it as None, see
             :func:`admit_metadata`).
         root: how the path names ``value`` itself.
+        as_text: admit :data:`_KEPT_AS_TEXT` too (metadata).
 
     Returns:
         ``(path, what)``: the first offending place, ``key.sub[2]`` style (lone surrogates in keys replaced, so the
@@ -174,32 +214,48 @@ def refused_path(value: Any, non_finite: bool = True, root: str = "(arguments)")
     stack: list[tuple[Any, str, int]] = [(value, "", 1)]
     while stack:
         v, p, depth = stack.pop()
-        what: str | None = None
-        if isinstance(v, float):
-            if non_finite and not math.isfinite(v):
-                what = "a non-finite number"
-        elif isinstance(v, int) and not isinstance(v, bool):
-            if v.bit_length() > MAX_INT_BITS:
-                what = f"an integer of more than {MAX_INT_BITS} bits"
-        elif isinstance(v, set | frozenset):
-            what = "a set (JSON has none)"
-        elif isinstance(v, Mapping | list | tuple):
-            if depth > MAX_ARGUMENT_DEPTH:
-                what = f"nesting deeper than {MAX_ARGUMENT_DEPTH} levels"
-            elif isinstance(v, Mapping):
-                keys = list(v)
-                what = next((w for w in map(_key_problem, keys) if w is not None), None)
-                kinds = {_key_kind(k) for k in keys}
-                if what is None and (len(kinds) > 1 or "other" in kinds):
-                    what = "keys that are not all text, all numbers or one null"
-                if what is None:
-                    stack.extend((item, f"{p}.{k}" if p else str(k), depth + 1)
-                                 for k, item in reversed(list(v.items())))
-            else:
-                stack.extend((item, f"{p}[{i}]", depth + 1) for i, item in reversed(list(enumerate(v))))
+        try:
+            what = _refused_here(v, p, depth, stack, non_finite, as_text)
+        except Exception as e:  # noqa: BLE001 - a container subclass's own code (its __iter__): refused, not raised
+            what = f"a value of type {_type_name(v)} whose own code raised {_type_name(e)}"
         if what is not None:
             return admit_text(p)[0] or root, what
     return None
+
+
+def _refused_here(v: Any, p: str, depth: int, stack: list[tuple[Any, str, int]], non_finite: bool,
+                  as_text: bool) -> str | None:
+    """What :func:`refused_path` refuses in ``v`` itself (at path ``p``), or None; its items are pushed on ``stack``.
+
+    Types are asked with ``type()`` and ``issubclass``, never ``isinstance``: an object's own ``__class__`` may
+    raise.
+    """
+    kind = type(v)
+    if kind is str or kind is bool or v is None or issubclass(kind, str):
+        return None
+    if issubclass(kind, float):
+        return "a non-finite number" if non_finite and not math.isfinite(v) else None
+    if issubclass(kind, int):
+        return f"an integer of more than {MAX_INT_BITS} bits" if int.bit_length(v) > MAX_INT_BITS else None
+    if issubclass(kind, set | frozenset):
+        return "a set (JSON has none)"
+    if issubclass(kind, dict | list | tuple):
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"nesting deeper than {MAX_ARGUMENT_DEPTH} levels"
+        if issubclass(kind, dict):
+            keys = list(v)
+            what = next((w for w in map(_key_problem, keys) if w is not None), None)
+            kinds = {_key_kind(k) for k in keys}
+            if what is None and (len(kinds) > 1 or "other" in kinds):
+                what = "keys that are not all text, all numbers or one null"
+            if what is None:
+                stack.extend((item, f"{p}.{k}" if p else str(k), depth + 1) for k, item in reversed(list(v.items())))
+            return what
+        stack.extend((item, f"{p}[{i}]", depth + 1) for i, item in reversed(list(enumerate(v))))
+        return None
+    if as_text and _kept_as_text(v, kind):
+        return None
+    return f"a value of type {_type_name(v)} (not JSON)"
 
 
 def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
@@ -224,7 +280,7 @@ def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, dict):
         return {}
-    bad = refused_path(metadata, non_finite=False, root="(metadata)")
+    bad = refused_path(metadata, non_finite=False, root="(metadata)", as_text=True)
     if bad is not None:
         notes.append(f"{who} metadata: {bad[1]} at {bad[0]}: not recorded")
         return {}
@@ -466,15 +522,6 @@ MAX_COUNT = 10**12
 the sums of a trial's admitted turns stay far below ``2**63``, what a store's INTEGER column holds)."""
 
 _COUNTS = ("prompt_tokens", "completion_tokens", "calls", "attempts")
-_TYPE_NAME = type.__dict__["__name__"]
-"""``type.__name__``'s own descriptor: reads a type's name without running a metaclass's code."""
-
-
-def _type_name(value: Any) -> str:
-    """The name of ``value``'s type, read without calling any of the value's code (its repr or str may raise)."""
-    return admit_text(str(_TYPE_NAME.__get__(type(value))))[0]
-
-
 def _number_shown(value: Any) -> str:
     """A reported number as a note shows it: ``repr`` of a float or of a small int, else its type or size."""
     kind = type(value)

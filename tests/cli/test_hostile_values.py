@@ -60,3 +60,29 @@ def test_a_cost_that_is_no_number_and_negative_tokens_are_recorded_with_notes(tm
         assert ("agent step 0: cost (a value of type Unprintable) is not an amount in [0, 1e+09] USD: recorded as "
                 "unknown") in t.trajectory.notes
         assert "agent step 0: prompt_tokens -3 < 0: recorded as 0" in t.trajectory.notes
+
+
+@pytest.mark.parametrize(("agent", "kind"), [("object_arguments", "object")])
+def test_arguments_that_are_not_json_become_an_invalid_arguments_error_and_every_trial_is_recorded(tmp_path, agent,
+                                                                                                   kind):
+    res, trials, doc = run_agent(tmp_path, agent)
+    assert res.exit_code == 0, res.output
+    assert len(trials) == 2 and len(doc["trials"]) == 2
+    for t in trials:
+        call = t.trajectory.tool_calls[0]
+        assert call.status == "invalid_arguments" and call.arguments is None
+        assert call.raw_arguments is not None
+        assert (f"agent step 0: tool call 'get_order_details' has a value of type {kind} (not JSON) at order_id: "
+                "refused as invalid_arguments") in t.trajectory.notes
+
+
+@pytest.mark.parametrize(("agent", "path", "kind"), [("object_metadata", "o", "object"),
+                                                     ("unprintable_metadata", "w[0]", "Unprintable")])
+def test_metadata_that_is_not_json_is_left_out_with_a_note_and_every_trial_is_recorded(tmp_path, agent, path, kind):
+    res, trials, doc = run_agent(tmp_path, agent)
+    assert res.exit_code == 0, res.output
+    assert len(trials) == 2 and [t["trajectory"]["agent_metadata"] for t in doc["trials"]] == [{}, {}]
+    for t in trials:
+        assert t.trajectory.agent_metadata == {}
+        assert f"agent metadata: a value of type {kind} (not JSON) at {path}: not recorded" in t.trajectory.notes
+        assert t.trajectory.tool_calls[0].status != "invalid_arguments"  # its call is a plain one

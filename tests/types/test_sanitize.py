@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
+import types
+import uuid
 
 import pytest
 
@@ -11,6 +15,7 @@ from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTu
 from simulator.types.sanitize import (
     REPLACEMENT,
     admit_agent_turn,
+    admit_metadata,
     admit_text,
     admit_user_turn,
     admit_value,
@@ -162,3 +167,55 @@ def test_usage_counts_and_costs_no_record_can_hold_are_refused_with_notes():
                      "a: calls (an integer of 133 bits) < 0: recorded as 0"]  # 10**40 < 2**133 (1.09e40)
     kept = Usage(prompt_tokens=10**12, completion_tokens=0, calls=1, attempts=1, cost_usd=1e9)  # the limits: kept
     assert admit_agent_turn(AgentTurn(message=Message(role="assistant", content="x"), usage=kept))[1] == []
+
+
+class _Unprintable:
+    """Its repr and str raise, and so does reading its ``__class__`` (what ``isinstance`` falls back on)."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raises")
+
+    __str__ = __repr__
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # noqa: D105 - hostile on purpose
+        raise RuntimeError("__class__ raises")
+
+
+class _BadDict(dict):
+    def __iter__(self):
+        raise RuntimeError("iteration raises")
+
+
+def test_values_json_has_none_for_are_refused_by_type_never_by_repr():
+    assert refused_path({"o": object()}) == ("o", "a value of type object (not JSON)")
+    assert refused_path({"a": [1, {"w": _Unprintable()}]}) == ("a[1].w", "a value of type _Unprintable (not JSON)")
+    assert refused_path({"when": datetime.date(2026, 1, 1)}) == ("when", "a value of type date (not JSON)")
+    assert refused_path({"m": types.MappingProxyType({})}) == ("m", "a value of type mappingproxy (not JSON)")
+    assert refused_path({"d": _BadDict(a=1)}) == ("d", "a value of type _BadDict whose own code raised RuntimeError")
+    kept = {"t": (1, "x"), "s": "é", "n": None, "b": False, "f": 1.5, "i": 2**100, "d": {"k": [{}]}}
+    assert refused_path(kept) is None  # JSON's own values (a tuple is an array)
+    text = {"at": datetime.datetime(2026, 1, 1), "d": decimal.Decimal("1.5"), "u": uuid.UUID(int=5), "b": b"ok"}
+    assert refused_path(text, as_text=True) is None  # metadata: written as text, as it always was
+    assert refused_path({"b": b"\xff"}, as_text=True) == ("b", "a value of type bytes (not JSON)")  # not UTF-8
+
+
+def test_arguments_holding_an_object_become_invalid_arguments_with_a_note():
+    call = ToolCall(id="c1", name="get_order_details", arguments={"order_id": object(), "n": 1})
+    turn, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", tool_calls=[call])), "agent step 0")
+    out = turn.message.tool_calls[0]
+    assert out.arguments is None and out.raw_arguments is not None
+    assert notes == ["agent step 0: tool call 'get_order_details' has a value of type object (not JSON) at "
+                     "order_id: refused as invalid_arguments"]
+    json.loads(turn.model_dump_json())  # the record can be written
+
+
+def test_metadata_holding_an_object_is_left_out_with_a_note():
+    class Actor:
+        metadata = {"fine": 1, "w": [_Unprintable()]}
+
+    notes: list[str] = []
+    assert admit_metadata(Actor(), "agent", notes) == {}
+    assert notes == ["agent metadata: a value of type _Unprintable (not JSON) at w[0]: not recorded"]
+    Actor.metadata = {"at": datetime.datetime(2026, 1, 1)}
+    assert admit_metadata(Actor(), "agent", notes) == {"at": datetime.datetime(2026, 1, 1)} and len(notes) == 1
