@@ -292,11 +292,25 @@ def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
 
 
 def _shown_arguments(arguments: Any, what: str) -> str:
-    """The text kept in ``raw_arguments`` of refused arguments: their JSON (``NaN`` as such), if it can be written."""
+    """The text kept in ``raw_arguments`` of refused arguments: their JSON (``NaN`` as such), if it can be written.
+
+    A set is written as its ``str``; any other value JSON has none for as ``"<its type>"`` (its ``repr`` may raise,
+    or name a memory address).
+    """
     try:
-        return json.dumps(arguments, allow_nan=True, ensure_ascii=False, default=str)
-    except (ValueError, TypeError, RecursionError):
+        return json.dumps(arguments, allow_nan=True, ensure_ascii=False, default=_shown_default)
+    except Exception:  # noqa: BLE001 - a cycle, a huge int, a container's own code: not shown, never raised
         return f"(arguments not shown: {what})"
+
+
+def _shown_default(value: Any) -> str:
+    """How :func:`_shown_arguments` writes a value JSON has none for: a set as its ``str``, else ``<its type>``."""
+    if issubclass(type(value), set | frozenset):
+        try:
+            return str(value)
+        except Exception as e:  # noqa: BLE001 - an item's own repr raised: the set is named, not shown
+            return f"<a set whose items' repr raised {_type_name(e)}>"
+    return f"<{_type_name(value)}>"
 
 
 LONE_SURROGATE = ("holds a lone surrogate (half of a UTF-16 pair, e.g. the escape \\ud83d alone): write the whole "

@@ -62,7 +62,7 @@ def test_a_cost_that_is_no_number_and_negative_tokens_are_recorded_with_notes(tm
         assert "agent step 0: prompt_tokens -3 < 0: recorded as 0" in t.trajectory.notes
 
 
-@pytest.mark.parametrize(("agent", "kind"), [("object_arguments", "object")])
+@pytest.mark.parametrize(("agent", "kind"), [("object_arguments", "object"), ("unprintable_arguments", "Unprintable")])
 def test_arguments_that_are_not_json_become_an_invalid_arguments_error_and_every_trial_is_recorded(tmp_path, agent,
                                                                                                    kind):
     res, trials, doc = run_agent(tmp_path, agent)
@@ -71,7 +71,7 @@ def test_arguments_that_are_not_json_become_an_invalid_arguments_error_and_every
     for t in trials:
         call = t.trajectory.tool_calls[0]
         assert call.status == "invalid_arguments" and call.arguments is None
-        assert call.raw_arguments is not None
+        assert call.raw_arguments == f'{{"order_id": "<{kind}>"}}'
         assert (f"agent step 0: tool call 'get_order_details' has a value of type {kind} (not JSON) at order_id: "
                 "refused as invalid_arguments") in t.trajectory.notes
 

@@ -201,13 +201,14 @@ def test_values_json_has_none_for_are_refused_by_type_never_by_repr():
 
 
 def test_arguments_holding_an_object_become_invalid_arguments_with_a_note():
-    call = ToolCall(id="c1", name="get_order_details", arguments={"order_id": object(), "n": 1})
-    turn, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", tool_calls=[call])), "agent step 0")
-    out = turn.message.tool_calls[0]
-    assert out.arguments is None and out.raw_arguments is not None
-    assert notes == ["agent step 0: tool call 'get_order_details' has a value of type object (not JSON) at "
-                     "order_id: refused as invalid_arguments"]
-    json.loads(turn.model_dump_json())  # the record can be written
+    for value, name in ((object(), "object"), (_Unprintable(), "_Unprintable")):
+        call = ToolCall(id="c1", name="get_order_details", arguments={"order_id": value, "n": 1})
+        turn, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", tool_calls=[call])), "agent step 0")
+        out = turn.message.tool_calls[0]
+        assert out.arguments is None and out.raw_arguments == f'{{"order_id": "<{name}>", "n": 1}}'
+        assert notes == [f"agent step 0: tool call 'get_order_details' has a value of type {name} (not JSON) at "
+                         "order_id: refused as invalid_arguments"]
+        json.loads(turn.model_dump_json())  # the record can be written
 
 
 def test_metadata_holding_an_object_is_left_out_with_a_note():
@@ -219,3 +220,12 @@ def test_metadata_holding_an_object_is_left_out_with_a_note():
     assert notes == ["agent metadata: a value of type _Unprintable (not JSON) at w[0]: not recorded"]
     Actor.metadata = {"at": datetime.datetime(2026, 1, 1)}
     assert admit_metadata(Actor(), "agent", notes) == {"at": datetime.datetime(2026, 1, 1)} and len(notes) == 1
+
+
+def test_refused_sets_are_shown_as_before_unless_an_items_repr_raises():
+    for value, raw in (({1, 2}, '{"s": "{1, 2}"}'),
+                       ({_Unprintable()}, '{"s": "<a set whose items\' repr raised RuntimeError>"}')):
+        call = ToolCall(id="c1", name="get", arguments={"s": value})
+        out, notes = admit_agent_turn(AgentTurn(message=Message(role="assistant", tool_calls=[call])))
+        assert out.message.tool_calls[0].raw_arguments == raw
+        assert notes == ["agent: tool call 'get' has a set (JSON has none) at s: refused as invalid_arguments"]
