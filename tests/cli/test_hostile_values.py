@@ -12,7 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli import app
+from simulator.interop import loopback
 from simulator.storage.store import ResultsStore
+from tests._support.openai_server import openai_server
 
 TASK = "cancel-no-longer-needed"
 
@@ -86,3 +88,33 @@ def test_metadata_that_is_not_json_is_left_out_with_a_note_and_every_trial_is_re
         assert t.trajectory.agent_metadata == {}
         assert f"agent metadata: a value of type {kind} (not JSON) at {path}: not recorded" in t.trajectory.notes
         assert t.trajectory.tool_calls[0].status != "invalid_arguments"  # its call is a plain one
+
+
+def test_an_llm_agents_usage_past_a_stores_integer_is_recorded_as_zero_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+    answer = loopback._completion
+
+    def huge_usage(model, entry, n):  # the model's answer reports 2**63 prompt tokens
+        return answer(model, entry, n) | {"usage": {"prompt_tokens": 2**63, "completion_tokens": 3,
+                                                    "total_tokens": 2**63 + 3}}
+
+    monkeypatch.setattr(loopback, "_completion", huge_usage)
+    out, url = tmp_path / "out.json", f"sqlite:///{tmp_path / 'store.db'}"
+    with openai_server({"tausim-agent": ["Done."] * 40}) as service:
+        res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", "litellm:openai/tausim-agent",
+                                       "--api-base", service.api_base, "--user", "rule", "--task-ids", TASK,
+                                       "--trials", "1", "--max-turns", "4", "--no-preflight", "--store", url,
+                                       "--run-id", "r", "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0 and "Traceback" not in res.output, res.output
+    store = ResultsStore(url)
+    try:
+        (trial,) = store.load_trials("r")
+    finally:
+        store.close()
+    traj = trial.trajectory
+    answers = sum(1 for m in traj.messages if m.role == "assistant")  # one model call each, 3 completion tokens
+    assert answers >= 1 and traj.agent_usage.calls == answers
+    assert (traj.agent_usage.prompt_tokens, traj.agent_usage.completion_tokens) == (0, 3 * answers)
+    assert "agent step 0: prompt_tokens 9223372036854775808 > 1,000,000,000,000: recorded as 0" in traj.notes
+    assert len(json.loads(out.read_text(encoding="utf-8"))["trials"]) == 1
