@@ -157,9 +157,24 @@ def write_json_atomic(path: Path, doc: Any) -> None:
         raise
 
 
+PARTIAL_SUFFIX = ".partial.jsonl"
+"""What a run document file's name takes to name its partial file (:func:`partial_path`)."""
+
+
 def partial_path(out: Path) -> Path:
     """Return the partial file of a run document file: ``FILE.partial.jsonl`` beside ``FILE``."""
-    return out.with_name(out.name + ".partial.jsonl")
+    return out.with_name(out.name + PARTIAL_SUFFIX)
+
+
+def document_path(partial: Path) -> Path | None:
+    """Return the run document file a partial file is for (``FILE`` for ``FILE.partial.jsonl``), or None.
+
+    None when ``partial``'s name does not end with ``.partial.jsonl`` (or is nothing but that).
+    """
+    name = partial.name
+    if not name.endswith(PARTIAL_SUFFIX) or name == PARTIAL_SUFFIX:
+        return None
+    return partial.with_name(name[: -len(PARTIAL_SUFFIX)])
 
 
 def open_partial(path: Path, spec: RunSpec, planned: int, previous: Sequence[TrialResult],
