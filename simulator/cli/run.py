@@ -280,6 +280,10 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
         code = 1
         whose = "the run's" if outcome.session_trials == len(outcome.trials) else "this session's"  # resumed
         err.print(f"[bold red]error:[/] {whose} {escape(outcome.error_rate_excess)}", highlight=False)
+    if outcome.log_error is not None:
+        code = code or 1
+        err.print(f"[bold red]error:[/] {escape(outcome.log_error)}: the log's last lines are lost (every trial is "
+                  "recorded)", highlight=False)
     if out is not None and written != out:
         code = code or 1
     return code

@@ -24,9 +24,9 @@ from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
-__all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "document_json",
-           "open_partial", "open_results_store", "output_problem", "partial_lock", "partial_path", "write_document",
-           "write_json_atomic"]
+__all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly",
+           "document_json", "document_path", "open_partial", "open_results_store", "output_problem", "partial_lock",
+           "partial_path", "write_document", "write_json_atomic"]
 
 
 def check_store_url(url: str) -> None:

@@ -249,3 +249,29 @@ def test_a_full_disk_at_the_response_cache_stops_the_run(tmp_path, monkeypatch):
     run = simulator.run(_spec(cache=str(tmp_path / "cache.db")))
     assert run.abort_kind == "write_error"
     assert run.aborted == f"cannot write {tmp_path / 'cache.db'}: database or disk is full"
+
+
+def test_a_log_that_fills_at_the_run_s_end_is_reported_and_exits_1(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+    from simulator.execution import recording
+
+    class FullAtRunEnd(recording.GuardedWriter):
+        def write(self, text: str) -> int:
+            if '"run_end"' in text and self.error is None:
+                self.error = WriteError(self.path, "No space left on device")
+            return super().write(text)
+
+    monkeypatch.setattr(session_module, "GuardedWriter", FullAtRunEnd)
+    log, out = tmp_path / "log.jsonl", tmp_path / "run.json"
+    result = simulator.run(_spec(), log_file=log, out=out)
+    assert result.aborted is None and len(result.trials) == 6  # every trial recorded, the document written
+    assert result.log_error == f"cannot write {log}: No space left on device"
+    assert len(json.loads(out.read_text())["trials"]) == 6 and '"run_end"' not in log.read_text()
+
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--task-ids", "cancel-no-longer-needed",
+                                   "--log-file", str(tmp_path / "cli.jsonl"), "--no-progress", "--no-preflight"])
+    assert res.exit_code == 1, res.output
+    assert (f"error: cannot write {tmp_path / 'cli.jsonl'}: No space left on device: the log's last lines are lost "
+            "(every trial is recorded)") in " ".join(res.output.split())
