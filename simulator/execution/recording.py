@@ -108,7 +108,9 @@ def open_results_store(url: str, must_exist: bool = False) -> ResultsStore:
     try:
         return ResultsStore(url)
     except Exception as e:  # noqa: BLE001 - driver missing, server unreachable: one error naming the store
-        raise OptionError("store", shown, f"cannot open the results store: {type(e).__name__}: {e}") from e
+        cause = getattr(e, "orig", None) or e  # the driver's error under SQLAlchemy's wrapper
+        first = (str(cause).strip().splitlines() or [""])[0]  # not SQLAlchemy's "(Background on this error ...)"
+        raise OptionError("store", shown, f"cannot open the results store: {type(cause).__name__}: {first}") from e
 
 
 def document_json(doc: Any) -> str:
@@ -205,7 +207,7 @@ def open_partial(path: Path, spec: RunSpec, planned: int, previous: Sequence[Tri
         handle.flush()
         os.replace(tmp, path)
     except BaseException:
-        handle.close()
+        close_quietly(handle)  # its flush fails again on a full disk: the temporary file is removed all the same
         tmp.unlink(missing_ok=True)
         raise
     return handle

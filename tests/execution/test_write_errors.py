@@ -275,3 +275,44 @@ def test_a_log_that_fills_at_the_run_s_end_is_reported_and_exits_1(tmp_path, mon
     assert res.exit_code == 1, res.output
     assert (f"error: cannot write {tmp_path / 'cli.jsonl'}: No space left on device: the log's last lines are lost "
             "(every trial is recorded)") in " ".join(res.output.split())
+
+
+def test_a_partial_file_that_cannot_be_started_leaves_no_temporary_file(tmp_path, monkeypatch):
+    from simulator.execution.recording import open_partial
+
+    real_open = Path.open
+
+    class Full:  # the header goes to the buffer; the flush and the flush on close hit the full disk
+        def __init__(self, path: Path) -> None:
+            self.inner = real_open(path, "w", encoding="utf-8")
+
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self) -> None:
+            self.inner.close()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "open", lambda self, *a, **kw: Full(self) if self.name.endswith(".tmp")
+                        else real_open(self, *a, **kw))
+    path = tmp_path / "run.json.partial.jsonl"
+    with pytest.raises(OSError, match="No space left"):
+        open_partial(path, RunSpec(domain="retail"), 1, [], ["a"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # neither the file nor its .tmp
+
+
+def test_a_store_that_cannot_be_opened_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--task-ids", "cancel-no-longer-needed",
+                                   "--store", "sqlite:////dev/full", "--no-progress", "--no-preflight"])
+    assert res.exit_code == 2, res.output
+    assert " ".join(res.output.split()) == ("error: --store sqlite:////dev/full: cannot open the results store: "
+                                            "OperationalError: database or disk is full")  # not SQLAlchemy's 2nd line
