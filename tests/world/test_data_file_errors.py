@@ -28,3 +28,36 @@ def test_data_file_errors_show_an_excerpt_of_a_huge_value(tmp_path):
     message = str(e.value)
     assert message == (f"{tmp_path / 'users.json'}: record {first!r}: field email: expected a string, got "
                        'list ["' + "e" * 58 + "... (100,004 characters)")
+
+
+def test_a_lone_surrogate_in_a_data_file_names_file_field_and_value(tmp_path, monkeypatch):
+    """It ended the run with ``'utf-8' codec can't encode character '\\ud83d' in position 3`` and no file."""
+    monkeypatch.setenv("TAUSIM_CACHE_DIR", str(tmp_path / "cache"))
+    dom, users = _copy_retail(tmp_path)
+    first = next(iter(users))
+    good = users[first]["name"]["first_name"]
+    users[first]["name"]["first_name"] = good[:2] + "\ud83d" + good[2:]
+    (tmp_path / "users.json").write_text(json.dumps(users), encoding="utf-8")  # written as the escape \ud83d
+    assert "\\ud83d" in (tmp_path / "users.json").read_text(encoding="utf-8")
+    with pytest.raises(DomainError) as e:
+        dom.template(tmp_path)
+    assert str(e.value).startswith(f"{tmp_path / 'users.json'}: {first}.name.first_name: "
+                                   f"'{good[:2]}\\ud83d{good[2:]}' holds a lone surrogate (half of a UTF-16 pair")
+    assert not list((tmp_path / "cache").rglob("*.sqlite"))  # no template of the bad data set is kept
+    users[first]["name"]["first_name"] = good
+    (tmp_path / "users.json").write_text(json.dumps(users), encoding="utf-8")
+    assert dom.template(tmp_path).data  # the repaired folder builds (and is cached) as any other
+    assert len(list((tmp_path / "cache").rglob("*.sqlite"))) == 1
+
+
+def test_a_lone_surrogate_in_a_tau2_db_json_names_its_table_and_key(tmp_path):
+    (tmp_path / "folder").mkdir()
+    dom, users = _copy_retail(tmp_path / "folder")
+    first = next(iter(users))
+    users[first]["email"] = "\udc00"
+    db = {n: json.loads((tmp_path / "folder" / f"{n}.json").read_text(encoding="utf-8"))
+          for n in ("orders", "products")}
+    (tmp_path / "db.json").write_text(json.dumps({"users": users, **db}), encoding="utf-8")
+    with pytest.raises(DomainError) as e:
+        dom.template(tmp_path / "db.json")
+    assert str(e.value).startswith(f"{tmp_path / 'db.json'}: users.{first}.email: '\\udc00' holds a lone surrogate")

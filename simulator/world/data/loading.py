@@ -12,7 +12,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
-from simulator.types.sanitize import clipped, excerpt
+from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 from simulator.world.data.storage import Layout
 
 __all__ = ["TAU2_DB_FILE", "RecordChecker", "insert_rows", "is_tau2_data", "key_layout", "kind", "read_records",
@@ -185,8 +185,9 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
         domain: the domain's name, for the error message.
 
     Raises:
-        DomainError: the file cannot be read, is not JSON, or is not an object (names the file, and the
-            line and column of a JSON syntax error).
+        DomainError: the file cannot be read, is not JSON, is not an object, or holds a lone surrogate (half of
+            a UTF-16 pair, which no database or terminal takes). The message names the file, and the line and
+            column of a JSON syntax error, or the path and (an excerpt of) the string holding the lone surrogate.
     """
     path = folder / name
     try:
@@ -199,6 +200,8 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
         raise DomainError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
     if not isinstance(data, dict):
         raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
+    if (where := lone_surrogate_path(data)) is not None:  # as a task file's (simulator.types.tasks.load_tasks)
+        raise DomainError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
     return data
 
 
