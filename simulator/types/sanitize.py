@@ -255,6 +255,7 @@ def refused_path(value: Any, non_finite: bool = True, root: str = "(arguments)")
 def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
     """A copy of an actor's ``metadata`` dict made storable, or ``{}`` without one (or with one no record can hold).
 
+    Metadata that is neither a dict nor None (``[1, 2]``, ``"x"``) is not recorded, with a note naming its type.
     Lone surrogates are replaced and non-finite numbers become None (:func:`admit_value`); metadata that
     :func:`refused_path` refuses for another reason (nesting deeper than :data:`MAX_ARGUMENT_DEPTH`, a huge
     integer, mixed keys) is not recorded at all. Each change is a line of ``notes``.
@@ -272,7 +273,10 @@ def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - the actor's own code (a property): recorded as a note, never raised
         notes.append(f"{who} metadata: reading it raised {type(e).__name__}: not recorded")
         return {}
+    if metadata is None:
+        return {}  # no metadata: nothing to say
     if not isinstance(metadata, dict):
+        notes.append(f"{who} metadata: a {shown(type(metadata).__name__, one_line=True)}, not a dict: not recorded")
         return {}
     bad = refused_path(metadata, non_finite=False, root="(metadata)")
     if bad is not None:
