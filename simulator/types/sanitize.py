@@ -41,7 +41,7 @@ from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTu
 
 __all__ = ["ERROR_LIMIT", "EXCERPT_CHARS", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_INT_BITS",
            "REPLACEMENT", "admit_agent_turn", "admit_call", "admit_message", "admit_metadata", "admit_text",
-           "admit_usage", "admit_user_turn", "admit_value", "bounded", "clipped", "excerpt", "known_cost",
+           "admit_usage", "admit_user_turn", "admit_value", "bounded", "clipped", "counted", "excerpt", "known_cost",
            "lone_surrogate_path", "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path", "shown"]
 
 REPLACEMENT = "\ufffd"
@@ -158,6 +158,20 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS, *, as_json: bool = False) ->
     except (ValueError, RecursionError):  # a circular or too deeply nested value
         return f"({type(value).__name__})"
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """Return a count and its noun agreeing in number: ``1 task``, ``0 tasks``, ``3 trials``.
+
+    Args:
+        n: the count.
+        noun: the singular (``task``).
+        plural: the plural when it is not ``noun + "s"``.
+
+    Returns:
+        ``"{n} {noun}"`` for exactly 1, else ``"{n} {plural}"``.
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def clipped(text: str, limit: int = 3 * EXCERPT_CHARS) -> str:
