@@ -1,4 +1,5 @@
-"""A bad data file is refused with one line naming the file, the record's field and (an excerpt of) the value."""
+"""A bad data file (or tau2 task file) is refused with one line naming the file, the field and an excerpt of the
+value: a 100 KB value is never printed whole."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import json
 
 import pytest
 
+from simulator.errors import TaskFileError
 from simulator.world.domain import DomainError, get_domain
+from simulator.world.tau2_tasks import parse_tau2_tasks
 
 BIG = 100_000
 
@@ -61,3 +64,19 @@ def test_a_lone_surrogate_in_a_tau2_db_json_names_its_table_and_key(tmp_path):
     with pytest.raises(DomainError) as e:
         dom.template(tmp_path / "db.json")
     assert str(e.value).startswith(f"{tmp_path / 'db.json'}: users.{first}.email: '\\udc00' holds a lone surrogate")
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ({"id": "z" * BIG, "user_scenario": {"instructions": "x"}, "evaluation_criteria": {"reward_basis": ["NOPE"]}},
+     "tau2.json: task '" + "z" * 78 + "'... (100,000 characters): field evaluation_criteria.reward_basis[0]: "
+     "unknown reward basis 'NOPE'"),
+    # JSON of the string: 100,000 + 2 quotes; 60 characters of it kept
+    ({"id": "t", "user_scenario": {"instructions": "x"}, "evaluation_criteria": {"communicate_info": "c" * BIG}},
+     "tau2.json: task 't': field evaluation_criteria.communicate_info: expected a list, got str "
+     '"' + "c" * 59 + "... (100,002 characters)"),
+])
+def test_tau2_task_file_errors_show_an_excerpt_of_a_huge_value(raw, says):
+    with pytest.raises(TaskFileError) as e:
+        parse_tau2_tasks([raw], "tau2.json")
+    assert str(e.value).startswith(says), str(e.value)[:300]
+    assert len(str(e.value)) < 400
