@@ -7,7 +7,7 @@ import inspect
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, InvalidStateError
 from typing import Any
 
 from distributed import WorkerPlugin, as_completed, get_worker
@@ -341,6 +341,7 @@ class DaskExecutor(Executor):
             if isinstance(resp, dict) and resp.get("status") == "error":
                 raise ExecutorError(f"Dask worker {worker} could not build the run: {resp.get('exception')}")
         self._outs: dict[tuple[str, int, str | None], Future[TrialResult]] = {}
+        self._claimed: set[Future[TrialResult]] = set()  # completed by a _record call now writing their log lines
         client.subscribe_topic(self._plugin.topic, self._on_trial_event)
 
     def _on_trial_event(self, event: Any) -> None:
@@ -363,6 +364,7 @@ class DaskExecutor(Executor):
         if outs is not None and len(outs) != len(parts):
             raise ValueError(f"{len(parts)} trial results for {len(outs)} trials")
         lines: list[str] = []
+        claimed: list[tuple[Future[TrialResult], TrialResult]] = []
         for i, part in enumerate(parts):
             known = outs[i] if outs is not None else None
             if known is not None and known.done():
@@ -372,12 +374,24 @@ class DaskExecutor(Executor):
             with self._lock:
                 found = self._outs.pop((result.task_id, result.trial, result.persona), None)
                 out = known if known is not None else found
-                if out is None or out.done():
+                if out is None or out.done() or out in self._claimed:
                     continue
-                out.set_result(result)
+                self._claimed.add(out)
+            claimed.append((out, result))
             lines.extend(trial_lines)
-        if self._log_sink is not None and lines:
-            self._log_sink(lines)
+        try:
+            if self._log_sink is not None and lines:
+                # before the trials complete: the session records a trial only once its lines were written (or
+                # knows they were lost: simulator.execution.recording.GuardedWriter.lost)
+                self._log_sink(lines)
+        finally:
+            for out, result in claimed:
+                try:
+                    out.set_result(result)
+                except InvalidStateError:  # cancelled meanwhile: the run was stopped, nothing waits for it
+                    continue
+            with self._lock:
+                self._claimed.difference_update(out for out, _ in claimed)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Schedule ``runner.run_trial(task, trial_index, persona)`` on a Dask worker.
