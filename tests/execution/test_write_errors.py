@@ -316,3 +316,16 @@ def test_a_store_that_cannot_be_opened_is_one_line(tmp_path):
     assert res.exit_code == 2, res.output
     assert " ".join(res.output.split()) == ("error: --store sqlite:////dev/full: cannot open the results store: "
                                             "OperationalError: database or disk is full")  # not SQLAlchemy's 2nd line
+
+
+def test_a_log_whose_last_line_was_cut_gets_the_next_run_s_lines_on_lines_of_their_own(tmp_path):
+    from simulator.execution.recording import ends_mid_line
+
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"run_id": "a", "event": "run_start"}\n{"run_id": "a", "event": "tri')  # the disk filled here
+    assert ends_mid_line(log) and not ends_mid_line(tmp_path / "missing.jsonl")
+    simulator.run(RunSpec(domain="retail", task_ids=["cancel-no-longer-needed"], preflight=False), log_file=log)
+    lines = log.read_text().splitlines()
+    assert lines[1] == '{"run_id": "a", "event": "tri'  # the cut line stays as it was, alone
+    events = [json.loads(line)["event"] for line in lines[2:]]  # every line of this run is whole JSON
+    assert events[0] == "run_start" and events[-1] == "run_end" and not ends_mid_line(log)
