@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from simulator.cli._common import console, fail
+from simulator.types.sanitize import counted
 
 __all__ = ["plan_command"]
 
@@ -47,7 +48,8 @@ def plan_command(
     n = rel.trials_per_task
     successes = [int(v["successes"]) for v in rel.per_cell.values()]
     tasks = len(successes)
-    console.print(f"baseline {baseline}: {tasks} tasks x {n} trials", highlight=False, markup=False)
+    console.print(f"baseline {baseline}: {counted(tasks, 'task')} x {counted(n, 'trial')}", highlight=False,
+                  markup=False)
     for kk in sorted({1, k}):
         if kk <= n:
             now = min_detectable_difference(successes, n, kk)

@@ -24,6 +24,7 @@ from simulator.cli._common import console, err, fail, option_message
 from simulator.cli._run_options import check_run_paths, refuse_ignored_options, run_spec
 from simulator.cli.tasks import refuse_lint_errors
 from simulator.errors import OptionError, SetupError, StoreError, WriteError
+from simulator.execution.recording import PARTIAL_SUFFIX, document_path
 from simulator.execution.session import Interruption, RunOutcome, RunStart, run
 from simulator.report import analyze_run, print_summary
 from simulator.storage.store import DEFAULT_STORE_URL
@@ -132,7 +133,8 @@ def run_command(
              "recovery rate.")] = None,
     resume_from: Annotated[Path | None, typer.Option(
         help="Resume a run without a store from its FILE.partial.jsonl (written next to --out): the run is the "
-             "file's; only the trials it lacks run.")] = None,
+             "file's; only the trials it lacks run; the run document goes to FILE unless --out names another.")
+    ] = None,
 ) -> None:
     """Run trials of tasks with an agent and a simulated user; print pass^k and failures.
 
@@ -149,6 +151,12 @@ def run_command(
     cancelled), both saying where the finished trials are and how to resume.
     """
     refuse_ignored_options(locals(), _DEFAULTS)
+    if resume_from is not None and out is None and resume_from.is_file():  # the document goes where the stopped
+        # run's would have gone (a missing file is reported as such when it is read)
+        out = document_path(resume_from)
+        if out is None:
+            raise fail(f"--resume-from {resume_from}: not a FILE{PARTIAL_SUFFIX} name: give --out FILE for the "
+                       "run document (without it the resumed trials would be recorded nowhere)")
     check_run_paths(locals())
     options = locals()
     signals: list[int] = []
@@ -273,6 +281,10 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
         code = 1
         whose = "the run's" if outcome.session_trials == len(outcome.trials) else "this session's"  # resumed
         err.print(f"[bold red]error:[/] {whose} {escape(outcome.error_rate_excess)}", highlight=False)
+    if outcome.log_error is not None:
+        code = code or 1
+        err.print(f"[bold red]error:[/] {escape(outcome.log_error)}: the log's last lines are lost (every trial is "
+                  "recorded)", highlight=False)
     if out is not None and written != out:
         code = code or 1
     return code

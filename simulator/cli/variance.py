@@ -25,6 +25,7 @@ from simulator.errors import OptionError, SetupError, StoreError
 from simulator.execution.recording import partial_path
 from simulator.stats.variance import CONDITIONS
 from simulator.types.results import RunResult
+from simulator.types.sanitize import counted
 from simulator.types.spec import EXECUTOR_HELP, RunSpec, SpecError, format_validation_error
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError
@@ -186,8 +187,8 @@ def _units(doc: dict[str, Any]) -> str:
     cells = doc["tasks"]
     if personas and cells % len(personas) == 0:
         n = len(personas)
-        return f"{cells // n} tasks x {n} persona{'s' if n > 1 else ''} ({cells} cells)"
-    return f"{cells} tasks"
+        return f"{counted(cells // n, 'task')} x {counted(n, 'persona')} ({counted(cells, 'cell')})"
+    return counted(cells, "task")
 
 
 def _print(doc: dict[str, Any]) -> None:
@@ -208,8 +209,8 @@ def _print(doc: dict[str, Any]) -> None:
         console.print(table)
     spread = doc["spread"]
     say = lambda text: console.print(text, highlight=False, markup=False)  # noqa: E731
-    say(f"{_units(doc)} x {doc['trials']} trials per run ({quiet} without spread in any run); mean spread: both "
-        f"{spread['both']:.4f}, user only {spread['user']:.4f}, agent only {spread['agent']:.4f}")
+    say(f"{_units(doc)} x {counted(doc['trials'], 'trial')} per run ({quiet} without spread in any run); mean "
+        f"spread: both {spread['both']:.4f}, user only {spread['user']:.4f}, agent only {spread['agent']:.4f}")
     counts = doc.get("cells_with_spread") or {}
     if counts:
         say("cells with spread: " + ", ".join(f"{c} run {counts.get(c, 0)} of {doc['tasks']}" for c in CONDITIONS))

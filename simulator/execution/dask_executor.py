@@ -12,7 +12,7 @@ from typing import Any
 
 from distributed import WorkerPlugin, as_completed, get_worker
 
-from simulator.errors import ExecutorError
+from simulator.errors import ExecutorError, WriteError
 from simulator.execution.runner import Runner, infra_error_result, settle_heap
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
@@ -244,6 +244,10 @@ class RunnerPlugin(WorkerPlugin):
         """Run one trial; return its :class:`TrialResult` JSON, then its log lines, one per line.
 
         One string is the cheapest result for Dask to send back (a nested dict would be serialized item by item).
+
+        Raises:
+            WriteError: this worker's response cache (``--cache``) could not be written (a full disk): the trial is
+                not recorded and the driver stops the run, as it does when its own cache fails.
         """
         if self._runner is None:
             raise RuntimeError("the tausim worker plugin was not set up")
@@ -254,6 +258,9 @@ class RunnerPlugin(WorkerPlugin):
             result = self._runner.run_trial(task, trial, persona)
         finally:
             lines = self._buffer.take() if self._buffer is not None else []
+        cache = self._services.cache if self._services is not None else None
+        if cache is not None and cache.write_error is not None:  # the driver stops the run, as for its own cache
+            raise WriteError(str(cache.path), cache.write_error)
         return "\n".join([result.model_dump_json(), *lines])
 
     @property
@@ -305,7 +312,8 @@ class DaskExecutor(Executor):
     Args:
         client: a connected ``distributed.Client``.
         spec: the run spec (the workers build the run from it).
-        log_sink: called in the driver with each finished trial's log lines (JSON strings), or None.
+        log_sink: called in the driver with each finished trial's log lines (JSON strings; one call per trial,
+            before the trial's future completes), or None.
         log_run_id: run id carried by the workers' log events (needed with ``log_sink``).
         rpm_share: how many workers share ``spec.rpm``.
         model_free: the run calls no model (its trials are batched coarsely, see :meth:`batch_size`).
@@ -363,8 +371,7 @@ class DaskExecutor(Executor):
         """
         if outs is not None and len(outs) != len(parts):
             raise ValueError(f"{len(parts)} trial results for {len(outs)} trials")
-        lines: list[str] = []
-        claimed: list[tuple[Future[TrialResult], TrialResult]] = []
+        claimed: list[tuple[Future[TrialResult], TrialResult, list[str]]] = []
         for i, part in enumerate(parts):
             known = outs[i] if outs is not None else None
             if known is not None and known.done():
@@ -377,21 +384,21 @@ class DaskExecutor(Executor):
                 if out is None or out.done() or out in self._claimed:
                     continue
                 self._claimed.add(out)
-            claimed.append((out, result))
-            lines.extend(trial_lines)
+            claimed.append((out, result, trial_lines))
         try:
-            if self._log_sink is not None and lines:
-                # before the trials complete: the session records a trial only once its lines were written (or
-                # knows they were lost: simulator.execution.recording.GuardedWriter.lost)
-                self._log_sink(lines)
+            for _, _, trial_lines in claimed:
+                if self._log_sink is not None and trial_lines:
+                    # before the trials complete, a trial at a time: the session records a trial only once its
+                    # lines were written, or knows they were lost (simulator.execution.recording.GuardedWriter.lost)
+                    self._log_sink(trial_lines)
         finally:
-            for out, result in claimed:
+            for out, result, _ in claimed:
                 try:
                     out.set_result(result)
                 except InvalidStateError:  # cancelled meanwhile: the run was stopped, nothing waits for it
                     continue
             with self._lock:
-                self._claimed.difference_update(out for out, _ in claimed)
+                self._claimed.difference_update(out for out, _, _ in claimed)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Schedule ``runner.run_trial(task, trial_index, persona)`` on a Dask worker.

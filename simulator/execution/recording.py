@@ -24,9 +24,9 @@ from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
-__all__ = ["GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly", "document_json",
-           "open_partial", "open_results_store", "output_problem", "partial_lock", "partial_path", "write_document",
-           "write_json_atomic"]
+__all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly",
+           "document_json", "document_path", "ends_mid_line", "open_partial", "open_results_store", "output_problem",
+           "partial_lock", "partial_path", "write_document", "write_json_atomic"]
 
 
 def check_store_url(url: str) -> None:
@@ -108,7 +108,9 @@ def open_results_store(url: str, must_exist: bool = False) -> ResultsStore:
     try:
         return ResultsStore(url)
     except Exception as e:  # noqa: BLE001 - driver missing, server unreachable: one error naming the store
-        raise OptionError("store", shown, f"cannot open the results store: {type(e).__name__}: {e}") from e
+        cause = getattr(e, "orig", None) or e  # the driver's error under SQLAlchemy's wrapper
+        first = (str(cause).strip().splitlines() or [""])[0]  # not SQLAlchemy's "(Background on this error ...)"
+        raise OptionError("store", shown, f"cannot open the results store: {type(cause).__name__}: {first}") from e
 
 
 def document_json(doc: Any) -> str:
@@ -157,9 +159,24 @@ def write_json_atomic(path: Path, doc: Any) -> None:
         raise
 
 
+PARTIAL_SUFFIX = ".partial.jsonl"
+"""What a run document file's name takes to name its partial file (:func:`partial_path`)."""
+
+
 def partial_path(out: Path) -> Path:
     """Return the partial file of a run document file: ``FILE.partial.jsonl`` beside ``FILE``."""
-    return out.with_name(out.name + ".partial.jsonl")
+    return out.with_name(out.name + PARTIAL_SUFFIX)
+
+
+def document_path(partial: Path) -> Path | None:
+    """Return the run document file a partial file is for (``FILE`` for ``FILE.partial.jsonl``), or None.
+
+    None when ``partial``'s name does not end with ``.partial.jsonl`` (or is nothing but that).
+    """
+    name = partial.name
+    if not name.endswith(PARTIAL_SUFFIX) or name == PARTIAL_SUFFIX:
+        return None
+    return partial.with_name(name[: -len(PARTIAL_SUFFIX)])
 
 
 def open_partial(path: Path, spec: RunSpec, planned: int, previous: Sequence[TrialResult],
@@ -190,7 +207,7 @@ def open_partial(path: Path, spec: RunSpec, planned: int, previous: Sequence[Tri
         handle.flush()
         os.replace(tmp, path)
     except BaseException:
-        handle.close()
+        close_quietly(handle)  # its flush fails again on a full disk: the temporary file is removed all the same
         tmp.unlink(missing_ok=True)
         raise
     return handle
@@ -270,6 +287,21 @@ def append_line(handle: IO[str], path: Path, line: str) -> None:
         raise WriteError(str(path), e.strerror or str(e)) from e
 
 
+def ends_mid_line(path: str | Path) -> bool:
+    """Whether a file's last line lacks its newline (a line cut short by a full disk or a crash).
+
+    False for a file that is empty, missing or unreadable.
+    """
+    try:
+        with open(path, "rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:
+        return False
+
+
 def close_quietly(handle: IO[str]) -> None:
     """Close a file whose last write may have failed (disk full): the flush on close fails the same way.
 
@@ -330,7 +362,10 @@ class GuardedWriter:
 
         True once a write failed and a lost line named that trial, or named no trial (the cautious answer).
         """
-        return self.error is not None and (self._lost_other or key in self._lost)
+        if self.error is None:
+            return False
+        with self._lock:  # a write failing in another thread notes its lines under the lock
+            return self._lost_other or key in self._lost
 
     def _note_lost(self, text: str) -> None:
         """Note the trials whose lines ``text`` held (one JSON object per line, as the run's logger writes)."""

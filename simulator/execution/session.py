@@ -49,6 +49,7 @@ from simulator.execution.recording import (
     append_line,
     check_store_url,
     close_quietly,
+    ends_mid_line,
     open_partial,
     open_results_store,
     output_problem,
@@ -148,6 +149,10 @@ class RunOutcome(RunResult):
     """The partial file still holding the trials (``out`` given and not written), or None."""
     session_trials: int = Field(default=0, exclude=True)
     """Trials run by this call (a resumed run's earlier ones are not)."""
+    log_error: str | None = Field(default=None, exclude=True)
+    """Why ``log_file`` lost its last lines (``run_end``, or lines written after the last trial was recorded), or
+    None. Every trial is recorded (a trial whose lines were lost stops the run with ``abort_kind`` ``write_error``
+    instead); only the log is incomplete."""
     error_rate_excess: str | None = Field(default=None, exclude=True)
     """For a call that ran fewer than :data:`~simulator.execution.runner.ERROR_RATE_MIN_TRIALS` trials (never
     checked while they ran): how they exceed ``max_error_rate`` (:func:`~simulator.execution.runner.run_error_rate`),
@@ -418,6 +423,8 @@ class _Session:
         except OSError as e:
             raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
         self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run: _record
+        if ends_mid_line(self.spec.log_file):  # an earlier run's last line was cut (a full disk, a crash)
+            self.log_guard.write("\n")  # this run's lines start on a line of their own
         self.log = runner.log = run_logger(self.log_guard, self.log_run_id)
 
     def _log_sink(self, lines: list[str]) -> None:
@@ -541,10 +548,12 @@ class _Session:
         doc["executor"] = {"chosen": self.choice.executor, "reason": self.choice.reason}  # this session's
         if aborted:
             doc.update(aborted=aborted, abort_kind=abort_kind)
+        log_error = self.log_guard.error if self.log_guard is not None and abort_kind != "write_error" else None
         outcome = RunOutcome(**{name: getattr(result, name) for name in RunResult.model_fields},
                              run_id=self.run_id if self.store is not None else None,
                              store_url=self.store.url if self.store is not None else None, document=doc,
-                             session_trials=len(session), partial=self.partial)
+                             session_trials=len(session), partial=self.partial,
+                             log_error=None if log_error is None else str(log_error))
         if aborted:
             outcome.aborted, outcome.abort_kind = aborted, abort_kind
         elif len(session) < ERROR_RATE_MIN_TRIALS:  # too few (this session) to have been checked while it ran

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from simulator.types.sanitize import counted
 from simulator.types.tasks import Task
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.tau2_tasks import is_tau2_task_file
@@ -317,7 +318,8 @@ def to_tau2_submission(docs: Sequence[Mapping[str, Any] | str], *, model_name: s
         user = _component(report.config.get("user"))
         users.append(user["llm"] or user["implementation"])
         first_agent = first_agent or _component(report.config.get("agent"))
-        notes.append(f"{domain}: {report.metrics.get('tasks')} tasks x {report.trials_per_task} trials, "
+        notes.append(f"{domain}: {counted(report.metrics.get('tasks') or 0, 'task')} x "
+                     f"{counted(report.trials_per_task, 'trial')}, "
                      f"mode {(report.config.get('options') or {}).get('mode', 'default')}")
         config = report.config
         omitted = omitted or bool(report.metrics.get("missing_trials") or config.get("task_ids")

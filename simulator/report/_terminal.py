@@ -13,6 +13,7 @@ from rich.table import Table
 
 from simulator.grading.judge import judge_summary_lines
 from simulator.types.grade import JudgeResult
+from simulator.types.sanitize import clipped, counted
 
 from ._analysis import RunReport, trial_outcome
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, run_clusters, share_text
@@ -135,7 +136,17 @@ def assertion_lines(record: Mapping[str, Any], indent: str = "    ") -> list[str
     return lines
 
 
+FAILURE_LINE_CHARS = 400
+"""Characters of a line of :func:`failure_lines` at most: a longer one (a model's 48 kB error, a huge value in a
+state difference) keeps its start and end around a count of what was cut (:func:`~simulator.types.sanitize.clipped`)."""
+
+
 def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
+    """Describe one failed trial (:func:`_failure_lines`), each line at most :data:`FAILURE_LINE_CHARS` long."""
+    return [clipped(line, FAILURE_LINE_CHARS) for line in _failure_lines(record, failures)]
+
+
+def _failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
     """Describe one failed trial: a headline, then what went wrong (state differences, missing outputs, ...).
 
     Args:
@@ -396,7 +407,7 @@ def noise_floor_text(m: Mapping[str, Any]) -> str | None:
     k = nf.get("k", 1)
     keys = ["pass^1", *([f"pass^{k}"] if f"pass^{k}" in nf and k != 1 else [])]
     values = {key: nf.get(key) for key in keys}
-    size = f"noise floor ({nf['tasks']} tasks x {nf['trials_per_task']} trials)"
+    size = f"noise floor ({counted(nf['tasks'], 'task')} x {counted(nf['trials_per_task'], 'trial')})"
     plan = "`tausim plan --baseline RUN --detect D` gives the trials per task needed for D"
     if all(not _probability(v) for v in values.values()):
         return (f"{size}: cannot be estimated with so few tasks x trials: a paired comparison of two such runs "

@@ -47,11 +47,11 @@ from typing import Any
 
 from simulator.types.messages import AgentTurn, Message, ToolCall, Usage, UserTurn
 
-__all__ = ["ERROR_LIMIT", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_COUNT", "MAX_INT_BITS",
-           "REPLACEMENT",
-           "admit_agent_turn", "admit_call", "admit_message", "admit_metadata", "admit_text", "admit_usage",
-           "admit_user_turn", "admit_value", "bounded", "known_cost", "lone_surrogate_path",
-           "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path", "shown"]
+__all__ = ["ERROR_LIMIT", "EXCERPT_CHARS", "LONE_SURROGATE", "MAX_ARGUMENT_DEPTH", "MAX_COST_USD", "MAX_COUNT",
+           "MAX_INT_BITS", "REPLACEMENT", "admit_agent_turn", "admit_call", "admit_message", "admit_metadata",
+           "admit_text", "admit_usage", "admit_user_turn", "admit_value", "bounded", "clipped", "counted", "excerpt",
+           "known_cost", "lone_surrogate_path", "plain_agent_turn", "plain_message", "plain_user_turn", "refused_path",
+           "shown"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate is replaced with (U+FFFD REPLACEMENT CHARACTER)."""
@@ -133,6 +133,73 @@ def bounded(text: str, limit: int = ERROR_LIMIT) -> str:
     head = limit // 4
     tail = limit - head
     return f"{text[:head]}\n[... {len(text) - limit:,} characters cut ...]\n{text[-tail:]}"
+
+
+EXCERPT_CHARS = 80
+"""Characters of a value that an error message shows at most (:func:`excerpt`)."""
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS, *, as_json: bool = False) -> str:
+    r"""Return a value as a one-line error message shows it: escaped, at most about ``limit`` characters long.
+
+    The value is shown as ``repr`` shows it (a string quoted, its control and invisible characters and lone
+    surrogates escaped, e.g. ``'\\ud83d'``), or with ``as_json`` as its JSON text (``default=str``, non-ASCII
+    escaped). A longer text keeps its start, then ``...`` and its whole length: ``'xxxx'... (100,000 characters)``
+    (the length of the string; of the text shown for another value), so a 100 KB value never fills a terminal.
+
+    Args:
+        value: the offending value (a string, or decoded JSON).
+        limit: characters of the shown text kept (quotes included).
+        as_json: show the value as JSON (``"abc"``, ``true``) instead.
+
+    Returns:
+        The text to put in the message.
+    """
+    if isinstance(value, str) and not as_json:
+        if len(value) <= limit and len(text := repr(value)) <= limit:
+            return text
+        head = value[:limit]
+        while len(repr(head)) > limit and head:  # escapes widen the text: \ud83d is 6 characters for 1
+            head = head[:-1]
+        return f"{head!r}... ({len(value):,} characters)"
+    try:
+        text = json.dumps(value, default=str) if as_json else repr(value)
+    except (ValueError, RecursionError):  # a circular or too deeply nested value
+        return f"({type(value).__name__})"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """Return a count and its noun agreeing in number: ``1 task``, ``0 tasks``, ``3 trials``.
+
+    Args:
+        n: the count.
+        noun: the singular (``task``).
+        plural: the plural when it is not ``noun + "s"``.
+
+    Returns:
+        ``"{n} {noun}"`` for exactly 1, else ``"{n} {plural}"``.
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def clipped(text: str, limit: int = 3 * EXCERPT_CHARS) -> str:
+    """Return a one-line message part (a pydantic message, a field path) of at most about ``limit`` characters.
+
+    A message may quote a whole value (``unknown user move 'xxx...'``): a longer text keeps its first two thirds
+    and its last third (where a message usually says what is allowed), around ``... (N characters cut) ...``.
+
+    Args:
+        text: the text (already escaped where needed).
+        limit: characters kept.
+
+    Returns:
+        ``text`` itself when it is short enough.
+    """
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head]} ... ({len(text) - limit:,} characters cut) ... {text[len(text) - (limit - head):]}"
 
 
 MAX_ARGUMENT_DEPTH = 64
@@ -261,6 +328,7 @@ def _refused_here(v: Any, p: str, depth: int, stack: list[tuple[Any, str, int]],
 def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
     """A copy of an actor's ``metadata`` dict made storable, or ``{}`` without one (or with one no record can hold).
 
+    Metadata that is neither a dict nor None (``[1, 2]``, ``"x"``) is not recorded, with a note naming its type.
     Lone surrogates are replaced and non-finite numbers become None (:func:`admit_value`); metadata that
     :func:`refused_path` refuses for another reason (nesting deeper than :data:`MAX_ARGUMENT_DEPTH`, a huge
     integer, mixed keys) is not recorded at all. Each change is a line of ``notes``.
@@ -278,7 +346,10 @@ def admit_metadata(actor: Any, who: str, notes: list[str]) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - the actor's own code (a property): recorded as a note, never raised
         notes.append(f"{who} metadata: reading it raised {type(e).__name__}: not recorded")
         return {}
-    if not isinstance(metadata, dict):
+    if metadata is None:
+        return {}  # no metadata: nothing to say
+    if not issubclass(type(metadata), dict):  # not isinstance: an object's own __class__ may raise
+        notes.append(f"{who} metadata: a {shown(_type_name(metadata), one_line=True)}, not a dict: not recorded")
         return {}
     bad = refused_path(metadata, non_finite=False, root="(metadata)", as_text=True)
     if bad is not None:

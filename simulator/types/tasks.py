@@ -34,7 +34,7 @@ from simulator.types.assertions import Assertion
 from simulator.types.messages import Message
 from simulator.types.persona import NAME_PATTERN, Persona
 from simulator.types.rules import Precedence, ProcessRules
-from simulator.types.sanitize import LONE_SURROGATE, lone_surrogate_path
+from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 
 __all__ = ["DEFAULT_GRADE", "Action", "Alternative", "Budget", "Conduct", "EnvAssertion", "GradeComponent",
            "InitialState", "Intent", "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser",
@@ -562,15 +562,15 @@ def _loc(err: Any) -> str:
     """``a.b.c``; a dict key's error (pydantic's location ends ``KEY, "[key]"``) as ``a.b: key 'KEY'``."""
     loc = [str(p) for p in err["loc"]]
     if len(loc) >= 2 and loc[-1] == "[key]":
-        return f"{'.'.join(loc[:-2]) or '(top level)'}: key {loc[-2]!r}"
-    return ".".join(loc)
+        return f"{'.'.join(loc[:-2]) or '(top level)'}: key {excerpt(loc[-2])}"
+    return ".".join(p if len(p) <= 80 else excerpt(p) for p in loc)  # a 100 KB unknown key is cut
 
 
 def _problem(err: Any) -> str:
     """One pydantic error: ``field LOC: MESSAGE (value: V)``; a whole-object check's message names field and value."""
     if not err["loc"]:
-        return str(err["msg"]).removeprefix("Value error, ")
-    return f"field {_loc(err)!s}: {err['msg']} (value: {json.dumps(err.get('input'), default=str)[:80]})"
+        return clipped(str(err["msg"]).removeprefix("Value error, "))
+    return f"field {_loc(err)!s}: {clipped(err['msg'])} (value: {excerpt(err.get('input'), as_json=True)})"
 
 
 def _validation_message(path: str, where: str, e: ValidationError) -> str:
@@ -606,7 +606,7 @@ def parse_tasks(data: Any, source: str = "<tasks>", domain: str | None = None) -
     for i, t in enumerate(tasks):
         check_task_id(t.id, i, source)
         if t.id in seen:
-            raise TaskFileError(f"{source}: field id: duplicate task id {t.id!r}")
+            raise TaskFileError(f"{source}: field id: duplicate task id {excerpt(t.id)}")
         seen.add(t.id)
     if not tasks:
         raise TaskFileError(f"{source}: field tasks: the file holds no task")
@@ -631,11 +631,11 @@ def check_task_id(task_id: str, i: int, source: str) -> None:
         TaskFileError: ``FILE: task [i]: field id: ...`` naming the character and the id (escaped).
     """
     if not task_id.strip():
-        raise TaskFileError(f"{source}: task [{i}]: field id: {task_id!r}: an empty (or blank) id")
+        raise TaskFileError(f"{source}: task [{i}]: field id: {excerpt(task_id)}: an empty (or blank) id")
     bad = _BAD_ID.search(task_id)
     if bad is not None:
-        shown = task_id if len(task_id) <= 80 else task_id[:80] + "..."
-        raise TaskFileError(f"{source}: task [{i}]: field id: {ascii(shown)}: holds the control or invisible "
+        shown = excerpt(task_id)  # repr: the character itself is escaped
+        raise TaskFileError(f"{source}: task [{i}]: field id: {shown}: holds the control or invisible "
                             f"character U+{ord(bad.group()):04X} (ids must be printable text)")
 
 
@@ -666,7 +666,7 @@ def _parse_v1_task(raw: Any, i: int, source: str) -> Task:
     if not isinstance(raw.get("outputs", []), list) or not isinstance(raw["actions"], list):
         bad = "outputs" if not isinstance(raw.get("outputs", []), list) else "actions"
         raise TaskFileError(f"{source}: task [{i}]: field {bad}: expected a list, got "
-                            f"{json.dumps(raw[bad])[:60]}")
+                            f"{excerpt(raw[bad], 60, as_json=True)}")
     try:
         actions = [Action(name=a["name"], arguments=a.get("kwargs", a.get("arguments", {})))
                    for a in raw["actions"]]
@@ -698,10 +698,10 @@ def _parse_tausim_tasks(data: dict[str, Any], source: str, domain: str | None) -
     """
     version = data.get("version")
     if type(version) is not int or version not in (1, 2):  # strict: true and 1.0 are not version 1
-        raise TaskFileError(f"{source}: field version: unsupported value {version!r} (expected 1 or 2)")
+        raise TaskFileError(f"{source}: field version: unsupported value {excerpt(version)} (expected 1 or 2)")
     file_domain = data.get("domain")
     if domain is not None and file_domain is not None and file_domain != domain:
-        raise TaskFileError(f"{source}: field domain: the file is for domain {file_domain!r}, not {domain!r}")
+        raise TaskFileError(f"{source}: field domain: the file is for domain {excerpt(file_domain)}, not {domain!r}")
     raw_tasks = data.get("tasks")
     if not isinstance(raw_tasks, list):
         raise TaskFileError(f"{source}: field tasks: expected a list, got {type(raw_tasks).__name__}")
@@ -714,7 +714,7 @@ def _parse_tausim_tasks(data: dict[str, Any], source: str, domain: str | None) -
             task = Task.model_validate(raw)
         except ValidationError as e:
             tid = raw.get("id") if isinstance(raw, dict) else None
-            raise TaskFileError(_validation_message(source, f"task [{i}] (id {tid!r})", e)) from e
+            raise TaskFileError(_validation_message(source, f"task [{i}] (id {excerpt(tid)})", e)) from e
         if defaults is not None:
             task.process = task.process.merged_over(defaults)
         tasks.append(task)
@@ -752,7 +752,7 @@ def _refuse_newer_fields(raw: dict[str, Any], i: int, source: str) -> None:
     newer += [f"scenario.{k}" for k in ("script", "persona", "moves", "move_personas")
               if isinstance(scen, dict) and scen.get(k) not in (None, [], {})]
     if newer:
-        raise TaskFileError(f"{source}: task [{i}] (id {raw.get('id')!r}): field {newer[0]}: needs a "
+        raise TaskFileError(f"{source}: task [{i}] (id {excerpt(raw.get('id'))}): field {newer[0]}: needs a "
                             'version 2 file ("version": 2)')
 
 
@@ -783,7 +783,7 @@ def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:
     except RecursionError:
         raise TaskFileError(f"{p}: {TOO_DEEP}") from None
     if (where := lone_surrogate_path(data)) is not None:
-        raise TaskFileError(f"{p}: {where[0]}: {where[1]!a} {LONE_SURROGATE}")
+        raise TaskFileError(f"{p}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
     return parse_tasks(data, str(p), domain)
 
 

@@ -14,7 +14,6 @@ checked against the tools.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
 from simulator.types.rules import PRECEDENCE_END, PRECEDENCE_WRITE, Precedence
+from simulator.types.sanitize import clipped, excerpt
 from simulator.types.tasks import Task, TaskFileError, load_tasks
 from simulator.world.capabilities import (
     AuthoringHints,
@@ -181,8 +181,8 @@ class Domain(SuiteOptions, SinksAndEvents, DualControl, EnvironmentFunctions, Sc
                 except ValidationError as e:
                     err = e.errors()[0]
                     loc = ".".join(str(p) for p in err["loc"])
-                    raise TaskFileError(f"{where}.arguments.{loc}: {err['msg']} "
-                                        f"(value: {json.dumps(err.get('input'), default=str)[:80]})") from e
+                    raise TaskFileError(f"{where}.arguments.{clipped(loc)}: {clipped(err['msg'])} "
+                                        f"(value: {excerpt(err.get('input'), as_json=True)})") from e
             check_task_outcomes(self, task, source, toolbox)
         return tasks
 

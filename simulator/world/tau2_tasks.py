@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from simulator.errors import TaskFileError
+from simulator.types.sanitize import clipped, excerpt
 from simulator.types.tasks import (
     TOO_DEEP,
     Action,
@@ -84,7 +85,7 @@ class _Where:
         self.task_id = task_id
 
     def fail(self, field: str, problem: str) -> TaskFileError:
-        return TaskFileError(f"{self.source}: task {self.task_id!r}: field {field}: {problem}")
+        return TaskFileError(f"{self.source}: task {excerpt(self.task_id)}: field {clipped(field)}: {clipped(problem)}")
 
     def obj(self, value: Any, field: str, allowed: frozenset[str] | None = None) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -111,7 +112,7 @@ class _Where:
 
 
 def _kind(value: Any) -> str:
-    return "null" if value is None else f"{type(value).__name__} {json.dumps(value, default=str)[:60]}"
+    return "null" if value is None else f"{type(value).__name__} {excerpt(value, 60, as_json=True)}"
 
 
 def render_instructions(instructions: Any, persona: str | None = None) -> str:
@@ -239,7 +240,7 @@ def _task(w: _Where, raw: dict[str, Any]) -> Task:
     for i, b in enumerate(basis):
         if b not in BASIS:
             raise w.fail(f"evaluation_criteria.reward_basis[{i}]",
-                         f"unknown reward basis {b!r} (tau2 bases: {', '.join(BASIS)})")
+                         f"unknown reward basis {excerpt(b)} (tau2 bases: {', '.join(BASIS)})")
     return Task(
         id=str(raw["id"]), scenario=scenario, gold_actions=actions, required_outputs=outputs,
         judge=[JudgeAssertion(assertion=a) for a in nl], initial_state=initial, env_assertions=env,
@@ -357,6 +358,6 @@ def load_tau2_tasks(path: str | Path, split: str | None = None) -> list[Task]:
     wanted = [str(i) for i in ids]
     missing = [i for i in wanted if i not in by_id]
     if missing:
-        raise TaskFileError(f"{split_file}: field {name}: unknown task id {missing[0]!r} (not in {task_file})")
+        raise TaskFileError(f"{split_file}: field {name}: unknown task id {excerpt(missing[0])} (not in {task_file})")
     keep = set(wanted)
     return [t for t in tasks if t.id in keep]

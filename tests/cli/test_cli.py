@@ -212,3 +212,35 @@ def test_a_resumed_session_of_errors_fails_its_error_rate_and_an_empty_run_id_is
     res = invoke("run", "--run-id", " ", "--store", f"sqlite:///{tmp_path / 'runs.db'}")
     assert res.exit_code == 2 and "--run-id: empty" in res.output
     assert not (tmp_path / "runs.db").exists()
+
+
+def test_resume_from_without_out_writes_the_document_the_stopped_run_would_have_written(tmp_path):
+    """``--resume-from run.json.partial.jsonl`` alone writes ``run.json``: the resumed trials were once recorded
+    nowhere (a tour's finding: the stop's hint named no --out, and following it lost the session's work)."""
+    from simulator.storage.documents import partial_header
+    from simulator.types.results import TrialResult
+    from simulator.types.spec import RunSpec
+
+    ids = ["cancel-no-longer-needed", "modify-order-address"]
+    done = tmp_path / "done.json"
+    assert invoke("run", "--task-ids", ",".join(ids), "--trials", 2, "--out", done, "--no-progress").exit_code == 0
+    first = [TrialResult.model_validate(t) for t in json.loads(done.read_text())["trials"]][:1]
+    spec = RunSpec(domain="retail", task_ids=ids, trials=2, preflight=False)
+    partial = tmp_path / "run.json.partial.jsonl"
+    partial.write_text("\n".join([json.dumps(partial_header(spec, 4, ids)), first[0].model_dump_json()]) + "\n")
+    res = invoke("run", "--resume-from", partial, "--no-progress")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert len(doc["trials"]) == 4  # 1 from the partial file, 3 run now
+    assert not partial.exists()  # the document is written: the partial file is done with
+
+    odd = tmp_path / "stopped.jsonl"
+    odd.write_text(partial_header_line(spec, ids) + "\n")
+    res = invoke("run", "--resume-from", odd, "--no-progress")
+    assert res.exit_code == 2 and "give --out FILE" in " ".join(res.output.split()), res.output
+
+
+def partial_header_line(spec, ids):
+    from simulator.storage.documents import partial_header
+
+    return json.dumps(partial_header(spec, len(ids) * spec.trials, ids))

@@ -182,3 +182,31 @@ def test_shallow_metadata_keeps_its_old_treatment():
     assert admit_metadata(actor, "agent", notes) == {"nan": None, "deep": {"a": {"a": "x"}}}
     assert notes == ["agent metadata: 0 lone surrogate(s) replaced with U+FFFD, 1 non-finite number(s) recorded "
                      "as null"]
+
+
+class OddMetadata(DeepMetadata):
+    def __init__(self, metadata: object):
+        self.metadata = metadata  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(("metadata", "kind"), [([1, 2], "list"), ("x", "str"), (7, "int"), ((1,), "tuple")])
+def test_metadata_that_is_not_a_dict_is_left_out_with_a_note(tmp_path, metadata, kind):
+    """It was dropped without a word: the user could not tell why the record had no agent metadata."""
+    dom = BankDomain()
+    write_data(tmp_path / "d")
+    runner = Runner(dom, dom.template(tmp_path / "d"), TASKS, lambda ctx: OddMetadata(metadata), lambda ctx: Bye(),
+                    RunSpec(domain="bank", agent="script", trials=1))
+    (trial,) = runner.run().trials
+    assert trial.trajectory.agent_metadata == {}
+    assert f"agent metadata: a {kind}, not a dict: not recorded" in trial.trajectory.notes
+
+
+def test_no_metadata_or_none_says_nothing():
+    from simulator.types.sanitize import admit_metadata
+
+    notes: list[str] = []
+    assert admit_metadata(object(), "user", notes) == {} and admit_metadata(OddMetadata(None), "user", notes) == {}
+    assert admit_metadata(OddMetadata({"a": 1}), "user", notes) == {"a": 1}
+    assert notes == []
+    assert admit_metadata(OddMetadata(type("\x1b[2J", (), {})()), "user", notes) == {}
+    assert notes == ["user metadata: a \\x1b[2J, not a dict: not recorded"]  # the class name is escaped too

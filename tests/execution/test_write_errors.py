@@ -249,3 +249,108 @@ def test_a_full_disk_at_the_response_cache_stops_the_run(tmp_path, monkeypatch):
     run = simulator.run(_spec(cache=str(tmp_path / "cache.db")))
     assert run.abort_kind == "write_error"
     assert run.aborted == f"cannot write {tmp_path / 'cache.db'}: database or disk is full"
+
+
+def test_a_log_that_fills_at_the_run_s_end_is_reported_and_exits_1(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+    from simulator.execution import recording
+
+    class FullAtRunEnd(recording.GuardedWriter):
+        def write(self, text: str) -> int:
+            if '"run_end"' in text and self.error is None:
+                self.error = WriteError(self.path, "No space left on device")
+            return super().write(text)
+
+    monkeypatch.setattr(session_module, "GuardedWriter", FullAtRunEnd)
+    log, out = tmp_path / "log.jsonl", tmp_path / "run.json"
+    result = simulator.run(_spec(), log_file=log, out=out)
+    assert result.aborted is None and len(result.trials) == 6  # every trial recorded, the document written
+    assert result.log_error == f"cannot write {log}: No space left on device"
+    assert len(json.loads(out.read_text())["trials"]) == 6 and '"run_end"' not in log.read_text()
+
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--task-ids", "cancel-no-longer-needed",
+                                   "--log-file", str(tmp_path / "cli.jsonl"), "--no-progress", "--no-preflight"])
+    assert res.exit_code == 1, res.output
+    assert (f"error: cannot write {tmp_path / 'cli.jsonl'}: No space left on device: the log's last lines are lost "
+            "(every trial is recorded)") in " ".join(res.output.split())
+
+
+def test_a_partial_file_that_cannot_be_started_leaves_no_temporary_file(tmp_path, monkeypatch):
+    from simulator.execution.recording import open_partial
+
+    real_open = Path.open
+
+    class Full:  # the header goes to the buffer; the flush and the flush on close hit the full disk
+        def __init__(self, path: Path) -> None:
+            self.inner = real_open(path, "w", encoding="utf-8")
+
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self) -> None:
+            self.inner.close()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "open", lambda self, *a, **kw: Full(self) if self.name.endswith(".tmp")
+                        else real_open(self, *a, **kw))
+    path = tmp_path / "run.json.partial.jsonl"
+    with pytest.raises(OSError, match="No space left"):
+        open_partial(path, RunSpec(domain="retail"), 1, [], ["a"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # neither the file nor its .tmp
+
+
+def test_a_store_that_cannot_be_opened_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--task-ids", "cancel-no-longer-needed",
+                                   "--store", "sqlite:////dev/full", "--no-progress", "--no-preflight"])
+    assert res.exit_code == 2, res.output
+    assert " ".join(res.output.split()) == ("error: --store sqlite:////dev/full: cannot open the results store: "
+                                            "OperationalError: database or disk is full")  # not SQLAlchemy's 2nd line
+
+
+def test_a_log_whose_last_line_was_cut_gets_the_next_run_s_lines_on_lines_of_their_own(tmp_path):
+    from simulator.execution.recording import ends_mid_line
+
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"run_id": "a", "event": "run_start"}\n{"run_id": "a", "event": "tri')  # the disk filled here
+    assert ends_mid_line(log) and not ends_mid_line(tmp_path / "missing.jsonl")
+    simulator.run(RunSpec(domain="retail", task_ids=["cancel-no-longer-needed"], preflight=False), log_file=log)
+    lines = log.read_text().splitlines()
+    assert lines[1] == '{"run_id": "a", "event": "tri'  # the cut line stays as it was, alone
+    events = [json.loads(line)["event"] for line in lines[2:]]  # every line of this run is whole JSON
+    assert events[0] == "run_start" and events[-1] == "run_end" and not ends_mid_line(log)
+
+
+def test_a_dask_worker_whose_cache_filled_up_stops_the_run_in_the_driver():
+    """A worker's own response cache (a model run on ``local:N``) failing must reach the driver: it ended silently."""
+    import pickle
+    from types import SimpleNamespace
+
+    pytest.importorskip("distributed")
+    from simulator.execution.dask_executor import RunnerPlugin
+    from simulator.types.results import TrialResult
+    from simulator.types.trajectory import Trajectory
+
+    e = pickle.loads(pickle.dumps(WriteError("/c.db", "database or disk is full")))  # as Dask sends it back
+    assert (type(e), e.path, e.cause, str(e)) == (WriteError, "/c.db", "database or disk is full",
+                                                  "cannot write /c.db: database or disk is full")
+
+    trial = TrialResult(task_id="t", trial=0, seed=1, passed=True, termination_reason="user_stop", grade=None,
+                        trajectory=Trajectory(), duration_s=0.0)
+    plugin = RunnerPlugin(RunSpec(domain="retail").model_dump_json())
+    plugin._runner = SimpleNamespace(tasks=[SimpleNamespace(id="t")], run_trial=lambda task, i, p: trial)  # type: ignore[assignment]
+    plugin._services = SimpleNamespace(cache=SimpleNamespace(path="/c.db", write_error=None))
+    assert plugin.run("t", 0, None).startswith('{"task_id":"t"')
+    plugin._services.cache.write_error = "database or disk is full"
+    with pytest.raises(WriteError, match="cannot write /c.db: database or disk is full"):
+        plugin.run("t", 0, None)

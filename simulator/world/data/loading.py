@@ -12,6 +12,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
+from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 from simulator.world.data.storage import Layout
 
 __all__ = ["TAU2_DB_FILE", "RecordChecker", "insert_rows", "is_tau2_data", "key_layout", "kind", "read_records",
@@ -25,12 +26,12 @@ def kind(value: Any) -> str:
         value: any value read from a data file.
 
     Returns:
-        E.g. ``int 56``, ``str "abc"``, ``list [1, 2]`` (at most 60 characters of JSON), or ``null``.
+        E.g. ``int 56``, ``str "abc"``, ``list [1, 2]`` (at most 60 characters of JSON, then ``...`` and the JSON
+        text's length: :func:`~simulator.types.sanitize.excerpt`), or ``null``.
     """
     if value is None:
         return "null"
-    text = json.dumps(value, default=str)
-    return f"{type(value).__name__} {text[:60]}"
+    return f"{type(value).__name__} {excerpt(value, 60, as_json=True)}"
 
 
 def _join(field: str, name: str) -> str:
@@ -54,7 +55,7 @@ class RecordChecker:
 
     def fail(self, field: str, problem: str) -> NoReturn:
         """Raise the DomainError for ``field`` (a dotted path inside the record; ``""`` = the record)."""
-        raise DomainError(f"{self.file}: record {self.key!r}: field {field or '(record)'}: {problem}")
+        raise DomainError(f"{self.file}: record {excerpt(self.key)}: field {clipped(field or '(record)')}: {problem}")
 
     def obj(self, value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict:
         """Check an object's type and keys (all of ``required``, nothing beyond ``optional``)."""
@@ -109,7 +110,7 @@ class RecordChecker:
         value = self.req_string(obj, name, field)
         options = tuple(allowed)
         if value not in options:
-            self.fail(_join(field, name), f"{value!r} is not one of {', '.join(options)}")
+            self.fail(_join(field, name), f"{excerpt(value)} is not one of {', '.join(options)}")
         return value
 
     def number(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> float | None:
@@ -146,7 +147,7 @@ class RecordChecker:
     def same_id(self, value: str, field: str, key: str) -> None:
         """Check that an id stored inside a record equals the key the record is stored under."""
         if value != key:
-            self.fail(field, f"{value!r} differs from the key {key!r} it is stored under")
+            self.fail(field, f"{excerpt(value)} differs from the key {excerpt(key)} it is stored under")
 
 
 def _layout_of(obj: Mapping[str, Any], canonical: tuple[str, ...]) -> list[str] | None:
@@ -184,8 +185,9 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
         domain: the domain's name, for the error message.
 
     Raises:
-        DomainError: the file cannot be read, is not JSON, or is not an object (names the file, and the
-            line and column of a JSON syntax error).
+        DomainError: the file cannot be read, is not JSON, is not an object, or holds a lone surrogate (half of
+            a UTF-16 pair, which no database or terminal takes). The message names the file, and the line and
+            column of a JSON syntax error, or the path and (an excerpt of) the string holding the lone surrogate.
     """
     path = folder / name
     try:
@@ -198,6 +200,8 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
         raise DomainError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
     if not isinstance(data, dict):
         raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
+    if (where := lone_surrogate_path(data)) is not None:  # as a task file's (simulator.types.tasks.load_tasks)
+        raise DomainError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
     return data
 
 
@@ -271,7 +275,7 @@ def read_tables(data: Path, names: tuple[str, ...], domain: str) -> dict[str, tu
         raise DomainError(f"{path}: field {missing[0]}: missing ({domain} data needs {', '.join(names)})")
     unknown = [k for k in doc if k not in names]
     if unknown:
-        raise DomainError(f"{path}: field {unknown[0]}: unexpected table (allowed: {', '.join(names)})")
+        raise DomainError(f"{path}: field {excerpt(unknown[0])}: unexpected table (allowed: {', '.join(names)})")
     out = {}
     for n in names:
         if not isinstance(doc[n], dict):

@@ -1,0 +1,82 @@
+"""A bad data file (or tau2 task file) is refused with one line naming the file, the field and an excerpt of the
+value: a 100 KB value is never printed whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simulator.errors import TaskFileError
+from simulator.world.domain import DomainError, get_domain
+from simulator.world.tau2_tasks import parse_tau2_tasks
+
+BIG = 100_000
+
+
+def _copy_retail(tmp_path):
+    dom = get_domain("retail")
+    for name in ("users.json", "orders.json", "products.json"):
+        (tmp_path / name).write_text((dom.default_data_dir() / name).read_text(encoding="utf-8"), encoding="utf-8")
+    return dom, json.loads((tmp_path / "users.json").read_text(encoding="utf-8"))
+
+
+def test_data_file_errors_show_an_excerpt_of_a_huge_value(tmp_path):
+    dom, users = _copy_retail(tmp_path)
+    first = next(iter(users))
+    users[first]["email"] = ["e" * BIG]  # a list where a string belongs: its JSON is 100,000 + 4 characters
+    (tmp_path / "users.json").write_text(json.dumps(users), encoding="utf-8")
+    with pytest.raises(DomainError) as e:
+        dom.template(tmp_path)
+    message = str(e.value)
+    assert message == (f"{tmp_path / 'users.json'}: record {first!r}: field email: expected a string, got "
+                       'list ["' + "e" * 58 + "... (100,004 characters)")
+
+
+def test_a_lone_surrogate_in_a_data_file_names_file_field_and_value(tmp_path, monkeypatch):
+    """It ended the run with ``'utf-8' codec can't encode character '\\ud83d' in position 3`` and no file."""
+    monkeypatch.setenv("TAUSIM_CACHE_DIR", str(tmp_path / "cache"))
+    dom, users = _copy_retail(tmp_path)
+    first = next(iter(users))
+    good = users[first]["name"]["first_name"]
+    users[first]["name"]["first_name"] = good[:2] + "\ud83d" + good[2:]
+    (tmp_path / "users.json").write_text(json.dumps(users), encoding="utf-8")  # written as the escape \ud83d
+    assert "\\ud83d" in (tmp_path / "users.json").read_text(encoding="utf-8")
+    with pytest.raises(DomainError) as e:
+        dom.template(tmp_path)
+    assert str(e.value).startswith(f"{tmp_path / 'users.json'}: {first}.name.first_name: "
+                                   f"'{good[:2]}\\ud83d{good[2:]}' holds a lone surrogate (half of a UTF-16 pair")
+    assert not list((tmp_path / "cache").rglob("*.sqlite"))  # no template of the bad data set is kept
+    users[first]["name"]["first_name"] = good
+    (tmp_path / "users.json").write_text(json.dumps(users), encoding="utf-8")
+    assert dom.template(tmp_path).data  # the repaired folder builds (and is cached) as any other
+    assert len(list((tmp_path / "cache").rglob("*.sqlite"))) == 1
+
+
+def test_a_lone_surrogate_in_a_tau2_db_json_names_its_table_and_key(tmp_path):
+    (tmp_path / "folder").mkdir()
+    dom, users = _copy_retail(tmp_path / "folder")
+    first = next(iter(users))
+    users[first]["email"] = "\udc00"
+    db = {n: json.loads((tmp_path / "folder" / f"{n}.json").read_text(encoding="utf-8"))
+          for n in ("orders", "products")}
+    (tmp_path / "db.json").write_text(json.dumps({"users": users, **db}), encoding="utf-8")
+    with pytest.raises(DomainError) as e:
+        dom.template(tmp_path / "db.json")
+    assert str(e.value).startswith(f"{tmp_path / 'db.json'}: users.{first}.email: '\\udc00' holds a lone surrogate")
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ({"id": "z" * BIG, "user_scenario": {"instructions": "x"}, "evaluation_criteria": {"reward_basis": ["NOPE"]}},
+     "tau2.json: task '" + "z" * 78 + "'... (100,000 characters): field evaluation_criteria.reward_basis[0]: "
+     "unknown reward basis 'NOPE'"),
+    # JSON of the string: 100,000 + 2 quotes; 60 characters of it kept
+    ({"id": "t", "user_scenario": {"instructions": "x"}, "evaluation_criteria": {"communicate_info": "c" * BIG}},
+     "tau2.json: task 't': field evaluation_criteria.communicate_info: expected a list, got str "
+     '"' + "c" * 59 + "... (100,002 characters)"),
+])
+def test_tau2_task_file_errors_show_an_excerpt_of_a_huge_value(raw, says):
+    with pytest.raises(TaskFileError) as e:
+        parse_tau2_tasks([raw], "tau2.json")
+    assert str(e.value).startswith(says), str(e.value)[:300]
+    assert len(str(e.value)) < 400
