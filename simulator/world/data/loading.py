@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -12,6 +11,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
+from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
 from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 from simulator.world.data.storage import Layout
 
@@ -194,13 +194,35 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise DomainError(f"{path}: cannot read {domain} data file: {e.strerror or e}") from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DomainError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except UnicodeDecodeError as e:
+        raise DomainError(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
+    data = decode_data_file(path, text)
     if not isinstance(data, dict):
         raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
-    if (where := lone_surrogate_path(data)) is not None:  # as a task file's (simulator.types.tasks.load_tasks)
+    return data
+
+
+def decode_data_file(path: Path | str, text: str) -> Any:
+    """Decode the text of a JSON data file, refusing what no database or terminal takes.
+
+    Args:
+        path: the file, named in error messages.
+        text: its text.
+
+    Returns:
+        The decoded JSON.
+
+    Raises:
+        DomainError: the text is not JSON Python can decode (a syntax error, an integer of more than 4,300
+            digits, nesting too deep: the message names the line and column), or holds a lone surrogate (half of a
+            UTF-16 pair; the message names the path and an excerpt of the string), as a task file's
+            (:func:`simulator.types.tasks.load_tasks`).
+    """
+    try:
+        data = decode_json(text)
+    except JSONTextError as e:
+        raise DomainError(f"{path}: {e}") from None
+    if (where := lone_surrogate_path(data)) is not None:
         raise DomainError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
     return data
 
