@@ -15,8 +15,12 @@ from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
 from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 from simulator.world.data.storage import Layout
 
-__all__ = ["TAU2_DB_FILE", "RecordChecker", "insert_rows", "is_tau2_data", "key_layout", "kind", "read_records",
-           "read_tables"]
+__all__ = ["SQLITE_INTEGERS", "TAU2_DB_FILE", "RecordChecker", "decode_data_file", "insert_rows", "is_tau2_data",
+           "key_layout", "kind", "read_records", "read_tables"]
+
+SQLITE_INTEGERS = range(-(2**63), 2**63)
+"""The integers an SQLite INTEGER column holds (signed 64-bit; https://www.sqlite.org/datatype3.html): Python's
+driver raises ``OverflowError`` for any other."""
 
 
 def kind(value: Any) -> str:
@@ -114,7 +118,7 @@ class RecordChecker:
         return value
 
     def number(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> float | None:
-        """Return ``obj[name]``, an int or float kept as it is (not a boolean)."""
+        """Return ``obj[name]``, an int (in :data:`SQLITE_INTEGERS`) or a finite float kept as it is (not a boolean)."""
         value = obj.get(name)
         if value is None and optional:
             return None
@@ -122,13 +126,19 @@ class RecordChecker:
             self.fail(_join(field, name), f"expected a number, got {kind(value)}")
         if isinstance(value, float) and not math.isfinite(value):
             self.fail(_join(field, name), f"expected a finite number, got {value!r}")
+        if isinstance(value, int) and value not in SQLITE_INTEGERS:
+            self.fail(_join(field, name), "expected a number SQLite can store (an integer from -2**63 to 2**63-1, "
+                                          f"or a decimal), got {kind(value)}")
         return value
 
     def integer(self, obj: Mapping[str, Any], name: str, field: str) -> int:
-        """Return ``obj[name]``, which must be a JSON integer (``2``, not ``2.0`` or ``true``)."""
+        """Return ``obj[name]``, which must be a JSON integer (``2``, not ``2.0`` or ``true``) SQLite can store."""
         value = obj.get(name)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(_join(field, name), f"expected an integer, got {kind(value)}")
+        if value not in SQLITE_INTEGERS:
+            self.fail(_join(field, name), "expected an integer SQLite can store (-2**63 to 2**63-1), got "
+                                          f"{kind(value)}")
         return value
 
     def strings(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> list[str] | None:
