@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from simulator.errors import TaskFileError
 from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
-from simulator.types.sanitize import clipped, excerpt
+from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 from simulator.types.tasks import (
     Action,
     Conduct,
@@ -308,9 +308,12 @@ def _read_json(path: Path, what: str) -> Any:
     except UnicodeDecodeError as e:
         raise TaskFileError(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
     try:
-        return decode_json(text)
+        data = decode_json(text)
     except JSONTextError as e:
         raise TaskFileError(f"{path}: {e}") from None
+    if (where := lone_surrogate_path(data)) is not None:  # as our task files (simulator.types.tasks.load_tasks)
+        raise TaskFileError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
+    return data
 
 
 def load_tau2_tasks(path: str | Path, split: str | None = None) -> list[Task]:
