@@ -28,9 +28,10 @@ __all__ = ["TOO_DEEP", "JSONTextError", "decode_json", "not_utf8"]
 TOO_DEEP = "JSON nested too deeply to read (Python's parser stops at about 1,000 levels)"
 """The message of a JSON text whose nesting exhausts the parser's recursion (e.g. 100,000 ``[``)."""
 
-_STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]++|\\.)*+"|(-?)([0-9]+)((?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)', re.S)
-"""A JSON string (skipped: digits inside one are text) or a number: sign, integer digits, fraction and exponent (a
-number with either is a float, which Python reads at any length)."""
+_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|(-?)([0-9]+)((?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)|[^"0-9-]++|.', re.S)
+"""One token of JSON text, matched at a position (``.match``): a string (digits inside one are text), a number
+(sign, integer digits, then fraction and exponent: a number with either is a float, which Python reads at any
+length), a run of anything else, or one character."""
 
 
 class JSONTextError(ValueError):
@@ -65,11 +66,13 @@ def _long_integer(text: str) -> str:
     """The message for a text holding an integer longer than Python converts: where its first digit is."""
     limit = sys.get_int_max_str_digits()
     reason = f"an integer of more than {limit} digits"
-    for m in _STRING_OR_NUMBER.finditer(text):
+    pos = 0
+    while (m := _TOKEN.match(text, pos)) is not None:  # token by token: linear; the text before it is valid JSON
         if m.group(2) is not None and not m.group(3) and len(m.group(2)) > limit:
             pos = m.start()  # as json.JSONDecodeError counts: lines and columns from 1
             line, column = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
             return f"invalid JSON at line {line} column {column}: {reason}"
+        pos = m.end()
     return f"invalid JSON: {reason}"
 
 
