@@ -38,11 +38,12 @@ class JSONTextError(ValueError):
     """A text is not JSON that Python can decode; the message (no file name) says where and why."""
 
 
-def decode_json(text: str) -> Any:
+def decode_json(text: str, first_line: int = 1) -> Any:
     """Return the decoded JSON of ``text`` (``json.loads``), every failure as one :class:`JSONTextError`.
 
     Args:
-        text: the file's text.
+        text: the file's text, or one line of a JSON-lines file.
+        first_line: the file's line number of the text's first line (a JSON-lines file's line), for the message.
 
     Returns:
         The decoded value (dicts, lists, strings, numbers, booleans, None).
@@ -55,14 +56,14 @@ def decode_json(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise JSONTextError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise JSONTextError(f"invalid JSON at line {e.lineno + first_line - 1} column {e.colno}: {e.msg}") from None
     except RecursionError:
-        raise JSONTextError(TOO_DEEP) from None
+        raise JSONTextError(TOO_DEEP if first_line == 1 else f"line {first_line}: {TOO_DEEP}") from None
     except ValueError:  # int(): the integer digit limit (CVE-2020-10735), the only other ValueError json raises
-        raise JSONTextError(_long_integer(text)) from None
+        raise JSONTextError(_long_integer(text, first_line)) from None
 
 
-def _long_integer(text: str) -> str:
+def _long_integer(text: str, first_line: int) -> str:
     """The message for a text holding an integer longer than Python converts: where its first digit is."""
     limit = sys.get_int_max_str_digits()
     reason = f"an integer of more than {limit} digits"
@@ -70,10 +71,10 @@ def _long_integer(text: str) -> str:
     while (m := _TOKEN.match(text, pos)) is not None:  # token by token: linear; the text before it is valid JSON
         if m.group(2) is not None and not m.group(3) and len(m.group(2)) > limit:
             pos = m.start()  # as json.JSONDecodeError counts: lines and columns from 1
-            line, column = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+            line, column = text.count("\n", 0, pos) + first_line, pos - text.rfind("\n", 0, pos)
             return f"invalid JSON at line {line} column {column}: {reason}"
         pos = m.end()
-    return f"invalid JSON: {reason}"
+    return f"invalid JSON: {reason}" if first_line == 1 else f"invalid JSON at line {first_line}: {reason}"
 
 
 def not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:

@@ -103,3 +103,25 @@ def test_an_integer_of_more_than_4300_digits_is_one_line_naming_the_file_and_whe
     assert "Traceback" not in res.output and "set_int_max_str_digits" not in res.output
     shown = _one_error(res).replace("error: --budgets ", "error: ")  # budgets errors name their option
     assert shown == f"error: {path}: invalid JSON at line {line} column {column}: an integer of more than 4300 digits"
+
+
+def test_json_lines_and_peer_files_name_the_line_of_a_too_long_integer(tmp_path):
+    """Labels (judge calibrate), a replay reference and peer results: the file's line, not Python's advice."""
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"transcript": "a", "assertion": "b", "label": "yes"}\n{"label": ' + BIG_INT + "}\n")
+    res = invoke("judge", "calibrate", "--model", "m", "--labels", labels)
+    assert res.exit_code == 2
+    assert _one_error(res).startswith(f"error: {labels}: invalid JSON at line 2 column 11: an integer of more than "
+                                      "4300 digits; expected {")
+    reference = tmp_path / "ref.jsonl"
+    reference.write_text('\n\n{"task_id": "t", "x": -' + BIG_INT + "}\n")  # blank lines are counted, then skipped
+    res = invoke("replay", "--reference", reference)
+    assert res.exit_code == 2
+    assert _one_error(res) == (f"error: {reference}: invalid JSON at line 3 column 23: an integer of more than 4300 "
+                               "digits")
+    peer = tmp_path / "peer.json"
+    peer.write_text('[{"a": ' + BIG_INT + "}]")
+    res = invoke("import", peer, "--format", "tau-bench", "--domain", "retail")
+    assert res.exit_code == 2
+    assert _one_error(res) == (f"error: {peer}: not JSON (invalid JSON at line 1 column 8: an integer of more than "
+                               "4300 digits)")

@@ -36,3 +36,15 @@ def test_an_integer_of_more_than_4300_digits_is_reported_at_its_first_character(
 def test_syntax_errors_and_deep_nesting_keep_their_messages():
     assert _error('{"a": }') == "invalid JSON at line 1 column 7: Expecting value"
     assert _error("[" * 100_000 + "]" * 100_000) == TOO_DEEP
+
+
+def test_a_json_lines_file_line_is_numbered_as_in_the_file():
+    assert _error_at('{"a": ' + BIG + "}", 7) == "invalid JSON at line 7 column 7: an integer of more than 4300 digits"
+    assert _error_at('{"a": }', 7) == "invalid JSON at line 7 column 7: Expecting value"
+    assert _error_at("[" * 100_000, 7) == f"line 7: {TOO_DEEP}"
+
+
+def _error_at(text: str, first_line: int) -> str:
+    with pytest.raises(JSONTextError) as info:
+        decode_json(text, first_line=first_line)
+    return str(info.value)
