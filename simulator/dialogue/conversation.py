@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 import time
 import traceback
 from collections.abc import Callable, Generator, Sequence
@@ -131,6 +132,15 @@ def _adds_nothing(total: Usage, usage: Usage) -> bool:
 def _traceback() -> str:
     """The exception being handled, as traceback text fit for the record (:func:`bounded`)."""
     return bounded(traceback.format_exc())
+
+
+def _actors_interrupt() -> bool:
+    """Whether a ``KeyboardInterrupt`` being handled came from the agent's or user's code, not from Ctrl-C.
+
+    Python delivers Ctrl-C (SIGINT) to the main thread only, so one raised in a trial thread is the actor's own
+    (recorded as its error, as ``SystemExit`` is); in the main thread it is the user's and is raised on.
+    """
+    return threading.current_thread() is not threading.main_thread()
 
 
 class Conversation:
@@ -231,6 +241,10 @@ class Conversation:
                 try:
                     reply = step(seen)
                 except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
+                    reply = _Failed(_traceback())
+                except KeyboardInterrupt:
+                    if not _actors_interrupt():
+                        raise
                     reply = _Failed(_traceback())
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
@@ -347,7 +361,9 @@ class Conversation:
                 self._observe(state.pending)
             state.pending = None
             ut: UserTurn = self.user.reply(list(state.view))
-        except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's user_error
+        except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - recorded as the trial's user_error
+            if isinstance(e, KeyboardInterrupt) and not _actors_interrupt():
+                raise
             traj.user_seconds += time.perf_counter() - t0
             raise _Ended(TerminationReason.USER_ERROR, _traceback()) from None
         self._fields["user_seconds"] += time.perf_counter() - t0

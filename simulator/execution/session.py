@@ -49,6 +49,7 @@ from simulator.execution.recording import (
     append_line,
     check_store_url,
     close_quietly,
+    ends_mid_line,
     open_partial,
     open_results_store,
     output_problem,
@@ -422,6 +423,8 @@ class _Session:
         except OSError as e:
             raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
         self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run: _record
+        if ends_mid_line(self.spec.log_file):  # an earlier run's last line was cut (a full disk, a crash)
+            self.log_guard.write("\n")  # this run's lines start on a line of their own
         self.log = runner.log = run_logger(self.log_guard, self.log_run_id)
 
     def _log_sink(self, lines: list[str]) -> None:

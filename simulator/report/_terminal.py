@@ -13,7 +13,7 @@ from rich.table import Table
 
 from simulator.grading.judge import judge_summary_lines
 from simulator.types.grade import JudgeResult
-from simulator.types.sanitize import counted
+from simulator.types.sanitize import clipped, counted
 
 from ._analysis import RunReport, trial_outcome
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, run_clusters, share_text
@@ -136,7 +136,17 @@ def assertion_lines(record: Mapping[str, Any], indent: str = "    ") -> list[str
     return lines
 
 
+FAILURE_LINE_CHARS = 400
+"""Characters of a line of :func:`failure_lines` at most: a longer one (a model's 48 kB error, a huge value in a
+state difference) keeps its start and end around a count of what was cut (:func:`~simulator.types.sanitize.clipped`)."""
+
+
 def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
+    """Describe one failed trial (:func:`_failure_lines`), each line at most :data:`FAILURE_LINE_CHARS` long."""
+    return [clipped(line, FAILURE_LINE_CHARS) for line in _failure_lines(record, failures)]
+
+
+def _failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
     """Describe one failed trial: a headline, then what went wrong (state differences, missing outputs, ...).
 
     Args:

@@ -124,11 +124,12 @@ def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | No
 
     Returns:
         ``(spec, trials, planned)``: the trials in file order, the first of each (task, persona, trial) key
-        only; a last line cut short by a crash is dropped.
+        only; a last line cut short by a crash (no newline after it) is dropped.
 
     Raises:
         RunDocumentError: missing or unreadable file, a first line that is not the header, an invalid spec, or
-            a line other than the last that is not a trial (the message names the file and line).
+            a line that is not a trial, but for a last line without its newline (the message names the file and
+            line).
     """
     spec, trials, planned, _ = _load_partial(path)
     return spec, trials, planned
@@ -164,7 +165,7 @@ def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | N
         try:
             trial = TrialResult.model_validate_json(line)
         except ValidationError as e:
-            if n == len(body) - 1:  # the line a crash cut short
+            if n == len(body) - 1 and i == len(lines):  # the last line, without its newline: a crash cut it short
                 break
             raise RunDocumentError(format_validation_error(f"{p}: line {i}", e)) from None
         if trial_key(trial) not in seen:

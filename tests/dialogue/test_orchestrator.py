@@ -81,6 +81,38 @@ def test_agent_exception_is_recorded(env):
     assert traj.termination_reason == TerminationReason.AGENT_ERROR and "agent crashed" in traj.error
 
 
+def test_a_keyboard_interrupt_from_actor_code_in_a_trial_thread_is_its_error(env):
+    """Ctrl-C reaches the main thread only: raised in a trial thread, it is the agent's (or user's) own error."""
+    import threading
+
+    tb, ctx, _ = env
+
+    class Interrupting:
+        def step(self, messages):
+            raise KeyboardInterrupt
+
+    class InterruptingUser:
+        def reply(self, messages):
+            raise KeyboardInterrupt
+
+    got = {}
+
+    def run_both():
+        got["agent"] = Conversation(Interrupting(), ScriptedUser(["hi"]), tb, ctx).run()
+        got["user"] = Conversation(ListAgent(Message(role="assistant", content="hello")), InterruptingUser(), tb,
+                                   ctx).run()
+
+    thread = threading.Thread(target=run_both)
+    thread.start()
+    thread.join(30)
+    assert got["agent"].termination_reason == TerminationReason.AGENT_ERROR
+    assert "KeyboardInterrupt" in got["agent"].error
+    assert got["user"].termination_reason == TerminationReason.USER_ERROR
+    assert "KeyboardInterrupt" in got["user"].error
+    with pytest.raises(KeyboardInterrupt):  # in the main thread it may be the user's Ctrl-C: raised on
+        Conversation(Interrupting(), ScriptedUser(["hi"]), tb, ctx).run()
+
+
 def test_agent_reported_infra_error(env):
     tb, ctx, _ = env
 
