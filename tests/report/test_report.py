@@ -139,7 +139,7 @@ def test_html_without_tasks_or_with_one_trial():
 def test_loader_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(RunDocumentError, match=r"bad\.json: malformed JSON at line 1"):
+    with pytest.raises(RunDocumentError, match=r"bad\.json: invalid JSON at line 1"):
         load_run_document(bad)
     bad.write_text(json.dumps({"format": "other"}))
     with pytest.raises(RunDocumentError, match=r"bad\.json: not a tausim run document"):
