@@ -4,7 +4,8 @@ Optional (``pip install tausim[otel]``, the ``opentelemetry-sdk`` package); noth
 :class:`Tracing` is built. Spans follow OpenTelemetry's GenAI semantic conventions, the attributes tracing
 back-ends expect:
 
-- ``tausim.run`` (root): ``tausim.run_id``, ``tausim.domain``, ``tausim.agent``;
+- ``tausim.run`` (root): ``tausim.domain``, ``tausim.agent`` and ``tausim.user`` (their spec strings, e.g.
+  ``reference:wrong_item=0.2``), ``tausim.trials``, ``tausim.seed``;
 - ``tausim.trial`` (child of the run): ``tausim.task_id``, ``tausim.trial``, ``tausim.seed``, ``tausim.persona``,
   and at its end ``tausim.passed``, ``tausim.termination_reason``;
 - ``tausim.turn`` (child of the trial; one per agent turn, from its first step to its closing message):
@@ -82,7 +83,8 @@ class Tracing:
         """Open the run's root span for the duration of the block (trial spans become its children).
 
         Args:
-            **attributes: ``run_id``, ``domain``, ``agent``... recorded as ``tausim.<name>`` (None values skipped).
+            **attributes: ``domain``, ``agent``... recorded as ``tausim.<name>`` (None values skipped); each an
+                OpenTelemetry attribute value (str, bool, int, float or a sequence of them), not a spec object.
         """
         span = self.tracer.start_span("tausim.run", attributes={f"tausim.{k}": v for k, v in attributes.items()
                                                                 if v is not None})

@@ -48,7 +48,7 @@ TASKS = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [
      "gold_actions": [{"name": "get_balance", "arguments": {"account_id": "B2"}}], "required_outputs": ["25"]}]})
 
 
-def test_one_trial_yields_run_trial_turn_tool_and_model_spans_with_parent_links(tmp_path):
+def test_one_trial_yields_run_trial_turn_tool_and_model_spans_with_parent_links(tmp_path, caplog):
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -77,6 +77,10 @@ def test_one_trial_yields_run_trial_turn_tool_and_model_spans_with_parent_links(
     assert tool.parent.span_id == turn.context.span_id
     assert all(m.parent.span_id == turn.context.span_id for m in models)
     assert len({s.context.trace_id for s in spans}) == 1
+    # the run's attributes are OpenTelemetry values (the components' spec strings), none dropped with a warning
+    assert run.attributes["tausim.domain"] == "bank"
+    assert run.attributes["tausim.agent"] == "model" and run.attributes["tausim.user"] == "scripted"
+    assert not [r for r in caplog.records if "Invalid type" in r.getMessage()]
     # GenAI semantic-convention attributes
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     assert tool.attributes["gen_ai.tool.name"] == "get_balance"
