@@ -301,7 +301,8 @@ def close_quietly(handle: IO[str]) -> None:
 class GuardedWriter:
     """A text file that never raises on a failed write: the first error is kept (``error``), later writes dropped.
 
-    For the run's event log, which worker threads write to: a full disk must not crash trials. The writer notes
+    For the run's event log and its spans file (``--otel``), which worker threads write to: a full disk must not
+    crash trials (nor fill the terminal with the span exporter's tracebacks). The writer notes
     whose events it lost (each line's ``task_id``/``persona``/``trial``); the session asks :meth:`lost` before it
     records a trial and stops the run (:class:`~simulator.errors.WriteError`) at the first trial whose events
     did not all reach the file. A trial whose events were all written before the disk filled is still recorded,

@@ -28,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from simulator.dialogue.state import ConversationState
-from simulator.errors import InputError
+from simulator.errors import InputError, WriteError
+from simulator.execution.recording import GuardedWriter, close_quietly
 from simulator.types.messages import AgentTurn, Usage, UserTurn
 from simulator.types.protocols import Progress
 from simulator.types.trajectory import ToolCallRecord
@@ -65,15 +66,23 @@ class Tracing:
     Args:
         tracer_provider: an ``opentelemetry.sdk.trace.TracerProvider`` (with its span processors and exporters,
             e.g. an ``InMemorySpanExporter`` in tests).
+        sink: the guarded file its exporter writes to (:func:`file_tracing`), whose error :attr:`write_error`
+            gives; None when the spans go elsewhere.
 
     Raises:
         InputError: the ``opentelemetry-sdk`` package is not installed.
     """
 
-    def __init__(self, tracer_provider: Any):
+    def __init__(self, tracer_provider: Any, sink: GuardedWriter | None = None):
         self._trace = _require_sdk()
         self.tracer = tracer_provider.get_tracer("tausim")
         self.run_span: Any = None
+        self.sink = sink
+
+    @property
+    def write_error(self) -> WriteError | None:
+        """Why the spans file lost spans (disk full, read-only), or None (also when spans go elsewhere)."""
+        return None if self.sink is None else self.sink.error
 
     def _ctx(self, parent: Any) -> Any:
         return None if parent is None else self._trace.set_span_in_context(parent)
@@ -230,6 +239,12 @@ class TraceObserver:
 def file_tracing(path: str | Path) -> Iterator[Tracing]:
     """Yield a :class:`Tracing` that appends every finished span to ``path`` as one JSON line.
 
+    The spans are written (by the SDK's ``ConsoleSpanExporter``, a flush after each span) through a
+    :class:`~simulator.execution.recording.GuardedWriter`, as the run's log is: a write that fails (disk full,
+    read-only) never raises in the trial that ended the span; the first error is kept (:attr:`Tracing.write_error`,
+    which stops the run at its next recorded trial) and later spans are dropped. The file is closed quietly: the
+    flush on close fails the same way, and that was already noted.
+
     Args:
         path: the spans file (``tausim run --otel FILE``).
 
@@ -242,11 +257,12 @@ def file_tracing(path: str | Path) -> Iterator[Tracing]:
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
     fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, after the provider's flush
+    sink = GuardedWriter(fh, str(path))
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
-        out=fh, formatter=lambda span: span.to_json(indent=None) + "\n")))
+        out=cast(IO[str], sink), formatter=lambda span: span.to_json(indent=None) + "\n")))
     try:
-        yield Tracing(provider)
+        yield Tracing(provider, sink=sink)
     finally:
         provider.shutdown()
-        fh.close()
+        close_quietly(fh)
