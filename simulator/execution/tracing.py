@@ -25,6 +25,7 @@ Trials run in other processes (``--workers``, Dask) are not traced: a tracer doe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -235,6 +236,18 @@ class TraceObserver:
         self._close_turn()
 
 
+def _cut_short(path: Path) -> bool:
+    """Whether ``path`` holds text whose last line has no newline (a write cut short); False when unreadable."""
+    try:
+        with path.open("rb") as fh:
+            if fh.seek(0, os.SEEK_END) == 0:
+                return False
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) != b"\n"
+    except OSError:  # not seekable (a pipe, a terminal): nothing to mend
+        return False
+
+
 @contextmanager
 def file_tracing(path: str | Path) -> Iterator[Tracing]:
     """Yield a :class:`Tracing` that appends every finished span to ``path`` as one JSON line.
@@ -243,7 +256,8 @@ def file_tracing(path: str | Path) -> Iterator[Tracing]:
     :class:`~simulator.execution.recording.GuardedWriter`, as the run's log is: a write that fails (disk full,
     read-only) never raises in the trial that ended the span; the first error is kept (:attr:`Tracing.write_error`,
     which stops the run at its next recorded trial) and later spans are dropped. The file is closed quietly: the
-    flush on close fails the same way, and that was already noted.
+    flush on close fails the same way, and that was already noted. A file whose last line was cut short (an
+    earlier run on a full disk) gets a newline first, so that the new spans are whole lines.
 
     Args:
         path: the spans file (``tausim run --otel FILE``).
@@ -258,6 +272,8 @@ def file_tracing(path: str | Path) -> Iterator[Tracing]:
 
     fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, after the provider's flush
     sink = GuardedWriter(fh, str(path))
+    if _cut_short(Path(path)):  # an earlier run's last span cut by a full disk stays cut; this run's stay whole
+        sink.write("\n")
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
         out=cast(IO[str], sink), formatter=lambda span: span.to_json(indent=None) + "\n")))

@@ -129,3 +129,16 @@ def test_cli_run_stopped_by_a_full_spans_file_says_one_line_and_prints_the_summa
     assert "Traceback" not in res.output and "pass^1" in res.output
     assert Path(f"{out}.partial.jsonl").exists() and not out.exists()
     _no_exporter_noise(caplog)
+
+
+def test_spans_appended_after_a_line_cut_short_start_on_a_line_of_their_own(tmp_path):
+    spans = tmp_path / "spans.jsonl"
+    spans.write_text('{"name": "tausim.trial"}\n{"name": "tausim.tr')  # an earlier run stopped by a full disk
+    with tracing_module.file_tracing(spans) as tracing, tracing.run(domain="retail"):
+        pass
+    lines = spans.read_text().splitlines()
+    assert lines[:2] == ['{"name": "tausim.trial"}', '{"name": "tausim.tr']  # the cut line stays as it was
+    assert [json.loads(line)["name"] for line in lines[2:]] == ["tausim.run"]
+    with tracing_module.file_tracing(spans) as tracing, tracing.run(domain="retail"):
+        pass  # a whole file gets no blank line
+    assert [json.loads(line)["name"] for line in spans.read_text().splitlines()[2:]] == ["tausim.run", "tausim.run"]
