@@ -446,9 +446,9 @@ class _Session:
         """
         if self.log_guard is not None and self.log_guard.error is not None and self.log_guard.lost(trial_key(t)):
             raise self.log_guard.error
-        spans_error = self._spans_error()
-        if spans_error is not None:  # spans name their trial only on the trial's own span: stop at the first loss
-            raise spans_error
+        tracing = self.runner.tracing if self.runner is not None else None
+        if tracing is not None and tracing.write_error is not None and tracing.lost(trial_key(t)):
+            raise tracing.write_error
         cache = self.services.cache if self.services is not None else None
         if cache is not None and cache.write_error is not None:
             raise WriteError(str(cache.path), cache.write_error)

@@ -26,16 +26,18 @@ Trials run in other processes (``--workers``, Dask) are not traced: a tracer doe
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from simulator.dialogue.state import ConversationState
 from simulator.errors import InputError, WriteError
 from simulator.execution.recording import GuardedWriter, close_quietly
 from simulator.types.messages import AgentTurn, Usage, UserTurn
 from simulator.types.protocols import Progress
+from simulator.types.results import TrialKey
 from simulator.types.trajectory import ToolCallRecord
 
 __all__ = ["TraceObserver", "Tracing", "file_tracing", "span_ids"]
@@ -79,11 +81,45 @@ class Tracing:
         self.tracer = tracer_provider.get_tracer("tausim")
         self.run_span: Any = None
         self.sink = sink
+        self._trial_of: dict[int, TrialKey] = {}  # span id of an open trial or turn span -> its trial
+        self._lost: set[TrialKey] = set()  # trials a span of which did not reach the sink
+        self._lost_other = False  # a span of no trial (the run's) did not
+        self._lock = threading.Lock()
 
     @property
     def write_error(self) -> WriteError | None:
         """Why the spans file lost spans (disk full, read-only), or None (also when spans go elsewhere)."""
         return None if self.sink is None else self.sink.error
+
+    def lost(self, key: TrialKey) -> bool:
+        """Whether spans of trial ``key`` (task id, persona or None, trial index) may be missing from the sink.
+
+        True once a write failed and a span of that trial, or of no trial, was not written (the cautious
+        answer); a trial whose spans were all written before the disk filled is not lost. Its spans are written
+        (by the trial's own thread) before its result is returned, so the answer is final once the result is in.
+        """
+        with self._lock:
+            return self.write_error is not None and (self._lost_other or key in self._lost)
+
+    def exported(self, span: Any, written: bool) -> None:
+        """Note that a finished span was written to the sink, or not (``written`` False: it may be missing)."""
+        span_id = span.context.span_id
+        parent = span.parent.span_id if span.parent is not None else None
+        with self._lock:
+            key = self._trial_of.pop(span_id, None)  # a trial or turn span ends after its children
+            if key is None and parent is not None:
+                key = self._trial_of.get(parent)
+            if not written:
+                if key is None:
+                    self._lost_other = True
+                else:
+                    self._lost.add(key)
+
+    def _belongs(self, span: Any, key: TrialKey | None) -> Any:
+        if key is not None:
+            with self._lock:
+                self._trial_of[span.get_span_context().span_id] = key
+        return span
 
     def _ctx(self, parent: Any) -> Any:
         return None if parent is None else self._trace.set_span_in_context(parent)
@@ -110,7 +146,8 @@ class Tracing:
         attrs: dict[str, Any] = {"tausim.task_id": task_id, "tausim.trial": trial, "tausim.seed": seed}
         if persona is not None:
             attrs["tausim.persona"] = persona
-        return self.tracer.start_span("tausim.trial", context=self._ctx(self.run_span), attributes=attrs)
+        span = self.tracer.start_span("tausim.trial", context=self._ctx(self.run_span), attributes=attrs)
+        return self._belongs(span, (task_id, persona, trial))
 
     def end_trial(self, span: Any, passed: bool, termination_reason: str) -> None:
         """Record a trial's outcome on its span and end it."""
@@ -120,7 +157,10 @@ class Tracing:
 
     def start_turn(self, trial_span: Any, index: int) -> Any:
         """Start an agent turn span (child of the trial)."""
-        return self.tracer.start_span("tausim.turn", context=self._ctx(trial_span), attributes={"tausim.turn": index})
+        span = self.tracer.start_span("tausim.turn", context=self._ctx(trial_span), attributes={"tausim.turn": index})
+        with self._lock:
+            key = self._trial_of.get(trial_span.get_span_context().span_id)
+        return self._belongs(span, key)
 
     def tool_call(self, parent: Any, name: str, call_id: str, status: str, start_ns: int, end_ns: int) -> None:
         """Record a finished tool call as an ``execute_tool`` span.
@@ -236,6 +276,25 @@ class TraceObserver:
         self._close_turn()
 
 
+def _file_exporter(tracing: Tracing, sink: GuardedWriter) -> Any:
+    """An OpenTelemetry span exporter writing each span as one JSON line to ``sink`` (the SDK's span JSON).
+
+    Each span is written and flushed (``sink`` never raises); whether it got there is noted on ``tracing``
+    (:meth:`Tracing.exported`), which says which trials lost spans (:meth:`Tracing.lost`).
+    """
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class SpanFileExporter(SpanExporter):  # type: ignore[misc]  # the SDK's base class is not typed for mypy
+        def export(self, spans: Any) -> Any:
+            for span in spans:
+                sink.write(span.to_json(indent=None) + "\n")
+                sink.flush()
+                tracing.exported(span, written=sink.error is None)  # an error, ours or another thread's: cautious
+            return SpanExportResult.SUCCESS if sink.error is None else SpanExportResult.FAILURE
+
+    return SpanFileExporter()
+
+
 def _cut_short(path: Path) -> bool:
     """Whether ``path`` holds text whose last line has no newline (a write cut short); False when unreadable."""
     try:
@@ -252,11 +311,12 @@ def _cut_short(path: Path) -> bool:
 def file_tracing(path: str | Path) -> Iterator[Tracing]:
     """Yield a :class:`Tracing` that appends every finished span to ``path`` as one JSON line.
 
-    The spans are written (by the SDK's ``ConsoleSpanExporter``, a flush after each span) through a
+    The spans are written (the SDK's span JSON on one line, a flush after each span) through a
     :class:`~simulator.execution.recording.GuardedWriter`, as the run's log is: a write that fails (disk full,
-    read-only) never raises in the trial that ended the span; the first error is kept (:attr:`Tracing.write_error`,
-    which stops the run at its next recorded trial) and later spans are dropped. The file is closed quietly: the
-    flush on close fails the same way, and that was already noted. A file whose last line was cut short (an
+    read-only) never raises in the trial that ended the span; the first error is kept (:attr:`Tracing.write_error`)
+    and later spans are dropped; the run stops at the first trial whose spans did not all reach the file
+    (:meth:`Tracing.lost`). The file is closed quietly: the flush on close fails the same way, and that was
+    already noted. A file whose last line was cut short (an
     earlier run on a full disk) gets a newline first, so that the new spans are whole lines.
 
     Args:
@@ -268,17 +328,17 @@ def file_tracing(path: str | Path) -> Iterator[Tracing]:
     """
     _require_sdk()
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, after the provider's flush
     sink = GuardedWriter(fh, str(path))
     if _cut_short(Path(path)):  # an earlier run's last span cut by a full disk stays cut; this run's stay whole
         sink.write("\n")
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
-        out=cast(IO[str], sink), formatter=lambda span: span.to_json(indent=None) + "\n")))
+    tracing = Tracing(provider, sink=sink)
+    provider.add_span_processor(SimpleSpanProcessor(_file_exporter(tracing, sink)))
     try:
-        yield Tracing(provider, sink=sink)
+        yield tracing
     finally:
         provider.shutdown()
         close_quietly(fh)
