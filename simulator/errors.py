@@ -227,6 +227,10 @@ class WriteError(InfrastructureError):
         self.path = path
         self.cause = cause
 
+    def __reduce__(self) -> tuple[type[WriteError], tuple[str, str]]:
+        """Pickle by ``path`` and ``cause`` (raised on a Dask worker, it reaches the driver whole)."""
+        return type(self), (self.path, self.cause)
+
 
 class LLMError(InfrastructureError):
     """Base class of model-call failures; the message names the model.

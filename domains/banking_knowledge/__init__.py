@@ -12,7 +12,6 @@ grade as τ³ grades them (:mod:`simulator.world.tau2_tasks`). Registered as ``b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,6 +41,7 @@ from simulator.world.kit import (
     Task,
     Toolbox,
     TrialDatabase,
+    decode_data_file,
     doc_table,
     insert_docs,
     merge_docs,
@@ -57,11 +57,11 @@ def _folder() -> Path:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return decode_data_file(path, path.read_text(encoding="utf-8"))
     except FileNotFoundError as e:
         raise DomainError(f"--data {path.parent}: missing {path.name}") from e
-    except ValueError as e:
-        raise DomainError(f"{path}: not valid JSON: {e}") from e
+    except UnicodeDecodeError as e:
+        raise DomainError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 class BankingKnowledgeDomain(Domain):

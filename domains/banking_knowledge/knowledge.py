@@ -36,7 +36,6 @@ whole search; past it the agent gets a tool error and the trial goes on. Two kno
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Sequence
@@ -48,7 +47,7 @@ from typing import Any
 
 import regex
 
-from simulator.world.kit import DomainError, ToolError
+from simulator.world.kit import DomainError, ToolError, decode_data_file
 
 __all__ = ["CONFIGURATIONS", "DEFAULT_RETRIEVAL", "OFFLINE_REFUSED", "SLOT", "Document", "KnowledgeBase",
            "check_retrieval", "fill_required", "knowledge_base"]
@@ -149,8 +148,8 @@ class KnowledgeBase:
         docs = []
         for path in sorted(docs_dir.glob("*.json")):
             try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as e:
+                raw = decode_data_file(path, path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as e:
                 raise DomainError(f"{path}: not readable JSON: {e}") from e
             for field in ("id", "title", "content"):
                 if not isinstance(raw, dict) or not isinstance(raw.get(field), str):

@@ -11,7 +11,6 @@ and tags the task ``tau2-gold-amended`` (see :meth:`MockDomain.load_tasks`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -31,6 +30,7 @@ from simulator.world.kit import (
     ToolContext,
     ToolError,
     TrialDatabase,
+    decode_data_file,
     doc_table,
     insert_docs,
     merge_docs,
@@ -183,11 +183,11 @@ def _notification_status(ctx: ToolContext, notification_id: str, expected_status
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = decode_data_file(path, path.read_text(encoding="utf-8"))
     except FileNotFoundError as e:
         raise DomainError(f"--data {path.parent}: missing {path.name}") from e
-    except ValueError as e:
-        raise DomainError(f"{path}: not valid JSON: {e}") from e
+    except UnicodeDecodeError as e:
+        raise DomainError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     if not isinstance(data, dict):
         raise DomainError(f"{path}: expected an object of tables")
     return data

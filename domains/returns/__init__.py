@@ -8,7 +8,6 @@ Registered under the entry point group ``tausim.domains`` as ``returns``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,17 @@ from sqlalchemy.orm import Session
 from domains.returns.models import Approval, Base, Customer, Order, Refund, Return
 from domains.returns.tools import EVENTS, returns_toolbox
 from simulator.agents.kit import Agent, TrialContext
-from simulator.world.kit import Clock, Domain, DomainError, Ledger, Outbox, StateSpec, Toolbox, TrialDatabase
+from simulator.world.kit import (
+    Clock,
+    Domain,
+    DomainError,
+    Ledger,
+    Outbox,
+    StateSpec,
+    Toolbox,
+    TrialDatabase,
+    decode_data_file,
+)
 
 __all__ = ["ReturnsDomain"]
 
@@ -72,8 +81,8 @@ class ReturnsDomain(Domain):
         for stem, (model, fields) in TABLES.items():
             path = Path(data_dir) / f"{stem}.json"
             try:
-                records = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as e:
+                records = decode_data_file(path, path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as e:
                 raise DomainError(f"{path}: cannot read returns data: {e}") from e
             if not isinstance(records, dict):
                 raise DomainError(f"{path}: expected an object of records keyed by id")

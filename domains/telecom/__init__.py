@@ -13,6 +13,7 @@ bills paid). Data: tau2's ``db.toml`` and ``user_db.toml`` (``--data`` their fol
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -74,6 +75,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise DomainError(f"--data {path.parent}: missing {path.name}") from e
     except tomllib.TOMLDecodeError as e:
         raise DomainError(f"{path}: not valid TOML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise DomainError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except ValueError:  # int(): Python's digit limit (tomllib names no position)
+        raise DomainError(f"{path}: not valid TOML: an integer of more than {sys.get_int_max_str_digits()} "
+                          "digits") from None
 
 
 class TelecomDomain(Domain):

@@ -16,7 +16,6 @@ File format::
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import ValidationError
 
 from simulator.errors import BudgetFileError
 from simulator.stats.estimators import linear_quantiles
+from simulator.types.jsonfile import JSONTextError, decode_json
 from simulator.types.tasks import Budget
 
 __all__ = ["BASELINE_RULE", "BUDGETS_FORMAT", "BudgetFileError", "derive_budgets", "load_budgets"]
@@ -106,11 +106,11 @@ def load_budgets(path: str | Path, task_ids: Collection[str], domain: str | None
     """
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = decode_json(p.read_text(encoding="utf-8"))
     except OSError as e:
         raise BudgetFileError(f"--budgets {p}: cannot read: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise BudgetFileError(f"--budgets {p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except JSONTextError as e:
+        raise BudgetFileError(f"--budgets {p}: {e}") from None
     if not isinstance(data, dict) or data.get("format") != BUDGETS_FORMAT or data.get("version") != 1:
         raise BudgetFileError(f"--budgets {p}: not a budgets file (expected \"format\": \"{BUDGETS_FORMAT}\", "
                               "\"version\": 1; write one with `tausim baseline RUN.json --out FILE`)")

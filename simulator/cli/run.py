@@ -151,7 +151,8 @@ def run_command(
     cancelled), both saying where the finished trials are and how to resume.
     """
     refuse_ignored_options(locals(), _DEFAULTS)
-    if resume_from is not None and out is None:  # the document goes where the stopped run's would have gone
+    if resume_from is not None and out is None and resume_from.is_file():  # the document goes where the stopped
+        # run's would have gone (a missing file is reported as such when it is read)
         out = document_path(resume_from)
         if out is None:
             raise fail(f"--resume-from {resume_from}: not a FILE{PARTIAL_SUFFIX} name: give --out FILE for the "

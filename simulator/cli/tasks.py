@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +11,8 @@ from rich.markup import escape
 from simulator.authoring import Finding, errors, lint_tasks
 from simulator.cli._common import domain_options, fail
 from simulator.report import safe_console
-from simulator.types.tasks import TOO_DEEP, TaskFileError, not_utf8
+from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
+from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError, get_domain
 from simulator.world.suites import split_task_file
 
@@ -24,13 +24,13 @@ tasks_app = typer.Typer(no_args_is_help=True, help="Work on task files.")
 def _file_domain(path: Path) -> str | None:
     """Return the ``domain`` a tausim task file names, or None (tau-bench lists name none)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None  # the loader reports it with file and position
+        data = decode_json(path.read_text(encoding="utf-8"))
+    except OSError:
+        return None  # the loader reports it
+    except JSONTextError as e:
+        raise fail(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
         raise fail(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
-    except RecursionError:
-        raise fail(f"{path}: {TOO_DEEP}") from None
     return data.get("domain") if isinstance(data, dict) else None
 
 

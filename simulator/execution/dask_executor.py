@@ -12,7 +12,7 @@ from typing import Any
 
 from distributed import WorkerPlugin, as_completed, get_worker
 
-from simulator.errors import ExecutorError
+from simulator.errors import ExecutorError, WriteError
 from simulator.execution.runner import Runner, infra_error_result, settle_heap
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
@@ -244,6 +244,10 @@ class RunnerPlugin(WorkerPlugin):
         """Run one trial; return its :class:`TrialResult` JSON, then its log lines, one per line.
 
         One string is the cheapest result for Dask to send back (a nested dict would be serialized item by item).
+
+        Raises:
+            WriteError: this worker's response cache (``--cache``) could not be written (a full disk): the trial is
+                not recorded and the driver stops the run, as it does when its own cache fails.
         """
         if self._runner is None:
             raise RuntimeError("the tausim worker plugin was not set up")
@@ -254,6 +258,9 @@ class RunnerPlugin(WorkerPlugin):
             result = self._runner.run_trial(task, trial, persona)
         finally:
             lines = self._buffer.take() if self._buffer is not None else []
+        cache = self._services.cache if self._services is not None else None
+        if cache is not None and cache.write_error is not None:  # the driver stops the run, as for its own cache
+            raise WriteError(str(cache.path), cache.write_error)
         return "\n".join([result.model_dump_json(), *lines])
 
     @property

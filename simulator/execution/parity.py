@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from simulator.types.jsonfile import JSONTextError, decode_json
 from simulator.types.tasks import Task
 from simulator.world.database import TemplateDatabase, json_diff
 from simulator.world.domain import Domain
@@ -336,9 +337,9 @@ def load_reference(path: str | Path) -> dict[str, dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            doc = json.loads(line)
-        except ValueError as e:
-            raise ValueError(f"{p}: line {n}: not JSON ({e})") from e
+            doc = decode_json(line, first_line=n)
+        except JSONTextError as e:
+            raise ValueError(f"{p}: {e}") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("task_id"), str):
             raise ValueError(f"{p}: line {n}: expected an object with a task_id")
         out[doc["task_id"]] = doc

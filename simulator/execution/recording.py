@@ -25,8 +25,9 @@ from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
 __all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly",
-           "document_json", "document_path", "open_partial", "open_results_store", "output_problem", "partial_lock",
-           "partial_path", "write_document", "write_json_atomic", "write_text_atomic", "write_with_fallback"]
+           "document_json", "document_path", "ends_mid_line", "open_partial", "open_results_store", "output_problem",
+           "partial_lock", "partial_path", "write_document", "write_json_atomic", "write_text_atomic",
+           "write_with_fallback"]
 
 
 def check_store_url(url: str) -> None:
@@ -320,6 +321,21 @@ def append_line(handle: IO[str], path: Path, line: str) -> None:
         raise WriteError(str(path), e.strerror or str(e)) from e
 
 
+def ends_mid_line(path: str | Path) -> bool:
+    """Whether a file's last line lacks its newline (a line cut short by a full disk or a crash).
+
+    False for a file that is empty, missing or unreadable.
+    """
+    try:
+        with open(path, "rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:
+        return False
+
+
 def close_quietly(handle: IO[str]) -> None:
     """Close a file whose last write may have failed (disk full): the flush on close fails the same way.
 
@@ -381,7 +397,10 @@ class GuardedWriter:
 
         True once a write failed and a lost line named that trial, or named no trial (the cautious answer).
         """
-        return self.error is not None and (self._lost_other or key in self._lost)
+        if self.error is None:
+            return False
+        with self._lock:  # a write failing in another thread notes its lines under the lock
+            return self._lost_other or key in self._lost
 
     def _note_lost(self, text: str) -> None:
         """Note the trials whose lines ``text`` held (one JSON object per line, as the run's logger writes)."""

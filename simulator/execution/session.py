@@ -49,6 +49,7 @@ from simulator.execution.recording import (
     append_line,
     check_store_url,
     close_quietly,
+    ends_mid_line,
     open_partial,
     open_results_store,
     output_problem,
@@ -425,6 +426,8 @@ class _Session:
         except OSError as e:
             raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
         self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run: _record
+        if ends_mid_line(self.spec.log_file):  # an earlier run's last line was cut (a full disk, a crash)
+            self.log_guard.write("\n")  # this run's lines start on a line of their own
         self.log = runner.log = run_logger(self.log_guard, self.log_run_id)
 
     def _log_sink(self, lines: list[str]) -> None:
@@ -441,8 +444,9 @@ class _Session:
 
         Raises:
             WriteError: the store, the partial file or the cache cannot be written, or the log lost some of this
-                trial's events: the run stops (:meth:`execute`); the trial and those still running are not
-                recorded (a trial whose events were all logged before the disk filled still is).
+                trial's events, or the ``otel`` spans file some of its spans: the run stops (:meth:`execute`); the
+                trial and those still running are not recorded (a trial whose events and spans were all written
+                before the disk filled still is).
         """
         if self.log_guard is not None and self.log_guard.error is not None and self.log_guard.lost(trial_key(t)):
             raise self.log_guard.error

@@ -25,7 +25,6 @@ Trials run in other processes (``--workers``, Dask) are not traced: a tracer doe
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +33,7 @@ from typing import IO, Any
 
 from simulator.dialogue.state import ConversationState
 from simulator.errors import InputError, WriteError
-from simulator.execution.recording import GuardedWriter, close_quietly
+from simulator.execution.recording import GuardedWriter, close_quietly, ends_mid_line
 from simulator.types.messages import AgentTurn, Usage, UserTurn
 from simulator.types.protocols import Progress
 from simulator.types.results import TrialKey
@@ -295,18 +294,6 @@ def _file_exporter(tracing: Tracing, sink: GuardedWriter) -> Any:
     return SpanFileExporter()
 
 
-def _cut_short(path: Path) -> bool:
-    """Whether ``path`` holds text whose last line has no newline (a write cut short); False when unreadable."""
-    try:
-        with path.open("rb") as fh:
-            if fh.seek(0, os.SEEK_END) == 0:
-                return False
-            fh.seek(-1, os.SEEK_END)
-            return fh.read(1) != b"\n"
-    except OSError:  # not seekable (a pipe, a terminal): nothing to mend
-        return False
-
-
 @contextmanager
 def file_tracing(path: str | Path) -> Iterator[Tracing]:
     """Yield a :class:`Tracing` that appends every finished span to ``path`` as one JSON line.
@@ -332,7 +319,7 @@ def file_tracing(path: str | Path) -> Iterator[Tracing]:
 
     fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, after the provider's flush
     sink = GuardedWriter(fh, str(path))
-    if _cut_short(Path(path)):  # an earlier run's last span cut by a full disk stays cut; this run's stay whole
+    if ends_mid_line(path):  # an earlier run's last span cut by a full disk stays cut; this run's stay whole
         sink.write("\n")
     provider = TracerProvider()
     tracing = Tracing(provider, sink=sink)

@@ -37,6 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from simulator.types.grade import AssertionVerdict, JudgeResult
+from simulator.types.jsonfile import JSONTextError, decode_json
 from simulator.types.messages import Message, Usage
 from simulator.types.spec import format_validation_error
 from simulator.types.tasks import JudgeAssertion
@@ -531,9 +532,9 @@ def load_labels(path: str | Path) -> list[CalibrationItem]:
             continue
         expected = 'expected {"transcript", "assertion", "label": "yes"|"no"}'
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p}: line {i}: malformed JSON at column {e.colno}: {e.msg}; {expected}") from e
+            raw = decode_json(line, first_line=i)
+        except JSONTextError as e:
+            raise ValueError(f"{p}: {e}; {expected}") from None
         if isinstance(raw, dict) and isinstance(raw.get("label"), str):
             raw["label"] = raw["label"].strip().lower()
         try:

@@ -36,6 +36,7 @@ from typing import Any
 from simulator.errors import PeerResultsError
 from simulator.storage.codec import RunInfo
 from simulator.storage.store import ResultsStore, data_hash
+from simulator.types.jsonfile import decode_json
 from simulator.types.messages import Message, ToolCall
 from simulator.types.results import (
     PEER_REWARD,  # noqa: F401
@@ -321,11 +322,19 @@ def _read_json(path: Path) -> tuple[bytes, Any]:
     """
     try:
         raw = path.read_bytes()
-        return raw, json.loads(raw)
+        return raw, _decode(raw)
     except OSError as e:
         raise PeerResultsError(f"{path}: cannot read ({e.strerror or e})") from e
     except ValueError as e:
         raise PeerResultsError(f"{path}: not JSON ({e})") from e
+
+
+def _decode(raw: bytes) -> Any:
+    """The JSON of a file's bytes, in the encoding ``json.loads`` detects (UTF-8, -16 or -32).
+
+    Errors are worded as by :func:`~simulator.types.jsonfile.decode_json` (a ValueError).
+    """
+    return decode_json(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def _read_tau2_dir(p: Path) -> tuple[bytes, Any]:
@@ -343,7 +352,7 @@ def _read_tau2_dir(p: Path) -> tuple[bytes, Any]:
     for f in sorted(sims_dir.glob("*.json")):
         try:
             data = f.read_bytes()
-            sims.append(json.loads(data))
+            sims.append(_decode(data))
         except OSError as e:
             raise PeerResultsError(f"{f}: cannot read ({e.strerror or e})") from e
         except ValueError as e:

@@ -23,13 +23,13 @@ trajectory (USD; null when any trial's cost is unknown), and the run's methodolo
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from simulator.types.jsonfile import decode_json
 from simulator.types.sanitize import counted
 from simulator.types.tasks import Task
 from simulator.world.domain import DomainError, get_domain
@@ -131,7 +131,7 @@ def _tasks(config: Mapping[str, Any], task_ids: Sequence[str]) -> tuple[list[dic
     for path in candidates:
         if Path(path).is_file() and is_tau2_task_file(path):
             try:
-                raw = json.loads(Path(path).read_text(encoding="utf-8"))
+                raw = decode_json(Path(path).read_text(encoding="utf-8"))
             except (OSError, ValueError) as e:
                 raise RunDocumentError(f"{path}: cannot read the run's τ³ task file ({e})") from e
             if isinstance(raw, list):

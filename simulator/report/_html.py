@@ -640,7 +640,7 @@ def render_html(report: RunReport, title: str | None = None) -> str:
 <section id="passk"><h2>Reliability: pass^k for k = 1..{report.trials_per_task}</h2>{_svg_curve(report)}</section>
 <section><h2>pass^k and pass@k</h2>{ks}<p class=note>Mean over tasks; the denominator is the planned number of
 trials. Percentile bootstrap over tasks ({m['bootstrap']['resamples']} resamples, seed {m['bootstrap']['seed']}).</p>
-<p class=note id="noise-floor">{_e(noise_floor_text(m) or "")}</p>
+<p class=note id="noise-floor">{_e(noise_floor_text(m, cfg.get("personas")) or "")}</p>
 {"".join(f"<p class=note>{_e(line)}</p>" for line in user_review_lines(m.get("user_review") or {}))}
 </section>
 </div>

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from simulator.grading.judge import judge_summary_lines
 from simulator.types.grade import JudgeResult
-from simulator.types.sanitize import counted
+from simulator.types.sanitize import clipped, counted
 
 from ._analysis import RunReport, trial_outcome
 from ._clusters import SIGNATURE_FIELDS, ClusterRow, run_clusters, share_text
@@ -136,7 +136,17 @@ def assertion_lines(record: Mapping[str, Any], indent: str = "    ") -> list[str
     return lines
 
 
+FAILURE_LINE_CHARS = 400
+"""Characters of a line of :func:`failure_lines` at most: a longer one (a model's 48 kB error, a huge value in a
+state difference) keeps its start and end around a count of what was cut (:func:`~simulator.types.sanitize.clipped`)."""
+
+
 def failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
+    """Describe one failed trial (:func:`_failure_lines`), each line at most :data:`FAILURE_LINE_CHARS` long."""
+    return [clipped(line, FAILURE_LINE_CHARS) for line in _failure_lines(record, failures)]
+
+
+def _failure_lines(record: Mapping[str, Any], failures: Sequence[str] | None = None) -> list[str]:
     """Describe one failed trial: a headline, then what went wrong (state differences, missing outputs, ...).
 
     Args:
@@ -385,11 +395,17 @@ def data_notes(document: Mapping[str, Any]) -> list[str]:
     return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
-def noise_floor_text(m: Mapping[str, Any]) -> str | None:
+def noise_floor_text(m: Mapping[str, Any], personas: Any = None) -> str | None:
     """The report's sentence on the run's noise floor (``metrics["noise_floor"]``), or None when not computed.
 
     Example: ``noise floor (29 tasks x 4 trials): a paired comparison detects a pass^1 difference of 0.071 and a
-    pass^4 difference of 0.112 (80% power, 5% level; ...)``.
+    pass^4 difference of 0.112 (80% power, 5% level; ...)``. A run with personas counts its task cells (task x
+    persona, what the noise floor is computed over: ``nf["tasks"]``) as tasks x personas, as the run's header does
+    (``tasks=1 personas=2``): ``noise floor (1 task x 2 personas x 2 trials)``.
+
+    Args:
+        m: the run's metrics.
+        personas: the run's persona names (``config["personas"]``); None: ``m["personas"]``, if any.
     """
     nf = m.get("noise_floor")
     if not isinstance(nf, Mapping):
@@ -397,10 +413,17 @@ def noise_floor_text(m: Mapping[str, Any]) -> str | None:
     k = nf.get("k", 1)
     keys = ["pass^1", *([f"pass^{k}"] if f"pass^{k}" in nf and k != 1 else [])]
     values = {key: nf.get(key) for key in keys}
-    size = f"noise floor ({counted(nf['tasks'], 'task')} x {counted(nf['trials_per_task'], 'trial')})"
+    cells, personas = nf["tasks"], m.get("personas") if personas is None else personas
+    groups = len(personas) if isinstance(personas, list) and isinstance(cells, int) else 0
+    if groups and cells % groups == 0:  # cells are task x persona
+        sample = f"{counted(cells // groups, 'task')} x {counted(groups, 'persona')}"
+    else:
+        sample, groups = counted(cells, "task"), 0
+    size = f"noise floor ({sample} x {counted(nf['trials_per_task'], 'trial')})"
     plan = "`tausim plan --baseline RUN --detect D` gives the trials per task needed for D"
     if all(not _probability(v) for v in values.values()):
-        return (f"{size}: cannot be estimated with so few tasks x trials: a paired comparison of two such runs "
+        few = "tasks x personas x trials" if groups else "tasks x trials"
+        return (f"{size}: cannot be estimated with so few {few}: a paired comparison of two such runs "
                 f"would detect no difference of {' or '.join(keys)}, not even 1 ({nf['method']}); {plan}")
     parts = [f"a {key} difference of {v:.3f}" if _probability(v) else f"no {key} difference (not even 1)"
              for key, v in values.items()]
@@ -459,7 +482,7 @@ def _print_reliability(report: RunReport, console: Console) -> None:
         table.add_row(str(k), f"{m[f'pass^{k}']:.3f}", f"[{hat[0]:.3f}, {hat[1]:.3f}]",
                       f"{m[f'pass@{k}']:.3f}", f"[{at[0]:.3f}, {at[1]:.3f}]")
     console.print(table)
-    line = noise_floor_text(m)
+    line = noise_floor_text(m, cfg.get("personas"))
     if line is not None:
         console.print(line, highlight=False, markup=False)
     passing_by_cell: dict[str, bool] = {}

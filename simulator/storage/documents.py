@@ -32,9 +32,9 @@ from simulator.errors import RunDocumentError
 from simulator.stats.faults import recovery_rates
 from simulator.stats.summaries import run_metrics
 from simulator.storage.measures import bad_measure, scrub_measurements
+from simulator.types.jsonfile import JSONTextError, decode_json
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
 from simulator.types.spec import RunSpec, format_validation_error, recorded_config
-from simulator.types.tasks import TOO_DEEP
 
 __all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "check_run_document", "load_partial",
            "load_run_document", "partial_document", "partial_header", "run_summary_json"]
@@ -124,11 +124,12 @@ def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | No
 
     Returns:
         ``(spec, trials, planned)``: the trials in file order, the first of each (task, persona, trial) key
-        only; a last line cut short by a crash is dropped.
+        only; a last line cut short by a crash (no newline after it) is dropped.
 
     Raises:
         RunDocumentError: missing or unreadable file, a first line that is not the header, an invalid spec, or
-            a line other than the last that is not a trial (the message names the file and line).
+            a line that is not a trial, but for a last line without its newline (the message names the file and
+            line).
     """
     spec, trials, planned, _ = _load_partial(path)
     return spec, trials, planned
@@ -146,8 +147,8 @@ def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | N
     except (OSError, UnicodeDecodeError) as e:
         raise RunDocumentError(f"{p}: cannot read: {e}") from None
     try:
-        header = json.loads(lines[0]) if lines else None
-    except (json.JSONDecodeError, RecursionError):
+        header = decode_json(lines[0]) if lines else None
+    except JSONTextError:
         header = None
     if not isinstance(header, Mapping) or header.get("format") != PARTIAL_FORMAT:
         raise RunDocumentError(f"{p}: line 1: not a tausim partial run file (expected the header "
@@ -164,7 +165,7 @@ def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | N
         try:
             trial = TrialResult.model_validate_json(line)
         except ValidationError as e:
-            if n == len(body) - 1:  # the line a crash cut short
+            if n == len(body) - 1 and i == len(lines):  # the last line, without its newline: a crash cut it short
                 break
             raise RunDocumentError(format_validation_error(f"{p}: line {i}", e)) from None
         if trial_key(trial) not in seen:
@@ -197,8 +198,8 @@ def partial_document(path: str | Path) -> dict[str, Any]:
 def _is_partial(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0]
     try:
-        head = json.loads(first)
-    except (json.JSONDecodeError, RecursionError):
+        head = decode_json(first)
+    except JSONTextError:
         return False
     return isinstance(head, Mapping) and head.get("format") == PARTIAL_FORMAT
 
@@ -298,10 +299,8 @@ def load_run_document(path_or_doc: str | Path | Mapping[str, Any]) -> dict[str, 
     if _is_partial(text):
         return partial_document(path)
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RunDocumentError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    except RecursionError:
-        raise RunDocumentError(f"{path}: {TOO_DEEP}") from None
+        doc = decode_json(text)
+    except JSONTextError as e:
+        raise RunDocumentError(f"{path}: {e}") from None
     checked = check_run_document(doc, str(path))
     return checked

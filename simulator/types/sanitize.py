@@ -326,7 +326,8 @@ def lone_surrogate_path(data: Any) -> tuple[str, str] | None:
         data: decoded JSON (dicts, lists, strings, numbers, booleans, None).
 
     Returns:
-        ``(path, text)``: the first such place, ``tasks[3].required_outputs[0]`` style, and its string; or None.
+        ``(path, text)``: the first such place, ``tasks[3].required_outputs[0]`` style (``[3].id`` in a list), and
+        its string; or None.
     """
     stack: list[tuple[Any, str]] = [(data, "(document)")]
     while stack:  # iterative: deep JSON must not raise RecursionError
@@ -341,7 +342,8 @@ def lone_surrogate_path(data: Any) -> tuple[str, str] | None:
                     return key_path.encode("ascii", "backslashreplace").decode("ascii"), k  # the key, escaped
                 stack.append((item, key_path))
         elif isinstance(v, list):
-            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
+            stack.extend((item, f"{path}[{i}]" if path != "(document)" else f"[{i}]")
+                         for i, item in reversed(list(enumerate(v))))
     return None
 
 

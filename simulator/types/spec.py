@@ -43,8 +43,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.errors import SpecError
 from simulator.types.faults import FaultRates
+from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
 from simulator.types.secrets import redact_secrets
-from simulator.types.tasks import TOO_DEEP, Budget, not_utf8
+from simulator.types.tasks import Budget
 
 __all__ = ["EXECUTOR_HELP", "MAX_PLANNED_TRIALS", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "JudgeSpec",
            "RunSpec", "SpecError", "format_validation_error", "load_spec", "parse_executor", "recorded_config",
@@ -322,15 +323,13 @@ def load_spec(path: str | Path) -> RunSpec:
     """
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = decode_json(p.read_text(encoding="utf-8"))
     except OSError as e:
         raise SpecError(f"{p}: cannot read: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
-        raise SpecError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except JSONTextError as e:
+        raise SpecError(f"{p}: {e}") from None
     except UnicodeDecodeError as e:
         raise SpecError(f"{p}: {not_utf8(p.read_bytes(), e)}") from None
-    except RecursionError:
-        raise SpecError(f"{p}: {TOO_DEEP}") from None
     try:
         return RunSpec.model_validate(data)
     except ValidationError as e:

@@ -21,7 +21,6 @@ such tasks get ``id`` = their index in the file, as a string.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.errors import TaskFileError
 from simulator.types.assertions import Assertion
+from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
 from simulator.types.messages import Message
 from simulator.types.persona import NAME_PATTERN, Persona
 from simulator.types.rules import Precedence, ProcessRules
@@ -777,24 +777,10 @@ def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:
     except UnicodeDecodeError as e:
         raise TaskFileError(f"{p}: {not_utf8(p.read_bytes(), e)}") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TaskFileError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
-    except RecursionError:
-        raise TaskFileError(f"{p}: {TOO_DEEP}") from None
+        data = decode_json(text)
+    except JSONTextError as e:
+        raise TaskFileError(f"{p}: {e}") from None
     if (where := lone_surrogate_path(data)) is not None:
         raise TaskFileError(f"{p}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
     return parse_tasks(data, str(p), domain)
 
-
-TOO_DEEP = "JSON nested too deeply to read (Python's parser stops at about 1,000 levels)"
-"""The message of a JSON text whose nesting exhausts the parser's recursion (e.g. 100,000 ``[``)."""
-
-
-def not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
-    """Say why a file is not UTF-8 text, naming a UTF-16 or UTF-32 byte-order mark when it has one."""
-    for bom, name in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
-                      (b"\xfe\xff", "UTF-16")):
-        if raw.startswith(bom):
-            return f"the file is {name} text; save it as UTF-8"
-    return f"not UTF-8 text ({error.reason} at byte {error.start}); save it as UTF-8"

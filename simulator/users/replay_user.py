@@ -18,13 +18,13 @@ without, the recorded trial with the same task, persona and trial index, else th
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simulator.types.jsonfile import decode_json
 from simulator.types.messages import Message, UserTurn
 from simulator.types.protocols import Progress, TrialContext, UserSimulator
 from simulator.types.results import TrialResult
@@ -80,7 +80,7 @@ def load_recorded_trials(run: str, store: str | None) -> list[TrialResult]:
     path = Path(run)
     if path.is_file():
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = decode_json(path.read_text(encoding="utf-8"))
             return [TrialResult.model_validate(t) for t in doc["trials"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ValueError(f"--user replay:{run}: not a readable run file ({type(e).__name__}: {e})") from e

@@ -48,6 +48,7 @@ from simulator.world.data.dumping import Rows, dump_tables, gc_paused, group_row
 from simulator.world.data.loading import (
     TAU2_DB_FILE,
     RecordChecker,
+    decode_data_file,
     insert_rows,
     is_tau2_data,
     key_layout,
@@ -130,6 +131,7 @@ __all__ = [
     "available_domains",
     "calculate",
     "cli_parser",
+    "decode_data_file",
     "deep_merge",
     "derive_instruction_scenario",
     "doc_table",

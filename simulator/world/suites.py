@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from simulator.errors import TaskFileError
+from simulator.types.jsonfile import JSONTextError, decode_json
 from simulator.types.tasks import Task, parse_tasks
 
 __all__ = ["SPLITS", "select_tasks", "split_task_file", "split_tasks", "task_file_split"]
@@ -103,9 +104,11 @@ def split_task_file(path: str | Path, holdout: float, seed: int, out_dir: str | 
     """
     src = Path(path)
     try:
-        data = json.loads(src.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
+        data = decode_json(src.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
         raise TaskFileError(f"{src}: cannot read task file: {e}") from e
+    except JSONTextError as e:
+        raise TaskFileError(f"{src}: {e}") from None
     if not isinstance(data, dict):
         raise TaskFileError(f"{src}: a tau-bench task list cannot be split (its task ids are positions); "
                             "convert it to a tausim task file first")
@@ -140,8 +143,8 @@ def task_file_split(path: str | Path | None) -> str | None:
     if path is None or not Path(path).is_file():
         return None
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = decode_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # JSONTextError, UnicodeDecodeError
         return None  # the task loader reports an unreadable file with its own message
     split = data.get("split") if isinstance(data, dict) else None
     return str(split) if split is not None else None

@@ -24,16 +24,15 @@ Errors name the file, the task id and tau2's field.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from simulator.errors import TaskFileError
-from simulator.types.sanitize import clipped, excerpt
+from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
+from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 from simulator.types.tasks import (
-    TOO_DEEP,
     Action,
     Conduct,
     EnvAssertion,
@@ -43,7 +42,6 @@ from simulator.types.tasks import (
     Task,
     UserScenario,
     check_task_id,
-    not_utf8,
 )
 
 __all__ = ["BASIS", "DEFAULT_SPLIT", "GREETING", "TAU2_CONDUCT", "is_tau2_task_file", "load_tau2_tasks",
@@ -310,11 +308,12 @@ def _read_json(path: Path, what: str) -> Any:
     except UnicodeDecodeError as e:
         raise TaskFileError(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TaskFileError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
-    except RecursionError:
-        raise TaskFileError(f"{path}: {TOO_DEEP}") from None
+        data = decode_json(text)
+    except JSONTextError as e:
+        raise TaskFileError(f"{path}: {e}") from None
+    if (where := lone_surrogate_path(data)) is not None:  # as our task files (simulator.types.tasks.load_tasks)
+        raise TaskFileError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
+    return data
 
 
 def load_tau2_tasks(path: str | Path, split: str | None = None) -> list[Task]:

@@ -41,3 +41,22 @@ def test_a_lone_surrogate_in_peer_data_is_one_line_naming_file_field_and_value(t
     assert lines[0].startswith(f"error: {data / 'users.json'}: {first}.name.first_name: '\\ud83d' holds a lone "
                                "surrogate (half of a UTF-16 pair"), lines[0]
     assert not list((tmp_path / "cache").rglob("*.sqlite"))
+
+
+def test_a_price_sqlite_cannot_store_is_one_line_for_run_and_domain_check(tmp_path):
+    from domains.retail import RetailDomain
+
+    data = tmp_path / "data"
+    shutil.copytree(RetailDomain().default_data_dir(), data)
+    orders = json.loads((data / "orders.json").read_text(encoding="utf-8"))
+    key = next(iter(orders))
+    orders[key]["items"][0]["price"] = 10**30
+    (data / "orders.json").write_text(json.dumps(orders), encoding="utf-8")
+    env = {"TAUSIM_CACHE_DIR": str(tmp_path / "cache")}
+    for args in (["domain", "check", "retail", "--data", str(data)],
+                 ["run", "--domain", "retail", "--data", str(data), "--no-progress", "--no-preflight"]):
+        res = CliRunner().invoke(app, args, env=env)
+        assert res.exit_code == 2, res.output
+        assert res.output.strip().splitlines() == [
+            f"error: {data / 'orders.json'}: record {key!r}: field items[0].price: expected a number SQLite can store "
+            f"(an integer from -2**63 to 2**63-1, or a decimal), got int {10**30}"], res.output

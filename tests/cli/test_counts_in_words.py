@@ -45,3 +45,20 @@ def test_report_and_plan_count_tasks_and_trials_in_words(tmp_path, tasks, trials
     res = CliRunner().invoke(app, ["plan", "--baseline", str(path), "--detect", "0.2"])
     assert res.exit_code == 0, res.output
     assert f"baseline {path}: {says}" in res.output, res.output
+
+
+def test_a_run_with_personas_counts_tasks_and_personas_as_its_header_does(tmp_path):
+    """1 task x 2 personas x 2 trials: the noise floor's 2 cells were called "2 tasks" under ``tasks=1 personas=2``."""
+    out = tmp_path / "run.json"
+    res = CliRunner().invoke(app, ["run", "--domain", "retail", "--agent", "oracle", "--user", "rule", "--personas",
+                                   "cooperative,terse", "--trials", "2", "--task-ids", "cancel-no-longer-needed",
+                                   "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "tasks=1 personas=2 trials/cell=2" in res.output
+    assert "noise floor (1 task x 2 personas x 2 trials):" in res.output, res.output
+    assert "2 tasks" not in res.output
+    for args in (["report", str(out)], ["report", str(out), "--html", str(tmp_path / "r.html")]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+    assert "noise floor (1 task x 2 personas x 2 trials):" in res.output
+    assert "noise floor (1 task x 2 personas x 2 trials):" in (tmp_path / "r.html").read_text(encoding="utf-8")

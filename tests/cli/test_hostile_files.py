@@ -75,3 +75,53 @@ def test_deeply_nested_tool_arguments_are_shown_to_the_agent_as_an_error():
 
     assert parse_arguments('{"a": ' + DEEP + "}") == (None, '{"a": ' + DEEP + "}")
     assert parse_arguments(json.dumps({"a": [[1]]})) == ({"a": [[1]]}, None)
+
+
+BIG_INT = "9" * 5000
+"""More digits than Python converts from text (4,300: ``sys.get_int_max_str_digits()``)."""
+
+
+@pytest.mark.parametrize(("command", "prefix"), [
+    (["tasks", "lint", "{f}", "--domain", "retail"], '{"domain": "retail", "tasks": [{"id": '),
+    (["tasks", "lint", "{f}"], '{"domain": "retail", "tasks": [{"id": '),
+    (["run", "--tasks", "{f}", "--no-preflight"], '{"domain": "retail", "tasks": [{"id": '),
+    (["run", "--spec", "{f}"], '{"domain": "retail",\n "trials": '),
+    (["run", "--budgets", "{f}", "--no-preflight"], '{"tasks": {"x": '),
+    (["personas", "--validate", "{f}"], '{"name": '),
+    (["report", "{f}"], '{"format": '),
+    (["export", "{f}"], '{"format": '),
+    (["gate", "--baseline", "{f}", "--candidate", "{f}"], '{"format": '),
+    (["regrade", "{f}", "--out", "{f}.out"], '{"format": '),
+])
+def test_an_integer_of_more_than_4300_digits_is_one_line_naming_the_file_and_where(command, prefix, tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text(prefix + BIG_INT + "}" * prefix.count("{") + "]" * prefix.count("["))
+    line = prefix.count("\n") + 1
+    column = len(prefix.rsplit("\n", 1)[-1]) + 1  # counted by hand from the prefix: the first digit's column
+    res = invoke(*[a.format(f=path) for a in command])
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output and "set_int_max_str_digits" not in res.output
+    shown = _one_error(res).replace("error: --budgets ", "error: ")  # budgets errors name their option
+    assert shown == f"error: {path}: invalid JSON at line {line} column {column}: an integer of more than 4300 digits"
+
+
+def test_json_lines_and_peer_files_name_the_line_of_a_too_long_integer(tmp_path):
+    """Labels (judge calibrate), a replay reference and peer results: the file's line, not Python's advice."""
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"transcript": "a", "assertion": "b", "label": "yes"}\n{"label": ' + BIG_INT + "}\n")
+    res = invoke("judge", "calibrate", "--model", "m", "--labels", labels)
+    assert res.exit_code == 2
+    assert _one_error(res).startswith(f"error: {labels}: invalid JSON at line 2 column 11: an integer of more than "
+                                      "4300 digits; expected {")
+    reference = tmp_path / "ref.jsonl"
+    reference.write_text('\n\n{"task_id": "t", "x": -' + BIG_INT + "}\n")  # blank lines are counted, then skipped
+    res = invoke("replay", "--reference", reference)
+    assert res.exit_code == 2
+    assert _one_error(res) == (f"error: {reference}: invalid JSON at line 3 column 23: an integer of more than 4300 "
+                               "digits")
+    peer = tmp_path / "peer.json"
+    peer.write_text('[{"a": ' + BIG_INT + "}]")
+    res = invoke("import", peer, "--format", "tau-bench", "--domain", "retail")
+    assert res.exit_code == 2
+    assert _one_error(res) == (f"error: {peer}: not JSON (invalid JSON at line 1 column 8: an integer of more than "
+                               "4300 digits)")

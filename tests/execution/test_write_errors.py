@@ -316,3 +316,41 @@ def test_a_store_that_cannot_be_opened_is_one_line(tmp_path):
     assert res.exit_code == 2, res.output
     assert " ".join(res.output.split()) == ("error: --store sqlite:////dev/full: cannot open the results store: "
                                             "OperationalError: database or disk is full")  # not SQLAlchemy's 2nd line
+
+
+def test_a_log_whose_last_line_was_cut_gets_the_next_run_s_lines_on_lines_of_their_own(tmp_path):
+    from simulator.execution.recording import ends_mid_line
+
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"run_id": "a", "event": "run_start"}\n{"run_id": "a", "event": "tri')  # the disk filled here
+    assert ends_mid_line(log) and not ends_mid_line(tmp_path / "missing.jsonl")
+    simulator.run(RunSpec(domain="retail", task_ids=["cancel-no-longer-needed"], preflight=False), log_file=log)
+    lines = log.read_text().splitlines()
+    assert lines[1] == '{"run_id": "a", "event": "tri'  # the cut line stays as it was, alone
+    events = [json.loads(line)["event"] for line in lines[2:]]  # every line of this run is whole JSON
+    assert events[0] == "run_start" and events[-1] == "run_end" and not ends_mid_line(log)
+
+
+def test_a_dask_worker_whose_cache_filled_up_stops_the_run_in_the_driver():
+    """A worker's own response cache (a model run on ``local:N``) failing must reach the driver: it ended silently."""
+    import pickle
+    from types import SimpleNamespace
+
+    pytest.importorskip("distributed")
+    from simulator.execution.dask_executor import RunnerPlugin
+    from simulator.types.results import TrialResult
+    from simulator.types.trajectory import Trajectory
+
+    e = pickle.loads(pickle.dumps(WriteError("/c.db", "database or disk is full")))  # as Dask sends it back
+    assert (type(e), e.path, e.cause, str(e)) == (WriteError, "/c.db", "database or disk is full",
+                                                  "cannot write /c.db: database or disk is full")
+
+    trial = TrialResult(task_id="t", trial=0, seed=1, passed=True, termination_reason="user_stop", grade=None,
+                        trajectory=Trajectory(), duration_s=0.0)
+    plugin = RunnerPlugin(RunSpec(domain="retail").model_dump_json())
+    plugin._runner = SimpleNamespace(tasks=[SimpleNamespace(id="t")], run_trial=lambda task, i, p: trial)  # type: ignore[assignment]
+    plugin._services = SimpleNamespace(cache=SimpleNamespace(path="/c.db", write_error=None))
+    assert plugin.run("t", 0, None).startswith('{"task_id":"t"')
+    plugin._services.cache.write_error = "database or disk is full"
+    with pytest.raises(WriteError, match="cannot write /c.db: database or disk is full"):
+        plugin.run("t", 0, None)

@@ -139,7 +139,7 @@ def test_html_without_tasks_or_with_one_trial():
 def test_loader_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(RunDocumentError, match=r"bad\.json: malformed JSON at line 1"):
+    with pytest.raises(RunDocumentError, match=r"bad\.json: invalid JSON at line 1"):
         load_run_document(bad)
     bad.write_text(json.dumps({"format": "other"}))
     with pytest.raises(RunDocumentError, match=r"bad\.json: not a tausim run document"):
@@ -322,3 +322,17 @@ def test_a_store_edited_by_hand_gives_one_line_naming_the_trial_and_field(tmp_pa
         assert res.exit_code == 2, res.output
         assert "Traceback" not in res.output and "\x1b" not in res.output
         assert "cancel-no-longer-needed" in res.output and "turns" in res.output
+
+
+def test_a_failed_trial_s_lines_are_bounded_whatever_its_error_holds():
+    """A model's 48 kB error line (deeply nested arguments it could not convert) once filled the terminal."""
+    from simulator.report import failure_lines
+
+    error = "Traceback (most recent call last):\n  ...\nValueError: " + "]" * 48_000
+    lines = failure_lines({"task_id": "t", "trial": 0, "termination_reason": "infra_error", "error": error,
+                           "grade": None})
+    assert lines[0].startswith("FAIL task t trial 0: infra_error;")
+    assert len(lines) == 2 and len(lines[1]) <= 400 + 40  # the cut's own words: " ... (N characters cut) ... "
+    assert lines[1].startswith("    error: ValueError: ]]]") and lines[1].endswith("]" * 50)
+    # "    error: ValueError: " is 23 characters, then 48,000: 48,023 in all, 400 kept
+    assert " ... (47,623 characters cut) ... " in lines[1]

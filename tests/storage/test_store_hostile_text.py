@@ -101,3 +101,22 @@ def test_partial_file_keeps_texts_with_unicode_line_breaks(tmp_path):
     handle.write(odd.model_dump_json() + "\n")
     handle.close()
     assert load_partial(path)[1] == [odd]  # str.splitlines() cut this line at U+0085
+
+
+def test_a_partial_file_s_bad_last_line_is_dropped_only_when_a_crash_cut_it(tmp_path):
+    """A last line without its newline is the one a crash cut short (dropped); with its newline it was written
+    whole, so a bad one is an error naming the line, as in the middle of the file (it was dropped silently)."""
+    from simulator.errors import RunDocumentError
+    from simulator.execution.recording import open_partial
+    from simulator.storage.documents import load_partial
+
+    config, trial = _trial(tmp_path, "t")
+    path = tmp_path / "run.json.partial.jsonl"
+    handle = open_partial(path, config, 2, [trial], ["t"])
+    handle.close()
+    whole = path.read_text()
+    path.write_text(whole + '{"task_id": "t", "tri')  # cut short
+    assert load_partial(path)[1] == [trial]
+    path.write_text(whole + '{"task_id": "t", "trial": "one"}\n')  # complete, and not a trial
+    with pytest.raises(RunDocumentError, match=r"run\.json\.partial\.jsonl: line 3"):
+        load_partial(path)

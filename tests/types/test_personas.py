@@ -268,3 +268,13 @@ def test_cli_validate_shipped_files():
     res = invoke("personas", *[a for f in files for a in ("--validate", f)])
     assert res.exit_code == 0, res.output
     assert res.output.count(": ok (persona ") == len(files)
+
+
+def test_a_lone_surrogate_is_refused_at_load_naming_file_field_and_value(tmp_path):
+    """As a task file's: the escape \\udc80 alone was admitted and kept raw in the run document's config."""
+    msg = error_of(tmp_path, {**GOOD, "abandonment_phrases": ["I give up.", "bye \udc80"]})
+    assert msg == (f"{tmp_path / 'custom.json'}: abandonment_phrases[1]: 'bye \\udc80' holds a lone surrogate (half "
+                   "of a UTF-16 pair, e.g. the escape \\ud83d alone): write the whole character, or both escapes of "
+                   "its pair")
+    res = invoke("personas", "--validate", tmp_path / "custom.json")
+    assert res.exit_code == 2 and res.output.strip().splitlines() == [f"error: {msg}"], res.output

@@ -53,7 +53,7 @@ def test_spec_file_errors_name_file_field_and_value(tmp_path):
     assert res.exit_code == 2 and "field executor" in res.output and "local:zero" in res.output
     bad.write_text("{")
     res = invoke("run", "--spec", bad)
-    assert res.exit_code == 2 and "spec.json: malformed JSON at line 1" in res.output
+    assert res.exit_code == 2 and "spec.json: invalid JSON at line 1" in res.output
 
 
 def test_run_from_a_spec_file_equals_the_same_run_from_options(tmp_path):

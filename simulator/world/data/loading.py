@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -12,11 +11,16 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
+from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
 from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 from simulator.world.data.storage import Layout
 
-__all__ = ["TAU2_DB_FILE", "RecordChecker", "insert_rows", "is_tau2_data", "key_layout", "kind", "read_records",
-           "read_tables"]
+__all__ = ["SQLITE_INTEGERS", "TAU2_DB_FILE", "RecordChecker", "decode_data_file", "insert_rows", "is_tau2_data",
+           "key_layout", "kind", "read_records", "read_tables"]
+
+SQLITE_INTEGERS = range(-(2**63), 2**63)
+"""The integers an SQLite INTEGER column holds (signed 64-bit; https://www.sqlite.org/datatype3.html): Python's
+driver raises ``OverflowError`` for any other."""
 
 
 def kind(value: Any) -> str:
@@ -114,7 +118,7 @@ class RecordChecker:
         return value
 
     def number(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> float | None:
-        """Return ``obj[name]``, an int or float kept as it is (not a boolean)."""
+        """Return ``obj[name]``, an int (in :data:`SQLITE_INTEGERS`) or a finite float kept as it is (not a boolean)."""
         value = obj.get(name)
         if value is None and optional:
             return None
@@ -122,13 +126,19 @@ class RecordChecker:
             self.fail(_join(field, name), f"expected a number, got {kind(value)}")
         if isinstance(value, float) and not math.isfinite(value):
             self.fail(_join(field, name), f"expected a finite number, got {value!r}")
+        if isinstance(value, int) and value not in SQLITE_INTEGERS:
+            self.fail(_join(field, name), "expected a number SQLite can store (an integer from -2**63 to 2**63-1, "
+                                          f"or a decimal), got {kind(value)}")
         return value
 
     def integer(self, obj: Mapping[str, Any], name: str, field: str) -> int:
-        """Return ``obj[name]``, which must be a JSON integer (``2``, not ``2.0`` or ``true``)."""
+        """Return ``obj[name]``, which must be a JSON integer (``2``, not ``2.0`` or ``true``) SQLite can store."""
         value = obj.get(name)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(_join(field, name), f"expected an integer, got {kind(value)}")
+        if value not in SQLITE_INTEGERS:
+            self.fail(_join(field, name), "expected an integer SQLite can store (-2**63 to 2**63-1), got "
+                                          f"{kind(value)}")
         return value
 
     def strings(self, obj: Mapping[str, Any], name: str, field: str, optional: bool = False) -> list[str] | None:
@@ -194,13 +204,35 @@ def read_records(folder: Path, name: str, domain: str) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise DomainError(f"{path}: cannot read {domain} data file: {e.strerror or e}") from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DomainError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except UnicodeDecodeError as e:
+        raise DomainError(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
+    data = decode_data_file(path, text)
     if not isinstance(data, dict):
         raise DomainError(f"{path}: expected an object of records keyed by id, got {type(data).__name__}")
-    if (where := lone_surrogate_path(data)) is not None:  # as a task file's (simulator.types.tasks.load_tasks)
+    return data
+
+
+def decode_data_file(path: Path | str, text: str) -> Any:
+    """Decode the text of a JSON data file, refusing what no database or terminal takes.
+
+    Args:
+        path: the file, named in error messages.
+        text: its text.
+
+    Returns:
+        The decoded JSON.
+
+    Raises:
+        DomainError: the text is not JSON Python can decode (a syntax error, an integer of more than 4,300
+            digits, nesting too deep: the message names the line and column), or holds a lone surrogate (half of a
+            UTF-16 pair; the message names the path and an excerpt of the string), as a task file's
+            (:func:`simulator.types.tasks.load_tasks`).
+    """
+    try:
+        data = decode_json(text)
+    except JSONTextError as e:
+        raise DomainError(f"{path}: {e}") from None
+    if (where := lone_surrogate_path(data)) is not None:
         raise DomainError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
     return data
 
