@@ -83,3 +83,25 @@ def test_a_failed_export_does_not_stop_the_summary_nor_the_other_outputs(tmp_pat
     assert json.loads((tmp_path / "hunt.json").read_text())["clusters"]  # --out written all the same
     assert f"wrote {tmp_path / 'hunt.json'}" in res.output and f"wrote {cases}" in res.output
     assert "hunt: " in res.output  # the summary
+
+
+def test_ctrl_c_while_the_hunt_writes_finishes_every_output_then_exits_130(tmp_path, monkeypatch):
+    import os
+    import signal
+    import time
+
+    from simulator.execution import recording
+
+    original = recording.write_text_atomic
+
+    def interrupted_write(path: Path, text: str) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while an output is being written
+        time.sleep(0.05)
+        original(path, text)
+
+    monkeypatch.setattr(recording, "write_text_atomic", interrupted_write)
+    res = _hunt("--out", tmp_path / "hunt.json", "--export", tmp_path / "reg.json")
+    assert res.exit_code == 130, res.output
+    assert "interrupted: the hunt's outputs were written first" in res.output
+    assert json.loads((tmp_path / "hunt.json").read_text())["clusters"]
+    assert json.loads((tmp_path / "reg.json").read_text())["tasks"]
