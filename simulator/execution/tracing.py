@@ -115,7 +115,7 @@ class Tracing:
                     self._lost.add(key)
 
     def _belongs(self, span: Any, key: TrialKey | None) -> Any:
-        if key is not None:
+        if key is not None and self.sink is not None:  # only our file exporter reports (and pops) its spans
             with self._lock:
                 self._trial_of[span.get_span_context().span_id] = key
         return span

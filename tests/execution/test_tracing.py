@@ -107,3 +107,16 @@ def test_untraced_runs_record_no_ids(tmp_path):
     tpl = dom.template(write_data(tmp_path / "bank"))
     cfg = RunSpec(domain="bank", agent="model", user="scripted", trials=1)
     assert Runner(dom, tpl, TASKS, ModelAgent, user_factory("scripted"), cfg).run().trials[0].trace is None
+
+
+def test_a_tracer_of_the_caller_s_own_keeps_no_per_span_state(tmp_path):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    dom = BankDomain()
+    tracing = Tracing(provider)  # spans go to the caller's exporter: no spans file whose losses to track
+    cfg = RunSpec(domain="bank", agent="model", user="scripted", trials=3)
+    Runner(dom, dom.template(write_data(tmp_path / "bank")), TASKS, ModelAgent, user_factory("scripted"), cfg,
+           tracing=tracing).run()
+    assert len(exporter.get_finished_spans()) > 3
+    assert tracing._trial_of == {} and tracing.write_error is None and not tracing.lost(("peek", None, 0))
