@@ -10,6 +10,8 @@ The tree::
     TausimError(Exception)
     ├── InputError                     bad input from the user; the message names the file, field and value
     │   ├── TaskFileError(ValueError)      a task file (simulator.types.tasks)
+    │   ├── JSONTextError(ValueError)      a text that is not JSON Python can decode; where and why, no file name
+    │   │                                  (simulator.types.jsonfile; loaders put the file in front)
     │   ├── PersonaError(ValueError)       a persona file or name (personas.loader)
     │   ├── BudgetFileError(ValueError)    a budgets file (simulator.analysis.budgets)
     │   ├── RunDocumentError(ValueError)   a run document: ``tausim run --out`` file or stored run (report)
@@ -109,6 +111,7 @@ __all__ = [
     "ScaffoldError",
     "StoreError",
     "TaskFileError",
+    "JSONTextError",
     "TausimError",
     "ToolError",
     "WallClockRead",
@@ -129,6 +132,10 @@ class InputError(TausimError):
 
 class TaskFileError(InputError, ValueError):
     """A task file is malformed; the message names the file, the task and the field."""
+
+
+class JSONTextError(InputError, ValueError):
+    """A text is not JSON that Python can decode; the message (no file name) says where and why."""
 
 
 class PersonaError(InputError, ValueError):

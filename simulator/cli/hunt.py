@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 
 from personas.loader import PersonaError, load_personas
-from simulator.cli._common import check_outputs, console, fail, persona_files, write_output
+from simulator.cli._common import check_outputs, console, err, fail, persona_files
 from simulator.errors import TausimError
+from simulator.execution.recording import WriteOutcome, write_with_fallback
 from simulator.hunt.search import HuntResult
 from simulator.hunt.session import run_hunt
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
@@ -121,9 +124,11 @@ def hunt_command(
 ) -> None:
     """Search task x persona x seed x user move for failures; cluster them by signature; export regressions.
 
-    Exit codes: 0 done; 2 bad input or a set-up that cannot work (a missing API key, an unknown model, an
-    unreachable server, a factory that raises: checked before the hunt by the run's pre-flight), an output path
-    in a missing directory, ``--prefix`` without ``--export``.
+    Exit codes: 0 done; 1 an output could not be written (disk full: each output is tried, one that fails goes
+    to a fallback file ``tausim-hunt-XXXXXXXX.json`` (``tausim-hunt-cases-...`` for ``--export``, ``.html`` for
+    ``--html``) named in a one-line error; the summary is printed); 2 bad input or a set-up that cannot work (a
+    missing API key, an unknown model, an unreachable server, a factory that raises: checked before the hunt by
+    the run's pre-flight), an output path in a missing directory, ``--prefix`` without ``--export``.
     """
     if prefix and export is None:
         raise fail("--prefix: trajectory-prefix cases are written with the regression cases; add --export FILE")
@@ -140,23 +145,52 @@ def hunt_command(
         raise fail(format_validation_error("hunt options", e)) from e
     except (TausimError, ValueError, OSError) as e:
         raise fail(str(e)) from e
-    if export is not None and doc is not None:
-        write_output(export, json.dumps(doc, indent=1, default=str))
-    if html is not None:
-        write_output(html, render_hunt_html(report, title=f"tausim hunt {domain} {agent}"))
+    outputs = [*([_Output("--export", export, json.dumps(doc, indent=1, default=str), "the regression cases",
+                          "tausim-hunt-cases", ".json", f" ({len(doc['tasks'])} cases)")]
+                 if export is not None and doc is not None else []),
+               *([_Output("--out", out, json.dumps(report, indent=1, default=str), "the hunt's summary",
+                          "tausim-hunt", ".json")] if out is not None else []),
+               *([_Output("--html", html, render_hunt_html(report, title=f"tausim hunt {domain} {agent}"),
+                          "the hunt's page", "tausim-hunt", ".html")] if html is not None else [])]
+    written = [_save(o) for o in outputs]  # results first, each on its own: one that fails stops no other
     console.print(f"hunt: {result.agent_turns} agent turns, {result.saved_turns} saved by forking, "
                   f"{len(result.trials)} trials", highlight=False)
     print_recovery(report.get("recovery"), console)
     print_clusters(hunt_clusters(report), console)
     for n in notes:
         console.print(f"note: {n}", highlight=False, markup=False)
-    if export is not None and doc is not None:
-        console.print(f"wrote {export} ({len(doc['tasks'])} cases)", highlight=False)
-    if out is not None:
-        write_output(out, json.dumps(report, indent=1, default=str))
-        console.print(f"wrote {out}", highlight=False)
-    if html is not None:
-        console.print(f"wrote {html}", highlight=False)
+    for o, w in zip(outputs, written, strict=True):
+        if w.written is not None:
+            console.print(f"wrote {w.written}{o.detail if w.written == o.path else ''}", highlight=False)
     if out is None and export is None:
         console.print_json(json.dumps({k: v for k, v in report.items() if k != "clusters"}))
+    if any(w.interrupted for w in written):
+        err.print("interrupted: the hunt's outputs were written first", highlight=False)
+        raise typer.Exit(130)
+    if any(w.error is not None for w in written):
+        raise typer.Exit(1)
+
+
+@dataclass(frozen=True)
+class _Output:
+    """One file of the hunt's: its option, path, text, what it holds (for the error) and its fallback's name."""
+
+    option: str
+    path: Path
+    text: str
+    what: str
+    prefix: str
+    suffix: str
+    detail: str = ""  # after "wrote PATH"
+
+
+def _save(o: _Output) -> WriteOutcome:
+    """Write one output, or a fallback file (as ``tausim run``'s ``--out``); on failure say so in one line."""
+    written = write_with_fallback(o.path, o.text, o.prefix, o.suffix)
+    if written.error is not None:
+        where = (f"{o.what} went to {written.written} instead" if written.written is not None else
+                 "no fallback file could be written either")
+        err.print(f"[bold red]error:[/] {escape(f'{o.option} {o.path}: cannot write ({written.error}); {where}')}",
+                  highlight=False)
+    return written
 

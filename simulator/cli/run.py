@@ -285,6 +285,10 @@ def _render(outcome: RunOutcome, out: Path | None) -> int:
         code = code or 1
         err.print(f"[bold red]error:[/] {escape(outcome.log_error)}: the log's last lines are lost (every trial is "
                   "recorded)", highlight=False)
+    if outcome.spans_error is not None:
+        code = code or 1
+        err.print(f"[bold red]error:[/] {escape(outcome.spans_error)}: the spans file's last spans are lost (every "
+                  "trial is recorded)", highlight=False)
     if out is not None and written != out:
         code = code or 1
     return code

@@ -26,7 +26,8 @@ from simulator.types.spec import RunSpec
 
 __all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly",
            "document_json", "document_path", "ends_mid_line", "open_partial", "open_results_store", "output_problem",
-           "partial_lock", "partial_path", "write_document", "write_json_atomic"]
+           "partial_lock", "partial_path", "write_document", "write_json_atomic", "write_text_atomic",
+           "write_with_fallback"]
 
 
 def check_store_url(url: str) -> None:
@@ -147,9 +148,20 @@ def write_json_atomic(path: Path, doc: Any) -> None:
     Raises:
         OSError: the file cannot be written (the temporary file is removed).
     """
+    write_text_atomic(path, document_json(doc))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file (``PATH.tmp``) and a rename.
+
+    Never leaves a half-written file; a file ``path`` held before is kept when the write fails.
+
+    Raises:
+        OSError: the file cannot be written (the temporary file is removed).
+    """
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(document_json(doc), encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -229,7 +241,7 @@ def _sigint_deferred() -> Iterator[list[int]]:
 
 @dataclass(frozen=True)
 class WriteOutcome:
-    """What became of a run document's final write.
+    """What became of a run document's (or another result file's) final write (:func:`write_with_fallback`).
 
     Attributes:
         written: the file written (the one asked for, or a fallback), or None when none could be written.
@@ -245,27 +257,49 @@ class WriteOutcome:
 def write_document(out: Path, doc: dict[str, Any]) -> WriteOutcome:
     """Write the run document to ``out``, or to a fallback file when ``out`` cannot be written; Ctrl-C waits.
 
-    The fallback is ``tausim-run-XXXXXXXX.json`` in the working directory, else in the temporary directory.
+    The fallback is ``tausim-run-XXXXXXXX.json`` in the working directory, else in the temporary directory
+    (:func:`write_with_fallback`).
 
     Args:
         out: the file to write.
-        doc: the run document (JSON-serialisable).
+        doc: the run document (JSON-serialisable; written as :func:`document_json`).
 
     Returns:
         The file written, the error that made it a fallback, and whether a Ctrl-C came meanwhile.
+    """
+    return write_with_fallback(out, document_json(doc), "tausim-run", ".json")
+
+
+def write_with_fallback(out: Path, text: str, prefix: str, suffix: str) -> WriteOutcome:
+    """Write ``text`` to ``out``, or to a fallback file when ``out`` cannot be written; Ctrl-C waits.
+
+    For results that would cost work to make again (a run document, a hunt's summary): a full disk or a folder
+    removed meanwhile must not lose them. The fallback is ``{prefix}-XXXXXXXX{suffix}`` (8 random hex digits) in
+    the working directory, else in the temporary directory. Each file is written whole or not at all
+    (:func:`write_text_atomic`).
+
+    Args:
+        out: the file to write.
+        text: its text.
+        prefix: the fallback file's name before its random part, e.g. ``tausim-run``.
+        suffix: the fallback file's extension, e.g. ``.json``.
+
+    Returns:
+        The file written (``out``, the fallback, or None when neither could be written), the error that made it a
+        fallback (the OS's words), and whether a Ctrl-C came meanwhile.
     """
     with _sigint_deferred() as received:
         written: Path | None = None
         error = None
         try:
-            write_json_atomic(out, doc)
+            write_text_atomic(out, text)
             written = out
         except OSError as e:
             error = e.strerror or str(e)
-            name = f"tausim-run-{uuid.uuid4().hex[:8]}.json"
+            name = f"{prefix}-{uuid.uuid4().hex[:8]}{suffix}"
             for folder in (Path.cwd(), Path(tempfile.gettempdir())):
                 try:
-                    write_json_atomic(folder / name, doc)
+                    write_text_atomic(folder / name, text)
                 except OSError:
                     continue
                 written = folder / name
@@ -316,7 +350,8 @@ def close_quietly(handle: IO[str]) -> None:
 class GuardedWriter:
     """A text file that never raises on a failed write: the first error is kept (``error``), later writes dropped.
 
-    For the run's event log, which worker threads write to: a full disk must not crash trials. The writer notes
+    For the run's event log and its spans file (``--otel``), which worker threads write to: a full disk must not
+    crash trials (nor fill the terminal with the span exporter's tracebacks). The writer notes
     whose events it lost (each line's ``task_id``/``persona``/``trial``); the session asks :meth:`lost` before it
     records a trial and stops the run (:class:`~simulator.errors.WriteError`) at the first trial whose events
     did not all reach the file. A trial whose events were all written before the disk filled is still recorded,

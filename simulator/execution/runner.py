@@ -652,8 +652,8 @@ class Runner:
             ValueError: ``only`` names a key that is not planned.
         """
         if self.tracing is not None and self.tracing.run_span is None:  # the run's root span around its trials
-            with self.tracing.run(domain=self.config.domain, agent=self.config.agent, user=self.config.user,
-                                  trials=self.config.trials, seed=self.config.seed):
+            with self.tracing.run(domain=self.config.domain, agent=self.config.agent.name,  # spec strings
+                                  user=self.config.user.name, trials=self.config.trials, seed=self.config.seed):
                 return self._run(executor, on_trial, only)
         return self._run(executor, on_trial, only)
 

@@ -153,6 +153,9 @@ class RunOutcome(RunResult):
     """Why ``log_file`` lost its last lines (``run_end``, or lines written after the last trial was recorded), or
     None. Every trial is recorded (a trial whose lines were lost stops the run with ``abort_kind`` ``write_error``
     instead); only the log is incomplete."""
+    spans_error: str | None = Field(default=None, exclude=True)
+    """Why ``otel``'s spans file lost its last spans (the run's own span, ended after the last trial), or None.
+    Every trial is recorded (a loss before that stops the run with ``abort_kind`` ``write_error``)."""
     error_rate_excess: str | None = Field(default=None, exclude=True)
     """For a call that ran fewer than :data:`~simulator.execution.runner.ERROR_RATE_MIN_TRIALS` trials (never
     checked while they ran): how they exceed ``max_error_rate`` (:func:`~simulator.execution.runner.run_error_rate`),
@@ -441,11 +444,15 @@ class _Session:
 
         Raises:
             WriteError: the store, the partial file or the cache cannot be written, or the log lost some of this
-                trial's events: the run stops (:meth:`execute`); the trial and those still running are not
-                recorded (a trial whose events were all logged before the disk filled still is).
+                trial's events, or the ``otel`` spans file some of its spans: the run stops (:meth:`execute`); the
+                trial and those still running are not recorded (a trial whose events and spans were all written
+                before the disk filled still is).
         """
         if self.log_guard is not None and self.log_guard.error is not None and self.log_guard.lost(trial_key(t)):
             raise self.log_guard.error
+        tracing = self.runner.tracing if self.runner is not None else None
+        if tracing is not None and tracing.write_error is not None and tracing.lost(trial_key(t)):
+            raise tracing.write_error
         cache = self.services.cache if self.services is not None else None
         if cache is not None and cache.write_error is not None:
             raise WriteError(str(cache.path), cache.write_error)
@@ -458,6 +465,11 @@ class _Session:
             self.bar.update(t)
         if self.on_trial is not None:
             self.on_trial(t)
+
+    def _spans_error(self) -> WriteError | None:
+        """Why the ``otel`` spans file lost spans (disk full), or None."""
+        tracing = self.runner.tracing if self.runner is not None else None
+        return None if tracing is None else tracing.write_error
 
     def execute(self) -> RunResult:
         """Run the planned trials; on Ctrl-C release everything, call ``on_interrupt`` and re-raise.
@@ -549,11 +561,13 @@ class _Session:
         if aborted:
             doc.update(aborted=aborted, abort_kind=abort_kind)
         log_error = self.log_guard.error if self.log_guard is not None and abort_kind != "write_error" else None
+        spans_error = self._spans_error() if abort_kind != "write_error" else None  # the run's span, at its end
         outcome = RunOutcome(**{name: getattr(result, name) for name in RunResult.model_fields},
                              run_id=self.run_id if self.store is not None else None,
                              store_url=self.store.url if self.store is not None else None, document=doc,
                              session_trials=len(session), partial=self.partial,
-                             log_error=None if log_error is None else str(log_error))
+                             log_error=None if log_error is None else str(log_error),
+                             spans_error=None if spans_error is None else str(spans_error))
         if aborted:
             outcome.aborted, outcome.abort_kind = aborted, abort_kind
         elif len(session) < ERROR_RATE_MIN_TRIALS:  # too few (this session) to have been checked while it ran

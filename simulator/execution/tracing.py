@@ -4,7 +4,8 @@ Optional (``pip install tausim[otel]``, the ``opentelemetry-sdk`` package); noth
 :class:`Tracing` is built. Spans follow OpenTelemetry's GenAI semantic conventions, the attributes tracing
 back-ends expect:
 
-- ``tausim.run`` (root): ``tausim.run_id``, ``tausim.domain``, ``tausim.agent``;
+- ``tausim.run`` (root): ``tausim.domain``, ``tausim.agent`` and ``tausim.user`` (their spec strings, e.g.
+  ``reference:wrong_item=0.2``), ``tausim.trials``, ``tausim.seed``;
 - ``tausim.trial`` (child of the run): ``tausim.task_id``, ``tausim.trial``, ``tausim.seed``, ``tausim.persona``,
   and at its end ``tausim.passed``, ``tausim.termination_reason``;
 - ``tausim.turn`` (child of the trial; one per agent turn, from its first step to its closing message):
@@ -24,15 +25,18 @@ Trials run in other processes (``--workers``, Dask) are not traced: a tracer doe
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from simulator.dialogue.state import ConversationState
-from simulator.errors import InputError
+from simulator.errors import InputError, WriteError
+from simulator.execution.recording import GuardedWriter, close_quietly, ends_mid_line
 from simulator.types.messages import AgentTurn, Usage, UserTurn
 from simulator.types.protocols import Progress
+from simulator.types.results import TrialKey
 from simulator.types.trajectory import ToolCallRecord
 
 __all__ = ["TraceObserver", "Tracing", "file_tracing", "span_ids"]
@@ -64,15 +68,57 @@ class Tracing:
     Args:
         tracer_provider: an ``opentelemetry.sdk.trace.TracerProvider`` (with its span processors and exporters,
             e.g. an ``InMemorySpanExporter`` in tests).
+        sink: the guarded file its exporter writes to (:func:`file_tracing`), whose error :attr:`write_error`
+            gives; None when the spans go elsewhere.
 
     Raises:
         InputError: the ``opentelemetry-sdk`` package is not installed.
     """
 
-    def __init__(self, tracer_provider: Any):
+    def __init__(self, tracer_provider: Any, sink: GuardedWriter | None = None):
         self._trace = _require_sdk()
         self.tracer = tracer_provider.get_tracer("tausim")
         self.run_span: Any = None
+        self.sink = sink
+        self._trial_of: dict[int, TrialKey] = {}  # span id of an open trial or turn span -> its trial
+        self._lost: set[TrialKey] = set()  # trials a span of which did not reach the sink
+        self._lost_other = False  # a span of no trial (the run's) did not
+        self._lock = threading.Lock()
+
+    @property
+    def write_error(self) -> WriteError | None:
+        """Why the spans file lost spans (disk full, read-only), or None (also when spans go elsewhere)."""
+        return None if self.sink is None else self.sink.error
+
+    def lost(self, key: TrialKey) -> bool:
+        """Whether spans of trial ``key`` (task id, persona or None, trial index) may be missing from the sink.
+
+        True once a write failed and a span of that trial, or of no trial, was not written (the cautious
+        answer); a trial whose spans were all written before the disk filled is not lost. Its spans are written
+        (by the trial's own thread) before its result is returned, so the answer is final once the result is in.
+        """
+        with self._lock:
+            return self.write_error is not None and (self._lost_other or key in self._lost)
+
+    def exported(self, span: Any, written: bool) -> None:
+        """Note that a finished span was written to the sink, or not (``written`` False: it may be missing)."""
+        span_id = span.context.span_id
+        parent = span.parent.span_id if span.parent is not None else None
+        with self._lock:
+            key = self._trial_of.pop(span_id, None)  # a trial or turn span ends after its children
+            if key is None and parent is not None:
+                key = self._trial_of.get(parent)
+            if not written:
+                if key is None:
+                    self._lost_other = True
+                else:
+                    self._lost.add(key)
+
+    def _belongs(self, span: Any, key: TrialKey | None) -> Any:
+        if key is not None and self.sink is not None:  # only our file exporter reports (and pops) its spans
+            with self._lock:
+                self._trial_of[span.get_span_context().span_id] = key
+        return span
 
     def _ctx(self, parent: Any) -> Any:
         return None if parent is None else self._trace.set_span_in_context(parent)
@@ -82,7 +128,8 @@ class Tracing:
         """Open the run's root span for the duration of the block (trial spans become its children).
 
         Args:
-            **attributes: ``run_id``, ``domain``, ``agent``... recorded as ``tausim.<name>`` (None values skipped).
+            **attributes: ``domain``, ``agent``... recorded as ``tausim.<name>`` (None values skipped); each an
+                OpenTelemetry attribute value (str, bool, int, float or a sequence of them), not a spec object.
         """
         span = self.tracer.start_span("tausim.run", attributes={f"tausim.{k}": v for k, v in attributes.items()
                                                                 if v is not None})
@@ -98,7 +145,8 @@ class Tracing:
         attrs: dict[str, Any] = {"tausim.task_id": task_id, "tausim.trial": trial, "tausim.seed": seed}
         if persona is not None:
             attrs["tausim.persona"] = persona
-        return self.tracer.start_span("tausim.trial", context=self._ctx(self.run_span), attributes=attrs)
+        span = self.tracer.start_span("tausim.trial", context=self._ctx(self.run_span), attributes=attrs)
+        return self._belongs(span, (task_id, persona, trial))
 
     def end_trial(self, span: Any, passed: bool, termination_reason: str) -> None:
         """Record a trial's outcome on its span and end it."""
@@ -108,7 +156,10 @@ class Tracing:
 
     def start_turn(self, trial_span: Any, index: int) -> Any:
         """Start an agent turn span (child of the trial)."""
-        return self.tracer.start_span("tausim.turn", context=self._ctx(trial_span), attributes={"tausim.turn": index})
+        span = self.tracer.start_span("tausim.turn", context=self._ctx(trial_span), attributes={"tausim.turn": index})
+        with self._lock:
+            key = self._trial_of.get(trial_span.get_span_context().span_id)
+        return self._belongs(span, key)
 
     def tool_call(self, parent: Any, name: str, call_id: str, status: str, start_ns: int, end_ns: int) -> None:
         """Record a finished tool call as an ``execute_tool`` span.
@@ -224,9 +275,36 @@ class TraceObserver:
         self._close_turn()
 
 
+def _file_exporter(tracing: Tracing, sink: GuardedWriter) -> Any:
+    """An OpenTelemetry span exporter writing each span as one JSON line to ``sink`` (the SDK's span JSON).
+
+    Each span is written and flushed (``sink`` never raises); whether it got there is noted on ``tracing``
+    (:meth:`Tracing.exported`), which says which trials lost spans (:meth:`Tracing.lost`).
+    """
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class SpanFileExporter(SpanExporter):  # type: ignore[misc]  # the SDK's base class is not typed for mypy
+        def export(self, spans: Any) -> Any:
+            for span in spans:
+                sink.write(span.to_json(indent=None) + "\n")
+                sink.flush()
+                tracing.exported(span, written=sink.error is None)  # an error, ours or another thread's: cautious
+            return SpanExportResult.SUCCESS if sink.error is None else SpanExportResult.FAILURE
+
+    return SpanFileExporter()
+
+
 @contextmanager
 def file_tracing(path: str | Path) -> Iterator[Tracing]:
     """Yield a :class:`Tracing` that appends every finished span to ``path`` as one JSON line.
+
+    The spans are written (the SDK's span JSON on one line, a flush after each span) through a
+    :class:`~simulator.execution.recording.GuardedWriter`, as the run's log is: a write that fails (disk full,
+    read-only) never raises in the trial that ended the span; the first error is kept (:attr:`Tracing.write_error`)
+    and later spans are dropped; the run stops at the first trial whose spans did not all reach the file
+    (:meth:`Tracing.lost`). The file is closed quietly: the flush on close fails the same way, and that was
+    already noted. A file whose last line was cut short (an
+    earlier run on a full disk) gets a newline first, so that the new spans are whole lines.
 
     Args:
         path: the spans file (``tausim run --otel FILE``).
@@ -237,14 +315,17 @@ def file_tracing(path: str | Path) -> Iterator[Tracing]:
     """
     _require_sdk()
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, after the provider's flush
+    sink = GuardedWriter(fh, str(path))
+    if ends_mid_line(path):  # an earlier run's last span cut by a full disk stays cut; this run's stay whole
+        sink.write("\n")
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
-        out=fh, formatter=lambda span: span.to_json(indent=None) + "\n")))
+    tracing = Tracing(provider, sink=sink)
+    provider.add_span_processor(SimpleSpanProcessor(_file_exporter(tracing, sink)))
     try:
-        yield Tracing(provider)
+        yield tracing
     finally:
         provider.shutdown()
-        fh.close()
+        close_quietly(fh)

@@ -23,6 +23,8 @@ import re
 import sys
 from typing import Any
 
+from simulator.errors import JSONTextError
+
 __all__ = ["TOO_DEEP", "JSONTextError", "decode_json", "not_utf8"]
 
 TOO_DEEP = "JSON nested too deeply to read (Python's parser stops at about 1,000 levels)"
@@ -32,10 +34,6 @@ _TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|(-?)([0-9]+)((?:\.[0-9]+)?(?:[eE][-+]
 """One token of JSON text, matched at a position (``.match``): a string (digits inside one are text), a number
 (sign, integer digits, then fraction and exponent: a number with either is a float, which Python reads at any
 length), a run of anything else, or one character."""
-
-
-class JSONTextError(ValueError):
-    """A text is not JSON that Python can decode; the message (no file name) says where and why."""
 
 
 def decode_json(text: str, first_line: int = 1) -> Any:

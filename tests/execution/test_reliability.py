@@ -287,14 +287,14 @@ def test_out_folder_gone_at_the_end_writes_a_fallback_and_prints_the_summary(tmp
 def test_ctrl_c_during_the_final_write_finishes_the_write(tmp_path, monkeypatch):
     import simulator.execution.recording as recording
 
-    original = recording.write_json_atomic
+    original = recording.write_text_atomic
 
-    def interrupted_write(path, doc):
+    def interrupted_write(path, text):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while the document is being written
         time.sleep(0.05)
-        original(path, doc)
+        original(path, text)
 
-    monkeypatch.setattr(recording, "write_json_atomic", interrupted_write)
+    monkeypatch.setattr(recording, "write_text_atomic", interrupted_write)
     out = tmp_path / "run.json"
     res = invoke("run", "--task-ids", TASK, "--out", out, "--no-progress")
     assert res.exit_code == 130, res.output

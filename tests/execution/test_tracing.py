@@ -48,7 +48,7 @@ TASKS = parse_tasks({"format": "tausim.tasks", "version": 1, "tasks": [
      "gold_actions": [{"name": "get_balance", "arguments": {"account_id": "B2"}}], "required_outputs": ["25"]}]})
 
 
-def test_one_trial_yields_run_trial_turn_tool_and_model_spans_with_parent_links(tmp_path):
+def test_one_trial_yields_run_trial_turn_tool_and_model_spans_with_parent_links(tmp_path, caplog):
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -77,6 +77,10 @@ def test_one_trial_yields_run_trial_turn_tool_and_model_spans_with_parent_links(
     assert tool.parent.span_id == turn.context.span_id
     assert all(m.parent.span_id == turn.context.span_id for m in models)
     assert len({s.context.trace_id for s in spans}) == 1
+    # the run's attributes are OpenTelemetry values (the components' spec strings), none dropped with a warning
+    assert run.attributes["tausim.domain"] == "bank"
+    assert run.attributes["tausim.agent"] == "model" and run.attributes["tausim.user"] == "scripted"
+    assert not [r for r in caplog.records if "Invalid type" in r.getMessage()]
     # GenAI semantic-convention attributes
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     assert tool.attributes["gen_ai.tool.name"] == "get_balance"
@@ -103,3 +107,16 @@ def test_untraced_runs_record_no_ids(tmp_path):
     tpl = dom.template(write_data(tmp_path / "bank"))
     cfg = RunSpec(domain="bank", agent="model", user="scripted", trials=1)
     assert Runner(dom, tpl, TASKS, ModelAgent, user_factory("scripted"), cfg).run().trials[0].trace is None
+
+
+def test_a_tracer_of_the_caller_s_own_keeps_no_per_span_state(tmp_path):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    dom = BankDomain()
+    tracing = Tracing(provider)  # spans go to the caller's exporter: no spans file whose losses to track
+    cfg = RunSpec(domain="bank", agent="model", user="scripted", trials=3)
+    Runner(dom, dom.template(write_data(tmp_path / "bank")), TASKS, ModelAgent, user_factory("scripted"), cfg,
+           tracing=tracing).run()
+    assert len(exporter.get_finished_spans()) > 3
+    assert tracing._trial_of == {} and tracing.write_error is None and not tracing.lost(("peek", None, 0))
