@@ -12,8 +12,7 @@ from pydantic import ValidationError
 
 from simulator.agents.kit import Persona
 from simulator.errors import PersonaError
-from simulator.types.jsonfile import JSONTextError, decode_json
-from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
+from simulator.types.jsonfile import decode_file_text
 
 __all__ = ["PersonaError", "available_personas", "load_persona", "load_personas", "parse_persona"]
 
@@ -69,12 +68,7 @@ def _read(path: Path | Traversable, source: str) -> Persona:
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise PersonaError(f"{source}: cannot read persona file: {reason}") from e
-    try:
-        data = decode_json(text)
-    except JSONTextError as e:
-        raise PersonaError(f"{source}: {e}") from None
-    if (where := lone_surrogate_path(data)) is not None:  # as a task file's (simulator.types.tasks.load_tasks)
-        raise PersonaError(f"{source}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
+    data = decode_file_text(text, source, PersonaError)  # as a task file's (simulator.types.tasks.load_tasks)
     stem = path.name[: -len(".json")] if path.name.endswith(".json") else None
     return parse_persona(data, source, expected_name=stem)
 

@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from simulator.errors import JSONTextError
+from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
 
-__all__ = ["TOO_DEEP", "JSONTextError", "decode_json", "not_utf8"]
+__all__ = ["TOO_DEEP", "JSONTextError", "decode_json", "decode_file_text", "not_utf8"]
 
 TOO_DEEP = "JSON nested too deeply to read (Python's parser stops at about 1,000 levels)"
 """The message of a JSON text whose nesting exhausts the parser's recursion (e.g. 100,000 ``[``)."""
@@ -82,3 +84,28 @@ def not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
         if raw.startswith(bom):
             return f"the file is {name} text; save it as UTF-8"
     return f"not UTF-8 text ({error.reason} at byte {error.start}); save it as UTF-8"
+
+
+def decode_file_text(text: str, name: object, error: Callable[[str], Exception]) -> Any:
+    """Decode a user file's JSON text as every loader of user files does: each failure one line naming the file.
+
+    Args:
+        text: the file's text.
+        name: the file as the message names it (a path, or where the text came from).
+        error: makes the exception raised from its message (``TaskFileError``, ``DomainError``, ``PersonaError``).
+
+    Returns:
+        The decoded value.
+
+    Raises:
+        What ``error`` makes: ``"{name}: invalid JSON at line L column C: <reason>"`` (:func:`decode_json`), or
+        ``"{name}: <path>: '<value>' holds a lone surrogate ..."`` for a string holding half of a UTF-16 pair
+        (no file or record can hold it; :func:`~simulator.types.sanitize.lone_surrogate_path`).
+    """
+    try:
+        data = decode_json(text)
+    except JSONTextError as e:
+        raise error(f"{name}: {e}") from None
+    if (where := lone_surrogate_path(data)) is not None:
+        raise error(f"{name}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
+    return data

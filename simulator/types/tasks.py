@@ -30,11 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.errors import TaskFileError
 from simulator.types.assertions import Assertion
-from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
+from simulator.types.jsonfile import decode_file_text, not_utf8
 from simulator.types.messages import Message
 from simulator.types.persona import NAME_PATTERN, Persona
 from simulator.types.rules import Precedence, ProcessRules
-from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
+from simulator.types.sanitize import clipped, excerpt
 
 __all__ = ["DEFAULT_GRADE", "Action", "Alternative", "Budget", "Conduct", "EnvAssertion", "GradeComponent",
            "InitialState", "Intent", "JudgeAssertion", "MessageProperty", "NextStep", "Precedence", "PrefixUser",
@@ -776,11 +776,5 @@ def load_tasks(path: str | Path, domain: str | None = None) -> list[Task]:
         raise TaskFileError(f"{p}: cannot read task file: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise TaskFileError(f"{p}: {not_utf8(p.read_bytes(), e)}") from None
-    try:
-        data = decode_json(text)
-    except JSONTextError as e:
-        raise TaskFileError(f"{p}: {e}") from None
-    if (where := lone_surrogate_path(data)) is not None:
-        raise TaskFileError(f"{p}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
-    return parse_tasks(data, str(p), domain)
+    return parse_tasks(decode_file_text(text, p, TaskFileError), str(p), domain)
 

@@ -30,8 +30,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from simulator.errors import TaskFileError
-from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
-from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
+from simulator.types.jsonfile import decode_file_text, not_utf8
+from simulator.types.sanitize import clipped, excerpt
 from simulator.types.tasks import (
     Action,
     Conduct,
@@ -307,13 +307,7 @@ def _read_json(path: Path, what: str) -> Any:
         raise TaskFileError(f"{path}: cannot read {what}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise TaskFileError(f"{path}: {not_utf8(path.read_bytes(), e)}") from None
-    try:
-        data = decode_json(text)
-    except JSONTextError as e:
-        raise TaskFileError(f"{path}: {e}") from None
-    if (where := lone_surrogate_path(data)) is not None:  # as our task files (simulator.types.tasks.load_tasks)
-        raise TaskFileError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
-    return data
+    return decode_file_text(text, path, TaskFileError)  # as our task files (simulator.types.tasks.load_tasks)
 
 
 def load_tau2_tasks(path: str | Path, split: str | None = None) -> list[Task]:

@@ -11,8 +11,8 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from simulator.errors import DomainError
-from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
-from simulator.types.sanitize import LONE_SURROGATE, clipped, excerpt, lone_surrogate_path
+from simulator.types.jsonfile import decode_file_text, not_utf8
+from simulator.types.sanitize import clipped, excerpt
 from simulator.world.data.storage import Layout
 
 __all__ = ["SQLITE_INTEGERS", "TAU2_DB_FILE", "RecordChecker", "decode_data_file", "insert_rows", "is_tau2_data",
@@ -228,13 +228,7 @@ def decode_data_file(path: Path | str, text: str) -> Any:
             UTF-16 pair; the message names the path and an excerpt of the string), as a task file's
             (:func:`simulator.types.tasks.load_tasks`).
     """
-    try:
-        data = decode_json(text)
-    except JSONTextError as e:
-        raise DomainError(f"{path}: {e}") from None
-    if (where := lone_surrogate_path(data)) is not None:
-        raise DomainError(f"{path}: {clipped(where[0])}: {excerpt(where[1])} {LONE_SURROGATE}")
-    return data
+    return decode_file_text(text, path, DomainError)
 
 
 TAU2_DB_FILE = "db.json"
