@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -167,14 +168,14 @@ trials = Table(
     Column("tool_seconds", Double, nullable=False),
     Column("trajectory_termination_reason", String(64)),
     Column("trajectory_error", StoredText),
-    Column("agent_prompt_tokens", Integer, nullable=False),
-    Column("agent_completion_tokens", Integer, nullable=False),
+    Column("agent_prompt_tokens", BigInteger, nullable=False),
+    Column("agent_completion_tokens", BigInteger, nullable=False),
     Column("agent_cost_usd", Double),
-    Column("agent_calls", Integer, nullable=False),
-    Column("user_prompt_tokens", Integer, nullable=False),
-    Column("user_completion_tokens", Integer, nullable=False),
+    Column("agent_calls", BigInteger, nullable=False),
+    Column("user_prompt_tokens", BigInteger, nullable=False),
+    Column("user_completion_tokens", BigInteger, nullable=False),
     Column("user_cost_usd", Double),
-    Column("user_calls", Integer, nullable=False),
+    Column("user_calls", BigInteger, nullable=False),
     Column("cost_usd", Double),  # agent + user; NULL when either is unknown (never recorded as 0)
     Column("extra", StoredJSON, nullable=False),  # fields without a column of their own (exact round trip)
     PrimaryKeyConstraint(*TRIAL_KEY, name="pk_trials"),

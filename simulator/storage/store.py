@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, func, insert, inspect, select, update
+from sqlalchemy import BigInteger, Engine, Integer, create_engine, delete, event, func, insert, inspect, select, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
@@ -164,11 +164,13 @@ class ResultsStore:
                 time.sleep(0.05 * (attempt + 1))  # the other creator has committed by now: check again
 
     def _widen_text_columns(self) -> None:
-        """Make the bounded text columns of a PostgreSQL store made by an older tausim unbounded (``TEXT``).
+        """Widen the columns of a PostgreSQL store made by an older tausim: text to ``TEXT``, counts to ``BIGINT``.
 
         Older stores declared ids (run, task, persona, call) as ``VARCHAR(255)`` or ``VARCHAR(64)``; a 300-character
         run id or a long task id then failed mid-run on PostgreSQL while SQLite (which ignores lengths) accepted
-        them. ``VARCHAR(n)`` to ``TEXT`` is a catalogue change in PostgreSQL (no rewrite of the rows).
+        them. ``VARCHAR(n)`` to ``TEXT`` is a catalogue change in PostgreSQL (no rewrite of the rows). Token and call
+        counts were ``INTEGER`` (32 bits in PostgreSQL, 64 in SQLite): a trial's 2**31 tokens failed the recording
+        on PostgreSQL only; ``INTEGER`` to ``BIGINT`` rewrites the table once.
         """
         found = inspect(self.engine)
         changes = []
@@ -178,6 +180,9 @@ class ResultsStore:
                 kind = have.get(column.name)
                 if isinstance(column.type, StoredText) and getattr(kind, "length", None) is not None:
                     changes.append(f'ALTER TABLE "{table.name}" ALTER COLUMN "{column.name}" TYPE TEXT')
+                elif (isinstance(column.type, BigInteger) and isinstance(kind, Integer)
+                      and not isinstance(kind, BigInteger)):
+                    changes.append(f'ALTER TABLE "{table.name}" ALTER COLUMN "{column.name}" TYPE BIGINT')
         if changes:
             with self.engine.begin() as conn:
                 for statement in changes:

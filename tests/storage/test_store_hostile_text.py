@@ -89,6 +89,27 @@ def test_a_postgresql_store_of_bounded_ids_is_widened_on_open(tmp_path, store_ur
         store.close()
 
 
+def test_token_counts_past_32_bits_are_recorded_and_an_older_postgresql_store_is_widened(tmp_path, store_url):
+    """PostgreSQL's INTEGER is 32 bits (SQLite's 64): a trial's 2**31 tokens failed the recording on PostgreSQL."""
+    store = ResultsStore(store_url)
+    if store_url.startswith("postgresql"):
+        with store.engine.begin() as conn:  # the layout of an older tausim: counts as INTEGER
+            conn.exec_driver_sql('ALTER TABLE "trials" ALTER COLUMN agent_prompt_tokens TYPE INTEGER')
+            conn.exec_driver_sql('ALTER TABLE "trials" ALTER COLUMN user_calls TYPE INTEGER')
+        store.close()
+        store = ResultsStore(store_url)  # widened on open
+    try:
+        config, trial = _trial(tmp_path, "big")
+        trial.trajectory.agent_usage.prompt_tokens = 2**31 + 5  # hand-set: past 32 bits, within 64
+        trial.trajectory.user_usage.calls = 2**40
+        store.create_run(config, ["big"], run_id="big")
+        assert store.record("big", trial) is True
+        (loaded,) = store.load_trials("big")
+        assert (loaded.trajectory.agent_usage.prompt_tokens, loaded.trajectory.user_usage.calls) == (2**31 + 5, 2**40)
+    finally:
+        store.close()
+
+
 def test_partial_file_keeps_texts_with_unicode_line_breaks(tmp_path):
     from simulator.execution.recording import open_partial
     from simulator.storage.documents import load_partial
