@@ -240,10 +240,9 @@ class Conversation:
                 seen = loop.send(reply)
                 try:
                     reply = step(seen)
-                except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
-                    reply = _Failed(_traceback())
-                except KeyboardInterrupt:
-                    if not _actors_interrupt():
+                except BaseException as e:  # noqa: BLE001 - recorded as the trial's agent_error (SystemExit,
+                    # GeneratorExit or the agent's own BaseException too), but the user's Ctrl-C
+                    if isinstance(e, KeyboardInterrupt) and not _actors_interrupt():
                         raise
                     reply = _Failed(_traceback())
         except StopIteration as done:
@@ -361,7 +360,7 @@ class Conversation:
                 self._observe(state.pending)
             state.pending = None
             ut: UserTurn = self.user.reply(list(state.view))
-        except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - recorded as the trial's user_error
+        except BaseException as e:  # noqa: BLE001 - recorded as the trial's user_error, but the user's Ctrl-C
             if isinstance(e, KeyboardInterrupt) and not _actors_interrupt():
                 raise
             traj.user_seconds += time.perf_counter() - t0

@@ -113,6 +113,23 @@ def test_a_keyboard_interrupt_from_actor_code_in_a_trial_thread_is_its_error(env
         Conversation(Interrupting(), ScriptedUser(["hi"]), tb, ctx).run()
 
 
+def test_any_base_exception_from_the_agent_s_code_is_its_error(env):
+    """GeneratorExit or an agent's own BaseException subclass stopped the whole run with a traceback."""
+    tb, ctx, _ = env
+
+    class Own(BaseException):
+        pass
+
+    for raised in (GeneratorExit, Own):
+        class Raising:
+            def step(self, messages, raised=raised):
+                raise raised("from the agent")
+
+        traj = Conversation(Raising(), ScriptedUser(["hi"]), tb, ctx).run()
+        assert traj.termination_reason == TerminationReason.AGENT_ERROR, raised
+        assert f"{raised.__name__}: from the agent" in traj.error
+
+
 def test_agent_reported_infra_error(env):
     tb, ctx, _ = env
 
