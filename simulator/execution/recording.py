@@ -25,9 +25,9 @@ from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
 __all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly",
-           "document_json", "document_path", "ends_mid_line", "open_partial", "open_results_store", "output_problem",
-           "partial_lock", "partial_path", "write_document", "write_json_atomic", "write_text_atomic",
-           "write_with_fallback"]
+           "document_json", "document_path", "ends_mid_line", "guard_appended", "open_partial", "open_results_store",
+           "output_problem", "partial_lock", "partial_path", "write_document", "write_json_atomic",
+           "write_text_atomic", "write_with_fallback"]
 
 
 def check_store_url(url: str) -> None:
@@ -334,6 +334,18 @@ def ends_mid_line(path: str | Path) -> bool:
             return f.read(1) != b"\n"
     except OSError:
         return False
+
+
+def guard_appended(handle: IO[str], path: str | Path) -> GuardedWriter:
+    """Guard a text file just opened for appending (the run's log, the spans file): a :class:`GuardedWriter`.
+
+    When an earlier writer's last line was cut short (:func:`ends_mid_line`: a full disk, a crash), a newline is
+    written first, so that this writer's lines are whole lines (the cut one stays as it was, alone).
+    """
+    guard = GuardedWriter(handle, str(path))
+    if ends_mid_line(path):
+        guard.write("\n")
+    return guard
 
 
 def close_quietly(handle: IO[str]) -> None:

@@ -49,7 +49,7 @@ from simulator.execution.recording import (
     append_line,
     check_store_url,
     close_quietly,
-    ends_mid_line,
+    guard_appended,
     open_partial,
     open_results_store,
     output_problem,
@@ -425,9 +425,7 @@ class _Session:
             self.stack.callback(close_quietly, self.log_handle)
         except OSError as e:
             raise OptionError("log_file", self.spec.log_file, f"cannot write ({e.strerror or e})") from e
-        self.log_guard = GuardedWriter(self.log_handle, self.spec.log_file)  # a full disk stops the run: _record
-        if ends_mid_line(self.spec.log_file):  # an earlier run's last line was cut (a full disk, a crash)
-            self.log_guard.write("\n")  # this run's lines start on a line of their own
+        self.log_guard = guard_appended(self.log_handle, self.spec.log_file)  # a full disk stops the run: _record
         self.log = runner.log = run_logger(self.log_guard, self.log_run_id)
 
     def _log_sink(self, lines: list[str]) -> None:
@@ -448,10 +446,11 @@ class _Session:
                 trial and those still running are not recorded (a trial whose events and spans were all written
                 before the disk filled still is).
         """
-        if self.log_guard is not None and self.log_guard.error is not None and self.log_guard.lost(trial_key(t)):
+        key = trial_key(t)
+        if self.log_guard is not None and self.log_guard.error is not None and self.log_guard.lost(key):
             raise self.log_guard.error
         tracing = self.runner.tracing if self.runner is not None else None
-        if tracing is not None and tracing.write_error is not None and tracing.lost(trial_key(t)):
+        if tracing is not None and tracing.write_error is not None and tracing.lost(key):
             raise tracing.write_error
         cache = self.services.cache if self.services is not None else None
         if cache is not None and cache.write_error is not None:

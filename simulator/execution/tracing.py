@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from simulator.dialogue.state import ConversationState
 from simulator.errors import InputError, WriteError
-from simulator.execution.recording import GuardedWriter, close_quietly, ends_mid_line
+from simulator.execution.recording import GuardedWriter, close_quietly, guard_appended
 from simulator.types.messages import AgentTurn, Usage, UserTurn
 from simulator.types.protocols import Progress
 from simulator.types.results import TrialKey
@@ -318,9 +318,7 @@ def file_tracing(path: str | Path) -> Iterator[Tracing]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, after the provider's flush
-    sink = GuardedWriter(fh, str(path))
-    if ends_mid_line(path):  # an earlier run's last span cut by a full disk stays cut; this run's stay whole
-        sink.write("\n")
+    sink = guard_appended(fh, path)  # an earlier run's span cut by a full disk stays cut; this run's stay whole
     provider = TracerProvider()
     tracing = Tracing(provider, sink=sink)
     provider.add_span_processor(SimpleSpanProcessor(_file_exporter(tracing, sink)))

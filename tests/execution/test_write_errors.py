@@ -16,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 
 import simulator
 from simulator.errors import WriteError
+from simulator.execution import recording as recording_module
 from simulator.execution import session as session_module
 from simulator.storage.documents import load_partial
 from simulator.storage.store import ResultsStore
@@ -129,7 +130,7 @@ def _ended_in_log(log: Path) -> set[tuple[str, int]]:
 
 
 def test_a_full_disk_at_the_log_file_stops_the_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(session_module, "GuardedWriter", _failing_at_third_trial_end())
+    monkeypatch.setattr(recording_module, "GuardedWriter", _failing_at_third_trial_end())
     log = tmp_path / "log.jsonl"
     result = simulator.run(_spec(), log_file=log)
     assert result.abort_kind == "write_error"
@@ -141,7 +142,7 @@ def test_a_full_disk_at_the_log_file_stops_the_run(tmp_path, monkeypatch):
 
 
 def test_trials_logged_before_the_disk_filled_are_kept_with_concurrent_trials(tmp_path, monkeypatch):
-    monkeypatch.setattr(session_module, "GuardedWriter", _failing_at_third_trial_end())
+    monkeypatch.setattr(recording_module, "GuardedWriter", _failing_at_third_trial_end())
     log = tmp_path / "log.jsonl"
     result = simulator.run(_spec(concurrency=3), log_file=log)
     assert result.abort_kind == "write_error"
@@ -153,7 +154,7 @@ def test_trials_logged_before_the_disk_filled_are_kept_with_concurrent_trials(tm
 
 def test_trials_logged_before_the_disk_filled_are_kept_on_dask_workers(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(session_module, "GuardedWriter", _failing_at_third_trial_end())
+    monkeypatch.setattr(recording_module, "GuardedWriter", _failing_at_third_trial_end())
     log = tmp_path / "log.jsonl"
     result = simulator.run(_spec(executor="local:2", concurrency=2), log_file=log)
     assert result.abort_kind == "write_error"
@@ -263,7 +264,7 @@ def test_a_log_that_fills_at_the_run_s_end_is_reported_and_exits_1(tmp_path, mon
                 self.error = WriteError(self.path, "No space left on device")
             return super().write(text)
 
-    monkeypatch.setattr(session_module, "GuardedWriter", FullAtRunEnd)
+    monkeypatch.setattr(recording_module, "GuardedWriter", FullAtRunEnd)
     log, out = tmp_path / "log.jsonl", tmp_path / "run.json"
     result = simulator.run(_spec(), log_file=log, out=out)
     assert result.aborted is None and len(result.trials) == 6  # every trial recorded, the document written
