@@ -69,12 +69,17 @@ def refuse_ignored_options(options: Mapping[str, Any], defaults: Mapping[str, An
                    f"{'it' if len(given) == 1 else 'them'} out, or edit the file")
 
 
-def check_run_paths(options: Mapping[str, Any]) -> None:
+def check_run_paths(options: Mapping[str, Any], out_flag: str | None = None) -> None:
     """Refuse unusable ``--cache``, ``--log-file``, ``--otel``, ``--store``, ``--run-id`` and ``--out`` values (exit 2).
 
     Output files must be writable (checked now, before any work) and must not name an input (``--tasks``, the
     SQLite file of ``--store``, ``--cache``, ``--spec``, ``--resume-from``, ``--budgets``, ``--policy``,
     ``--judge-calibration``, a ``--personas`` file, a file of ``--data``).
+
+    Args:
+        options: ``run_command``'s parameters by name.
+        out_flag: what names ``out`` in the messages when the user did not give ``--out`` (the run document of
+            ``--resume-from``); None: ``--out``.
     """
     o: Any = SimpleNamespace(**options)
     if o.store is not None and not o.store.strip():
@@ -86,10 +91,11 @@ def check_run_paths(options: Mapping[str, Any]) -> None:
               ("--policy", o.policy), ("--judge-calibration", o.judge_calibration), *persona_files(o.personas)]
     check_outputs([("--cache", o.cache), ("--log-file", o.log_file), ("--otel", o.otel)],
                   [i for i in inputs if i[0] != "--cache"])
-    check_outputs([("--out", o.out)], [*inputs, ("--log-file", o.log_file), ("--otel", o.otel)])
+    flag = out_flag or "--out"
+    check_outputs([(flag, o.out)], [*inputs, ("--log-file", o.log_file), ("--otel", o.otel)])
     if o.data is not None and o.out is not None and o.data.is_dir() and o.out.resolve().is_relative_to(
             o.data.resolve()) and o.out.exists():
-        raise fail(f"--out {o.out}: is a file of the --data folder {o.data}; writing it would overwrite that input")
+        raise fail(f"{flag} {o.out}: is a file of the --data folder {o.data}; writing it would overwrite that input")
 
 
 def sqlite_file(store: str | None, run_id: str | None) -> str | None:

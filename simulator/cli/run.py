@@ -24,7 +24,7 @@ from simulator.cli._common import console, err, fail, option_message
 from simulator.cli._run_options import check_run_paths, refuse_ignored_options, run_spec
 from simulator.cli.tasks import refuse_lint_errors
 from simulator.errors import OptionError, SetupError, StoreError, WriteError
-from simulator.execution.recording import PARTIAL_SUFFIX, document_path
+from simulator.execution.recording import PARTIAL_SUFFIX, document_path, output_problem
 from simulator.execution.session import Interruption, RunOutcome, RunStart, run
 from simulator.report import analyze_run, print_summary
 from simulator.storage.store import DEFAULT_STORE_URL
@@ -151,19 +151,35 @@ def run_command(
     cancelled), both saying where the finished trials are and how to resume.
     """
     refuse_ignored_options(locals(), _DEFAULTS)
+    out_name = None  # how messages name the run document's file: --out FILE, unless it was not given
     if resume_from is not None and out is None and resume_from.is_file():  # the document goes where the stopped
         # run's would have gone (a missing file is reported as such when it is read)
         out = document_path(resume_from)
         if out is None:
             raise fail(f"--resume-from {resume_from}: not a FILE{PARTIAL_SUFFIX} name: give --out FILE for the "
                        "run document (without it the resumed trials would be recorded nowhere)")
-    check_run_paths(locals())
+        out_name = resume_document_name(resume_from, out)
+        problem = output_problem(out)
+        if problem is not None:
+            raise fail(f"{out_name}: {problem.split(';')[0]}; give --out FILE to write it elsewhere")
+    check_run_paths(locals(), out_flag=None if out_name is None else f"--resume-from {resume_from}: its run document")
     options = locals()
     signals: list[int] = []
     with sigterm_as_interrupt(signals), interrupted_before_trials(signals):  # loading the tasks can take a while
         spec, previous = run_spec(options)
     execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
-            allow_lint_errors=allow_lint_errors, previous=previous, progress_every=progress_every)
+            allow_lint_errors=allow_lint_errors, previous=previous, progress_every=progress_every,
+            resume_from=resume_from, out_name=out_name)
+
+
+def resume_document_name(resume_from: Path, document: Path) -> str:
+    """How messages name the run document ``--resume-from`` writes when ``--out`` is not given.
+
+    Returns:
+        ``--resume-from FILE.partial.jsonl: its run document FILE``: the user gave no ``--out``, so no message says
+        ``--out FILE`` as if they had.
+    """
+    return f"--resume-from {resume_from}: its run document {document}"
 
 
 _DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).parameters.items()}
@@ -172,7 +188,7 @@ _DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).param
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
             no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None,
             allow_lint_errors: bool = False, previous: list[TrialResult] | None = None,
-            progress_every: float = 30.0) -> None:
+            progress_every: float = 30.0, resume_from: Path | None = None, out_name: str | None = None) -> None:
     """Run a spec as ``tausim run`` does (:func:`simulator.execution.session.run`) and print its summary.
 
     Args:
@@ -187,6 +203,10 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         previous: trials already run (``--resume-from``): only the planned trials not among them run, and the
             run document holds both.
         progress_every: seconds between progress lines when stdout is not a terminal (0: none).
+        resume_from: the ``--resume-from`` file ``previous`` was read from (named in errors about those trials), or
+            None.
+        out_name: how messages name ``out`` when ``--out`` was not given (:func:`resume_document_name`); None:
+            ``--out FILE``.
 
     Raises:
         typer.Exit: code 2 on bad input or a set-up error (before any trial runs, or when a trial meets one),
@@ -198,7 +218,8 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         with sigterm_as_interrupt(signals), interrupted_before_trials(signals):
             outcome = run(spec, store=store, run_id=run_id, out=out, resume=previous, progress=not no_progress,
                           progress_every=progress_every or None,
-                          on_start=_print_start, on_interrupt=lambda stop: interrupted(stop, out, signals),
+                          on_start=_print_start,
+                          on_interrupt=lambda stop: interrupted(stop, out, signals, out_name=out_name),
                           otel=otel, dask_timeout=dask_timeout,
                           task_check=lambda d, t, selected: refuse_lint_errors(d, t, selected, allow_lint_errors))
     except SetupError as e:
@@ -207,12 +228,24 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(1) from e
     except OptionError as e:
-        raise fail(option_message(e)) from e
+        raise fail(_run_option_message(e, resume_from, out_name)) from e
     except (DomainError, TaskFileError, StoreError, ValueError) as e:
         raise fail(str(e)) from e
-    code = _render(outcome, out)
+    code = _render(outcome, out, out_name)
     if code:
         raise typer.Exit(code)
+
+
+def _run_option_message(error: OptionError, resume_from: Path | None, out_name: str | None) -> str:
+    """An :class:`OptionError` of :func:`simulator.execution.session.run` as the options the user gave name it.
+
+    ``resume`` (the trials given) is ``--resume-from FILE``; ``out`` is ``out_name`` when ``--out`` was not given.
+    """
+    if error.option == "resume" and resume_from is not None:
+        return f"--resume-from {resume_from}: {error.reason}"
+    if error.option == "out" and out_name is not None:
+        return f"{out_name}: {error.reason}"
+    return option_message(error)
 
 
 def _print_start(start: RunStart) -> None:
@@ -233,13 +266,15 @@ def _print_start(start: RunStart) -> None:
         console.print(f"executor: {escape(start.executor.reason)}", highlight=False)
 
 
-def _print_write_error(out: Path | None, error: str | None, written: Path | None) -> None:
-    """Say that ``--out`` could not be written, and where the run went instead."""
+def _print_write_error(out: Path | None, error: str | None, written: Path | None, out_name: str | None = None
+                       ) -> None:
+    """Say that ``--out`` (named ``out_name`` when given) could not be written, and where the run went instead."""
     if error is None:
         return
     where = (f"the run was written to {written} instead" if written is not None else
              "no fallback file could be written either (finished trials stay in the partial file or store)")
-    err.print(f"[bold red]error:[/] --out {escape(str(out))}: cannot write ({escape(error)}); {escape(where)}",
+    name = out_name if out_name is not None else f"--out {out}"
+    err.print(f"[bold red]error:[/] {escape(name)}: cannot write ({escape(error)}); {escape(where)}",
               highlight=False)
 
 
@@ -259,12 +294,16 @@ def _print_first_traceback(document: Mapping[str, Any], max_lines: int = 40) -> 
         return
 
 
-def _render(outcome: RunOutcome, out: Path | None) -> int:
-    """Print the run's summary and what went wrong; return the exit code (0, 1 or 2)."""
+def _render(outcome: RunOutcome, out: Path | None, out_name: str | None = None) -> int:
+    """Print the run's summary and what went wrong; return the exit code (0, 1 or 2).
+
+    ``out_name`` names ``out`` when ``--out`` was not given (:func:`resume_document_name`).
+    """
     written = outcome.out
-    _print_write_error(out, outcome.write_error, written)
+    _print_write_error(out, outcome.write_error, written, out_name)
+    see = None if written is None else "--out" if out_name is None and written == out else str(written)
     print_summary(analyze_run(outcome.document), console, max_failures=20, command="run",
-                  see="--out" if written is not None else ("the store" if outcome.run_id is not None else None))
+                  see=see if see is not None else ("the store" if outcome.run_id is not None else None))
     if written is not None:
         console.print(f"wrote {written}", highlight=False)
     elif outcome.run_id is None:
@@ -330,16 +369,17 @@ def interrupted_before_trials(signals: list[int]) -> Iterator[None]:
 
 
 def interrupted(stop: Interruption, out: Path | None, signals: list[int] | None = None,
-                resume_hint: str | None = None) -> Any:
+                resume_hint: str | None = None, out_name: str | None = None) -> Any:
     """Ctrl-C or SIGTERM: say where the finished trials are; exit 130 (143 on SIGTERM) without waiting for stuck trials.
 
-    ``resume_hint`` replaces the ``--resume-from`` advice (``tausim variance``: rerun with ``--resume``).
+    ``resume_hint`` replaces the ``--resume-from`` advice (``tausim variance``: rerun with ``--resume``);
+    ``out_name`` names ``out`` when ``--out`` was not given (:func:`resume_document_name`).
     During the trials the process ends at once (``os._exit``): worker threads may be inside a model call or a stuck
     agent. During the final write (finished first) the command exits 130 (143) as usual.
     """
     code = 143 if signals else 130  # 128 + the signal's number, as a shell reports a process it ended
     if stop.finished:
-        _print_write_error(out, stop.write_error, stop.written)
+        _print_write_error(out, stop.write_error, stop.written, out_name)
         said = f"the run was written to {stop.written}" if stop.written else "nothing was written"
         err.print(f"interrupted: {said}", highlight=False)
         sys.stdout.flush()

@@ -64,6 +64,7 @@ from simulator.storage.documents import load_partial, run_summary_json
 from simulator.storage.runlog import run_logger
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, data_hash, tasks_hash
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
+from simulator.types.sanitize import excerpt, shown
 from simulator.types.spec import RESUME_EXEMPT, RunSpec, recorded_config, spec_differences
 from simulator.types.tasks import Task
 from simulator.world.database import TemplateDatabase
@@ -183,7 +184,8 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
             ``FILE.partial.jsonl`` beside it (removed once the document is written). None: no file.
         resume: a run without a store to resume: its partial file (the run must be the file's, execution fields
             such as ``executor`` aside, see :data:`~simulator.types.spec.RESUME_EXEMPT`) or its finished trials.
-            Only the planned trials not among them run; the result and document hold both.
+            Only the planned trials not among them run; the result and document hold both. Every trial given must
+            be in the run's plan (none is dropped: the partial file is rewritten with them).
         on_start: called once with a :class:`RunStart` before the first trial is started.
         on_trial: called with each finished trial once it is recorded (from the thread collecting results).
         on_interrupt: called with an :class:`Interruption` on Ctrl-C, once the run's resources are released
@@ -203,7 +205,8 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
 
     Raises:
         OptionError: an unusable ``store`` URL, an empty ``run_id``, ``out``/``log_file``/``otel`` that cannot be
-            written; ``resume`` with a store.
+            written; ``resume`` with a store, or holding trials outside the run's plan (fewer tasks or trials per
+            task than the run that recorded them; nothing is run or written, the partial file is left as it was).
         SpecError: ``resume`` names a partial file of another run.
         SetupError: the pre-flight found the run cannot work (missing key, unknown model, unreachable server, a
             factory that raises).
@@ -212,7 +215,8 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         StoreError: the store refuses the run (``ConfigMismatchError``; ``LeaseHeldError``: another process is
             running it now).
         ExecutorError: the executor cannot be started.
-        RunDocumentError: ``resume`` is not a readable partial file.
+        RunDocumentError: ``resume`` is not a readable partial file, or holds a line that is not a trial as tausim
+            writes it (a field of the wrong type, e.g. ``"passed": "yes"``), but for a last line cut short.
         KeyboardInterrupt: Ctrl-C (after ``on_interrupt``).
     """
     out_path = _check_paths(out, store, run_id, resume)
@@ -271,6 +275,7 @@ class _Session:
         self.store: ResultsStore | None = None
         self.owns_store = False
         self.previous: list[TrialResult] | None = None
+        self.resume_source: Path | None = None  # the partial file resumed (None: trials given, or no resume)
         self.only: set[TrialKey] | None = None
         self.log: Any = None
         self.log_run_id = run_id or ""
@@ -339,6 +344,7 @@ class _Session:
         if resume is None:
             return None
         if source is not None:
+            self.resume_source = source
             if not same:
                 self.stack.enter_context(partial_lock(source, "resume_from"))
             file_spec, trials, _ = load_partial(source)
@@ -375,7 +381,9 @@ class _Session:
         plan = runner.planned()
         if self.previous is not None:
             keys = set(plan)
-            self.previous = [t for t in self.previous if trial_key(t) in keys]
+            outside = [t for t in self.previous if trial_key(t) not in keys]
+            if outside:  # resuming would rewrite the partial file (and the document) without them
+                raise _outside_plan(outside, len(self.previous), self.resume_source)
             self.only = keys - {trial_key(t) for t in self.previous}
             return RunStart(run_id=None, store_url=None, created=None, planned=len(keys),
                             recorded=len(self.previous), to_run=len(self.only), resumed=True)
@@ -615,6 +623,37 @@ def _refuse_unfinished(partial: Path, out: Path | None, store: bool = False) -> 
                           + (" (without --store and --run-id), or rerun with the earlier run's --run-id if it "
                              "recorded in this store," if store else ",")
                           + " or remove that file to start over")
+
+
+OUTSIDE_SHOWN = 3
+"""Trials outside a resumed run's plan that its refusal names (:func:`_outside_plan`); the rest are counted."""
+
+
+def _outside_plan(outside: Sequence[TrialResult], recorded: int, source: Path | None) -> OptionError:
+    """The refusal to resume trials of which some are not in the run's plan (they would be lost).
+
+    Args:
+        outside: the recorded trials outside the plan, in file order.
+        recorded: how many trials were given to resume.
+        source: the partial file they came from, or None (trials given).
+
+    Returns:
+        An :class:`OptionError` (``resume``) naming how many trials are outside the plan, the first
+        :data:`OUTSIDE_SHOWN` (task id, persona, trial index), and what to do.
+    """
+    named = ", ".join(f"task {_name(t.task_id)}" + (f" persona {_name(t.persona)}" if t.persona is not None else "")
+                      + f" trial {t.trial}" for t in outside[:OUTSIDE_SHOWN])
+    more = f" and {len(outside) - OUTSIDE_SHOWN} more" if len(outside) > OUTSIDE_SHOWN else ""
+    return OptionError("resume", None if source is None else str(source),
+                       f"{len(outside)} of the {recorded} recorded trials are not in this run's plan ({named}{more}): "
+                       "resuming would lose them, so nothing was run or written; resume with the same tasks and "
+                       "trials per task (did the task file change?), or keep these trials where they are and start a "
+                       "new run with another out file")
+
+
+def _name(text: str) -> str:
+    """A task id or persona name in a message: as it is, or quoted, escaped and cut when it cannot be shown so."""
+    return text if len(text) <= 80 and shown(text, one_line=True) == text else excerpt(text)
 
 
 def _same_run(file_spec: RunSpec, built: RunSpec, source: str) -> None:

@@ -9,7 +9,8 @@
 - the partial run file (``--out FILE`` writes ``FILE.partial.jsonl`` while the run goes on), a JSON-lines
   file: its first line is the header :func:`partial_header` (``{"format": "tausim.partial", "version": 1,
   "config": <RunSpec>, "planned": N, "planned_task_ids": [...]}``), each further line one finished
-  :class:`TrialResult` in completion order.
+  :class:`TrialResult` in completion order, read back strictly (a field of the wrong type, such as
+  ``"passed": "yes"`` or ``"trial": "1"``, is an error naming the line, the field and the value, never coerced).
   A crash can cut the last line short: :func:`load_partial` drops such a line. :func:`load_run_document` reads a
   partial file as the run document of the trials it holds (so ``tausim report FILE.partial.jsonl`` works), and
   ``tausim run --resume-from FILE.partial.jsonl`` runs only the trials it does not hold.
@@ -34,7 +35,9 @@ from simulator.stats.summaries import run_metrics
 from simulator.storage.measures import bad_measure, scrub_measurements
 from simulator.types.jsonfile import JSONTextError, decode_json
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
+from simulator.types.sanitize import excerpt
 from simulator.types.spec import RunSpec, format_validation_error, recorded_config
+from simulator.types.trajectory import TerminationReason
 
 __all__ = ["PARTIAL_FORMAT", "RUN_FORMAT", "RunDocumentError", "check_run_document", "load_partial",
            "load_run_document", "partial_document", "partial_header", "run_summary_json"]
@@ -128,8 +131,9 @@ def load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | No
 
     Raises:
         RunDocumentError: missing or unreadable file, a first line that is not the header, an invalid spec, or
-            a line that is not a trial, but for a last line without its newline (the message names the file and
-            line).
+            a line that is not a trial exactly as tausim writes it (strict types: ``"passed": "yes"`` is refused, not
+            read as true; a termination reason tausim records), but for a last line without its newline (the
+            message names the file, the line, the field and its value, escaped and cut).
     """
     spec, trials, planned, _ = _load_partial(path)
     return spec, trials, planned
@@ -162,12 +166,11 @@ def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | N
     seen: set[TrialKey] = set()
     body = [(i, line) for i, line in enumerate(lines[1:], start=2) if line.strip()]
     for n, (i, line) in enumerate(body):
-        try:
-            trial = TrialResult.model_validate_json(line)
-        except ValidationError as e:
+        trial = _recorded_trial(line, f"{p}: line {i}")
+        if isinstance(trial, str):
             if n == len(body) - 1 and i == len(lines):  # the last line, without its newline: a crash cut it short
                 break
-            raise RunDocumentError(format_validation_error(f"{p}: line {i}", e)) from None
+            raise RunDocumentError(trial)
         if trial_key(trial) not in seen:
             seen.add(trial_key(trial))
             trials.append(trial)
@@ -176,6 +179,34 @@ def _load_partial(path: str | Path) -> tuple[RunSpec, list[TrialResult], int | N
         raise RunDocumentError(f"{p}: line 1: field planned_task_ids: expected a list of task ids, got "
                                f"{json.dumps(task_ids)[:200]}")
     return spec, trials, planned if isinstance(planned, int) and not isinstance(planned, bool) else None, task_ids
+
+
+_REASONS = frozenset(str(r) for r in TerminationReason)
+"""The termination reasons a trial is recorded with (:class:`~simulator.types.trajectory.TerminationReason`)."""
+
+
+def _recorded_trial(line: str, where: str) -> TrialResult | str:
+    """Read one trial line of a partial file exactly as tausim wrote it; return the trial, or what is wrong with it.
+
+    Strict: pydantic's lax mode would read ``"passed": "yes"`` as true and ``"trial": "1"`` as 1, so that a line
+    tausim did not write resumed as another trial. ``termination_reason`` must be one tausim records, in its case.
+
+    Args:
+        line: the line's text.
+        where: the file and line, to start the message with (``FILE: line 3``).
+
+    Returns:
+        The trial, or one line ``WHERE: field F: MESSAGE (value V)`` (escaped and cut,
+        :func:`~simulator.types.spec.format_validation_error`).
+    """
+    try:
+        trial = TrialResult.model_validate_json(line, strict=True)
+    except ValidationError as e:
+        return format_validation_error(where, e, TrialResult)
+    if trial.termination_reason not in _REASONS:
+        return (f"{where}: field termination_reason: not a termination reason tausim records (value "
+                f"{excerpt(trial.termination_reason, as_json=True)}); expected one of {', '.join(sorted(_REASONS))}")
+    return trial
 
 
 def partial_document(path: str | Path) -> dict[str, Any]:

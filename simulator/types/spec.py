@@ -32,7 +32,6 @@ A spec file (``tausim run --spec FILE.json``) is the JSON of :meth:`RunSpec.mode
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import typing
 from collections.abc import Iterator, Mapping
@@ -44,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simulator.errors import SpecError
 from simulator.types.faults import FaultRates
 from simulator.types.jsonfile import JSONTextError, decode_json, not_utf8
+from simulator.types.sanitize import clipped, excerpt, shown
 from simulator.types.secrets import redact_secrets
 from simulator.types.tasks import Budget
 
@@ -267,9 +267,9 @@ def format_validation_error(source: str, error: ValidationError, model: type[Bas
         model = RunSpec
     errors = error.errors()
     unknown = [e for e in errors if e["type"] == "extra_forbidden"]
-    shown = unknown + [e for e in errors if e["type"] != "extra_forbidden"][:1] if unknown else errors[:1]
-    parts = [_error_part(e, model) for e in shown]
-    more = f" (and {len(errors) - len(shown)} more)" if len(errors) > len(shown) else ""
+    picked = unknown + [e for e in errors if e["type"] != "extra_forbidden"][:1] if unknown else errors[:1]
+    parts = [_error_part(e, model) for e in picked]
+    more = f" (and {len(errors) - len(picked)} more)" if len(errors) > len(picked) else ""
     return f"{source}: {'; '.join(parts)}{more}"
 
 
@@ -277,23 +277,29 @@ _ERROR_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
 def _error_part(err: Any, model: type[BaseModel] | None) -> str:
-    """``field WHERE: MESSAGE (value V)[, did you mean NAME?]`` for one pydantic error."""
+    """``field WHERE: MESSAGE (value V)[, did you mean NAME?]`` for one pydantic error.
+
+    The location (its dict keys come from the data), the message and the value are escaped and cut
+    (:func:`~simulator.types.sanitize.shown`, :func:`~simulator.types.sanitize.excerpt`): they may hold terminal
+    escapes or be 100 KB long.
+    """
     loc = [str(p) for p in err["loc"]]
-    where = ".".join(loc) or "(top level)"
+    where = clipped(shown(".".join(loc), one_line=True)) or "(top level)"
     if len(loc) >= 2 and loc[-1] == "[key]":  # a dict key's error: pydantic's location ends KEY, "[key]"
-        where = f"{'.'.join(loc[:-2]) or '(top level)'}: key {loc[-2]!r}"
+        where = f"{clipped(shown('.'.join(loc[:-2]), one_line=True)) or '(top level)'}: key {excerpt(loc[-2])}"
     msg = str(err["msg"])
     for prefix in _ERROR_PREFIXES:
         msg = msg.removeprefix(prefix)
     value = err.get("input")
-    shown = json.dumps(value, default=str) if not isinstance(value, Mapping) else "{...}"
     quoted = isinstance(value, str) and len(value) >= 3 and value in msg  # the message names it already
-    text = f"field {where}: {msg}" + ("" if quoted else f" (value {shown[:120]})")
+    msg = clipped(shown(msg, one_line=True))
+    value_text = excerpt(value, as_json=True) if not isinstance(value, Mapping) else "{...}"
+    text = f"field {where}: {msg}" + ("" if quoted else f" (value {value_text})")
     if err["type"] == "extra_forbidden" and loc:
         names = _field_names(model, loc[:-1])
         close = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.6)
         if close:
-            text += f", did you mean {'.'.join([*loc[:-1], close[0]])}?"
+            text += f", did you mean {clipped(shown('.'.join([*loc[:-1], close[0]]), one_line=True))}?"
     return text
 
 

@@ -133,3 +133,24 @@ def test_format_validation_error_names_a_bad_dict_key():
     with pytest.raises(ValidationError) as e:
         Caps.model_validate({"limits": {"x1": "a"}})
     assert format_validation_error("caps.json", e.value).startswith("caps.json: field limits: key 'x1': ")
+
+
+def test_format_validation_error_escapes_and_cuts_keys_messages_and_values():
+    """A spec's unknown key, a bad value and a message quoting it may hold terminal escapes or be 100 KB long: the
+    message shows them escaped (``\\x1b``) and cut (80 characters of a value, then its length)."""
+    from pydantic import ValidationError
+
+    from simulator.types.spec import format_validation_error
+
+    hostile = "\x1b]0;pwned\x07"
+    with pytest.raises(ValidationError) as e:
+        RunSpec.model_validate({"domain": "retail", hostile: 1})
+    message = format_validation_error("s.json", e.value)
+    assert "\x1b" not in message and "\x07" not in message
+    assert message.startswith("s.json: field \\x1b]0;pwned\\x07: Extra inputs are not permitted (value 1)"), message
+    with pytest.raises(ValidationError) as e:
+        RunSpec.model_validate({"domain": "retail", "seed": hostile + "x" * 100_000})
+    message = format_validation_error("s.json", e.value)
+    assert "\x1b" not in message and len(message) < 400, message
+    # its JSON text: 100,000 x + 8 plain characters + two escapes of 6 (\u001b, \u0007) + 2 quotes = 100,022
+    assert '(value "\\u001b]0;pwned\\u0007xxx' in message and "(100,022 characters)" in message, message
