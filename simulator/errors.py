@@ -53,6 +53,8 @@ The tree::
     │       ├── LLMInfraError                  transient (rate limit, timeout, 5xx) after every retry
     │       ├── LLMContextOverflow             the request exceeds the context window (not retried)
     │       └── LLMRequestError                cannot succeed by retrying: auth, bad request, unknown model
+    │           ├── LLMResponseError               the model answered, but its answer cannot be read (a tool
+    │           │                                  call that is not one): the agent's or user's own failure
     │           └── LLMSetupError                  no call of this model can work: missing or refused
     │                                              credentials, unknown model (trial ``setup_error``)
     ├── DefectError                    a defect in a domain's tools or a task, not in the agent or the input
@@ -98,6 +100,7 @@ __all__ = [
     "LLMError",
     "LLMInfraError",
     "LLMRequestError",
+    "LLMResponseError",
     "PeerResultsError",
     "LLMSetupError",
     "OptionError",
@@ -271,6 +274,15 @@ class LLMContextOverflow(LLMError):
 
 class LLMRequestError(LLMError):
     """The request cannot succeed by retrying: authentication, bad request, unknown model, bad response."""
+
+
+class LLMResponseError(LLMRequestError):
+    """The server answered, but the model's answer cannot be read (litellm cannot turn it into a response).
+
+    For example a tool call whose ``arguments`` is not text, a message whose content is an object, a NaN token count.
+    It is the model's own output, not a failure of the service: it is not retried, and a trial whose agent (user)
+    meets it ends ``agent_error`` (``user_error``), never ``infra_error``. The message gives the reason in one line.
+    """
 
 
 class LLMSetupError(LLMRequestError):

@@ -32,7 +32,7 @@ from __future__ import annotations
 from sqlalchemy import ForeignKey, Index, Integer, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from simulator.world.kit import JsonNumber, Layout
+from simulator.world.kit import JsonNumber, Layout, one_of
 from simulator.world.kit import json_column as _json
 
 __all__ = [
@@ -87,7 +87,7 @@ class User(Base):
     """E-mail address."""
     dob: Mapped[str] = mapped_column(String)
     """Date of birth, ``YYYY-MM-DD``."""
-    membership: Mapped[str] = mapped_column(String)
+    membership: Mapped[str] = mapped_column(String, info=one_of("regular", "silver", "gold"))
     """``regular``, ``silver`` or ``gold`` (sets the free bag allowance)."""
     layout: Mapped[Layout | None] = mapped_column(_json())
     """Key order where it differs from the canonical one; NULL normally."""
@@ -113,7 +113,7 @@ class PaymentMethod(Base):
     """Payment method id (its key in ``payment_methods``, e.g. ``certificate_7504069``)."""
     position: Mapped[int] = mapped_column(Integer)
     """Index within the user's ``payment_methods`` object (gaps where a certificate was used up)."""
-    source: Mapped[str] = mapped_column(String)
+    source: Mapped[str] = mapped_column(String, info=one_of("credit_card", "gift_card", "certificate"))
     """``credit_card``, ``gift_card`` or ``certificate``."""
     brand: Mapped[str | None] = mapped_column(String)
     """Card brand (credit cards only)."""
@@ -193,7 +193,8 @@ class FlightDate(Base):
     """Date, ``YYYY-MM-DD``."""
     position: Mapped[int] = mapped_column(Integer)
     """Index within the flight's ``dates`` object."""
-    status: Mapped[str] = mapped_column(String)
+    status: Mapped[str] = mapped_column(
+        String, info=one_of("available", "on time", "delayed", "flying", "landed", "cancelled"))
     """``available`` (open for booking), ``on time``, ``delayed``, ``flying``, ``landed`` or ``cancelled``."""
     seats_basic_economy: Mapped[int | None] = mapped_column(Integer)
     """``available_seats.basic_economy`` (NULL when the date has no ``available_seats``)."""
@@ -250,9 +251,9 @@ class Reservation(Base):
     """Trip origin airport code."""
     destination: Mapped[str] = mapped_column(String)
     """Trip destination airport code (for a round trip, the far end)."""
-    flight_type: Mapped[str] = mapped_column(String)
+    flight_type: Mapped[str] = mapped_column(String, info=one_of("one_way", "round_trip"))
     """``one_way`` or ``round_trip``."""
-    cabin: Mapped[str] = mapped_column(String)
+    cabin: Mapped[str] = mapped_column(String, info=one_of("basic_economy", "economy", "business"))
     """``basic_economy``, ``economy`` or ``business``."""
     created_at: Mapped[str] = mapped_column(String)
     """Booking time, ``YYYY-MM-DDTHH:MM:SS``."""
@@ -260,9 +261,9 @@ class Reservation(Base):
     """Checked bags in total."""
     nonfree_baggages: Mapped[int] = mapped_column(Integer)
     """Checked bags paid for (50 dollars each)."""
-    insurance: Mapped[str] = mapped_column(String)
+    insurance: Mapped[str] = mapped_column(String, info=one_of("yes", "no"))
     """Travel insurance bought: ``yes`` or ``no``."""
-    status: Mapped[str | None] = mapped_column(String)
+    status: Mapped[str | None] = mapped_column(String, info=one_of("cancelled"))
     """``cancelled`` once cancelled; NULL (absent from the record) before."""
     layout: Mapped[Layout | None] = mapped_column(_json())
     """Key order where it differs from the canonical one; NULL normally."""

@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, ForeignKeyConstraint, Index, Integer, String, func, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from simulator.world.kit import JsonNumber, Layout
+from simulator.world.kit import JsonNumber, Layout, one_of
 from simulator.world.kit import json_column as _json
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "FulfillmentTracking",
     "JsonNumber",
     "NON_ASCII_EMAIL",
+    "ORDER_STATUSES",
     "Order",
     "OrderItem",
     "Payment",
@@ -46,6 +47,10 @@ __all__ = [
 
 NON_ASCII_EMAIL = "length(email) <> length(CAST(email AS BLOB))"
 """The SQL condition of a user whose email has a character beyond ASCII (more bytes than characters)."""
+
+ORDER_STATUSES = ("pending", "processed", "delivered", "cancelled", "pending (item modified)", "return requested",
+                  "exchange requested")
+"""The statuses an order may have (declared on :attr:`Order.status`; ``tausim domain check`` reports any other)."""
 
 
 class Base(DeclarativeBase):
@@ -109,7 +114,7 @@ class PaymentMethod(Base):
     """Payment method id (its key in ``payment_methods``, e.g. ``gift_card_1725971``)."""
     position: Mapped[int] = mapped_column(Integer)
     """Index within the user's ``payment_methods`` object."""
-    source: Mapped[str] = mapped_column(String)
+    source: Mapped[str] = mapped_column(String, info=one_of("credit_card", "paypal", "gift_card"))
     """``credit_card``, ``paypal`` or ``gift_card``."""
     brand: Mapped[str | None] = mapped_column(String)
     """Card brand (credit cards only)."""
@@ -160,9 +165,9 @@ class Order(Base):
     """``address.state``."""
     zip: Mapped[str] = mapped_column(String)
     """``address.zip``."""
-    status: Mapped[str] = mapped_column(String)
-    """``pending``, ``processed``, ``delivered``, ``cancelled``, ``pending (item modified)``,
-    ``return requested`` or ``exchange requested``."""
+    status: Mapped[str] = mapped_column(String, info=one_of(*ORDER_STATUSES))
+    """One of :data:`ORDER_STATUSES`: ``pending``, ``processed``, ``delivered``, ``cancelled``, ``pending (item
+    modified)``, ``return requested`` or ``exchange requested``."""
     cancel_reason: Mapped[str | None] = mapped_column(String)
     """Set by a cancellation."""
     return_items: Mapped[list[str] | None] = mapped_column(_json())
@@ -220,7 +225,7 @@ class Payment(Base):
     """Order."""
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     """Index in ``payment_history``."""
-    transaction_type: Mapped[str] = mapped_column(String)
+    transaction_type: Mapped[str] = mapped_column(String, info=one_of("payment", "refund"))
     """``payment`` or ``refund``."""
     amount: Mapped[float] = mapped_column(JsonNumber)
     """Amount, unrounded where the peer leaves it unrounded (e.g. ``6.259999999999998``)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 from sqlalchemy import Float, ForeignKey, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from simulator.world.kit import one_of
+
 __all__ = ["Approval", "Base", "Customer", "Order", "Refund", "Return"]
 
 
@@ -33,7 +35,8 @@ class Order(Base):
     customer_id: Mapped[str] = mapped_column(ForeignKey("customers.customer_id"))
     item: Mapped[str] = mapped_column(String)
     total: Mapped[float] = mapped_column(Float)
-    status: Mapped[str] = mapped_column(String)
+    status: Mapped[str] = mapped_column(String, info=one_of("processing", "shipped", "delivered", "refunded",
+                                                            "cancelled"))
     payment_account: Mapped[str] = mapped_column(String)
     """Ledger account of the payment method the order was paid with (e.g. ``card-4242``)."""
     delivered_at: Mapped[str | None] = mapped_column(String, nullable=True)
@@ -47,7 +50,7 @@ class Return(Base):
     return_id: Mapped[str] = mapped_column(String, primary_key=True)
     order_id: Mapped[str] = mapped_column(ForeignKey("orders.order_id"))
     reason: Mapped[str] = mapped_column(String)
-    status: Mapped[str] = mapped_column(String)
+    status: Mapped[str] = mapped_column(String, info=one_of("requested", "received"))
     opened_at: Mapped[str] = mapped_column(String)
     received_at: Mapped[str | None] = mapped_column(String, nullable=True)
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from simulator.models.llm import unreadable_answer
 from simulator.types.messages import AgentTurn, Message, ToolCall
 from simulator.types.protocols import TrialContext
 from simulator.world.plugins import load_reference
@@ -135,8 +136,12 @@ def describe_error(who: str, error: BaseException) -> str:
         error: the exception.
 
     Returns:
-        The line.
+        The line; for a model answer litellm could not read, ``"WHO: the model's answer cannot be read: REASON"``
+        (:func:`simulator.models.llm.unreadable_answer`).
     """
+    reason = unreadable_answer(error)
+    if reason is not None:
+        return f"{who}: the model's answer cannot be read: {reason}"
     lines = str(error).strip().splitlines()
     return f"{who}: {type(error).__name__}: {lines[0]}" if lines else f"{who}: {type(error).__name__}"
 
@@ -149,8 +154,11 @@ def error_kind(error: BaseException) -> ErrorKind:
 
     Returns:
         ``infra_error`` for a transient model failure (rate limit, 5xx, connection, timeout), ``setup_error`` for
-        refused credentials or an unknown model, else ``agent_error``.
+        refused credentials or an unknown model, else ``agent_error``: a model answer litellm could not read is
+        ``agent_error`` too, though litellm reports it as a 500 (:func:`simulator.models.llm.unreadable_answer`).
     """
+    if unreadable_answer(error) is not None:
+        return "agent_error"
     seen: BaseException | None = error
     for _ in range(5):  # the error and the causes it wraps (a framework may wrap the model client's error)
         if seen is None:

@@ -106,8 +106,10 @@ class LiteLLMAgent:
 
         Returns:
             The assistant message with its usage; on a model failure an empty assistant message with
-            ``error`` and ``error_kind`` (``infra_error``, ``context_overflow``, ``setup_error`` for missing
-            credentials or an unknown model, or ``agent_error``).
+            ``error`` and ``error_kind``: ``infra_error`` when the API failed after retries (rate limits, timeouts,
+            connection, 5xx), ``context_overflow``, ``setup_error`` for missing credentials or an unknown model, else
+            ``agent_error``: a refused request, or an answer of the model that cannot be read (a tool call whose
+            ``arguments`` is not text: :class:`~simulator.models.llm.LLMResponseError`, whose reason is the error).
         """
         defaults = self.client.params
         params: dict[str, Any] = {}

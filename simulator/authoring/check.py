@@ -7,6 +7,9 @@ Checks, each finding naming the tool or task:
 - ``policy``: the policy is a document (error when empty, warning under 500 characters);
 - ``round-trip``: the data set dumps back to its files unchanged (for domains whose ``data/`` holds one
   ``<table>.json`` per dumped table; skipped otherwise);
+- ``unknown-value``: a column declared with the values it may hold (:func:`simulator.world.kit.one_of`, e.g. an
+  order's ``status``) holds another in the data set; the finding names the table, the row's key, the field and the
+  value (at most :data:`VALUE_FINDINGS_PER_COLUMN` per column, then how many more);
 - ``no-tasks``, ``gold-replay``: every gold action of every task replays without a tool bug;
 - ``read-writes``: calling a read tool (on the arguments the tasks' gold actions use and on ids sampled from the
   tables the domain declares in :attr:`~simulator.world.domain.Domain.entities`) changes no table and records no event;
@@ -32,9 +35,11 @@ from simulator.authoring._clock import no_wall_clock
 from simulator.authoring.findings import Finding
 from simulator.errors import GoldToolBug
 from simulator.execution.runner import Runner, RunResult
+from simulator.types.sanitize import excerpt
 from simulator.types.spec import RunSpec
 from simulator.types.tasks import Action, Task
 from simulator.users import scripted_user_factory
+from simulator.world.data.storage import allowed_values
 from simulator.world.database import StateSpec, TemplateDatabase, TrialDatabase, diff_against
 from simulator.world.domain import Domain
 from simulator.world.events import EVENTS_TABLE
@@ -47,6 +52,8 @@ SAMPLES_PER_ENTITY = 3
 """Ids sampled from each declared entity table for the read tools' generated arguments."""
 GOLD_CALLS_PER_TOOL = 10
 """Distinct gold argument sets of a read tool replayed by the read-tool checks."""
+VALUE_FINDINGS_PER_COLUMN = 20
+"""Rows of one column named by ``unknown-value`` findings; a further finding counts the rest."""
 _DEFAULTS = {"string": "x", "integer": 1, "number": 1.0, "boolean": False, "array": [], "object": {}}
 
 
@@ -96,6 +103,41 @@ def _check_round_trip(domain: Domain, template: TemplateDatabase, folder: Path) 
         elif json.dumps(records) != json.dumps(original):
             out.append(Finding("round-trip", "error", f"table {table}: key order or number types differ from "
                                                       f"{files[table]}"))
+    return out
+
+
+def _quoted(name: str) -> str:
+    """An SQL identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _check_values(template: TemplateDatabase) -> list[Finding]:
+    """``unknown-value`` findings: data rows whose value of a column declared with :func:`one_of` is none of them."""
+    out: list[Finding] = []
+    with template.trial(memo=False) as t:
+        for table in template.metadata.sorted_tables:
+            keys = list(table.primary_key.columns)
+            for column in table.columns:
+                values = allowed_values(column)
+                if values is None:
+                    continue
+                names = ", ".join(_quoted(c.name) for c in [*keys, column])
+                rows = t.raw.execute(
+                    f"SELECT {names} FROM {_quoted(table.name)} WHERE {_quoted(column.name)} IS NOT NULL AND "
+                    f"{_quoted(column.name)} NOT IN ({', '.join('?' * len(values))})"
+                    + (f" ORDER BY {', '.join(_quoted(c.name) for c in keys)}" if keys else " ORDER BY rowid"),
+                    values).fetchall()
+                shown = ", ".join(excerpt(v) for v in values)
+                for row in rows[:VALUE_FINDINGS_PER_COLUMN]:
+                    key = excerpt(row[0]) if len(keys) == 1 else f"({', '.join(excerpt(k) for k in row[:-1])})"
+                    key = key if keys else "(a table without a key)"
+                    out.append(Finding("unknown-value", "error", f"table {table.name} row {key}: field {column.name}: "
+                                                                 f"{excerpt(row[-1])} is not one of its declared "
+                                                                 f"values ({shown})"))
+                if len(rows) > VALUE_FINDINGS_PER_COLUMN:
+                    out.append(Finding("unknown-value", "error", f"table {table.name}: field {column.name}: "
+                                                                 f"{len(rows) - VALUE_FINDINGS_PER_COLUMN} more rows "
+                                                                 "hold a value that is not one of its declared values"))
     return out
 
 
@@ -377,6 +419,7 @@ def check_domain(domain: Domain, *, data_dir: Path | None = None, tasks: Sequenc
     template = domain.template(data_dir)
     folder = Path(data_dir) if data_dir is not None else domain.default_data_dir()
     findings += _check_round_trip(domain, template, folder)
+    findings += _check_values(template)
     task_list = list(tasks) if tasks is not None else domain.load_tasks()
     if not task_list:
         findings.append(Finding("no-tasks", "error", "the domain has no tasks"))

@@ -18,7 +18,8 @@ from simulator.storage.store import ResultsStore
 from simulator.world.domain import DomainError
 
 __all__ = ["check_outputs", "connect_store", "console", "domain_options", "err", "fail", "git_revision",
-           "option_message", "package_versions", "persona_files", "write_json_atomic", "write_output"]
+           "load_persona_option", "option_message", "package_versions", "persona_files", "write_json_atomic",
+           "write_output"]
 
 # Off a terminal (pipes, CI logs) rich would wrap at 80 columns; keep lines whole there. Control sequences in data
 # are escaped (safe_console).
@@ -106,6 +107,27 @@ def persona_files(personas: str | None) -> list[tuple[str, Path]]:
     """
     entries = [e.strip() for e in (personas or "").split(",") if e.strip()]
     return [("--personas", Path(e)) for e in entries if e.endswith(".json") or "/" in e or os.sep in e]
+
+
+def load_persona_option(value: str) -> list[Any]:
+    """Load the personas of ``--personas VALUE`` (shipped names, persona files, or ``all``).
+
+    Args:
+        value: the option's value, ``NAME[,NAME...]``.
+
+    Returns:
+        The :class:`~simulator.types.persona.Persona` objects, in the order given.
+
+    Raises:
+        ValueError: one line ``--personas: <the loader's message>``; the loader's message names the entry or file at
+            fault (``--personas: p.json: invalid JSON at line 2 ...``), so neither is named twice.
+    """
+    from personas.loader import PersonaError, load_personas
+
+    try:
+        return load_personas(value)
+    except PersonaError as e:
+        raise ValueError(f"--personas: {e}") from e
 
 
 def write_output(path: Path, text: str) -> None:

@@ -10,9 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from personas.loader import PersonaError, load_personas
 from simulator.analysis.budgets import load_budgets
-from simulator.cli._common import check_outputs, domain_options, fail, persona_files
+from simulator.cli._common import check_outputs, domain_options, fail, load_persona_option, persona_files
 from simulator.errors import RunDocumentError
 from simulator.storage.documents import load_partial
 from simulator.storage.store import DEFAULT_STORE_URL
@@ -183,10 +182,7 @@ def _personas(o: Any) -> list[Any] | None:
         raise ValueError("--personas: empty; give persona names (NAME[,NAME...]: shipped names or .json files) or all")
     if not (o.user in ("rule",) or o.user.startswith(("llm:", "py:"))):
         raise ValueError(f"--personas needs a user that plays personas (--user rule or llm:MODEL), not {o.user!r}")
-    try:
-        return load_personas(o.personas)
-    except PersonaError as e:
-        raise ValueError(f"--personas {o.personas}: {e}") from e
+    return load_persona_option(o.personas)
 
 
 def _spec_from_options(o: Any, execution: dict[str, Any]) -> RunSpec:

@@ -22,8 +22,7 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from personas.loader import PersonaError, load_personas
-from simulator.cli._common import check_outputs, console, err, fail, persona_files
+from simulator.cli._common import check_outputs, console, err, fail, load_persona_option, persona_files
 from simulator.errors import TausimError
 from simulator.execution.recording import WriteOutcome, write_with_fallback
 from simulator.hunt.search import HuntResult
@@ -38,12 +37,7 @@ __all__ = ["hunt_command"]
 
 def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user: str, personas: str | None,
           seed: int, max_turns: int, max_steps: int, faults: str | None = None, vary: str = "both") -> RunSpec:
-    persona_list = None
-    if personas is not None:
-        try:
-            persona_list = load_personas(personas)
-        except PersonaError as e:
-            raise ValueError(f"--personas {personas}: {e}") from e
+    persona_list = load_persona_option(personas) if personas is not None else None
     ids = [t.strip() for t in task_ids.split(",") if t.strip()] if task_ids else None
     return RunSpec.model_validate({
         "domain": domain, "tasks": tasks, "task_ids": ids, "agent": {"name": agent}, "user": {"name": user},

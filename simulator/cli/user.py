@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from simulator.cli._common import check_outputs, console, err, fail, persona_files, write_output
+from simulator.cli._common import check_outputs, console, err, fail, load_persona_option, persona_files, write_output
 from simulator.cli.serve_tools import clean_text
 
 __all__ = ["user_app"]
@@ -50,19 +50,16 @@ def check_command(
     (e.g. its model cannot be reached).
     """
     from simulator.analysis.user_check import check_user
-    from simulator.errors import PersonaError
     from simulator.types.spec import RunSpec
     from simulator.world.domain import DomainError
 
     check_outputs([("--out", out)], persona_files(personas))
     loaded: list[Any] = []
     if personas is not None:
-        from personas import load_personas
-
         try:
-            loaded = list(load_personas(personas))
-        except PersonaError as e:
-            raise fail(f"--personas {personas}: {e}") from e
+            loaded = load_persona_option(personas)
+        except ValueError as e:
+            raise fail(str(e)) from e
     model = {k: v for k, v in (("api_base", api_base), ("temperature", temperature)) if v is not None}
     try:
         spec = RunSpec.model_validate({"domain": domain, "user": {"name": user, **model}, "seed": seed})

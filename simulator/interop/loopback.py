@@ -8,6 +8,8 @@ in order. A script entry is one of:
 - ``{"status": 429 | 500 | ...}``: an error answer (OpenAI's error body, ``Retry-After: 0`` on 429);
 - ``{"slow": seconds, "then": entry}``: wait, then answer ``entry`` (a client timeout fires first);
 - ``{"malformed": True}``: status 200 with a body that is not JSON;
+- ``{"body": value}``: status 200 with ``value`` as the JSON body, as is (a completion whose fields the caller
+  chose, e.g. a tool call whose ``arguments`` is a number);
 - ``{"drop": True}``: close the connection without answering.
 
 Every request is recorded (``server.requests[model]``: the decoded JSON bodies). A model whose script is used up
@@ -117,6 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(entry, dict) and entry.get("malformed"):
             self._send(200, b'{"id": "chatcmpl-x", "choices": [{"message": ')
+            return
+        if isinstance(entry, dict) and "body" in entry:
+            self._send(200, json.dumps(entry["body"]).encode())
             return
         if isinstance(entry, dict) and "status" in entry:
             status = int(entry["status"])

@@ -270,9 +270,11 @@ def analyze_run(
     trials: list[Mapping[str, Any]] = doc["trials"]
     task_ids = _planned_tasks(doc, trials)
     run_personas = [str(p) for p in config.get("personas") or []]
+    cell_tasks: dict[str, str] = {}
     if run_personas:  # a run with personas: the unit of reliability is the task cell (task@persona)
         trials = [{**t, "task_id": cell_id(str(t["task_id"]), _persona_name(t))} for t in trials]
-        task_ids = [cell_id(tid, p) for tid in task_ids if "@" not in tid for p in run_personas] or task_ids
+        cell_tasks = {cell_id(tid, p): tid for tid in task_ids if "@" not in tid for p in run_personas}
+        task_ids = list(cell_tasks) or task_ids
     # the planned pairs' first records, duplicates and unplanned pairs: the same aggregation as pass^k's
     rel = reliability(trials, task_ids, n, incomplete="count") if task_ids else None
     first = rel.records if rel is not None else {}
@@ -299,7 +301,7 @@ def analyze_run(
         metrics.update(run_metrics(
             trials, task_ids, n, incomplete="count", seed=seed, n_resamples=n_resamples,
             gold=gold if isinstance(gold, Mapping) else None, write_tools=doc.get("write_tools") or (),
-            tags=doc.get("task_tags") if isinstance(doc.get("task_tags"), Mapping) else None))
+            tags=doc.get("task_tags") if isinstance(doc.get("task_tags"), Mapping) else None, cell_tasks=cell_tasks))
     else:
         metrics["bootstrap"] = {"over": "tasks", "seed": seed, "resamples": n_resamples, "level": 0.95}
     in_plan = [c.record for c in cells if c.record is not None]

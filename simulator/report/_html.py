@@ -544,13 +544,15 @@ def _trajectory(m: Mapping[str, Any]) -> str:
                   numeric=tuple(range(1, 2 + len(_TRAJ_COLS)))) + note
 
 
-def _by_tag(m: Mapping[str, Any], n: int) -> str:
+def _by_tag(m: Mapping[str, Any], n: int, personas: bool) -> str:
+    """pass^k per tag: its distinct tasks, with personas its task cells (the mean is over them), its trials."""
     if not m.get("by_tag"):
         return ""
     ks = [f"pass^{k}" for k in range(1, n + 1)]
-    return "<section id=\"by-tag\"><h2>pass^k by tag</h2>" + _table(("tag", "tasks", *ks), [
-        (tag, t["tasks"], *(_fmt_rate(t.get(k)) for k in ks)) for tag, t in m["by_tag"].items()],
-        numeric=tuple(range(1, 2 + n))) + "</section>"
+    counts = ("tasks", "cells", "trials") if personas else ("tasks", "trials")
+    return "<section id=\"by-tag\"><h2>pass^k by tag</h2>" + _table(("tag", *counts, *ks), [
+        (tag, *("-" if t.get(c) is None else t[c] for c in counts), *(_fmt_rate(t.get(k)) for k in ks))
+        for tag, t in m["by_tag"].items()], numeric=tuple(range(1, 1 + len(counts) + n))) + "</section>"
 
 
 def render_html(report: RunReport, title: str | None = None) -> str:
@@ -660,7 +662,7 @@ to see its transcript.</p></div></section>
 <section><h2>Tool calls</h2>{statuses}<p class=note>{m['tool_calls']['errors']} calls did not return ok.</p></section>
 </div>
 <section id="safety"><h2>Safety violations</h2>{_safety(m)}</section>
-{_by_tag(m, report.trials_per_task)}
+{_by_tag(m, report.trials_per_task, bool(report.config.get("personas")))}
 <section id="trajectory" class=wide><h2>Trajectory metrics</h2>{_trajectory(m)}</section>
 {recovery_section(m.get("recovery"))}
 {clusters_section(*run_clusters(report)) if failed else ""}

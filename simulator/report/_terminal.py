@@ -67,6 +67,11 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _count(value: Any) -> str:
+    """A count as text; ``-`` when absent (a document written before the count existed)."""
+    return "-" if value is None else str(value)
+
+
 def _short(value: Any, limit: int = 160) -> str:
     text = json.dumps(value, default=str, sort_keys=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -497,13 +502,15 @@ def _print_reliability(report: RunReport, console: Console) -> None:
 
 
 def _print_by_tag(report: RunReport, console: Console) -> None:
-    """Print pass^k per tag."""
+    """Print pass^k per tag: its distinct tasks, with personas its task cells, its recorded trials."""
     ks = [f"pass^{k}" for k in range(1, report.trials_per_task + 1)]
-    by_tag = Table(title="by tag (mean over the tasks carrying it)")
-    for col in ("tag", "tasks", *ks):
+    personas = bool(report.config.get("personas"))
+    by_tag = Table(title=f"by tag (mean over the {'task cells' if personas else 'tasks'} carrying it)")
+    counts = ("tasks", "cells", "trials") if personas else ("tasks", "trials")
+    for col in ("tag", *counts, *ks):
         by_tag.add_column(col, justify="left" if col == "tag" else "right")
     for tag, t in report.metrics["by_tag"].items():
-        by_tag.add_row(tag, str(t["tasks"]), *(_rate(t.get(k)) for k in ks))
+        by_tag.add_row(escape(tag), *(_count(t.get(c)) for c in counts), *(_rate(t.get(k)) for k in ks))
     console.print(by_tag)
 
 

@@ -286,6 +286,7 @@ def run_metrics(
     seed: int = 0,
     n_resamples: int = 2000,
     tags: Mapping[str, Sequence[str]] | None = None,
+    cell_tasks: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Every number of a run, from its trial records (the JSON form of ``TrialResult``).
 
@@ -307,9 +308,14 @@ def run_metrics(
         write_tools: the domain's write tool names (for the write-only tool-name precision/recall).
         seed: seed of the bootstrap generators (a fresh ``Generator(PCG64(seed))`` per interval).
         n_resamples: bootstrap resamples per interval.
-        tags: task id -> its tags; when given, ``by_tag`` gives each tag's ``pass^k``/``pass@k`` (k = 1..n),
-            ``success_rate`` and ``tasks`` over the planned tasks carrying it (the same aggregation,
-            :func:`reliability`, missing trials counted as failures).
+        tags: task id -> its tags; when given, ``by_tag`` gives each tag's ``pass^k``/``pass@k`` (k = 1..n) and
+            ``success_rate`` over the planned task cells carrying it (the same aggregation, :func:`reliability`,
+            missing trials counted as failures), with ``tasks`` (the distinct tasks carrying it), ``cells`` (its
+            task cells: tasks x personas; = ``tasks`` in a run without personas) and ``trials`` (the recorded
+            trials of those cells).
+        cell_tasks: when ``task_ids`` and the records' ``task_id`` are already task cells (``task@persona``,
+            :func:`cell_id`; ``tausim report`` passes them so): each cell's task, so that ``by_tag`` reads a cell's
+            tags from its task and counts tasks, not cells. None: the cells are the tasks.
 
     Returns:
         ``pass^k``/``pass@k`` for k = 1..n and ``success_rate`` (means over tasks; the planned ``n`` is the
@@ -381,7 +387,7 @@ def run_metrics(
     out["turns"] = _stats_dict([_traj_value(r, "turns") for r in records])
     out["tool_calls"], out["tool_accuracy"] = _tool_call_metrics(records, gold, write_tools)
     if tags is not None:
-        out["by_tag"] = _by_tag(records, planned_ids, n, tags)
+        out["by_tag"] = _by_tag(records, planned_ids, n, tags, cell_tasks or {})
     out["violations"] = violation_metrics(records)
     out.update(_trajectory_summary(records))
     return out
@@ -403,9 +409,9 @@ def _persona_run_metrics(trials: Sequence[Mapping[str, Any]], task_ids: Sequence
     cells = [{**t, "task_id": cell_id(str(t["task_id"]), t.get("persona"))} for t in trials]
     cell_ids = [cell_id(tid, p) for tid in dict.fromkeys(task_ids) for p in names]
     cell_gold = None if gold is None else {cell_id(tid, p): g for tid, g in gold.items() for p in names}
-    cell_tags = None if tags is None else {cell_id(tid, p): tg for tid, tg in tags.items() for p in names}
     whole = run_metrics(cells, cell_ids, trials_per_task, incomplete=incomplete, gold=cell_gold,
-                        write_tools=write_tools, seed=seed, n_resamples=n_resamples, tags=cell_tags)
+                        write_tools=write_tools, seed=seed, n_resamples=n_resamples, tags=tags,
+                        cell_tasks={cell_id(tid, p): tid for tid in dict.fromkeys(task_ids) for p in names})
     whole["personas"] = names
     whole["by_persona"] = persona_metrics(trials, task_ids, trials_per_task, names, incomplete=incomplete,
                                           seed=seed, n_resamples=n_resamples)
@@ -535,18 +541,23 @@ def _tool_call_metrics(records: Sequence[Mapping[str, Any]], gold: Mapping[str, 
 
 
 def _by_tag(records: Sequence[Mapping[str, Any]], planned: Sequence[str], n: int,
-            tags: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
-    """pass^k per tag over the planned tasks carrying it (task cells ``task@persona`` carry their task's tags)."""
+            tags: Mapping[str, Sequence[str]], cell_tasks: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """pass^k per tag over the planned task cells carrying it (a cell carries its task's tags, ``cell_tasks``).
+
+    Each tag's ``tasks`` counts distinct tasks, ``cells`` the cells its mean is over, ``trials`` their recorded trials.
+    """
     out: dict[str, dict[str, Any]] = {}
     # a run document's tags are data: only strings in lists count
     tags = {str(k): [t for t in v if isinstance(t, str)] for k, v in tags.items() if isinstance(v, list | tuple)}
+    task_of = {c: cell_tasks.get(c, c) for c in planned}
     for tag in sorted({t for tg in tags.values() for t in tg}):
-        ids = [c for c in planned if tag in tags.get(c, tags.get(c.split("@")[0], ()))]
+        ids = [c for c in planned if tag in tags.get(task_of[c], ())]
         if not ids:
             continue
         wanted = set(ids)
         rel = reliability([r for r in records if str(r["task_id"]) in wanted], ids, n, incomplete="count")
-        out[tag] = {"tasks": len(ids), **rel.suite}
+        out[tag] = {"tasks": len({task_of[c] for c in ids}), "cells": len(ids), "trials": len(rel.records),
+                    **rel.suite}
     return out
 
 

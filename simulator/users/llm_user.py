@@ -424,8 +424,9 @@ class LLMUser:
             once the persona's patience is exhausted. A message leaking a secret is asked for again, then
             redacted (see the module docstring); usage sums every call. On a model failure an empty turn with
             ``error`` and ``error_kind`` (``infra_error`` when the API failed after retries, ``setup_error``
-            for missing credentials or an unknown model, else ``user_error``); an empty reply without a token is
-            a ``user_error`` too.
+            for missing credentials or an unknown model, else ``user_error``: a refused request, or an answer of
+            the model that cannot be read, :class:`~simulator.models.llm.LLMResponseError`); an empty reply without
+            a token is a ``user_error`` too.
         """
         turn_no = sum(1 for m in messages if m.role == "user" and not m.tool_calls)
         persona = self.persona

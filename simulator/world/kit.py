@@ -8,7 +8,8 @@ A domain subclasses :class:`Domain`. It must write only what :class:`DomainEssen
 Besides the base, the kit offers ready helpers for tau-bench style data sets (``{key: record}`` JSON files kept
 in relational tables and dumped back unchanged):
 
-- storage and loading (:mod:`simulator.world.data`): :class:`JsonNumber`, :func:`json_column`, :data:`Layout`;
+- storage and loading (:mod:`simulator.world.data`): :class:`JsonNumber`, :func:`json_column`, :data:`Layout`,
+  :func:`one_of` (the values a column may hold, checked by ``tausim domain check``; :func:`allowed_values` reads them);
   :func:`read_tables`, :func:`read_records`, :class:`RecordChecker`, :func:`key_layout`, :func:`insert_rows`,
   :func:`is_tau2_data`; dumping with :func:`shape`, :func:`select_rows`, :func:`group_rows`, :func:`dump_tables`;
   tools' table access with :class:`TableAccess`, :func:`raw_connection`, :func:`with_new_keys`, and :class:`Reads`
@@ -57,7 +58,7 @@ from simulator.world.data.loading import (
     read_tables,
 )
 from simulator.world.data.merge import deep_merge
-from simulator.world.data.storage import JsonNumber, Layout, json_column
+from simulator.world.data.storage import JsonNumber, Layout, allowed_values, json_column, one_of
 from simulator.world.database import StateSpec, TemplateDatabase, TrialDatabase, json_diff, snapshot
 from simulator.world.domain import Domain, available_domains, get_domain
 from simulator.world.dual import env_caller, syncer
@@ -128,6 +129,7 @@ __all__ = [
     "TrialDatabase",
     "UPPER_DIGITS",
     "UserScenario",
+    "allowed_values",
     "available_domains",
     "calculate",
     "cli_parser",
@@ -155,6 +157,7 @@ __all__ = [
     "merge_docs",
     "money",
     "new_rng",
+    "one_of",
     "parse_tasks",
     "parse_tau2_tasks",
     "pick",

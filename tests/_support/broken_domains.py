@@ -14,6 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from simulator import Action, Domain, Task, Toolbox, ToolContext, ToolError, UserScenario, tool
 from simulator.world.database import StateSpec, TrialDatabase
+from simulator.world.kit import one_of
 from simulator.world.sinks import Clock
 
 
@@ -190,10 +191,48 @@ class RandomIdDomain(StockDomain):
     note_tool = "ticket_note"
 
 
-def write_data(folder: Path) -> Path:
-    """Write the stock room's data set (items.json, an empty notes.json) and return the folder."""
+class GradedBase(DeclarativeBase):
+    pass
+
+
+class GradedItem(GradedBase):
+    """An item with an optional grade, declared to be 1, 2 or 3."""
+
+    __tablename__ = "items"
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    name: Mapped[str] = mapped_column(String)
+    stock: Mapped[int] = mapped_column(Integer)
+    grade: Mapped[int | None] = mapped_column(Integer, info=one_of(1, 2, 3))
+
+
+class GradedDomain(StockDomain):
+    """The stock room whose items have a grade of declared values (its data may hold others)."""
+
+    def state_spec(self) -> StateSpec:
+        return StateSpec(GradedBase.metadata)
+
+    def toolbox(self) -> Toolbox:
+        return Toolbox([get_item])
+
+    def populate(self, session: Session, data_dir: Path, options: Mapping[str, Any]) -> None:
+        items = json.loads((data_dir / "items.json").read_text())
+        session.add_all([GradedItem(**r) for r in items.values()])
+
+    def dump(self, trial: TrialDatabase) -> dict[str, dict[str, Any]]:
+        items = trial.raw.execute("SELECT id, name, stock, grade FROM items ORDER BY id").fetchall()
+        return {"items": {r[0]: {"id": r[0], "name": r[1], "stock": r[2], "grade": r[3]} for r in items}}
+
+
+def write_data(folder: Path, grades: Mapping[str, int | None] | None = None) -> Path:
+    """Write the stock room's data set (items.json, an empty notes.json) and return the folder.
+
+    ``grades``: item id -> grade, for :class:`GradedDomain`.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "items.json").write_text(json.dumps({"I1": {"id": "I1", "name": "vase", "stock": 3},
-                                                   "I2": {"id": "I2", "name": "lamp", "stock": 5}}))
+    items: dict[str, dict[str, Any]] = {"I1": {"id": "I1", "name": "vase", "stock": 3},
+                                        "I2": {"id": "I2", "name": "lamp", "stock": 5}}
+    for key, grade in (grades or {}).items():
+        items[key]["grade"] = grade
+    (folder / "items.json").write_text(json.dumps(items))
     (folder / "notes.json").write_text("{}")
     return folder

@@ -67,3 +67,56 @@ def test_null_passing_task_and_crashing_gold_are_errors(data):
     looks = tasks[0].model_copy(update={"id": "look", "gold_actions": tasks[0].gold_actions[:1]})
     findings = check_domain(dom, data_dir=data, tasks=[looks, tasks[1]], lint=False)
     assert [(f.rule, f.task_id) for f in errors(findings)] == [("null-passes", "look")]
+
+
+def test_unknown_values_of_a_declared_enumeration_are_findings(tmp_path):
+    """A column declared with one_of(...) (retail: an order's status) holds only those values in the data."""
+    import json
+    import shutil
+
+    from domains.retail import RetailDomain
+
+    dom = RetailDomain()
+    data = tmp_path / "retail"
+    shutil.copytree(dom.default_data_dir(), data)
+    orders = json.loads((data / "orders.json").read_text(encoding="utf-8"))
+    first, second = sorted(orders)[:2]
+    orders[first]["status"] = "teleported"
+    orders[second]["status"] = "Pending"  # the case matters: the tools compare statuses exactly
+    (data / "orders.json").write_text(json.dumps(orders), encoding="utf-8")
+    users = json.loads((data / "users.json").read_text(encoding="utf-8"))
+    user = sorted(users)[0]
+    method = sorted(users[user]["payment_methods"])[0]
+    users[user]["payment_methods"][method]["source"] = "bitcoin"
+    (data / "users.json").write_text(json.dumps(users), encoding="utf-8")
+
+    findings = [f for f in check_domain(dom, data_dir=data, tasks=[], agents=False, lint=False)
+                if f.rule == "unknown-value"]
+    assert [(f.severity, f.subject) for f in findings] == [("error", "domain")] * 3
+    lines = sorted(f.message for f in findings)
+    statuses = ("'pending', 'processed', 'delivered', 'cancelled', 'pending (item modified)', 'return requested', "
+                "'exchange requested'")
+    assert lines == sorted([
+        f"table orders row {first!r}: field status: 'teleported' is not one of its declared values ({statuses})",
+        f"table orders row {second!r}: field status: 'Pending' is not one of its declared values ({statuses})",
+        f"table payment_methods row ({user!r}, {method!r}): field source: 'bitcoin' is not one of its declared "
+        "values ('credit_card', 'paypal', 'gift_card')",
+    ]), lines
+
+
+def test_declared_values_are_checked_for_any_domain_and_null_is_left_to_the_column(tmp_path):
+    from tests._support.broken_domains import GradedDomain
+
+    findings = check_domain(GradedDomain(), data_dir=write_data(tmp_path / "data", grades={"I1": 7, "I2": None}),
+                            tasks=[], agents=False, lint=False)
+    assert [(f.rule, f.message) for f in findings if f.rule == "unknown-value"] == [
+        ("unknown-value", "table items row 'I1': field grade: 7 is not one of its declared values (1, 2, 3)")]
+
+
+def test_one_of_refuses_an_empty_or_repeated_declaration():
+    from simulator.world.kit import one_of
+
+    with pytest.raises(ValueError, match="at least one value"):
+        one_of()
+    with pytest.raises(ValueError, match="'a' is given twice"):
+        one_of("a", "b", "a")

@@ -119,3 +119,34 @@ def test_the_guide_states_retails_modes_as_the_domain_has_them():
     res = invoke("run", "--domain", "retail", "--option", "mode=tausim", "--task-ids", TASK)
     assert res.exit_code == 2
     assert _one_line(res) == f"error: --option mode=tausim: allowed values are {', '.join(modes)}"
+
+
+PERSONA_COMMANDS = {
+    "run": ["run", "--user", "rule", "--task-ids", TASK, "--no-progress", "--no-preflight"],
+    "hunt": ["hunt", "--task-ids", TASK, "--budget", "1"],
+    "user check": ["user", "check", "--user", "rule"],
+}
+
+
+@pytest.mark.parametrize("command", PERSONA_COMMANDS, ids=[c.replace(" ", "-") for c in PERSONA_COMMANDS])
+@pytest.mark.parametrize("case", ["missing", "not-json", "bad-field", "a-list", "directory", "unknown-name"])
+def test_a_bad_personas_value_is_named_once(tmp_path, command, case):
+    files = {"not-json": '{"name": "x", ', "bad-field": '{"name": "x", "description": "d", "patience": "lots"}',
+             "a-list": "[1, 2]"}
+    if case == "unknown-name":
+        value = "no-such-persona-name"
+    else:
+        target = tmp_path / ("somewhere" if case == "directory" else "p.json")
+        if case == "directory":
+            target.mkdir()
+        elif case in files:
+            target.write_text(files[case])
+        value = str(target)
+    res = invoke(*PERSONA_COMMANDS[command], "--personas", value)
+    assert res.exit_code == 2, res.output
+    line = _one_line(res)
+    assert line.startswith("error: --personas: ") and line.count(value) == 1, line
+    expected = {"missing": "no such file", "not-json": "invalid JSON", "bad-field": "field patience",
+                "a-list": "expected a JSON object", "directory": "is a directory",
+                "unknown-name": "unknown persona"}[case]
+    assert expected in line, line

@@ -18,7 +18,7 @@ from simulator.agents import agent_factory
 from simulator.cli import app
 from simulator.execution.runner import Runner
 from simulator.grading.judge import Judge
-from simulator.models.llm import LLMClient, LLMInfraError, LLMRequestError
+from simulator.models.llm import LLMClient, LLMInfraError, LLMRequestError, LLMResponseError
 from simulator.types.spec import RunSpec
 from simulator.types.tasks import parse_tasks
 from simulator.users import user_factory
@@ -75,6 +75,94 @@ def test_tool_calls_over_http() -> None:
                                                             ("c2", "transfer", None)]
     assert calls[1].raw_arguments == '{"src": ' and result.finish_reason == "tool_calls"
     assert [t["function"]["name"] for t in sent["tools"]] == [t["function"]["name"] for t in tools]
+
+
+def _answer(message: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A script entry: a complete chat completion whose assistant message (and other fields) the test chose."""
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+    return {"body": {**body, **fields}}
+
+
+UNREADABLE = {
+    # (answer, what the reason names: the exception litellm met while reading it, and its detail)
+    "tool-calls-not-a-list": (_answer({"role": "assistant", "content": None, "tool_calls": "get_balance(A1)"}),
+                              ("AttributeError",)),
+    "arguments-a-number": (_answer({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_balance", "arguments": 42}}]}),
+        ("ValidationError", "arguments", "valid string")),
+    "content-an-object": (_answer({"role": "assistant", "content": {"text": "hi"}}), ("ValidationError", "content")),
+    "nan-token-count": (_answer({"role": "assistant", "content": "hi"},
+                                usage={"prompt_tokens": float("nan"), "completion_tokens": 7, "total_tokens": 18}),
+                        ("ValidationError", "prompt_tokens")),
+    "json-not-an-object": ({"body": "a bare string"}, ("not", "'a bare string'")),
+    "no-choices": ({"body": {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m"}},
+                   ("no 'choices'",)),
+}
+
+
+@pytest.mark.parametrize("answer,named", UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_an_unreadable_answer_is_the_models_and_not_retried(answer: dict[str, Any], named: tuple[str, ...]) -> None:
+    # litellm reports these as InternalServerError (status 500, though the server answered 200): they are the
+    # model's answer, not a failure of the service, so they are neither retried nor an LLMInfraError
+    with openai_server({"m": [answer, "never asked"]}) as server:
+        with pytest.raises(LLMResponseError) as e:
+            _ask(LLMClient("openai/m", api_base=server.api_base, max_attempts=3, timeout=2, **FAST))
+        assert server.left("m") == 1
+    message = str(e.value)
+    assert e.value.attempts == 1 and isinstance(e.value, LLMRequestError) and not isinstance(e.value, LLMInfraError)
+    assert message.startswith("model openai/m: its answer cannot be read") and "\n" not in message
+    assert all(part in message for part in named), message
+    assert "Traceback" not in message and len(message) < 700
+
+
+def test_a_body_that_is_not_json_is_asked_again_then_is_the_models() -> None:
+    # a reply cut short may come whole next time (test_a_transient_failure_is_retried_then_answered); a server that
+    # answers nothing but broken bodies gave its answer: the agent's (user's) failure, as for --agent http:URL
+    with openai_server({"m": [{"malformed": True}] * 3, "down": [{"status": 500}] * 3}) as server:
+        with pytest.raises(LLMResponseError) as e:
+            _ask(LLMClient("openai/m", api_base=server.api_base, max_attempts=3, timeout=2, **FAST))
+        with pytest.raises(LLMInfraError):  # a server that answers 500 every time is still the service's failure
+            _ask(LLMClient("openai/down", api_base=server.api_base, max_attempts=3, timeout=2, **FAST))
+        assert server.left("m") == server.left("down") == 0
+    assert e.value.attempts == 3 and "the body is not JSON: JSONDecodeError" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("role", ["agent", "user"])
+def test_a_trial_whose_model_answers_garbage_ends_on_its_own_error(tmp_path: Path, role: str) -> None:
+    garbage = UNREADABLE["arguments-a-number"][0]
+    scripts: dict[str, list[Any]] = {"agent": ["How can I help?"], "user": ["Hi, move $10 from A1 to B2.", "ok"]}
+    scripts[role] = [garbage] * 3  # before: retried three times, then the trial was an infra_error
+    with openai_server(scripts) as server:
+        common = {"api_base": server.api_base, "max_attempts": 3, "timeout": 2, **FAST}
+        dom = BankDomain()
+        runner = Runner(dom, dom.template(write_data(tmp_path / "d")), parse_tasks(JUDGED),
+                        agent_factory("litellm:openai/agent", **common), user_factory("llm:openai/user", **common),
+                        RunSpec(domain="bank", agent="litellm:openai/agent", user="llm:openai/user"))
+        (trial,) = runner.run().trials
+        assert server.left(role) == 2  # not asked again
+    assert trial.termination_reason == f"{role}_error", trial.error
+    assert trial.error is not None and "its answer cannot be read" in trial.error and "arguments" in trial.error
+    assert not trial.passed
+
+
+def test_adapters_read_the_same_failure_as_the_agents_own(litellm: Any) -> None:
+    # a framework agent whose model is reached through litellm (LangGraph's ChatLiteLLM) sees litellm's exception
+    from simulator.agents._adapters import describe_error, error_kind
+
+    errors = {}
+    with openai_server({"bad": [UNREADABLE["arguments-a-number"][0]], "down": [{"status": 500}]}) as server:
+        for model in ("bad", "down"):
+            with pytest.raises(Exception) as e:
+                litellm.completion(model=f"openai/{model}", messages=[{"role": "user", "content": "hi"}],
+                                   api_base=server.api_base, api_key="test-key", num_retries=0, timeout=2)
+            errors[model] = e.value
+    assert type(errors["bad"]).__name__ == type(errors["down"]).__name__ == "InternalServerError"  # alike on top
+    assert error_kind(errors["bad"]) == "agent_error" and error_kind(errors["down"]) == "infra_error"
+    line = describe_error("langgraph", errors["bad"])
+    assert line.startswith("langgraph: the model's answer cannot be read: ValidationError") and "arguments" in line
+    assert "\n" not in line and "Traceback" not in line
 
 
 JUDGED = {"format": "tausim.tasks", "version": 1, "tasks": [

@@ -336,3 +336,57 @@ def test_a_failed_trial_s_lines_are_bounded_whatever_its_error_holds():
     assert lines[1].startswith("    error: ValueError: ]]]") and lines[1].endswith("]" * 50)
     # "    error: ValueError: " is 23 characters, then 48,000: 48,023 in all, 400 kept
     assert " ... (47,623 characters cut) ... " in lines[1]
+
+
+def persona_tag_document():
+    """Tasks a (cancel, refund), b (cancel), c (info) x personas p, q x 2 planned trials; b@q's trial 1 is missing."""
+    outcomes = {("a", "p"): [True, True], ("a", "q"): [True, False], ("b", "p"): [False, False],
+                ("b", "q"): [True], ("c", "p"): [True, True], ("c", "q"): [False, True]}
+    trials = [trial(task, i, ok, persona=persona, failure=None if ok else "state")
+              for (task, persona), oks in outcomes.items() for i, ok in enumerate(oks)]
+    return {"format": "tausim.run", "version": 1, "run_id": "tags-1",
+            "config": {"domain": "retail", "agent": "null", "user": "rule", "trials": 2, "seed": 0,
+                       "task_ids": ["a", "b", "c"], "personas": ["p", "q"]},
+            "task_tags": {"a": ["cancel", "refund"], "b": ["cancel"], "c": ["info"]}, "trials": trials}
+
+
+# by hand: a tag's tasks are the distinct tasks carrying it; its pass^k is the mean over their task cells (task x
+# persona), a missing trial failing; its trials are the recorded trials of those cells.
+# cancel: a, b -> cells a@p [1, 1], a@q [1, 0], b@p [0, 0], b@q [1, missing]: pass^1 (1 + .5 + 0 + .5) / 4 = .5,
+#   pass^2 (1 + 0 + 0 + 0) / 4 = .25, trials 2 + 2 + 2 + 1 = 7
+# refund: a -> a@p, a@q: pass^1 (1 + .5) / 2 = .75, pass^2 (1 + 0) / 2 = .5, trials 4; info: c -> the same numbers
+BY_TAG = {"cancel": (2, 4, 7, 0.5, 0.25), "refund": (1, 2, 4, 0.75, 0.5), "info": (1, 2, 4, 0.75, 0.5)}
+
+
+def test_by_tag_counts_tasks_not_task_cells():
+    from simulator.stats.summaries import run_metrics
+
+    doc = persona_tag_document()
+    from_report = analyze_run(doc).metrics["by_tag"]
+    from_run = run_metrics(doc["trials"], ["a", "b", "c"], 2, personas=["p", "q"], incomplete="count",
+                           tags=doc["task_tags"])["by_tag"]
+    for by_tag in (from_report, from_run):
+        assert set(by_tag) == set(BY_TAG)
+        for tag, (tasks, cells, trials, pass1, pass2) in BY_TAG.items():
+            got = by_tag[tag]
+            assert (got["tasks"], got["cells"], got["trials"]) == (tasks, cells, trials), tag
+            assert got["pass^1"] == pytest.approx(pass1) and got["pass^2"] == pytest.approx(pass2), tag
+
+
+def test_by_tag_tables_show_tasks_cells_and_trials(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(persona_tag_document()))
+    res = invoke("report", path)
+    assert res.exit_code == 0, res.output
+    assert "by tag (mean over the task cells carrying it)" in res.stdout
+    rows = {line.split()[1]: line.split()[3::2] for line in res.stdout.splitlines()
+            if line.startswith("│") and line.split()[1] in BY_TAG}
+    assert rows == {tag: [str(v) for v in row[:3]] + [f"{p:.3f}" for p in row[3:]] for tag, row in BY_TAG.items()}
+    html = render_html(analyze_run(persona_tag_document()))
+    section = html[html.index('<section id="by-tag">'):]
+    section = section[:section.index("</section>")]
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>.*?</t[dh]>", section, re.S)]
+    assert cells[:6] == ["tag", "tasks", "cells", "trials", "pass^1", "pass^2"]
+    body = [cells[i:i + 6] for i in range(6, len(cells), 6)]
+    assert {r[0]: r[1:] for r in body} == {tag: [str(v) for v in row[:3]] + [f"{p:.3f}" for p in row[3:]]
+                                          for tag, row in BY_TAG.items()}
