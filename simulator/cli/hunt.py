@@ -13,6 +13,7 @@ See :mod:`simulator.hunt.search` for the search, the signatures and the regressi
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,11 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from simulator.cli._common import check_outputs, console, err, fail, load_persona_option, persona_files
+from simulator.cli.run import sigterm_as_interrupt
 from simulator.errors import TausimError
 from simulator.execution.recording import WriteOutcome, write_with_fallback
 from simulator.hunt.search import HuntResult
-from simulator.hunt.session import run_hunt
+from simulator.hunt.session import HuntRun, run_hunt
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
 from simulator.stats.faults import recovery_rates
 from simulator.types.results import TrialResult
@@ -48,7 +50,7 @@ def _spec(domain: str, tasks: str | None, task_ids: str | None, agent: str, user
 
 
 def summary(result: HuntResult, *, exported: Collection[str] = (),
-            examples: Mapping[str, TrialResult] | None = None) -> dict[str, Any]:
+            examples: Mapping[str, TrialResult] | None = None, interrupted: str | None = None) -> dict[str, Any]:
     """Return the JSON summary of a hunt: budget spent, turns saved, clusters (signature, count, share, example).
 
     Args:
@@ -56,17 +58,19 @@ def summary(result: HuntResult, *, exported: Collection[str] = (),
         exported: ids of the clusters exported as regression cases (their ``case_id``).
         examples: cluster id -> the replayed trial of its shrunk conversation (its transcript is the example's);
             a cluster without one shows its shortest member's transcript.
+        interrupted: where a Ctrl-C stopped the hunt (``HuntRun.interrupted``), or None.
 
     Returns:
         ``{"agent_turns", "saved_turns", "trials", "forks", "signatures", "clusters": [...], "recovery"}``; each
         cluster ``{"id", "case_id" (None when not exported), "signature", "count", "budget_share", "example"}``, its
         example ``{"task_id", "persona", "seed", "moves", "user_turns", "transcript": [[role, text], ...],
         "shrunk"}``; ``recovery`` (:func:`simulator.stats.faults.recovery_rates` over the hunt's trials) only when
-        a trial met an environment fault.
+        a trial met an environment fault; ``interrupted`` (first) only for a hunt a Ctrl-C stopped.
     """
     spent = max(result.agent_turns, 1)
     examples = examples or {}
     doc: dict[str, Any] = {
+        **({"interrupted": interrupted} if interrupted is not None else {}),
         "agent_turns": result.agent_turns, "saved_turns": result.saved_turns, "trials": len(result.trials),
         "forks": sum(1 for t in result.trials if t.parent is not None), "signatures": len(result.clusters),
         "clusters": [{
@@ -118,6 +122,10 @@ def hunt_command(
 ) -> None:
     """Search task x persona x seed x user move for failures; cluster them by signature; export regressions.
 
+    Ctrl-C (or SIGTERM) once the search began: what the hunt found until then is written to the outputs asked for
+    (marked ``interrupted``: the trials and clusters so far, the regression cases already made), one line names
+    them, exit 130 (143).
+
     Exit codes: 0 done; 1 an output could not be written (disk full: each output is tried, one that fails goes
     to a fallback file ``tausim-hunt-XXXXXXXX.json`` (``tausim-hunt-cases-...`` for ``--export``, ``.html`` for
     ``--html``) named in a one-line error; the summary is printed); 2 bad input or a set-up that cannot work (a
@@ -128,41 +136,102 @@ def hunt_command(
         raise fail("--prefix: trajectory-prefix cases are written with the regression cases; add --export FILE")
     check_outputs([("--export", export), ("--out", out), ("--html", html)], [("--tasks", tasks),
                                                                             *persona_files(personas)])
+    files = _Files(export, out, html, f"tausim hunt {domain} {agent}")
+    kept: list[_Kept] = []
+
+    def keep(found: HuntRun) -> None:  # Ctrl-C: what the hunt found so far is written (a second Ctrl-C held off)
+        report = summary(found.result, exported=found.exported, examples=found.examples,
+                         interrupted=found.interrupted)
+        outputs = files.outputs(found, report)
+        kept.append((found, report, outputs, [_save(o) for o in outputs]))
+
+    signals: list[int] = []
     try:
         spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults, vary)
         spec = RunSpec.model_validate({**spec.model_dump(), **{k: v for k, v in (
             ("trial_timeout", trial_timeout), ("request_timeout", request_timeout)) if v is not None}})
-        found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent, prefix=prefix)
-        result, doc, notes = found.result, found.cases, found.notes
-        report = summary(result, exported=found.exported, examples=found.examples)
+        with sigterm_as_interrupt(signals):
+            found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent,
+                             prefix=prefix, on_interrupt=keep)
+    except KeyboardInterrupt as e:
+        raise _interrupted(kept, signals) from e
     except ValidationError as e:
         raise fail(format_validation_error("hunt options", e)) from e
     except (TausimError, ValueError, OSError) as e:
         raise fail(str(e)) from e
-    outputs = [*([_Output("--export", export, json.dumps(doc, indent=1, default=str), "the regression cases",
-                          "tausim-hunt-cases", ".json", f" ({len(doc['tasks'])} cases)")]
-                 if export is not None and doc is not None else []),
-               *([_Output("--out", out, json.dumps(report, indent=1, default=str), "the hunt's summary",
-                          "tausim-hunt", ".json")] if out is not None else []),
-               *([_Output("--html", html, render_hunt_html(report, title=f"tausim hunt {domain} {agent}"),
-                          "the hunt's page", "tausim-hunt", ".html")] if html is not None else [])]
+    report = summary(found.result, exported=found.exported, examples=found.examples)
+    outputs = files.outputs(found, report)
     written = [_save(o) for o in outputs]  # results first, each on its own: one that fails stops no other
-    console.print(f"hunt: {result.agent_turns} agent turns, {result.saved_turns} saved by forking, "
-                  f"{len(result.trials)} trials", highlight=False)
-    print_recovery(report.get("recovery"), console)
-    print_clusters(hunt_clusters(report), console)
-    for n in notes:
-        console.print(f"note: {n}", highlight=False, markup=False)
+    _show(found, report, out is None and export is None)
     for o, w in zip(outputs, written, strict=True):
         if w.written is not None:
-            console.print(f"wrote {w.written}{o.detail if w.written == o.path else ''}", highlight=False)
-    if out is None and export is None:
-        console.print_json(json.dumps({k: v for k, v in report.items() if k != "clusters"}))
+            console.print(f"wrote {_named(o, w)}", highlight=False)
     if any(w.interrupted for w in written):
         err.print("interrupted: the hunt's outputs were written first", highlight=False)
         raise typer.Exit(130)
     if any(w.error is not None for w in written):
         raise typer.Exit(1)
+
+
+def _show(found: HuntRun, report: Mapping[str, Any], as_json: bool) -> None:
+    """Print what the hunt found: its budget, recovery, clusters, notes; with ``as_json`` the summary's figures."""
+    result = found.result
+    console.print(f"hunt: {result.agent_turns} agent turns, {result.saved_turns} saved by forking, "
+                  f"{len(result.trials)} trials", highlight=False)
+    print_recovery(report.get("recovery"), console)
+    print_clusters(hunt_clusters(report), console)
+    for n in found.notes:
+        console.print(f"note: {n}", highlight=False, markup=False)
+    if as_json:
+        console.print_json(json.dumps({k: v for k, v in report.items() if k != "clusters"}))
+
+
+def _interrupted(kept: list[_Kept], signals: list[int]) -> typer.Exit:
+    """Ctrl-C (SIGTERM): print what was found and the one line naming what was written; exit 130 (143)."""
+    code, said = (143, "interrupted (SIGTERM)") if signals else (130, "interrupted")
+    if not kept:  # before the search began (the options, the tasks, the pre-flight)
+        err.print(f"{said} while the hunt was starting: nothing was run", highlight=False)
+        return typer.Exit(code)
+    found, report, outputs, written = kept[0]
+    _show(found, report, not outputs)
+    names = [_named(o, w) for o, w in zip(outputs, written, strict=True) if w.written is not None]
+    err.print(escape(f"{said} {found.interrupted}: " + (f"wrote {', '.join(names)}" if names else
+                                                         "nothing was written (no --out, --export or --html)")),
+              highlight=False)
+    sys.stdout.flush()
+    return typer.Exit(code)
+
+
+def _named(o: _Output, w: WriteOutcome) -> str:
+    """The file an output went to, with its detail (``(N cases)``) when it is the one asked for."""
+    return f"{w.written}{o.detail if w.written == o.path else ''}"
+
+
+@dataclass(frozen=True)
+class _Files:
+    """The hunt's output options (each None when not given) and its page's title."""
+
+    export: Path | None
+    out: Path | None
+    html: Path | None
+    title: str
+
+    def outputs(self, found: HuntRun, report: Mapping[str, Any]) -> list[_Output]:
+        """The files to write: the regression cases, the summary, the page (those asked for), in that order."""
+        doc = found.cases
+        if doc is not None and found.interrupted is not None:
+            doc = {**doc, "interrupted": found.interrupted}
+        return [*([_Output("--export", self.export, json.dumps(doc, indent=1, default=str), "the regression cases",
+                           "tausim-hunt-cases", ".json", f" ({len(doc['tasks'])} cases)")]
+                  if self.export is not None and doc is not None else []),
+                *([_Output("--out", self.out, json.dumps(report, indent=1, default=str), "the hunt's summary",
+                           "tausim-hunt", ".json")] if self.out is not None else []),
+                *([_Output("--html", self.html, render_hunt_html(report, title=self.title), "the hunt's page",
+                           "tausim-hunt", ".html")] if self.html is not None else [])]
+
+
+_Kept = tuple[HuntRun, dict[str, Any], list["_Output"], list[WriteOutcome]]
+"""What an interrupted hunt kept: what it found, its summary, its outputs and what became of each."""
 
 
 @dataclass(frozen=True)

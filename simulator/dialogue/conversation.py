@@ -35,14 +35,14 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
-import threading
 import time
-import traceback
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Literal
 
+from simulator.dialogue.actors import actor_traceback, is_actor_failure
 from simulator.dialogue.caps import CAP_HOOKS, Cap, ToolErrorLimit
 from simulator.dialogue.cues import asks_confirmation
 from simulator.dialogue.observers import OBSERVER_HOOKS, Observer
@@ -57,7 +57,6 @@ from simulator.types.sanitize import (
     admit_agent_turn,
     admit_metadata,
     admit_user_turn,
-    bounded,
     plain_agent_turn,
     plain_message,
     plain_user_turn,
@@ -129,18 +128,22 @@ def _adds_nothing(total: Usage, usage: Usage) -> bool:
     return kept is None or (type(kept) is float and math.copysign(1.0, kept) > 0)
 
 
-def _traceback() -> str:
-    """The exception being handled, as traceback text fit for the record (:func:`bounded`)."""
-    return bounded(traceback.format_exc())
+def _current_task() -> asyncio.Task[Any] | None:
+    """The asyncio task running now, or None (none, or no asyncio event loop runs in this thread)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
 
 
-def _actors_interrupt() -> bool:
-    """Whether a ``KeyboardInterrupt`` being handled came from the agent's or user's code, not from Ctrl-C.
+def _closed_from_outside(error: BaseException, task: asyncio.Task[Any] | None) -> bool:
+    """Whether a ``GeneratorExit`` met by :meth:`Conversation.arun` closes ``arun`` itself (not the agent's own).
 
-    Python delivers Ctrl-C (SIGINT) to the main thread only, so one raised in a trial thread is the actor's own
-    (recorded as its error, as ``SystemExit`` is); in the main thread it is the user's and is raised on.
+    ``coroutine.close()`` (e.g. an abandoned conversation's coroutine collected once its loop is closed) throws
+    ``GeneratorExit`` in at the pending step, outside ``task``, the task that ran ``arun``: it ends ``arun``
+    (already ended from outside, :meth:`Conversation.end`), it is not recorded as the agent's.
     """
-    return threading.current_thread() is not threading.main_thread()
+    return isinstance(error, GeneratorExit) and _current_task() is not task
 
 
 class Conversation:
@@ -230,7 +233,8 @@ class Conversation:
 
         Returns:
             The :class:`Trajectory` with ``termination_reason`` set. Exceptions raised by the agent or the user
-            are recorded as ``agent_error`` / ``user_error`` with their traceback, never raised.
+            are recorded as ``agent_error`` / ``user_error`` with their traceback, never raised, but the user's Ctrl-C
+            (a ``KeyboardInterrupt`` in the main thread, :mod:`simulator.dialogue.actors`).
         """
         loop = self._loop()
         step: Callable[[list[Message]], Any] = self.agent.step
@@ -242,9 +246,9 @@ class Conversation:
                     reply = step(seen)
                 except BaseException as e:  # noqa: BLE001 - recorded as the trial's agent_error (SystemExit,
                     # GeneratorExit or the agent's own BaseException too), but the user's Ctrl-C
-                    if isinstance(e, KeyboardInterrupt) and not _actors_interrupt():
+                    if not is_actor_failure(e):
                         raise
-                    reply = _Failed(_traceback())
+                    reply = _Failed(actor_traceback())
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -253,7 +257,9 @@ class Conversation:
 
         The same loop as :meth:`run` (a synchronous agent works too; its steps block the event loop). Cancelling
         this coroutine (e.g. ``asyncio.timeout`` around it) cancels the agent's pending step and propagates; call
-        :meth:`end` afterwards to record why on the trajectory so far.
+        :meth:`end` afterwards to record why on the trajectory so far. What the agent's step raises is recorded as
+        :meth:`run` records it (:mod:`simulator.dialogue.actors`: a ``CancelledError`` it raised unasked too), but
+        the user's Ctrl-C in the main thread, the cancellation and ``close()`` of this coroutine.
 
         Returns:
             The :class:`Trajectory`, as :meth:`run`.
@@ -261,6 +267,7 @@ class Conversation:
         loop = self._loop()
         step: Callable[[list[Message]], Any] = self.agent.step
         reply: AgentTurn | _Failed | None = None
+        task = _current_task()
         try:
             while True:
                 seen = loop.send(reply)
@@ -269,12 +276,14 @@ class Conversation:
                     reply = step(seen)
                     if inspect.isawaitable(reply):  # async def step (a synchronous agent's turn is used as it is)
                         reply = await reply
-                except (Exception, SystemExit):  # noqa: BLE001 - recorded as the trial's agent_error
-                    reply = _Failed(_traceback())
-                except BaseException:  # cancelled: the step's time still counts; the loop is closed
-                    self.state.trajectory.agent_seconds += time.perf_counter() - t0
-                    loop.close()
-                    raise
+                except BaseException as e:  # noqa: BLE001 - recorded as the trial's agent_error (as run records it)
+                    if not is_actor_failure(e) or _closed_from_outside(e, task):
+                        # cancelled (a time limit), closed, or the user's Ctrl-C: the step's time still counts; the
+                        # loop is closed
+                        self.state.trajectory.agent_seconds += time.perf_counter() - t0
+                        loop.close()
+                        raise
+                    reply = _Failed(actor_traceback())
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -361,10 +370,10 @@ class Conversation:
             state.pending = None
             ut: UserTurn = self.user.reply(list(state.view))
         except BaseException as e:  # noqa: BLE001 - recorded as the trial's user_error, but the user's Ctrl-C
-            if isinstance(e, KeyboardInterrupt) and not _actors_interrupt():
+            if not is_actor_failure(e):
                 raise
             traj.user_seconds += time.perf_counter() - t0
-            raise _Ended(TerminationReason.USER_ERROR, _traceback()) from None
+            raise _Ended(TerminationReason.USER_ERROR, actor_traceback()) from None
         self._fields["user_seconds"] += time.perf_counter() - t0
         self._given.add("user_seconds")
         if not isinstance(ut, UserTurn):

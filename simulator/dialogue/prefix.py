@@ -22,19 +22,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import MetaData
 
+from simulator.dialogue.actors import actor_traceback, is_actor_failure
 from simulator.dialogue.cues import asks_confirmation
 from simulator.dialogue.signals import questions
 from simulator.dialogue.state import dispatch
 from simulator.dialogue.text import clip_long_tokens
 from simulator.types.grade import NextStepResult
 from simulator.types.messages import AgentTurn, Message
-from simulator.types.sanitize import admit_agent_turn, admit_metadata, bounded
+from simulator.types.sanitize import admit_agent_turn, admit_metadata
 from simulator.types.tasks import NextStep, StepCall, TrialPrefix
 from simulator.types.trajectory import Limits, TerminationReason, ToolCallRecord, Trajectory
 from simulator.world.database import OLD_PREFIX, WRITE_LOG
@@ -239,8 +239,10 @@ def run_next_turn(agent: Any, prefix: TrialPrefix, toolbox: Toolbox, ctx: ToolCo
                     return end(TerminationReason.TOOL_BUG, out.bug)
                 if out.ends_conversation:
                     return end(TerminationReason.AGENT_TRANSFER)
-    except Exception:  # noqa: BLE001 - the agent under test failed: recorded as the trial's agent_error
-        return end(TerminationReason.AGENT_ERROR, bounded(traceback.format_exc()))
+    except BaseException as e:  # noqa: BLE001 - the agent under test failed: the trial's agent_error, but a Ctrl-C
+        if not is_actor_failure(e):
+            raise
+        return end(TerminationReason.AGENT_ERROR, actor_traceback())
 
 
 # ---------------------------------------------------------------------------------------------------- grading

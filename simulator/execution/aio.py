@@ -26,6 +26,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from simulator.dialogue.actors import is_actor_failure
+
 __all__ = ["CANCEL_GRACE_S", "WorkerLoops", "run_within"]
 
 T = TypeVar("T")
@@ -86,6 +88,10 @@ class WorkerLoops:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` to completion on this thread's loop and return its result.
 
+        A ``KeyboardInterrupt`` or ``SystemExit`` that a task of an agent's own raises leaves the loop (asyncio lets
+        those two out at once); but for the user's Ctrl-C (:func:`~simulator.dialogue.actors.is_actor_failure`) the
+        loop is run on, and the code awaiting that task meets it (a trial's ``agent_error``).
+
         Raises:
             RuntimeError: this thread already runs an event loop (call from a thread of your own, e.g.
                 ``asyncio.to_thread(runner.run_trial, ...)``); whatever ``coro`` raises.
@@ -104,7 +110,16 @@ class WorkerLoops:
             self._local.loop = loop
             with self._lock:
                 self._loops.append(loop)
-        return loop.run_until_complete(coro)
+        future = asyncio.ensure_future(coro, loop=loop)
+        while True:
+            try:
+                return loop.run_until_complete(future)
+            except (KeyboardInterrupt, SystemExit) as e:
+                # asyncio lets these two out of the loop from whichever task raised them; in a worker thread they
+                # are an agent's own (a task of its own: asyncio.gather, a task group), never the user's Ctrl-C.
+                # That task holds it as its exception: the conversation awaiting it gets it, as its agent_error.
+                if future.done() or not is_actor_failure(e):
+                    raise
 
     def __len__(self) -> int:
         """Return the number of loops made and not closed yet."""

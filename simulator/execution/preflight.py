@@ -18,6 +18,7 @@ import asyncio
 import inspect
 from typing import Any
 
+from simulator.dialogue.actors import is_actor_failure
 from simulator.errors import LLMError, LLMInfraError, LLMSetupError, SetupError
 from simulator.execution.runner import Runner
 from simulator.types.spec import RunSpec
@@ -126,7 +127,9 @@ def preflight(runner: Runner) -> list[str]:
                 built = factory(ctx)
                 if inspect.iscoroutine(built):  # an async factory: awaited, on the runner's loop for this thread
                     built = runner.loops.run(asyncio.wait_for(built, FACTORY_TIMEOUT_S))
-            except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure of user code is the set-up's
+            except BaseException as e:  # noqa: BLE001 - any failure of user code is the set-up's, but a Ctrl-C
+                if not is_actor_failure(e):
+                    raise
                 detail = str(e).strip().splitlines()
                 raise SetupError(f"--{role} {spec}: building the {role} of task {task_id} failed: "
                                  f"{type(e).__name__}{': ' + detail[0] if detail else ''}", kind="factory") from e

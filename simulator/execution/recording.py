@@ -26,7 +26,7 @@ from simulator.types.spec import RunSpec
 
 __all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly",
            "document_json", "document_path", "ends_mid_line", "guard_appended", "open_partial", "open_results_store",
-           "output_problem", "partial_lock", "partial_path", "write_document", "write_json_atomic",
+           "output_problem", "partial_lock", "partial_path", "sigint_deferred", "write_document", "write_json_atomic",
            "write_text_atomic", "write_with_fallback"]
 
 
@@ -226,8 +226,12 @@ def open_partial(path: Path, spec: RunSpec, planned: int, previous: Sequence[Tri
 
 
 @contextmanager
-def _sigint_deferred() -> Iterator[list[int]]:
-    """Hold Ctrl-C (SIGINT) off while the body runs (main thread only); yields the list of signals received."""
+def sigint_deferred() -> Iterator[list[int]]:
+    """Hold Ctrl-C (SIGINT) off while the body runs (main thread only); yields the list of signals received.
+
+    For work that must finish once begun (a result file written, what an interrupted command found kept): a Ctrl-C
+    meanwhile is noted in the list, not raised. Keep the body short and free of waits: Ctrl-C cannot stop it.
+    """
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -288,7 +292,7 @@ def write_with_fallback(out: Path, text: str, prefix: str, suffix: str) -> Write
         The file written (``out``, the fallback, or None when neither could be written), the error that made it a
         fallback (the OS's words), and whether a Ctrl-C came meanwhile.
     """
-    with _sigint_deferred() as received:
+    with sigint_deferred() as received:
         written: Path | None = None
         error = None
         try:

@@ -29,13 +29,13 @@ import inspect
 import sys
 import threading
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.dialogue.actors import actor_traceback, call_actor, is_actor_failure
 from simulator.dialogue.caps import TimeLimit
 from simulator.dialogue.conversation import Conversation, is_async_agent
 from simulator.dialogue.observers import DualControlSync, Observer, ToolCallLog
@@ -52,7 +52,6 @@ from simulator.types.persona import Persona
 from simulator.types.prepared import GoldReplay, PreparedTask, user_needs
 from simulator.types.protocols import AgentFactory, TrialContext, UserFactory
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
-from simulator.types.sanitize import bounded
 from simulator.types.spec import RunSpec
 from simulator.types.state import StateDelta, StateDiff
 from simulator.types.tasks import Task
@@ -493,22 +492,20 @@ class Runner:
             return not_run(TerminationReason.TOOL_BUG, f"goal replay failed: {e}")
         seeds = self.side_seeds(task, trial_index)
         ctx = self.trial_context(task, trial_index, persona, log, side=None if seeds.shared else "agent")
-        try:
-            agent = self.agent_factory(ctx)
-        except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
-            return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + bounded(traceback.format_exc()))
+        agent, failed = call_actor(self.agent_factory, ctx)  # its failure is the trial's agent_error, not a Ctrl-C
+        if failed is not None:
+            return not_run(TerminationReason.AGENT_ERROR, "agent factory failed:\n" + failed)
         if task.prefix is not None:  # a trajectory-prefix regression case: only the agent's next turn runs
             if inspect.iscoroutine(agent) or is_async_agent(agent):
                 return not_run(TerminationReason.AGENT_ERROR, "trajectory-prefix cases run synchronous agents only "
                                f"(an async agent: {type(agent).__name__})")
             return self._run_prefix(task, trial_index, persona, agent, prepared, t0)
-        try:
-            user = self.user_factory(ctx if seeds.shared else self.trial_context(task, trial_index, persona, log,
-                                                                                 side="user"))
-        except (Exception, SystemExit):  # noqa: BLE001 - user-supplied factory: recorded as the trial's user_error
+        user, failed = call_actor(self.user_factory, ctx if seeds.shared else self.trial_context(
+            task, trial_index, persona, log, side="user"))  # its failure is the trial's user_error
+        if failed is not None:
             if inspect.iscoroutine(agent):
                 agent.close()  # an async factory's coroutine, never awaited
-            return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + bounded(traceback.format_exc()))
+            return not_run(TerminationReason.USER_ERROR, "user factory failed:\n" + failed)
         if task.scenario.moves:  # a regression case's pinned user moves (tausim hunt)
             user = MovedUser(user, [], task.scenario.moves, {p.name: p for p in task.scenario.move_personas})
         conduct = task.conduct
@@ -553,10 +550,12 @@ class Runner:
                 if inspect.isawaitable(setup.agent):
                     try:
                         setup.agent = await setup.agent
-                    except Exception:  # noqa: BLE001 - user-supplied factory: recorded as the trial's agent_error
+                    except BaseException as e:  # noqa: BLE001 - user-supplied factory: the trial's agent_error
+                        if not is_actor_failure(e):  # the user's Ctrl-C, or cancelled at the time limit
+                            raise
                         return self._not_run(setup.task, setup.trial_index, setup.persona,
                                              TerminationReason.AGENT_ERROR,
-                                             "agent factory failed:\n" + bounded(traceback.format_exc()), setup.t0)
+                                             "agent factory failed:\n" + actor_traceback(), setup.t0)
         except TimeoutError:
             return self._not_run(setup.task, setup.trial_index, setup.persona, TerminationReason.TIMEOUT,
                                  f"the trial ran past the trial timeout of {timeout:g} s while its async agent "

@@ -8,7 +8,7 @@ agent's first error (:func:`first_error`, :func:`prefix_at`) and what its next t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from simulator.dialogue.prefix import capture_state
@@ -26,7 +26,7 @@ from simulator.types.tasks import NextStep, PrefixUser, StepCall, Task, TrialPre
 from simulator.types.trajectory import Trajectory
 from simulator.world.tools import Toolbox
 
-__all__ = ["export_cases", "first_error", "prefix_at", "prefix_case"]
+__all__ = ["cases_document", "export_cases", "first_error", "iter_cases", "prefix_at", "prefix_case"]
 
 
 def _turn_start(messages: Sequence[Message], index: int) -> int | None:
@@ -215,18 +215,42 @@ def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = N
     Returns:
         ``(task file document, notes)``: notes say which clusters (or prefix cases) were left out and why.
     """
+    doc = cases_document(domain or runner.config.domain)
+    notes: list[str] = []
+    for case, note in iter_cases(runner, result, clean=clean, shrink_tries=shrink_tries, prefix=prefix):
+        if case is not None:
+            doc["tasks"].append(case)
+        if note is not None:
+            notes.append(note)
+    return doc, notes
+
+
+def cases_document(domain: str, cases: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """A task file document (``format`` ``tausim.tasks``, version 2) of ``domain`` holding ``cases`` (copied)."""
+    return {"format": "tausim.tasks", "version": 2, "domain": domain, "tasks": list(cases)}
+
+
+def iter_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = None, shrink_tries: int = 20,
+               prefix: bool = False) -> Iterator[tuple[dict[str, Any] | None, str | None]]:
+    """Make the regression cases of :func:`export_cases` one at a time, each as soon as it is made.
+
+    For a caller that keeps the cases made before it stops (``tausim hunt`` on Ctrl-C); same arguments as
+    :func:`export_cases`.
+
+    Yields:
+        ``(case, None)``: a case (its task, as JSON); ``(None, note)``: why a cluster or a prefix case was left
+        out. In cluster order; a cluster's prefix case right after its case.
+    """
     kinds = tool_kinds(runner.domain.toolbox())
     tasks = {t.id: t for t in runner.tasks}
     personas = dict(Harness(runner).personas)
-    cases: list[dict[str, Any]] = []
-    notes: list[str] = []
     for c in result.clusters:
         task = tasks[c.shortest.result.task_id]
         short = c.shortest
         c.script = shrink(runner, task, short.result.trial, short.user_turns(), c.signature, kinds, shrink_tries)
         members = sorted((t for t in c.trials if not t.reseeded), key=lambda t: len(t.user_turns()))
         if not members:
-            notes.append(f"{c.case_id}: left out: found only by reseeded forks (not replayable from a seed)")
+            yield None, f"{c.case_id}: left out: found only by reseeded forks (not replayable from a seed)"
             continue
         member = members[0]
         want = core(c.signature)
@@ -238,7 +262,7 @@ def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = N
 
         moves = dict(member.moves)
         if not fails(moves):
-            notes.append(f"{c.case_id}: left out: its pinned replay does not fail the same way")
+            yield None, f"{c.case_id}: left out: its pinned replay does not fail the same way"
             continue
         tries = 1
         for i in sorted(moves, reverse=True):
@@ -252,22 +276,24 @@ def export_cases(runner: Runner, result: HuntResult, *, clean: Runner | None = N
         if clean is not None:
             res = run_case(clean, case)
             if not res.passed:
-                notes.append(f"{c.case_id}: left out: the clean agent fails it too ({res.termination_reason})")
+                yield None, f"{c.case_id}: left out: the clean agent fails it too ({res.termination_reason})"
                 continue
-        cases.append(case.model_dump(mode="json", exclude_defaults=True))
+        yield case.model_dump(mode="json", exclude_defaults=True), None
         if prefix:
-            pcase, why = prefix_case(runner, case, member)
-            if pcase is None:
-                notes.append(f"{c.case_id}: no prefix case: {why}")
-                continue
-            res = run_case(runner, pcase)
-            step = res.grade.next_step if res.grade is not None else None
-            if step is None or step.passed:
-                notes.append(f"{c.case_id}: no prefix case: the agent does not fail its next turn there "
-                             f"({res.termination_reason})")
-            elif clean is not None and not run_case(clean, pcase).passed:
-                notes.append(f"{c.case_id}: no prefix case: the clean agent fails its next turn too")
-            else:
-                cases.append(pcase.model_dump(mode="json", exclude_defaults=True))
-    doc = {"format": "tausim.tasks", "version": 2, "domain": domain or runner.config.domain, "tasks": cases}
-    return doc, notes
+            yield _prefix_case(runner, case, member, clean)
+
+
+def _prefix_case(runner: Runner, case: Task, member: HuntTrial, clean: Runner | None
+                 ) -> tuple[dict[str, Any] | None, str | None]:
+    """A cluster's trajectory-prefix case (:func:`prefix_case`), checked: ``(case, None)`` or ``(None, note)``."""
+    pcase, why = prefix_case(runner, case, member)
+    if pcase is None:
+        return None, f"{case.id}: no prefix case: {why}"
+    res = run_case(runner, pcase)
+    step = res.grade.next_step if res.grade is not None else None
+    if step is None or step.passed:
+        return None, (f"{case.id}: no prefix case: the agent does not fail its next turn there "
+                      f"({res.termination_reason})")
+    if clean is not None and not run_case(clean, pcase).passed:
+        return None, f"{case.id}: no prefix case: the clean agent fails its next turn too"
+    return pcase.model_dump(mode="json", exclude_defaults=True), None

@@ -10,12 +10,14 @@ signatures; the failures are clustered by signature (:mod:`simulator.hunt.cluste
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from simulator.errors import SetupError, SnapshotError
+from simulator.execution.recording import sigint_deferred
 from simulator.execution.runner import Runner
 from simulator.grading.signature import signature
 from simulator.hunt.clusters import Cluster, cluster, tool_kinds
@@ -54,6 +56,8 @@ class HuntResult:
         agent_turns: agent turns spent (fresh turns only: forks do not pay for their prefix).
         saved_turns: agent turns a fork saved by resuming instead of replaying its prefix.
         signatures_at: the count of distinct signatures after each trial (for curves).
+        interrupted: a Ctrl-C stopped the search: the trials are those played until then (``hunt``'s
+            ``on_interrupt``).
     """
 
     clusters: list[Cluster]
@@ -61,11 +65,13 @@ class HuntResult:
     agent_turns: int
     saved_turns: int
     signatures_at: list[tuple[int, int]]
+    interrupted: bool = False
 
 
 def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str | None] | None = None,
          explore: float = 0.5, prior: float = 0.5, reseeds: int = 6, forks_per_root: int = 12,
-         on_trial: Callable[[HuntTrial], None] | None = None) -> HuntResult:
+         on_trial: Callable[[HuntTrial], None] | None = None,
+         on_interrupt: Callable[[HuntResult], None] | None = None) -> HuntResult:
     """Search for failures within a budget of agent turns (see the module docstring).
 
     The arms of a UCB bandit are the tasks: pulling one plays a fork of one of its branch points (a snapshot at a
@@ -90,6 +96,9 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
             dimension of the search) besides one fork per user move.
         forks_per_root: most forks of a task between two of its roots.
         on_trial: called with each trial played.
+        on_interrupt: on Ctrl-C (``KeyboardInterrupt`` during the search), called with the :class:`HuntResult` of
+            the trials played until then (``interrupted`` set), a further Ctrl-C held off meanwhile
+            (:func:`~simulator.execution.recording.sigint_deferred`); when it returns, the KeyboardInterrupt goes on.
 
     Returns:
         The :class:`HuntResult`.
@@ -97,6 +106,7 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
     Raises:
         SetupError: a trial ended ``setup_error`` (a missing API key, an unknown model, ...): no trial of this
             set-up can work, so the hunt stops (``kind="trial"``, the trial's error in the message).
+        KeyboardInterrupt: Ctrl-C (after ``on_interrupt``).
     """
     rng = np.random.Generator(np.random.PCG64(seed))
     harness = Harness(runner)
@@ -133,40 +143,57 @@ def hunt(runner: Runner, budget: int, *, seed: int = 0, personas: Sequence[str |
         curve.append((spent, len(seen)))
         return 1.0 if new else 0.25 if sig is not None and t.parent is not None else 0.0
 
-    while spent < budget and arms:
-        log_total = math.log(sum(a.pulls for a in arms) + 2)
-        arm = max(arms, key=lambda a: (a.reward + prior) / (a.pulls + 1)
-                  + explore * math.sqrt(log_total / (a.pulls + 1)))
-        arm.pulls += 1
-        arm.branches = [b for b in arm.branches if b[1]]
-        if arm.branches and arm.forks_since_root < forks_per_root:
-            # the least forked branch point; on ties a confirmation request first, then a tool error, a question,
-            # a refusal; then the latest (its continuation is the cheapest)
-            snap, todo, forks = min(arm.branches, key=lambda b: (b[2][0], _KIND_RANK.get(b[0].kind or "", 9),
-                                                                 -b[0].turn))
-            forks[0] += 1
-            move = todo.pop()
-            arm.forks_since_root += 1
-            name, _, arg = move.partition("=")
-            try:
-                if name == "reseed":
-                    child = harness.fork(snap, reseed=int(arg))
-                else:
-                    child = harness.fork(snap, user_move=move)
-            except SnapshotError:
-                todo.clear()
+    def found(interrupted: bool = False) -> HuntResult:
+        return HuntResult(clusters=cluster(trials, tasks, kinds), trials=trials, agent_turns=spent, saved_turns=saved,
+                          signatures_at=curve, interrupted=interrupted)
+
+    with _kept_on_interrupt(on_interrupt, found):
+        while spent < budget and arms:
+            log_total = math.log(sum(a.pulls for a in arms) + 2)
+            arm = max(arms, key=lambda a: (a.reward + prior) / (a.pulls + 1)
+                      + explore * math.sqrt(log_total / (a.pulls + 1)))
+            arm.pulls += 1
+            arm.branches = [b for b in arm.branches if b[1]]
+            if arm.branches and arm.forks_since_root < forks_per_root:
+                # the least forked branch point; on ties a confirmation request first, then a tool error, a
+                # question, a refusal; then the latest (its continuation is the cheapest)
+                snap, todo, forks = min(arm.branches, key=lambda b: (b[2][0], _KIND_RANK.get(b[0].kind or "", 9),
+                                                                     -b[0].turn))
+                forks[0] += 1
+                move = todo.pop()
+                arm.forks_since_root += 1
+                name, _, arg = move.partition("=")
+                try:
+                    if name == "reseed":
+                        child = harness.fork(snap, reseed=int(arg))
+                    else:
+                        child = harness.fork(snap, user_move=move)
+                except SnapshotError:
+                    todo.clear()
+                    continue
+                arm.reward += record(child)
                 continue
-            arm.reward += record(child)
-            continue
-        if not arm.roots:
-            arms.remove(arm)
-            continue
-        persona, index = arm.roots.pop(0)
-        arm.forks_since_root = 0
-        root = harness.play(arm.task, index, persona, capture=at_decisions)
-        for snap in root.snapshots:
-            order = [*moves, *(f"reseed={int(rng.integers(2**31))}" for _ in range(reseeds))]
-            arm.branches.append((snap, [order[j] for j in rng.permutation(len(order))], [0]))
-        arm.reward += record(root)
-    clusters = cluster(trials, tasks, kinds)
-    return HuntResult(clusters=clusters, trials=trials, agent_turns=spent, saved_turns=saved, signatures_at=curve)
+            if not arm.roots:
+                arms.remove(arm)
+                continue
+            persona, index = arm.roots.pop(0)
+            arm.forks_since_root = 0
+            root = harness.play(arm.task, index, persona, capture=at_decisions)
+            for snap in root.snapshots:
+                order = [*moves, *(f"reseed={int(rng.integers(2**31))}" for _ in range(reseeds))]
+                arm.branches.append((snap, [order[j] for j in rng.permutation(len(order))], [0]))
+            arm.reward += record(root)
+    return found()
+
+
+@contextmanager
+def _kept_on_interrupt(on_interrupt: Callable[[HuntResult], None] | None,
+                       found: Callable[[bool], HuntResult]) -> Iterator[None]:
+    """On Ctrl-C in the body, call ``on_interrupt`` with ``found(True)`` (a second Ctrl-C held off), then raise on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            with sigint_deferred():  # a second Ctrl-C must not lose what the first one keeps
+                on_interrupt(found(True))
+        raise

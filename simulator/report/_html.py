@@ -725,14 +725,17 @@ def render_hunt_html(summary: Mapping[str, Any], title: str = "tausim hunt") -> 
     """Render a hunt's page: its budget and the "Failure clusters" section.
 
     Args:
-        summary: the hunt's summary (:func:`simulator.cli.hunt.summary`).
+        summary: the hunt's summary (:func:`simulator.cli.hunt.summary`); its ``interrupted`` (where a Ctrl-C
+            stopped the hunt), when set, is said first.
         title: page title.
 
     Returns:
         One self-contained HTML document.
     """
-    facts = " &middot; ".join(_e(f"{k}: {summary.get(k)}") for k in (
-        "agent_turns", "saved_turns", "trials", "forks", "signatures"))
+    facts = " &middot; ".join([*([_e(f"interrupted {summary['interrupted']}: what was found until then")]
+                                  if summary.get("interrupted") else []),
+                               *(_e(f"{k}: {summary.get(k)}") for k in (
+                                   "agent_turns", "saved_turns", "trials", "forks", "signatures"))])
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{_CSS}</style></head>

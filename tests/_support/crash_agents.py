@@ -38,3 +38,17 @@ def crash_always_and_once(ctx):
         marker.write_text("crashed")
         os._exit(3)
     return OracleAgent(ctx)
+
+
+class _InterruptingAsync:
+    """An async agent whose step raises KeyboardInterrupt."""
+
+    async def step(self, messages):
+        raise KeyboardInterrupt("from the agent")
+
+
+def interrupting_async_once(ctx):
+    """The oracle, except trial 0 of :data:`CRASH_TASK`: an async agent whose step raises ``KeyboardInterrupt``."""
+    if ctx.task.id == CRASH_TASK and ctx.trial_index == 0 and not ctx.extra.get("preflight"):
+        return _InterruptingAsync()
+    return OracleAgent(ctx)

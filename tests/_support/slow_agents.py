@@ -129,3 +129,20 @@ def slow_factory(ctx):
     print(STARTING_MARKER, file=sys.stderr, flush=True)
     time.sleep(60)
     return stuck(ctx)
+
+
+BUILT_ENV = "TAUSIM_TEST_BUILT_FILE"
+
+
+def slow_faulty_reference(ctx):
+    """The retail reference agent with faults (wrong item, skipped confirmation: failures to hunt), sleeping
+    ``TAUSIM_TEST_STEP_SLEEP`` seconds before each step; each agent built for a trial (not the pre-flight's, nor
+    the hunt's async check) adds a line to the file ``$TAUSIM_TEST_BUILT_FILE`` when it is set."""
+    from simulator.world.domain import get_domain
+
+    agent = get_domain(ctx.domain).reference_agent(ctx, {"wrong_item": 0.3, "skip_confirmation": 0.3})
+    built = os.environ.get(BUILT_ENV)
+    if built and not ctx.extra.get("preflight"):
+        with open(built, "a", encoding="utf-8") as f:
+            f.write(f"{ctx.task.id} {ctx.trial_index}\n")
+    return _Slow(agent, STEP_SLEEP_S)

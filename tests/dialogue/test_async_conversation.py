@@ -107,3 +107,116 @@ def test_arun_takes_a_synchronous_agent_as_it_is(env):
     traj = asyncio.run(Conversation(SyncList(*_script()), ScriptedUser(["move 5 dollars"]), tb, ctx).arun())
     assert traj.termination_reason == TerminationReason.USER_STOP
     assert [(c.name, c.status) for c in traj.tool_calls] == [("transfer", "ok")]
+
+
+class _Own(BaseException):
+    """An agent's own BaseException subclass."""
+
+
+def _in_a_thread(fn):
+    """Call ``fn`` in a thread (as a run's trial threads do) and return what it returned or raised."""
+    import threading
+
+    got = {}
+
+    def target():
+        try:
+            got["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            got["raised"] = e
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    if "raised" in got:
+        raise AssertionError(f"raised {got['raised']!r}")
+    return got["value"]
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, GeneratorExit, _Own, SystemExit])
+def test_a_base_exception_from_an_async_step_in_a_trial_thread_is_an_agent_error(env, raised):
+    """A KeyboardInterrupt (or GeneratorExit, or its own BaseException) from an async agent stopped the whole run."""
+    tb, ctx, _ = env
+
+    class Raising:
+        async def step(self, messages):
+            await asyncio.sleep(0)
+            raise raised("from the agent")
+
+    traj = _in_a_thread(lambda: asyncio.run(Conversation(Raising(), ScriptedUser(["hi"]), tb, ctx).arun()))
+    assert traj.termination_reason == TerminationReason.AGENT_ERROR
+    assert f"{raised.__name__}: from the agent" in traj.error
+
+
+def test_a_keyboard_interrupt_from_an_agent_s_own_task_in_a_trial_thread_is_an_agent_error(env):
+    """Raised in a task the agent made (asyncio.gather), it left the event loop itself and stopped the run."""
+    tb, ctx, _ = env
+
+    class Gathering:
+        async def step(self, messages):
+            async def part():
+                await asyncio.sleep(0)
+                raise KeyboardInterrupt("from the agent's task")
+
+            await asyncio.gather(part())
+
+    from simulator.execution.aio import WorkerLoops
+
+    loops = WorkerLoops()
+    try:
+        traj = _in_a_thread(lambda: loops.run(Conversation(Gathering(), ScriptedUser(["hi"]), tb, ctx).arun()))
+    finally:
+        _in_a_thread(loops.close)
+    assert traj.termination_reason == TerminationReason.AGENT_ERROR
+    assert "KeyboardInterrupt: from the agent's task" in traj.error
+
+
+def test_a_cancelled_error_the_agent_raises_unasked_is_an_agent_error(env):
+    """Only a cancellation of arun itself propagates (a time limit); one the agent's code raised is its error."""
+    tb, ctx, _ = env
+
+    class Raising:
+        async def step(self, messages):
+            raise asyncio.CancelledError("the agent's own")
+
+    traj = asyncio.run(Conversation(Raising(), ScriptedUser(["hi"]), tb, ctx).arun())
+    assert traj.termination_reason == TerminationReason.AGENT_ERROR and "CancelledError" in traj.error
+
+
+def test_a_keyboard_interrupt_in_an_async_step_in_the_main_thread_is_raised_on(env):
+    """In the main thread it may be the user's Ctrl-C: raised on, as run does."""
+    tb, ctx, _ = env
+
+    class Interrupted:
+        async def step(self, messages):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(Conversation(Interrupted(), ScriptedUser(["hi"]), tb, ctx).arun())
+
+
+def test_closing_a_pending_arun_ends_it_without_recording_an_agent_error(env):
+    """An abandoned conversation's coroutine, closed when collected, is not the agent's GeneratorExit."""
+    tb, ctx, _ = env
+    ended = []
+
+    class Hung:
+        async def step(self, messages):
+            await asyncio.Event().wait()
+
+    class Ends:
+        def on_end(self, state):
+            ended.append(state.trajectory.termination_reason)
+
+    conv = Conversation(Hung(), ScriptedUser(["hi"]), tb, ctx, observers=[Ends()])
+    loop = asyncio.new_event_loop()
+    coro = conv.arun()
+    task = loop.create_task(coro)
+    loop.run_until_complete(asyncio.sleep(0.01))  # arun is pending at the agent's step
+    loop.close()
+    conv.end(TerminationReason.TIMEOUT, "abandoned")  # as the runner ends an abandoned conversation
+    coro.close()  # as the garbage collector closes the abandoned task's coroutine
+    assert ended == [TerminationReason.TIMEOUT]  # ended once, from outside
+    assert conv.state.trajectory.termination_reason == TerminationReason.TIMEOUT
+    assert not task.done()

@@ -229,3 +229,32 @@ def test_user_sees_only_text_messages(env):
 ])
 def test_asks_confirmation(text, expected):
     assert asks_confirmation(text) is expected
+
+
+def test_any_base_exception_from_the_agent_s_next_turn_of_a_prefix_case_is_its_error(env):
+    """A trajectory-prefix case's agent (simulator.dialogue.prefix): as the conversation records it."""
+    from simulator.dialogue.prefix import run_next_turn
+    from simulator.types.tasks import NextStep, TrialPrefix
+    from simulator.types.trajectory import Limits
+
+    tb, ctx, _ = env
+    prefix = TrialPrefix(messages=[Message(role="user", content="hi")], next_step=NextStep(must_say=["question"]))
+
+    class Own(BaseException):
+        pass
+
+    for raised in (GeneratorExit, Own, SystemExit):
+        class Raising:
+            def step(self, messages, raised=raised):
+                raise raised("from the agent")
+
+        traj = run_next_turn(Raising(), prefix, tb, ctx, Limits())
+        assert traj.termination_reason == TerminationReason.AGENT_ERROR, raised
+        assert f"{raised.__name__}: from the agent" in traj.error
+
+    class Interrupting:
+        def step(self, messages):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # in the main thread: maybe the user's Ctrl-C
+        run_next_turn(Interrupting(), prefix, tb, ctx, Limits())

@@ -225,3 +225,130 @@ def test_an_async_agent_that_ignores_its_cancellation_is_abandoned_and_the_run_e
     assert all("ignored it" in (t.error or "") and "abandoned" in (t.error or "") for t in trials)
     assert HungAsync.cancelled == [True, True]
     assert all(t.trajectory.messages[1].content == "Let me look into that." for t in trials)
+
+
+class _Own(BaseException):
+    """An agent's own BaseException subclass."""
+
+
+def _run(runner):
+    """``runner.run()``; a KeyboardInterrupt escaping it fails the test (instead of stopping the test session)."""
+    try:
+        return runner.run()
+    except KeyboardInterrupt as e:  # pragma: no cover - the failure these tests are about
+        stopped = repr(e)
+    pytest.fail(f"the run was stopped by {stopped}", pytrace=False)
+
+
+class InterruptingAsync(AsyncGold):
+    """The async gold twin; trial 0 of the task ``TASK`` raises ``raised`` at its first step."""
+
+    raised: type[BaseException] = KeyboardInterrupt
+
+    def __init__(self, ctx: TrialContext):
+        super().__init__(ctx)
+        self.interrupts = ctx.task.id == TASK and ctx.trial_index == 0
+
+    async def step(self, messages: Sequence[Message]) -> AgentTurn:
+        if self.interrupts:
+            raise InterruptingAsync.raised("from the agent")
+        return await super().step(messages)
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, GeneratorExit, _Own])
+def test_an_async_agent_raising_keyboard_interrupt_is_its_trial_s_agent_error_and_the_run_goes_on(raised, timeout):
+    AsyncGold.loops, AsyncGold.threads = set(), set()
+    InterruptingAsync.raised = raised
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[TASK, "modify-order-address"], trials=2,
+                                  concurrency=2, trial_timeout=timeout, preflight=False))
+    runner.agent_factory = InterruptingAsync
+    run = _run(runner)  # before: the KeyboardInterrupt stopped the run
+    got = {(t.task_id, t.trial): (t.termination_reason, t.passed) for t in run.trials}
+    assert got == {(TASK, 0): ("agent_error", False), (TASK, 1): ("user_stop", True),
+                   ("modify-order-address", 0): ("user_stop", True), ("modify-order-address", 1): ("user_stop", True)}
+    (failed,) = [t for t in run.trials if not t.passed]
+    assert f"{raised.__name__}: from the agent" in failed.error
+
+
+def _raising_factory(raised: type[BaseException], side: str, is_async: bool = False, users=None):
+    """A factory that raises ``raised`` for trial 0 of ``TASK`` and builds the gold twin (or with ``users``) else."""
+
+    def fails(ctx: TrialContext) -> bool:
+        return ctx.task.id == TASK and ctx.trial_index == 0 and not ctx.extra.get("preflight")
+
+    if side == "user":
+        def user(ctx: TrialContext):
+            if fails(ctx):
+                raise raised("from the user factory")
+            return users(ctx)
+
+        return user
+    if is_async:
+        async def async_agent(ctx: TrialContext):
+            await asyncio.sleep(0)
+            if fails(ctx):
+                raise raised("from the agent factory")
+            return SyncGold(ctx)
+
+        return async_agent
+
+    def agent(ctx: TrialContext):
+        if fails(ctx):
+            raise raised("from the agent factory")
+        return SyncGold(ctx)
+
+    return agent
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, GeneratorExit, _Own])
+@pytest.mark.parametrize("side", ["agent", "async agent", "user"])
+def test_a_factory_raising_keyboard_interrupt_is_its_trial_s_setup_error_and_the_run_goes_on(side, raised, timeout):
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[TASK, "modify-order-address"], trials=2,
+                                  concurrency=2, trial_timeout=timeout, preflight=False))
+    runner.agent_factory = SyncGold
+    made = _raising_factory(raised, side.split()[-1], side == "async agent", runner.user_factory)
+    if side == "user":
+        runner.user_factory = made
+    else:
+        runner.agent_factory = made
+    run = _run(runner)  # before: the KeyboardInterrupt stopped the run
+    reason = "user_error" if side == "user" else "agent_error"
+    got = {(t.task_id, t.trial): (t.termination_reason, t.passed) for t in run.trials}
+    assert got == {(TASK, 0): (reason, False), (TASK, 1): ("user_stop", True),
+                   ("modify-order-address", 0): ("user_stop", True), ("modify-order-address", 1): ("user_stop", True)}
+    (failed,) = [t for t in run.trials if not t.passed]
+    who = "user" if side == "user" else "agent"
+    assert f"{who} factory failed" in failed.error and f"{raised.__name__}: from the {who} factory" in failed.error
+
+
+@pytest.mark.parametrize("side", ["agent", "async agent", "user"])
+def test_a_keyboard_interrupt_in_a_factory_in_the_main_thread_is_raised_on(side):
+    """A trial run in the main thread (``run_trial`` called directly): it may be the user's Ctrl-C."""
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[TASK], preflight=False))
+    made = _raising_factory(KeyboardInterrupt, side.split()[-1], side == "async agent", runner.user_factory)
+    runner.agent_factory = SyncGold
+    if side == "user":
+        runner.user_factory = made
+    else:
+        runner.agent_factory = made
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_trial(runner.tasks[0], 0)
+
+
+@pytest.mark.parametrize("raised", [GeneratorExit, _Own])
+def test_the_preflight_reports_a_factory_s_own_base_exception_as_a_setup_error(raised):
+    from simulator.errors import SetupError
+
+    runner = build_runner(RunSpec(domain="retail", user="rule", task_ids=[TASK], preflight=False))
+
+    def factory(ctx: TrialContext):
+        raise raised("no agent today")
+
+    runner.agent_factory = factory
+    with pytest.raises(SetupError, match=f"{raised.__name__}: no agent today"):
+        preflight(runner)
+    runner.agent_factory = lambda ctx: (_ for _ in ()).throw(KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):  # the pre-flight runs in the main thread: maybe the user's Ctrl-C
+        preflight(runner)

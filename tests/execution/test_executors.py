@@ -97,6 +97,21 @@ def test_a_trial_that_kills_its_workers_is_infra_error_and_the_run_goes_on(tmp_p
         (t.task_id, t.trial) for t in others)  # the crashed trial never ended on a worker
 
 
+def test_an_async_agent_raising_keyboard_interrupt_on_a_worker_is_its_trial_s_agent_error(tmp_path):
+    """It stopped the run: the trial's KeyboardInterrupt came back to the driver as the user's Ctrl-C."""
+    out = tmp_path / "run.json"
+    res = invoke("run", "--agent", "py:tests._support.crash_agents:interrupting_async_once", "--user", "rule",
+                 "--task-ids", f"{crash_agents.CRASH_TASK},exchange-two-items", "--trials", 2, "--executor",
+                 "local:2", "--concurrency", 2, "--out", out, "--no-progress")
+    assert res.exit_code == 0, res.output
+    got = {(t["task_id"], t["trial"]): t for t in json.loads(out.read_text())["trials"]}
+    assert len(got) == 4
+    interrupted = got.pop((crash_agents.CRASH_TASK, 0))
+    assert interrupted["termination_reason"] == "agent_error" and "KeyboardInterrupt: from the agent" in (
+        interrupted["error"] or "")
+    assert all(t["passed"] for t in got.values())
+
+
 def test_executor_strings():
     assert parse_executor("threads") == ("threads", None)
     assert parse_executor("local:3") == ("local", 3)
