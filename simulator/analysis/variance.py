@@ -26,12 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from simulator.execution.build import agent_policy, policy_sha256
 from simulator.execution.recording import partial_path
 from simulator.stats.estimators import cell_id
 from simulator.stats.variance import CONDITIONS, VarianceDecomposition, decompose_variance
 from simulator.storage.documents import load_run_document
 from simulator.types.results import RunResult, TrialResult
-from simulator.types.spec import RESUME_EXEMPT, RunSpec, recorded_config, spec_differences
+from simulator.types.sanitize import excerpt
+from simulator.types.spec import RunSpec, recorded_config, resume_exempt, spec_differences
 from simulator.world.domain import get_domain
 
 __all__ = ["FORMAT", "VarianceRun", "condition_outcomes", "run_variance"]
@@ -117,7 +119,8 @@ def run_variance(
         run: the function running one spec (default :func:`simulator.execution.session.run`).
         resume: with ``out_dir``, reuse what an earlier, interrupted call left there: a condition's partial file
             (``variance-CONDITION.json.partial.jsonl``) is resumed, a condition's finished run document supplies
-            its trials (only the trials it lacks run); each only when it was run with the same spec (and vary).
+            its trials (only the trials it lacks run); each only when it was run with the same spec (and vary) and
+            the same policy text (a policy file edited since is refused).
             Without it, a partial file left in ``out_dir`` is refused rather than overwritten.
         **run_options: passed to ``run`` (e.g. ``progress=True``).
 
@@ -173,10 +176,13 @@ def _earlier(spec: RunSpec, out: Path, resume: bool) -> Path | list[TrialResult]
     doc = load_run_document(out)
     stored = RunSpec.model_validate(doc.get("config") or {})
     data = Path(spec.data_dir) if spec.data_dir else None
-    given = spec.model_copy(update={"options": {**get_domain(spec.domain).default_options(data), **spec.options}})
-    diffs = spec_differences(stored, given, exempt=(*RESUME_EXEMPT, "policy_sha256"))  # as a partial file's
+    dom = get_domain(spec.domain)
+    options = {**dom.default_options(data), **spec.options}
+    given = spec.model_copy(update={"options": options,  # the policy compared by its text, as a partial file's
+                                    "policy_sha256": policy_sha256(agent_policy(spec, dom, data, options))})
+    diffs = spec_differences(stored, given, exempt=resume_exempt(stored, given))
     if diffs:
-        what = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, a, b in diffs[:3])
+        what = "; ".join(f"{k}: {excerpt(a)} there, {excerpt(b)} now" for k, a, b in diffs[:3])
         raise ValueError(f"--resume: {out} was run with other settings ({what}); remove it or leave out --resume")
     return [TrialResult.model_validate(t) for t in doc.get("trials") or []]
 

@@ -12,10 +12,10 @@ from pydantic import ValidationError
 
 from simulator.analysis.budgets import load_budgets
 from simulator.cli._common import check_outputs, domain_options, fail, load_persona_option, persona_files
+from simulator.cli._resume_options import MEASURED, resumed_spec
 from simulator.errors import RunDocumentError
 from simulator.storage.documents import load_partial
 from simulator.storage.store import DEFAULT_STORE_URL
-from simulator.types.results import TrialResult
 from simulator.types.secrets import REDACTED
 from simulator.types.spec import RunSpec, SpecError, format_validation_error, load_spec
 from simulator.types.tasks import TaskFileError
@@ -25,8 +25,10 @@ __all__ = ["check_run_paths", "given_options", "refuse_ignored_options", "run_sp
 
 _THE_FILES = ("domain", "data", "tasks", "split", "task_ids", "tags", "exclude_tags", "agent", "user", "fallback_user",
               "personas", "trials", "seed", "vary", "max_turns", "max_steps", "temperature", "api_base", "option",
-              "budgets", "judge", "judge_api_base", "judge_calibration", "judge_min_kappa", "trial_timeout")
-"""Options that describe the run itself: with ``--spec`` or ``--resume-from`` the file's values are used instead."""
+              "budgets", "judge", "judge_api_base", "judge_calibration", "judge_min_kappa", "judge_anchors",
+              "strict_judge", "trial_timeout", "policy")
+"""Options that describe the run itself: with ``--spec`` the file's values are used instead (refused when given);
+with ``--resume-from`` they must be the file's (:func:`simulator.cli._resume_options.resumed_spec`)."""
 
 
 def given_options(options: Mapping[str, Any], defaults: Mapping[str, Any], ctx: Any = None) -> set[str]:
@@ -46,7 +48,9 @@ def given_options(options: Mapping[str, Any], defaults: Mapping[str, Any], ctx: 
 
 def refuse_ignored_options(options: Mapping[str, Any], defaults: Mapping[str, Any],
                            allowed: tuple[str, ...] = ()) -> None:
-    """Refuse (exit 2) run options given with ``--spec`` or ``--resume-from``, which would be ignored silently.
+    """Refuse (exit 2) run options given with ``--spec``, which would be ignored silently.
+
+    With ``--resume-from`` they are not ignored but compared with the partial file's spec (:func:`run_spec`).
 
     Args:
         options: the command's parameters by name (``tausim run``'s, or a command sharing its run options); its
@@ -57,14 +61,12 @@ def refuse_ignored_options(options: Mapping[str, Any], defaults: Mapping[str, An
     Raises:
         typer.Exit: code 2, naming the options (given on the command line, even with their default value).
     """
-    source = ("--resume-from" if options.get("resume_from") is not None else
-              "--spec" if options.get("spec_file") is not None else None)
-    if source is None:
+    if options.get("resume_from") is not None or options.get("spec_file") is None:
         return
     present = given_options({k: options[k] for k in _THE_FILES if k in options}, defaults, options.get("ctx"))
     given = [f"--{k.replace('_', '-')}" for k in _THE_FILES if k in present and k not in allowed]
     if given:
-        raise fail(f"{', '.join(given)}: ignored with {source} (the run is the file's); leave "
+        raise fail(f"{', '.join(given)}: ignored with --spec (the run is the file's); leave "
                    f"{'it' if len(given) == 1 else 'them'} out, or edit the file")
 
 
@@ -117,42 +119,50 @@ def _execution(o: Any) -> dict[str, Any]:
                               ("cache", str(o.cache) if o.cache else None), ("rpm", o.rpm),
                               ("log_file", str(o.log_file) if o.log_file else None),
                               ("request_timeout", o.request_timeout), ("max_error_rate", o.max_error_rate),
-                              ("preflight", False if o.no_preflight else None),
-                              ("policy", str(o.policy) if o.policy else None)) if v is not None}
+                              ("preflight", False if o.no_preflight else None)) if v is not None}
 
 
-def run_spec(options: Mapping[str, Any]) -> tuple[RunSpec, list[TrialResult] | None]:
-    """Return the run ``tausim run``'s options describe, and the trials ``--resume-from`` already holds (or None).
+def run_spec(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> RunSpec:
+    """Return the run ``tausim run``'s options describe (with ``--resume-from``: the partial file's).
+
+    With ``--resume-from`` the options that decide what a trial measures must be the file's
+    (:func:`~simulator.cli._resume_options.resumed_spec`); the execution options apply as given.
 
     Args:
         options: ``run_command``'s parameters by name.
+        defaults: their defaults (which options were given, without the click context's word on it).
 
     Raises:
-        typer.Exit: code 2 on bad options, a bad spec file or partial file.
+        typer.Exit: code 2 on bad options, a bad spec file or partial file, or an option given with
+            ``--resume-from`` that the file recorded otherwise.
     """
     o: Any = SimpleNamespace(**options)
     execution = _execution(o)
     try:
-        if o.faults is not None and (o.resume_from is not None or o.spec_file is not None):
-            raise ValueError("--faults goes with the run options, not with --spec or --resume-from (the run is "
-                             "the file's: set its \"faults\" field instead)")
+        if o.faults is not None and o.spec_file is not None and o.resume_from is None:
+            raise ValueError("--faults goes with the run options, not with --spec (the run is the file's: set its "
+                             "\"faults\" field instead)")
         if o.resume_from is not None:
             if o.spec_file is not None or o.store is not None or o.run_id is not None:
                 raise ValueError("--resume-from resumes a run without a store: give it without --spec, --store "
                                  "and --run-id")
-            spec, previous, _ = load_partial(o.resume_from)
+            spec, _, _ = load_partial(o.resume_from)
             if REDACTED in json.dumps(spec.model_dump(mode="json")):
                 raise ValueError(f"--resume-from {o.resume_from}: the run's secrets (API keys, tokens, passwords) "
                                  "were not recorded, so it cannot be resumed from the file alone; run it with "
                                  "--store and --run-id, or give keys through an environment variable "
                                  "(http: api_key_env)")
-            return RunSpec.model_validate({**spec.model_dump(), **execution}), previous
+            given = given_options({k: options[k] for k in MEASURED if k in options}, defaults or {},
+                                  options.get("ctx"))
+            spec = resumed_spec(o, given, spec, o.resume_from)
+            return RunSpec.model_validate({**spec.model_dump(), **execution})
         if o.spec_file is not None:
             spec = load_spec(o.spec_file)
-            return (RunSpec.model_validate({**spec.model_dump(), **execution}) if execution else spec), None
+            return RunSpec.model_validate({**spec.model_dump(), **execution}) if execution else spec
         extra = {**({"trial_timeout": o.trial_timeout} if o.trial_timeout is not None else {}),
-                 **({"faults": o.faults} if o.faults is not None else {})}
-        return _spec_from_options(o, {**execution, **extra}), None
+                 **({"faults": o.faults} if o.faults is not None else {}),
+                 **({"policy": str(o.policy)} if o.policy is not None else {})}
+        return _spec_from_options(o, {**execution, **extra})
     except ValidationError as e:
         raise fail(format_validation_error("run options", e)) from e
     except (SpecError, DomainError, TaskFileError, RunDocumentError, ValueError) as e:

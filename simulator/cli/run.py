@@ -28,7 +28,6 @@ from simulator.execution.recording import PARTIAL_SUFFIX, document_path, output_
 from simulator.execution.session import Interruption, RunOutcome, RunStart, run
 from simulator.report import analyze_run, print_summary
 from simulator.storage.store import DEFAULT_STORE_URL
-from simulator.types.results import TrialResult
 from simulator.types.spec import EXECUTOR_HELP, RunSpec
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError
@@ -133,7 +132,8 @@ def run_command(
              "recovery rate.")] = None,
     resume_from: Annotated[Path | None, typer.Option(
         help="Resume a run without a store from its FILE.partial.jsonl (written next to --out): the run is the "
-             "file's; only the trials it lacks run; the run document goes to FILE unless --out names another.")
+             "file's (run options given must be what it recorded, --policy by its text; execution options apply); "
+             "only the trials it lacks run; the run document goes to FILE unless --out names another.")
     ] = None,
 ) -> None:
     """Run trials of tasks with an agent and a simulated user; print pass^k and failures.
@@ -166,10 +166,10 @@ def run_command(
     options = locals()
     signals: list[int] = []
     with sigterm_as_interrupt(signals), interrupted_before_trials(signals):  # loading the tasks can take a while
-        spec, previous = run_spec(options)
+        spec = run_spec(options, _DEFAULTS)
     execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
-            allow_lint_errors=allow_lint_errors, previous=previous, progress_every=progress_every,
-            resume_from=resume_from, out_name=out_name)
+            allow_lint_errors=allow_lint_errors, progress_every=progress_every, resume_from=resume_from,
+            out_name=out_name)
 
 
 def resume_document_name(resume_from: Path, document: Path) -> str:
@@ -187,8 +187,8 @@ _DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).param
 
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
             no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None,
-            allow_lint_errors: bool = False, previous: list[TrialResult] | None = None,
-            progress_every: float = 30.0, resume_from: Path | None = None, out_name: str | None = None) -> None:
+            allow_lint_errors: bool = False, progress_every: float = 30.0, resume_from: Path | None = None,
+            out_name: str | None = None) -> None:
     """Run a spec as ``tausim run`` does (:func:`simulator.execution.session.run`) and print its summary.
 
     Args:
@@ -200,11 +200,9 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         dask_timeout: seconds to wait for a ``dask://`` scheduler.
         otel: file the run's OpenTelemetry spans are appended to (``--otel``), or None.
         allow_lint_errors: run even when the task lint finds errors (``--allow-lint-errors``).
-        previous: trials already run (``--resume-from``): only the planned trials not among them run, and the
-            run document holds both.
         progress_every: seconds between progress lines when stdout is not a terminal (0: none).
-        resume_from: the ``--resume-from`` file ``previous`` was read from (named in errors about those trials), or
-            None.
+        resume_from: the ``--resume-from`` partial file, or None: only the planned trials it lacks run, and the run
+            document holds both; ``spec`` must be the file's (the session compares them, the policy by its text).
         out_name: how messages name ``out`` when ``--out`` was not given (:func:`resume_document_name`); None:
             ``--out FILE``.
 
@@ -216,7 +214,7 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
     signals: list[int] = []
     try:
         with sigterm_as_interrupt(signals), interrupted_before_trials(signals):
-            outcome = run(spec, store=store, run_id=run_id, out=out, resume=previous, progress=not no_progress,
+            outcome = run(spec, store=store, run_id=run_id, out=out, resume=resume_from, progress=not no_progress,
                           progress_every=progress_every or None,
                           on_start=_print_start,
                           on_interrupt=lambda stop: interrupted(stop, out, signals, out_name=out_name),

@@ -30,7 +30,7 @@ from simulator.types.spec import EXECUTOR_HELP, RunSpec, SpecError, format_valid
 from simulator.types.tasks import TaskFileError
 from simulator.world.domain import DomainError
 
-__all__ = ["variance_command"]
+__all__ = ["runs_dir_document_name", "variance_command"]
 
 _RUN_DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).parameters.items()}
 
@@ -45,17 +45,24 @@ def _spec(o: dict[str, Any]) -> RunSpec:
     options = {**_RUN_DEFAULTS, **o, "trials": o["trials"] if o["trials"] is not None else 8, "vary": "both"}
     refuse_ignored_options(options, _DEFAULTS, allowed=("trials",))
     check_run_paths(options)
-    spec, _ = run_spec(options)
+    spec = run_spec(options)
     if o["spec_file"] is not None and o["trials"] is not None:
         spec = RunSpec.model_validate({**spec.model_dump(), "trials": o["trials"]})
     return spec
 
 
-def _document_of(partial: Path | None) -> Path | None:
-    """The run document a partial file belongs to (``X.json`` of ``X.json.partial.jsonl``), or None."""
-    if partial is None:
-        return None
-    return partial.with_name(partial.name.removesuffix(".partial.jsonl"))
+def runs_dir_document_name(runs_dir: Path, document: Path) -> str:
+    """How messages name a condition's run document in ``--runs-dir`` (the user gave no ``--out`` for it).
+
+    Returns:
+        ``--runs-dir DIR: the run document DIR/variance-CONDITION.json`` (``--out`` is the decomposition's file).
+    """
+    return f"--runs-dir {runs_dir}: the run document {document}"
+
+
+def _document_name(runs_dir: Path | None, document: Path | None) -> str | None:
+    """:func:`runs_dir_document_name` of a condition's document, or None (no ``--runs-dir``: none written)."""
+    return None if runs_dir is None or document is None else runs_dir_document_name(runs_dir, document)
 
 
 def _check_runs_dir(runs_dir: Path | None, out: Path | None) -> None:
@@ -137,8 +144,8 @@ def variance_command(
         with sigterm_as_interrupt(signals):
             result = run_variance(spec, out_dir=runs_dir, bootstrap_seed=bootstrap_seed, on_condition=_done,
                                   progress=not no_progress, resume=resume,
-                                  on_interrupt=lambda stop: interrupted(stop, _document_of(stop.partial), signals,
-                                                                        hint))
+                                  on_interrupt=lambda stop: interrupted(stop, stop.out, signals, hint,
+                                                                        out_name=_document_name(runs_dir, stop.out)))
     except KeyboardInterrupt as e:  # between two runs (the runs' own interruptions exit in ``interrupted``)
         err.print("interrupted (SIGTERM)" if signals else "interrupted", highlight=False)
         raise typer.Exit(143 if signals else 130) from e

@@ -32,7 +32,7 @@ from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, DomainError, get_domain
 from simulator.world.replay import replay_gold, tasks_not_replaying
 
-__all__ = ["RunServices", "build_runner", "check_gold", "select_tasks"]
+__all__ = ["RunServices", "agent_policy", "build_runner", "check_gold", "policy_sha256", "select_tasks"]
 
 
 @dataclass
@@ -178,19 +178,46 @@ def build_runner(
             raise ValueError("personas need their definitions (persona_defs) in the run spec")
         personas = [Persona.model_validate(spec.persona_defs[name]) for name in spec.personas]
     # the policy the agent gets (a suite's own, e.g. tau2's policy.md) is recorded by its hash
-    if spec.policy is not None:
-        try:
-            policy = Path(spec.policy).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise DomainError(f"policy (--policy) {spec.policy}: cannot read: {getattr(e, 'strerror', None) or e}"
-                              ) from e
-    else:
-        policy = dom.policy_for(template.data_dir, template.options)
-    spec = spec.model_copy(update={"policy_sha256": hashlib.sha256(policy.encode()).hexdigest()})
+    policy = agent_policy(spec, dom, template.data_dir, template.options)
+    spec = spec.model_copy(update={"policy_sha256": policy_sha256(policy)})
     runner = Runner(dom, template, tasks, agent, users, spec, log=log, judge=judge, personas=personas, gold=gold,
                     policy=policy)
     runner.services = services  # type: ignore[attr-defined]
     return runner
+
+
+def agent_policy(spec: RunSpec, dom: Domain | None = None, data_dir: Path | None = None,
+                 options: Mapping[str, Any] | None = None) -> str:
+    """Return the policy text a run of ``spec`` gives its agent (its sha256 is the run's ``policy_sha256``).
+
+    Args:
+        spec: the run.
+        dom: its domain (default: ``spec.domain``'s).
+        data_dir: its data (default: ``spec.data_dir``).
+        options: its domain options (default: the domain's defaults for the data, updated with ``spec.options``).
+
+    Returns:
+        The text of ``spec.policy``'s file, else the suite's own policy next to the data (tau-bench's ``wiki.md``,
+        tau2's ``policy.md``), else the domain's.
+
+    Raises:
+        DomainError: ``spec.policy`` cannot be read (missing, not UTF-8), or an unknown domain.
+    """
+    if spec.policy is not None:
+        try:
+            return Path(spec.policy).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise DomainError(f"policy (--policy) {spec.policy}: cannot read: {getattr(e, 'strerror', None) or e}"
+                              ) from e
+    dom = dom if dom is not None else get_domain(spec.domain)
+    data = data_dir if data_dir is not None else Path(spec.data_dir) if spec.data_dir else None
+    opts = options if options is not None else {**dom.default_options(data), **spec.options}
+    return dom.policy_for(data, opts)
+
+
+def policy_sha256(policy: str) -> str:
+    """Return the hash a run records of its agent's policy text (``RunSpec.policy_sha256``): sha256 of its UTF-8."""
+    return hashlib.sha256(policy.encode()).hexdigest()
 
 
 def check_gold(dom: Domain, template: TemplateDatabase, tasks: list[Task], data: Path | None,

@@ -65,7 +65,7 @@ from simulator.storage.runlog import run_logger
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, data_hash, tasks_hash
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
 from simulator.types.sanitize import excerpt, shown
-from simulator.types.spec import RESUME_EXEMPT, RunSpec, recorded_config, spec_differences
+from simulator.types.spec import RunSpec, recorded_config, resume_exempt, spec_differences
 from simulator.types.tasks import Task
 from simulator.world.database import TemplateDatabase
 from simulator.world.domain import Domain, get_domain
@@ -119,6 +119,7 @@ class Interruption:
         written: the run document file written (``finished`` only), or None.
         write_error: why ``out`` could not be written (``finished`` only; the document went to ``written``), or
             None.
+        out: the run's ``out`` (the run document file it writes), or None.
     """
 
     finished: bool
@@ -126,6 +127,7 @@ class Interruption:
     run_id: str | None = None
     written: Path | None = None
     write_error: str | None = None
+    out: Path | None = None
 
 
 class RunOutcome(RunResult):
@@ -183,7 +185,9 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         out: the run document's JSON file; while the run goes on, finished trials are appended to
             ``FILE.partial.jsonl`` beside it (removed once the document is written). None: no file.
         resume: a run without a store to resume: its partial file (the run must be the file's, execution fields
-            such as ``executor`` aside, see :data:`~simulator.types.spec.RESUME_EXEMPT`) or its finished trials.
+            such as ``executor`` aside, see :func:`~simulator.types.spec.resume_exempt`; the policy is compared by
+            the hash of its text, so a policy file edited since is refused) or its finished trials (not compared:
+            give the file where there is one).
             Only the planned trials not among them run; the result and document hold both. Every trial given must
             be in the run's plan (none is dropped: the partial file is rewritten with them).
         on_start: called once with a :class:`RunStart` before the first trial is started.
@@ -207,7 +211,7 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         OptionError: an unusable ``store`` URL, an empty ``run_id``, ``out``/``log_file``/``otel`` that cannot be
             written; ``resume`` with a store, or holding trials outside the run's plan (fewer tasks or trials per
             task than the run that recorded them; nothing is run or written, the partial file is left as it was).
-        SpecError: ``resume`` names a partial file of another run.
+        SpecError: ``resume`` names a partial file of another run (another spec, or another policy text).
         SetupError: the pre-flight found the run cannot work (missing key, unknown model, unreachable server, a
             factory that raises).
         DomainError, TaskFileError, ValueError: bad domain, data, tasks or components; tasks written for other
@@ -526,7 +530,7 @@ class _Session:
         self.close_store()
         if self.on_interrupt is not None:
             self.on_interrupt(Interruption(finished=False, partial=self.partial,
-                                           run_id=self.run_id if self.store is not None else None))
+                                           run_id=self.run_id if self.store is not None else None, out=self.out))
 
     def close(self) -> None:
         """Release the session's resources (partial file, lease, executor, log, progress bar, services)."""
@@ -590,7 +594,8 @@ class _Session:
         outcome.out, outcome.write_error = written.written, written.error
         if written.interrupted:
             if self.on_interrupt is not None:
-                self.on_interrupt(Interruption(finished=True, written=written.written, write_error=written.error))
+                self.on_interrupt(Interruption(finished=True, written=written.written, write_error=written.error,
+                                               out=self.out))
             raise KeyboardInterrupt
         if written.written is not None and self.partial is not None:
             self.partial.unlink(missing_ok=True)
@@ -657,13 +662,26 @@ def _name(text: str) -> str:
 
 
 def _same_run(file_spec: RunSpec, built: RunSpec, source: str) -> None:
-    """Refuse to resume a partial file's run with another spec (execution fields and the policy hash aside).
+    """Refuse to resume a partial file's run with another spec (execution fields aside, :func:`resume_exempt`).
+
+    The policy is compared by the hash of its text (a policy file edited since, or another one, is refused; the same
+    text under another path is not).
+
+    A file's spec is taken with its domain's default options for options it does not name, as a run of it was
+    built (a hand-written header may leave them out).
 
     Raises:
-        SpecError: the first differing field, with both values.
+        SpecError: the first differing field, with both values (escaped and cut).
     """
-    diffs = spec_differences(file_spec, built, exempt=(*RESUME_EXEMPT, "policy_sha256"))
+    if file_spec.domain == built.domain:
+        data = Path(file_spec.data_dir) if file_spec.data_dir else None
+        defaults = get_domain(file_spec.domain).default_options(data)
+        file_spec = file_spec.model_copy(update={"options": {**defaults, **file_spec.options}})
+    diffs = spec_differences(file_spec, built, exempt=resume_exempt(file_spec, built))
     if diffs:
         field, stored, given = diffs[0]
-        raise SpecError(f"{source}: the run cannot be resumed with a different spec: {field}: stored {stored!r}, "
-                        f"now {given!r}")
+        what = f"{field} (the hash of the policy text the agent gets)" if field == "policy_sha256" else field
+        hint = ("; the policy's text changed since the run started (its file edited, or the domain's or suite's own "
+                "policy updated): restore that text, or start a new run") if field == "policy_sha256" else ""
+        raise SpecError(f"{shown(source, one_line=True)}: the run cannot be resumed with a different spec: {what}: "
+                        f"stored {excerpt(stored)}, now {excerpt(given)}{hint}")

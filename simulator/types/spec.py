@@ -49,7 +49,7 @@ from simulator.types.tasks import Budget
 
 __all__ = ["EXECUTOR_HELP", "MAX_PLANNED_TRIALS", "RESUME_EXEMPT", "SPEC_FORMAT", "ComponentSpec", "JudgeSpec",
            "RunSpec", "SpecError", "format_validation_error", "load_spec", "parse_executor", "recorded_config",
-           "spec_differences"]
+           "resume_exempt", "spec_differences"]
 
 SPEC_FORMAT: Final = "tausim.runspec"
 """The value of every spec's ``format`` field."""
@@ -60,6 +60,24 @@ MAX_PLANNED_TRIALS: Final = 1_000_000
 RESUME_EXEMPT = ("executor", "concurrency", "log_file", "cache", "rpm", "data_dir", "tasks", "request_timeout",
                  "max_error_rate", "preflight")
 """Spec fields that may differ when a stored run is resumed (see the module docstring for why)."""
+
+
+def resume_exempt(stored: RunSpec, given: RunSpec) -> tuple[str, ...]:
+    """The fields not compared when a run without a store (a partial file, a run document) is resumed.
+
+    The policy is compared by its text: when both specs carry ``policy_sha256`` (a built run's, as partial files and
+    run documents record it), that hash is compared and the ``policy`` path may differ (a file moved); else the path
+    is compared and the hash is not (a spec not built yet, a hand-written partial file).
+
+    Args:
+        stored: the spec the earlier trials were recorded with.
+        given: the spec of the run resuming them.
+
+    Returns:
+        :data:`RESUME_EXEMPT` plus ``"policy"`` or ``"policy_sha256"``.
+    """
+    hashed = stored.policy_sha256 is not None and given.policy_sha256 is not None
+    return (*RESUME_EXEMPT, "policy" if hashed else "policy_sha256")
 
 EXECUTOR_HELP = ("auto (threads, or local Dask processes for many model-calling trials at once on several cores) | "
                  "threads | local:N (a Dask LocalCluster of N processes) | dask://HOST:PORT (a Dask scheduler)")

@@ -77,19 +77,24 @@ def test_numbers_out_of_range_are_refused(args, message):
     assert len([line for line in res.output.splitlines() if line.strip()]) == 1
 
 
-def test_run_options_given_with_spec_or_resume_from_are_refused_not_ignored(tmp_path):
+def test_run_options_given_with_spec_are_refused_not_ignored(tmp_path):
+    """(With ``--resume-from`` they are compared with the file's instead: tests/cli/test_resume_options.py.)"""
     spec = tmp_path / "spec.json"
     spec.write_text('{"domain": "retail", "task_ids": ["cancel-no-longer-needed"]}')
     res = invoke("run", "--spec", spec, "--trials", 3, "--agent", "reference", "--no-preflight")
     assert res.exit_code == 2
     assert res.output.strip() == ("error: --agent, --trials: ignored with --spec (the run is the file's); leave "
                                   "them out, or edit the file")
-    partial = tmp_path / "p.jsonl"
-    partial.write_text("{}\n")
-    res = invoke("run", "--resume-from", partial, "--temperature", 0.5)
+    res = invoke("run", "--spec", spec, "--strict-judge", "--no-preflight")  # was ignored silently
     assert res.exit_code == 2
-    assert res.output.strip() == ("error: --temperature: ignored with --resume-from (the run is the file's); leave "
-                                  "it out, or edit the file")
+    assert res.output.strip() == ("error: --strict-judge: ignored with --spec (the run is the file's); leave it "
+                                  "out, or edit the file")
+    policy = tmp_path / "policy.md"
+    policy.write_text("Other rules.\n")
+    res = invoke("run", "--spec", spec, "--policy", policy, "--no-preflight")  # replaced the file's policy
+    assert res.exit_code == 2
+    assert res.output.strip() == ("error: --policy: ignored with --spec (the run is the file's); leave it out, or "
+                                  "edit the file")
     # execution options still apply to a spec run
     res = invoke("run", "--spec", spec, "--concurrency", 2, "--no-preflight", "--progress-every", 0)
     assert res.exit_code == 0, res.output

@@ -103,7 +103,7 @@ def test_two_resumes_of_one_partial_file_the_second_refuses(tmp_path):
         assert lock.exists(), "the first resume never took the lock"
         second = CliRunner().invoke(app, ["run", "--resume-from", str(partial), "--out", str(out)])
         assert second.exit_code == 2, second.output
-        assert (f"--out {partial}: another tausim process (pid {first.pid}) is running this run now; wait "
+        assert (f"--resume-from {partial}: another tausim process (pid {first.pid}) is running this run now; wait "
                 "for it to end, or stop it first") in second.output
         assert len(partial.read_text().splitlines()) == 2  # header + the one trial: untouched by the second
     finally:

@@ -267,3 +267,63 @@ def test_resuming_a_complete_runs_dir_gives_the_original_figures(tmp_path: Path)
         assert again["conditions"][condition]["pass^1"] == recorded  # was null
     assert {k: v for k, v in again.items() if k != "conditions"} == \
         {k: v for k, v in first.items() if k != "conditions"}
+
+
+def test_resume_refuses_runs_made_with_another_policy_text(tmp_path: Path):
+    """The runs dir's runs were made with a policy file edited since: resuming would mix two policies (the policy
+    was compared by its path only)."""
+    from simulator.world.domain import get_domain
+
+    policy = tmp_path / "policy.md"
+    policy.write_text(get_domain("retail").policy())
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps({"domain": "retail", "task_ids": [IDS[0]], "agent": "reference", "user": "rule",
+                                     "policy": str(policy), "preflight": False}))
+    runs = tmp_path / "vr"
+    args = ["variance", "--spec", str(spec_file), "--trials", "2", "--runs-dir", str(runs), "--no-progress"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    before = {f.name: f.read_bytes() for f in runs.iterdir()}
+    policy.write_text(policy.read_text() + "\nNever confirm anything.\n")
+    res = CliRunner().invoke(app, [*args, "--resume"])
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.output.split())
+    assert "was run with other settings (policy_sha256:" in said, said
+    # an interrupted condition (its partial file) is refused by the run itself
+    doc_file = runs / "variance-user.json"
+    doc = json.loads(doc_file.read_text())
+    doc_file.unlink()
+    partial = runs / "variance-user.json.partial.jsonl"
+    header = partial_header(RunSpec.model_validate(doc["config"]), len(doc["trials"]), doc["planned_task_ids"])
+    partial.write_text(json.dumps(header) + "\n" + json.dumps(doc["trials"][0]) + "\n")
+    (runs / "variance-both.json").unlink()  # the both run starts over with the new text; the user run is refused
+    kept = partial.read_bytes()
+    res = CliRunner().invoke(app, [*args, "--resume"])
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.output.split())
+    assert f"{partial}: the run cannot be resumed with a different spec: policy_sha256" in said, said
+    assert partial.read_bytes() == kept
+    assert (runs / "variance-agent.json").read_bytes() == before["variance-agent.json"]
+
+
+def test_an_interrupted_final_write_names_the_runs_dir_document_not_out(tmp_path: Path, monkeypatch):
+    """Ctrl-C while a condition's document was being written to a full disk: the message named ``--out None``."""
+    import simulator.analysis.variance as variance
+    from simulator.execution.session import Interruption
+
+    runs = tmp_path / "vr"
+    document = runs / "variance-both.json"
+
+    def stopped_in_the_final_write(spec, **options):
+        options["on_interrupt"](Interruption(finished=True, written=tmp_path / "tausim-run-x.json",
+                                             write_error="No space left on device", out=document))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(variance, "run_variance", stopped_in_the_final_write)
+    res = CliRunner().invoke(app, ["variance", "--task-ids", IDS[0], "--trials", "2", "--runs-dir", str(runs),
+                                   "--no-progress"])
+    assert res.exit_code == 130, res.output
+    said = " ".join(res.output.split())
+    assert "--out" not in said, said
+    assert (f"--runs-dir {runs}: the run document {document}: cannot write (No space left on device); the run was "
+            f"written to {tmp_path / 'tausim-run-x.json'}") in said, said
