@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.dialogue.actors import call_actor
 from simulator.errors import SetupError
 from simulator.execution.build import build_runner
 from simulator.execution.preflight import check_credentials, preflight
@@ -139,7 +140,9 @@ def refuse_async_agent(runner: Runner) -> None:
     task_id, persona, trial = plan[0]
     ctx = runner.trial_context(next(t for t in runner.tasks if t.id == task_id), trial, persona)
     ctx.extra["preflight"] = True  # built to be checked, never run
-    built = runner.agent_factory(ctx)
+    built, failed = call_actor(runner.agent_factory, ctx)
+    if failed is not None:  # not async as far as can be told: its trials record the failure as their agent_error
+        return
     if inspect.iscoroutine(built):
         built.close()  # an async factory: never awaited here
         is_async = True

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.dialogue.actors import call_actor
 from simulator.dialogue.caps import TimeLimit
 from simulator.dialogue.conversation import Conversation
 from simulator.dialogue.cues import asks_confirmation
@@ -300,16 +301,49 @@ class Harness:
 
     # ------------------------------------------------------------------------------------------------ internals
     def _actors(self, task: Task, trial_index: int, persona: str | None, moves: Mapping[int, str]
-                ) -> tuple[_AgentProxy, MovedUser, Any]:
+                ) -> tuple[_AgentProxy, MovedUser, Any] | tuple[TerminationReason, str]:
+        """The trial's agent, user and context; or, when a factory failed, the trial's end and the traceback.
+
+        A factory's failure (anything it raises but the user's Ctrl-C: :func:`~simulator.dialogue.actors.call_actor`)
+        is the trial's ``agent_error`` / ``user_error``, as in a run; it never stops the hunt.
+        """
         r = self.runner
         start = persona if persona is None or persona in r.personas else None
         ctx = r.trial_context(task, trial_index, start)
         if persona is not None and start is None:
             ctx.persona = self.personas[persona]
         log: list[tuple[str, Any]] = []
-        agent = _AgentProxy(r.agent_factory(ctx), log)
-        user = MovedUser(r.user_factory(ctx), log, moves, self.personas)
-        return agent, user, ctx
+        built, failed = call_actor(r.agent_factory, ctx)
+        if failed is not None:
+            return TerminationReason.AGENT_ERROR, "agent factory failed:\n" + failed
+        simulated, failed = call_actor(r.user_factory, ctx)
+        if failed is not None:
+            return TerminationReason.USER_ERROR, "user factory failed:\n" + failed
+        return _AgentProxy(built, log), MovedUser(simulated, log, moves, self.personas), ctx
+
+    def _not_played(self, task: Task, trial_index: int, persona: str | None, moves: Mapping[int, str],
+                    snapshot: Snapshot | None, reason: TerminationReason, error: str, duration_s: float,
+                    charged: int) -> HuntTrial:
+        """A trial that ended before it was played (a time limit, a failed factory): failed, ungraded.
+
+        Args:
+            task: the task.
+            trial_index: the trial's index.
+            persona: the persona played, or None.
+            moves: the user moves it was given.
+            snapshot: the snapshot it was forked from, or None for a root.
+            reason: its termination reason.
+            error: why (recorded as the trial's and the trajectory's error).
+            duration_s: seconds it took.
+            charged: agent turns it costs the hunt's budget (at least 1, so that a hunt whose trials all end so still
+                spends its budget and ends).
+        """
+        res = TrialResult(task_id=task.id, trial=trial_index, seed=self.runner.trial_seed(task, trial_index),
+                          persona=persona, passed=False, termination_reason=str(reason), grade=None,
+                          trajectory=Trajectory(termination_reason=reason, error=error), duration_s=duration_s,
+                          error=error)
+        return HuntTrial(result=res, snapshots=[], moves=dict(moves), fresh_agent_turns=max(1, charged),
+                         parent=snapshot, reseeded=snapshot is not None and snapshot.reseeded)
 
     def _run(self, task: Task, trial_index: int, persona: str | None, moves: dict[int, str],
              snapshot: Snapshot | None, capture: Callable[[ConversationState], bool] | None,
@@ -340,14 +374,8 @@ class Harness:
             stop.set()
             error = (f"the trial ran past the trial timeout of {timeout:g} s (an agent, user or tool that did not "
                      "return); its thread was abandoned")
-            res = TrialResult(task_id=task.id, trial=trial_index, seed=self.runner.trial_seed(task, trial_index),
-                              persona=persona, passed=False, termination_reason=str(TerminationReason.TIMEOUT),
-                              grade=None, trajectory=Trajectory(termination_reason=TerminationReason.TIMEOUT,
-                                                                error=error),
-                              duration_s=time.perf_counter() - t0, error=error)
-            return HuntTrial(result=res, snapshots=[], moves=dict(moves),
-                             fresh_agent_turns=self.runner.config.max_steps, parent=snapshot,
-                             reseeded=snapshot is not None and snapshot.reseeded)
+            return self._not_played(task, trial_index, persona, moves, snapshot, TerminationReason.TIMEOUT, error,
+                                    time.perf_counter() - t0, self.runner.config.max_steps)
         if "error" in box:
             raise box["error"]
         trial: HuntTrial = box["trial"]
@@ -361,7 +389,11 @@ class Harness:
         goal = prepared.gold.goal_state()
         initial = prepared.gold.initial
         seed = r.trial_seed(task, trial_index)
-        agent, user, ctx = self._actors(task, trial_index, persona, moves)
+        actors = self._actors(task, trial_index, persona, moves)
+        if len(actors) == 2:
+            reason, error = actors
+            return self._not_played(task, trial_index, persona, moves, snapshot, reason, error, 0.0, 1)
+        agent, user, ctx = actors
         resume: ConversationState | None = None
         if snapshot is not None:
             resume = snapshot.conversation()

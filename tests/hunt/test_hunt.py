@@ -361,3 +361,67 @@ def test_hunt_vary_option_refuses_a_held_side_and_takes_both(monkeypatch):
     res = CliRunner().invoke(app, ["hunt", "--domain", "retail", "--budget", "5", "--vary", "both"])
     assert res.exit_code == 2 and "stop here" in res.output
     assert seen["spec"].vary == "both"
+
+
+@pytest.mark.parametrize(("side", "raised"), [("agent", RuntimeError("no model")), ("agent", KeyboardInterrupt()),
+                                              ("user", GeneratorExit())])
+def test_a_failing_factory_is_the_trials_error_and_the_hunt_goes_on(side, raised):
+    import threading
+
+    runner = make_runner("retail", "reference:repeat_question=0.5")
+    built = {"n": 0}
+    factory = runner.agent_factory if side == "agent" else runner.user_factory
+
+    def flaky(ctx):
+        built["n"] += 1
+        if built["n"] % 3 == 0:
+            raise raised
+        return factory(ctx)
+
+    if side == "agent":
+        runner.agent_factory = flaky
+    else:
+        runner.user_factory = flaky
+    box: dict = {}
+    # a KeyboardInterrupt from the agent's code is its own failure off the main thread (on it: the user's Ctrl-C)
+    worker = threading.Thread(target=lambda: box.update(result=hunt(runner, 60, seed=2)))
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive() and "result" in box, "the hunt stopped or hung"
+    result = box["result"]
+    failed = [t for t in result.trials if t.result.error and "factory failed" in t.result.error]
+    assert failed, "every third factory call raised: some trials must have ended so"
+    for t in failed:
+        assert t.result.termination_reason == f"{side}_error" and not t.result.passed
+        assert type(raised).__name__ in t.result.error and t.fresh_agent_turns == 1
+    assert any("factory failed" not in (t.result.error or "") for t in result.trials)  # the others were played
+    assert result.agent_turns >= 60  # the budget was spent: the hunt ended on its own
+
+
+
+
+_BUILDS: dict = {"n": 0, "inner": None}  # the flaky factory's count (reset by its test)
+
+
+def _second_build_fails(ctx):
+    """An agent factory whose second build fails (the pre-flight's is the first, the hunt's async check the second)."""
+    _BUILDS["n"] += 1
+    if _BUILDS["n"] == 2:
+        raise GeneratorExit("a flaky build")
+    if _BUILDS["inner"] is None:
+        _BUILDS["inner"] = make_runner("retail", "reference").agent_factory
+    return _BUILDS["inner"](ctx)
+
+
+def test_a_flaky_factory_at_the_async_agent_check_does_not_stop_the_hunt():
+    import importlib
+
+    from simulator.hunt.session import run_hunt
+
+    builds = importlib.import_module("tests.hunt.test_hunt")._BUILDS  # the module the py: agent spec imports
+    builds["n"] = 0
+    spec = RunSpec(domain="retail", agent="py:tests.hunt.test_hunt:_second_build_fails", user="rule",
+                   task_ids=["cancel-no-longer-needed"])
+    found = run_hunt(spec, 8)  # the check's build raised GeneratorExit: it stopped the hunt with it
+    assert builds["n"] > 2 and found.result.trials
+    assert all(t.result.termination_reason != "agent_error" for t in found.result.trials)
