@@ -18,11 +18,13 @@ from simulator.types.spec import RunSpec  # noqa: E402
 from simulator.types.tasks import Task  # noqa: E402
 from simulator.users import user_factory  # noqa: E402
 from simulator.world.domain import get_domain  # noqa: E402
-from tests._support.peers import TAU2  # noqa: E402
+from tests._support.peers import TAU2, needs_tau2  # noqa: E402
 
-DOMAINS = ["retail", "airline", "returns", "telecom", "mock",
-           pytest.param("banking_knowledge", marks=pytest.mark.skipif(
-               not (TAU2 / "banking_knowledge" / "tasks.json").is_file(), reason="tau2-bench banking data absent"))]
+DOMAINS = ["retail", "airline", "returns",
+           *(pytest.param(name, marks=pytest.mark.skipif(not (TAU2 / name / "tasks.json").is_file(),
+                                                         reason=f"tau2-bench {name} data absent ({TAU2 / name})"))
+             for name in ("telecom", "mock", "banking_knowledge"))]
+"""The built-in domains; telecom, mock and banking_knowledge read tau2-bench's data from the peer folder."""
 
 
 def first_task(domain: str) -> Task:
@@ -115,6 +117,7 @@ def test_seeded_resets_replay_and_episodes_differ() -> None:
         env.close()
 
 
+@needs_tau2
 def test_step_before_reset_and_after_the_end_needs_a_reset() -> None:
     task = first_task("mock")
     env = gymnasium.make("tausim/Agent-v0", domain="mock", task_id=task.id)
