@@ -90,6 +90,19 @@ def test_ctrl_c_during_the_search_writes_the_trials_and_clusters_found_so_far_an
         f"interrupted during the search: wrote {export} (0 cases), {out}, {html}"]
 
 
+def _interrupted_at_call(n: int, fn: Any) -> Any:
+    """``fn``, but its ``n``-th call raises KeyboardInterrupt (a Ctrl-C at that point) instead of running."""
+    calls = []
+
+    def wrapped(*a: Any, **kw: Any) -> Any:
+        calls.append(1)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return fn(*a, **kw)
+
+    return wrapped
+
+
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory) -> tuple[dict[str, Any], dict[str, Any]]:
     """The same hunt uninterrupted: (its summary, its cases), what an interrupted one must have kept."""
@@ -106,15 +119,7 @@ def test_ctrl_c_while_the_cases_are_made_keeps_the_cases_already_made(tmp_path, 
 
     from simulator.hunt import cases
 
-    shrink, calls = cases.shrink, []
-
-    def third_is_interrupted(*a: Any, **kw: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 3:  # while the third cluster is shrunk
-            raise KeyboardInterrupt
-        return shrink(*a, **kw)
-
-    monkeypatch.setattr(cases, "shrink", third_is_interrupted)
+    monkeypatch.setattr(cases, "shrink", _interrupted_at_call(3, cases.shrink))  # while the third cluster is shrunk
     out, export = tmp_path / "hunt.json", tmp_path / "reg.json"
     res = _hunt("--out", out, "--export", export, "--prefix")
     assert res.exit_code == 130, res.output
@@ -135,15 +140,7 @@ def test_ctrl_c_while_the_examples_are_replayed_keeps_every_case(tmp_path, monke
     full_summary, full_cases = whole
     from simulator.hunt import session
 
-    replay, calls = session.replay_script, []
-
-    def second_is_interrupted(*a: Any, **kw: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return replay(*a, **kw)
-
-    monkeypatch.setattr(session, "replay_script", second_is_interrupted)
+    monkeypatch.setattr(session, "replay_script", _interrupted_at_call(2, session.replay_script))
     out, export = tmp_path / "hunt.json", tmp_path / "reg.json"
     res = _hunt("--out", out, "--export", export, "--prefix")
     assert res.exit_code == 130, res.output

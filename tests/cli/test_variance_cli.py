@@ -24,6 +24,20 @@ FLAKY = {"name": "flaky", "description": "Answers the wrong question half the ti
          "patience": 1, "wrong_answer_rate": 0.5, "abandonment_phrases": ["Forget it."]}
 
 
+def _stopped_after_first_trial(doc_file: Path) -> tuple[Path, dict]:
+    """Turn a condition's finished run document into its partial file holding its first trial only.
+
+    Returns:
+        ``(the partial file, the document it was made from)``.
+    """
+    doc = json.loads(doc_file.read_text())
+    doc_file.unlink()
+    partial = doc_file.with_name(doc_file.name + ".partial.jsonl")
+    header = partial_header(RunSpec.model_validate(doc["config"]), len(doc["trials"]), doc["planned_task_ids"])
+    partial.write_text(json.dumps(header) + "\n" + json.dumps(doc["trials"][0]) + "\n")
+    return partial, doc
+
+
 def _persona_file(tmp_path: Path) -> Path:
     file = tmp_path / "flaky.json"
     file.write_text(json.dumps(FLAKY))
@@ -136,12 +150,7 @@ def test_a_rerun_resumes_finished_and_partial_runs_instead_of_deleting_them(tmp_
                    persona_defs={"flaky": FLAKY}, seed=3)
     first = run_variance(spec, out_dir=tmp_path)
     # the agent run was interrupted after its first trial: only its partial file is left
-    doc_file = tmp_path / "variance-agent.json"
-    doc = json.loads(doc_file.read_text())
-    doc_file.unlink()
-    partial = tmp_path / "variance-agent.json.partial.jsonl"
-    header = partial_header(RunSpec.model_validate(doc["config"]), len(doc["trials"]), doc["planned_task_ids"])
-    partial.write_text(json.dumps(header) + "\n" + json.dumps(doc["trials"][0]) + "\n")
+    partial, doc = _stopped_after_first_trial(tmp_path / "variance-agent.json")
     with pytest.raises(ValueError, match="rerun with --resume to keep them"):
         run_variance(spec, out_dir=tmp_path)
     assert partial.exists()  # not deleted
@@ -237,11 +246,7 @@ def test_the_cli_refuses_to_drop_a_partial_run_and_resumes_it_with_resume(tmp_pa
     args = ["variance", "--task-ids", IDS[0], "--trials", "2", "--runs-dir", str(runs), "--no-progress"]
     assert CliRunner().invoke(app, args).exit_code == 0
     doc_file = runs / "variance-user.json"
-    doc = json.loads(doc_file.read_text())
-    doc_file.unlink()
-    partial = runs / "variance-user.json.partial.jsonl"
-    header = partial_header(RunSpec.model_validate(doc["config"]), len(doc["trials"]), doc["planned_task_ids"])
-    partial.write_text(json.dumps(header) + "\n" + json.dumps(doc["trials"][0]) + "\n")
+    partial, doc = _stopped_after_first_trial(doc_file)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2 and f"error: {partial}: holds the finished trials of an interrupted run" in res.output
     assert partial.exists()
@@ -291,11 +296,7 @@ def test_resume_refuses_runs_made_with_another_policy_text(tmp_path: Path):
     assert "was run with other settings (policy_sha256:" in said, said
     # an interrupted condition (its partial file) is refused by the run itself
     doc_file = runs / "variance-user.json"
-    doc = json.loads(doc_file.read_text())
-    doc_file.unlink()
-    partial = runs / "variance-user.json.partial.jsonl"
-    header = partial_header(RunSpec.model_validate(doc["config"]), len(doc["trials"]), doc["planned_task_ids"])
-    partial.write_text(json.dumps(header) + "\n" + json.dumps(doc["trials"][0]) + "\n")
+    partial, doc = _stopped_after_first_trial(doc_file)
     (runs / "variance-both.json").unlink()  # the both run starts over with the new text; the user run is refused
     kept = partial.read_bytes()
     res = CliRunner().invoke(app, [*args, "--resume"])
