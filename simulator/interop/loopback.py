@@ -10,6 +10,7 @@ in order. A script entry is one of:
 - ``{"malformed": True}``: status 200 with a body that is not JSON;
 - ``{"body": value}``: status 200 with ``value`` as the JSON body, as is (a completion whose fields the caller
   chose, e.g. a tool call whose ``arguments`` is a number);
+- ``{"raw": bytes}``: status 200 with these bytes as the body (e.g. UTF-8 with a character cut in half);
 - ``{"drop": True}``: close the connection without answering.
 
 Every request is recorded (``server.requests[model]``: the decoded JSON bodies). A model whose script is used up
@@ -122,6 +123,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(entry, dict) and "body" in entry:
             self._send(200, json.dumps(entry["body"]).encode())
+            return
+        if isinstance(entry, dict) and "raw" in entry:
+            self._send(200, bytes(entry["raw"]))
             return
         if isinstance(entry, dict) and "status" in entry:
             status = int(entry["status"])

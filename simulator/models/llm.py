@@ -12,10 +12,11 @@ fails at once. Failures surface as our own exceptions, so callers never depend o
   unknown model or provider): the trial ends ``setup_error`` and the run stops;
 * :class:`LLMResponseError` (an :class:`LLMRequestError`): the server answered, but litellm cannot read the answer:
   JSON that is not an object or has no ``choices`` list, a message whose fields do not fit (a tool call whose
-  ``arguments`` is a number, content that is an object, a NaN token count), or a body that is not JSON (the one case
-  asked again, as a reply cut short may come whole). litellm reports each as a 500 (``InternalServerError``) although
-  the server answered 200 (:func:`unreadable_answer` tells them apart); they are what the model said, so a trial
-  meeting one ends ``agent_error`` / ``user_error`` with the reason, never ``infra_error``.
+  ``arguments`` is a number, content that is an object, a NaN token count), or a body that is not JSON or not
+  valid UTF-8 (the cases asked again, as a reply cut short may come whole). litellm reports each as a 500
+  (``InternalServerError``) although the server answered 200 (:func:`unreadable_answer` tells them apart); they are
+  what the model said, so a trial meeting one ends ``agent_error`` / ``user_error`` with the reason, never
+  ``infra_error``.
 
 Timeouts: each request waits at most ``timeout`` seconds (``tausim run --request-timeout``, default 60); a
 request that times out is retried once at most (:data:`MAX_TIMEOUT_ATTEMPTS`), so a server that accepts and never
@@ -281,6 +282,8 @@ def _answer_problem(exc: BaseException) -> tuple[str, bool] | None:
             return _one_line(chain[-1] if i + 1 < len(chain) else e), False
         if isinstance(e, json.JSONDecodeError):
             return _one_line(e, "the body is not JSON: "), True
+        if isinstance(e, UnicodeDecodeError):  # e.g. a character cut in half: asked again, as a body cut short
+            return _one_line(e, "the body is not valid UTF-8: "), True
         if i and text.startswith(NOT_AN_OBJECT):
             received = text.split(" Received: ", 1)[-1].split(". Check the reverse proxy", 1)[0]
             return clipped(shown(f"the body is JSON but not an object: {received}", one_line=True), 400), False

@@ -228,3 +228,19 @@ def test_cli_run_with_api_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     (trial,) = json.loads(out.read_text())["trials"]
     assert trial["termination_reason"] == "user_stop" and not trial["passed"]  # the agent cancelled nothing
     assert trial["trajectory"]["agent_usage"]["calls"] == 1 and trial["trajectory"]["user_usage"]["calls"] == 2
+
+
+def test_a_body_with_a_character_cut_in_half_is_asked_again_then_is_the_models() -> None:
+    # half an emoji: the body is JSON in every other way, but not valid UTF-8 (litellm reports a 500, as for a body
+    # that is not JSON); asked again as a reply cut short, then the model's answer, never the service's failure
+    whole = json.dumps(_answer({"role": "assistant", "content": "hi \U0001F600 there"})["body"],
+                       ensure_ascii=False).encode()
+    cut = whole.replace("\U0001F600".encode(), "\U0001F600".encode()[:2])
+    assert cut != whole
+    with openai_server({"m": [{"raw": cut}] * 2}) as server:
+        with pytest.raises(LLMResponseError) as e:
+            _ask(LLMClient("openai/m", api_base=server.api_base, max_attempts=2, timeout=2, **FAST))
+        assert server.left("m") == 0
+    message = str(e.value)
+    assert e.value.attempts == 2 and not isinstance(e.value, LLMInfraError), message
+    assert "the body is not valid UTF-8: UnicodeDecodeError" in message and "\n" not in message, message
