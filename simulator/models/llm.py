@@ -38,6 +38,7 @@ import json
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, cast
@@ -119,6 +120,10 @@ def model_seed(seed: int) -> int:
     return seed % (2**31)
 
 
+SERIALIZER_WARNINGS = "Pydantic serializer warnings"
+"""How pydantic's warning begins when litellm's response model holds a value of another type than declared."""
+
+
 def _litellm() -> Any:
     """Import litellm lazily, never letting it fetch its price list from the network."""
     if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") != "True":
@@ -126,6 +131,11 @@ def _litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Provider List" banners in the run's output
+    # An answer whose fields do not fit (a tool call's arguments a number, content an object) makes litellm's
+    # response models print pydantic's serializer warnings, a block naming a site-packages file and the model's value,
+    # once per process (per worker under local:N): the trial already records why (LLMResponseError). Idempotent (an
+    # equal filter is replaced, not added again), so it holds wherever warnings were reset since (a test's context).
+    warnings.filterwarnings("ignore", message=SERIALIZER_WARNINGS, category=UserWarning)
     return litellm
 
 

@@ -244,3 +244,17 @@ def test_a_body_with_a_character_cut_in_half_is_asked_again_then_is_the_models()
     message = str(e.value)
     assert e.value.attempts == 2 and not isinstance(e.value, LLMInfraError), message
     assert "the body is not valid UTF-8: UnicodeDecodeError" in message and "\n" not in message, message
+
+
+def test_an_answer_whose_fields_do_not_fit_prints_no_library_warning() -> None:
+    # litellm's response models made pydantic print a serializer-warning block (a site-packages path, the model's
+    # value) on the run's terminal, once per process; the trial records the reason already
+    import warnings
+
+    garbage = UNREADABLE["arguments-a-number"][0]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with openai_server({"m": [garbage]}) as server:
+            with pytest.raises(LLMResponseError):
+                _ask(LLMClient("openai/m", api_base=server.api_base, max_attempts=1, timeout=2, **FAST))
+    assert not [w for w in seen if "serializer" in str(w.message)], [str(w.message)[:200] for w in seen]
