@@ -5,7 +5,10 @@ user, seed or cap would mix two runs and its numbers would compare nothing. So e
 ``--resume-from`` (:data:`MEASURED`: the run options a ``--spec`` run refuses, ``--policy`` and ``--faults``) is
 compared with the file's spec: the same value is accepted
 (the stopped command line plus ``--resume-from`` works), another is refused naming the option, the value given and
-the value recorded. ``--policy`` is compared by the hash of its text. Options that only say how the run is carried
+the value recorded. ``--policy`` is compared by the hash of its text. ``--personas`` may list the recorded personas
+in another order: a trial's seed does not depend on its persona (:meth:`~simulator.execution.runner.Runner.trial_seed`;
+every persona of a task's trial shares its draws) and each trial runs alone, so the order changes only the order trials
+run and are listed in; the run keeps the recorded order. Options that only say how the run is carried
 out (``--executor``, ``--concurrency``, ``--cache``, ``--rpm``, ``--log-file``, ``--request-timeout``,
 ``--max-error-rate``, ``--no-preflight``, ``--otel``, ``--out``, progress) apply as given.
 """
@@ -108,24 +111,33 @@ def _judge(attr: str, option: str) -> Callable[[Any, RunSpec], _Compared]:
 
 
 def _options(o: Any, spec: RunSpec) -> _Compared:
+    """``--option KEY=VALUE``: each key's recorded value (an option the run was recorded without is "not set")."""
     given: dict[str, str] = {}
     for pair in o.option or []:
         key, _, value = pair.partition("=")
         given[key.strip()] = value.strip()
     data = Path(spec.data_dir) if spec.data_dir else None
     options = {**get_domain(spec.domain).default_options(data), **spec.options}  # as the run was built
-    recorded = {k: options.get(k) for k in given}
-    same = all(v is not None and str(v) == given[k] for k, v in recorded.items())
-    return _Compared(same, _value(given), _value(recorded), {})
+    same = all(k in options and options[k] is not None and str(options[k]) == v for k, v in given.items())
+    unset = [k for k in given if k not in options]
+    recorded = _value({k: options[k] for k in given if k in options}) if len(unset) < len(given) else ""
+    if unset:
+        names = f"option{'s' if len(unset) > 1 else ''} {', '.join(_value(k) for k in unset)}"
+        every = _value(options) if options else "none"
+        recorded = (f"{recorded}, " if recorded else "") + f"{names} not set (the options recorded: {every})"
+    return _Compared(same, _value(given), recorded, {})
 
 
 def _personas(o: Any, spec: RunSpec) -> _Compared:
+    """``--personas``: the same personas, with the same definitions; in any order (see the module docstring)."""
     loaded = load_persona_option(o.personas)
     names = [p.name for p in loaded]
     defs = {p.name: p.model_dump(mode="json") for p in loaded}
-    same = names == (spec.personas or []) and defs == (spec.persona_defs or {})
+    recorded_names = spec.personas or []
+    same = sorted(names) == sorted(recorded_names) and len(set(names)) == len(names) \
+        and defs == (spec.persona_defs or {})
     recorded = _value(spec.personas)
-    if names == spec.personas and not same:
+    if sorted(names) == sorted(recorded_names) and not same:
         recorded += " (with other definitions)"
     return _Compared(same, _value(names), recorded, {})
 

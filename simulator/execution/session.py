@@ -33,7 +33,7 @@ from typing import IO, Any
 from pydantic import Field
 
 from simulator.dialogue.progress import RunProgress
-from simulator.errors import InputError, OptionError, SpecError, WriteError
+from simulator.errors import InputError, OptionError, RunDocumentError, SpecError, WriteError
 from simulator.execution.build import RunServices, build_runner, check_gold
 from simulator.execution.executors import ExecutorChoice, choose_executor, open_executor
 from simulator.execution.preflight import check_credentials, preflight
@@ -60,7 +60,7 @@ from simulator.execution.recording import (
 from simulator.execution.runner import ERROR_RATE_MIN_TRIALS, Runner, run_error_rate, settle_heap
 from simulator.execution.tracing import file_tracing
 from simulator.stats.summaries import complete_suite
-from simulator.storage.documents import load_partial, run_summary_json
+from simulator.storage.documents import read_partial, run_summary_json
 from simulator.storage.runlog import run_logger
 from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore, data_hash, tasks_hash
 from simulator.types.results import RunResult, TrialKey, TrialResult, trial_key
@@ -220,7 +220,9 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
             running it now).
         ExecutorError: the executor cannot be started.
         RunDocumentError: ``resume`` is not a readable partial file, or holds a line that is not a trial as tausim
-            writes it (a field of the wrong type, e.g. ``"passed": "yes"``), but for a last line cut short.
+            writes it (a field of the wrong type, e.g. ``"passed": "yes"``, an unknown field, a NaN; see
+            :func:`~simulator.storage.documents.read_partial`), but for a last line cut short, or two different
+            lines of one trial; or a resumed trial's seed is not the one the run's plan gives it.
         KeyboardInterrupt: Ctrl-C (after ``on_interrupt``).
     """
     out_path = _check_paths(out, store, run_id, resume)
@@ -280,6 +282,7 @@ class _Session:
         self.owns_store = False
         self.previous: list[TrialResult] | None = None
         self.resume_source: Path | None = None  # the partial file resumed (None: trials given, or no resume)
+        self.resume_lines: dict[TrialKey, int] = {}  # each resumed trial's line in resume_source
         self.only: set[TrialKey] | None = None
         self.log: Any = None
         self.log_run_id = run_id or ""
@@ -351,9 +354,9 @@ class _Session:
             self.resume_source = source
             if not same:
                 self.stack.enter_context(partial_lock(source, "resume_from"))
-            file_spec, trials, _ = load_partial(source)
-            self.previous = list(trials)
-            return file_spec
+            read = read_partial(source)
+            self.previous, self.resume_lines = list(read.trials), read.lines
+            return read.spec
         assert not isinstance(resume, (str, Path))
         self.previous = list(resume)
         return None
@@ -388,6 +391,7 @@ class _Session:
             outside = [t for t in self.previous if trial_key(t) not in keys]
             if outside:  # resuming would rewrite the partial file (and the document) without them
                 raise _outside_plan(outside, len(self.previous), self.resume_source)
+            _check_seeds(runner, self.previous, self.resume_source, self.resume_lines)
             self.only = keys - {trial_key(t) for t in self.previous}
             return RunStart(run_id=None, store_url=None, created=None, planned=len(keys),
                             recorded=len(self.previous), to_run=len(self.only), resumed=True)
@@ -661,6 +665,30 @@ def _name(text: str) -> str:
     return text if len(text) <= 80 and shown(text, one_line=True) == text else excerpt(text)
 
 
+def _check_seeds(runner: Runner, previous: Sequence[TrialResult], source: Path | None,
+                 lines: dict[TrialKey, int]) -> None:
+    """Refuse a resumed trial whose seed is not the one the run's plan gives it (:meth:`Runner.trial_seed`).
+
+    Such a trial was run by another run (another seed, or a task whose pinned seed changed): the resumed document
+    would mix two runs.
+
+    Raises:
+        RunDocumentError: ``FILE: line N: field seed: ... (value V, expected E)`` for the first such trial (the
+            trial's key instead of the file and line when the trials were given, not read from a file).
+    """
+    tasks = {t.id: t for t in runner.tasks}
+    for t in previous:
+        expected = runner.trial_seed(tasks[t.task_id], t.trial)
+        if t.seed != expected:
+            key = trial_key(t)
+            where = (f"{shown(str(source), one_line=True)}: line {lines[key]}" if source is not None and key in lines
+                     else f"resumed trial {excerpt(t.task_id)} {t.trial}")
+            raise RunDocumentError(f"{where}: field seed: not the seed this run's plan gives task "
+                                   f"{_name(t.task_id)} trial {t.trial} (value {t.seed}, expected {expected}); the "
+                                   "trial was run by another run (another seed, or the task's pinned seed changed), "
+                                   "so nothing was run or written: resume with the run that recorded it")
+
+
 def _same_run(file_spec: RunSpec, built: RunSpec, source: str) -> None:
     """Refuse to resume a partial file's run with another spec (execution fields aside, :func:`resume_exempt`).
 
@@ -683,5 +711,8 @@ def _same_run(file_spec: RunSpec, built: RunSpec, source: str) -> None:
         what = f"{field} (the hash of the policy text the agent gets)" if field == "policy_sha256" else field
         hint = ("; the policy's text changed since the run started (its file edited, or the domain's or suite's own "
                 "policy updated): restore that text, or start a new run") if field == "policy_sha256" else ""
+        if field == "personas" and isinstance(stored, list) and isinstance(given, list) \
+                and sorted(map(str, stored)) == sorted(map(str, given)):
+            hint = "; the same personas in another order: give them in the recorded order"
         raise SpecError(f"{shown(source, one_line=True)}: the run cannot be resumed with a different spec: {what}: "
                         f"stored {excerpt(stored)}, now {excerpt(given)}{hint}")

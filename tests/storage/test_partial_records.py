@@ -125,3 +125,103 @@ def test_a_last_line_cut_short_is_still_dropped_and_a_whole_bad_last_line_refuse
     path = _partial(tmp_path, recorded, _set("passed", "yes"))  # with its newline: written whole, refused
     with pytest.raises(RunDocumentError, match=r"line 3: field passed"):
         load_partial(path)
+
+
+def _lines(tmp_path, recorded, *trial_lines, header=None):
+    """A partial file of the toy run: its header (or ``header``), then the given lines, each with its newline."""
+    config, _ = recorded
+    path = tmp_path / "run.json.partial.jsonl"
+    open_partial(path, config, 2, [], ["t"]).close()
+    head = path.read_text().split("\n")[0] if header is None else json.dumps(header)
+    path.write_text("\n".join([head, *trial_lines]) + "\n", encoding="utf-8")
+    return path
+
+
+def _refused(path, *parts):
+    before = path.read_bytes()
+    with pytest.raises(RunDocumentError) as info:
+        load_partial(path)
+    message = str(info.value)
+    assert "\n" not in message, message
+    for part in parts:
+        assert part in message, message
+    assert path.read_bytes() == before
+    return message
+
+
+def test_two_different_records_of_one_trial_are_refused_naming_both_lines_and_the_key(tmp_path, recorded):
+    first = recorded[1][0]
+    other = json.loads(first.model_dump_json())
+    other.update(passed=False, termination_reason="agent_error", grade=None, error="boom")
+    path = _lines(tmp_path, recorded, first.model_dump_json(), recorded[1][1].model_dump_json(), json.dumps(other))
+    _refused(path, f"{path}: lines 2 and 4: two different records of the same trial", 'task "t"', "trial 0")
+    with pytest.raises(RunDocumentError, match="lines 2 and 4"):
+        partial_document(path)
+
+
+def test_an_exact_duplicate_line_is_collapsed_nothing_is_lost(tmp_path, recorded):
+    first, second = recorded[1]
+    respaced = json.dumps(json.loads(first.model_dump_json()), indent=None, separators=(", ", ": "))
+    assert respaced != first.model_dump_json()  # the same JSON value, spelled otherwise
+    path = _lines(tmp_path, recorded, first.model_dump_json(), second.model_dump_json(), respaced)
+    assert load_partial(path)[1] == [first, second]
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (_set("from_the_future", 1), "from_the_future"),
+    (_set("grade", "novel", {"x": 1}), "grade.novel"),
+    (_set("trajectory", "messages", 0, "mood", "sunny"), "trajectory.messages.0.mood"),
+])
+def test_a_field_tausim_does_not_know_is_refused_not_dropped(tmp_path, recorded, edit, field):
+    path = _partial(tmp_path, recorded, edit)
+    message = _refused(path, f"{path}: line 3: field {field}: not a field tausim knows", "another tausim version")
+    assert "(value " in message
+
+
+def test_a_null_optional_field_is_not_an_unknown_one(tmp_path, recorded):
+    path = _partial(tmp_path, recorded, _set("side_seeds", None))  # written only when set: null loses nothing
+    assert load_partial(path)[1] == recorded[1]
+
+
+@pytest.mark.parametrize(("token", "shown"), [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity")])
+def test_a_non_finite_number_is_refused_as_tausim_never_writes_one(tmp_path, recorded, token, shown):
+    line = recorded[1][1].model_dump_json()
+    assert '"duration_s":' in line
+    bad = json.dumps({**json.loads(line), "duration_s": 0.25}).replace('"duration_s": 0.25', f'"duration_s": {token}')
+    path = _lines(tmp_path, recorded, recorded[1][0].model_dump_json(), bad)
+    _refused(path, f"{path}: line 3: field duration_s: not a finite number (value {shown})")
+
+
+def test_passed_contradicting_the_grade_is_refused(tmp_path, recorded):
+    graded = recorded[1][1]
+    assert graded.grade is not None
+    path = _partial(tmp_path, recorded, _set("passed", not graded.grade.passed))
+    _refused(path, f"{path}: line 3: field passed: contradicts grade.passed",
+             f"(value {json.dumps(not graded.grade.passed)}, grade.passed {json.dumps(graded.grade.passed)})")
+
+
+@pytest.mark.parametrize(("change", "field", "shown"), [
+    ({"planned": "lots"}, "planned", '"lots"'),
+    ({"planned": -1}, "planned", "-1"),
+    ({"planned": True}, "planned", "true"),
+    ({"version": 2}, "version", "2"),
+    ({"extra": {"k": 1}}, "extra", '{"k": 1}'),
+    ({"planned_task_ids": "t"}, "planned_task_ids", '"t"'),
+])
+def test_a_header_field_is_checked_strictly(tmp_path, recorded, change, field, shown):
+    config, _ = recorded
+    from simulator.storage.documents import partial_header
+    header = {**partial_header(config, 2, ["t"]), **change}
+    path = _lines(tmp_path, recorded, recorded[1][0].model_dump_json(), header=header)
+    _refused(path, f"{path}: line 1: field {field}: ", f"(value {shown})")
+
+
+def test_a_line_that_is_not_utf8_is_named_by_its_line(tmp_path, recorded):
+    path = _lines(tmp_path, recorded, recorded[1][0].model_dump_json(), recorded[1][1].model_dump_json())
+    raw = path.read_bytes().split(b"\n")
+    raw[2] = raw[2].replace(b'"t"', b'"t\xff"', 1)
+    path.write_bytes(b"\n".join(raw))
+    _refused(path, f"{path}: line 3: not UTF-8 text (invalid start byte at byte ")
+    cut = path.read_bytes()[:-1]  # the same line, last and without its newline: a crash cut it, dropped
+    path.write_bytes(cut)
+    assert load_partial(path)[1] == recorded[1][:1]
