@@ -145,6 +145,7 @@ def variance_command(
             result = run_variance(spec, out_dir=runs_dir, bootstrap_seed=bootstrap_seed,
                                   on_condition=lambda c, r: _done(c, r, interrupts),
                                   progress=not no_progress, resume=resume,
+                                  on_trial=lambda _: interrupts.check(),  # a Ctrl-C a callback dropped
                                   on_interrupt=lambda stop: interrupted(stop, stop.out, interrupts, hint,
                                                                         out_name=_document_name(runs_dir, stop.out)))
             interrupts.check()  # a Ctrl-C a callback dropped
