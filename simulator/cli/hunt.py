@@ -24,14 +24,14 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from simulator.cli._common import check_outputs, console, err, fail, load_persona_option, persona_files
-from simulator.cli.run import sigterm_as_interrupt
 from simulator.errors import TausimError
-from simulator.execution.recording import WriteOutcome, write_with_fallback
+from simulator.execution.recording import Interrupts, WriteOutcome, sigint_deferred, write_with_fallback
 from simulator.hunt.search import HuntResult
 from simulator.hunt.session import HuntRun, run_hunt
 from simulator.report import hunt_clusters, print_clusters, print_recovery, render_hunt_html, transcript_lines
 from simulator.stats.faults import recovery_rates
 from simulator.types.results import TrialResult
+from simulator.types.sanitize import counted
 from simulator.types.spec import RunSpec, format_validation_error
 
 __all__ = ["hunt_command"]
@@ -145,30 +145,47 @@ def hunt_command(
         outputs = files.outputs(found, report)
         kept.append((found, report, outputs, [_save(o) for o in outputs]))
 
-    signals: list[int] = []
-    try:
-        spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults, vary)
-        spec = RunSpec.model_validate({**spec.model_dump(), **{k: v for k, v in (
-            ("trial_timeout", trial_timeout), ("request_timeout", request_timeout)) if v is not None}})
-        with sigterm_as_interrupt(signals):
+    interrupts = Interrupts()
+    with interrupts.handled():  # to the end: a Ctrl-C between the hunt and its outputs is told too
+        try:
+            spec = _spec(domain, tasks, task_ids, agent, user, personas, seed, max_turns, max_steps, faults, vary)
+            spec = RunSpec.model_validate({**spec.model_dump(), **{k: v for k, v in (
+                ("trial_timeout", trial_timeout), ("request_timeout", request_timeout)) if v is not None}})
             found = run_hunt(spec, budget, seed=seed, export=export is not None, clean_agent=clean_agent,
-                             prefix=prefix, on_interrupt=keep)
-    except KeyboardInterrupt as e:
-        raise _interrupted(kept, signals) from e
-    except ValidationError as e:
-        raise fail(format_validation_error("hunt options", e)) from e
-    except (TausimError, ValueError, OSError) as e:
-        raise fail(str(e)) from e
-    report = summary(found.result, exported=found.exported, examples=found.examples)
-    outputs = files.outputs(found, report)
-    written = [_save(o) for o in outputs]  # results first, each on its own: one that fails stops no other
-    _show(found, report, out is None and export is None)
-    for o, w in zip(outputs, written, strict=True):
-        if w.written is not None:
-            console.print(f"wrote {_named(o, w)}", highlight=False)
-    if any(w.interrupted for w in written):
-        err.print("interrupted: the hunt's outputs were written first", highlight=False)
-        raise typer.Exit(130)
+                             prefix=prefix, on_interrupt=keep, checkpoint=interrupts.check)
+        except KeyboardInterrupt as e:
+            raise _interrupted(kept, interrupts) from e
+        except ValidationError as e:
+            raise fail(format_validation_error("hunt options", e)) from e
+        except (TausimError, ValueError, OSError) as e:
+            raise fail(str(e)) from e
+        _finish(found, files, out is None and export is None, interrupts)
+
+
+def _finish(found: HuntRun, files: _Files, as_json: bool, interrupts: Interrupts) -> None:
+    """Write the finished hunt's outputs (Ctrl-C held off meanwhile), then print what it found and what was written.
+
+    Raises:
+        typer.Exit: 130 (143 on SIGTERM) when interrupted: during the writes (finished first) after printing as
+            usual, or after them, saying so in one line; else 1 when an output could not be written.
+    """
+    with interrupts.handled():
+        try:
+            with sigint_deferred() as held:  # results first, each on its own: one that fails stops no other
+                report = summary(found.result, exported=found.exported, examples=found.examples)
+                outputs = files.outputs(found, report)
+                written = [_save(o) for o in outputs]
+            interrupts.check()  # a Ctrl-C a callback dropped meanwhile
+            _show(found, report, as_json)
+            for o, w in zip(outputs, written, strict=True):
+                if w.written is not None:
+                    console.print(f"wrote {_named(o, w)}", highlight=False)
+        except KeyboardInterrupt as e:
+            err.print(f"{interrupts.said} after the outputs were written", highlight=False)
+            raise typer.Exit(interrupts.code) from e
+    if held or any(w.interrupted for w in written):
+        err.print(f"{interrupts.said}: the hunt's outputs were written first", highlight=False)
+        raise typer.Exit(interrupts.code)
     if any(w.error is not None for w in written):
         raise typer.Exit(1)
 
@@ -186,9 +203,9 @@ def _show(found: HuntRun, report: Mapping[str, Any], as_json: bool) -> None:
         console.print_json(json.dumps({k: v for k, v in report.items() if k != "clusters"}))
 
 
-def _interrupted(kept: list[_Kept], signals: list[int]) -> typer.Exit:
+def _interrupted(kept: list[_Kept], interrupts: Interrupts) -> typer.Exit:
     """Ctrl-C (SIGTERM): print what was found and the one line naming what was written; exit 130 (143)."""
-    code, said = (143, "interrupted (SIGTERM)") if signals else (130, "interrupted")
+    code, said = interrupts.code, interrupts.said
     if not kept:  # before the search began (the options, the tasks, the pre-flight)
         err.print(f"{said} while the hunt was starting: nothing was run", highlight=False)
         return typer.Exit(code)
@@ -222,7 +239,7 @@ class _Files:
         if doc is not None and found.interrupted is not None:
             doc = {**doc, "interrupted": found.interrupted}
         return [*([_Output("--export", self.export, json.dumps(doc, indent=1, default=str), "the regression cases",
-                           "tausim-hunt-cases", ".json", f" ({len(doc['tasks'])} cases)")]
+                           "tausim-hunt-cases", ".json", f" ({counted(len(doc['tasks']), 'case')})")]
                   if self.export is not None and doc is not None else []),
                 *([_Output("--out", self.out, json.dumps(report, indent=1, default=str), "the hunt's summary",
                            "tausim-hunt", ".json")] if self.out is not None else []),

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
-import signal
 import sys
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +22,7 @@ from simulator.cli._common import console, err, fail, option_message
 from simulator.cli._run_options import check_run_paths, refuse_ignored_options, run_spec
 from simulator.cli.tasks import refuse_lint_errors
 from simulator.errors import OptionError, SetupError, StoreError, WriteError
-from simulator.execution.recording import PARTIAL_SUFFIX, document_path, output_problem
+from simulator.execution.recording import PARTIAL_SUFFIX, Interrupts, document_path, output_problem
 from simulator.execution.session import Interruption, RunOutcome, RunStart, run
 from simulator.report import analyze_run, print_summary
 from simulator.storage.store import DEFAULT_STORE_URL
@@ -164,12 +162,13 @@ def run_command(
             raise fail(f"{out_name}: {problem.split(';')[0]}; give --out FILE to write it elsewhere")
     check_run_paths(locals(), out_flag=None if out_name is None else f"--resume-from {resume_from}: its run document")
     options = locals()
-    signals: list[int] = []
-    with sigterm_as_interrupt(signals), interrupted_before_trials(signals):  # loading the tasks can take a while
-        spec = run_spec(options, _DEFAULTS)
-    execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout, otel=otel,
-            allow_lint_errors=allow_lint_errors, progress_every=progress_every, resume_from=resume_from,
-            out_name=out_name)
+    interrupts = Interrupts()
+    with interrupts.handled():  # to the end of the command
+        with interrupted_before_trials(interrupts):  # loading the tasks can take a while
+            spec = run_spec(options, _DEFAULTS)
+        execute(spec, out=out, store=store, run_id=run_id, no_progress=no_progress, dask_timeout=dask_timeout,
+                otel=otel, allow_lint_errors=allow_lint_errors, progress_every=progress_every,
+                resume_from=resume_from, out_name=out_name, interrupts=interrupts)
 
 
 def resume_document_name(resume_from: Path, document: Path) -> str:
@@ -188,7 +187,7 @@ _DEFAULTS = {name: p.default for name, p in inspect.signature(run_command).param
 def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None, run_id: str | None = None,
             no_progress: bool = False, dask_timeout: float = 10.0, otel: Path | None = None,
             allow_lint_errors: bool = False, progress_every: float = 30.0, resume_from: Path | None = None,
-            out_name: str | None = None) -> None:
+            out_name: str | None = None, interrupts: Interrupts | None = None) -> None:
     """Run a spec as ``tausim run`` does (:func:`simulator.execution.session.run`) and print its summary.
 
     Args:
@@ -205,19 +204,34 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
             document holds both; ``spec`` must be the file's (the session compares them, the policy by its text).
         out_name: how messages name ``out`` when ``--out`` was not given (:func:`resume_document_name`); None:
             ``--out FILE``.
+        interrupts: the command's Ctrl-C and SIGTERM (:class:`~simulator.execution.recording.Interrupts`); None: its
+            own, handled from here to the end.
 
     Raises:
         typer.Exit: code 2 on bad input or a set-up error (before any trial runs, or when a trial meets one),
             1 when the run was stopped by ``max_error_rate`` or ``--out`` could not be written (the document is
             then written to a fallback file, named), 130 on Ctrl-C, 143 on SIGTERM.
     """
-    signals: list[int] = []
+    interrupts = interrupts or Interrupts()
+    with interrupts.handled():  # to the end: a Ctrl-C after the run returned is told too
+        outcome = _execute(spec, interrupts, out=out, store=store, run_id=run_id, no_progress=no_progress,
+                           dask_timeout=dask_timeout, otel=otel, allow_lint_errors=allow_lint_errors,
+                           progress_every=progress_every, resume_from=resume_from, out_name=out_name)
+        code = _render_interruptible(outcome, out, out_name, interrupts)
+    if code:
+        raise typer.Exit(code)
+
+
+def _execute(spec: RunSpec, interrupts: Interrupts, *, out: Path | None, store: str | None, run_id: str | None,
+             no_progress: bool, dask_timeout: float, otel: Path | None, allow_lint_errors: bool,
+             progress_every: float, resume_from: Path | None, out_name: str | None) -> RunOutcome:
+    """:func:`execute`'s run, its errors and interruptions said as :func:`execute` documents."""
     try:
-        with sigterm_as_interrupt(signals), interrupted_before_trials(signals):
+        with interrupted_before_trials(interrupts):
             outcome = run(spec, store=store, run_id=run_id, out=out, resume=resume_from, progress=not no_progress,
                           progress_every=progress_every or None,
-                          on_start=_print_start,
-                          on_interrupt=lambda stop: interrupted(stop, out, signals, out_name=out_name),
+                          on_start=_print_start, on_trial=lambda _: interrupts.check(),  # a Ctrl-C a callback dropped
+                          on_interrupt=lambda stop: interrupted(stop, out, interrupts, out_name=out_name),
                           otel=otel, dask_timeout=dask_timeout,
                           task_check=lambda d, t, selected: refuse_lint_errors(d, t, selected, allow_lint_errors))
     except SetupError as e:
@@ -229,9 +243,30 @@ def execute(spec: RunSpec, *, out: Path | None = None, store: str | None = None,
         raise fail(_run_option_message(e, resume_from, out_name)) from e
     except (DomainError, TaskFileError, StoreError, ValueError) as e:
         raise fail(str(e)) from e
-    code = _render(outcome, out, out_name)
-    if code:
-        raise typer.Exit(code)
+    return outcome
+
+
+def _render_interruptible(outcome: RunOutcome, out: Path | None, out_name: str | None, interrupts: Interrupts) -> int:
+    """:func:`_render` the finished run; Ctrl-C (SIGTERM) meanwhile, or one a callback dropped, is told as such.
+
+    Returns:
+        :func:`_render`'s exit code.
+
+    Raises:
+        typer.Exit: 130 (143) when interrupted after the run ended: the line says where the run was written.
+    """
+    stop = Interruption(finished=True, written=outcome.out, write_error=outcome.write_error, out=out,
+                        run_id=outcome.run_id)
+    with interrupts.handled():
+        try:
+            interrupts.check()  # dropped while the run was completed and written
+            stop = Interruption(finished=True, written=outcome.out, out=out, run_id=outcome.run_id)  # _render tells
+            # why --out could not be written
+            code = _render(outcome, out, out_name)
+            interrupts.check()
+        except KeyboardInterrupt:
+            interrupted(stop, out, interrupts, out_name=out_name)
+    return code
 
 
 def _run_option_message(error: OptionError, resume_from: Path | None, out_name: str | None) -> str:
@@ -332,41 +367,23 @@ def _render(outcome: RunOutcome, out: Path | None, out_name: str | None = None) 
 
 
 @contextmanager
-def sigterm_as_interrupt(received: list[int]) -> Iterator[None]:
-    """Within it, SIGTERM (a CI job cancelled, ``kill``) interrupts the run as Ctrl-C does; noted in ``received``."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_term(signum: int, frame: Any) -> None:
-        received.append(signum)
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
-@contextmanager
-def interrupted_before_trials(signals: list[int]) -> Iterator[None]:
+def interrupted_before_trials(interrupts: Interrupts) -> Iterator[None]:
     """Ctrl-C or SIGTERM while a run starts (options, tasks, pre-flight): exit 130 (143 on SIGTERM), saying so.
 
-    Once trials run, the run's own interruption handler (:func:`interrupted`) takes over and this sees nothing.
+    Once the trials begin, the run's own interruption handler (:func:`interrupted`, called by the session until the
+    run returns) takes over and this sees nothing: no trial thread is left running when this exits.
 
     Raises:
-        typer.Exit: 130 on Ctrl-C, 143 on SIGTERM (``signals`` not empty), as a shell reports 128 + the signal.
+        typer.Exit: 130 on Ctrl-C, 143 on SIGTERM, as a shell reports 128 + the signal.
     """
     try:
         yield
     except KeyboardInterrupt as e:
-        err.print(("interrupted (SIGTERM)" if signals else "interrupted") + " while the run was starting: no trial "
-                  "was run", highlight=False)
-        raise typer.Exit(143 if signals else 130) from e
+        err.print(f"{interrupts.said} while the run was starting: no trial was run", highlight=False)
+        raise typer.Exit(interrupts.code) from e
 
 
-def interrupted(stop: Interruption, out: Path | None, signals: list[int] | None = None,
+def interrupted(stop: Interruption, out: Path | None, interrupts: Interrupts | None = None,
                 resume_hint: str | None = None, out_name: str | None = None) -> Any:
     """Ctrl-C or SIGTERM: say where the finished trials are; exit 130 (143 on SIGTERM) without waiting for stuck trials.
 
@@ -375,11 +392,14 @@ def interrupted(stop: Interruption, out: Path | None, signals: list[int] | None 
     During the trials the process ends at once (``os._exit``): worker threads may be inside a model call or a stuck
     agent. During the final write (finished first) the command exits 130 (143) as usual.
     """
-    code = 143 if signals else 130  # 128 + the signal's number, as a shell reports a process it ended
+    code = interrupts.code if interrupts is not None else 130  # 128 + the signal's number, as a shell reports
+    said = interrupts.said if interrupts is not None else "interrupted"
     if stop.finished:
         _print_write_error(out, stop.write_error, stop.written, out_name)
-        said = f"the run was written to {stop.written}" if stop.written else "nothing was written"
-        err.print(f"interrupted: {said}", highlight=False)
+        place = (f"the run was written to {stop.written}" if stop.written else
+                 f"its trials are recorded in the store (run id {stop.run_id})" if stop.run_id else
+                 "nothing was written")
+        err.print(f"{said}: {place}", highlight=False)
         sys.stdout.flush()
         raise typer.Exit(code)
     where = []
@@ -391,8 +411,7 @@ def interrupted(stop: Interruption, out: Path | None, signals: list[int] | None 
         where.append(resume_hint)
     elif stop.partial is not None:
         where.append(f"resume with --resume-from {stop.partial}")
-    err.print(("interrupted (SIGTERM)" if signals else "interrupted") + (": " + "; ".join(where) if where else ""),
-              highlight=False)
+    err.print(said + (": " + "; ".join(where) if where else ""), highlight=False)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # worker threads may be inside a model call or a stuck agent: do not join them

@@ -20,9 +20,9 @@ from rich.text import Text
 
 from simulator.cli._common import console, err, fail, option_message, write_output
 from simulator.cli._run_options import check_run_paths, refuse_ignored_options, run_spec
-from simulator.cli.run import interrupted, run_command, sigterm_as_interrupt
+from simulator.cli.run import interrupted, run_command
 from simulator.errors import OptionError, SetupError, StoreError
-from simulator.execution.recording import partial_path
+from simulator.execution.recording import Interrupts, partial_path
 from simulator.stats.variance import CONDITIONS
 from simulator.types.results import RunResult
 from simulator.types.sanitize import counted
@@ -136,19 +136,22 @@ def variance_command(
         raise fail("--resume: resumes the runs kept in --runs-dir; give --runs-dir DIR")
     spec = _spec(o)
     _check_runs_dir(runs_dir, out)
-    signals: list[int] = []
+    interrupts = Interrupts()
     hint = "rerun the same command with --resume to keep them" if runs_dir is not None else None
     try:
         if spec.trials < 2:
             raise ValueError(f"--trials: a task's spread needs at least 2 trials, got {spec.trials}")
-        with sigterm_as_interrupt(signals):
-            result = run_variance(spec, out_dir=runs_dir, bootstrap_seed=bootstrap_seed, on_condition=_done,
+        with interrupts.handled():
+            result = run_variance(spec, out_dir=runs_dir, bootstrap_seed=bootstrap_seed,
+                                  on_condition=lambda c, r: _done(c, r, interrupts),
                                   progress=not no_progress, resume=resume,
-                                  on_interrupt=lambda stop: interrupted(stop, stop.out, signals, hint,
+                                  on_trial=lambda _: interrupts.check(),  # a Ctrl-C a callback dropped
+                                  on_interrupt=lambda stop: interrupted(stop, stop.out, interrupts, hint,
                                                                         out_name=_document_name(runs_dir, stop.out)))
+            interrupts.check()  # a Ctrl-C a callback dropped
     except KeyboardInterrupt as e:  # between two runs (the runs' own interruptions exit in ``interrupted``)
-        err.print("interrupted (SIGTERM)" if signals else "interrupted", highlight=False)
-        raise typer.Exit(143 if signals else 130) from e
+        err.print(interrupts.said, highlight=False)
+        raise typer.Exit(interrupts.code) from e
     except ValidationError as e:
         raise fail(format_validation_error("variance options", e)) from e
     except SetupError as e:
@@ -173,12 +176,15 @@ def variance_command(
 _DEFAULTS = {name: p.default for name, p in inspect.signature(variance_command).parameters.items()}
 
 
-def _done(condition: str, result: RunResult) -> None:
+def _done(condition: str, result: RunResult, interrupts: Interrupts | None = None) -> None:
+    """Say that a condition's run finished; then raise a Ctrl-C a callback dropped meanwhile (``interrupts``)."""
     what = {"both": "both sides vary", "user": "only the user varies (agent held)",
             "agent": "only the agent varies (user held)"}[condition]
     p1 = result.metrics.get("pass^1")
     console.print(f"run {condition}: {what}: {len(result.trials)} trials, pass^1 "
                   f"{'-' if p1 is None else f'{p1:.3f}'}", highlight=False, markup=False)
+    if interrupts is not None:
+        interrupts.check()
 
 
 def _share(doc: dict[str, Any], name: str) -> str:

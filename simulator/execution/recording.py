@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import tempfile
 import threading
 import uuid
@@ -24,10 +25,10 @@ from simulator.storage.store import DEFAULT_STORE_URL, ResultsStore
 from simulator.types.results import TrialResult
 from simulator.types.spec import RunSpec
 
-__all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "WriteOutcome", "append_line", "check_store_url", "close_quietly",
-           "document_json", "document_path", "ends_mid_line", "guard_appended", "open_partial", "open_results_store",
-           "output_problem", "partial_lock", "partial_path", "sigint_deferred", "write_document", "write_json_atomic",
-           "write_text_atomic", "write_with_fallback"]
+__all__ = ["PARTIAL_SUFFIX", "GuardedWriter", "Interrupts", "WriteOutcome", "append_line", "check_store_url",
+           "close_quietly", "document_json", "document_path", "ends_mid_line", "guard_appended", "open_partial",
+           "open_results_store", "output_problem", "partial_lock", "partial_path", "sigint_deferred",
+           "write_document", "write_json_atomic", "write_text_atomic", "write_with_fallback"]
 
 
 def check_store_url(url: str) -> None:
@@ -230,17 +231,118 @@ def sigint_deferred() -> Iterator[list[int]]:
     """Hold Ctrl-C (SIGINT) off while the body runs (main thread only); yields the list of signals received.
 
     For work that must finish once begun (a result file written, what an interrupted command found kept): a Ctrl-C
-    meanwhile is noted in the list, not raised. Keep the body short and free of waits: Ctrl-C cannot stop it.
+    meanwhile is noted in the list, not raised. SIGTERM is held too while it interrupts as Ctrl-C does (an
+    :class:`Interrupts` handles it), and told to that handler (:meth:`Interrupts.note`) so that the command still
+    exits 143. Keep the body short and free of waits: Ctrl-C cannot stop it.
     """
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
-    old = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    old_int = signal.getsignal(signal.SIGINT)
+    old_term = signal.getsignal(signal.SIGTERM)
+
+    def hold(signum: int, frame: Any) -> None:
+        received.append(signum)
+        old = old_int if signum == signal.SIGINT else old_term
+        if isinstance(old, Interrupts):
+            old.note(signum)
+
+    signal.signal(signal.SIGINT, hold)
+    if isinstance(old_term, Interrupts):
+        signal.signal(signal.SIGTERM, hold)
     try:
         yield received
     finally:
-        signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGINT, old_int)
+        if isinstance(old_term, Interrupts):
+            signal.signal(signal.SIGTERM, old_term)
+
+
+class Interrupts:
+    """The Ctrl-C and SIGTERM of one command invocation (``tausim run``, ``hunt``, ``variance``).
+
+    Within :meth:`handled` (main thread only) both signals raise ``KeyboardInterrupt`` in the main thread, each
+    noted in ``received`` first. Python raises it in whatever code runs at that instant; when that is a garbage
+    collector or weakref callback (e.g. SQLAlchemy's), Python prints ``Exception ignored in`` and drops it: the
+    command would go on as if nothing happened. Such a dropped interrupt is counted (through
+    :data:`sys.unraisablehook`, not printed), and :meth:`check`, called at safe points (after each trial, each hunt
+    step, before the final writes), raises it again.
+
+    Attributes:
+        received: the signals received (``signal.SIGINT``, ``signal.SIGTERM``), in order.
+        dropped: interrupts dropped in a callback and not raised again by :meth:`check` yet.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.dropped = 0
+
+    @property
+    def terminated(self) -> bool:
+        """True once a SIGTERM was received (the command exits 143, else 130)."""
+        return signal.SIGTERM in self.received
+
+    @property
+    def code(self) -> int:
+        """The exit code of the interrupted command: 143 after a SIGTERM, else 130 (128 + the signal's number)."""
+        return 143 if self.terminated else 130
+
+    @property
+    def said(self) -> str:
+        """How messages begin: ``interrupted (SIGTERM)`` after a SIGTERM, else ``interrupted``."""
+        return "interrupted (SIGTERM)" if self.terminated else "interrupted"
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        """The signal handler: note the signal, raise ``KeyboardInterrupt``."""
+        self.received.append(signum)
+        raise KeyboardInterrupt
+
+    def note(self, signum: int) -> None:
+        """Note a signal held off meanwhile (:func:`sigint_deferred`); its interruption is the holder's to raise."""
+        self.received.append(signum)
+
+    def check(self) -> None:
+        """A safe point: raise the interrupt a callback dropped, if any.
+
+        Raises:
+            KeyboardInterrupt: an interrupt was dropped since the last check.
+        """
+        if self.dropped:
+            self.dropped = 0
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def handled(self) -> Iterator[Interrupts]:
+        """Within it (main thread only), Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` and dropped ones are counted.
+
+        The signal handlers and :data:`sys.unraisablehook` are restored on leaving; another thread's call changes
+        nothing (Python delivers signals to the main thread only). A SIGINT ignored when the process started (a
+        background job of a non-interactive shell) stays ignored, as Python leaves it.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        old_int = signal.getsignal(signal.SIGINT)
+        if old_int is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, self)
+        old_term = signal.signal(signal.SIGTERM, self)
+        old_hook, main = sys.unraisablehook, threading.main_thread()
+
+        def unraisable(unraisable: Any) -> None:
+            if isinstance(unraisable.exc_value, KeyboardInterrupt) and threading.current_thread() is main:
+                self.dropped += 1
+                return
+            old_hook(unraisable)
+
+        sys.unraisablehook = unraisable
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, old_int)
+            signal.signal(signal.SIGTERM, old_term)
+            if sys.unraisablehook is unraisable:
+                sys.unraisablehook = old_hook
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from simulator.execution.provenance import (
 )
 from simulator.execution.recording import (
     GuardedWriter,
+    WriteOutcome,
     append_line,
     check_store_url,
     close_quietly,
@@ -55,6 +56,7 @@ from simulator.execution.recording import (
     output_problem,
     partial_lock,
     partial_path,
+    sigint_deferred,
     write_document,
 )
 from simulator.execution.runner import ERROR_RATE_MIN_TRIALS, Runner, run_error_rate, settle_heap
@@ -239,6 +241,10 @@ def run(spec: RunSpec, *, store: str | ResultsStore | None = None, run_id: str |
         finally:
             session.close()
         return session.finish(result)
+    except KeyboardInterrupt:
+        if session.started and not session.told:  # after the trials (or a second Ctrl-C while they were left)
+            session.interrupted_late()
+        raise
     finally:
         session.close_store()
 
@@ -296,6 +302,10 @@ class _Session:
         self.services: RunServices | None = None
         self.recorded: list[TrialResult] = []  # this call's trials, once recorded
         self.lock = threading.Lock()
+        self.started = False  # the trials began: an interruption is ``on_interrupt``'s to tell from then on
+        self.ran = False  # the trials ended (none is left running)
+        self.told = False  # ``on_interrupt`` was called
+        self.written: WriteOutcome | None = None  # the run document's write, once done
 
     # ---------------------------------------------------------------------------------------------- set up
 
@@ -501,8 +511,10 @@ class _Session:
         if planned >= SETTLE_MIN_TRIALS:
             settle_heap()
         t0 = time.perf_counter()
+        self.started = True
         try:
             result = runner.run(executor=self.executor, on_trial=self._record, only=self.only)
+            self.ran = True
         except KeyboardInterrupt:
             self._interrupted()
             raise
@@ -532,9 +544,39 @@ class _Session:
             abandon()
         self.close()
         self.close_store()
+        self._tell(Interruption(finished=False, partial=self.partial,
+                                run_id=self.run_id if self.store is not None else None, out=self.out))
+
+    def interrupted_late(self) -> None:
+        """Ctrl-C after the trials (closing, completing the document, writing it) or while they were left.
+
+        What can be released is released (a further Ctrl-C skips the step it hits: none waits for a stuck trial),
+        then ``on_interrupt`` is told (a further Ctrl-C held off) where the trials are: the run document when it
+        was written, else the partial file or the store, which hold every finished trial.
+        """
+        abandon = getattr(self.executor, "abandon", None) if not self.ran else None  # busy workers: kill them
+        handle = self.partial_file
+        steps = [*([] if handle is None else [lambda: close_quietly(handle)]),
+                 *([] if abandon is None else [abandon]), self.close, self.close_store]
+        for step in steps:
+            try:
+                step()
+            except KeyboardInterrupt:
+                continue
+        written = self.written
+        with sigint_deferred():
+            if written is not None and written.written is not None:
+                self._tell(Interruption(finished=True, written=written.written, write_error=written.error,
+                                        out=self.out))
+            else:
+                self._tell(Interruption(finished=False, partial=self.partial,
+                                        run_id=self.run_id if self.store is not None else None, out=self.out))
+
+    def _tell(self, stop: Interruption) -> None:
+        """Call ``on_interrupt`` (once)."""
+        self.told = True
         if self.on_interrupt is not None:
-            self.on_interrupt(Interruption(finished=False, partial=self.partial,
-                                           run_id=self.run_id if self.store is not None else None, out=self.out))
+            self.on_interrupt(stop)
 
     def close(self) -> None:
         """Release the session's resources (partial file, lease, executor, log, progress bar, services)."""
@@ -595,11 +637,10 @@ class _Session:
         """Write the document to ``out`` (or a fallback file); remove the partial file once it is written."""
         assert self.out is not None
         written = write_document(self.out, outcome.document)
+        self.written = written
         outcome.out, outcome.write_error = written.written, written.error
         if written.interrupted:
-            if self.on_interrupt is not None:
-                self.on_interrupt(Interruption(finished=True, written=written.written, write_error=written.error,
-                                               out=self.out))
+            self._tell(Interruption(finished=True, written=written.written, write_error=written.error, out=self.out))
             raise KeyboardInterrupt
         if written.written is not None and self.partial is not None:
             self.partial.unlink(missing_ok=True)

@@ -63,7 +63,8 @@ EXAMPLES = "while the shrunk examples were replayed"
 
 
 def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False, clean_agent: str | None = None,
-             prefix: bool = False, on_interrupt: Callable[[HuntRun], None] | None = None) -> HuntRun:
+             prefix: bool = False, on_interrupt: Callable[[HuntRun], None] | None = None,
+             checkpoint: Callable[[], None] | None = None) -> HuntRun:
     """Search task x persona x seed x user move for failures, cluster them, optionally export regression cases.
 
     Credentials are checked before the data and tasks are loaded, and the run's pre-flight (one agent and one user
@@ -80,6 +81,9 @@ def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False,
             :class:`HuntRun` with ``interrupted`` set; its ``cases`` the cases made so far, when ``export``), a
             further Ctrl-C held off meanwhile (:func:`~simulator.execution.recording.sigint_deferred`): e.g. to write
             it. When it returns, the KeyboardInterrupt goes on.
+        checkpoint: called at safe points once the search began (after each trial, each case, the examples); a
+            ``KeyboardInterrupt`` it raises (a Ctrl-C a callback dropped,
+            :meth:`~simulator.execution.recording.Interrupts.check`) interrupts the hunt as Ctrl-C does.
 
     Returns:
         The :class:`HuntRun`.
@@ -104,7 +108,8 @@ def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False,
 
     found: HuntRun | None = None
     try:
-        found = HuntRun(runner=runner, result=hunt(runner, budget, seed=seed, on_interrupt=searched))
+        found = HuntRun(runner=runner, result=hunt(runner, budget, seed=seed, on_interrupt=searched,
+                                                   on_trial=None if checkpoint is None else lambda _: checkpoint()))
         phase = CASES
         if export:
             found.cases = cases_document(spec.domain)
@@ -117,8 +122,12 @@ def run_hunt(spec: RunSpec, budget: int, *, seed: int = 0, export: bool = False,
                     found.exported.add(str(case["id"]))
                 if note is not None:
                     found.notes.append(note)
+                if checkpoint is not None:
+                    checkpoint()
         phase = EXAMPLES
         shrunk_examples(runner, found.result, found.examples)
+        if checkpoint is not None:
+            checkpoint()
     except KeyboardInterrupt:
         if on_interrupt is not None and found is not None:  # (during the search: told by ``searched``)
             found.interrupted = phase

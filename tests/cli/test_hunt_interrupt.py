@@ -226,3 +226,55 @@ def test_an_interrupted_hunt_without_outputs_prints_what_it_found(monkeypatch):
     assert f"{len(counted.played)} trials" in res.output  # the summary is printed, as at the end of a hunt
     figures = json.loads(res.output[res.output.index("\n{\n"):res.output.rindex("\n}\n") + 2])
     assert figures["interrupted"] == "during the search" and figures["trials"] == len(counted.played)
+
+
+def test_a_ctrl_c_a_callback_dropped_still_interrupts_the_hunt(tmp_path, monkeypatch):
+    """Python drops a KeyboardInterrupt raised in a weakref or GC callback (seen in SQLAlchemy's): the hunt went on."""
+    import weakref
+
+    fork, forks = Harness.fork, []
+
+    def dropping_fork(harness: Harness, *a: Any, **kw: Any) -> HuntTrial:
+        forks.append(1)
+        if len(forks) == 30:
+            class Thing:
+                pass
+
+            thing = Thing()
+            ref = weakref.ref(thing, lambda _: os.kill(os.getpid(), signal.SIGTERM))  # (SIGINT may be ignored here)
+            del thing
+            assert ref() is None
+        return fork(harness, *a, **kw)
+
+    monkeypatch.setattr(Harness, "fork", dropping_fork)
+    out = tmp_path / "hunt.json"
+    res = _hunt("--out", out)
+    assert res.exit_code == 143, res.output  # was 0: the whole hunt ran, its summary not marked interrupted
+    assert _interrupted_lines(res.output) == [f"interrupted (SIGTERM) during the search: wrote {out}"]
+    summary = json.loads(out.read_text())
+    assert summary["interrupted"] == "during the search" and summary["forks"] == 30
+
+
+def test_a_ctrl_c_after_the_outputs_were_written_says_so_in_one_line(tmp_path, monkeypatch):
+    from simulator.cli import hunt
+
+    def interrupted(*a: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hunt, "_show", interrupted)
+    out = tmp_path / "hunt.json"
+    res = _hunt("--out", out, "--budget", "60")
+    assert res.exit_code == 130, res.output
+    assert res.output.splitlines() == ["interrupted after the outputs were written"]  # was: nothing said
+    assert "interrupted" not in json.loads(out.read_text())  # whole: not marked interrupted
+
+
+def test_the_export_line_counts_its_cases_in_words(tmp_path):
+    from types import SimpleNamespace
+
+    from simulator.cli.hunt import _Files
+
+    files = _Files(tmp_path / "reg.json", None, None, "tausim hunt")
+    details = [files.outputs(SimpleNamespace(cases={"tasks": [{}] * n}, interrupted=None), {})[0].detail  # type: ignore[arg-type]
+               for n in (0, 1, 2)]
+    assert details == [" (0 cases)", " (1 case)", " (2 cases)"]
