@@ -133,17 +133,23 @@ def test_an_option_the_run_was_recorded_without_says_not_set(tmp_path, finished)
         in said, said
 
 
-def test_personas_in_another_order_resume_the_same_trials(tmp_path):
-    """A trial's seed does not depend on its persona: the order changes only the order trials run and are listed."""
+def _persona_run_stopped(tmp_path: Path, trials: int) -> tuple[dict, Path]:
+    """A run of personas cooperative,impatient and its partial file stopped after the first trial: (document, file)."""
     done = tmp_path / "done.json"
-    res = invoke("run", "--task-ids", TASK, "--trials", 2, "--user", "rule", "--personas", "cooperative,impatient",
+    res = invoke("run", "--task-ids", TASK, "--trials", trials, "--user", "rule", "--personas", "cooperative,impatient",
                  "--out", done, "--no-progress")
     assert res.exit_code == 0, res.output
     doc = json.loads(done.read_text())
-    assert len(doc["trials"]) == 4
     path = tmp_path / "run.json.partial.jsonl"
-    header = partial_header(RunSpec.model_validate(doc["config"]), 4, [TASK])
+    header = partial_header(RunSpec.model_validate(doc["config"]), 2 * trials, [TASK])
     path.write_text(json.dumps(header) + "\n" + json.dumps(doc["trials"][0]) + "\n")
+    return doc, path
+
+
+def test_personas_in_another_order_resume_the_same_trials(tmp_path):
+    """A trial's seed does not depend on its persona: the order changes only the order trials run and are listed."""
+    doc, path = _persona_run_stopped(tmp_path, 2)
+    assert len(doc["trials"]) == 4
     res = invoke("run", "--resume-from", path, "--user", "rule", "--personas", "impatient,cooperative", "--no-progress")
     assert res.exit_code == 0, res.output
     resumed = json.loads((tmp_path / "run.json").read_text())
@@ -160,14 +166,8 @@ def test_the_library_refuses_another_persona_order_saying_so(tmp_path):
     import simulator
     from simulator.errors import SpecError
 
-    done = tmp_path / "done.json"
-    res = invoke("run", "--task-ids", TASK, "--trials", 1, "--user", "rule", "--personas", "cooperative,impatient",
-                 "--out", done, "--no-progress")
-    assert res.exit_code == 0, res.output
-    doc = json.loads(done.read_text())
+    doc, path = _persona_run_stopped(tmp_path, 1)
     spec = RunSpec.model_validate(doc["config"])
-    path = tmp_path / "run.json.partial.jsonl"
-    path.write_text(json.dumps(partial_header(spec, 2, [TASK])) + "\n" + json.dumps(doc["trials"][0]) + "\n")
     before = path.read_bytes()
     with pytest.raises(SpecError, match="the same personas in another order: give them in the recorded order"):
         simulator.run(spec.model_copy(update={"personas": ["impatient", "cooperative"]}), resume=path)
