@@ -337,9 +337,15 @@ _BUILT = []
 
 
 def interrupting_oracle(ctx):
-    """The oracle, but the 4th trial's agent sends this process a Ctrl-C (SIGINT) and waits for it."""
+    """The oracle, but the 4th trial's agent sends this process a Ctrl-C (SIGINT) and waits for it.
+
+    (Run with ``--concurrency 1``: the first three trials have ended by then; the pause lets the main thread record
+    them before the Ctrl-C, which is what the test is about. With trials at once the 4th agent could be built before
+    any trial ended: the file then held none, a flaky failure.)
+    """
     _BUILT.append(ctx)
     if len(_BUILT) > 3:
+        time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(5)
     return OracleAgent(ctx)
@@ -353,7 +359,8 @@ def test_the_partial_file_of_an_interrupted_run_is_reported_over_all_planned_tas
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "simulator.cli", "run", "--agent", f"{HERE}:interrupting_oracle",
-                           "--trials", "2", "--out", str(out), "--no-progress", "--no-preflight"],
+                           "--trials", "2", "--concurrency", "1", "--out", str(out), "--no-progress",
+                           "--no-preflight"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
                           preexec_fn=restore_sigint)
     assert proc.returncode == 130, proc.stdout[-2000:] + proc.stderr[-2000:]
